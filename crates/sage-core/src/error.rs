@@ -1,0 +1,105 @@
+//! The one error type of sage-rs. Every other crate either returns it or wraps it.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout sage-rs.
+pub type Result<T, E = SageError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in sage-core, and the common currency for errors that cross the
+/// [`crate::Similarity`] and [`crate::Embedder`] traits.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SageError {
+    /// Two inputs that must be aligned element by element have different lengths.
+    #[error("{what}: length mismatch ({left} vs {right})")]
+    LengthMismatch {
+        /// What was being compared.
+        what: &'static str,
+        /// Length of the first input.
+        left: usize,
+        /// Length of the second input.
+        right: usize,
+    },
+    /// A measure needs more data than it was given.
+    #[error("{what}: needs at least {needed} values, got {got}")]
+    TooFewValues {
+        /// The measure.
+        what: &'static str,
+        /// Minimum number of values.
+        needed: usize,
+        /// Number given.
+        got: usize,
+    },
+    /// The measure is mathematically undefined for this input (e.g. a correlation of a constant).
+    #[error("{what} is undefined: {why}")]
+    Undefined {
+        /// The measure.
+        what: &'static str,
+        /// Why it is undefined.
+        why: String,
+    },
+    /// An argument outside its domain (a negative value for a harmonic mean, k = 0, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// Reading a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A file was read but one of its lines is malformed.
+    #[error("{}:{line}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong.
+        message: String,
+    },
+    /// An error from a similarity or embedding backend (tokenizer, model, ...), kept whole.
+    #[error("{context}: {source}")]
+    Backend {
+        /// What was being done.
+        context: String,
+        /// The backend's own error.
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+}
+
+impl SageError {
+    /// Wraps any backend error with a short description of what was being done.
+    pub fn backend(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        SageError::Backend { context: context.into(), source: source.into() }
+    }
+
+    /// A parse error at `path:line`.
+    pub fn parse(path: impl Into<PathBuf>, line: usize, message: impl Into<String>) -> Self {
+        SageError::Parse { path: path.into(), line, message: message.into() }
+    }
+
+    pub(crate) fn undefined(what: &'static str, why: impl Into<String>) -> Self {
+        SageError::Undefined { what, why: why.into() }
+    }
+}
+
+pub(crate) fn ensure_same_len(what: &'static str, left: usize, right: usize) -> Result<()> {
+    if left == right {
+        Ok(())
+    } else {
+        Err(SageError::LengthMismatch { what, left, right })
+    }
+}
+
+pub(crate) fn ensure_at_least(what: &'static str, needed: usize, got: usize) -> Result<()> {
+    if got >= needed {
+        Ok(())
+    } else {
+        Err(SageError::TooFewValues { what, needed, got })
+    }
+}

@@ -1,0 +1,32 @@
+//! # sage-core
+//!
+//! The small crate every other sage-rs crate stands on:
+//!
+//! - [`Similarity`] — the one trait through which every classical metric and every embedding model
+//!   is used. Tasks take `&dyn Similarity` and never learn which kind they hold.
+//! - [`Embedder`] and [`EmbeddingSimilarity`] — texts to vectors, and the adapter that turns any
+//!   embedder into a `Similarity` (cosine, or EvalRank's l2) embedding each distinct text once
+//!   per call.
+//! - [`SageError`] — the typed error the other crates wrap.
+//! - [`RunSeed`] — the one documented way experiments derive their random generators, so results
+//!   do not depend on thread count.
+//! - [`measures`] — every evaluation measure (Pearson, Spearman, V-measure, NDCG, MRR, MAP,
+//!   Wilcoxon, Hodges–Lehmann, Holm, ...) written once, each matching a named reference
+//!   implementation.
+//!
+//! Data flows one way through sage-rs: data → perturbation → similarity → task measure → result →
+//! report. This crate owns the middle of that chain; it reads no datasets and loads no models.
+#![deny(missing_docs)]
+
+mod embed;
+mod error;
+pub mod measures;
+mod seed;
+mod similarity;
+
+pub use embed::{
+    cosine, l2_similarity, normalize_rows, Embedder, EmbedderIdentity, EmbeddingSimilarity, VectorSimilarity,
+};
+pub use error::{Result, SageError};
+pub use seed::{ExperimentRng, RunSeed};
+pub use similarity::Similarity;

@@ -1,0 +1,106 @@
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ensure_same_len;
+use crate::Result;
+
+/// Homogeneity, completeness and their harmonic mean, the V-measure (β = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VMeasure {
+    /// 1 − H(C|K)/H(C): each cluster holds one class.
+    pub homogeneity: f64,
+    /// 1 − H(K|C)/H(K): each class sits in one cluster.
+    pub completeness: f64,
+    /// Harmonic mean of homogeneity and completeness.
+    pub v_measure: f64,
+}
+
+/// As scikit-learn's `homogeneity_completeness_v_measure(labels_true, labels_pred)`: natural-log
+/// entropies; a zero entropy makes its ratio 1; empty input gives (1, 1, 1).
+pub fn v_measure<T: Eq + Hash, P: Eq + Hash>(labels_true: &[T], labels_pred: &[P]) -> Result<VMeasure> {
+    ensure_same_len("v-measure", labels_true.len(), labels_pred.len())?;
+    if labels_true.is_empty() {
+        return Ok(VMeasure { homogeneity: 1.0, completeness: 1.0, v_measure: 1.0 });
+    }
+    let classes = dense_ids(labels_true);
+    let clusters = dense_ids(labels_pred);
+    let n_classes = classes.iter().max().map_or(0, |m| m + 1);
+    let n_clusters = clusters.iter().max().map_or(0, |m| m + 1);
+    let mut class_count = vec![0u64; n_classes];
+    let mut cluster_count = vec![0u64; n_clusters];
+    let mut joint: HashMap<(usize, usize), u64> = HashMap::new();
+    for (&c, &k) in classes.iter().zip(&clusters) {
+        class_count[c] += 1;
+        cluster_count[k] += 1;
+        *joint.entry((c, k)).or_insert(0) += 1;
+    }
+    let n = labels_true.len() as f64;
+    let entropy = |counts: &[u64]| -> f64 {
+        counts.iter().filter(|&&c| c > 0).map(|&c| -(c as f64 / n) * ((c as f64).ln() - n.ln())).sum()
+    };
+    let h_class = entropy(&class_count);
+    let h_cluster = entropy(&cluster_count);
+    let mutual_information: f64 = joint
+        .iter()
+        .map(|(&(c, k), &nij)| {
+            let nij = nij as f64;
+            let outer = class_count[c] as f64 * cluster_count[k] as f64;
+            (nij / n) * (nij.ln() + n.ln() - outer.ln())
+        })
+        .sum::<f64>()
+        .max(0.0);
+    let homogeneity = if h_class == 0.0 { 1.0 } else { mutual_information / h_class };
+    let completeness = if h_cluster == 0.0 { 1.0 } else { mutual_information / h_cluster };
+    let v_measure = if homogeneity + completeness == 0.0 {
+        0.0
+    } else {
+        2.0 * homogeneity * completeness / (homogeneity + completeness)
+    };
+    Ok(VMeasure { homogeneity, completeness, v_measure })
+}
+
+fn dense_ids<L: Eq + Hash>(labels: &[L]) -> Vec<usize> {
+    let mut ids: HashMap<&L, usize> = HashMap::new();
+    labels
+        .iter()
+        .map(|l| {
+            let next = ids.len();
+            *ids.entry(l).or_insert(next)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measures::assert_close;
+
+    #[test]
+    fn matches_sklearn() {
+        // Golden values: tests/reference/golden.py (scikit-learn 1.9.1).
+        let t = ["a", "a", "a", "b", "b", "b", "c", "c", "c", "c"];
+        let p = [0, 0, 1, 1, 1, 1, 2, 2, 0, 3];
+        let v = v_measure(&t, &p).unwrap();
+        assert_close(v.homogeneity, GOLD_H, 1e-12);
+        assert_close(v.completeness, GOLD_C, 1e-12);
+        assert_close(v.v_measure, GOLD_V, 1e-12);
+    }
+
+    const GOLD_H: f64 = 0.618_065_646_292_154_3;
+    const GOLD_C: f64 = 0.525_850_251_868_233_1;
+    const GOLD_V: f64 = 0.568_241_032_922_968;
+
+    #[test]
+    fn degenerate_partitions() {
+        let one = v_measure(&[1, 1, 1], &[0, 0, 0]).unwrap();
+        assert_eq!((one.homogeneity, one.completeness, one.v_measure), (1.0, 1.0, 1.0));
+        // every point its own cluster: perfectly homogeneous, completeness below 1
+        let split = v_measure(&[1, 1, 2, 2], &[0, 1, 2, 3]).unwrap();
+        assert_eq!(split.homogeneity, 1.0);
+        assert!(split.completeness < 1.0);
+        let empty: [u8; 0] = [];
+        assert_eq!(v_measure(&empty, &empty).unwrap().v_measure, 1.0);
+    }
+}

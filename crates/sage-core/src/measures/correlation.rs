@@ -1,0 +1,93 @@
+use crate::error::{ensure_at_least, ensure_same_len};
+use crate::{Result, SageError};
+
+/// Pearson's r, as `scipy.stats.pearsonr(x, y).statistic`.
+///
+/// Errors when the lengths differ, when there are fewer than 2 points, or when either input is
+/// constant (scipy returns NaN there; a NaN inside a report is worse than a clear error, and the
+/// caller decides what a constant similarity scores).
+pub fn pearson(x: &[f64], y: &[f64]) -> Result<f64> {
+    ensure_same_len("pearson", x.len(), y.len())?;
+    ensure_at_least("pearson", 2, x.len())?;
+    let n = x.len() as f64;
+    let mx = x.iter().sum::<f64>() / n;
+    let my = y.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (&a, &b) in x.iter().zip(y) {
+        let (da, db) = (a - mx, b - my);
+        sxy += da * db;
+        sxx += da * da;
+        syy += db * db;
+    }
+    if sxx == 0.0 || syy == 0.0 {
+        return Err(SageError::undefined("pearson", "an input is constant"));
+    }
+    Ok((sxy / (sxx.sqrt() * syy.sqrt())).clamp(-1.0, 1.0))
+}
+
+/// Spearman's ρ, as `scipy.stats.spearmanr(x, y).statistic`: Pearson's r of the average ranks.
+pub fn spearman(x: &[f64], y: &[f64]) -> Result<f64> {
+    ensure_same_len("spearman", x.len(), y.len())?;
+    pearson(&rank_average(x)?, &rank_average(y)?).map_err(|e| match e {
+        SageError::Undefined { why, .. } => SageError::Undefined { what: "spearman", why },
+        other => other,
+    })
+}
+
+/// 1-based ranks with ties given their average rank, as `scipy.stats.rankdata(method="average")`.
+/// Errors on NaN (it has no rank).
+pub fn rank_average(values: &[f64]) -> Result<Vec<f64>> {
+    if values.iter().any(|v| v.is_nan()) {
+        return Err(SageError::InvalidArgument("cannot rank NaN".into()));
+    }
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut ranks = vec![0.0; values.len()];
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        // -0.0 and 0.0 are equal values and must share a rank, so compare with ==.
+        while end < order.len() && values[order[end]] == values[order[start]] {
+            end += 1;
+        }
+        let average = (start + 1 + end) as f64 / 2.0;
+        for &i in &order[start..end] {
+            ranks[i] = average;
+        }
+        start = end;
+    }
+    Ok(ranks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measures::assert_close;
+
+    // Golden values: tests/reference/golden.py (scipy 1.17.1).
+    const X: [f64; 10] = [0.1, 0.4, 0.35, 0.8, 0.8, 0.2, 0.95, 0.5, 0.5, 0.5];
+    const Y: [f64; 10] = [1.0, 2.0, 2.5, 4.0, 3.5, 1.5, 5.0, 2.0, 3.0, 2.0];
+
+    #[test]
+    fn pearson_matches_scipy() {
+        assert_close(pearson(&X, &Y).unwrap(), 0.937_677_820_177_318, 1e-12);
+    }
+
+    #[test]
+    fn spearman_matches_scipy_with_ties() {
+        assert_close(spearman(&X, &Y).unwrap(), 0.884_739_495_645_627_5, 1e-12);
+    }
+
+    #[test]
+    fn ranks_average_ties() {
+        assert_eq!(rank_average(&[3.0, 1.0, 3.0, 2.0]).unwrap(), vec![3.5, 1.0, 3.5, 2.0]);
+    }
+
+    #[test]
+    fn constant_input_is_an_error_not_nan() {
+        assert!(matches!(pearson(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]), Err(SageError::Undefined { .. })));
+        assert!(matches!(spearman(&[1.0, 2.0], &[5.0, 5.0]), Err(SageError::Undefined { what: "spearman", .. })));
+        assert!(pearson(&[1.0], &[1.0]).is_err());
+        assert!(pearson(&[1.0, 2.0], &[1.0]).is_err());
+    }
+}

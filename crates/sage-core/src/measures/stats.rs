@@ -1,0 +1,422 @@
+use rand::Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ensure_at_least, ensure_same_len};
+use crate::seed::RunSeed;
+use crate::{Result, SageError};
+
+/// Arithmetic mean. Errors on empty input.
+pub fn mean(values: &[f64]) -> Result<f64> {
+    ensure_at_least("mean", 1, values.len())?;
+    Ok(values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// Mean and standard deviation.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MeanStd {
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Standard deviation with `ddof` degrees of freedom removed.
+    pub std: f64,
+    /// The `ddof` used: 0 = population (numpy's default), 1 = sample.
+    pub ddof: usize,
+    /// Number of values.
+    pub n: usize,
+}
+
+/// Mean and standard deviation as `numpy.mean` and `numpy.std(ddof=ddof)`.
+pub fn mean_std(values: &[f64], ddof: usize) -> Result<MeanStd> {
+    ensure_at_least("standard deviation", ddof + 1, values.len())?;
+    let m = mean(values)?;
+    let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
+    Ok(MeanStd { mean: m, std: (ss / (values.len() - ddof) as f64).sqrt(), ddof, n: values.len() })
+}
+
+/// Harmonic mean as `scipy.stats.hmean`: values must be ≥ 0, and any zero makes it 0.
+pub fn harmonic_mean(values: &[f64]) -> Result<f64> {
+    ensure_at_least("harmonic mean", 1, values.len())?;
+    if let Some(bad) = values.iter().find(|v| !(**v >= 0.0)) {
+        return Err(SageError::InvalidArgument(format!("harmonic mean needs values >= 0, got {bad}")));
+    }
+    if values.contains(&0.0) {
+        return Ok(0.0);
+    }
+    Ok(values.len() as f64 / values.iter().map(|v| 1.0 / v).sum::<f64>())
+}
+
+/// The `q`-th percentile (0–100) with linear interpolation, as `numpy.percentile` (default
+/// method, including its interpolation formula).
+pub fn percentile(values: &[f64], q: f64) -> Result<f64> {
+    ensure_at_least("percentile", 1, values.len())?;
+    if !(0.0..=100.0).contains(&q) {
+        return Err(SageError::InvalidArgument(format!("percentile must be in [0, 100], got {q}")));
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Ok(percentile_sorted(&sorted, q))
+}
+
+fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * (q / 100.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    let (a, b, t) = (sorted[lo], sorted[hi], h - lo as f64);
+    let diff = b - a;
+    if t >= 0.5 {
+        b - diff * (1.0 - t)
+    } else {
+        a + diff * t
+    }
+}
+
+/// Hodges–Lehmann estimate of a paired location shift, with a percentile-bootstrap interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HodgesLehmann {
+    /// Median of the Walsh averages of `x − y`.
+    pub estimate: f64,
+    /// Lower end of the bootstrap interval.
+    pub ci_low: f64,
+    /// Upper end of the bootstrap interval.
+    pub ci_high: f64,
+    /// Coverage of the interval, e.g. 0.95.
+    pub confidence: f64,
+    /// Number of bootstrap resamples.
+    pub resamples: usize,
+    /// Run seed the resamples were drawn from.
+    pub seed: RunSeed,
+    /// Number of pairs.
+    pub n: usize,
+}
+
+/// Hodges–Lehmann estimator of a one-sample location: the median of the Walsh averages
+/// `(d_i + d_j) / 2` over `i ≤ j`. Uses O(n²) memory: n = 10,000 needs 400 MB.
+pub fn hodges_lehmann(differences: &[f64]) -> Result<f64> {
+    ensure_at_least("Hodges-Lehmann", 1, differences.len())?;
+    if differences.iter().any(|d| d.is_nan()) {
+        return Err(SageError::InvalidArgument("Hodges-Lehmann of NaN".into()));
+    }
+    let n = differences.len();
+    let mut walsh = Vec::with_capacity(n * (n + 1) / 2);
+    for i in 0..n {
+        for j in i..n {
+            walsh.push((differences[i] + differences[j]) / 2.0);
+        }
+    }
+    Ok(median_in_place(&mut walsh))
+}
+
+fn median_in_place(v: &mut [f64]) -> f64 {
+    let mid = v.len() / 2;
+    let (_, upper, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    let upper = *upper;
+    if v.len() % 2 == 1 {
+        upper
+    } else {
+        let lower = v[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lower + upper) / 2.0
+    }
+}
+
+/// Hodges–Lehmann estimate of `x − y` with a percentile-bootstrap confidence interval: the pairs
+/// are resampled with replacement `resamples` times; resample `b` draws from
+/// `seed.rng_for_item("hodges-lehmann-bootstrap", b)`, so the interval is the same on any
+/// number of threads.
+pub fn hodges_lehmann_bootstrap(
+    x: &[f64],
+    y: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: RunSeed,
+) -> Result<HodgesLehmann> {
+    ensure_same_len("Hodges-Lehmann", x.len(), y.len())?;
+    if !(confidence > 0.0 && confidence < 1.0) {
+        return Err(SageError::InvalidArgument(format!("confidence must be in (0, 1), got {confidence}")));
+    }
+    ensure_at_least("bootstrap resamples", 1, resamples)?;
+    let d: Vec<f64> = x.iter().zip(y).map(|(a, b)| a - b).collect();
+    let estimate = hodges_lehmann(&d)?;
+    let mut boot: Vec<f64> = (0..resamples)
+        .into_par_iter()
+        .map(|b| {
+            let mut rng = seed.rng_for_item("hodges-lehmann-bootstrap", b as u64);
+            let sample: Vec<f64> = (0..d.len()).map(|_| d[rng.gen_range(0..d.len())]).collect();
+            hodges_lehmann(&sample)
+        })
+        .collect::<Result<_>>()?;
+    boot.sort_by(f64::total_cmp);
+    let tail = (1.0 - confidence) / 2.0 * 100.0;
+    Ok(HodgesLehmann {
+        estimate,
+        ci_low: percentile_sorted(&boot, tail),
+        ci_high: percentile_sorted(&boot, 100.0 - tail),
+        confidence,
+        resamples,
+        seed,
+        n: d.len(),
+    })
+}
+
+/// How a Wilcoxon p-value was computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WilcoxonMethod {
+    /// Exact null distribution of the signed-rank statistic (no ties, no zeros, n ≤ 50).
+    Exact,
+    /// Exact enumeration of all sign flips (ties or zeros, n ≤ 13).
+    Permutation,
+    /// Normal approximation with tie correction, no continuity correction.
+    Asymptotic,
+}
+
+/// A two-sided Wilcoxon signed-rank test.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Wilcoxon {
+    /// min(R+, R−).
+    pub statistic: f64,
+    /// Two-sided p-value.
+    pub p_value: f64,
+    /// How the p-value was computed.
+    pub method: WilcoxonMethod,
+    /// Pairs with a non-zero difference (the ones ranked).
+    pub n_nonzero: usize,
+    /// Pairs with a zero difference (dropped, zero_method="wilcox").
+    pub n_zero: usize,
+}
+
+/// Two-sided Wilcoxon signed-rank test of `x − y`, as `scipy.stats.wilcoxon(x, y)` with its
+/// defaults in scipy 1.17 (zero_method="wilcox", correction=False, method="auto"): over 50 pairs
+/// the normal approximation; otherwise the exact distribution when there are no ties and no zeros,
+/// exact sign-flip enumeration when there are and n ≤ 13, and the normal approximation beyond.
+pub fn wilcoxon(x: &[f64], y: &[f64]) -> Result<Wilcoxon> {
+    ensure_same_len("wilcoxon", x.len(), y.len())?;
+    let d: Vec<f64> = x.iter().zip(y).map(|(a, b)| a - b).collect();
+    if d.iter().any(|v| v.is_nan()) {
+        return Err(SageError::InvalidArgument("wilcoxon: NaN in the data".into()));
+    }
+    let nonzero: Vec<f64> = d.iter().copied().filter(|&v| v != 0.0).collect();
+    let n_zero = d.len() - nonzero.len();
+    if nonzero.is_empty() {
+        return Err(SageError::undefined("wilcoxon", "every difference is zero"));
+    }
+    let abs: Vec<f64> = nonzero.iter().map(|v| v.abs()).collect();
+    let ranks = super::rank_average(&abs)?;
+    let r_plus: f64 = nonzero.iter().zip(&ranks).filter(|(v, _)| **v > 0.0).map(|(_, r)| r).sum();
+    let r_minus: f64 = nonzero.iter().zip(&ranks).filter(|(v, _)| **v < 0.0).map(|(_, r)| r).sum();
+    let tie_sizes = tie_group_sizes(&abs);
+    let has_ties = tie_sizes.iter().any(|&t| t > 1);
+    let n = nonzero.len();
+
+    let method = if d.len() > 50 {
+        WilcoxonMethod::Asymptotic
+    } else if !has_ties && n_zero == 0 {
+        WilcoxonMethod::Exact
+    } else if d.len() <= 13 {
+        WilcoxonMethod::Permutation
+    } else {
+        WilcoxonMethod::Asymptotic
+    };
+    let p_value = match method {
+        WilcoxonMethod::Exact => exact_p(n, r_plus),
+        WilcoxonMethod::Permutation => permutation_p(&ranks, r_plus),
+        WilcoxonMethod::Asymptotic => {
+            let nf = n as f64;
+            let mean = nf * (nf + 1.0) / 4.0;
+            let tie_term: f64 = tie_sizes.iter().map(|&t| (t as f64).powi(3) - t as f64).sum();
+            let se = ((nf * (nf + 1.0) * (2.0 * nf + 1.0) - tie_term / 2.0) / 24.0).sqrt();
+            let z = (r_plus - mean) / se;
+            (statrs::function::erf::erfc(z.abs() / std::f64::consts::SQRT_2)).min(1.0)
+        }
+    };
+    Ok(Wilcoxon { statistic: r_plus.min(r_minus), p_value, method, n_nonzero: n, n_zero })
+}
+
+fn tie_group_sizes(values: &[f64]) -> Vec<usize> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.chunk_by(|a, b| a == b).map(<[f64]>::len).collect()
+}
+
+/// Counts of subsets of {1..n} by their sum: the null distribution of R+ times 2^n.
+fn signed_rank_counts(n: usize) -> Vec<f64> {
+    let max = n * (n + 1) / 2;
+    let mut counts = vec![0f64; max + 1];
+    counts[0] = 1.0;
+    for k in 1..=n {
+        for s in (k..=k * (k + 1) / 2).rev() {
+            counts[s] += counts[s - k];
+        }
+    }
+    counts
+}
+
+fn exact_p(n: usize, r_plus: f64) -> f64 {
+    let counts = signed_rank_counts(n);
+    let total = 2f64.powi(n as i32);
+    let k_sf = r_plus.floor() as usize;
+    let k_cdf = r_plus.ceil() as usize;
+    let sf: f64 = counts[k_sf.min(counts.len())..].iter().sum::<f64>() / total;
+    let cdf: f64 = counts[..=k_cdf.min(counts.len() - 1)].iter().sum::<f64>() / total;
+    (2.0 * sf.min(cdf)).clamp(0.0, 1.0)
+}
+
+fn permutation_p(ranks: &[f64], observed: f64) -> f64 {
+    // scipy.stats.permutation_test's exact branch: all 2^n sign flips, with a relative tolerance of
+    // 100 machine epsilons when comparing to the observed statistic, and no +1 adjustment.
+    let gamma = (observed * f64::EPSILON * 100.0).abs();
+    let flips = 1u64 << ranks.len();
+    let (mut less, mut greater) = (0u64, 0u64);
+    for mask in 0..flips {
+        let stat: f64 = ranks.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, r)| r).sum();
+        if stat <= observed + gamma {
+            less += 1;
+        }
+        if stat >= observed - gamma {
+            greater += 1;
+        }
+    }
+    (2.0 * less.min(greater) as f64 / flips as f64).clamp(0.0, 1.0)
+}
+
+/// Holm–Bonferroni adjusted p-values and rejections.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HolmAdjusted {
+    /// Adjusted p-values, in input order.
+    pub adjusted: Vec<f64>,
+    /// Whether each hypothesis is rejected at `alpha`, in input order.
+    pub reject: Vec<bool>,
+    /// Family-wise error rate.
+    pub alpha: f64,
+}
+
+/// Holm's step-down correction, as `statsmodels.stats.multitest.multipletests(p, alpha,
+/// method="holm")`.
+pub fn holm(p_values: &[f64], alpha: f64) -> Result<HolmAdjusted> {
+    if let Some(bad) = p_values.iter().find(|p| !(0.0..=1.0).contains(*p)) {
+        return Err(SageError::InvalidArgument(format!("p-values must be in [0, 1], got {bad}")));
+    }
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let mut adjusted = vec![0.0; m];
+    let mut reject = vec![false; m];
+    let mut running_max = 0f64;
+    let mut still_rejecting = true;
+    for (i, &idx) in order.iter().enumerate() {
+        let factor = (m - i) as f64;
+        running_max = running_max.max(p_values[idx] * factor);
+        adjusted[idx] = running_max.min(1.0);
+        still_rejecting &= p_values[idx] <= alpha / factor;
+        reject[idx] = still_rejecting;
+    }
+    Ok(HolmAdjusted { adjusted, reject, alpha })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measures::assert_close;
+
+    // Golden values: tests/reference/golden.py (numpy 2, scipy 1.17.1, statsmodels).
+    #[test]
+    fn mean_std_and_hmean() {
+        let v = [0.2, 0.5, 0.9, 0.4];
+        let ms = mean_std(&v, 0).unwrap();
+        assert_close(ms.mean, 0.5, 1e-15);
+        assert_close(ms.std, GOLD_STD0, 1e-12);
+        assert_close(mean_std(&v, 1).unwrap().std, GOLD_STD1, 1e-12);
+        assert_close(harmonic_mean(&v).unwrap(), GOLD_HMEAN, 1e-12);
+        assert_eq!(harmonic_mean(&[0.5, 0.0]).unwrap(), 0.0);
+        assert!(harmonic_mean(&[-1.0]).is_err());
+    }
+
+    #[test]
+    fn percentile_matches_numpy() {
+        let v = [3.0, 1.0, 4.0, 1.5, 9.0, 2.6];
+        assert_close(percentile(&v, 2.5).unwrap(), GOLD_P2_5, 1e-12);
+        assert_close(percentile(&v, 97.5).unwrap(), GOLD_P97_5, 1e-12);
+        assert_close(percentile(&v, 50.0).unwrap(), GOLD_P50, 1e-12);
+    }
+
+    #[test]
+    fn hodges_lehmann_is_median_of_walsh_averages() {
+        let d = [0.3, -0.1, 0.5, 0.2, 0.05, 0.7, -0.2];
+        assert_close(hodges_lehmann(&d).unwrap(), GOLD_HL_ODD, 1e-12);
+        assert_close(hodges_lehmann(&d[..6]).unwrap(), GOLD_HL_EVEN, 1e-12);
+    }
+
+    #[test]
+    fn bootstrap_is_deterministic_and_brackets_the_estimate() {
+        let x: Vec<f64> = (0..40).map(|i| (i as f64 * 0.37).sin() + 0.3).collect();
+        let y: Vec<f64> = (0..40).map(|i| (i as f64 * 0.91).cos() * 0.5).collect();
+        let a = hodges_lehmann_bootstrap(&x, &y, 0.95, 200, RunSeed(3)).unwrap();
+        let b = hodges_lehmann_bootstrap(&x, &y, 0.95, 200, RunSeed(3)).unwrap();
+        assert_eq!(a, b);
+        assert!(a.ci_low <= a.estimate && a.estimate <= a.ci_high, "{a:?}");
+        let c = hodges_lehmann_bootstrap(&x, &y, 0.95, 200, RunSeed(4)).unwrap();
+        assert_ne!(a.ci_low, c.ci_low);
+    }
+
+    #[test]
+    fn wilcoxon_exact_matches_scipy() {
+        let x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30];
+        let y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29];
+        let w = wilcoxon(&x, &y).unwrap();
+        assert_eq!(w.method, WilcoxonMethod::Exact);
+        assert_close(w.statistic, GOLD_W_EXACT.0, 1e-12);
+        assert_close(w.p_value, GOLD_W_EXACT.1, 1e-12);
+    }
+
+    #[test]
+    fn wilcoxon_permutation_matches_scipy() {
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+        let y = [0.5, 2.5, 2.5, 3.0, 5.0, 5.0, 6.0, 9.0];
+        let w = wilcoxon(&x, &y).unwrap();
+        assert_eq!(w.method, WilcoxonMethod::Permutation);
+        assert_eq!(w.n_zero, 1);
+        assert_close(w.statistic, GOLD_W_PERM.0, 1e-12);
+        assert_close(w.p_value, GOLD_W_PERM.1, 1e-12);
+    }
+
+    #[test]
+    fn wilcoxon_asymptotic_matches_scipy() {
+        let x: Vec<f64> = (0..60).map(|i| ((i * 37 % 17) as f64) / 4.0).collect();
+        let y: Vec<f64> = (0..60).map(|i| ((i * 11 % 13) as f64) / 4.0).collect();
+        let w = wilcoxon(&x, &y).unwrap();
+        assert_eq!(w.method, WilcoxonMethod::Asymptotic);
+        assert_close(w.statistic, GOLD_W_ASYM.0, 1e-12);
+        // statrs' erfc and scipy's ndtr differ in the 12th digit
+        assert_close(w.p_value, GOLD_W_ASYM.1, 1e-10);
+        // 20 pairs with ties: asymptotic as well
+        let w20 = wilcoxon(&x[..20], &y[..20]).unwrap();
+        assert_eq!(w20.method, WilcoxonMethod::Asymptotic);
+        assert_close(w20.statistic, GOLD_W_ASYM20.0, 1e-12);
+        assert_close(w20.p_value, GOLD_W_ASYM20.1, 1e-10);
+        assert!(wilcoxon(&[1.0, 2.0], &[1.0, 2.0]).is_err());
+    }
+
+    #[test]
+    fn holm_matches_statsmodels() {
+        let p = [0.01, 0.04, 0.03, 0.005, 0.20];
+        let h = holm(&p, 0.05).unwrap();
+        for (got, want) in h.adjusted.iter().zip(GOLD_HOLM) {
+            assert_close(*got, want, 1e-12);
+        }
+        assert_eq!(h.reject, GOLD_HOLM_REJECT);
+    }
+
+    const GOLD_STD0: f64 = 0.254_950_975_679_639_26;
+    const GOLD_STD1: f64 = 0.294_392_028_877_594_9;
+    const GOLD_HMEAN: f64 = 0.376_963_350_785_340_3;
+    const GOLD_P2_5: f64 = 1.0625;
+    const GOLD_P97_5: f64 = 8.375;
+    const GOLD_P50: f64 = 2.8;
+    const GOLD_HL_ODD: f64 = 0.2;
+    const GOLD_HL_EVEN: f64 = 0.275;
+    const GOLD_W_EXACT: (f64, f64) = (5.0, 0.039_062_5);
+    const GOLD_W_PERM: (f64, f64) = (7.5, 0.375);
+    const GOLD_W_ASYM: (f64, f64) = (434.0, 0.048_233_062_110_693_1);
+    const GOLD_W_ASYM20: (f64, f64) = (50.0, 0.350_525_603_069_242_1);
+    const GOLD_HOLM: [f64; 5] = [0.04, 0.09, 0.09, 0.025, 0.2];
+    const GOLD_HOLM_REJECT: [bool; 5] = [true, false, false, true, false];
+}
