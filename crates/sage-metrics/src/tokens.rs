@@ -1,0 +1,85 @@
+//! cl100k_base tokenization and the batch machinery shared by the token-based metrics.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+use sage_core::Result;
+
+/// cl100k_base token ids of `text`, as Python tiktoken's `encode` for text without special tokens.
+///
+/// Special-token strings such as `<|endoftext|>` are encoded as ordinary text (Python's `encode`
+/// would raise on them by default); nothing else differs.
+pub fn cl100k(text: &str) -> Vec<u32> {
+    tiktoken_rs::cl100k_base_singleton().encode_ordinary(text)
+}
+
+/// A similarity computed from the cl100k token ids of both texts.
+///
+/// Each distinct text of a batch is tokenized and prepared once, then every pair is compared; both
+/// steps run in parallel.
+pub(crate) trait TokenPairMetric: Sync {
+    /// What a text is reduced to before comparison (sorted n-grams, a token set, ...).
+    type Prepared: Send + Sync;
+    fn prepare(&self, tokens: Vec<u32>) -> Self::Prepared;
+    fn compare(&self, reference: &Self::Prepared, candidate: &Self::Prepared) -> f64;
+}
+
+pub(crate) fn score_token_pairs<M: TokenPairMetric>(metric: &M, pairs: &[(&str, &str)]) -> Result<Vec<f64>> {
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(pairs.len());
+    let mut distinct: Vec<&str> = Vec::new();
+    let rows: Vec<(usize, usize)> = pairs
+        .iter()
+        .map(|&(a, b)| {
+            let mut id = |t| {
+                *index.entry(t).or_insert_with(|| {
+                    distinct.push(t);
+                    distinct.len() - 1
+                })
+            };
+            (id(a), id(b))
+        })
+        .collect();
+    let prepared: Vec<M::Prepared> = distinct.par_iter().map(|t| metric.prepare(cl100k(t))).collect();
+    Ok(rows.par_iter().map(|&(a, b)| metric.compare(&prepared[a], &prepared[b])).collect())
+}
+
+/// Sorted copy of `tokens` (a multiset in merge-friendly form).
+pub(crate) fn sorted(mut tokens: Vec<u32>) -> Vec<u32> {
+    tokens.sort_unstable();
+    tokens
+}
+
+/// Sorted bigrams of `tokens`, each packed in a u64.
+pub(crate) fn sorted_bigrams(tokens: &[u32]) -> Vec<u64> {
+    let mut bigrams: Vec<u64> = tokens.windows(2).map(|w| (u64::from(w[0]) << 32) | u64::from(w[1])).collect();
+    bigrams.sort_unstable();
+    bigrams
+}
+
+/// Σ min(count_a(x), count_b(x)) over two sorted multisets.
+pub(crate) fn multiset_intersection<T: Ord>(a: &[T], b: &[T]) -> usize {
+    let (mut i, mut j, mut common) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    common
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multiset_intersection_counts_multiplicity() {
+        assert_eq!(multiset_intersection(&[1, 1, 2, 5], &[1, 1, 1, 2, 3]), 3);
+        assert_eq!(multiset_intersection::<u32>(&[], &[1]), 0);
+    }
+}

@@ -1,0 +1,83 @@
+"""Golden scores of the four SAGE metrics on data/fixtures/metric_pairs.jsonl.
+
+Writes data/fixtures/metric_pairs.golden.jsonl, which sage-metrics' tests compare against (1e-6).
+The reference stack is the one SAGE used: python-Levenshtein `ratio`, rouge_score 0.1.2 with the
+tiktoken cl100k_base encoder as tokenizer, Jaccard over sets of cl100k ids, rank_bm25 BM25Plus with
+the reference as a one-document corpus, min-max normalised over the batch.
+
+tiktoken needs the cl100k_base file; tiktoken-rs ships the identical file. Run with
+    TIKTOKEN_RS_ASSETS=~/.cargo/registry/src/*/tiktoken-rs-0.12.1/assets python3 tests/reference/golden_metrics.py
+and this script places it in a tiktoken cache directory.
+"""
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from importlib.metadata import version
+
+ASSETS = os.environ["TIKTOKEN_RS_ASSETS"]
+URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+cache = tempfile.mkdtemp()
+with open(os.path.join(ASSETS, "cl100k_base.tiktoken"), "rb") as src, open(
+    os.path.join(cache, hashlib.sha1(URL.encode()).hexdigest()), "wb"
+) as dst:
+    dst.write(src.read())
+os.environ["TIKTOKEN_CACHE_DIR"] = cache
+
+import Levenshtein
+import numpy as np
+import tiktoken
+from rank_bm25 import BM25Plus
+from rouge_score import rouge_scorer
+
+enc = tiktoken.get_encoding("cl100k_base")
+
+
+def tokens(text):
+    return enc.encode(text, disallowed_special=())
+
+
+class Cl100kTokenizer:
+    def tokenize(self, text):
+        return tokens(text)
+
+
+scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2"], tokenizer=Cl100kTokenizer())
+
+
+def rouge(a, b):
+    s = scorer.score(a, b)
+    return (s["rouge1"].fmeasure + s["rouge2"].fmeasure) / 2
+
+
+def jaccard(a, b):
+    sa, sb = set(tokens(a)), set(tokens(b))
+    return 1.0 if not (sa | sb) else len(sa & sb) / len(sa | sb)
+
+
+def bm25_raw(a, b):
+    ta = tokens(a)
+    if not ta:
+        return 0.0  # rank_bm25 gives NaN (0/0 average length); sage-rs documents 0
+    return float(BM25Plus([ta]).get_scores(tokens(b))[0])
+
+
+here = os.path.dirname(os.path.abspath(__file__))
+fixtures = os.path.join(here, "..", "..", "data", "fixtures")
+pairs = [json.loads(l) for l in open(os.path.join(fixtures, "metric_pairs.jsonl"), encoding="utf-8")]
+raw = np.array([bm25_raw(p["text1"], p["text2"]) for p in pairs])
+norm = (raw - raw.min()) / (raw.max() - raw.min())
+with open(os.path.join(fixtures, "metric_pairs.golden.jsonl"), "w", encoding="utf-8") as out:
+    for p, r, n in zip(pairs, raw, norm):
+        a, b = p["text1"], p["text2"]
+        out.write(json.dumps({
+            "levenshtein": Levenshtein.ratio(a, b),
+            "rouge": rouge(a, b),
+            "jaccard": jaccard(a, b),
+            "bm25_raw": float(r),
+            "bm25": float(n),
+            "cl100k_text1": tokens(a)[:12],
+        }) + "\n")
+print("python-Levenshtein", version("python-Levenshtein"), "rouge_score", version("rouge_score"),
+      "rank_bm25", version("rank_bm25"), "tiktoken", version("tiktoken"), file=sys.stderr)
