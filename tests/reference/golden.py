@@ -70,3 +70,20 @@ r = st.wilcoxon(x[:20], y[:20])
 print("wilcoxon asym20", repr(float(r.statistic)), repr(float(r.pvalue)))
 rej, adj, _, _ = multipletests([0.01, 0.04, 0.03, 0.005, 0.20], alpha=0.05, method="holm")
 print("holm", [repr(a) for a in adj], list(map(bool, rej)))
+
+# --- sage-cli tests/cli.rs: data/fixtures/run.trec against data/fixtures/qrels.tsv
+import os
+fx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "fixtures")
+qrels = {}
+for i, line in enumerate(open(os.path.join(fx, "qrels.tsv"))):
+    if i == 0:
+        continue
+    q, d, r = line.split("\t")
+    qrels.setdefault(q, {})[d] = int(r)
+run = {}
+for line in open(os.path.join(fx, "run.trec")):
+    q, _, d, _, s, _ = line.split()
+    run.setdefault(q, {})[d] = float(s)
+res = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map", "recip_rank"}).evaluate(run)
+for m in ("ndcg_cut_10", "map", "recip_rank"):
+    print("fixture", m, repr(float(np.mean([v[m] for v in res.values()]))), "over", len(res), "queries")

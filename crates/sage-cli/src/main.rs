@@ -1,1 +1,72 @@
-fn main() {}
+//! `sage`: the command line of sage-rs.
+//!
+//! Line-oriented and scriptable: JSON lines in, JSON out, errors on stderr naming the file and
+//! line, exit status 1 on any error. Never a panic on bad input.
+
+mod jsonl;
+mod measure;
+mod output;
+mod score;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use sage_metrics::Metric;
+
+/// Evaluation harness for text-embedding models and text-similarity metrics
+/// (SAGE, EvalRank, PTEB, ALIGN-SIM).
+#[derive(Debug, Parser)]
+#[command(name = "sage", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Score text pairs with a similarity metric.
+    ///
+    /// Reads JSON lines {"text1": ..., "text2": ...} (other keys ignored) and writes one
+    /// {"score": x} line per input line, in the same order. text1 is the reference (BM25's
+    /// one-document corpus), text2 the candidate (BM25's query). BM25 scores are min-max
+    /// normalised over the whole input (a constant batch gives 0.5 everywhere); --raw gives the
+    /// raw BM25Plus scores.
+    Score {
+        /// levenshtein | rouge | jaccard | bm25
+        #[arg(long)]
+        metric: Metric,
+        /// Un-normalised BM25Plus scores (bm25 only).
+        #[arg(long)]
+        raw: bool,
+        /// JSON-lines input ("-" for standard input).
+        #[arg(long)]
+        input: PathBuf,
+        /// Output file (written atomically); standard output when absent.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Compute an evaluation measure on line-oriented input and print one JSON object.
+    Measure {
+        #[command(subcommand)]
+        measure: measure::Measure,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Score { metric, raw, input, output } => score::run(metric, raw, &input, output),
+        Command::Measure { measure } => measure::run(measure).and_then(|value| {
+            println!("{}", serde_json::to_string(&value)?);
+            Ok(())
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sage: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

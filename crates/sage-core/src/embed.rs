@@ -222,3 +222,106 @@ impl<E: Embedder> Similarity for EmbeddingSimilarity<E> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    use ndarray::{array, Array2};
+
+    use super::*;
+
+    /// Letter-count vectors; records every text it is asked to embed.
+    struct LetterCounts {
+        identity: EmbedderIdentity,
+        calls: AtomicUsize,
+        seen: Mutex<Vec<String>>,
+    }
+
+    impl LetterCounts {
+        fn new() -> Self {
+            LetterCounts {
+                identity: EmbedderIdentity {
+                    model_id: "test/letters".into(),
+                    revision: None,
+                    pooling: "count".into(),
+                    normalize: false,
+                    max_length: 0,
+                },
+                calls: AtomicUsize::new(0),
+                seen: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    impl Embedder for LetterCounts {
+        fn identity(&self) -> &EmbedderIdentity {
+            &self.identity
+        }
+        fn dimension(&self) -> usize {
+            3
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Array2<f32>> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.seen.lock().unwrap().extend(texts.iter().map(|t| t.to_string()));
+            Ok(Array2::from_shape_fn((texts.len(), 3), |(i, j)| {
+                texts[i].chars().filter(|&c| c == ['a', 'b', 'c'][j]).count() as f32
+            }))
+        }
+    }
+
+    #[test]
+    fn each_distinct_text_is_embedded_once_per_call() {
+        let sim = EmbeddingSimilarity::cosine(LetterCounts::new());
+        let scores = sim.score_pairs(&[("ab", "ab"), ("ab", "c"), ("c", "ab"), ("aab", "c")]).unwrap();
+        assert_eq!(sim.embedder().calls.load(Ordering::SeqCst), 1);
+        assert_eq!(*sim.embedder().seen.lock().unwrap(), ["ab", "c", "aab"]);
+        assert!((scores[0] - 1.0).abs() < 1e-6);
+        assert_eq!(scores[1], 0.0);
+        assert_eq!(scores[2], 0.0);
+    }
+
+    #[test]
+    fn matrix_equals_pairs_and_single_scores() {
+        let sim = EmbeddingSimilarity::cosine(LetterCounts::new());
+        let rows = ["abc", "aab", "cc"];
+        let cols = ["a", "bcb", "abc", ""];
+        let m = sim.score_matrix(&rows, &cols).unwrap();
+        for (i, r) in rows.iter().enumerate() {
+            for (j, c) in cols.iter().enumerate() {
+                assert!((m[[i, j]] - sim.score(r, c).unwrap()).abs() < 1e-6, "{r} {c}");
+            }
+        }
+        let one_to_many = sim.score_one_to_many("abc", &cols).unwrap();
+        assert!(one_to_many.iter().zip(m.row(0)).all(|(a, b)| (a - b).abs() < 1e-6));
+    }
+
+    #[test]
+    fn l2_similarity_is_evalranks() {
+        let sim = EmbeddingSimilarity::new(LetterCounts::new(), VectorSimilarity::L2);
+        // ‖(1,0,0) − (0,0,0)‖ = 1 → 1/2; identical → 1
+        assert_eq!(sim.score("a", "").unwrap(), 0.5);
+        assert_eq!(sim.score("ab", "ab").unwrap(), 1.0);
+        let m = sim.score_matrix(&["a"], &["", "a"]).unwrap();
+        assert_eq!(m, array![[0.5, 1.0]]);
+    }
+
+    #[test]
+    fn vector_helpers() {
+        assert!((cosine(array![1.0, 0.0].view(), array![1.0, 1.0].view()) - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-7);
+        assert_eq!(cosine(array![0.0, 0.0].view(), array![1.0, 1.0].view()), 0.0);
+        let mut m = array![[3.0f32, 4.0], [0.0, 0.0]];
+        normalize_rows(&mut m);
+        assert_eq!(m, array![[0.6, 0.8], [0.0, 0.0]]);
+    }
+
+    #[test]
+    fn identity_cache_key_is_path_safe_and_distinguishes_settings() {
+        let mut id = LetterCounts::new().identity;
+        let a = id.cache_key();
+        assert!(!a.contains('/'));
+        id.normalize = true;
+        assert_ne!(a, id.cache_key());
+    }
+}

@@ -1,0 +1,100 @@
+//! Reading line-oriented input with errors that name the file and line.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{Map, Value};
+
+/// Where input comes from: a file, or standard input for `-`.
+pub fn open(path: &Path) -> Result<Box<dyn BufRead>> {
+    if path == Path::new("-") {
+        return Ok(Box::new(BufReader::new(io::stdin())));
+    }
+    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    Ok(Box::new(BufReader::new(file)))
+}
+
+/// One JSON object of a JSON-lines file, with where it came from.
+pub struct Record {
+    pub path: PathBuf,
+    pub line: usize,
+    pub object: Map<String, Value>,
+}
+
+impl Record {
+    fn fail(&self, message: impl std::fmt::Display) -> anyhow::Error {
+        anyhow!("{}:{}: {message}", self.path.display(), self.line)
+    }
+
+    fn field(&self, key: &str) -> Result<&Value> {
+        self.object.get(key).ok_or_else(|| self.fail(format_args!("missing key {key:?}")))
+    }
+
+    pub fn str(&self, key: &str) -> Result<&str> {
+        self.field(key)?.as_str().ok_or_else(|| self.fail(format_args!("{key:?} must be a string")))
+    }
+
+    pub fn f64(&self, key: &str) -> Result<f64> {
+        let v = self.field(key)?;
+        match v.as_f64() {
+            Some(x) if x.is_finite() => Ok(x),
+            _ => Err(self.fail(format_args!("{key:?} must be a finite number, got {v}"))),
+        }
+    }
+
+    /// A label: any JSON string, number or boolean, compared by its JSON text.
+    pub fn label(&self, key: &str) -> Result<String> {
+        match self.field(key)? {
+            Value::String(s) => Ok(s.clone()),
+            v @ (Value::Number(_) | Value::Bool(_)) => Ok(v.to_string()),
+            v => Err(self.fail(format_args!("{key:?} must be a string, number or boolean, got {v}"))),
+        }
+    }
+
+    /// A binary label: true/false or 1/0.
+    pub fn bool(&self, key: &str) -> Result<bool> {
+        match self.field(key)? {
+            Value::Bool(b) => Ok(*b),
+            Value::Number(n) if n.as_f64() == Some(1.0) => Ok(true),
+            Value::Number(n) if n.as_f64() == Some(0.0) => Ok(false),
+            v => Err(self.fail(format_args!("{key:?} must be true/false or 1/0, got {v}"))),
+        }
+    }
+}
+
+/// Reads every non-blank line of a JSON-lines file as an object. Errors on the first bad line
+/// (naming file and line) and on a file with no records.
+pub fn read_records(path: &Path) -> Result<Vec<Record>> {
+    let mut records = Vec::new();
+    for (i, line) in read_lines(path)? {
+        let value: Value = serde_json::from_str(&line)
+            .map_err(|e| anyhow!("{}:{}: not valid JSON: {e}", path.display(), i))?;
+        let Value::Object(object) = value else {
+            bail!("{}:{}: expected a JSON object", path.display(), i);
+        };
+        records.push(Record { path: path.to_owned(), line: i, object });
+    }
+    if records.is_empty() {
+        bail!("{}: no input lines", path.display());
+    }
+    Ok(records)
+}
+
+/// Non-blank lines with their 1-based numbers. Invalid UTF-8 is an error naming the line.
+pub fn read_lines(path: &Path) -> Result<Vec<(usize, String)>> {
+    let mut reader = open(path)?;
+    let mut bytes = Vec::new();
+    reader.read_to_end(&mut bytes).with_context(|| format!("{}: cannot read", path.display()))?;
+    let mut lines = Vec::new();
+    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let text = std::str::from_utf8(raw)
+            .map_err(|e| anyhow!("{}:{}: not valid UTF-8: {e}", path.display(), i + 1))?;
+        if !text.trim().is_empty() {
+            lines.push((i + 1, text.to_owned()));
+        }
+    }
+    Ok(lines)
+}

@@ -1,0 +1,282 @@
+//! `sage measure`: the evaluation measures of sage-core on line-oriented input.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use sage_core::measures::{self, RankedDoc};
+use sage_core::RunSeed;
+use serde_json::{json, Value};
+
+use crate::jsonl::{read_lines, read_records, Record};
+
+/// Which measure, and its input.
+#[derive(Debug, Subcommand)]
+pub enum Measure {
+    /// Pearson's r of {"x","y"} lines (as scipy.stats.pearsonr).
+    Pearson(InputFile),
+    /// Spearman's rho of {"x","y"} lines, ties averaged (as scipy.stats.spearmanr).
+    Spearman(InputFile),
+    /// Two-sided Wilcoxon signed-rank test of x − y over {"x","y"} lines (as scipy.stats.wilcoxon).
+    Wilcoxon(InputFile),
+    /// Hodges–Lehmann estimate of x − y over {"x","y"} lines, with a percentile-bootstrap CI.
+    HodgesLehmann(HodgesLehmannArgs),
+    /// Homogeneity, completeness and V-measure of {"label_true","label_pred"} lines (as scikit-learn).
+    VMeasure(InputFile),
+    /// Accuracy, precision, recall, F1 of binary {"label_true","label_pred"} lines (true/1 = positive).
+    Classification(InputFile),
+    /// Holm-adjusted p-values of {"p"} lines (as statsmodels multipletests "holm").
+    Holm(HolmArgs),
+    /// Mean and standard deviation of {"x"} lines.
+    MeanStd(MeanStdArgs),
+    /// Harmonic mean of {"x"} lines (as scipy.stats.hmean).
+    HarmonicMean(InputFile),
+    /// Mean NDCG@k of a TREC run against qrels (trec_eval ndcg_cut.k).
+    Ndcg(RankingArgs),
+    /// Mean reciprocal rank of a TREC run against qrels (trec_eval recip_rank; --k for MRR@k).
+    Mrr(RankingArgs),
+    /// Mean average precision of a TREC run against qrels (trec_eval map).
+    Map(RankingArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InputFile {
+    /// JSON-lines input ("-" for standard input); the keys each measure reads are in its help.
+    #[arg(long)]
+    input: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct HodgesLehmannArgs {
+    /// JSON-lines input with numeric "x" and "y".
+    #[arg(long)]
+    input: PathBuf,
+    /// Coverage of the confidence interval.
+    #[arg(long, default_value_t = 0.95)]
+    confidence: f64,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = 1000)]
+    resamples: usize,
+    /// Run seed of the bootstrap.
+    #[arg(long, default_value_t = RunSeed::default().0)]
+    seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct HolmArgs {
+    /// JSON-lines input with a p-value "p" per line.
+    #[arg(long)]
+    input: PathBuf,
+    /// Family-wise error rate.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct MeanStdArgs {
+    /// JSON-lines input with a number "x" per line.
+    #[arg(long)]
+    input: PathBuf,
+    /// Delta degrees of freedom of the standard deviation (0 = population, numpy's default).
+    #[arg(long, default_value_t = 0)]
+    ddof: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct RankingArgs {
+    /// TREC run file: `query-id Q0 doc-id rank score tag` per line (the rank column is ignored;
+    /// documents are ordered by score, ties by doc id descending, as trec_eval does).
+    #[arg(long)]
+    run: PathBuf,
+    /// Relevance judgements: BEIR TSV (`query-id<TAB>corpus-id<TAB>score`, header optional) or
+    /// TREC qrels (`query-id 0 doc-id relevance`).
+    #[arg(long)]
+    qrels: PathBuf,
+    /// Rank cutoff (required for ndcg; optional MRR@k for mrr; not used by map).
+    #[arg(long)]
+    k: Option<usize>,
+    /// Also print the value of every query.
+    #[arg(long)]
+    per_query: bool,
+}
+
+pub fn run(measure: Measure) -> Result<Value> {
+    Ok(match measure {
+        Measure::Pearson(a) => {
+            let (x, y) = read_xy(&a.input)?;
+            json!({"measure": "pearson", "value": at(&a.input, measures::pearson(&x, &y))?, "n": x.len()})
+        }
+        Measure::Spearman(a) => {
+            let (x, y) = read_xy(&a.input)?;
+            json!({"measure": "spearman", "value": at(&a.input, measures::spearman(&x, &y))?, "n": x.len()})
+        }
+        Measure::Wilcoxon(a) => {
+            let (x, y) = read_xy(&a.input)?;
+            let mut v = serde_json::to_value(at(&a.input, measures::wilcoxon(&x, &y))?)?;
+            v["measure"] = json!("wilcoxon");
+            v
+        }
+        Measure::HodgesLehmann(a) => {
+            let (x, y) = read_xy(&a.input)?;
+            let hl = at(&a.input, measures::hodges_lehmann_bootstrap(&x, &y, a.confidence, a.resamples, RunSeed(a.seed)))?;
+            let mut v = serde_json::to_value(hl)?;
+            v["measure"] = json!("hodges-lehmann");
+            v
+        }
+        Measure::VMeasure(a) => {
+            let records = read_records(&a.input)?;
+            let truth = labels(&records, "label_true")?;
+            let predicted = labels(&records, "label_pred")?;
+            let mut v = serde_json::to_value(at(&a.input, measures::v_measure(&truth, &predicted))?)?;
+            v["measure"] = json!("v-measure");
+            v["n"] = json!(records.len());
+            v
+        }
+        Measure::Classification(a) => {
+            let records = read_records(&a.input)?;
+            let truth = records.iter().map(|r| r.bool("label_true")).collect::<Result<Vec<_>>>()?;
+            let predicted = records.iter().map(|r| r.bool("label_pred")).collect::<Result<Vec<_>>>()?;
+            let mut v = serde_json::to_value(at(&a.input, measures::binary_classification(&truth, &predicted))?)?;
+            v["measure"] = json!("classification");
+            v
+        }
+        Measure::Holm(a) => {
+            let p = read_numbers(&a.input, "p")?;
+            let mut v = serde_json::to_value(at(&a.input, measures::holm(&p, a.alpha))?)?;
+            v["measure"] = json!("holm");
+            v
+        }
+        Measure::MeanStd(a) => {
+            let x = read_numbers(&a.input, "x")?;
+            let mut v = serde_json::to_value(at(&a.input, measures::mean_std(&x, a.ddof))?)?;
+            v["measure"] = json!("mean-std");
+            v
+        }
+        Measure::HarmonicMean(a) => {
+            let x = read_numbers(&a.input, "x")?;
+            json!({"measure": "harmonic-mean", "value": at(&a.input, measures::harmonic_mean(&x))?, "n": x.len()})
+        }
+        Measure::Ndcg(a) => {
+            let k = a.k.ok_or_else(|| anyhow!("ndcg needs --k (e.g. --k 10)"))?;
+            ranking(&a, &format!("ndcg@{k}"), |run, qrels| Ok(measures::ndcg_at_k(run, qrels, k)?))?
+        }
+        Measure::Mrr(a) => {
+            let name = a.k.map_or_else(|| "mrr".to_owned(), |k| format!("mrr@{k}"));
+            ranking(&a, &name, |run, qrels| Ok(measures::reciprocal_rank(run, qrels, a.k)?))?
+        }
+        Measure::Map(a) => {
+            if a.k.is_some() {
+                bail!("map takes no --k (trec_eval's map uses the whole run)");
+            }
+            ranking(&a, "map", |run, qrels| Ok(measures::average_precision(run, qrels)))?
+        }
+    })
+}
+
+/// Names the input in a measure's error ("x.jsonl: pearson is undefined: ...").
+fn at<T>(input: &Path, result: sage_core::Result<T>) -> Result<T> {
+    result.with_context(|| input.display().to_string())
+}
+
+fn read_xy(path: &Path) -> Result<(Vec<f64>, Vec<f64>)> {
+    let records = read_records(path)?;
+    let x = records.iter().map(|r| r.f64("x")).collect::<Result<Vec<_>>>()?;
+    let y = records.iter().map(|r| r.f64("y")).collect::<Result<Vec<_>>>()?;
+    Ok((x, y))
+}
+
+fn read_numbers(path: &Path, key: &str) -> Result<Vec<f64>> {
+    read_records(path)?.iter().map(|r| r.f64(key)).collect()
+}
+
+fn labels(records: &[Record], key: &str) -> Result<Vec<String>> {
+    records.iter().map(|r| r.label(key)).collect()
+}
+
+type Qrels = HashMap<String, HashMap<String, i32>>;
+type Run = BTreeMap<String, Vec<(String, f64)>>;
+
+fn ranking(
+    args: &RankingArgs,
+    name: &str,
+    measure: impl Fn(&[RankedDoc<'_>], &HashMap<String, i32>) -> Result<f64>,
+) -> Result<Value> {
+    let qrels = read_qrels(&args.qrels)?;
+    let run = read_run(&args.run)?;
+    let mut per_query = BTreeMap::new();
+    let mut without_judgements = 0usize;
+    for (query, docs) in &run {
+        // trec_eval evaluates only queries that have judgements
+        let Some(judged) = qrels.get(query) else {
+            without_judgements += 1;
+            continue;
+        };
+        let ranked: Vec<RankedDoc<'_>> = docs.iter().map(|(id, score)| RankedDoc { id, score: *score }).collect();
+        per_query.insert(query.clone(), measure(&ranked, judged)?);
+    }
+    let values: Vec<f64> = per_query.values().copied().collect();
+    if values.is_empty() {
+        bail!(
+            "{} and {} share no query id: nothing to evaluate",
+            args.run.display(),
+            args.qrels.display()
+        );
+    }
+    let mut out = json!({
+        "measure": name,
+        "value": measures::mean(&values)?,
+        "queries": values.len(),
+        "run_queries_without_judgements": without_judgements,
+        "judged_queries_not_in_run": qrels.keys().filter(|q| !run.contains_key(*q)).count(),
+    });
+    if args.per_query {
+        out["per_query"] = serde_json::to_value(per_query)?;
+    }
+    Ok(out)
+}
+
+fn read_run(path: &Path) -> Result<Run> {
+    let mut run: Run = BTreeMap::new();
+    let mut seen: HashMap<(String, String), usize> = HashMap::new();
+    for (line, text) in read_lines(path)? {
+        let cols: Vec<&str> = text.split_whitespace().collect();
+        let at = || format!("{}:{line}", path.display());
+        if cols.len() != 6 {
+            bail!("{}: expected 6 columns `query-id Q0 doc-id rank score tag`, got {}", at(), cols.len());
+        }
+        let score: f64 = cols[4].parse().ok().filter(|s: &f64| s.is_finite())
+            .ok_or_else(|| anyhow!("{}: score {:?} is not a finite number", at(), cols[4]))?;
+        if let Some(first) = seen.insert((cols[0].to_owned(), cols[2].to_owned()), line) {
+            bail!("{}: document {} retrieved twice for query {} (first on line {first})", at(), cols[2], cols[0]);
+        }
+        run.entry(cols[0].to_owned()).or_default().push((cols[2].to_owned(), score));
+    }
+    if run.is_empty() {
+        bail!("{}: no input lines", path.display());
+    }
+    Ok(run)
+}
+
+fn read_qrels(path: &Path) -> Result<Qrels> {
+    let mut qrels: Qrels = HashMap::new();
+    for (line, text) in read_lines(path)? {
+        let cols: Vec<&str> = if text.contains('\t') { text.split('\t').collect() } else { text.split_whitespace().collect() };
+        let (query, doc, rel) = match cols.as_slice() {
+            [q, d, r] => (*q, *d, *r),
+            [q, _, d, r] => (*q, *d, *r),
+            _ => bail!("{}:{line}: expected `query-id corpus-id score` or `query-id 0 doc-id relevance`, got {} columns", path.display(), cols.len()),
+        };
+        let rel: i32 = match rel.trim().parse() {
+            Ok(r) => r,
+            // BEIR files start with a header row
+            Err(_) if line == 1 && qrels.is_empty() => continue,
+            Err(_) => bail!("{}:{line}: relevance {rel:?} is not an integer", path.display()),
+        };
+        qrels.entry(query.to_owned()).or_default().insert(doc.to_owned(), rel);
+    }
+    if qrels.is_empty() {
+        bail!("{}: no judgements", path.display());
+    }
+    Ok(qrels)
+}
