@@ -63,21 +63,51 @@ def bm25_raw(a, b):
     return float(BM25Plus([ta]).get_scores(tokens(b))[0])
 
 
-here = os.path.dirname(os.path.abspath(__file__))
-fixtures = os.path.join(here, "..", "..", "data", "fixtures")
-pairs = [json.loads(l) for l in open(os.path.join(fixtures, "metric_pairs.jsonl"), encoding="utf-8")]
-raw = np.array([bm25_raw(p["text1"], p["text2"]) for p in pairs])
-norm = (raw - raw.min()) / (raw.max() - raw.min())
-with open(os.path.join(fixtures, "metric_pairs.golden.jsonl"), "w", encoding="utf-8") as out:
-    for p, r, n in zip(pairs, raw, norm):
-        a, b = p["text1"], p["text2"]
-        out.write(json.dumps({
-            "levenshtein": Levenshtein.ratio(a, b),
-            "rouge": rouge(a, b),
-            "jaccard": jaccard(a, b),
-            "bm25_raw": float(r),
-            "bm25": float(n),
-            "cl100k_text1": tokens(a)[:12],
-        }) + "\n")
-print("python-Levenshtein", version("python-Levenshtein"), "rouge_score", version("rouge_score"),
-      "rank_bm25", version("rank_bm25"), "tiktoken", version("tiktoken"), file=sys.stderr)
+# Real data from SAGE_DATA_DIR: only the scores and line numbers are written, never the texts.
+REAL_SETS = [("sts/stsb/test.jsonl", "sentence1", "sentence2", 300),
+             ("summarization/cnn_dailymail/sample.jsonl", "text", "summary", 60)]
+
+
+def real_data(fixtures):
+    root = os.environ.get("SAGE_DATA_DIR")
+    if not root:
+        print("SAGE_DATA_DIR unset: real-data goldens not regenerated", file=sys.stderr)
+        return
+    with open(os.path.join(fixtures, "real_pairs.golden.jsonl"), "w", encoding="utf-8") as out:
+        for rel, ka, kb, n in REAL_SETS:
+            rows = [json.loads(l) for l in open(os.path.join(root, rel), encoding="utf-8")][:n]
+            raw = np.array([bm25_raw(r[ka], r[kb]) for r in rows])
+            norm = (raw - raw.min()) / (raw.max() - raw.min())
+            for i, (r, braw, bn) in enumerate(zip(rows, raw, norm)):
+                a, b = r[ka], r[kb]
+                out.write(json.dumps({
+                    "file": rel, "line": i + 1, "reference_key": ka, "candidate_key": kb,
+                    "levenshtein": Levenshtein.ratio(a, b), "rouge": rouge(a, b), "jaccard": jaccard(a, b),
+                    "bm25_raw": float(braw), "bm25": float(bn),
+                }) + "\n")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    fixtures = os.path.join(here, "..", "..", "data", "fixtures")
+    pairs = [json.loads(l) for l in open(os.path.join(fixtures, "metric_pairs.jsonl"), encoding="utf-8")]
+    raw = np.array([bm25_raw(p["text1"], p["text2"]) for p in pairs])
+    norm = (raw - raw.min()) / (raw.max() - raw.min())
+    with open(os.path.join(fixtures, "metric_pairs.golden.jsonl"), "w", encoding="utf-8") as out:
+        for p, r, n in zip(pairs, raw, norm):
+            a, b = p["text1"], p["text2"]
+            out.write(json.dumps({
+                "levenshtein": Levenshtein.ratio(a, b),
+                "rouge": rouge(a, b),
+                "jaccard": jaccard(a, b),
+                "bm25_raw": float(r),
+                "bm25": float(n),
+                "cl100k_text1": tokens(a)[:12],
+            }) + "\n")
+    real_data(fixtures)
+    print("python-Levenshtein", version("python-Levenshtein"), "rouge_score", version("rouge_score"),
+          "rank_bm25", version("rank_bm25"), "tiktoken", version("tiktoken"), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

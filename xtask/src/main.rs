@@ -1,1 +1,206 @@
-fn main() {}
+//! `cargo xtask <task>`: project automation (see `cargo xtask help`).
+//!
+//! Kept light on purpose (anyhow + serde_json): it builds and drives the release `sage` binary
+//! and never re-implements what the library crates do. Results are JSON files carrying the host,
+//! the git revision and a timestamp, so numbers from different machines and commits can be told
+//! apart.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+const HELP: &str = "\
+cargo xtask <task> [options]
+
+Tasks:
+  metrics-throughput [--input pairs.jsonl] [--repeat N] [--out DIR]
+      Build the release `sage` binary and time `sage score` for every classical metric on a
+      JSON-lines file of {\"text1\",\"text2\"} pairs (default: STS-B test from $SAGE_DATA_DIR,
+      else data/fixtures/metric_pairs.jsonl). Writes DIR/throughput/metrics.json
+      (default DIR: results) with pairs/s per metric, host and git revision.
+  help
+      This text.
+";
+
+const METRICS: [&str; 4] = ["bm25", "jaccard", "levenshtein", "rouge"];
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("metrics-throughput") => metrics_throughput(&args[1..]),
+        Some("help" | "--help" | "-h") | None => {
+            print!("{HELP}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown task {other:?}\n\n{HELP}"),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace")
+        .to_owned()
+}
+
+/// `--name value` options; anything else is an error.
+fn options(args: &[String], known: &[&str]) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let Some(name) = flag.strip_prefix("--").filter(|n| known.contains(n)) else {
+            bail!("unknown option {flag:?} (expected one of {known:?})");
+        };
+        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+        out.push((name.to_owned(), value.clone()));
+    }
+    Ok(out)
+}
+
+fn metrics_throughput(args: &[String]) -> Result<()> {
+    let root = workspace_root();
+    let (mut input, mut repeat, mut out_dir) = (None, 3usize, root.join("results"));
+    for (name, value) in options(args, &["input", "repeat", "out"])? {
+        match name.as_str() {
+            "input" => input = Some(PathBuf::from(value)),
+            "repeat" => {
+                repeat = value
+                    .parse()
+                    .context("--repeat must be a positive integer")?
+            }
+            _ => out_dir = PathBuf::from(value),
+        }
+    }
+    let input = input.unwrap_or_else(|| match std::env::var_os("SAGE_DATA_DIR") {
+        Some(dir) => PathBuf::from(dir).join("sts/stsb/test.jsonl"),
+        None => root.join("data/fixtures/metric_pairs.jsonl"),
+    });
+    let pairs = std::fs::read_to_string(&input)
+        .with_context(|| format!("{}: cannot read", input.display()))?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    let sage = build_sage(&root)?;
+    let mut results = Vec::new();
+    for metric in METRICS {
+        let mut best = f64::INFINITY;
+        for _ in 0..repeat.max(1) {
+            let start = Instant::now();
+            let status = Command::new(&sage)
+                .args(["score", "--metric", metric, "--input"])
+                .arg(&input)
+                .stdout(Stdio::null())
+                .status()
+                .with_context(|| format!("running {}", sage.display()))?;
+            if !status.success() {
+                bail!("sage score --metric {metric} failed on {}", input.display());
+            }
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+        eprintln!(
+            "{metric:12} {:>12.0} pairs/s  ({pairs} pairs, best of {repeat}: {best:.3} s)",
+            pairs as f64 / best
+        );
+        results.push(json!({"metric": metric, "pairs": pairs, "seconds": best, "pairs_per_second": pairs as f64 / best}));
+    }
+    let report = json!({
+        "schema": "sage-rs/metrics-throughput/1",
+        "harness_version": env!("CARGO_PKG_VERSION"),
+        "git_revision": git_revision(&root),
+        "timestamp": utc_timestamp(),
+        "host": host(),
+        "input": input.display().to_string(),
+        "note": "wall time of the whole `sage score` process (load, tokenize, score, write), all cores",
+        "results": results,
+    });
+    let path = out_dir.join("throughput/metrics.json");
+    write_atomically(&path, &serde_json::to_vec_pretty(&report)?)?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+fn build_sage(root: &Path) -> Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "build",
+            "--release",
+            "--package",
+            "sage-cli",
+            "--bin",
+            "sage",
+        ])
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build --release of sage failed");
+    }
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    Ok(target
+        .join("release")
+        .join(format!("sage{}", std::env::consts::EXE_SUFFIX)))
+}
+
+fn git_revision(root: &Path) -> Value {
+    Command::new("git")
+        .current_dir(root)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or(Value::Null, |o| {
+            Value::String(String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        })
+}
+
+fn host() -> Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|m| m.trim().to_owned())
+    });
+    json!({
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+        "cpu": cpu,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).ok(),
+    })
+}
+
+/// RFC 3339 UTC time without a date-time dependency (Howard Hinnant's civil-from-days).
+fn utc_timestamp() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().context("output path has no parent")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("{}: cannot move into place", path.display()))
+}

@@ -29,11 +29,15 @@ impl Record {
     }
 
     fn field(&self, key: &str) -> Result<&Value> {
-        self.object.get(key).ok_or_else(|| self.fail(format_args!("missing key {key:?}")))
+        self.object
+            .get(key)
+            .ok_or_else(|| self.fail(format_args!("missing key {key:?}")))
     }
 
     pub fn str(&self, key: &str) -> Result<&str> {
-        self.field(key)?.as_str().ok_or_else(|| self.fail(format_args!("{key:?} must be a string")))
+        self.field(key)?
+            .as_str()
+            .ok_or_else(|| self.fail(format_args!("{key:?} must be a string")))
     }
 
     pub fn f64(&self, key: &str) -> Result<f64> {
@@ -49,7 +53,9 @@ impl Record {
         match self.field(key)? {
             Value::String(s) => Ok(s.clone()),
             v @ (Value::Number(_) | Value::Bool(_)) => Ok(v.to_string()),
-            v => Err(self.fail(format_args!("{key:?} must be a string, number or boolean, got {v}"))),
+            v => Err(self.fail(format_args!(
+                "{key:?} must be a string, number or boolean, got {v}"
+            ))),
         }
     }
 
@@ -74,7 +80,11 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
         let Value::Object(object) = value else {
             bail!("{}:{}: expected a JSON object", path.display(), i);
         };
-        records.push(Record { path: path.to_owned(), line: i, object });
+        records.push(Record {
+            path: path.to_owned(),
+            line: i,
+            object,
+        });
     }
     if records.is_empty() {
         bail!("{}: no input lines", path.display());
@@ -86,7 +96,9 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
 pub fn read_lines(path: &Path) -> Result<Vec<(usize, String)>> {
     let mut reader = open(path)?;
     let mut bytes = Vec::new();
-    reader.read_to_end(&mut bytes).with_context(|| format!("{}: cannot read", path.display()))?;
+    reader
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
     let mut lines = Vec::new();
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);

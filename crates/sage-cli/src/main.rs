@@ -56,7 +56,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Score { metric, raw, input, output } => score::run(metric, raw, &input, output),
+        Command::Score {
+            metric,
+            raw,
+            input,
+            output,
+        } => score::run(metric, raw, &input, output),
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
             println!("{}", serde_json::to_string(&value)?);
             Ok(())

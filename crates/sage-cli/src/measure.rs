@@ -119,7 +119,16 @@ pub fn run(measure: Measure) -> Result<Value> {
         }
         Measure::HodgesLehmann(a) => {
             let (x, y) = read_xy(&a.input)?;
-            let hl = at(&a.input, measures::hodges_lehmann_bootstrap(&x, &y, a.confidence, a.resamples, RunSeed(a.seed)))?;
+            let hl = at(
+                &a.input,
+                measures::hodges_lehmann_bootstrap(
+                    &x,
+                    &y,
+                    a.confidence,
+                    a.resamples,
+                    RunSeed(a.seed),
+                ),
+            )?;
             let mut v = serde_json::to_value(hl)?;
             v["measure"] = json!("hodges-lehmann");
             v
@@ -128,16 +137,26 @@ pub fn run(measure: Measure) -> Result<Value> {
             let records = read_records(&a.input)?;
             let truth = labels(&records, "label_true")?;
             let predicted = labels(&records, "label_pred")?;
-            let mut v = serde_json::to_value(at(&a.input, measures::v_measure(&truth, &predicted))?)?;
+            let mut v =
+                serde_json::to_value(at(&a.input, measures::v_measure(&truth, &predicted))?)?;
             v["measure"] = json!("v-measure");
             v["n"] = json!(records.len());
             v
         }
         Measure::Classification(a) => {
             let records = read_records(&a.input)?;
-            let truth = records.iter().map(|r| r.bool("label_true")).collect::<Result<Vec<_>>>()?;
-            let predicted = records.iter().map(|r| r.bool("label_pred")).collect::<Result<Vec<_>>>()?;
-            let mut v = serde_json::to_value(at(&a.input, measures::binary_classification(&truth, &predicted))?)?;
+            let truth = records
+                .iter()
+                .map(|r| r.bool("label_true"))
+                .collect::<Result<Vec<_>>>()?;
+            let predicted = records
+                .iter()
+                .map(|r| r.bool("label_pred"))
+                .collect::<Result<Vec<_>>>()?;
+            let mut v = serde_json::to_value(at(
+                &a.input,
+                measures::binary_classification(&truth, &predicted),
+            )?)?;
             v["measure"] = json!("classification");
             v
         }
@@ -159,17 +178,23 @@ pub fn run(measure: Measure) -> Result<Value> {
         }
         Measure::Ndcg(a) => {
             let k = a.k.ok_or_else(|| anyhow!("ndcg needs --k (e.g. --k 10)"))?;
-            ranking(&a, &format!("ndcg@{k}"), |run, qrels| Ok(measures::ndcg_at_k(run, qrels, k)?))?
+            ranking(&a, &format!("ndcg@{k}"), |run, qrels| {
+                Ok(measures::ndcg_at_k(run, qrels, k)?)
+            })?
         }
         Measure::Mrr(a) => {
             let name = a.k.map_or_else(|| "mrr".to_owned(), |k| format!("mrr@{k}"));
-            ranking(&a, &name, |run, qrels| Ok(measures::reciprocal_rank(run, qrels, a.k)?))?
+            ranking(&a, &name, |run, qrels| {
+                Ok(measures::reciprocal_rank(run, qrels, a.k)?)
+            })?
         }
         Measure::Map(a) => {
             if a.k.is_some() {
                 bail!("map takes no --k (trec_eval's map uses the whole run)");
             }
-            ranking(&a, "map", |run, qrels| Ok(measures::average_precision(run, qrels)))?
+            ranking(&a, "map", |run, qrels| {
+                Ok(measures::average_precision(run, qrels))
+            })?
         }
     })
 }
@@ -181,8 +206,14 @@ fn at<T>(input: &Path, result: sage_core::Result<T>) -> Result<T> {
 
 fn read_xy(path: &Path) -> Result<(Vec<f64>, Vec<f64>)> {
     let records = read_records(path)?;
-    let x = records.iter().map(|r| r.f64("x")).collect::<Result<Vec<_>>>()?;
-    let y = records.iter().map(|r| r.f64("y")).collect::<Result<Vec<_>>>()?;
+    let x = records
+        .iter()
+        .map(|r| r.f64("x"))
+        .collect::<Result<Vec<_>>>()?;
+    let y = records
+        .iter()
+        .map(|r| r.f64("y"))
+        .collect::<Result<Vec<_>>>()?;
     Ok((x, y))
 }
 
@@ -212,7 +243,10 @@ fn ranking(
             without_judgements += 1;
             continue;
         };
-        let ranked: Vec<RankedDoc<'_>> = docs.iter().map(|(id, score)| RankedDoc { id, score: *score }).collect();
+        let ranked: Vec<RankedDoc<'_>> = docs
+            .iter()
+            .map(|(id, score)| RankedDoc { id, score: *score })
+            .collect();
         per_query.insert(query.clone(), measure(&ranked, judged)?);
     }
     let values: Vec<f64> = per_query.values().copied().collect();
@@ -243,14 +277,28 @@ fn read_run(path: &Path) -> Result<Run> {
         let cols: Vec<&str> = text.split_whitespace().collect();
         let at = || format!("{}:{line}", path.display());
         if cols.len() != 6 {
-            bail!("{}: expected 6 columns `query-id Q0 doc-id rank score tag`, got {}", at(), cols.len());
+            bail!(
+                "{}: expected 6 columns `query-id Q0 doc-id rank score tag`, got {}",
+                at(),
+                cols.len()
+            );
         }
-        let score: f64 = cols[4].parse().ok().filter(|s: &f64| s.is_finite())
+        let score: f64 = cols[4]
+            .parse()
+            .ok()
+            .filter(|s: &f64| s.is_finite())
             .ok_or_else(|| anyhow!("{}: score {:?} is not a finite number", at(), cols[4]))?;
         if let Some(first) = seen.insert((cols[0].to_owned(), cols[2].to_owned()), line) {
-            bail!("{}: document {} retrieved twice for query {} (first on line {first})", at(), cols[2], cols[0]);
+            bail!(
+                "{}: document {} retrieved twice for query {} (first on line {first})",
+                at(),
+                cols[2],
+                cols[0]
+            );
         }
-        run.entry(cols[0].to_owned()).or_default().push((cols[2].to_owned(), score));
+        run.entry(cols[0].to_owned())
+            .or_default()
+            .push((cols[2].to_owned(), score));
     }
     if run.is_empty() {
         bail!("{}: no input lines", path.display());
@@ -261,7 +309,11 @@ fn read_run(path: &Path) -> Result<Run> {
 fn read_qrels(path: &Path) -> Result<Qrels> {
     let mut qrels: Qrels = HashMap::new();
     for (line, text) in read_lines(path)? {
-        let cols: Vec<&str> = if text.contains('\t') { text.split('\t').collect() } else { text.split_whitespace().collect() };
+        let cols: Vec<&str> = if text.contains('\t') {
+            text.split('\t').collect()
+        } else {
+            text.split_whitespace().collect()
+        };
         let (query, doc, rel) = match cols.as_slice() {
             [q, d, r] => (*q, *d, *r),
             [q, _, d, r] => (*q, *d, *r),
@@ -271,9 +323,15 @@ fn read_qrels(path: &Path) -> Result<Qrels> {
             Ok(r) => r,
             // BEIR files start with a header row
             Err(_) if line == 1 && qrels.is_empty() => continue,
-            Err(_) => bail!("{}:{line}: relevance {rel:?} is not an integer", path.display()),
+            Err(_) => bail!(
+                "{}:{line}: relevance {rel:?} is not an integer",
+                path.display()
+            ),
         };
-        qrels.entry(query.to_owned()).or_default().insert(doc.to_owned(), rel);
+        qrels
+            .entry(query.to_owned())
+            .or_default()
+            .insert(doc.to_owned(), rel);
     }
     if qrels.is_empty() {
         bail!("{}: no judgements", path.display());

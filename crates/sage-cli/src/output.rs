@@ -10,7 +10,11 @@ use anyhow::{Context, Result};
 /// interrupted run never leaves a truncated output file.
 pub enum Output {
     Stdout(BufWriter<io::Stdout>),
-    File { writer: BufWriter<File>, tmp: PathBuf, target: PathBuf },
+    File {
+        writer: BufWriter<File>,
+        tmp: PathBuf,
+        target: PathBuf,
+    },
 }
 
 impl Output {
@@ -21,17 +25,31 @@ impl Output {
         let mut tmp = target.clone().into_os_string();
         tmp.push(format!(".tmp-{}", std::process::id()));
         let tmp = PathBuf::from(tmp);
-        let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
-        Ok(Output::File { writer: BufWriter::new(file), tmp, target })
+        let file =
+            File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+        Ok(Output::File {
+            writer: BufWriter::new(file),
+            tmp,
+            target,
+        })
     }
 
     pub fn finish(self) -> Result<()> {
         match self {
             Output::Stdout(mut w) => w.flush().context("writing to stdout"),
-            Output::File { writer, tmp, target } => {
-                let file = writer.into_inner().map_err(|e| e.into_error()).with_context(|| format!("{}: cannot write", tmp.display()))?;
-                file.sync_all().with_context(|| format!("{}: cannot write", tmp.display()))?;
-                std::fs::rename(&tmp, &target).with_context(|| format!("{}: cannot move into place", target.display()))
+            Output::File {
+                writer,
+                tmp,
+                target,
+            } => {
+                let file = writer
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(|| format!("{}: cannot write", tmp.display()))?;
+                file.sync_all()
+                    .with_context(|| format!("{}: cannot write", tmp.display()))?;
+                std::fs::rename(&tmp, &target)
+                    .with_context(|| format!("{}: cannot move into place", target.display()))
             }
         }
     }

@@ -10,20 +10,34 @@ fn fixtures() -> PathBuf {
 }
 
 fn sage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sage")).args(args).output().expect("sage runs")
+    Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(args)
+        .output()
+        .expect("sage runs")
 }
 
 fn ok_json(args: &[&str]) -> Value {
     let out = sage(args);
-    assert!(out.status.success(), "sage {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "sage {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("one JSON object")
 }
 
 fn fails_with(args: &[&str], needle: &str) {
     let out = sage(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "sage {args:?} should fail; stderr: {stderr}");
-    assert!(stderr.contains(needle), "stderr of sage {args:?} lacks {needle:?}: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "sage {args:?} should fail; stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "stderr of sage {args:?} lacks {needle:?}: {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
@@ -42,47 +56,139 @@ fn score_writes_one_line_per_pair_matching_the_reference() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    for (metric, raw, key) in [("rouge", false, "rouge"), ("bm25", false, "bm25"), ("bm25", true, "bm25_raw"), ("levenshtein", false, "levenshtein")] {
+    for (metric, raw, key) in [
+        ("rouge", false, "rouge"),
+        ("bm25", false, "bm25"),
+        ("bm25", true, "bm25_raw"),
+        ("levenshtein", false, "levenshtein"),
+    ] {
         let out_path = dir.path().join(format!("{key}.jsonl"));
-        let mut args = vec!["score", "--metric", metric, "--input", input.to_str().unwrap(), "--output", out_path.to_str().unwrap()];
+        let mut args = vec![
+            "score",
+            "--metric",
+            metric,
+            "--input",
+            input.to_str().unwrap(),
+            "--output",
+            out_path.to_str().unwrap(),
+        ];
         if raw {
             args.push("--raw");
         }
         let out = sage(&args);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let lines: Vec<Value> = std::fs::read_to_string(&out_path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<Value> = std::fs::read_to_string(&out_path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), golden.len());
         for (i, (got, want)) in lines.iter().zip(&golden).enumerate() {
             let (got, want) = (got["score"].as_f64().unwrap(), want[key].as_f64().unwrap());
             // raw BM25 goes through f32: compare relatively
-            assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "{key} line {}: {got} vs {want}", i + 1);
+            assert!(
+                (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                "{key} line {}: {got} vs {want}",
+                i + 1
+            );
         }
     }
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".tmp")
+        })
+        .collect();
     assert!(leftovers.is_empty());
 }
 
 #[test]
 fn bad_input_names_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = write(&dir, "missing.jsonl", "{\"text1\":\"a\",\"text2\":\"b\"}\n\n{\"text1\":\"a\"}\n");
-    fails_with(&["score", "--metric", "jaccard", "--input", &missing], "missing.jsonl:3: missing key \"text2\"");
-    let garbage = write(&dir, "garbage.jsonl", "{\"text1\":\"a\",\"text2\":\"b\"}\nnot json\n");
-    fails_with(&["score", "--metric", "rouge", "--input", &garbage], "garbage.jsonl:2: not valid JSON");
+    let missing = write(
+        &dir,
+        "missing.jsonl",
+        "{\"text1\":\"a\",\"text2\":\"b\"}\n\n{\"text1\":\"a\"}\n",
+    );
+    fails_with(
+        &["score", "--metric", "jaccard", "--input", &missing],
+        "missing.jsonl:3: missing key \"text2\"",
+    );
+    let garbage = write(
+        &dir,
+        "garbage.jsonl",
+        "{\"text1\":\"a\",\"text2\":\"b\"}\nnot json\n",
+    );
+    fails_with(
+        &["score", "--metric", "rouge", "--input", &garbage],
+        "garbage.jsonl:2: not valid JSON",
+    );
     let wrong_type = write(&dir, "type.jsonl", "{\"text1\":1,\"text2\":\"b\"}\n");
-    fails_with(&["score", "--metric", "rouge", "--input", &wrong_type], "type.jsonl:1: \"text1\" must be a string");
+    fails_with(
+        &["score", "--metric", "rouge", "--input", &wrong_type],
+        "type.jsonl:1: \"text1\" must be a string",
+    );
     let empty = write(&dir, "empty.jsonl", "\n");
-    fails_with(&["score", "--metric", "levenshtein", "--input", &empty], "empty.jsonl: no input lines");
-    fails_with(&["score", "--metric", "bm25", "--input", "/nonexistent/pairs.jsonl"], "/nonexistent/pairs.jsonl: cannot open");
+    fails_with(
+        &["score", "--metric", "levenshtein", "--input", &empty],
+        "empty.jsonl: no input lines",
+    );
+    fails_with(
+        &[
+            "score",
+            "--metric",
+            "bm25",
+            "--input",
+            "/nonexistent/pairs.jsonl",
+        ],
+        "/nonexistent/pairs.jsonl: cannot open",
+    );
     let ok = write(&dir, "ok.jsonl", "{\"text1\":\"a\",\"text2\":\"b\"}\n");
-    fails_with(&["score", "--metric", "rouge", "--raw", "--input", &ok], "--raw only applies to bm25");
-    let nan = write(&dir, "xy.jsonl", "{\"x\":1,\"y\":2}\n{\"x\":\"2\",\"y\":1}\n");
-    fails_with(&["measure", "pearson", "--input", &nan], "xy.jsonl:2: \"x\" must be a finite number");
-    let constant = write(&dir, "const.jsonl", "{\"x\":1,\"y\":2}\n{\"x\":1,\"y\":1}\n");
-    fails_with(&["measure", "spearman", "--input", &constant], "spearman is undefined");
+    fails_with(
+        &["score", "--metric", "rouge", "--raw", "--input", &ok],
+        "--raw only applies to bm25",
+    );
+    let nan = write(
+        &dir,
+        "xy.jsonl",
+        "{\"x\":1,\"y\":2}\n{\"x\":\"2\",\"y\":1}\n",
+    );
+    fails_with(
+        &["measure", "pearson", "--input", &nan],
+        "xy.jsonl:2: \"x\" must be a finite number",
+    );
+    let constant = write(
+        &dir,
+        "const.jsonl",
+        "{\"x\":1,\"y\":2}\n{\"x\":1,\"y\":1}\n",
+    );
+    fails_with(
+        &["measure", "spearman", "--input", &constant],
+        "spearman is undefined",
+    );
     let bad_run = write(&dir, "bad.trec", "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2\n");
     let qrels = fixtures().join("qrels.tsv");
-    fails_with(&["measure", "ndcg", "--k", "10", "--run", &bad_run, "--qrels", qrels.to_str().unwrap()], "bad.trec:2: expected 6 columns");
+    fails_with(
+        &[
+            "measure",
+            "ndcg",
+            "--k",
+            "10",
+            "--run",
+            &bad_run,
+            "--qrels",
+            qrels.to_str().unwrap(),
+        ],
+        "bad.trec:2: expected 6 columns",
+    );
 }
 
 #[test]
@@ -91,7 +197,11 @@ fn correlation_measures_match_scipy() {
     let x = [0.1, 0.4, 0.35, 0.8, 0.8, 0.2, 0.95, 0.5, 0.5, 0.5];
     let y = [1.0, 2.0, 2.5, 4.0, 3.5, 1.5, 5.0, 2.0, 3.0, 2.0];
     let dir = tempfile::tempdir().unwrap();
-    let lines: String = x.iter().zip(y).map(|(a, b)| format!("{{\"x\":{a},\"y\":{b},\"id\":\"extra keys are ignored\"}}\n")).collect();
+    let lines: String = x
+        .iter()
+        .zip(y)
+        .map(|(a, b)| format!("{{\"x\":{a},\"y\":{b},\"id\":\"extra keys are ignored\"}}\n"))
+        .collect();
     let input = write(&dir, "xy.jsonl", &lines);
     let p = ok_json(&["measure", "pearson", "--input", &input]);
     assert!((p["value"].as_f64().unwrap() - 0.937_677_820_177_318).abs() < 1e-12);
@@ -100,8 +210,26 @@ fn correlation_measures_match_scipy() {
     assert_eq!(s["n"], 10);
     let w = ok_json(&["measure", "wilcoxon", "--input", &input]);
     assert!(w["p_value"].as_f64().unwrap() > 0.0);
-    let hl = ok_json(&["measure", "hodges-lehmann", "--input", &input, "--resamples", "200", "--seed", "9"]);
-    let again = ok_json(&["measure", "hodges-lehmann", "--input", &input, "--resamples", "200", "--seed", "9"]);
+    let hl = ok_json(&[
+        "measure",
+        "hodges-lehmann",
+        "--input",
+        &input,
+        "--resamples",
+        "200",
+        "--seed",
+        "9",
+    ]);
+    let again = ok_json(&[
+        "measure",
+        "hodges-lehmann",
+        "--input",
+        &input,
+        "--resamples",
+        "200",
+        "--seed",
+        "9",
+    ]);
     assert_eq!(hl, again);
     assert!(hl["ci_low"].as_f64().unwrap() <= hl["estimate"].as_f64().unwrap());
 }
@@ -112,11 +240,19 @@ fn v_measure_and_classification() {
     let t = ["a", "a", "a", "b", "b", "b", "c", "c", "c", "c"];
     let p = [0, 0, 1, 1, 1, 1, 2, 2, 0, 3];
     let dir = tempfile::tempdir().unwrap();
-    let lines: String = t.iter().zip(p).map(|(a, b)| format!("{{\"label_true\":\"{a}\",\"label_pred\":{b}}}\n")).collect();
+    let lines: String = t
+        .iter()
+        .zip(p)
+        .map(|(a, b)| format!("{{\"label_true\":\"{a}\",\"label_pred\":{b}}}\n"))
+        .collect();
     let input = write(&dir, "labels.jsonl", &lines);
     let v = ok_json(&["measure", "v-measure", "--input", &input]);
     assert!((v["v_measure"].as_f64().unwrap() - 0.568_241_032_922_968).abs() < 1e-12);
-    let bin = write(&dir, "bin.jsonl", "{\"label_true\":1,\"label_pred\":true}\n{\"label_true\":0,\"label_pred\":true}\n");
+    let bin = write(
+        &dir,
+        "bin.jsonl",
+        "{\"label_true\":1,\"label_pred\":true}\n{\"label_true\":0,\"label_pred\":true}\n",
+    );
     let c = ok_json(&["measure", "classification", "--input", &bin]);
     assert_eq!(c["precision"], 0.5);
     assert_eq!(c["recall"], 1.0);
@@ -129,19 +265,37 @@ fn ranking_measures_match_pytrec_eval() {
     let run = fixtures().join("run.trec");
     let qrels = fixtures().join("qrels.tsv");
     let (run, qrels) = (run.to_str().unwrap(), qrels.to_str().unwrap());
-    for (measure, k, want) in [("ndcg", Some("10"), 0.218_268_782_900_304_7), ("map", None, 0.186_060_728_118_998_76), ("mrr", None, 0.369_047_619_047_619)] {
-        let mut args = vec!["measure", measure, "--run", run, "--qrels", qrels, "--per-query"];
+    for (measure, k, want) in [
+        ("ndcg", Some("10"), 0.218_268_782_900_304_7),
+        ("map", None, 0.186_060_728_118_998_76),
+        ("mrr", None, 0.369_047_619_047_619),
+    ] {
+        let mut args = vec![
+            "measure",
+            measure,
+            "--run",
+            run,
+            "--qrels",
+            qrels,
+            "--per-query",
+        ];
         if let Some(k) = k {
             args.extend(["--k", k]);
         }
         let v = ok_json(&args);
-        assert!((v["value"].as_f64().unwrap() - want).abs() < 1e-12, "{measure}: {v}");
+        assert!(
+            (v["value"].as_f64().unwrap() - want).abs() < 1e-12,
+            "{measure}: {v}"
+        );
         assert_eq!(v["queries"], 4);
         assert_eq!(v["run_queries_without_judgements"], 1);
         assert_eq!(v["judged_queries_not_in_run"], 1);
         assert_eq!(v["per_query"].as_object().unwrap().len(), 4);
     }
-    fails_with(&["measure", "ndcg", "--run", run, "--qrels", qrels], "ndcg needs --k");
+    fails_with(
+        &["measure", "ndcg", "--run", run, "--qrels", qrels],
+        "ndcg needs --k",
+    );
 }
 
 #[test]
@@ -153,7 +307,12 @@ fn score_reads_standard_input() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"{\"text1\":\"kitten\",\"text2\":\"sitting\"}\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"text1\":\"kitten\",\"text2\":\"sitting\"}\n")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     // Levenshtein.ratio("kitten", "sitting") = 0.6153846153846154 (python-Levenshtein 0.27.5)

@@ -29,7 +29,13 @@ impl EmbedderIdentity {
     pub fn cache_key(&self) -> String {
         let clean = |s: &str| -> String {
             s.chars()
-                .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect()
         };
         format!(
@@ -116,7 +122,11 @@ pub fn l2_similarity(a: ArrayView1<f32>, b: ArrayView1<f32>) -> f32 {
 /// L2-normalises every row in place; zero rows stay zero.
 pub fn normalize_rows(m: &mut Array2<f32>) {
     for mut row in m.axis_iter_mut(Axis(0)) {
-        let norm = row.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt();
+        let norm = row
+            .iter()
+            .map(|&x| f64::from(x) * f64::from(x))
+            .sum::<f64>()
+            .sqrt();
         if norm > 0.0 {
             row.mapv_inplace(|x| (f64::from(x) / norm) as f32);
         }
@@ -143,7 +153,11 @@ impl<E: Embedder> EmbeddingSimilarity<E> {
     /// `measure` over `embedder`'s vectors.
     pub fn new(embedder: E, measure: VectorSimilarity) -> Self {
         let name = embedder.identity().model_id.clone();
-        EmbeddingSimilarity { embedder, measure, name }
+        EmbeddingSimilarity {
+            embedder,
+            measure,
+            name,
+        }
     }
 
     /// The wrapped embedder.
@@ -152,7 +166,10 @@ impl<E: Embedder> EmbeddingSimilarity<E> {
     }
 
     /// Embeds the distinct texts among `texts` once; returns the matrix and, per input, its row.
-    fn embed_distinct(&self, texts: impl IntoIterator<Item = impl AsRef<str>>) -> Result<(Array2<f32>, Vec<usize>)> {
+    fn embed_distinct(
+        &self,
+        texts: impl IntoIterator<Item = impl AsRef<str>>,
+    ) -> Result<(Array2<f32>, Vec<usize>)> {
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut distinct: Vec<String> = Vec::new();
         let rows: Vec<usize> = texts
@@ -174,7 +191,11 @@ impl<E: Embedder> EmbeddingSimilarity<E> {
         if vectors.nrows() != refs.len() {
             return Err(SageError::backend(
                 format!("embedding with {}", self.name),
-                format!("embedder returned {} rows for {} texts", vectors.nrows(), refs.len()),
+                format!(
+                    "embedder returned {} rows for {} texts",
+                    vectors.nrows(),
+                    refs.len()
+                ),
             ));
         }
         if self.measure == VectorSimilarity::Cosine {
@@ -216,9 +237,11 @@ impl<E: Embedder> Similarity for EmbeddingSimilarity<E> {
         let right = vectors.select(Axis(0), cand_rows);
         Ok(match self.measure {
             VectorSimilarity::Cosine => left.dot(&right.t()),
-            VectorSimilarity::L2 => Array2::from_shape_fn((left.nrows(), right.nrows()), |(i, j)| {
-                l2_similarity(left.row(i), right.row(j))
-            }),
+            VectorSimilarity::L2 => {
+                Array2::from_shape_fn((left.nrows(), right.nrows()), |(i, j)| {
+                    l2_similarity(left.row(i), right.row(j))
+                })
+            }
         })
     }
 }
@@ -264,9 +287,15 @@ mod tests {
         }
         fn embed(&self, texts: &[&str]) -> Result<Array2<f32>> {
             self.calls.fetch_add(1, Ordering::SeqCst);
-            self.seen.lock().unwrap().extend(texts.iter().map(|t| t.to_string()));
+            self.seen
+                .lock()
+                .unwrap()
+                .extend(texts.iter().map(|t| t.to_string()));
             Ok(Array2::from_shape_fn((texts.len(), 3), |(i, j)| {
-                texts[i].chars().filter(|&c| c == ['a', 'b', 'c'][j]).count() as f32
+                texts[i]
+                    .chars()
+                    .filter(|&c| c == ['a', 'b', 'c'][j])
+                    .count() as f32
             }))
         }
     }
@@ -274,7 +303,9 @@ mod tests {
     #[test]
     fn each_distinct_text_is_embedded_once_per_call() {
         let sim = EmbeddingSimilarity::cosine(LetterCounts::new());
-        let scores = sim.score_pairs(&[("ab", "ab"), ("ab", "c"), ("c", "ab"), ("aab", "c")]).unwrap();
+        let scores = sim
+            .score_pairs(&[("ab", "ab"), ("ab", "c"), ("c", "ab"), ("aab", "c")])
+            .unwrap();
         assert_eq!(sim.embedder().calls.load(Ordering::SeqCst), 1);
         assert_eq!(*sim.embedder().seen.lock().unwrap(), ["ab", "c", "aab"]);
         assert!((scores[0] - 1.0).abs() < 1e-6);
@@ -290,11 +321,17 @@ mod tests {
         let m = sim.score_matrix(&rows, &cols).unwrap();
         for (i, r) in rows.iter().enumerate() {
             for (j, c) in cols.iter().enumerate() {
-                assert!((m[[i, j]] - sim.score(r, c).unwrap()).abs() < 1e-6, "{r} {c}");
+                assert!(
+                    (m[[i, j]] - sim.score(r, c).unwrap()).abs() < 1e-6,
+                    "{r} {c}"
+                );
             }
         }
         let one_to_many = sim.score_one_to_many("abc", &cols).unwrap();
-        assert!(one_to_many.iter().zip(m.row(0)).all(|(a, b)| (a - b).abs() < 1e-6));
+        assert!(one_to_many
+            .iter()
+            .zip(m.row(0))
+            .all(|(a, b)| (a - b).abs() < 1e-6));
     }
 
     #[test]
@@ -309,8 +346,16 @@ mod tests {
 
     #[test]
     fn vector_helpers() {
-        assert!((cosine(array![1.0, 0.0].view(), array![1.0, 1.0].view()) - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-7);
-        assert_eq!(cosine(array![0.0, 0.0].view(), array![1.0, 1.0].view()), 0.0);
+        assert!(
+            (cosine(array![1.0, 0.0].view(), array![1.0, 1.0].view())
+                - std::f32::consts::FRAC_1_SQRT_2)
+                .abs()
+                < 1e-7
+        );
+        assert_eq!(
+            cosine(array![0.0, 0.0].view(), array![1.0, 1.0].view()),
+            0.0
+        );
         let mut m = array![[3.0f32, 4.0], [0.0, 0.0]];
         normalize_rows(&mut m);
         assert_eq!(m, array![[0.6, 0.8], [0.0, 0.0]]);

@@ -75,16 +75,26 @@ impl SageError {
         context: impl Into<String>,
         source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
     ) -> Self {
-        SageError::Backend { context: context.into(), source: source.into() }
+        SageError::Backend {
+            context: context.into(),
+            source: source.into(),
+        }
     }
 
     /// A parse error at `path:line`.
     pub fn parse(path: impl Into<PathBuf>, line: usize, message: impl Into<String>) -> Self {
-        SageError::Parse { path: path.into(), line, message: message.into() }
+        SageError::Parse {
+            path: path.into(),
+            line,
+            message: message.into(),
+        }
     }
 
     pub(crate) fn undefined(what: &'static str, why: impl Into<String>) -> Self {
-        SageError::Undefined { what, why: why.into() }
+        SageError::Undefined {
+            what,
+            why: why.into(),
+        }
     }
 }
 

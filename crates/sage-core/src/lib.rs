@@ -25,7 +25,8 @@ mod seed;
 mod similarity;
 
 pub use embed::{
-    cosine, l2_similarity, normalize_rows, Embedder, EmbedderIdentity, EmbeddingSimilarity, VectorSimilarity,
+    cosine, l2_similarity, normalize_rows, Embedder, EmbedderIdentity, EmbeddingSimilarity,
+    VectorSimilarity,
 };
 pub use error::{Result, SageError};
 pub use seed::{ExperimentRng, RunSeed};

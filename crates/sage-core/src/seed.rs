@@ -88,8 +88,18 @@ mod tests {
 
     #[test]
     fn same_seed_and_label_give_same_stream() {
-        let a: Vec<u32> = (0..8).map({ let mut r = RunSeed(7).rng("x"); move |_| r.next_u32() }).collect();
-        let b: Vec<u32> = (0..8).map({ let mut r = RunSeed(7).rng("x"); move |_| r.next_u32() }).collect();
+        let a: Vec<u32> = (0..8)
+            .map({
+                let mut r = RunSeed(7).rng("x");
+                move |_| r.next_u32()
+            })
+            .collect();
+        let b: Vec<u32> = (0..8)
+            .map({
+                let mut r = RunSeed(7).rng("x");
+                move |_| r.next_u32()
+            })
+            .collect();
         assert_eq!(a, b);
     }
 
@@ -99,7 +109,10 @@ mod tests {
         let base = first(RunSeed(7).rng("x"));
         assert_ne!(base, first(RunSeed(7).rng("y")));
         assert_ne!(base, first(RunSeed(8).rng("x")));
-        assert_ne!(first(RunSeed(7).rng_for_item("x", 0)), first(RunSeed(7).rng_for_item("x", 1)));
+        assert_ne!(
+            first(RunSeed(7).rng_for_item("x", 0)),
+            first(RunSeed(7).rng_for_item("x", 1))
+        );
         assert_ne!(base, first(RunSeed(7).rng_for_item("x", 0)));
     }
 

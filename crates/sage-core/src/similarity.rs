@@ -46,8 +46,10 @@ pub trait Similarity: Send + Sync {
             .flat_map(|r| candidates.iter().map(move |c| (*r, *c)))
             .collect();
         let flat = self.score_pairs(&pairs)?;
-        Ok(Array2::from_shape_vec((references.len(), candidates.len()), flat)
-            .expect("score_pairs returns one score per pair"))
+        Ok(
+            Array2::from_shape_vec((references.len(), candidates.len()), flat)
+                .expect("score_pairs returns one score per pair"),
+        )
     }
 
     /// Whether `score(a, b) == score(b, a)` for every pair (lets clustering score half the matrix).

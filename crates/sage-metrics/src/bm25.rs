@@ -41,14 +41,22 @@ pub struct Bm25Plus {
 
 impl Default for Bm25Plus {
     fn default() -> Self {
-        Bm25Plus { k1: 1.5, b: 0.75, delta: 1.0, normalisation: Bm25Normalisation::MinMax }
+        Bm25Plus {
+            k1: 1.5,
+            b: 0.75,
+            delta: 1.0,
+            normalisation: Bm25Normalisation::MinMax,
+        }
     }
 }
 
 impl Bm25Plus {
     /// rank_bm25's defaults, returning raw (un-normalised) scores.
     pub fn raw() -> Self {
-        Bm25Plus { normalisation: Bm25Normalisation::Raw, ..Bm25Plus::default() }
+        Bm25Plus {
+            normalisation: Bm25Normalisation::Raw,
+            ..Bm25Plus::default()
+        }
     }
 
     /// Raw scores of every pair, in input order.
@@ -69,7 +77,15 @@ pub fn min_max(raw: &[f64]) -> Vec<f32> {
     let min = raw.iter().copied().fold(f64::INFINITY, f64::min);
     let max = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let range = max - min;
-    raw.iter().map(|&s| if range > 0.0 { ((s - min) / range) as f32 } else { 0.5 }).collect()
+    raw.iter()
+        .map(|&s| {
+            if range > 0.0 {
+                ((s - min) / range) as f32
+            } else {
+                0.5
+            }
+        })
+        .collect()
 }
 
 impl TokenPairMetric for Bm25Plus {
@@ -116,7 +132,10 @@ impl Similarity for Bm25Plus {
     }
 
     fn score(&self, reference: &str, candidate: &str) -> Result<f32> {
-        let raw = self.compare(&self.prepare(cl100k(reference)), &self.prepare(cl100k(candidate)));
+        let raw = self.compare(
+            &self.prepare(cl100k(reference)),
+            &self.prepare(cl100k(candidate)),
+        );
         Ok(self.finish(vec![raw])[0])
     }
 

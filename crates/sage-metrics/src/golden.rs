@@ -17,27 +17,48 @@ fn fixture() -> (Vec<(String, String)>, Vec<Value>) {
         .lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
-            (v["text1"].as_str().unwrap().to_owned(), v["text2"].as_str().unwrap().to_owned())
+            (
+                v["text1"].as_str().unwrap().to_owned(),
+                v["text2"].as_str().unwrap().to_owned(),
+            )
         })
         .collect::<Vec<_>>();
-    let golden = GOLDEN.lines().map(|l| serde_json::from_str(l).unwrap()).collect::<Vec<Value>>();
+    let golden = GOLDEN
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect::<Vec<Value>>();
     assert_eq!(pairs.len(), golden.len());
     (pairs, golden)
 }
 
 fn check(similarity: &dyn Similarity, key: &str) {
-    check_scores(key, |pairs| similarity.score_pairs(pairs).unwrap().into_iter().map(f64::from).collect());
+    check_scores(key, |pairs| {
+        similarity
+            .score_pairs(pairs)
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect()
+    });
 }
 
 fn check_scores(key: &str, score: impl Fn(&[(&str, &str)]) -> Vec<f64>) {
     let (pairs, golden) = fixture();
-    let refs: Vec<(&str, &str)> = pairs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let refs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let batch = score(&refs);
     for (i, ((a, b), want)) in pairs.iter().zip(&golden).enumerate() {
         let want = want[key].as_f64().unwrap();
         let got = batch[i];
         let short = |t: &str| t.chars().take(40).collect::<String>();
-        assert!((got - want).abs() <= 1e-6, "{key} pair {i} ({:?} / {:?}): got {got}, want {want}", short(a), short(b));
+        assert!(
+            (got - want).abs() <= 1e-6,
+            "{key} pair {i} ({:?} / {:?}): got {got}, want {want}",
+            short(a),
+            short(b)
+        );
     }
 }
 
@@ -45,7 +66,12 @@ fn check_scores(key: &str, score: impl Fn(&[(&str, &str)]) -> Vec<f64>) {
 fn cl100k_ids_match_tiktoken() {
     let (pairs, golden) = fixture();
     for ((a, _), g) in pairs.iter().zip(&golden) {
-        let want: Vec<u32> = g["cl100k_text1"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+        let want: Vec<u32> = g["cl100k_text1"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
         let got = cl100k(a);
         assert_eq!(&got[..got.len().min(12)], &want[..], "{a:?}");
     }
@@ -69,7 +95,9 @@ fn jaccard_matches_reference() {
 #[test]
 fn bm25_raw_matches_rank_bm25() {
     // raw scores are unbounded: compare the f64 scores, not the f32 similarities
-    check_scores("bm25_raw", |pairs| Bm25Plus::raw().raw_scores(pairs).unwrap());
+    check_scores("bm25_raw", |pairs| {
+        Bm25Plus::raw().raw_scores(pairs).unwrap()
+    });
 }
 
 #[test]
@@ -80,7 +108,10 @@ fn bm25_min_max_over_the_batch_matches_reference() {
 #[test]
 fn batch_equals_single_for_pairwise_metrics() {
     let (pairs, _) = fixture();
-    let refs: Vec<(&str, &str)> = pairs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let refs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     for metric in [Metric::Levenshtein, Metric::Rouge, Metric::Jaccard] {
         let s = metric.similarity();
         let batch = s.score_pairs(&refs).unwrap();
@@ -94,7 +125,10 @@ fn batch_equals_single_for_pairwise_metrics() {
 fn constant_bm25_batch_is_one_half_not_nan() {
     let s = Bm25Plus::default();
     assert_eq!(s.score("a b c", "a b").unwrap(), 0.5);
-    assert_eq!(s.score_pairs(&[("x", "x"), ("y", "y")]).unwrap(), vec![0.5, 0.5]);
+    assert_eq!(
+        s.score_pairs(&[("x", "x"), ("y", "y")]).unwrap(),
+        vec![0.5, 0.5]
+    );
     assert_eq!(s.score_pairs(&[]).unwrap(), Vec::<f32>::new());
 }
 
@@ -146,7 +180,77 @@ fn long_unicode_strings_do_not_panic() {
     let big_b: String = big_a.chars().rev().collect();
     for metric in Metric::ALL {
         let s = metric.similarity();
-        let v = s.score_pairs(&[(big_a.as_str(), big_b.as_str()), (big_a.as_str(), big_a.as_str())]).unwrap();
+        let v = s
+            .score_pairs(&[
+                (big_a.as_str(), big_b.as_str()),
+                (big_a.as_str(), big_a.as_str()),
+            ])
+            .unwrap();
         assert!(v.iter().all(|x| (0.0..=1.0).contains(x)), "{metric}: {v:?}");
+    }
+}
+
+/// Real text from SAGE_DATA_DIR (300 STS-B test pairs, 60 CNN/DailyMail document/summary pairs)
+/// against data/fixtures/real_pairs.golden.jsonl, written by tests/reference/golden_metrics.py.
+/// Without SAGE_DATA_DIR (CI sets it) there is nothing to compare and the test says so.
+#[test]
+fn real_data_matches_reference() {
+    let Some(root) = std::env::var_os("SAGE_DATA_DIR") else {
+        eprintln!("SAGE_DATA_DIR unset: real-data golden comparison not run");
+        return;
+    };
+    let root = std::path::PathBuf::from(root);
+    let golden: Vec<Value> = include_str!("../../../data/fixtures/real_pairs.golden.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut files: Vec<&str> = golden.iter().map(|g| g["file"].as_str().unwrap()).collect();
+    files.dedup();
+    assert_eq!(files.len(), 2);
+    for file in files {
+        let rows: Vec<&Value> = golden.iter().filter(|g| g["file"] == file).collect();
+        let path = root.join(file);
+        let lines: Vec<Value> = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .lines()
+            .take(rows.len())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let texts: Vec<(String, String)> = rows
+            .iter()
+            .zip(&lines)
+            .map(|(g, row)| {
+                let key = |k: &str| row[g[k].as_str().unwrap()].as_str().unwrap().to_owned();
+                (key("reference_key"), key("candidate_key"))
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = texts
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        let raw_bm25 = Bm25Plus::raw().raw_scores(&refs).unwrap();
+        for (key, scores) in [
+            ("levenshtein", LevenshteinRatio.score_pairs(&refs).unwrap()),
+            ("rouge", Rouge.score_pairs(&refs).unwrap()),
+            ("jaccard", Jaccard.score_pairs(&refs).unwrap()),
+            ("bm25", Bm25Plus::default().score_pairs(&refs).unwrap()),
+        ] {
+            for (i, (got, g)) in scores.iter().zip(&rows).enumerate() {
+                let want = g[key].as_f64().unwrap();
+                assert!(
+                    (f64::from(*got) - want).abs() <= 1e-6,
+                    "{file}:{} {key}: got {got}, want {want}",
+                    i + 1
+                );
+            }
+        }
+        for (i, (got, g)) in raw_bm25.iter().zip(&rows).enumerate() {
+            let want = g["bm25_raw"].as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 1e-9 * want.max(1.0),
+                "{file}:{} bm25_raw: got {got}, want {want}",
+                i + 1
+            );
+        }
     }
 }

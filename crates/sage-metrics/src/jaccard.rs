@@ -36,10 +36,16 @@ impl Similarity for Jaccard {
     }
 
     fn score(&self, reference: &str, candidate: &str) -> Result<f32> {
-        Ok(self.compare(&self.prepare(cl100k(reference)), &self.prepare(cl100k(candidate))) as f32)
+        Ok(self.compare(
+            &self.prepare(cl100k(reference)),
+            &self.prepare(cl100k(candidate)),
+        ) as f32)
     }
 
     fn score_pairs(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
-        Ok(score_token_pairs(self, pairs)?.into_iter().map(|s| s as f32).collect())
+        Ok(score_token_pairs(self, pairs)?
+            .into_iter()
+            .map(|s| s as f32)
+            .collect())
     }
 }

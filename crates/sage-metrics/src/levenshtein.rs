@@ -60,7 +60,12 @@ struct Scratch {
 
 fn lcs_len(s: &mut Scratch) -> usize {
     let prefix = s.a.iter().zip(&s.b).take_while(|(x, y)| x == y).count();
-    let suffix = s.a[prefix..].iter().rev().zip(s.b[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let suffix = s.a[prefix..]
+        .iter()
+        .rev()
+        .zip(s.b[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
     let a_mid = prefix..s.a.len() - suffix;
     let b_mid = prefix..s.b.len() - suffix;
     let common = prefix + suffix;
@@ -78,7 +83,8 @@ fn lcs_len(s: &mut Scratch) -> usize {
     s.ascii.clear();
     s.ascii.resize(128 * words, 0);
     s.other_chars.clear();
-    s.other_chars.extend(pattern.iter().copied().filter(|c| !c.is_ascii()));
+    s.other_chars
+        .extend(pattern.iter().copied().filter(|c| !c.is_ascii()));
     s.other_chars.sort_unstable();
     s.other_chars.dedup();
     s.other_masks.clear();
@@ -87,7 +93,10 @@ fn lcs_len(s: &mut Scratch) -> usize {
         let (table, row) = if c.is_ascii() {
             (&mut s.ascii, c as usize)
         } else {
-            (&mut s.other_masks, s.other_chars.binary_search(&c).expect("collected above"))
+            (
+                &mut s.other_masks,
+                s.other_chars.binary_search(&c).expect("collected above"),
+            )
         };
         table[row * words + i / 64] |= 1u64 << (i % 64);
     }
@@ -119,7 +128,11 @@ fn lcs_len(s: &mut Scratch) -> usize {
         .iter()
         .enumerate()
         .map(|(w, &word)| {
-            let valid = if w == words - 1 && tail_bits != 0 { (1u64 << tail_bits) - 1 } else { !0 };
+            let valid = if w == words - 1 && tail_bits != 0 {
+                (1u64 << tail_bits) - 1
+            } else {
+                !0
+            };
             (!word & valid).count_ones() as usize
         })
         .sum();
@@ -137,7 +150,11 @@ mod tests {
         for x in &a {
             let mut cur = vec![0usize; b.len() + 1];
             for (j, y) in b.iter().enumerate() {
-                cur[j + 1] = if x == y { prev[j] + 1 } else { prev[j + 1].max(cur[j]) };
+                cur[j + 1] = if x == y {
+                    prev[j] + 1
+                } else {
+                    prev[j + 1].max(cur[j])
+                };
             }
             prev = cur;
         }
@@ -146,13 +163,21 @@ mod tests {
 
     fn ratio_dp(a: &str, b: &str) -> f64 {
         let total = a.chars().count() + b.chars().count();
-        if total == 0 { 1.0 } else { 2.0 * lcs_dp(a, b) as f64 / total as f64 }
+        if total == 0 {
+            1.0
+        } else {
+            2.0 * lcs_dp(a, b) as f64 / total as f64
+        }
     }
 
     #[test]
     fn multi_word_patterns_match_dynamic_programming() {
-        let a: String = (0..300).map(|i| char::from(b'a' + (i * 7 % 26) as u8)).collect();
-        let b: String = (0..250).map(|i| char::from(b'a' + (i * 11 % 26) as u8)).collect();
+        let a: String = (0..300)
+            .map(|i| char::from(b'a' + (i * 7 % 26) as u8))
+            .collect();
+        let b: String = (0..250)
+            .map(|i| char::from(b'a' + (i * 11 % 26) as u8))
+            .collect();
         assert!((levenshtein_ratio(&a, &b) - ratio_dp(&a, &b)).abs() < 1e-12);
     }
 

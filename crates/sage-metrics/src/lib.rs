@@ -65,7 +65,12 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in the order of SAGE's tables.
-    pub const ALL: [Metric; 4] = [Metric::Bm25, Metric::Jaccard, Metric::Levenshtein, Metric::Rouge];
+    pub const ALL: [Metric; 4] = [
+        Metric::Bm25,
+        Metric::Jaccard,
+        Metric::Levenshtein,
+        Metric::Rouge,
+    ];
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {

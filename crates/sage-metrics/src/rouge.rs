@@ -2,7 +2,9 @@
 
 use sage_core::{Result, Similarity};
 
-use crate::tokens::{cl100k, multiset_intersection, score_token_pairs, sorted, sorted_bigrams, TokenPairMetric};
+use crate::tokens::{
+    cl100k, multiset_intersection, score_token_pairs, sorted, sorted_bigrams, TokenPairMetric,
+};
 
 /// `(ROUGE-1 F + ROUGE-2 F) / 2` as `rouge_score.rouge_scorer.RougeScorer(["rouge1", "rouge2"],
 /// tokenizer=<cl100k encoder>)` computes them: n-gram counts over cl100k token ids (no stemming,
@@ -32,12 +34,23 @@ impl TokenPairMetric for Rouge {
 
     fn prepare(&self, tokens: Vec<u32>) -> RougeProfile {
         let bigrams = sorted_bigrams(&tokens);
-        RougeProfile { unigrams: sorted(tokens), bigrams }
+        RougeProfile {
+            unigrams: sorted(tokens),
+            bigrams,
+        }
     }
 
     fn compare(&self, r: &RougeProfile, c: &RougeProfile) -> f64 {
-        let rouge1 = fmeasure(multiset_intersection(&r.unigrams, &c.unigrams), r.unigrams.len(), c.unigrams.len());
-        let rouge2 = fmeasure(multiset_intersection(&r.bigrams, &c.bigrams), r.bigrams.len(), c.bigrams.len());
+        let rouge1 = fmeasure(
+            multiset_intersection(&r.unigrams, &c.unigrams),
+            r.unigrams.len(),
+            c.unigrams.len(),
+        );
+        let rouge2 = fmeasure(
+            multiset_intersection(&r.bigrams, &c.bigrams),
+            r.bigrams.len(),
+            c.bigrams.len(),
+        );
         (rouge1 + rouge2) / 2.0
     }
 }
@@ -48,10 +61,16 @@ impl Similarity for Rouge {
     }
 
     fn score(&self, reference: &str, candidate: &str) -> Result<f32> {
-        Ok(self.compare(&self.prepare(cl100k(reference)), &self.prepare(cl100k(candidate))) as f32)
+        Ok(self.compare(
+            &self.prepare(cl100k(reference)),
+            &self.prepare(cl100k(candidate)),
+        ) as f32)
     }
 
     fn score_pairs(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
-        Ok(score_token_pairs(self, pairs)?.into_iter().map(|s| s as f32).collect())
+        Ok(score_token_pairs(self, pairs)?
+            .into_iter()
+            .map(|s| s as f32)
+            .collect())
     }
 }

@@ -24,7 +24,10 @@ pub(crate) trait TokenPairMetric: Sync {
     fn compare(&self, reference: &Self::Prepared, candidate: &Self::Prepared) -> f64;
 }
 
-pub(crate) fn score_token_pairs<M: TokenPairMetric>(metric: &M, pairs: &[(&str, &str)]) -> Result<Vec<f64>> {
+pub(crate) fn score_token_pairs<M: TokenPairMetric>(
+    metric: &M,
+    pairs: &[(&str, &str)],
+) -> Result<Vec<f64>> {
     let mut index: HashMap<&str, usize> = HashMap::with_capacity(pairs.len());
     let mut distinct: Vec<&str> = Vec::new();
     let rows: Vec<(usize, usize)> = pairs
@@ -39,8 +42,14 @@ pub(crate) fn score_token_pairs<M: TokenPairMetric>(metric: &M, pairs: &[(&str, 
             (id(a), id(b))
         })
         .collect();
-    let prepared: Vec<M::Prepared> = distinct.par_iter().map(|t| metric.prepare(cl100k(t))).collect();
-    Ok(rows.par_iter().map(|&(a, b)| metric.compare(&prepared[a], &prepared[b])).collect())
+    let prepared: Vec<M::Prepared> = distinct
+        .par_iter()
+        .map(|t| metric.prepare(cl100k(t)))
+        .collect();
+    Ok(rows
+        .par_iter()
+        .map(|&(a, b)| metric.compare(&prepared[a], &prepared[b]))
+        .collect())
 }
 
 /// Sorted copy of `tokens` (a multiset in merge-friendly form).
@@ -51,7 +60,10 @@ pub(crate) fn sorted(mut tokens: Vec<u32>) -> Vec<u32> {
 
 /// Sorted bigrams of `tokens`, each packed in a u64.
 pub(crate) fn sorted_bigrams(tokens: &[u32]) -> Vec<u64> {
-    let mut bigrams: Vec<u64> = tokens.windows(2).map(|w| (u64::from(w[0]) << 32) | u64::from(w[1])).collect();
+    let mut bigrams: Vec<u64> = tokens
+        .windows(2)
+        .map(|w| (u64::from(w[0]) << 32) | u64::from(w[1]))
+        .collect();
     bigrams.sort_unstable();
     bigrams
 }

@@ -39,7 +39,13 @@ pub fn binary_classification(truth: &[bool], predicted: &[bool]) -> Result<Binar
             (false, false) => tn += 1,
         }
     }
-    let ratio = |num: usize, den: usize| if den == 0 { 0.0 } else { num as f64 / den as f64 };
+    let ratio = |num: usize, den: usize| {
+        if den == 0 {
+            0.0
+        } else {
+            num as f64 / den as f64
+        }
+    };
     let precision = ratio(tp, tp + fp);
     let recall = ratio(tp, tp + fneg);
     // sklearn computes F1 from counts, 2TP / (2TP + FP + FN), which equals 2PR/(P+R) when defined.
@@ -64,8 +70,12 @@ mod tests {
     #[test]
     fn matches_sklearn() {
         // Golden values: tests/reference/golden.py (scikit-learn 1.9.1).
-        let t = [true, false, true, true, false, false, true, false, true, true];
-        let p = [true, true, false, true, false, false, true, true, true, false];
+        let t = [
+            true, false, true, true, false, false, true, false, true, true,
+        ];
+        let p = [
+            true, true, false, true, false, false, true, true, true, false,
+        ];
         let s = binary_classification(&t, &p).unwrap();
         assert_close(s.accuracy, 0.6, 1e-12);
         assert_close(s.precision, 0.666_666_666_666_666_6, 1e-12);
@@ -76,7 +86,10 @@ mod tests {
     #[test]
     fn undefined_ratios_are_zero_like_sklearn() {
         let s = binary_classification(&[false, false], &[false, false]).unwrap();
-        assert_eq!((s.accuracy, s.precision, s.recall, s.f1), (1.0, 0.0, 0.0, 0.0));
+        assert_eq!(
+            (s.accuracy, s.precision, s.recall, s.f1),
+            (1.0, 0.0, 0.0, 0.0)
+        );
         assert!(binary_classification(&[], &[]).is_err());
     }
 }

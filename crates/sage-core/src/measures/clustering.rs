@@ -19,10 +19,17 @@ pub struct VMeasure {
 
 /// As scikit-learn's `homogeneity_completeness_v_measure(labels_true, labels_pred)`: natural-log
 /// entropies; a zero entropy makes its ratio 1; empty input gives (1, 1, 1).
-pub fn v_measure<T: Eq + Hash, P: Eq + Hash>(labels_true: &[T], labels_pred: &[P]) -> Result<VMeasure> {
+pub fn v_measure<T: Eq + Hash, P: Eq + Hash>(
+    labels_true: &[T],
+    labels_pred: &[P],
+) -> Result<VMeasure> {
     ensure_same_len("v-measure", labels_true.len(), labels_pred.len())?;
     if labels_true.is_empty() {
-        return Ok(VMeasure { homogeneity: 1.0, completeness: 1.0, v_measure: 1.0 });
+        return Ok(VMeasure {
+            homogeneity: 1.0,
+            completeness: 1.0,
+            v_measure: 1.0,
+        });
     }
     let classes = dense_ids(labels_true);
     let clusters = dense_ids(labels_pred);
@@ -38,7 +45,11 @@ pub fn v_measure<T: Eq + Hash, P: Eq + Hash>(labels_true: &[T], labels_pred: &[P
     }
     let n = labels_true.len() as f64;
     let entropy = |counts: &[u64]| -> f64 {
-        counts.iter().filter(|&&c| c > 0).map(|&c| -(c as f64 / n) * ((c as f64).ln() - n.ln())).sum()
+        counts
+            .iter()
+            .filter(|&&c| c > 0)
+            .map(|&c| -(c as f64 / n) * ((c as f64).ln() - n.ln()))
+            .sum()
     };
     let h_class = entropy(&class_count);
     let h_cluster = entropy(&cluster_count);
@@ -51,14 +62,26 @@ pub fn v_measure<T: Eq + Hash, P: Eq + Hash>(labels_true: &[T], labels_pred: &[P
         })
         .sum::<f64>()
         .max(0.0);
-    let homogeneity = if h_class == 0.0 { 1.0 } else { mutual_information / h_class };
-    let completeness = if h_cluster == 0.0 { 1.0 } else { mutual_information / h_cluster };
+    let homogeneity = if h_class == 0.0 {
+        1.0
+    } else {
+        mutual_information / h_class
+    };
+    let completeness = if h_cluster == 0.0 {
+        1.0
+    } else {
+        mutual_information / h_cluster
+    };
     let v_measure = if homogeneity + completeness == 0.0 {
         0.0
     } else {
         2.0 * homogeneity * completeness / (homogeneity + completeness)
     };
-    Ok(VMeasure { homogeneity, completeness, v_measure })
+    Ok(VMeasure {
+        homogeneity,
+        completeness,
+        v_measure,
+    })
 }
 
 fn dense_ids<L: Eq + Hash>(labels: &[L]) -> Vec<usize> {
@@ -95,7 +118,10 @@ mod tests {
     #[test]
     fn degenerate_partitions() {
         let one = v_measure(&[1, 1, 1], &[0, 0, 0]).unwrap();
-        assert_eq!((one.homogeneity, one.completeness, one.v_measure), (1.0, 1.0, 1.0));
+        assert_eq!(
+            (one.homogeneity, one.completeness, one.v_measure),
+            (1.0, 1.0, 1.0)
+        );
         // every point its own cluster: perfectly homogeneous, completeness below 1
         let split = v_measure(&[1, 1, 2, 2], &[0, 1, 2, 3]).unwrap();
         assert_eq!(split.homogeneity, 1.0);

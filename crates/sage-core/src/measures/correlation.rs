@@ -29,7 +29,10 @@ pub fn pearson(x: &[f64], y: &[f64]) -> Result<f64> {
 pub fn spearman(x: &[f64], y: &[f64]) -> Result<f64> {
     ensure_same_len("spearman", x.len(), y.len())?;
     pearson(&rank_average(x)?, &rank_average(y)?).map_err(|e| match e {
-        SageError::Undefined { why, .. } => SageError::Undefined { what: "spearman", why },
+        SageError::Undefined { why, .. } => SageError::Undefined {
+            what: "spearman",
+            why,
+        },
         other => other,
     })
 }
@@ -80,13 +83,25 @@ mod tests {
 
     #[test]
     fn ranks_average_ties() {
-        assert_eq!(rank_average(&[3.0, 1.0, 3.0, 2.0]).unwrap(), vec![3.5, 1.0, 3.5, 2.0]);
+        assert_eq!(
+            rank_average(&[3.0, 1.0, 3.0, 2.0]).unwrap(),
+            vec![3.5, 1.0, 3.5, 2.0]
+        );
     }
 
     #[test]
     fn constant_input_is_an_error_not_nan() {
-        assert!(matches!(pearson(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]), Err(SageError::Undefined { .. })));
-        assert!(matches!(spearman(&[1.0, 2.0], &[5.0, 5.0]), Err(SageError::Undefined { what: "spearman", .. })));
+        assert!(matches!(
+            pearson(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]),
+            Err(SageError::Undefined { .. })
+        ));
+        assert!(matches!(
+            spearman(&[1.0, 2.0], &[5.0, 5.0]),
+            Err(SageError::Undefined {
+                what: "spearman",
+                ..
+            })
+        ));
         assert!(pearson(&[1.0], &[1.0]).is_err());
         assert!(pearson(&[1.0, 2.0], &[1.0]).is_err());
     }

@@ -14,14 +14,18 @@ pub use classification::{binary_classification, BinaryScores};
 pub use clustering::{v_measure, VMeasure};
 pub use correlation::{pearson, rank_average, spearman};
 pub use ranking::{
-    average_precision, hits_at_k, mean_reciprocal_rank, ndcg_at_k, reciprocal_rank, trec_order, RankedDoc,
+    average_precision, hits_at_k, mean_reciprocal_rank, ndcg_at_k, reciprocal_rank, trec_order,
+    RankedDoc,
 };
 pub use stats::{
-    harmonic_mean, hodges_lehmann, hodges_lehmann_bootstrap, holm, mean, mean_std, percentile, wilcoxon,
-    HodgesLehmann, HolmAdjusted, MeanStd, Wilcoxon, WilcoxonMethod,
+    harmonic_mean, hodges_lehmann, hodges_lehmann_bootstrap, holm, mean, mean_std, percentile,
+    wilcoxon, HodgesLehmann, HolmAdjusted, MeanStd, Wilcoxon, WilcoxonMethod,
 };
 
 #[cfg(test)]
 pub(crate) fn assert_close(got: f64, want: f64, tol: f64) {
-    assert!((got - want).abs() <= tol, "got {got}, want {want} (tolerance {tol})");
+    assert!(
+        (got - want).abs() <= tol,
+        "got {got}, want {want} (tolerance {tol})"
+    );
 }

@@ -50,7 +50,12 @@ pub fn ndcg_at_k(run: &[RankedDoc<'_>], qrels: &HashMap<String, i32>, k: usize) 
         .sum();
     let mut ideal: Vec<i32> = qrels.values().copied().filter(|&r| r > 0).collect();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
-    let idcg: f64 = ideal.iter().take(k).enumerate().map(|(i, &r)| f64::from(r) * discount(i)).sum();
+    let idcg: f64 = ideal
+        .iter()
+        .take(k)
+        .enumerate()
+        .map(|(i, &r)| f64::from(r) * discount(i))
+        .sum();
     Ok(if idcg > 0.0 { dcg / idcg } else { 0.0 })
 }
 
@@ -74,7 +79,11 @@ pub fn average_precision(run: &[RankedDoc<'_>], qrels: &HashMap<String, i32>) ->
 
 /// trec_eval's `recip_rank`: 1 / rank of the first relevant document (level ≥ 1), 0 when none is
 /// retrieved; with `cutoff`, only the first `cutoff` documents count (MRR@k).
-pub fn reciprocal_rank(run: &[RankedDoc<'_>], qrels: &HashMap<String, i32>, cutoff: Option<usize>) -> Result<f64> {
+pub fn reciprocal_rank(
+    run: &[RankedDoc<'_>],
+    qrels: &HashMap<String, i32>,
+    cutoff: Option<usize>,
+) -> Result<f64> {
     if let Some(k) = cutoff {
         check_k(k)?;
     }
@@ -100,7 +109,9 @@ pub fn hits_at_k(ranks: &[usize], k: usize) -> Result<f64> {
 
 fn check_k(k: usize) -> Result<()> {
     if k == 0 {
-        Err(SageError::InvalidArgument("a rank cutoff k must be at least 1".into()))
+        Err(SageError::InvalidArgument(
+            "a rank cutoff k must be at least 1".into(),
+        ))
     } else {
         Ok(())
     }
@@ -108,10 +119,16 @@ fn check_k(k: usize) -> Result<()> {
 
 fn check_ranks(ranks: &[usize]) -> Result<()> {
     if ranks.is_empty() {
-        return Err(SageError::TooFewValues { what: "rank measure", needed: 1, got: 0 });
+        return Err(SageError::TooFewValues {
+            what: "rank measure",
+            needed: 1,
+            got: 0,
+        });
     }
     if ranks.contains(&0) {
-        return Err(SageError::InvalidArgument("ranks are 1-based; got rank 0".into()));
+        return Err(SageError::InvalidArgument(
+            "ranks are 1-based; got rank 0".into(),
+        ));
     }
     Ok(())
 }
@@ -126,7 +143,10 @@ mod tests {
     }
 
     fn run<'a>(pairs: &[(&'a str, f64)]) -> Vec<RankedDoc<'a>> {
-        pairs.iter().map(|&(id, score)| RankedDoc { id, score }).collect()
+        pairs
+            .iter()
+            .map(|&(id, score)| RankedDoc { id, score })
+            .collect()
     }
 
     #[test]
@@ -142,7 +162,14 @@ mod tests {
         // Golden values: tests/reference/golden.py (pytrec_eval-terrier, trec_eval 9.0.8),
         // query q1 of its run: graded relevance, tied scores, an unjudged and a missed document.
         let q = qrels(&[("d1", 2), ("d2", 1), ("d4", 0), ("d5", 1), ("d9", 3)]);
-        let r = run(&[("d1", 0.9), ("d2", 0.5), ("d3", 0.5), ("d4", 0.7), ("d5", 0.2), ("d6", 0.5)]);
+        let r = run(&[
+            ("d1", 0.9),
+            ("d2", 0.5),
+            ("d3", 0.5),
+            ("d4", 0.7),
+            ("d5", 0.2),
+            ("d6", 0.5),
+        ]);
         assert_close(ndcg_at_k(&r, &q, 10).unwrap(), GOLD_NDCG10, 1e-12);
         assert_close(ndcg_at_k(&r, &q, 3).unwrap(), GOLD_NDCG3, 1e-12);
         assert_close(average_precision(&r, &q), GOLD_AP, 1e-12);
@@ -172,7 +199,11 @@ mod tests {
 
     #[test]
     fn rank_lists() {
-        assert_close(mean_reciprocal_rank(&[1, 2, 4]).unwrap(), (1.0 + 0.5 + 0.25) / 3.0, 1e-15);
+        assert_close(
+            mean_reciprocal_rank(&[1, 2, 4]).unwrap(),
+            (1.0 + 0.5 + 0.25) / 3.0,
+            1e-15,
+        );
         assert_close(hits_at_k(&[1, 2, 4, 11], 3).unwrap(), 0.5, 1e-15);
         assert!(mean_reciprocal_rank(&[]).is_err());
         assert!(hits_at_k(&[0], 1).is_err());

@@ -30,14 +30,21 @@ pub fn mean_std(values: &[f64], ddof: usize) -> Result<MeanStd> {
     ensure_at_least("standard deviation", ddof + 1, values.len())?;
     let m = mean(values)?;
     let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
-    Ok(MeanStd { mean: m, std: (ss / (values.len() - ddof) as f64).sqrt(), ddof, n: values.len() })
+    Ok(MeanStd {
+        mean: m,
+        std: (ss / (values.len() - ddof) as f64).sqrt(),
+        ddof,
+        n: values.len(),
+    })
 }
 
 /// Harmonic mean as `scipy.stats.hmean`: values must be ≥ 0, and any zero makes it 0.
 pub fn harmonic_mean(values: &[f64]) -> Result<f64> {
     ensure_at_least("harmonic mean", 1, values.len())?;
     if let Some(bad) = values.iter().find(|v| !(**v >= 0.0)) {
-        return Err(SageError::InvalidArgument(format!("harmonic mean needs values >= 0, got {bad}")));
+        return Err(SageError::InvalidArgument(format!(
+            "harmonic mean needs values >= 0, got {bad}"
+        )));
     }
     if values.contains(&0.0) {
         return Ok(0.0);
@@ -50,7 +57,9 @@ pub fn harmonic_mean(values: &[f64]) -> Result<f64> {
 pub fn percentile(values: &[f64], q: f64) -> Result<f64> {
     ensure_at_least("percentile", 1, values.len())?;
     if !(0.0..=100.0).contains(&q) {
-        return Err(SageError::InvalidArgument(format!("percentile must be in [0, 100], got {q}")));
+        return Err(SageError::InvalidArgument(format!(
+            "percentile must be in [0, 100], got {q}"
+        )));
     }
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -131,7 +140,9 @@ pub fn hodges_lehmann_bootstrap(
 ) -> Result<HodgesLehmann> {
     ensure_same_len("Hodges-Lehmann", x.len(), y.len())?;
     if !(confidence > 0.0 && confidence < 1.0) {
-        return Err(SageError::InvalidArgument(format!("confidence must be in (0, 1), got {confidence}")));
+        return Err(SageError::InvalidArgument(format!(
+            "confidence must be in (0, 1), got {confidence}"
+        )));
     }
     ensure_at_least("bootstrap resamples", 1, resamples)?;
     let d: Vec<f64> = x.iter().zip(y).map(|(a, b)| a - b).collect();
@@ -192,7 +203,9 @@ pub fn wilcoxon(x: &[f64], y: &[f64]) -> Result<Wilcoxon> {
     ensure_same_len("wilcoxon", x.len(), y.len())?;
     let d: Vec<f64> = x.iter().zip(y).map(|(a, b)| a - b).collect();
     if d.iter().any(|v| v.is_nan()) {
-        return Err(SageError::InvalidArgument("wilcoxon: NaN in the data".into()));
+        return Err(SageError::InvalidArgument(
+            "wilcoxon: NaN in the data".into(),
+        ));
     }
     let nonzero: Vec<f64> = d.iter().copied().filter(|&v| v != 0.0).collect();
     let n_zero = d.len() - nonzero.len();
@@ -201,8 +214,18 @@ pub fn wilcoxon(x: &[f64], y: &[f64]) -> Result<Wilcoxon> {
     }
     let abs: Vec<f64> = nonzero.iter().map(|v| v.abs()).collect();
     let ranks = super::rank_average(&abs)?;
-    let r_plus: f64 = nonzero.iter().zip(&ranks).filter(|(v, _)| **v > 0.0).map(|(_, r)| r).sum();
-    let r_minus: f64 = nonzero.iter().zip(&ranks).filter(|(v, _)| **v < 0.0).map(|(_, r)| r).sum();
+    let r_plus: f64 = nonzero
+        .iter()
+        .zip(&ranks)
+        .filter(|(v, _)| **v > 0.0)
+        .map(|(_, r)| r)
+        .sum();
+    let r_minus: f64 = nonzero
+        .iter()
+        .zip(&ranks)
+        .filter(|(v, _)| **v < 0.0)
+        .map(|(_, r)| r)
+        .sum();
     let tie_sizes = tie_group_sizes(&abs);
     let has_ties = tie_sizes.iter().any(|&t| t > 1);
     let n = nonzero.len();
@@ -222,13 +245,22 @@ pub fn wilcoxon(x: &[f64], y: &[f64]) -> Result<Wilcoxon> {
         WilcoxonMethod::Asymptotic => {
             let nf = n as f64;
             let mean = nf * (nf + 1.0) / 4.0;
-            let tie_term: f64 = tie_sizes.iter().map(|&t| (t as f64).powi(3) - t as f64).sum();
+            let tie_term: f64 = tie_sizes
+                .iter()
+                .map(|&t| (t as f64).powi(3) - t as f64)
+                .sum();
             let se = ((nf * (nf + 1.0) * (2.0 * nf + 1.0) - tie_term / 2.0) / 24.0).sqrt();
             let z = (r_plus - mean) / se;
             (statrs::function::erf::erfc(z.abs() / std::f64::consts::SQRT_2)).min(1.0)
         }
     };
-    Ok(Wilcoxon { statistic: r_plus.min(r_minus), p_value, method, n_nonzero: n, n_zero })
+    Ok(Wilcoxon {
+        statistic: r_plus.min(r_minus),
+        p_value,
+        method,
+        n_nonzero: n,
+        n_zero,
+    })
 }
 
 fn tie_group_sizes(values: &[f64]) -> Vec<usize> {
@@ -267,7 +299,12 @@ fn permutation_p(ranks: &[f64], observed: f64) -> f64 {
     let flips = 1u64 << ranks.len();
     let (mut less, mut greater) = (0u64, 0u64);
     for mask in 0..flips {
-        let stat: f64 = ranks.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, r)| r).sum();
+        let stat: f64 = ranks
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask >> i & 1 == 1)
+            .map(|(_, r)| r)
+            .sum();
         if stat <= observed + gamma {
             less += 1;
         }
@@ -293,7 +330,9 @@ pub struct HolmAdjusted {
 /// method="holm")`.
 pub fn holm(p_values: &[f64], alpha: f64) -> Result<HolmAdjusted> {
     if let Some(bad) = p_values.iter().find(|p| !(0.0..=1.0).contains(*p)) {
-        return Err(SageError::InvalidArgument(format!("p-values must be in [0, 1], got {bad}")));
+        return Err(SageError::InvalidArgument(format!(
+            "p-values must be in [0, 1], got {bad}"
+        )));
     }
     let m = p_values.len();
     let mut order: Vec<usize> = (0..m).collect();
@@ -309,7 +348,11 @@ pub fn holm(p_values: &[f64], alpha: f64) -> Result<HolmAdjusted> {
         still_rejecting &= p_values[idx] <= alpha / factor;
         reject[idx] = still_rejecting;
     }
-    Ok(HolmAdjusted { adjusted, reject, alpha })
+    Ok(HolmAdjusted {
+        adjusted,
+        reject,
+        alpha,
+    })
 }
 
 #[cfg(test)]
