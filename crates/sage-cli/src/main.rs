@@ -49,7 +49,7 @@ enum Command {
     /// Compute an evaluation measure on line-oriented input and print one JSON object.
     Measure {
         #[command(subcommand)]
-        measure: measure::Measure,
+        measure: measure::MeasureCommand,
     },
 }
 

@@ -13,7 +13,7 @@ use crate::jsonl::{read_lines, read_records, Record};
 
 /// Which measure, and its input.
 #[derive(Debug, Subcommand)]
-pub enum Measure {
+pub enum MeasureCommand {
     /// Pearson's r of {"x","y"} lines (as scipy.stats.pearsonr).
     Pearson(InputFile),
     /// Spearman's rho of {"x","y"} lines, ties averaged (as scipy.stats.spearmanr).
@@ -101,23 +101,23 @@ pub struct RankingArgs {
     per_query: bool,
 }
 
-pub fn run(measure: Measure) -> Result<Value> {
+pub fn run(measure: MeasureCommand) -> Result<Value> {
     Ok(match measure {
-        Measure::Pearson(a) => {
+        MeasureCommand::Pearson(a) => {
             let (x, y) = read_xy(&a.input)?;
             json!({"measure": "pearson", "value": at(&a.input, measures::pearson(&x, &y))?, "n": x.len()})
         }
-        Measure::Spearman(a) => {
+        MeasureCommand::Spearman(a) => {
             let (x, y) = read_xy(&a.input)?;
             json!({"measure": "spearman", "value": at(&a.input, measures::spearman(&x, &y))?, "n": x.len()})
         }
-        Measure::Wilcoxon(a) => {
+        MeasureCommand::Wilcoxon(a) => {
             let (x, y) = read_xy(&a.input)?;
             let mut v = serde_json::to_value(at(&a.input, measures::wilcoxon(&x, &y))?)?;
             v["measure"] = json!("wilcoxon");
             v
         }
-        Measure::HodgesLehmann(a) => {
+        MeasureCommand::HodgesLehmann(a) => {
             let (x, y) = read_xy(&a.input)?;
             let hl = at(
                 &a.input,
@@ -133,7 +133,7 @@ pub fn run(measure: Measure) -> Result<Value> {
             v["measure"] = json!("hodges-lehmann");
             v
         }
-        Measure::VMeasure(a) => {
+        MeasureCommand::VMeasure(a) => {
             let records = read_records(&a.input)?;
             let truth = labels(&records, "label_true")?;
             let predicted = labels(&records, "label_pred")?;
@@ -143,7 +143,7 @@ pub fn run(measure: Measure) -> Result<Value> {
             v["n"] = json!(records.len());
             v
         }
-        Measure::Classification(a) => {
+        MeasureCommand::Classification(a) => {
             let records = read_records(&a.input)?;
             let truth = records
                 .iter()
@@ -160,35 +160,35 @@ pub fn run(measure: Measure) -> Result<Value> {
             v["measure"] = json!("classification");
             v
         }
-        Measure::Holm(a) => {
+        MeasureCommand::Holm(a) => {
             let p = read_numbers(&a.input, "p")?;
             let mut v = serde_json::to_value(at(&a.input, measures::holm(&p, a.alpha))?)?;
             v["measure"] = json!("holm");
             v
         }
-        Measure::MeanStd(a) => {
+        MeasureCommand::MeanStd(a) => {
             let x = read_numbers(&a.input, "x")?;
             let mut v = serde_json::to_value(at(&a.input, measures::mean_std(&x, a.ddof))?)?;
             v["measure"] = json!("mean-std");
             v
         }
-        Measure::HarmonicMean(a) => {
+        MeasureCommand::HarmonicMean(a) => {
             let x = read_numbers(&a.input, "x")?;
             json!({"measure": "harmonic-mean", "value": at(&a.input, measures::harmonic_mean(&x))?, "n": x.len()})
         }
-        Measure::Ndcg(a) => {
+        MeasureCommand::Ndcg(a) => {
             let k = a.k.ok_or_else(|| anyhow!("ndcg needs --k (e.g. --k 10)"))?;
             ranking(&a, &format!("ndcg@{k}"), |run, qrels| {
                 Ok(measures::ndcg_at_k(run, qrels, k)?)
             })?
         }
-        Measure::Mrr(a) => {
+        MeasureCommand::Mrr(a) => {
             let name = a.k.map_or_else(|| "mrr".to_owned(), |k| format!("mrr@{k}"));
             ranking(&a, &name, |run, qrels| {
                 Ok(measures::reciprocal_rank(run, qrels, a.k)?)
             })?
         }
-        Measure::Map(a) => {
+        MeasureCommand::Map(a) => {
             if a.k.is_some() {
                 bail!("map takes no --k (trec_eval's map uses the whole run)");
             }

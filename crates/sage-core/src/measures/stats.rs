@@ -41,7 +41,7 @@ pub fn mean_std(values: &[f64], ddof: usize) -> Result<MeanStd> {
 /// Harmonic mean as `scipy.stats.hmean`: values must be ≥ 0, and any zero makes it 0.
 pub fn harmonic_mean(values: &[f64]) -> Result<f64> {
     ensure_at_least("harmonic mean", 1, values.len())?;
-    if let Some(bad) = values.iter().find(|v| !(**v >= 0.0)) {
+    if let Some(bad) = values.iter().find(|v| v.is_nan() || **v < 0.0) {
         return Err(SageError::InvalidArgument(format!(
             "harmonic mean needs values >= 0, got {bad}"
         )));
@@ -401,6 +401,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::approx_constant)] // 3.14 is data, not π
     fn wilcoxon_exact_matches_scipy() {
         let x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30];
         let y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29];
