@@ -16,6 +16,15 @@ pub fn open(path: &Path) -> Result<Box<dyn BufRead>> {
     Ok(Box::new(BufReader::new(file)))
 }
 
+/// How a path appears in messages: `<stdin>` for `-`.
+pub fn shown(path: &Path) -> String {
+    if path == Path::new("-") {
+        "<stdin>".to_owned()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// One JSON object of a JSON-lines file, with where it came from.
 pub struct Record {
     pub path: PathBuf,
@@ -25,7 +34,7 @@ pub struct Record {
 
 impl Record {
     fn fail(&self, message: impl std::fmt::Display) -> anyhow::Error {
-        anyhow!("{}:{}: {message}", self.path.display(), self.line)
+        anyhow!("{}:{}: {message}", shown(&self.path), self.line)
     }
 
     fn field(&self, key: &str) -> Result<&Value> {
@@ -76,9 +85,9 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
     let mut records = Vec::new();
     for (i, line) in read_lines(path)? {
         let value: Value = serde_json::from_str(&line)
-            .map_err(|e| anyhow!("{}:{}: not valid JSON: {e}", path.display(), i))?;
+            .map_err(|e| anyhow!("{}:{}: not valid JSON: {e}", shown(path), i))?;
         let Value::Object(object) = value else {
-            bail!("{}:{}: expected a JSON object", path.display(), i);
+            bail!("{}:{}: expected a JSON object", shown(path), i);
         };
         records.push(Record {
             path: path.to_owned(),
@@ -87,7 +96,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
         });
     }
     if records.is_empty() {
-        bail!("{}: no input lines", path.display());
+        bail!("{}: no input lines", shown(path));
     }
     Ok(records)
 }
@@ -98,12 +107,12 @@ pub fn read_lines(path: &Path) -> Result<Vec<(usize, String)>> {
     let mut bytes = Vec::new();
     reader
         .read_to_end(&mut bytes)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
+        .with_context(|| format!("{}: cannot read", shown(path)))?;
     let mut lines = Vec::new();
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let text = std::str::from_utf8(raw)
-            .map_err(|e| anyhow!("{}:{}: not valid UTF-8: {e}", path.display(), i + 1))?;
+            .map_err(|e| anyhow!("{}:{}: not valid UTF-8: {e}", shown(path), i + 1))?;
         if !text.trim().is_empty() {
             lines.push((i + 1, text.to_owned()));
         }

@@ -9,7 +9,7 @@ use sage_core::measures::{self, RankedDoc};
 use sage_core::RunSeed;
 use serde_json::{json, Value};
 
-use crate::jsonl::{read_lines, read_records, Record};
+use crate::jsonl::{read_lines, read_records, shown, Record};
 
 /// Which measure, and its input.
 #[derive(Debug, Subcommand)]
@@ -201,7 +201,7 @@ pub fn run(measure: MeasureCommand) -> Result<Value> {
 
 /// Names the input in a measure's error ("x.jsonl: pearson is undefined: ...").
 fn at<T>(input: &Path, result: sage_core::Result<T>) -> Result<T> {
-    result.with_context(|| input.display().to_string())
+    result.with_context(|| shown(input))
 }
 
 fn read_xy(path: &Path) -> Result<(Vec<f64>, Vec<f64>)> {
@@ -253,8 +253,8 @@ fn ranking(
     if values.is_empty() {
         bail!(
             "{} and {} share no query id: nothing to evaluate",
-            args.run.display(),
-            args.qrels.display()
+            shown(&args.run),
+            shown(&args.qrels)
         );
     }
     let mut out = json!({
@@ -275,7 +275,7 @@ fn read_run(path: &Path) -> Result<Run> {
     let mut seen: HashMap<(String, String), usize> = HashMap::new();
     for (line, text) in read_lines(path)? {
         let cols: Vec<&str> = text.split_whitespace().collect();
-        let at = || format!("{}:{line}", path.display());
+        let at = || format!("{}:{line}", shown(path));
         if cols.len() != 6 {
             bail!(
                 "{}: expected 6 columns `query-id Q0 doc-id rank score tag`, got {}",
@@ -301,7 +301,7 @@ fn read_run(path: &Path) -> Result<Run> {
             .push((cols[2].to_owned(), score));
     }
     if run.is_empty() {
-        bail!("{}: no input lines", path.display());
+        bail!("{}: no input lines", shown(path));
     }
     Ok(run)
 }
@@ -317,7 +317,7 @@ fn read_qrels(path: &Path) -> Result<Qrels> {
         let (query, doc, rel) = match cols.as_slice() {
             [q, d, r] => (*q, *d, *r),
             [q, _, d, r] => (*q, *d, *r),
-            _ => bail!("{}:{line}: expected `query-id corpus-id score` or `query-id 0 doc-id relevance`, got {} columns", path.display(), cols.len()),
+            _ => bail!("{}:{line}: expected `query-id corpus-id score` or `query-id 0 doc-id relevance`, got {} columns", shown(path), cols.len()),
         };
         let rel: i32 = match rel.trim().parse() {
             Ok(r) => r,
@@ -325,7 +325,7 @@ fn read_qrels(path: &Path) -> Result<Qrels> {
             Err(_) if line == 1 && qrels.is_empty() => continue,
             Err(_) => bail!(
                 "{}:{line}: relevance {rel:?} is not an integer",
-                path.display()
+                shown(path)
             ),
         };
         qrels
@@ -334,7 +334,7 @@ fn read_qrels(path: &Path) -> Result<Qrels> {
             .insert(doc.to_owned(), rel);
     }
     if qrels.is_empty() {
-        bail!("{}: no judgements", path.display());
+        bail!("{}: no judgements", shown(path));
     }
     Ok(qrels)
 }
