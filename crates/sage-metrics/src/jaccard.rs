@@ -1,8 +1,6 @@
 //! Jaccard similarity of cl100k token-id sets.
 
-use sage_core::{Result, Similarity};
-
-use crate::tokens::{cl100k, multiset_intersection, score_token_pairs, sorted, TokenPairMetric};
+use crate::tokens::{multiset_intersection, sorted, token_similarity, TokenPairMetric};
 
 /// `|A ∩ B| / |A ∪ B|` over the *sets* of cl100k token ids of the two texts, as SAGE's
 /// `len(set(a) & set(b)) / len(set(a) | set(b))`; 1 when both texts are empty (Python divides by
@@ -30,22 +28,4 @@ impl TokenPairMetric for Jaccard {
     }
 }
 
-impl Similarity for Jaccard {
-    fn name(&self) -> &str {
-        "jaccard"
-    }
-
-    fn score(&self, reference: &str, candidate: &str) -> Result<f32> {
-        Ok(self.compare(
-            &self.prepare(cl100k(reference)),
-            &self.prepare(cl100k(candidate)),
-        ) as f32)
-    }
-
-    fn score_pairs(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
-        Ok(score_token_pairs(self, pairs)?
-            .into_iter()
-            .map(|s| s as f32)
-            .collect())
-    }
-}
+token_similarity!(Jaccard, "jaccard");

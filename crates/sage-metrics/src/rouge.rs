@@ -1,9 +1,7 @@
 //! ROUGE-1/ROUGE-2 F-measure over cl100k tokens, as SAGE computes it with `rouge_score` 0.1.2.
 
-use sage_core::{Result, Similarity};
-
 use crate::tokens::{
-    cl100k, multiset_intersection, score_token_pairs, sorted, sorted_bigrams, TokenPairMetric,
+    multiset_intersection, sorted, sorted_bigrams, token_similarity, TokenPairMetric,
 };
 
 /// `(ROUGE-1 F + ROUGE-2 F) / 2` as `rouge_score.rouge_scorer.RougeScorer(["rouge1", "rouge2"],
@@ -55,22 +53,4 @@ impl TokenPairMetric for Rouge {
     }
 }
 
-impl Similarity for Rouge {
-    fn name(&self) -> &str {
-        "rouge"
-    }
-
-    fn score(&self, reference: &str, candidate: &str) -> Result<f32> {
-        Ok(self.compare(
-            &self.prepare(cl100k(reference)),
-            &self.prepare(cl100k(candidate)),
-        ) as f32)
-    }
-
-    fn score_pairs(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
-        Ok(score_token_pairs(self, pairs)?
-            .into_iter()
-            .map(|s| s as f32)
-            .collect())
-    }
-}
+token_similarity!(Rouge, "rouge");

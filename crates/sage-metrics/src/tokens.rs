@@ -52,6 +52,33 @@ pub(crate) fn score_token_pairs<M: TokenPairMetric>(
         .collect())
 }
 
+/// Implements [`sage_core::Similarity`] for a symmetric, per-pair [`TokenPairMetric`].
+macro_rules! token_similarity {
+    ($metric:ty, $name:literal) => {
+        impl sage_core::Similarity for $metric {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn score(&self, reference: &str, candidate: &str) -> sage_core::Result<f32> {
+                use $crate::tokens::{cl100k, TokenPairMetric};
+                Ok(self.compare(
+                    &self.prepare(cl100k(reference)),
+                    &self.prepare(cl100k(candidate)),
+                ) as f32)
+            }
+
+            fn score_pairs(&self, pairs: &[(&str, &str)]) -> sage_core::Result<Vec<f32>> {
+                Ok($crate::tokens::score_token_pairs(self, pairs)?
+                    .into_iter()
+                    .map(|s| s as f32)
+                    .collect())
+            }
+        }
+    };
+}
+pub(crate) use token_similarity;
+
 /// Sorted copy of `tokens` (a multiset in merge-friendly form).
 pub(crate) fn sorted(mut tokens: Vec<u32>) -> Vec<u32> {
     tokens.sort_unstable();
