@@ -5,13 +5,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use sage_core::Result;
 
-/// cl100k_base token ids of `text`, as Python tiktoken's `encode` for text without special tokens.
-///
-/// Special-token strings such as `<|endoftext|>` are encoded as ordinary text (Python's `encode`
-/// would raise on them by default); nothing else differs.
-pub fn cl100k(text: &str) -> Vec<u32> {
-    tiktoken_rs::cl100k_base_singleton().encode_ordinary(text)
-}
+pub use sage_tokens::encode as cl100k;
 
 /// A similarity computed from the cl100k token ids of both texts.
 ///
