@@ -6,6 +6,7 @@
 mod jsonl;
 mod measure;
 mod output;
+mod perturb;
 mod score;
 
 use std::path::PathBuf;
@@ -46,6 +47,35 @@ enum Command {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// Perturb texts: SAGE's robustness and sensitivity transforms, ALIGN-SIM's WordNet and
+    /// jumbling perturbations.
+    ///
+    /// Reads JSON lines with a "text" key and writes, per line and in order, the input object with
+    /// "text" replaced by the perturbed text, plus "perturbation" (its id), "seed" and the
+    /// provenance fields ("kind" and what changed). Line i is perturbed with the generator derived
+    /// from (seed, perturbation id, i): the same seed gives the same bytes on any machine and any
+    /// number of threads.
+    #[command(after_help = perturb::kinds_help())]
+    Perturb {
+        /// The perturbation (see the list below).
+        #[arg(long)]
+        kind: String,
+        /// A parameter as key=value (repeatable), e.g. --param p=0.5 --param pos=1.
+        #[arg(long = "param")]
+        params: Vec<String>,
+        /// Run seed.
+        #[arg(long, default_value_t = 1337)]
+        seed: u64,
+        /// JSON-lines input ("-" for standard input).
+        #[arg(long)]
+        input: PathBuf,
+        /// Output file (written atomically); standard output when absent.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// WordNet 3.0 dict folder for the WordNet kinds (default: $SAGE_DATA_DIR/wordnet/dict).
+        #[arg(long)]
+        wordnet: Option<PathBuf>,
+    },
     /// Compute an evaluation measure on line-oriented input and print one JSON object.
     Measure {
         #[command(subcommand)]
@@ -62,6 +92,21 @@ fn main() -> ExitCode {
             input,
             output,
         } => score::run(metric, raw, &input, output),
+        Command::Perturb {
+            kind,
+            params,
+            seed,
+            input,
+            output,
+            wordnet,
+        } => perturb::run(perturb::PerturbArgs {
+            kind,
+            params,
+            seed,
+            input,
+            output,
+            wordnet,
+        }),
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
             println!("{}", serde_json::to_string(&value)?);
             Ok(())

@@ -243,20 +243,21 @@ impl PerturbationSpec {
         wordnet: impl FnOnce() -> Result<Arc<WordNet>>,
     ) -> Result<Box<dyn Perturbation>> {
         let mut used = Vec::new();
-        let mut number = |name: &'static str, default: f64| -> Result<f64> {
+        // Every parameter is checked here, before any text is read: a bad one costs nothing.
+        let mut number = |name: &'static str, default: f64, max: f64| -> Result<f64> {
             used.push(name);
-            match self.params.iter().find(|(k, _)| k == name) {
-                None => Ok(default),
+            let value = match self.params.iter().find(|(k, _)| k == name) {
+                None => default,
                 Some((_, v)) => v
                     .parse::<f64>()
-                    .ok()
-                    .filter(|x| x.is_finite())
-                    .ok_or_else(|| PerturbError::InvalidParameter {
+                    .map_err(|_| PerturbError::InvalidParameter {
                         name,
                         value: v.clone(),
                         expected: "a number".into(),
-                    }),
-            }
+                    })?,
+            };
+            needle::check_unit(name, value, max)?;
+            Ok(value)
         };
         let count = |x: f64, name: &'static str| -> Result<usize> {
             if x >= 0.0 && x.fract() == 0.0 {
@@ -271,28 +272,28 @@ impl PerturbationSpec {
         };
         let built: Box<dyn Perturbation> = match self.kind.as_str() {
             "random-capitalisation" => Box::new(RandomCapitalisation {
-                probability: number("p", 0.25)?,
+                probability: number("p", 0.25, 1.0)?,
             }),
             "character-deletion" => Box::new(CharacterDeletion {
-                every: count(number("every", 10.0)?, "every")?.max(1),
+                every: count(number("every", 10.0, f64::MAX)?, "every")?.max(1),
             }),
             "numerisation" => Box::new(Numerisation),
             "negation-toggle" => Box::new(NegationToggle),
             "sentence-shuffle" => Box::new(SentenceShuffle),
             "word-shuffle" => Box::new(WordShuffle),
             "needle-insertion" => Box::new(NeedleInsertion {
-                proportion: number("p", 0.15)?,
-                position: number("pos", 0.5)?,
+                proportion: number("p", 0.15, f64::MAX)?,
+                position: number("pos", 0.5, 1.0)?,
             }),
             "token-removal" => Box::new(TokenRemoval {
-                size: number("size", 0.15)?,
-                position: number("pos", 0.5)?,
+                size: number("size", 0.15, 1.0)?,
+                position: number("pos", 0.5, 1.0)?,
             }),
             "jumbling" => Box::new(Jumbling {
-                swaps: count(number("n", 1.0)?, "n")?,
+                swaps: count(number("n", 1.0, f64::MAX)?, "n")?,
             }),
             "synonym-replacement" => {
-                let words = count(number("n", 1.0)?, "n")?;
+                let words = count(number("n", 1.0, f64::MAX)?, "n")?;
                 Box::new(SynonymReplacement {
                     wordnet: wordnet()?,
                     words,

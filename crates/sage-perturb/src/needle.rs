@@ -25,7 +25,8 @@ pub fn filler(k: usize) -> Result<String> {
     Ok(sage_tokens::decode_slice(&ids)?)
 }
 
-fn check_unit(name: &'static str, value: f64, max: f64) -> Result<()> {
+/// `value` in [0, max], else an error naming the parameter.
+pub(crate) fn check_unit(name: &'static str, value: f64, max: f64) -> Result<()> {
     if (0.0..=max).contains(&value) {
         Ok(())
     } else {
