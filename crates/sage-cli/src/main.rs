@@ -56,26 +56,7 @@ enum Command {
     /// from (seed, perturbation id, i): the same seed gives the same bytes on any machine and any
     /// number of threads.
     #[command(after_help = perturb::kinds_help())]
-    Perturb {
-        /// The perturbation (see the list below).
-        #[arg(long)]
-        kind: String,
-        /// A parameter as key=value (repeatable), e.g. --param p=0.5 --param pos=1.
-        #[arg(long = "param")]
-        params: Vec<String>,
-        /// Run seed.
-        #[arg(long, default_value_t = 1337)]
-        seed: u64,
-        /// JSON-lines input ("-" for standard input).
-        #[arg(long)]
-        input: PathBuf,
-        /// Output file (written atomically); standard output when absent.
-        #[arg(long)]
-        output: Option<PathBuf>,
-        /// WordNet 3.0 dict folder for the WordNet kinds (default: $SAGE_DATA_DIR/wordnet/dict).
-        #[arg(long)]
-        wordnet: Option<PathBuf>,
-    },
+    Perturb(perturb::PerturbArgs),
     /// Compute an evaluation measure on line-oriented input and print one JSON object.
     Measure {
         #[command(subcommand)]
@@ -92,21 +73,7 @@ fn main() -> ExitCode {
             input,
             output,
         } => score::run(metric, raw, &input, output),
-        Command::Perturb {
-            kind,
-            params,
-            seed,
-            input,
-            output,
-            wordnet,
-        } => perturb::run(perturb::PerturbArgs {
-            kind,
-            params,
-            seed,
-            input,
-            output,
-            wordnet,
-        }),
+        Command::Perturb(args) => perturb::run(args),
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
             println!("{}", serde_json::to_string(&value)?);
             Ok(())

@@ -13,13 +13,26 @@ use serde_json::Value;
 use crate::jsonl::{read_records, shown};
 use crate::output::Output;
 
+#[derive(Debug, clap::Args)]
 pub struct PerturbArgs {
-    pub kind: String,
-    pub params: Vec<String>,
-    pub seed: u64,
-    pub input: PathBuf,
-    pub output: Option<PathBuf>,
-    pub wordnet: Option<PathBuf>,
+    /// The perturbation (see the list below).
+    #[arg(long)]
+    kind: String,
+    /// A parameter as key=value (repeatable), e.g. --param p=0.5 --param pos=1.
+    #[arg(long = "param")]
+    params: Vec<String>,
+    /// Run seed.
+    #[arg(long, default_value_t = RunSeed::default().0)]
+    seed: u64,
+    /// JSON-lines input ("-" for standard input).
+    #[arg(long)]
+    input: PathBuf,
+    /// Output file (written atomically); standard output when absent.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// WordNet 3.0 dict folder for the WordNet kinds (default: $SAGE_DATA_DIR/wordnet/dict).
+    #[arg(long)]
+    wordnet: Option<PathBuf>,
 }
 
 pub fn run(args: PerturbArgs) -> Result<()> {
