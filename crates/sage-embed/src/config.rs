@@ -1,0 +1,241 @@
+//! Reading a sentence-transformers model folder's configuration.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{config_error, file_error, Result};
+
+/// How token vectors become one text vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pooling {
+    /// Mean over the non-padding tokens of the last layer.
+    Mean,
+    /// The first ([CLS]) token of the last layer.
+    Cls,
+    /// Element-wise max over the non-padding tokens.
+    Max,
+    /// Sum over non-padding tokens divided by √(token count).
+    MeanSqrtLen,
+    /// Mean over non-padding tokens of (first layer output + last layer output) / 2, SimCSE's
+    /// and EvalRank's "first-last-avg" (first layer = output of transformer layer 1, not the
+    /// embedding layer).
+    FirstLastAvg,
+}
+
+impl Pooling {
+    /// Name used in identities and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pooling::Mean => "mean",
+            Pooling::Cls => "cls",
+            Pooling::Max => "max",
+            Pooling::MeanSqrtLen => "mean-sqrt-len",
+            Pooling::FirstLastAvg => "first-last-avg",
+        }
+    }
+
+    /// Parses a name of [`Pooling::name`].
+    pub fn from_name(name: &str) -> Option<Pooling> {
+        [
+            Pooling::Mean,
+            Pooling::Cls,
+            Pooling::Max,
+            Pooling::MeanSqrtLen,
+            Pooling::FirstLastAvg,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
+    }
+}
+
+/// The transformer architecture of a folder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Architecture {
+    /// BERT: absolute positions from 0, token types, LayerNorm eps from config.
+    Bert,
+    /// MPNet: RoBERTa-style positions, no token types, a shared relative-position bias.
+    MpNet,
+}
+
+/// `config.json` of a BERT or MPNet checkpoint (the fields the encoder needs).
+#[derive(Clone, Debug, Deserialize)]
+pub struct TransformerConfig {
+    /// "bert" or "mpnet".
+    pub model_type: String,
+    /// Vocabulary size.
+    pub vocab_size: usize,
+    /// Hidden width.
+    pub hidden_size: usize,
+    /// Number of layers.
+    pub num_hidden_layers: usize,
+    /// Attention heads.
+    pub num_attention_heads: usize,
+    /// Feed-forward width.
+    pub intermediate_size: usize,
+    /// Activation ("gelu").
+    #[serde(default = "default_act")]
+    pub hidden_act: String,
+    /// Position table size.
+    pub max_position_embeddings: usize,
+    /// Token-type table size (BERT).
+    #[serde(default)]
+    pub type_vocab_size: usize,
+    /// LayerNorm epsilon.
+    #[serde(default = "default_eps")]
+    pub layer_norm_eps: f64,
+    /// Padding token id.
+    #[serde(default)]
+    pub pad_token_id: u32,
+    /// MPNet's relative-attention buckets.
+    #[serde(default = "default_buckets")]
+    pub relative_attention_num_buckets: usize,
+}
+
+fn default_act() -> String {
+    "gelu".into()
+}
+fn default_eps() -> f64 {
+    1e-12
+}
+fn default_buckets() -> usize {
+    32
+}
+
+impl TransformerConfig {
+    /// The architecture, or an error naming the file for anything else.
+    pub fn architecture(&self, path: &Path) -> Result<Architecture> {
+        match self.model_type.as_str() {
+            "bert" => Ok(Architecture::Bert),
+            "mpnet" => Ok(Architecture::MpNet),
+            other => Err(config_error(
+                path,
+                format!("model_type {other:?} is not supported (bert, mpnet)"),
+            )),
+        }
+    }
+}
+
+/// Everything a sentence-transformers folder declares.
+#[derive(Clone, Debug)]
+pub struct SentenceTransformerConfig {
+    /// The folder.
+    pub dir: PathBuf,
+    /// config.json.
+    pub transformer: TransformerConfig,
+    /// Architecture from config.json.
+    pub architecture: Architecture,
+    /// 1_Pooling/config.json (mean when the folder has none, as sentence-transformers does).
+    pub pooling: Pooling,
+    /// A Normalize module is listed in modules.json.
+    pub normalize: bool,
+    /// sentence_bert_config.json's max_seq_length, capped by the position table.
+    pub max_seq_length: usize,
+    /// sentence_bert_config.json's do_lower_case.
+    pub do_lower_case: bool,
+}
+
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| file_error(path, format!("cannot read: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| config_error(path, format!("line {}: {e}", e.line())))
+}
+
+#[derive(Deserialize)]
+struct Module {
+    #[serde(default)]
+    path: String,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct PoolingFile {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_sqrt_len_tokens: bool,
+}
+
+#[derive(Deserialize)]
+struct SbertFile {
+    max_seq_length: Option<usize>,
+    #[serde(default)]
+    do_lower_case: bool,
+}
+
+impl SentenceTransformerConfig {
+    /// Reads the folder's configuration files.
+    pub fn read(dir: &Path) -> Result<SentenceTransformerConfig> {
+        let config_path = dir.join("config.json");
+        let transformer: TransformerConfig = read_json(&config_path)?;
+        let architecture = transformer.architecture(&config_path)?;
+        let modules_path = dir.join("modules.json");
+        let (mut pooling, mut normalize) = (Pooling::Mean, false);
+        if modules_path.is_file() {
+            let modules: Vec<Module> = read_json(&modules_path)?;
+            for m in &modules {
+                let kind = m.kind.rsplit('.').next().unwrap_or(&m.kind);
+                match kind {
+                    "Transformer" => {}
+                    "Pooling" => pooling = read_pooling(&dir.join(&m.path).join("config.json"))?,
+                    "Normalize" => normalize = true,
+                    other => return Err(config_error(
+                        &modules_path,
+                        format!(
+                            "module {other:?} is not supported (Transformer, Pooling, Normalize)"
+                        ),
+                    )),
+                }
+            }
+        }
+        let sbert_path = dir.join("sentence_bert_config.json");
+        let (max_seq, do_lower_case) = if sbert_path.is_file() {
+            let s: SbertFile = read_json(&sbert_path)?;
+            (s.max_seq_length, s.do_lower_case)
+        } else {
+            (None, false)
+        };
+        // RoBERTa-style position ids start after the padding id: the usable length is 2 shorter.
+        let position_limit = match architecture {
+            Architecture::Bert => transformer.max_position_embeddings,
+            Architecture::MpNet => {
+                transformer.max_position_embeddings - transformer.pad_token_id as usize - 1
+            }
+        };
+        let max_seq_length = max_seq.unwrap_or(position_limit).min(position_limit);
+        Ok(SentenceTransformerConfig {
+            dir: dir.to_owned(),
+            transformer,
+            architecture,
+            pooling,
+            normalize,
+            max_seq_length,
+            do_lower_case,
+        })
+    }
+}
+
+fn read_pooling(path: &Path) -> Result<Pooling> {
+    let p: PoolingFile = read_json(path)?;
+    match (
+        p.pooling_mode_cls_token,
+        p.pooling_mode_mean_tokens,
+        p.pooling_mode_max_tokens,
+        p.pooling_mode_mean_sqrt_len_tokens,
+    ) {
+        (true, false, false, false) => Ok(Pooling::Cls),
+        (false, true, false, false) => Ok(Pooling::Mean),
+        (false, false, true, false) => Ok(Pooling::Max),
+        (false, false, false, true) => Ok(Pooling::MeanSqrtLen),
+        _ => Err(config_error(
+            path,
+            "exactly one pooling mode must be enabled (combined poolings are not supported)",
+        )),
+    }
+}

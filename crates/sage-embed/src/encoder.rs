@@ -1,0 +1,370 @@
+//! The transformer encoder shared by BERT and MPNet checkpoints, written on candle-nn.
+//!
+//! Why not candle-transformers' `BertModel`: its layers' forward passes are private, so it can
+//! return only the last layer (EvalRank's first-last-avg needs the first as well), and its
+//! attention mask multiplies by `f32::MIN`, which becomes −inf in f16/bf16 and turns padded
+//! batches into NaN on GPU. This encoder uses a finite per-dtype mask value. A test checks it
+//! against candle-transformers' `BertModel` on CPU in f32.
+//!
+//! MPNet differs from BERT in three ways, all handled here: RoBERTa-style position ids
+//! (`padding_id + cumsum(non-padding)`, padding positions keep `padding_id`), no token-type
+//! embeddings, and a relative-position bias (T5-style bidirectional buckets, 32 buckets, max
+//! distance 128) computed once per forward pass from `encoder.relative_attention_bias` and added
+//! to the attention scores of every layer.
+
+use candle_core::{DType, Device, Module, Tensor};
+use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, VarBuilder};
+
+use crate::config::{Architecture, TransformerConfig};
+
+struct Layer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+/// A BERT or MPNet encoder.
+pub struct Encoder {
+    architecture: Architecture,
+    word: Embedding,
+    position: Embedding,
+    token_type: Option<Embedding>,
+    embedding_norm: LayerNorm,
+    layers: Vec<Layer>,
+    relative_bias: Option<Embedding>,
+    heads: usize,
+    head_dim: usize,
+    pad_id: u32,
+    buckets: usize,
+    exact_gelu: bool,
+    device: Device,
+    dtype: DType,
+}
+
+/// Output of a forward pass.
+pub struct EncoderOutput {
+    /// Last layer, [batch, tokens, hidden].
+    pub last: Tensor,
+    /// Output of the first transformer layer, when asked for.
+    pub first: Option<Tensor>,
+}
+
+impl Encoder {
+    /// Loads the weights under `vb` (sentence-transformers checkpoints have no prefix; a `bert.`
+    /// prefix is accepted too).
+    pub fn load(
+        vb: VarBuilder,
+        config: &TransformerConfig,
+        architecture: Architecture,
+    ) -> candle_core::Result<Encoder> {
+        let vb = if architecture == Architecture::Bert
+            && vb.contains_tensor("bert.embeddings.word_embeddings.weight")
+        {
+            vb.pp("bert")
+        } else {
+            vb
+        };
+        let h = config.hidden_size;
+        let eps = config.layer_norm_eps;
+        let emb = vb.pp("embeddings");
+        let word = embedding(config.vocab_size, h, emb.pp("word_embeddings"))?;
+        let position = embedding(
+            config.max_position_embeddings,
+            h,
+            emb.pp("position_embeddings"),
+        )?;
+        let token_type = match architecture {
+            Architecture::Bert if config.type_vocab_size > 0 => Some(embedding(
+                config.type_vocab_size,
+                h,
+                emb.pp("token_type_embeddings"),
+            )?),
+            _ => None,
+        };
+        let embedding_norm = layer_norm(h, eps, emb.pp("LayerNorm"))?;
+        let enc = vb.pp("encoder");
+        let layers = (0..config.num_hidden_layers)
+            .map(|i| {
+                let l = enc.pp(format!("layer.{i}"));
+                let (query, key, value, attention_out, attention_norm) = match architecture {
+                    Architecture::Bert => {
+                        let a = l.pp("attention");
+                        (
+                            linear(h, h, a.pp("self.query"))?,
+                            linear(h, h, a.pp("self.key"))?,
+                            linear(h, h, a.pp("self.value"))?,
+                            linear(h, h, a.pp("output.dense"))?,
+                            layer_norm(h, eps, a.pp("output.LayerNorm"))?,
+                        )
+                    }
+                    Architecture::MpNet => {
+                        let a = l.pp("attention");
+                        (
+                            linear(h, h, a.pp("attn.q"))?,
+                            linear(h, h, a.pp("attn.k"))?,
+                            linear(h, h, a.pp("attn.v"))?,
+                            linear(h, h, a.pp("attn.o"))?,
+                            layer_norm(h, eps, a.pp("LayerNorm"))?,
+                        )
+                    }
+                };
+                Ok(Layer {
+                    query,
+                    key,
+                    value,
+                    attention_out,
+                    attention_norm,
+                    intermediate: linear(h, config.intermediate_size, l.pp("intermediate.dense"))?,
+                    output: linear(config.intermediate_size, h, l.pp("output.dense"))?,
+                    output_norm: layer_norm(h, eps, l.pp("output.LayerNorm"))?,
+                })
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        let relative_bias = match architecture {
+            Architecture::MpNet => Some(embedding(
+                config.relative_attention_num_buckets,
+                config.num_attention_heads,
+                enc.pp("relative_attention_bias"),
+            )?),
+            Architecture::Bert => None,
+        };
+        let exact_gelu = match config.hidden_act.as_str() {
+            "gelu" => true,
+            "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => false,
+            other => candle_core::bail!("hidden_act {other:?} is not supported (gelu, gelu_new)"),
+        };
+        Ok(Encoder {
+            architecture,
+            word,
+            position,
+            token_type,
+            embedding_norm,
+            layers,
+            relative_bias,
+            heads: config.num_attention_heads,
+            head_dim: h / config.num_attention_heads,
+            pad_id: config.pad_token_id,
+            buckets: config.relative_attention_num_buckets,
+            exact_gelu,
+            device: vb.device().clone(),
+            dtype: vb.dtype(),
+        })
+    }
+
+    /// Runs the encoder on a padded batch: `ids[b][t]`, `mask[b][t]` ∈ {0, 1}, all rows the same
+    /// length.
+    pub fn forward(
+        &self,
+        ids: &[Vec<u32>],
+        mask: &[Vec<u32>],
+        want_first: bool,
+    ) -> candle_core::Result<EncoderOutput> {
+        let (batch, tokens) = (ids.len(), ids.first().map_or(0, Vec::len));
+        let flat_ids: Vec<u32> = ids.iter().flatten().copied().collect();
+        let input = Tensor::from_vec(flat_ids, (batch, tokens), &self.device)?;
+        let positions: Vec<u32> = match self.architecture {
+            Architecture::Bert => (0..batch).flat_map(|_| 0..tokens as u32).collect(),
+            Architecture::MpNet => ids
+                .iter()
+                .flat_map(|row| {
+                    let mut seen = 0u32;
+                    row.iter()
+                        .map(move |&id| {
+                            if id == self.pad_id {
+                                self.pad_id
+                            } else {
+                                seen += 1;
+                                self.pad_id + seen
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+        };
+        let positions = Tensor::from_vec(positions, (batch, tokens), &self.device)?;
+        let mut x = (self.word.forward(&input)? + self.position.forward(&positions)?)?;
+        if let Some(token_type) = &self.token_type {
+            x = x.broadcast_add(&token_type.forward(&Tensor::zeros(
+                (1, 1),
+                DType::U32,
+                &self.device,
+            )?)?)?;
+        }
+        let mut x = self.embedding_norm.forward(&x)?;
+
+        // Additive mask, [batch, 1, 1, tokens]: a large *finite* negative for padding, so that
+        // 0 × mask stays 0 in every dtype.
+        let masked = match self.dtype {
+            DType::F16 => -65_504f32,
+            DType::BF16 => -1e30,
+            _ => f32::MIN,
+        };
+        let additive: Vec<f32> = mask
+            .iter()
+            .flatten()
+            .map(|&m| if m == 0 { masked } else { 0.0 })
+            .collect();
+        let additive = Tensor::from_vec(additive, (batch, 1, 1, tokens), &self.device)?
+            .to_dtype(self.dtype)?;
+        let bias = match &self.relative_bias {
+            Some(table) => Some(self.position_bias(table, tokens)?),
+            None => None,
+        };
+
+        let mut first = None;
+        for (i, layer) in self.layers.iter().enumerate() {
+            x = self.layer_forward(layer, &x, &additive, bias.as_ref())?;
+            if i == 0 && want_first {
+                first = Some(x.clone());
+            }
+        }
+        Ok(EncoderOutput { last: x, first })
+    }
+
+    fn layer_forward(
+        &self,
+        layer: &Layer,
+        x: &Tensor,
+        mask: &Tensor,
+        bias: Option<&Tensor>,
+    ) -> candle_core::Result<Tensor> {
+        let (batch, tokens, hidden) = x.dims3()?;
+        let split = |t: Tensor| -> candle_core::Result<Tensor> {
+            t.reshape((batch, tokens, self.heads, self.head_dim))?
+                .transpose(1, 2)?
+                .contiguous()
+        };
+        let q = split(layer.query.forward(x)?)?;
+        let k = split(layer.key.forward(x)?)?;
+        let v = split(layer.value.forward(x)?)?;
+        let mut scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
+        if let Some(bias) = bias {
+            scores = scores.broadcast_add(bias)?;
+        }
+        let scores = scores.broadcast_add(mask)?;
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let context = probs
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .reshape((batch, tokens, hidden))?;
+        let attended = layer
+            .attention_norm
+            .forward(&(layer.attention_out.forward(&context)? + x)?)?;
+        let inner = layer.intermediate.forward(&attended)?;
+        let inner = if self.exact_gelu {
+            inner.gelu_erf()?
+        } else {
+            inner.gelu()?
+        };
+        layer
+            .output_norm
+            .forward(&(layer.output.forward(&inner)? + attended)?)
+    }
+
+    /// MPNet's relative-position bias, [1, heads, tokens, tokens].
+    fn position_bias(&self, table: &Embedding, tokens: usize) -> candle_core::Result<Tensor> {
+        let buckets: Vec<u32> = (0..tokens as i64)
+            .flat_map(|context| (0..tokens as i64).map(move |memory| (context, memory)))
+            .map(|(context, memory)| relative_position_bucket(memory - context, self.buckets, 128))
+            .collect();
+        let buckets = Tensor::from_vec(buckets, (tokens, tokens), &self.device)?;
+        table
+            .forward(&buckets)?
+            .permute((2, 0, 1))?
+            .unsqueeze(0)?
+            .contiguous()
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The compute dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Hidden width.
+    pub fn hidden_size(&self) -> usize {
+        self.heads * self.head_dim
+    }
+}
+
+/// T5/MPNet bidirectional bucket of a relative position (`memory − context`), in f32 arithmetic
+/// exactly as the PyTorch reference computes it.
+pub(crate) fn relative_position_bucket(
+    relative: i64,
+    num_buckets: usize,
+    max_distance: usize,
+) -> u32 {
+    let half = (num_buckets / 2) as i64;
+    let n = -relative;
+    let mut bucket = if n < 0 { half } else { 0 };
+    let n = n.abs();
+    let max_exact = half / 2;
+    if n < max_exact {
+        bucket += n;
+    } else {
+        let scale = (max_distance as f64 / max_exact as f64).ln() as f32;
+        let large = max_exact
+            + ((n as f32 / max_exact as f32).ln() / scale * (half - max_exact) as f32) as i64;
+        bucket += large.min(half - 1);
+    }
+    bucket as u32
+}
+
+/// Masked pooling over tokens of `hidden` [batch, tokens, width] with `mask` [batch, tokens].
+pub(crate) fn pool(
+    hidden: &Tensor,
+    mask: &[Vec<u32>],
+    pooling: crate::Pooling,
+) -> candle_core::Result<Tensor> {
+    use crate::Pooling;
+    let (batch, tokens, _) = hidden.dims3()?;
+    let hidden = hidden.to_dtype(DType::F32)?;
+    let mask_values: Vec<f32> = mask.iter().flatten().map(|&m| m as f32).collect();
+    let mask = Tensor::from_vec(mask_values, (batch, tokens, 1), hidden.device())?;
+    match pooling {
+        Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1),
+        Pooling::Max => {
+            // sentence-transformers sets padding to -1e9 before the max
+            let fill = ((mask.ones_like()? - &mask)? * -1e9)?;
+            hidden.broadcast_add(&fill)?.max(1)
+        }
+        Pooling::Mean | Pooling::FirstLastAvg | Pooling::MeanSqrtLen => {
+            let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+            let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
+            let counts = if pooling == Pooling::MeanSqrtLen {
+                counts.sqrt()?
+            } else {
+                counts
+            };
+            summed.broadcast_div(&counts)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_match_the_reference_formula() {
+        // torch MPNetEncoder.relative_position_bucket(arange differences), num_buckets=32,
+        // max_distance=128: hand-checked values
+        let b = |r| relative_position_bucket(r, 32, 128);
+        assert_eq!(b(0), 0);
+        assert_eq!(b(-1), 1);
+        assert_eq!(b(1), 17);
+        assert_eq!(b(-7), 7);
+        assert_eq!(b(-8), 8);
+        assert_eq!(b(-200), 15);
+        assert_eq!(b(200), 31);
+    }
+}

@@ -1,0 +1,307 @@
+//! Golden tests against the real weights in SAGE_MODELS_DIR and the Python references in
+//! data/fixtures/embeddings.golden.json (written by tests/reference/golden_embeddings.py:
+//! sentence-transformers 6.2.0, torch 2.15.0, transformers 5.23.0, model2vec 0.10.0).
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use ndarray::{Array2, ArrayView1};
+use sage_core::{cosine, Embedder, EmbeddingSimilarity, Similarity};
+use serde_json::Value;
+
+use super::*;
+
+const GOLDEN: &str = include_str!("../../../data/fixtures/embeddings.golden.json");
+
+fn golden() -> Value {
+    serde_json::from_str(GOLDEN).unwrap()
+}
+
+fn sentences(g: &Value) -> Vec<String> {
+    g["sentences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn rows(v: &Value) -> Vec<Vec<f32>> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect()
+}
+
+/// The model folder, or None (and a message) when SAGE_MODELS_DIR lacks it.
+fn model_dir(name: &str) -> Option<PathBuf> {
+    let Some(root) = std::env::var_os("SAGE_MODELS_DIR") else {
+        eprintln!("SAGE_MODELS_DIR unset: golden test of {name} not run");
+        return None;
+    };
+    let dir = PathBuf::from(root).join(name);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("{} missing: golden test of {name} not run (bash ../shared/tools/fetch-models.sh {name})", dir.display());
+        None
+    }
+}
+
+fn local(dir: &Path) -> ResolvedModel {
+    resolve_model(dir.to_str().unwrap(), &ResolveOptions::default()).unwrap()
+}
+
+fn assert_matches(got: &Array2<f32>, want: &[Vec<f32>], what: &str, texts: &[String]) {
+    assert_eq!(got.nrows(), want.len());
+    for (i, w) in want.iter().enumerate() {
+        let c = cosine(got.row(i), ArrayView1::from(w));
+        assert!(
+            c >= 0.9999,
+            "{what}: sentence {i} ({:?}) cosine {c}",
+            texts[i].chars().take(30).collect::<String>()
+        );
+    }
+}
+
+fn check_transformer(name: &str) {
+    let Some(dir) = model_dir(name) else { return };
+    let g = golden();
+    let texts = sentences(&g);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let model = SentenceTransformer::load(&local(&dir), TransformerOptions::default()).unwrap();
+    let batch = model.embed(&refs).unwrap();
+    assert_matches(&batch, &rows(&g[name]), name, &texts);
+    // batch result == single-text result
+    for (i, text) in refs.iter().enumerate() {
+        let single = model.embed(&[text]).unwrap();
+        let diff = single
+            .row(0)
+            .iter()
+            .zip(batch.row(i))
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            diff < 1e-5,
+            "{name}: sentence {i} differs alone vs in a batch by {diff}"
+        );
+    }
+}
+
+#[test]
+fn all_minilm_l6_v2_matches_sentence_transformers() {
+    check_transformer("all-MiniLM-L6-v2");
+}
+
+#[test]
+fn paraphrase_minilm_l3_v2_matches_sentence_transformers() {
+    check_transformer("paraphrase-MiniLM-L3-v2");
+}
+
+#[test]
+fn all_mpnet_base_v2_matches_sentence_transformers() {
+    check_transformer("all-mpnet-base-v2");
+}
+
+#[test]
+fn first_last_avg_matches_transformers_hidden_states() {
+    let Some(dir) = model_dir("all-MiniLM-L6-v2") else {
+        return;
+    };
+    let g = golden();
+    let texts = sentences(&g);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let options = TransformerOptions {
+        pooling: Some(Pooling::FirstLastAvg),
+        normalize: Some(false),
+        ..TransformerOptions::default()
+    };
+    let model = SentenceTransformer::load(&local(&dir), options).unwrap();
+    assert_eq!(model.identity().pooling, "first-last-avg");
+    assert_matches(
+        &model.embed(&refs).unwrap(),
+        &rows(&g["all-MiniLM-L6-v2/first-last-avg"]),
+        "first-last-avg",
+        &texts,
+    );
+}
+
+#[test]
+fn encoder_equals_candle_transformers_bert() {
+    let Some(dir) = model_dir("all-MiniLM-L6-v2") else {
+        return;
+    };
+    let config_text = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let reference_config: candle_transformers::models::bert::Config =
+        serde_json::from_str(&config_text).unwrap();
+    let our_config: TransformerConfig = serde_json::from_str(&config_text).unwrap();
+    let weights = dir.join("model.safetensors");
+    let vb = unsafe {
+        VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &Device::Cpu).unwrap()
+    };
+    let reference =
+        candle_transformers::models::bert::BertModel::load(vb.clone(), &reference_config).unwrap();
+    let ours = encoder::Encoder::load(vb, &our_config, Architecture::Bert).unwrap();
+    let ids = vec![
+        vec![101u32, 7592, 2088, 999, 102],
+        vec![101, 2129, 102, 0, 0],
+    ];
+    let mask = vec![vec![1u32; 5], vec![1, 1, 1, 0, 0]];
+    let ours = ours.forward(&ids, &mask, false).unwrap().last;
+    let input = Tensor::new(ids.clone(), &Device::Cpu).unwrap();
+    let attention = Tensor::new(mask.clone(), &Device::Cpu).unwrap();
+    let theirs = reference
+        .forward(&input, &input.zeros_like().unwrap(), Some(&attention))
+        .unwrap();
+    // compare the non-padding positions
+    for (b, row) in mask.iter().enumerate() {
+        for (t, &m) in row.iter().enumerate() {
+            if m == 1 {
+                let a: Vec<f32> = ours.get(b).unwrap().get(t).unwrap().to_vec1().unwrap();
+                let c: Vec<f32> = theirs.get(b).unwrap().get(t).unwrap().to_vec1().unwrap();
+                let diff = a
+                    .iter()
+                    .zip(&c)
+                    .map(|(x, y)| (x - y).abs())
+                    .fold(0f32, f32::max);
+                assert!(diff < 1e-4, "position ({b}, {t}) differs by {diff}");
+            }
+        }
+    }
+}
+
+#[test]
+fn static_model_matches_model2vec() {
+    let Some(dir) = model_dir("static-10k-64d-int8") else {
+        return;
+    };
+    let g = golden();
+    let texts = sentences(&g);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let model = load_embedder(
+        dir.to_str().unwrap(),
+        &ResolveOptions::default(),
+        TransformerOptions::default(),
+    )
+    .unwrap();
+    let got = model.embed(&refs).unwrap();
+    let want = rows(&g["static-10k-64d-int8"]);
+    for (i, w) in want.iter().enumerate() {
+        if w.iter().all(|x| *x == 0.0) {
+            assert!(
+                got.row(i).iter().all(|x| *x == 0.0),
+                "sentence {i}: model2vec gives zeros"
+            );
+        } else {
+            let c = cosine(got.row(i), ArrayView1::from(w));
+            assert!(c >= 0.9999, "static sentence {i}: cosine {c}");
+        }
+    }
+}
+
+#[test]
+fn glove_matches_numpy() {
+    let Some(dir) = model_dir("glove.6B.50d") else {
+        return;
+    };
+    let g = golden();
+    let glove = Glove::load(&local(&dir)).unwrap();
+    assert_eq!(glove.vocabulary(), 400_000);
+    let cos = cosine(glove.word("king").unwrap(), glove.word("queen").unwrap());
+    assert!(
+        (f64::from(cos) - g["glove"]["cos_king_queen"].as_f64().unwrap()).abs() < 1e-6,
+        "{cos}"
+    );
+    for text in ["the cat sat on the mat.", "Dogs bark zzyzxq loudly!"] {
+        let got = glove.embed(&[text]).unwrap();
+        let want: Vec<f32> = g["glove"][text]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        for (a, b) in got.row(0).iter().zip(&want) {
+            assert!((a - b).abs() < 1e-5, "{text}: {a} vs {b}");
+        }
+    }
+    assert!(glove.embed(&[""]).unwrap().iter().all(|x| *x == 0.0));
+}
+
+#[test]
+fn hub_cache_path_loads_the_same_model() {
+    let Some(dir) = model_dir("all-MiniLM-L6-v2") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let hub = tmp.path().join("hub");
+    let files: Vec<(&str, PathBuf)> = [
+        "config.json",
+        "tokenizer.json",
+        "model.safetensors",
+        "modules.json",
+        "sentence_bert_config.json",
+        "1_Pooling/config.json",
+    ]
+    .iter()
+    .map(|f| (*f, dir.join(f)))
+    .collect();
+    let refs: Vec<(&str, &Path)> = files.iter().map(|(n, p)| (*n, p.as_path())).collect();
+    let commit =
+        resolve::tests::hub_cache_fixture(&hub, "sentence-transformers/all-MiniLM-L6-v2", &refs);
+    let options = ResolveOptions {
+        models_dir: None,
+        hub_cache: hub,
+        offline: true,
+        endpoint: None,
+        token: None,
+    };
+    let from_hub = load_embedder(
+        "sentence-transformers/all-MiniLM-L6-v2",
+        &options,
+        TransformerOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        from_hub.identity().model_id,
+        "sentence-transformers/all-MiniLM-L6-v2"
+    );
+    assert_eq!(
+        from_hub.identity().revision.as_deref(),
+        Some(commit.as_str())
+    );
+    let from_folder = load_embedder(
+        dir.to_str().unwrap(),
+        &ResolveOptions::default(),
+        TransformerOptions::default(),
+    )
+    .unwrap();
+    let texts = ["A hub-cached model.", "The same weights."];
+    assert_eq!(
+        from_hub.embed(&texts).unwrap(),
+        from_folder.embed(&texts).unwrap()
+    );
+}
+
+#[test]
+fn embedding_similarity_ranks_paraphrases_above_unrelated() {
+    let Some(dir) = model_dir("all-MiniLM-L6-v2") else {
+        return;
+    };
+    let model = SentenceTransformer::load(&local(&dir), TransformerOptions::default()).unwrap();
+    let sim = EmbeddingSimilarity::cosine(model);
+    let s = sim
+        .score_pairs(&[
+            ("A man is playing a guitar.", "A man plays the guitar."),
+            ("A man is playing a guitar.", "Stocks fell on Monday."),
+        ])
+        .unwrap();
+    assert!(s[0] > 0.8 && s[1] < 0.3, "{s:?}");
+}

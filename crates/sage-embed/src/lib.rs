@@ -1,0 +1,125 @@
+//! # sage-embed
+//!
+//! Local embedding models behind sage-core's [`Embedder`] trait, so every task can use them
+//! through [`sage_core::EmbeddingSimilarity`] exactly like a classical metric.
+//!
+//! - [`SentenceTransformer`]: sentence-transformers folders as they are (config.json,
+//!   tokenizer.json, model.safetensors, modules.json, 1_Pooling/config.json,
+//!   sentence_bert_config.json) for BERT-family and MPNet checkpoints, on a candle encoder
+//!   ([`encoder`] explains why it is our own). Pooling and normalisation as the folder declares
+//!   (or overridden, e.g. EvalRank's first-last-avg); truncation at the real max_seq_length;
+//!   length-sorted batches under a token budget, results in input order.
+//! - [`Glove`] (EvalRank's bag-of-words over GloVe text files) and [`Model2Vec`] static models.
+//! - [`resolve_model`]: a path, a folder under SAGE_MODELS_DIR, or a hub id from the HF cache
+//!   (HF_HUB_OFFLINE honoured) or the hub.
+//! - [`CachedEmbedder`]: a crash-safe persistent cache keyed by model identity and text.
+//!
+//! CPU runs in f32; the `cuda` feature runs the transformer in f16 on the first GPU.
+#![deny(missing_docs)]
+
+mod cache;
+mod config;
+pub mod encoder;
+mod error;
+mod resolve;
+mod static_models;
+mod transformer;
+
+use std::io::Read;
+use std::path::Path;
+
+pub use cache::{default_cache_path, CacheStats, CachedEmbedder};
+pub use config::{Architecture, Pooling, SentenceTransformerConfig, TransformerConfig};
+pub use error::{EmbedError, Result};
+pub use resolve::{resolve_model, ResolveOptions, ResolvedModel};
+use sage_core::Embedder;
+pub use static_models::{bow_tokens, Glove, Model2Vec};
+pub use transformer::{SentenceTransformer, TransformerOptions};
+
+/// What kind of model a folder holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelKind {
+    /// A BERT/MPNet sentence-transformers folder.
+    Transformer,
+    /// A GloVe text file.
+    Glove,
+    /// A model2vec static model.
+    Model2Vec,
+}
+
+/// Tells the kind of a resolved model folder from its files.
+pub fn detect_kind(model: &ResolvedModel) -> Result<ModelKind> {
+    let dir = &model.dir;
+    let is_glove = |p: &Path| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("glove"))
+            && p.extension().is_some_and(|e| e == "txt")
+    };
+    if dir.is_file() {
+        return if is_glove(dir) {
+            Ok(ModelKind::Glove)
+        } else {
+            Err(error::file_error(
+                dir,
+                "not a model folder or a glove*.txt file",
+            ))
+        };
+    }
+    if std::fs::read_dir(dir)
+        .map_err(|e| error::file_error(dir, e))?
+        .filter_map(|e| e.ok())
+        .any(|e| is_glove(&e.path()))
+    {
+        return Ok(ModelKind::Glove);
+    }
+    let config: serde_json::Value = config::read_json(&dir.join("config.json"))?;
+    if config.get("model_type").is_some() {
+        Ok(ModelKind::Transformer)
+    } else {
+        Ok(ModelKind::Model2Vec)
+    }
+}
+
+/// Resolves `spec` and loads whatever model it names.
+pub fn load_embedder(
+    spec: &str,
+    resolve: &ResolveOptions,
+    options: TransformerOptions,
+) -> Result<Box<dyn Embedder>> {
+    let model = resolve_model(spec, resolve)?;
+    Ok(match detect_kind(&model)? {
+        ModelKind::Transformer => Box::new(SentenceTransformer::load(&model, options)?),
+        ModelKind::Glove => Box::new(Glove::load(&model)?),
+        ModelKind::Model2Vec => Box::new(Model2Vec::load(&model)?),
+    })
+}
+
+/// `sha256:` and the first 16 hex digits of a file's SHA-256: the revision of local weights.
+pub(crate) fn file_digest(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut file = std::fs::File::open(path)
+        .map_err(|e| error::file_error(path, format!("cannot open: {e}")))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| error::file_error(path, format!("cannot read: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let digest = hasher.finalize();
+    Ok(format!(
+        "sha256:{}",
+        digest
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    ))
+}
+
+#[cfg(test)]
+mod golden;

@@ -1,0 +1,254 @@
+//! Sentence-transformers models (BERT, MPNet) as an [`Embedder`].
+
+use std::path::Path;
+
+use candle_core::{DType, Device};
+use candle_nn::VarBuilder;
+use ndarray::Array2;
+use sage_core::{Embedder, EmbedderIdentity};
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+use crate::config::{Pooling, SentenceTransformerConfig};
+use crate::encoder::{pool, Encoder};
+use crate::error::{file_error, EmbedError, Result};
+use crate::{file_digest, ResolvedModel};
+
+/// How to load and run a transformer model.
+#[derive(Clone, Debug)]
+pub struct TransformerOptions {
+    /// Overrides the folder's pooling (e.g. EvalRank's first-last-avg).
+    pub pooling: Option<Pooling>,
+    /// Overrides the folder's normalisation.
+    pub normalize: Option<bool>,
+    /// Most tokens (padded length × texts) in one forward pass.
+    pub batch_tokens: usize,
+    /// Most texts in one forward pass.
+    pub max_batch: usize,
+    /// Use the first CUDA device (needs the `cuda` feature); CPU otherwise.
+    pub cuda: bool,
+}
+
+impl Default for TransformerOptions {
+    fn default() -> Self {
+        TransformerOptions {
+            pooling: None,
+            normalize: None,
+            batch_tokens: 8192,
+            max_batch: 128,
+            cuda: false,
+        }
+    }
+}
+
+/// A sentence-transformers model folder loaded for inference.
+pub struct SentenceTransformer {
+    identity: EmbedderIdentity,
+    tokenizer: Tokenizer,
+    encoder: Encoder,
+    pooling: Pooling,
+    normalize: bool,
+    do_lower_case: bool,
+    pad_id: u32,
+    options: TransformerOptions,
+}
+
+fn device(cuda: bool) -> Result<Device> {
+    if cuda {
+        Ok(Device::new_cuda(0)?)
+    } else {
+        Ok(Device::Cpu)
+    }
+}
+
+impl SentenceTransformer {
+    /// Loads a resolved model folder.
+    pub fn load(model: &ResolvedModel, options: TransformerOptions) -> Result<SentenceTransformer> {
+        let config = SentenceTransformerConfig::read(&model.dir)?;
+        let weights = model.dir.join("model.safetensors");
+        if !weights.is_file() {
+            return Err(file_error(
+                &weights,
+                "missing (only safetensors weights are supported)",
+            ));
+        }
+        let device = device(options.cuda)?;
+        // f32 on CPU (f16 files are upcast); half precision on GPU, where the finite attention
+        // mask of the encoder keeps it NaN-free.
+        let dtype = if device.is_cuda() {
+            DType::F16
+        } else {
+            DType::F32
+        };
+        // SAFETY: the weights file is memory-mapped read-only; it must not be modified while the
+        // model is alive, which is true of model folders and hub snapshots.
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], dtype, &device)? };
+        let encoder = Encoder::load(vb, &config.transformer, config.architecture)
+            .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?;
+        let tokenizer = load_tokenizer(&model.dir.join("tokenizer.json"), config.max_seq_length)?;
+        let pooling = options.pooling.unwrap_or(config.pooling);
+        let normalize = options.normalize.unwrap_or(config.normalize);
+        let revision = match &model.revision {
+            Some(commit) => commit.clone(),
+            None => file_digest(&weights)?,
+        };
+        Ok(SentenceTransformer {
+            identity: EmbedderIdentity {
+                model_id: model.name.clone(),
+                revision: Some(revision),
+                pooling: pooling.name().to_owned(),
+                normalize,
+                max_length: config.max_seq_length,
+            },
+            tokenizer,
+            encoder,
+            pooling,
+            normalize,
+            do_lower_case: config.do_lower_case,
+            pad_id: config.transformer.pad_token_id,
+            options,
+        })
+    }
+
+    /// Token ids of each text (special tokens added, truncated at max_seq_length).
+    fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
+        let owned: Vec<String> = texts
+            .iter()
+            .map(|t| {
+                if self.do_lower_case {
+                    t.to_lowercase()
+                } else {
+                    (*t).to_owned()
+                }
+            })
+            .collect();
+        let encodings = self
+            .tokenizer
+            .encode_batch(owned, true)
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        Ok(encodings
+            .into_iter()
+            .map(|e| e.get_ids().to_vec())
+            .collect())
+    }
+
+    fn embed_batch(&self, batch: &[&Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        let longest = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
+        let ids: Vec<Vec<u32>> = batch
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .copied()
+                    .chain(std::iter::repeat(self.pad_id))
+                    .take(longest)
+                    .collect()
+            })
+            .collect();
+        let mask: Vec<Vec<u32>> = batch
+            .iter()
+            .map(|row| (0..longest).map(|i| u32::from(i < row.len())).collect())
+            .collect();
+        let out = self
+            .encoder
+            .forward(&ids, &mask, self.pooling == Pooling::FirstLastAvg)?;
+        let hidden = match (&out.first, self.pooling) {
+            (Some(first), Pooling::FirstLastAvg) => ((first + &out.last)? / 2.0)?,
+            _ => out.last,
+        };
+        let mut pooled = pool(&hidden, &mask, self.pooling)?;
+        if self.normalize {
+            // torch.nn.functional.normalize: x / max(‖x‖, 1e-12)
+            let norms = pooled
+                .sqr()?
+                .sum_keepdim(1)?
+                .sqrt()?
+                .clamp(1e-12, f64::MAX)?;
+            pooled = pooled.broadcast_div(&norms)?;
+        }
+        Ok(pooled.to_vec2::<f32>()?)
+    }
+}
+
+fn load_tokenizer(path: &Path, max_length: usize) -> Result<Tokenizer> {
+    let mut tokenizer = Tokenizer::from_file(path)
+        .map_err(|e| file_error(path, format!("cannot load tokenizer: {e}")))?;
+    // These tokenizer.json files carry a fixed padding/truncation of 128: padding is done per
+    // batch here, truncation is the model's max_seq_length.
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+            direction: TruncationDirection::Right,
+        }))
+        .map_err(|e| file_error(path, format!("cannot set truncation: {e}")))?;
+    Ok(tokenizer)
+}
+
+/// Splits `lengths` (in any order) into batches of indices: longest first, each batch within
+/// `batch_tokens` padded tokens and `max_batch` texts (a text longer than the budget goes alone).
+pub(crate) fn plan_batches(
+    lengths: &[usize],
+    batch_tokens: usize,
+    max_batch: usize,
+) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    order.sort_by(|&a, &b| lengths[b].cmp(&lengths[a]).then(a.cmp(&b)));
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    for i in order {
+        match batches.last_mut() {
+            // the first text of a batch is its longest: padded size = longest × count
+            Some(batch)
+                if batch.len() < max_batch
+                    && lengths[batch[0]].max(1) * (batch.len() + 1) <= batch_tokens =>
+            {
+                batch.push(i)
+            }
+            _ => batches.push(vec![i]),
+        }
+    }
+    batches
+}
+
+impl Embedder for SentenceTransformer {
+    fn identity(&self) -> &EmbedderIdentity {
+        &self.identity
+    }
+
+    fn dimension(&self) -> usize {
+        self.encoder.hidden_size()
+    }
+
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
+        let ids = self.tokenize(texts)?;
+        let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
+        let mut out = Array2::zeros((texts.len(), self.dimension()));
+        for batch in plan_batches(&lengths, self.options.batch_tokens, self.options.max_batch) {
+            let rows: Vec<&Vec<u32>> = batch.iter().map(|&i| &ids[i]).collect();
+            for (&i, vector) in batch.iter().zip(self.embed_batch(&rows)?) {
+                out.row_mut(i).assign(&ndarray::ArrayView1::from(&vector));
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_respect_the_budget_and_cover_every_text() {
+        let lengths = [5, 40, 7, 40, 3, 100, 1];
+        let batches = plan_batches(&lengths, 100, 3);
+        let mut seen: Vec<usize> = batches.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..lengths.len()).collect::<Vec<_>>());
+        for b in &batches {
+            assert!(b.len() <= 3);
+            let longest = b.iter().map(|&i| lengths[i]).max().unwrap();
+            assert!(longest * b.len() <= 100 || b.len() == 1, "{b:?}");
+        }
+        assert_eq!(batches[0], vec![5], "the longest goes first, alone");
+    }
+}
