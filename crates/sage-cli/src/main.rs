@@ -3,6 +3,7 @@
 //! Line-oriented and scriptable: JSON lines in, JSON out, errors on stderr naming the file and
 //! line, exit status 1 on any error. Never a panic on bad input.
 
+mod embed;
 mod jsonl;
 mod measure;
 mod output;
@@ -26,24 +27,39 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Score text pairs with a similarity metric.
+    /// Score text pairs with a similarity metric or an embedding model (cosine).
     ///
     /// Reads JSON lines {"text1": ..., "text2": ...} (other keys ignored) and writes one
     /// {"score": x} line per input line, in the same order. text1 is the reference (BM25's
     /// one-document corpus), text2 the candidate (BM25's query). BM25 scores are min-max
     /// normalised over the whole input (a constant batch gives 0.5 everywhere); --raw gives the
-    /// raw BM25Plus scores.
+    /// raw BM25Plus scores. With --model, each distinct text is embedded once and pairs are
+    /// scored by cosine similarity.
     Score {
         /// levenshtein | rouge | jaccard | bm25
-        #[arg(long)]
-        metric: Metric,
+        #[arg(long, required_unless_present = "model", conflicts_with = "model")]
+        metric: Option<Metric>,
         /// Un-normalised BM25Plus scores (bm25 only).
         #[arg(long)]
         raw: bool,
+        #[command(flatten)]
+        model: embed::ModelArgs,
         /// JSON-lines input ("-" for standard input).
         #[arg(long)]
         input: PathBuf,
         /// Output file (written atomically); standard output when absent.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Embed texts with a local model: {"text"} lines in, an .npy matrix or {"embedding"} lines
+    /// out (one row per line, same order).
+    Embed {
+        #[command(flatten)]
+        model: embed::ModelArgs,
+        /// JSON-lines input with a "text" key ("-" for standard input).
+        #[arg(long)]
+        input: PathBuf,
+        /// out.npy (float32 matrix) or out.jsonl; JSON lines on standard output when absent.
         #[arg(long)]
         output: Option<PathBuf>,
     },
@@ -70,9 +86,15 @@ fn main() -> ExitCode {
         Command::Score {
             metric,
             raw,
+            model,
             input,
             output,
-        } => score::run(metric, raw, &input, output),
+        } => score::run(metric, raw, &model, &input, output),
+        Command::Embed {
+            model,
+            input,
+            output,
+        } => embed::run(&model, &input, output),
         Command::Perturb(args) => perturb::run(args),
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
             println!("{}", serde_json::to_string(&value)?);

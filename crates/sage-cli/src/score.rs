@@ -4,25 +4,35 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use sage_core::Similarity;
+use sage_core::{EmbeddingSimilarity, Similarity};
 use sage_metrics::{Bm25Plus, Metric};
 
+use crate::embed::ModelArgs;
 use crate::jsonl::read_records;
 use crate::output::Output;
 
-pub fn run(metric: Metric, raw: bool, input: &Path, output: Option<PathBuf>) -> Result<()> {
+pub fn run(
+    metric: Option<Metric>,
+    raw: bool,
+    model: &ModelArgs,
+    input: &Path,
+    output: Option<PathBuf>,
+) -> Result<()> {
     let records = read_records(input)?;
     // Validate every line before scoring anything: a bad line costs nothing computed.
     let texts: Vec<(&str, &str)> = records
         .iter()
         .map(|r| Ok((r.str("text1")?, r.str("text2")?)))
         .collect::<Result<_>>()?;
-    let similarity: Box<dyn Similarity> = match (metric, raw) {
-        (Metric::Bm25, true) => Box::new(Bm25Plus::raw()),
-        (_, true) => {
-            anyhow::bail!("--raw only applies to bm25 ({metric} has no batch normalisation)")
+    let similarity: Box<dyn Similarity> = match (metric, raw, &model.model) {
+        (Some(Metric::Bm25), true, _) => Box::new(Bm25Plus::raw()),
+        (Some(m), true, _) => {
+            anyhow::bail!("--raw only applies to bm25 ({m} has no batch normalisation)")
         }
-        (m, false) => m.similarity(),
+        (Some(m), false, _) => m.similarity(),
+        (None, true, _) => anyhow::bail!("--raw only applies to bm25"),
+        (None, false, Some(spec)) => Box::new(EmbeddingSimilarity::cosine(model.load(spec)?)),
+        (None, false, None) => anyhow::bail!("give --metric or --model"),
     };
     let scores = similarity
         .score_pairs(&texts)

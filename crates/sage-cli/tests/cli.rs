@@ -460,3 +460,120 @@ fn perturb_with_real_wordnet() {
     );
     assert_eq!(out[0]["replacement"]["word"], "good");
 }
+
+fn models_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("SAGE_MODELS_DIR")?).join("all-MiniLM-L6-v2");
+    dir.is_dir().then_some(dir)
+}
+
+#[test]
+fn embed_writes_npy_and_jsonl_and_reuses_the_cache() {
+    let Some(model) = models_dir() else {
+        eprintln!("SAGE_MODELS_DIR/all-MiniLM-L6-v2 missing: sage embed not run");
+        return;
+    };
+    let model = model.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "t.jsonl", "{\"text\":\"A man is playing a guitar.\"}\n{\"text\":\"A man plays the guitar.\"}\n{\"text\":\"Stocks fell.\"}\n");
+    let cache = dir.path().join("cache.redb");
+    let npy = dir.path().join("out.npy");
+    let first = sage(&[
+        "embed",
+        "--model",
+        model,
+        "--input",
+        &input,
+        "--output",
+        npy.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(String::from_utf8_lossy(&first.stderr).contains("0 hits, 3 embedded"));
+    let bytes = std::fs::read(&npy).unwrap();
+    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+    assert!(
+        header.contains("'shape': (3, 384)") && (10 + header_len) % 64 == 0,
+        "{header}"
+    );
+    assert_eq!(bytes.len(), 10 + header_len + 3 * 384 * 4);
+
+    let second = sage(&[
+        "embed",
+        "--model",
+        model,
+        "--input",
+        &input,
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&second.stderr).contains("3 hits, 0 embedded"));
+    let lines: Vec<Value> = String::from_utf8(second.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first_row: Vec<f32> = bytes[10 + header_len..10 + header_len + 384 * 4]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let cached_row: Vec<f32> = lines[0]["embedding"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect();
+    assert_eq!(first_row, cached_row, "the cache returns the same vectors");
+
+    let pairs = write(&dir, "p.jsonl", "{\"text1\":\"A man is playing a guitar.\",\"text2\":\"A man plays the guitar.\"}\n{\"text1\":\"A man is playing a guitar.\",\"text2\":\"Stocks fell.\"}\n");
+    let scores = ok_lines(&["score", "--model", model, "--no-cache", "--input", &pairs]);
+    assert!(
+        scores[0]["score"].as_f64().unwrap() > 0.9 && scores[1]["score"].as_f64().unwrap() < 0.3,
+        "{scores:?}"
+    );
+    fails_with(
+        &[
+            "embed",
+            "--model",
+            model,
+            "--input",
+            &input,
+            "--output",
+            "x.csv",
+            "--no-cache",
+        ],
+        "--output must end in .npy or .jsonl",
+    );
+}
+
+#[test]
+fn missing_models_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "t.jsonl", "{\"text\":\"a\"}\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args([
+            "embed",
+            "--model",
+            "acme/not-a-model",
+            "--no-cache",
+            "--input",
+            &input,
+        ])
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_HOME", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains("HF_HUB_OFFLINE")
+            && stderr.contains("huggingface-cli download acme/not-a-model"),
+        "{stderr}"
+    );
+}

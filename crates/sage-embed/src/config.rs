@@ -185,12 +185,14 @@ impl SentenceTransformerConfig {
                     "Transformer" => {}
                     "Pooling" => pooling = read_pooling(&dir.join(&m.path).join("config.json"))?,
                     "Normalize" => normalize = true,
-                    other => return Err(config_error(
-                        &modules_path,
-                        format!(
+                    other => {
+                        return Err(config_error(
+                            &modules_path,
+                            format!(
                             "module {other:?} is not supported (Transformer, Pooling, Normalize)"
                         ),
-                    )),
+                        ))
+                    }
                 }
             }
         }

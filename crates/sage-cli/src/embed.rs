@@ -1,0 +1,147 @@
+//! `sage embed` and the model side of `sage score`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use ndarray::Array2;
+use sage_core::Embedder;
+use sage_embed::{
+    default_cache_path, load_embedder, CachedEmbedder, Pooling, ResolveOptions, TransformerOptions,
+};
+
+use crate::jsonl::read_records;
+use crate::output::Output;
+
+/// How to load an embedding model (shared by `embed` and `score --model`).
+#[derive(Debug, clap::Args)]
+pub struct ModelArgs {
+    /// Embedding model: a folder, a folder name under $SAGE_MODELS_DIR, or a hub id
+    /// (resolved in the Hugging Face cache; downloaded unless HF_HUB_OFFLINE=1).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Override the folder's pooling: mean | cls | max | mean-sqrt-len | first-last-avg.
+    #[arg(long, value_parser = parse_pooling)]
+    pub pooling: Option<Pooling>,
+    /// Most padded tokens per forward pass.
+    #[arg(long, default_value_t = TransformerOptions::default().batch_tokens)]
+    pub batch_tokens: usize,
+    /// Embedding cache file (default: $SAGE_CACHE_DIR or ~/.cache/sage-rs, embeddings.redb).
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// Do not read or write the embedding cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Run on the first CUDA GPU (binary built with --features cuda).
+    #[arg(long)]
+    pub cuda: bool,
+}
+
+fn parse_pooling(s: &str) -> Result<Pooling, String> {
+    Pooling::from_name(s).ok_or_else(|| {
+        format!("unknown pooling {s:?} (mean, cls, max, mean-sqrt-len, first-last-avg)")
+    })
+}
+
+impl ModelArgs {
+    /// Loads the model, wrapped in the cache unless disabled; reports cache use on stderr.
+    pub fn load(&self, spec: &str) -> Result<Box<dyn Embedder>> {
+        let options = TransformerOptions {
+            pooling: self.pooling,
+            batch_tokens: self.batch_tokens.max(1),
+            cuda: self.cuda,
+            ..TransformerOptions::default()
+        };
+        let model = load_embedder(spec, &ResolveOptions::from_env(), options)
+            .with_context(|| format!("loading model {spec:?}"))?;
+        if self.no_cache {
+            return Ok(model);
+        }
+        let path = self.cache.clone().unwrap_or_else(default_cache_path);
+        Ok(Box::new(ReportingCache(CachedEmbedder::open(
+            model, &path,
+        )?)))
+    }
+}
+
+/// Prints the cache's hits and misses when dropped, i.e. once the command is done with it.
+struct ReportingCache(CachedEmbedder<Box<dyn Embedder>>);
+
+impl Embedder for ReportingCache {
+    fn identity(&self) -> &sage_core::EmbedderIdentity {
+        self.0.identity()
+    }
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
+        self.0.embed(texts)
+    }
+}
+
+impl Drop for ReportingCache {
+    fn drop(&mut self) {
+        let s = self.0.stats();
+        eprintln!(
+            "sage: embedding cache {}: {} hits, {} embedded",
+            self.0.path().display(),
+            s.hits,
+            s.misses
+        );
+    }
+}
+
+pub fn run(model: &ModelArgs, input: &PathBuf, output: Option<PathBuf>) -> Result<()> {
+    let Some(spec) = &model.model else {
+        bail!("--model is required")
+    };
+    let records = read_records(input)?;
+    let texts: Vec<&str> = records
+        .iter()
+        .map(|r| r.str("text"))
+        .collect::<Result<_>>()?;
+    let embedder = model.load(spec)?;
+    let vectors = embedder
+        .embed(&texts)
+        .with_context(|| format!("embedding {}", input.display()))?;
+    match output
+        .as_ref()
+        .and_then(|p| p.extension())
+        .and_then(|e| e.to_str())
+    {
+        Some("npy") => {
+            let mut out = Output::create(output)?;
+            write_npy(&mut out, &vectors)?;
+            out.finish()
+        }
+        Some("jsonl") | None => {
+            let mut out = Output::create(output)?;
+            for row in vectors.rows() {
+                serde_json::to_writer(&mut out, &serde_json::json!({ "embedding": row.to_vec() }))?;
+                out.write_all(b"\n")?;
+            }
+            out.finish()
+        }
+        Some(other) => bail!("--output must end in .npy or .jsonl, not .{other}"),
+    }
+}
+
+/// NumPy `.npy` version 1.0, little-endian f32, C order.
+fn write_npy(out: &mut impl Write, m: &Array2<f32>) -> Result<()> {
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}",
+        m.nrows(),
+        m.ncols()
+    );
+    // magic (6) + version (2) + header length (2) + header + '\n' is a multiple of 64
+    let unpadded = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
+    header.push('\n');
+    out.write_all(b"\x93NUMPY\x01\x00")?;
+    out.write_all(&(header.len() as u16).to_le_bytes())?;
+    out.write_all(header.as_bytes())?;
+    for x in m.iter() {
+        out.write_all(&x.to_le_bytes())?;
+    }
+    Ok(())
+}
