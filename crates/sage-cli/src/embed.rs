@@ -1,7 +1,7 @@
 //! `sage embed` and the model side of `sage score`.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use ndarray::Array2;
@@ -91,7 +91,7 @@ impl Drop for ReportingCache {
     }
 }
 
-pub fn run(model: &ModelArgs, input: &PathBuf, output: Option<PathBuf>) -> Result<()> {
+pub fn run(model: &ModelArgs, input: &Path, output: Option<PathBuf>) -> Result<()> {
     let Some(spec) = &model.model else {
         bail!("--model is required")
     };
