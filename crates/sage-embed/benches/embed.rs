@@ -17,7 +17,10 @@ fn sentences() -> Option<Vec<String>> {
             .take(500)
             .flat_map(|l| {
                 let v: serde_json::Value = serde_json::from_str(l).expect("STS-B line");
-                [v["sentence1"].as_str().unwrap().to_owned(), v["sentence2"].as_str().unwrap().to_owned()]
+                [
+                    v["sentence1"].as_str().unwrap().to_owned(),
+                    v["sentence2"].as_str().unwrap().to_owned(),
+                ]
             })
             .collect(),
     )
@@ -29,16 +32,23 @@ fn bench(c: &mut Criterion) {
         return;
     };
     let dir = PathBuf::from(models).join("all-MiniLM-L6-v2");
-    let model = resolve_model(dir.to_str().unwrap(), &ResolveOptions::default()).expect("model folder");
+    let model =
+        resolve_model(dir.to_str().unwrap(), &ResolveOptions::default()).expect("model folder");
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let mut group = c.benchmark_group("all-MiniLM-L6-v2/stsb-1000");
     group.throughput(Throughput::Elements(refs.len() as u64));
-    for (batch_tokens, max_batch) in [(2048, 64), (8192, 128), (32768, 256)] {
-        let options = TransformerOptions { batch_tokens, max_batch, ..TransformerOptions::default() };
+    for (batch_tokens, max_batch) in [(1024, 32), (2048, 64), (8192, 128)] {
+        let options = TransformerOptions {
+            batch_tokens,
+            max_batch,
+            ..TransformerOptions::default()
+        };
         let embedder = SentenceTransformer::load(&model, options).expect("loads");
-        group.bench_with_input(BenchmarkId::new("tokens", format!("{batch_tokens}x{max_batch}")), &refs, |b, refs| {
-            b.iter(|| embedder.embed(refs).expect("embeds"))
-        });
+        group.bench_with_input(
+            BenchmarkId::new("tokens", format!("{batch_tokens}x{max_batch}")),
+            &refs,
+            |b, refs| b.iter(|| embedder.embed(refs).expect("embeds")),
+        );
     }
     group.finish();
 }

@@ -18,9 +18,9 @@ use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, Var
 use crate::config::{Architecture, TransformerConfig};
 
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
+    /// Query, key and value projections stacked into one [3·hidden, hidden] layer: one matrix
+    /// product per layer instead of three.
+    qkv: Linear,
     attention_out: Linear,
     attention_norm: LayerNorm,
     intermediate: Linear,
@@ -113,10 +113,15 @@ impl Encoder {
                         )
                     }
                 };
+                let qkv = Linear::new(
+                    Tensor::cat(&[query.weight(), key.weight(), value.weight()], 0)?,
+                    match (query.bias(), key.bias(), value.bias()) {
+                        (Some(q), Some(k), Some(v)) => Some(Tensor::cat(&[q, k, v], 0)?),
+                        _ => None,
+                    },
+                );
                 Ok(Layer {
-                    query,
-                    key,
-                    value,
+                    qkv,
                     attention_out,
                     attention_norm,
                     intermediate: linear(h, config.intermediate_size, l.pp("intermediate.dense"))?,
@@ -234,14 +239,18 @@ impl Encoder {
         bias: Option<&Tensor>,
     ) -> candle_core::Result<Tensor> {
         let (batch, tokens, hidden) = x.dims3()?;
+        // All dense layers run on [batch × tokens, hidden]: one large matrix product instead of
+        // a small one per text, which is what makes CPU inference fast on short sentences.
+        let flat = x.reshape((batch * tokens, hidden))?;
         let split = |t: Tensor| -> candle_core::Result<Tensor> {
             t.reshape((batch, tokens, self.heads, self.head_dim))?
                 .transpose(1, 2)?
                 .contiguous()
         };
-        let q = split(layer.query.forward(x)?)?;
-        let k = split(layer.key.forward(x)?)?;
-        let v = split(layer.value.forward(x)?)?;
+        let qkv = layer.qkv.forward(&flat)?;
+        let q = split(qkv.narrow(1, 0, hidden)?)?;
+        let k = split(qkv.narrow(1, hidden, hidden)?)?;
+        let v = split(qkv.narrow(1, 2 * hidden, hidden)?)?;
         let mut scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
         if let Some(bias) = bias {
             scores = scores.broadcast_add(bias)?;
@@ -251,19 +260,20 @@ impl Encoder {
         let context = probs
             .matmul(&v)?
             .transpose(1, 2)?
-            .reshape((batch, tokens, hidden))?;
+            .reshape((batch * tokens, hidden))?;
         let attended = layer
             .attention_norm
-            .forward(&(layer.attention_out.forward(&context)? + x)?)?;
+            .forward(&(layer.attention_out.forward(&context)? + &flat)?)?;
         let inner = layer.intermediate.forward(&attended)?;
         let inner = if self.exact_gelu {
-            inner.gelu_erf()?
+            gelu_erf(&inner)?
         } else {
             inner.gelu()?
         };
-        layer
+        let out = layer
             .output_norm
-            .forward(&(layer.output.forward(&inner)? + attended)?)
+            .forward(&(layer.output.forward(&inner)? + attended)?)?;
+        out.reshape((batch, tokens, hidden))
     }
 
     /// MPNet's relative-position bias, [1, heads, tokens, tokens].
@@ -294,6 +304,45 @@ impl Encoder {
     pub fn hidden_size(&self) -> usize {
         self.heads * self.head_dim
     }
+}
+
+/// Exact (erf) GELU. On CPU in f32 it runs a vectorisable rational erf approximation (the one
+/// of Eigen / TensorFlow, |error| < 1e-6) over all cores: candle's own kernel calls scalar
+/// `libm::erff` on one thread, which cost a third of a MiniLM forward pass.
+fn gelu_erf(x: &Tensor) -> candle_core::Result<Tensor> {
+    use rayon::prelude::*;
+    if !x.device().is_cpu() || x.dtype() != DType::F32 {
+        return x.gelu_erf();
+    }
+    let mut values = x.flatten_all()?.to_vec1::<f32>()?;
+    values.par_chunks_mut(8192).for_each(|chunk| {
+        for v in chunk {
+            *v = 0.5 * *v * (1.0 + erf_approx(*v * std::f32::consts::FRAC_1_SQRT_2));
+        }
+    });
+    Tensor::from_vec(values, x.shape(), x.device())
+}
+
+/// erf(x) in f32 as Eigen's `generic_fast_erf_float`: odd/even rational polynomial on
+/// x clamped to [-4, 4] (beyond which erf is ±1 in f32). Only multiplications and additions,
+/// so the loop above vectorises (plain `a * b + c`: `mul_add` is a libm call without a
+/// target FMA feature).
+#[inline]
+pub(crate) fn erf_approx(x: f32) -> f32 {
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let mut p = x2 * -2.726_142_3e-10 + 2.770_681_4e-8;
+    p = x2 * p + -2.101_024e-6;
+    p = x2 * p + -5.692_506_4e-5;
+    p = x2 * p + -7.349_906_3e-4;
+    p = x2 * p + -2.954_6e-3;
+    p = x2 * p + -1.609_603_3e-2;
+    p *= x;
+    let mut q = x2 * -1.456_607_2e-5 + -2.133_740_6e-4;
+    q = x2 * q + -1.682_827e-3;
+    q = x2 * q + -7.373_329e-3;
+    q = x2 * q + -1.426_473_9e-2;
+    p / q
 }
 
 /// T5/MPNet bidirectional bucket of a relative position (`memory − context`), in f32 arithmetic
@@ -353,6 +402,20 @@ pub(crate) fn pool(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_gelu_matches_candles_exact_gelu() {
+        let grid: Vec<f32> = (-60_000..=60_000).map(|i| i as f32 * 1e-4).collect();
+        let t = Tensor::new(grid.as_slice(), &Device::Cpu).unwrap();
+        let ours = gelu_erf(&t).unwrap().to_vec1::<f32>().unwrap();
+        let reference = t.gelu_erf().unwrap().to_vec1::<f32>().unwrap();
+        let worst = ours
+            .iter()
+            .zip(&reference)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(worst < 2e-6, "max |error| {worst}");
+    }
 
     #[test]
     fn buckets_match_the_reference_formula() {

@@ -1,0 +1,96 @@
+use std::path::PathBuf;
+
+/// Errors of sage-data.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataError {
+    /// A file could not be read.
+    #[error("{}: {message}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A line (or row) of a file is malformed.
+    #[error("{}:{line}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong.
+        message: String,
+    },
+    /// A file holds no rows.
+    #[error("{}: no rows", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Rows with empty text under the `Fail` policy.
+    #[error("{}: {} rows with an empty text (first on line {})", path.display(), lines.len(), lines[0])]
+    EmptyText {
+        /// The file.
+        path: PathBuf,
+        /// 1-based lines of the offending rows.
+        lines: Vec<usize>,
+    },
+    /// A name that is not in the registry.
+    #[error("unknown dataset {name:?}; `sage data list` shows the registry")]
+    UnknownDataset {
+        /// The name given.
+        name: String,
+    },
+    /// A split the dataset does not have.
+    #[error("dataset {dataset} has no split {split:?} (splits: {})", available.join(", "))]
+    UnknownSplit {
+        /// The dataset.
+        dataset: String,
+        /// The split asked for.
+        split: String,
+        /// The splits it has.
+        available: Vec<String>,
+    },
+    /// The dataset is registered but not present locally.
+    #[error("dataset {dataset} is not in the local mirror (expected {}): {hint}", path.display())]
+    NotLocal {
+        /// The dataset.
+        dataset: String,
+        /// Where it was expected.
+        path: PathBuf,
+        /// What to do.
+        hint: String,
+    },
+    /// The dataset is of another kind than the loader asked for.
+    #[error("dataset {dataset} holds {actual}, not {expected}")]
+    WrongKind {
+        /// The dataset.
+        dataset: String,
+        /// Its kind.
+        actual: &'static str,
+        /// The kind asked for.
+        expected: &'static str,
+    },
+    /// No data root: neither SAGE_DATA_DIR nor a flag.
+    #[error("no data directory: set SAGE_DATA_DIR or pass --data-dir")]
+    NoRoot,
+    /// An error from sage-core.
+    #[error(transparent)]
+    Core(#[from] sage_core::SageError),
+}
+
+/// Result alias of sage-data.
+pub type Result<T, E = DataError> = std::result::Result<T, E>;
+
+pub(crate) fn parse_error(
+    path: &std::path::Path,
+    line: usize,
+    message: impl Into<String>,
+) -> DataError {
+    DataError::Parse {
+        path: path.to_owned(),
+        line,
+        message: message.into(),
+    }
+}

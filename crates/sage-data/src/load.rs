@@ -1,0 +1,411 @@
+//! Reading the local mirror into typed rows.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{parse_error, DataError, Result};
+use crate::registry::{entry, DatasetEntry, DatasetKind};
+use crate::rows::{sealed::ReadRow, At, BeirDocument, BeirQuery, Line, Row, TextPair, WordPair};
+
+/// What to do with rows whose text is empty (or only whitespace). They are always counted and
+/// their lines recorded in [`Loaded::empty_text_lines`]; the policy decides whether they stay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EmptyTextPolicy {
+    /// Keep them (and report them).
+    #[default]
+    Keep,
+    /// Drop them (and report them).
+    Drop,
+    /// Refuse the file, naming the lines.
+    Fail,
+}
+
+/// Rows of one dataset split, with where they came from.
+#[derive(Clone, Debug)]
+pub struct Loaded<T> {
+    /// Registry name.
+    pub dataset: String,
+    /// Split.
+    pub split: String,
+    /// The file read.
+    pub path: PathBuf,
+    /// The rows, in file order.
+    pub rows: Vec<T>,
+    /// 1-based lines of rows with an empty text (kept or dropped per the policy).
+    pub empty_text_lines: Vec<usize>,
+}
+
+/// A BEIR dataset: corpus, queries and the judgements of one split.
+#[derive(Clone, Debug)]
+pub struct Beir {
+    /// Registry name.
+    pub dataset: String,
+    /// The qrels split.
+    pub split: String,
+    /// The folder read.
+    pub dir: PathBuf,
+    /// corpus.jsonl.
+    pub corpus: Vec<BeirDocument>,
+    /// queries.jsonl, only those with judgements in this split.
+    pub queries: Vec<BeirQuery>,
+    /// query id → document id → relevance.
+    pub qrels: BTreeMap<String, BTreeMap<String, i32>>,
+}
+
+/// The root of the local mirror.
+#[derive(Clone, Debug)]
+pub struct DataRoot {
+    root: PathBuf,
+    policy: EmptyTextPolicy,
+}
+
+impl DataRoot {
+    /// The mirror at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> DataRoot {
+        DataRoot {
+            root: root.into(),
+            policy: EmptyTextPolicy::default(),
+        }
+    }
+
+    /// The mirror at SAGE_DATA_DIR.
+    pub fn from_env() -> Result<DataRoot> {
+        std::env::var_os("SAGE_DATA_DIR")
+            .filter(|v| !v.is_empty())
+            .map(DataRoot::new)
+            .ok_or(DataError::NoRoot)
+    }
+
+    /// Sets the empty-text policy.
+    pub fn with_empty_text_policy(mut self, policy: EmptyTextPolicy) -> DataRoot {
+        self.policy = policy;
+        self
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The registry entry of `name` and the local path of `split`, checked.
+    pub fn locate(&self, name: &str, split: &str) -> Result<(&'static DatasetEntry, PathBuf)> {
+        let e = entry(name).ok_or_else(|| DataError::UnknownDataset {
+            name: name.to_owned(),
+        })?;
+        if !e.splits.contains(&split) {
+            return Err(DataError::UnknownSplit {
+                dataset: name.to_owned(),
+                split: split.to_owned(),
+                available: e.splits.iter().map(|s| s.to_string()).collect(),
+            });
+        }
+        let path = self.root.join(e.local_path(split));
+        if !path.exists() {
+            let hint = match &e.hub {
+                Some(h) => format!(
+                    "it is on the Hugging Face hub as {} (sage data fetch {name})",
+                    h.repo
+                ),
+                None => {
+                    "it has no hub source; put the files there in the documented layout".to_owned()
+                }
+            };
+            return Err(DataError::NotLocal {
+                dataset: name.to_owned(),
+                path,
+                hint,
+            });
+        }
+        Ok((e, path))
+    }
+
+    /// Rows of a JSON-lines or TSV dataset split, as `T`. The dataset's kind must load as `T`.
+    pub fn load<T: Row + KindOf>(&self, name: &str, split: &str) -> Result<Loaded<T>> {
+        let (e, path) = self.locate(name, split)?;
+        if !T::KINDS.contains(&e.kind) {
+            return Err(DataError::WrongKind {
+                dataset: name.to_owned(),
+                actual: e.kind.name(),
+                expected: T::KINDS[0].name(),
+            });
+        }
+        let (rows, empty) = with_empty_lines(T::read(&path, e.dimensions)?);
+        let rows = self.apply_policy(&path, rows, &empty)?;
+        Ok(Loaded {
+            dataset: name.to_owned(),
+            split: split.to_owned(),
+            path,
+            rows,
+            empty_text_lines: empty,
+        })
+    }
+
+    fn apply_policy<T>(
+        &self,
+        path: &Path,
+        rows: Vec<(usize, T)>,
+        empty: &[usize],
+    ) -> Result<Vec<T>> {
+        match self.policy {
+            EmptyTextPolicy::Fail if !empty.is_empty() => Err(DataError::EmptyText {
+                path: path.to_owned(),
+                lines: empty.to_vec(),
+            }),
+            EmptyTextPolicy::Drop => Ok(rows
+                .into_iter()
+                .filter(|(line, _)| !empty.contains(line))
+                .map(|(_, r)| r)
+                .collect()),
+            _ => Ok(rows.into_iter().map(|(_, r)| r).collect()),
+        }
+    }
+
+    /// A BEIR dataset with the judgements of `split`. Every judged query must be in
+    /// queries.jsonl and every judged document in corpus.jsonl, or the qrels line is named.
+    pub fn beir(&self, name: &str, split: &str) -> Result<Beir> {
+        let (e, dir) = self.locate(name, split)?;
+        if e.kind != DatasetKind::Beir {
+            return Err(DataError::WrongKind {
+                dataset: name.to_owned(),
+                actual: e.kind.name(),
+                expected: DatasetKind::Beir.name(),
+            });
+        }
+        let corpus_path = dir.join("corpus.jsonl");
+        let (corpus, empty_docs) = with_empty_lines(read_jsonl::<BeirDocument>(&corpus_path, &[])?);
+        let corpus = self.apply_policy(&corpus_path, corpus, &empty_docs)?;
+        let queries_path = dir.join("queries.jsonl");
+        let (queries, empty_queries) =
+            with_empty_lines(read_jsonl::<BeirQuery>(&queries_path, &[])?);
+        let queries = self.apply_policy(&queries_path, queries, &empty_queries)?;
+        let qrels_path = dir.join("qrels").join(format!("{split}.tsv"));
+        let qrels = read_qrels(&qrels_path)?;
+        let doc_ids: HashSet<&str> = corpus.iter().map(|d| d.id.as_str()).collect();
+        let query_ids: HashSet<&str> = queries.iter().map(|q| q.id.as_str()).collect();
+        for (line, query, doc, _) in &qrels {
+            if !query_ids.contains(query.as_str()) {
+                return Err(parse_error(
+                    &qrels_path,
+                    *line,
+                    format!("query id {query:?} is not in {}", queries_path.display()),
+                ));
+            }
+            if !doc_ids.contains(doc.as_str()) {
+                return Err(parse_error(
+                    &qrels_path,
+                    *line,
+                    format!("corpus id {doc:?} is not in {}", corpus_path.display()),
+                ));
+            }
+        }
+        let mut judged: BTreeMap<String, BTreeMap<String, i32>> = BTreeMap::new();
+        for (_, q, d, rel) in qrels {
+            judged.entry(q).or_default().insert(d, rel);
+        }
+        let queries = queries
+            .into_iter()
+            .filter(|q| judged.contains_key(&q.id))
+            .collect();
+        Ok(Beir {
+            dataset: name.to_owned(),
+            split: split.to_owned(),
+            dir,
+            corpus,
+            queries,
+            qrels: judged,
+        })
+    }
+}
+
+/// Which dataset kinds load as a row type.
+pub trait KindOf {
+    /// The kinds, the first being the one named in errors.
+    const KINDS: &'static [DatasetKind];
+}
+
+macro_rules! kind_of {
+    ($t:ty => $($k:ident),+) => {
+        impl KindOf for $t {
+            const KINDS: &'static [DatasetKind] = &[$(DatasetKind::$k),+];
+        }
+    };
+}
+kind_of!(crate::StsPair => StsPairs);
+kind_of!(crate::LabeledPair => ParaphrasePairs, PairClassification);
+kind_of!(crate::NegationPair => NegationPairs);
+kind_of!(crate::DocumentSummary => DocumentSummary);
+kind_of!(crate::Document => Documents);
+kind_of!(crate::SummaryRating => SummaryRatings, SummaryAxisRatings);
+kind_of!(crate::SummaryDocument => SummaryDocuments);
+kind_of!(crate::SummaryComparison => SummaryComparisons);
+kind_of!(crate::LabeledText => Clustering, Classification);
+kind_of!(WordPair => WordSimilarity);
+kind_of!(TextPair => TextPairs);
+kind_of!(Line => Vocabulary);
+
+/// Splits off the lines of rows with an empty (or whitespace-only) text.
+fn with_empty_lines<T: Row>(rows: Vec<(usize, T)>) -> (Vec<(usize, T)>, Vec<usize>) {
+    let empty = rows
+        .iter()
+        .filter(|(_, r)| r.texts().iter().any(|t| t.trim().is_empty()))
+        .map(|(line, _)| *line)
+        .collect();
+    (rows, empty)
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| DataError::Io {
+        path: path.to_owned(),
+        message: format!("cannot read: {e}"),
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        parse_error(path, line, "not valid UTF-8")
+    })
+}
+
+/// Non-blank lines with 1-based numbers; CR line ends accepted.
+fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split('\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
+        .filter(|(_, l)| !l.trim().is_empty())
+}
+
+fn non_empty<T>(path: &Path, rows: Vec<(usize, T)>) -> Result<Vec<(usize, T)>> {
+    if rows.is_empty() {
+        Err(DataError::Empty {
+            path: path.to_owned(),
+        })
+    } else {
+        Ok(rows)
+    }
+}
+
+/// JSON lines, one object a row.
+pub(crate) fn read_jsonl<T: ReadRow>(path: &Path, extra: &[&str]) -> Result<Vec<(usize, T)>> {
+    let text = read_text(path)?;
+    let mut rows = Vec::new();
+    for (line, raw) in numbered_lines(&text) {
+        let value: Value = serde_json::from_str(raw)
+            .map_err(|e| parse_error(path, line, format!("not valid JSON: {e}")))?;
+        let Value::Object(object) = value else {
+            return Err(parse_error(path, line, "expected a JSON object"));
+        };
+        rows.push((
+            line,
+            T::from_json(
+                &At {
+                    path,
+                    line,
+                    object: &object,
+                },
+                extra,
+            )?,
+        ));
+    }
+    non_empty(path, rows)
+}
+
+fn tab_fields<'a>(path: &Path, line: usize, raw: &'a str, want: usize) -> Result<Vec<&'a str>> {
+    let fields: Vec<&str> = raw.split('\t').collect();
+    if fields.len() != want {
+        return Err(parse_error(
+            path,
+            line,
+            format!(
+                "expected {want} tab-separated fields, found {}",
+                fields.len()
+            ),
+        ));
+    }
+    Ok(fields)
+}
+
+/// `word1<TAB>word2<TAB>score` lines.
+pub(crate) fn read_tsv_word_pairs(path: &Path) -> Result<Vec<(usize, WordPair)>> {
+    let text = read_text(path)?;
+    let mut rows = Vec::new();
+    for (line, raw) in numbered_lines(&text) {
+        let f = tab_fields(path, line, raw, 3)?;
+        let score = f[2]
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| parse_error(path, line, format!("score {:?} is not a number", f[2])))?;
+        rows.push((
+            line,
+            WordPair {
+                word1: f[0].to_owned(),
+                word2: f[1].to_owned(),
+                score,
+            },
+        ));
+    }
+    non_empty(path, rows)
+}
+
+/// `a<TAB>b` lines.
+pub(crate) fn read_tab_pairs(path: &Path) -> Result<Vec<(usize, TextPair)>> {
+    let text = read_text(path)?;
+    let mut rows = Vec::new();
+    for (line, raw) in numbered_lines(&text) {
+        let f = tab_fields(path, line, raw, 2)?;
+        rows.push((
+            line,
+            TextPair {
+                a: f[0].to_owned(),
+                b: f[1].to_owned(),
+            },
+        ));
+    }
+    non_empty(path, rows)
+}
+
+/// One row a non-blank line.
+pub(crate) fn read_lines(path: &Path) -> Result<Vec<(usize, Line)>> {
+    let text = read_text(path)?;
+    let rows = numbered_lines(&text)
+        .map(|(line, raw)| {
+            (
+                line,
+                Line {
+                    text: raw.to_owned(),
+                },
+            )
+        })
+        .collect();
+    non_empty(path, rows)
+}
+
+fn read_qrels(path: &Path) -> Result<Vec<(usize, String, String, i32)>> {
+    let text = read_text(path)?;
+    let mut out = Vec::new();
+    for (line, raw) in numbered_lines(&text) {
+        let f = tab_fields(path, line, raw, 3)?;
+        let rel = match f[2].trim().parse::<i32>() {
+            Ok(r) => r,
+            Err(_) if line == 1 => continue, // the BEIR header: query-id corpus-id score
+            Err(_) => {
+                return Err(parse_error(
+                    path,
+                    line,
+                    format!("relevance {:?} is not an integer", f[2]),
+                ))
+            }
+        };
+        out.push((line, f[0].to_owned(), f[1].to_owned(), rel));
+    }
+    if out.is_empty() {
+        return Err(DataError::Empty {
+            path: path.to_owned(),
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,1005 @@
+//! The registry of named datasets: kind, splits, local-mirror path and Hugging Face source.
+
+use serde::Serialize;
+
+/// What a dataset holds, and so which row type it loads as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetKind {
+    /// [`crate::StsPair`]: sentence1, sentence2, score (+ subset).
+    StsPairs,
+    /// [`crate::LabeledPair`]: sentence1, sentence2, label 0/1 (paraphrase / duplicate).
+    ParaphrasePairs,
+    /// [`crate::NegationPair`]: sentence, affirmative.
+    NegationPairs,
+    /// [`crate::DocumentSummary`]: id, text, summary (+ title).
+    DocumentSummary,
+    /// [`crate::Document`]: id, text (+ title, label).
+    Documents,
+    /// [`crate::SummaryRating`]: doc_id, source, summary, system + rating dimensions.
+    SummaryRatings,
+    /// [`crate::SummaryDocument`]: doc_id, source, reference.
+    SummaryDocuments,
+    /// [`crate::SummaryComparison`]: summarize_from_feedback comparisons.
+    SummaryComparisons,
+    /// [`crate::AxisRating`]: summarize_from_feedback axis evaluations.
+    SummaryAxisRatings,
+    /// [`crate::LabeledText`]: text, label (clustering).
+    Clustering,
+    /// corpus.jsonl, queries.jsonl, qrels/<split>.tsv.
+    Beir,
+    /// [`crate::LabeledText`]: text, label (classification).
+    Classification,
+    /// [`crate::LabeledPair`]: sentence1, sentence2, label 0/1 (pair classification).
+    PairClassification,
+    /// [`crate::WordPair`]: `word1<TAB>word2<TAB>score` lines.
+    WordSimilarity,
+    /// [`crate::Line`]: one word or sentence per line.
+    Vocabulary,
+    /// [`crate::TextPair`]: `a<TAB>b` lines (EvalRank positive pairs).
+    TextPairs,
+    /// The WordNet 3.0 database folder.
+    WordNet,
+}
+
+impl DatasetKind {
+    /// Name used in listings.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetKind::StsPairs => "sts-pairs",
+            DatasetKind::ParaphrasePairs => "paraphrase-pairs",
+            DatasetKind::NegationPairs => "negation-pairs",
+            DatasetKind::DocumentSummary => "document-summary",
+            DatasetKind::Documents => "documents",
+            DatasetKind::SummaryRatings => "summary-ratings",
+            DatasetKind::SummaryDocuments => "summary-documents",
+            DatasetKind::SummaryComparisons => "summary-comparisons",
+            DatasetKind::SummaryAxisRatings => "summary-axis-ratings",
+            DatasetKind::Clustering => "clustering",
+            DatasetKind::Beir => "beir",
+            DatasetKind::Classification => "classification",
+            DatasetKind::PairClassification => "pair-classification",
+            DatasetKind::WordSimilarity => "word-similarity",
+            DatasetKind::Vocabulary => "vocabulary",
+            DatasetKind::TextPairs => "text-pairs",
+            DatasetKind::WordNet => "wordnet",
+        }
+    }
+}
+
+/// Where a dataset lives on the Hugging Face hub and how its columns map onto ours.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct HubSource {
+    /// Dataset repository id.
+    pub repo: &'static str,
+    /// Revision (branch, tag or commit).
+    pub revision: &'static str,
+    /// Dataset config / subset, where the repository has several.
+    pub config: Option<&'static str>,
+    /// Files to fetch, relative to the repository root (`{split}` is substituted).
+    pub files: &'static [&'static str],
+    /// (our column, their column or JSON path) pairs.
+    pub columns: &'static [(&'static str, &'static str)],
+}
+
+/// One registered dataset.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct DatasetEntry {
+    /// Registry name.
+    pub name: &'static str,
+    /// What it holds.
+    pub kind: DatasetKind,
+    /// Its splits (for BEIR: the qrels splits; `all` for single-file sets).
+    pub splits: &'static [&'static str],
+    /// Path in the local mirror relative to the data root; `{split}` is substituted. For BEIR
+    /// and WordNet, the folder.
+    pub local: &'static str,
+    /// Rating dimensions (summary ratings) — the keys read into `SummaryRating::ratings`.
+    pub dimensions: &'static [&'static str],
+    /// The hub source, when the dataset is on the hub.
+    pub hub: Option<HubSource>,
+    /// One line about it.
+    pub description: &'static str,
+}
+
+macro_rules! entry {
+    ($name:literal, $kind:ident, [$($split:literal),*], $local:literal, $hub:expr, $desc:literal) => {
+        DatasetEntry { name: $name, kind: DatasetKind::$kind, splits: &[$($split),*], local: $local, dimensions: &[], hub: $hub, description: $desc }
+    };
+}
+
+const fn hub(
+    repo: &'static str,
+    config: Option<&'static str>,
+    files: &'static [&'static str],
+    columns: &'static [(&'static str, &'static str)],
+) -> Option<HubSource> {
+    Some(HubSource {
+        repo,
+        revision: "main",
+        config,
+        files,
+        columns,
+    })
+}
+
+const STS_COLUMNS: &[(&str, &str)] = &[
+    ("sentence1", "sentence1"),
+    ("sentence2", "sentence2"),
+    ("score", "score"),
+];
+const MTEB_STS_FILES: &[&str] = &["{split}.jsonl.gz"];
+const PAIR_COLUMNS: &[(&str, &str)] = &[
+    ("sentence1", "sentence1"),
+    ("sentence2", "sentence2"),
+    ("label", "label"),
+];
+const MTEB_CLUSTERING: &[(&str, &str)] = &[("text", "sentences[]"), ("label", "labels[]")];
+const MTEB_CLUSTERING_FILES: &[&str] = &["test.jsonl.gz"];
+const BEIR_FILES: &[&str] = &["corpus.jsonl.gz", "queries.jsonl.gz"];
+const BEIR_COLUMNS: &[(&str, &str)] = &[("_id", "_id"), ("title", "title"), ("text", "text")];
+const TEXT_LABEL: &[(&str, &str)] = &[("text", "text"), ("label", "label")];
+
+/// Every registered dataset: everything in the local mirror (`../shared/data`) and the
+/// datasets the seed papers use that are only on the hub.
+pub const REGISTRY: &[DatasetEntry] = &[
+    // STS
+    entry!(
+        "stsb",
+        StsPairs,
+        ["train", "validation", "test"],
+        "sts/stsb/{split}.jsonl",
+        hub("mteb/stsbenchmark-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        "STS Benchmark, scores 0-5"
+    ),
+    entry!(
+        "sickr",
+        StsPairs,
+        ["train", "validation", "test"],
+        "sts/sickr/{split}.jsonl",
+        hub("mteb/sickr-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        "SICK relatedness, scores 1-5"
+    ),
+    entry!(
+        "sts12",
+        StsPairs,
+        ["test"],
+        "sts/sts12/{split}.jsonl",
+        hub("mteb/sts12-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        "SemEval STS 2012"
+    ),
+    entry!(
+        "sts13",
+        StsPairs,
+        ["test"],
+        "sts/sts13/{split}.jsonl",
+        hub("mteb/sts13-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        "SemEval STS 2013 (no SMT)"
+    ),
+    entry!(
+        "sts14",
+        StsPairs,
+        ["test"],
+        "sts/sts14/{split}.jsonl",
+        hub("mteb/sts14-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        "SemEval STS 2014"
+    ),
+    entry!(
+        "sts15",
+        StsPairs,
+        ["test"],
+        "sts/sts15/{split}.jsonl",
+        hub("mteb/sts15-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        "SemEval STS 2015"
+    ),
+    entry!(
+        "sts16",
+        StsPairs,
+        ["test"],
+        "sts/sts16/{split}.jsonl",
+        hub("mteb/sts16-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        "SemEval STS 2016"
+    ),
+    entry!(
+        "biosses",
+        StsPairs,
+        ["test"],
+        "sts/biosses/{split}.jsonl",
+        hub("mteb/biosses-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        "BIOSSES biomedical STS"
+    ),
+    entry!(
+        "str2022",
+        StsPairs,
+        ["all"],
+        "sts/str2022/{split}.jsonl",
+        None,
+        "STR-2022 semantic relatedness (EvalRank's sentence set)"
+    ),
+    // paraphrase and negation
+    entry!(
+        "mrpc",
+        ParaphrasePairs,
+        ["train", "test"],
+        "paraphrase/mrpc/{split}.jsonl",
+        hub(
+            "nyu-mll/glue",
+            Some("mrpc"),
+            &["mrpc/{split}-00000-of-00001.parquet"],
+            PAIR_COLUMNS
+        ),
+        "Microsoft Research Paraphrase Corpus"
+    ),
+    entry!(
+        "paws-wiki",
+        ParaphrasePairs,
+        ["dev", "test"],
+        "paraphrase/paws_wiki/{split}.jsonl",
+        hub(
+            "google-research-datasets/paws",
+            Some("labeled_final"),
+            &["labeled_final/{split}-00000-of-00001.parquet"],
+            PAIR_COLUMNS
+        ),
+        "PAWS-Wiki labeled final"
+    ),
+    entry!(
+        "qqp",
+        ParaphrasePairs,
+        ["sample"],
+        "paraphrase/qqp/{split}.jsonl",
+        None,
+        "Quora Question Pairs, tiny local sample (qqp-full is on the hub)"
+    ),
+    entry!(
+        "qqp-full",
+        ParaphrasePairs,
+        ["train", "validation"],
+        "paraphrase/qqp_full/{split}.jsonl",
+        hub(
+            "nyu-mll/glue",
+            Some("qqp"),
+            &["qqp/{split}-00000-of-00001.parquet"],
+            &[
+                ("sentence1", "question1"),
+                ("sentence2", "question2"),
+                ("label", "label")
+            ]
+        ),
+        "Quora Question Pairs, full (GLUE)"
+    ),
+    entry!(
+        "afin",
+        NegationPairs,
+        ["train", "dev", "test"],
+        "paraphrase/afin/{split}.jsonl",
+        None,
+        "AFIN: negated sentences and affirmative interpretations"
+    ),
+    // documents and summaries
+    entry!(
+        "cnn-dailymail",
+        DocumentSummary,
+        ["sample"],
+        "summarization/cnn_dailymail/{split}.jsonl",
+        hub(
+            "abisee/cnn_dailymail",
+            Some("3.0.0"),
+            &["3.0.0/test-00000-of-00001.parquet"],
+            &[("id", "id"), ("text", "article"), ("summary", "highlights")]
+        ),
+        "CNN/DailyMail news with highlights"
+    ),
+    entry!(
+        "billsum",
+        DocumentSummary,
+        ["sample"],
+        "summarization/billsum/{split}.jsonl",
+        hub(
+            "FiscalNote/billsum",
+            None,
+            &["data/test-00000-of-00001.parquet"],
+            &[("text", "text"), ("summary", "summary"), ("title", "title")]
+        ),
+        "US bills with summaries"
+    ),
+    entry!(
+        "sumpubmed",
+        DocumentSummary,
+        ["sample"],
+        "summarization/sumpubmed/{split}.jsonl",
+        None,
+        "SumPubMed biomedical abstracts (body lower-cased)"
+    ),
+    entry!(
+        "paul-graham-essays",
+        Documents,
+        ["sample"],
+        "documents/paul_graham_essays/{split}.jsonl",
+        None,
+        "Paul Graham's 215 essays"
+    ),
+    entry!(
+        "amazon-polarity",
+        Documents,
+        ["sample"],
+        "documents/amazon_polarity/{split}.jsonl",
+        None,
+        "Amazon reviews, 1,000-row local sample (amazon-polarity-full is on the hub)"
+    ),
+    entry!(
+        "amazon-polarity-full",
+        Documents,
+        ["test"],
+        "documents/amazon_polarity_full/{split}.jsonl",
+        hub(
+            "fancyzhx/amazon_polarity",
+            Some("amazon_polarity"),
+            &["amazon_polarity/test-00000-of-00001.parquet"],
+            &[
+                ("title", "title"),
+                ("text", "title+\n+content"),
+                ("label", "label")
+            ]
+        ),
+        "Amazon reviews, full 400k test split"
+    ),
+    // human preference
+    DatasetEntry {
+        name: "summeval",
+        kind: DatasetKind::SummaryRatings,
+        splits: &["ratings"],
+        local: "human_pref/summeval/{split}.jsonl",
+        dimensions: &["coherence", "consistency", "fluency", "relevance"],
+        hub: hub(
+            "mteb/summeval",
+            None,
+            &["test.jsonl.gz"],
+            &[("source", "text"), ("summary", "machine_summaries[]")],
+        ),
+        description: "SummEval expert ratings (1-5)",
+    },
+    entry!(
+        "summeval-docs",
+        SummaryDocuments,
+        ["docs"],
+        "human_pref/summeval/{split}.jsonl",
+        None,
+        "SummEval source documents and references"
+    ),
+    DatasetEntry {
+        name: "realsumm",
+        kind: DatasetKind::SummaryRatings,
+        splits: &["ratings"],
+        local: "human_pref/realsumm/{split}.jsonl",
+        dimensions: &["litepyramid_recall"],
+        hub: None,
+        description: "REALSumm LitePyramid recall (0-1)",
+    },
+    entry!(
+        "realsumm-docs",
+        SummaryDocuments,
+        ["docs"],
+        "human_pref/realsumm/{split}.jsonl",
+        None,
+        "REALSumm source documents and references"
+    ),
+    entry!(
+        "summarize-from-feedback-comparisons",
+        SummaryComparisons,
+        ["train", "validation"],
+        "human_pref/summarize_from_feedback/comparisons_{split}.jsonl",
+        hub(
+            "openai/summarize_from_feedback",
+            Some("comparisons"),
+            &["comparisons/{split}-00000-of-00001.parquet"],
+            &[
+                ("id", "info.id"),
+                ("post", "info.post"),
+                ("summary_0", "summaries[0].text"),
+                ("summary_1", "summaries[1].text"),
+                ("choice", "choice")
+            ]
+        ),
+        "OpenAI TL;DR pairwise preferences"
+    ),
+    DatasetEntry {
+        name: "summarize-from-feedback-axis",
+        kind: DatasetKind::SummaryAxisRatings,
+        splits: &["validation", "test"],
+        local: "human_pref/summarize_from_feedback/axis_{split}.jsonl",
+        dimensions: &["overall", "accuracy", "coverage", "coherence"],
+        hub: hub(
+            "openai/summarize_from_feedback",
+            Some("axis"),
+            &["axis/{split}-00000-of-00001.parquet"],
+            &[
+                ("doc_id", "info.id"),
+                ("source", "info.post"),
+                ("summary", "summary.text"),
+                ("system", "summary.policy"),
+                ("overall", "summary.axes.overall"),
+                ("accuracy", "summary.axes.accuracy"),
+                ("coverage", "summary.axes.coverage"),
+                ("coherence", "summary.axes.coherence"),
+            ],
+        ),
+        description: "OpenAI TL;DR axis ratings (1-7)",
+    },
+    // clustering
+    entry!(
+        "twentynewsgroups",
+        Clustering,
+        ["test"],
+        "clustering/twentynewsgroups/{split}.jsonl",
+        hub(
+            "mteb/twentynewsgroups-clustering",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "20 Newsgroups subjects"
+    ),
+    entry!(
+        "reddit",
+        Clustering,
+        ["test"],
+        "clustering/reddit/{split}.jsonl",
+        hub(
+            "mteb/reddit-clustering",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "Reddit titles by subreddit (MTEB source pool)"
+    ),
+    entry!(
+        "stackexchange",
+        Clustering,
+        ["test"],
+        "clustering/stackexchange/{split}.jsonl",
+        hub(
+            "mteb/stackexchange-clustering",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "StackExchange titles by site (MTEB source pool)"
+    ),
+    entry!(
+        "reddit-p2p",
+        Clustering,
+        ["test"],
+        "clustering/reddit_p2p/{split}.jsonl",
+        hub(
+            "mteb/reddit-clustering-p2p",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "Reddit posts by subreddit"
+    ),
+    entry!(
+        "stackexchange-p2p",
+        Clustering,
+        ["test"],
+        "clustering/stackexchange_p2p/{split}.jsonl",
+        hub(
+            "mteb/stackexchange-clustering-p2p",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "StackExchange posts by site"
+    ),
+    entry!(
+        "arxiv-s2s",
+        Clustering,
+        ["test"],
+        "clustering/arxiv_s2s/{split}.jsonl",
+        hub(
+            "mteb/arxiv-clustering-s2s",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "arXiv titles by category"
+    ),
+    entry!(
+        "arxiv-p2p",
+        Clustering,
+        ["test"],
+        "clustering/arxiv_p2p/{split}.jsonl",
+        hub(
+            "mteb/arxiv-clustering-p2p",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "arXiv titles+abstracts by category"
+    ),
+    entry!(
+        "biorxiv-s2s",
+        Clustering,
+        ["test"],
+        "clustering/biorxiv_s2s/{split}.jsonl",
+        hub(
+            "mteb/biorxiv-clustering-s2s",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "bioRxiv titles by category"
+    ),
+    entry!(
+        "biorxiv-p2p",
+        Clustering,
+        ["test"],
+        "clustering/biorxiv_p2p/{split}.jsonl",
+        hub(
+            "mteb/biorxiv-clustering-p2p",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "bioRxiv titles+abstracts by category"
+    ),
+    entry!(
+        "medrxiv-s2s",
+        Clustering,
+        ["test"],
+        "clustering/medrxiv_s2s/{split}.jsonl",
+        hub(
+            "mteb/medrxiv-clustering-s2s",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "medRxiv titles by category"
+    ),
+    entry!(
+        "medrxiv-p2p",
+        Clustering,
+        ["test"],
+        "clustering/medrxiv_p2p/{split}.jsonl",
+        hub(
+            "mteb/medrxiv-clustering-p2p",
+            None,
+            MTEB_CLUSTERING_FILES,
+            MTEB_CLUSTERING
+        ),
+        "medRxiv titles+abstracts by category"
+    ),
+    // retrieval (BEIR)
+    entry!(
+        "scifact",
+        Beir,
+        ["test", "train"],
+        "retrieval/scifact",
+        hub("BeIR/scifact", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR SciFact"
+    ),
+    entry!(
+        "nfcorpus",
+        Beir,
+        ["test", "dev"],
+        "retrieval/nfcorpus",
+        hub("BeIR/nfcorpus", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR NFCorpus (test+dev documents)"
+    ),
+    entry!(
+        "arguana",
+        Beir,
+        ["test"],
+        "retrieval/arguana",
+        hub("BeIR/arguana", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR ArguAna (SAGE sensitivity documents)"
+    ),
+    entry!(
+        "fiqa",
+        Beir,
+        ["test", "dev", "train"],
+        "retrieval/fiqa",
+        hub("BeIR/fiqa", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR FiQA-2018"
+    ),
+    entry!(
+        "trec-covid",
+        Beir,
+        ["test"],
+        "retrieval/trec-covid",
+        hub("BeIR/trec-covid", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR TREC-COVID"
+    ),
+    entry!(
+        "scidocs",
+        Beir,
+        ["test"],
+        "retrieval/scidocs",
+        hub("BeIR/scidocs", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR SCIDOCS"
+    ),
+    entry!(
+        "quora",
+        Beir,
+        ["test", "dev"],
+        "retrieval/quora",
+        hub("BeIR/quora", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR Quora"
+    ),
+    entry!(
+        "nq",
+        Beir,
+        ["test"],
+        "retrieval/nq",
+        hub("BeIR/nq", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR Natural Questions"
+    ),
+    entry!(
+        "hotpotqa",
+        Beir,
+        ["test", "dev", "train"],
+        "retrieval/hotpotqa",
+        hub("BeIR/hotpotqa", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR HotpotQA"
+    ),
+    entry!(
+        "dbpedia-entity",
+        Beir,
+        ["test", "dev"],
+        "retrieval/dbpedia-entity",
+        hub("BeIR/dbpedia-entity", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR DBpedia-Entity"
+    ),
+    entry!(
+        "fever",
+        Beir,
+        ["test", "dev", "train"],
+        "retrieval/fever",
+        hub("BeIR/fever", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR FEVER"
+    ),
+    entry!(
+        "climate-fever",
+        Beir,
+        ["test"],
+        "retrieval/climate-fever",
+        hub("BeIR/climate-fever", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR Climate-FEVER"
+    ),
+    entry!(
+        "webis-touche2020",
+        Beir,
+        ["test"],
+        "retrieval/webis-touche2020",
+        hub("BeIR/webis-touche2020", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR Touché-2020"
+    ),
+    entry!(
+        "msmarco",
+        Beir,
+        ["dev", "train"],
+        "retrieval/msmarco",
+        hub("BeIR/msmarco", None, BEIR_FILES, BEIR_COLUMNS),
+        "BEIR MS MARCO"
+    ),
+    // classification and pair classification
+    entry!(
+        "banking77",
+        Classification,
+        ["train", "test"],
+        "classification/banking77/{split}.jsonl",
+        hub(
+            "mteb/banking77",
+            None,
+            &["{split}.jsonl.gz"],
+            &[("text", "text"), ("label", "label_text")]
+        ),
+        "Banking77 intents"
+    ),
+    entry!(
+        "mr",
+        Classification,
+        ["all"],
+        "classification/mr/{split}.jsonl",
+        None,
+        "SentEval MR movie reviews"
+    ),
+    entry!(
+        "cr",
+        Classification,
+        ["all"],
+        "classification/cr/{split}.jsonl",
+        None,
+        "SentEval CR product reviews"
+    ),
+    entry!(
+        "subj",
+        Classification,
+        ["all"],
+        "classification/subj/{split}.jsonl",
+        None,
+        "SentEval SUBJ subjectivity"
+    ),
+    entry!(
+        "mpqa",
+        Classification,
+        ["all"],
+        "classification/mpqa/{split}.jsonl",
+        None,
+        "SentEval MPQA opinion polarity"
+    ),
+    entry!(
+        "sst2",
+        Classification,
+        ["train", "dev", "test"],
+        "classification/sst2/{split}.jsonl",
+        hub(
+            "stanfordnlp/sst2",
+            None,
+            &["data/{split}-00000-of-00001.parquet"],
+            &[("text", "sentence"), ("label", "label")]
+        ),
+        "SST-2 (SentEval copy locally)"
+    ),
+    entry!(
+        "sst5",
+        Classification,
+        ["train", "dev", "test"],
+        "classification/sst5/{split}.jsonl",
+        None,
+        "SST-5 fine-grained sentiment (SentEval)"
+    ),
+    entry!(
+        "trec",
+        Classification,
+        ["train", "test"],
+        "classification/trec/{split}.jsonl",
+        hub("CogComp/trec", None, &["{split}.parquet"], TEXT_LABEL),
+        "TREC question types"
+    ),
+    entry!(
+        "twitter-semeval2015",
+        PairClassification,
+        ["dev", "test"],
+        "pair_classification/twitter_semeval2015/{split}.jsonl",
+        hub(
+            "mteb/twittersemeval2015-pairclassification",
+            None,
+            &["test.jsonl.gz"],
+            PAIR_COLUMNS
+        ),
+        "Twitter paraphrase (SemEval 2015)"
+    ),
+    // word similarity (EvalRank)
+    entry!(
+        "en-mc-30",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-MC-30.tsv",
+        None,
+        "Miller-Charles 30"
+    ),
+    entry!(
+        "en-men-tr-3k",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-MEN-TR-3k.tsv",
+        None,
+        "MEN 3k (0-50)"
+    ),
+    entry!(
+        "en-mturk-287",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-MTurk-287.tsv",
+        None,
+        "MTurk-287"
+    ),
+    entry!(
+        "en-mturk-771",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-MTurk-771.tsv",
+        None,
+        "MTurk-771"
+    ),
+    entry!(
+        "en-rg-65",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-RG-65.tsv",
+        None,
+        "Rubenstein-Goodenough 65"
+    ),
+    entry!(
+        "en-rw-stanford",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-RW-STANFORD.tsv",
+        None,
+        "Stanford Rare Words"
+    ),
+    entry!(
+        "en-simlex-999",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-SIMLEX-999.tsv",
+        None,
+        "SimLex-999"
+    ),
+    entry!(
+        "en-simverb-3500",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-SimVerb-3500.tsv",
+        None,
+        "SimVerb-3500"
+    ),
+    entry!(
+        "en-verb-143",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-VERB-143.tsv",
+        None,
+        "Verb-143 (144 pairs as released)"
+    ),
+    entry!(
+        "en-ws-353-all",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-WS-353-ALL.tsv",
+        None,
+        "WordSim-353 all"
+    ),
+    entry!(
+        "en-ws-353-rel",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-WS-353-REL.tsv",
+        None,
+        "WordSim-353 relatedness"
+    ),
+    entry!(
+        "en-ws-353-sim",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-WS-353-SIM.tsv",
+        None,
+        "WordSim-353 similarity"
+    ),
+    entry!(
+        "en-yp-130",
+        WordSimilarity,
+        ["all"],
+        "word_similarity/EN-YP-130.tsv",
+        None,
+        "Yang-Powers verbs 130"
+    ),
+    // vocabularies and EvalRank's own lists
+    entry!(
+        "wiki-20k",
+        Vocabulary,
+        ["all"],
+        "vocab/wiki_20k.txt",
+        None,
+        "20k Wikipedia vocabulary (EvalRank background)"
+    ),
+    entry!(
+        "google-10k",
+        Vocabulary,
+        ["all"],
+        "vocab/google_10k.txt",
+        None,
+        "Google 10k English words"
+    ),
+    entry!(
+        "evalrank-word-pairs",
+        TextPairs,
+        ["all"],
+        "evalrank/word_evalrank/pos_pair_5514.txt",
+        None,
+        "EvalRank word positive pairs (5,514)"
+    ),
+    entry!(
+        "evalrank-word-basic-vocab",
+        Vocabulary,
+        ["all"],
+        "evalrank/word_evalrank/basic_vocab.txt",
+        None,
+        "EvalRank basic word vocabulary"
+    ),
+    entry!(
+        "evalrank-word-wiki-vocab",
+        Vocabulary,
+        ["all"],
+        "evalrank/word_evalrank/wiki_vocab.txt",
+        None,
+        "EvalRank wiki vocabulary"
+    ),
+    entry!(
+        "evalrank-sent-pairs",
+        TextPairs,
+        ["all"],
+        "evalrank/sent_evalrank/pos_pair.txt",
+        None,
+        "EvalRank sentence positive pairs"
+    ),
+    entry!(
+        "evalrank-sent-background",
+        Vocabulary,
+        ["all"],
+        "evalrank/sent_evalrank/background_sent.txt",
+        None,
+        "EvalRank sentence background"
+    ),
+    entry!(
+        "wordnet",
+        WordNet,
+        ["all"],
+        "wordnet/dict",
+        None,
+        "WordNet 3.0 database"
+    ),
+];
+
+/// The entry named `name`.
+pub fn entry(name: &str) -> Option<&'static DatasetEntry> {
+    REGISTRY.iter().find(|e| e.name == name)
+}
+
+impl DatasetEntry {
+    /// The local path of `split` relative to the data root.
+    pub fn local_path(&self, split: &str) -> String {
+        self.local.replace("{split}", split)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_entries_consistent() {
+        let mut names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "duplicate registry names");
+        for e in REGISTRY {
+            assert!(!e.splits.is_empty(), "{}", e.name);
+            let templated = e.local.contains("{split}");
+            assert!(
+                templated || e.splits.len() == 1 || e.kind == DatasetKind::Beir,
+                "{}: several splits need {{split}} in the path",
+                e.name
+            );
+            assert_eq!(
+                e.dimensions.is_empty(),
+                !matches!(
+                    e.kind,
+                    DatasetKind::SummaryRatings | DatasetKind::SummaryAxisRatings
+                ),
+                "{}",
+                e.name
+            );
+        }
+    }
+
+    #[test]
+    fn the_papers_hub_only_sets_are_registered() {
+        for name in [
+            "summarize-from-feedback-comparisons",
+            "summarize-from-feedback-axis",
+            "arxiv-s2s",
+            "biorxiv-p2p",
+            "medrxiv-s2s",
+            "arguana",
+            "qqp-full",
+            "amazon-polarity-full",
+            "trec-covid",
+        ] {
+            assert!(entry(name).and_then(|e| e.hub).is_some(), "{name}");
+        }
+    }
+}

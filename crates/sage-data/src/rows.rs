@@ -1,0 +1,528 @@
+//! Typed rows, one struct per dataset kind, read from JSON objects with errors that name the
+//! file, the line and the key.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{parse_error, Result};
+
+/// Where a row is being read from, for error messages.
+pub struct At<'a> {
+    pub path: &'a Path,
+    pub line: usize,
+    pub object: &'a Map<String, Value>,
+}
+
+impl At<'_> {
+    fn get(&self, key: &str) -> Result<&Value> {
+        self.object
+            .get(key)
+            .ok_or_else(|| parse_error(self.path, self.line, format!("missing key {key:?}")))
+    }
+
+    pub fn str(&self, key: &str) -> Result<String> {
+        match self.get(key)? {
+            Value::String(s) => Ok(s.clone()),
+            other => Err(parse_error(
+                self.path,
+                self.line,
+                format!("{key:?} must be a string, got {other}"),
+            )),
+        }
+    }
+
+    pub fn opt_str(&self, key: &str) -> Result<Option<String>> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.str(key).map(Some),
+        }
+    }
+
+    pub fn f64(&self, key: &str) -> Result<f64> {
+        match self.get(key)? {
+            Value::Number(n) => n.as_f64().ok_or_else(|| {
+                parse_error(
+                    self.path,
+                    self.line,
+                    format!("{key:?} is not a finite number"),
+                )
+            }),
+            other => Err(parse_error(
+                self.path,
+                self.line,
+                format!("{key:?} must be a number, got {other}"),
+            )),
+        }
+    }
+
+    pub fn label01(&self, key: &str) -> Result<bool> {
+        match self.get(key)? {
+            Value::Number(n) if n.as_i64() == Some(1) => Ok(true),
+            Value::Number(n) if n.as_i64() == Some(0) => Ok(false),
+            Value::Bool(b) => Ok(*b),
+            other => Err(parse_error(
+                self.path,
+                self.line,
+                format!("{key:?} must be 0 or 1, got {other}"),
+            )),
+        }
+    }
+
+    pub fn label_string(&self, key: &str) -> Result<String> {
+        match self.get(key)? {
+            Value::String(s) => Ok(s.clone()),
+            Value::Number(n) => Ok(n.to_string()),
+            other => Err(parse_error(
+                self.path,
+                self.line,
+                format!("{key:?} must be a string or a number, got {other}"),
+            )),
+        }
+    }
+}
+
+/// A row type: which of its fields are texts (and, sealed inside this crate, how it is read).
+pub trait Row: Sized + Send + Sync + sealed::ReadRow {
+    /// The texts of the row (checked for emptiness, hashed for checksums).
+    fn texts(&self) -> Vec<&str>;
+}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// How a row type is read; crate-private so the reading helpers stay internal.
+    pub trait ReadRow: Sized {
+        /// Reads one JSON object.
+        fn from_json(at: &At<'_>, extra: &[&str]) -> Result<Self>;
+        /// Reads a whole file of these rows, with their 1-based line numbers (JSON lines
+        /// unless the row type says otherwise).
+        fn read(path: &Path, extra: &[&str]) -> Result<Vec<(usize, Self)>> {
+            crate::load::read_jsonl(path, extra)
+        }
+    }
+}
+
+/// A sentence pair with a graded similarity (STS).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StsPair {
+    /// First sentence.
+    pub sentence1: String,
+    /// Second sentence.
+    pub sentence2: String,
+    /// Gold score on the dataset's own scale.
+    pub score: f64,
+    /// Sub-corpus (STS12–16).
+    pub subset: Option<String>,
+}
+
+impl sealed::ReadRow for StsPair {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(StsPair {
+            sentence1: at.str("sentence1")?,
+            sentence2: at.str("sentence2")?,
+            score: at.f64("score")?,
+            subset: at.opt_str("subset")?,
+        })
+    }
+}
+
+impl Row for StsPair {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.sentence1, &self.sentence2]
+    }
+}
+
+/// A sentence pair with a binary label (paraphrase, duplicate, pair classification).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabeledPair {
+    /// First sentence.
+    pub sentence1: String,
+    /// Second sentence.
+    pub sentence2: String,
+    /// 1 = paraphrase / duplicate / positive.
+    pub label: bool,
+}
+
+impl sealed::ReadRow for LabeledPair {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(LabeledPair {
+            sentence1: at.str("sentence1")?,
+            sentence2: at.str("sentence2")?,
+            label: at.label01("label")?,
+        })
+    }
+}
+
+impl Row for LabeledPair {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.sentence1, &self.sentence2]
+    }
+}
+
+/// A sentence with a verbal negation and its affirmative interpretation (AFIN).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NegationPair {
+    /// The negated sentence.
+    pub sentence: String,
+    /// Its affirmative interpretation.
+    pub affirmative: String,
+}
+
+impl sealed::ReadRow for NegationPair {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(NegationPair {
+            sentence: at.str("sentence")?,
+            affirmative: at.str("affirmative")?,
+        })
+    }
+}
+
+impl Row for NegationPair {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.sentence, &self.affirmative]
+    }
+}
+
+/// A document with its reference summary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentSummary {
+    /// Id.
+    pub id: String,
+    /// The document.
+    pub text: String,
+    /// Its summary.
+    pub summary: String,
+    /// Title, where the dataset has one.
+    pub title: Option<String>,
+}
+
+impl sealed::ReadRow for DocumentSummary {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(DocumentSummary {
+            id: at.str("id")?,
+            text: at.str("text")?,
+            summary: at.str("summary")?,
+            title: at.opt_str("title")?,
+        })
+    }
+}
+
+impl Row for DocumentSummary {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.text, &self.summary]
+    }
+}
+
+/// A plain document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Document {
+    /// Id.
+    pub id: String,
+    /// The text.
+    pub text: String,
+    /// Title, where the dataset has one.
+    pub title: Option<String>,
+    /// Class label, where the dataset has one (amazon_polarity: 0 negative, 1 positive).
+    pub label: Option<String>,
+}
+
+impl sealed::ReadRow for Document {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        let label = if at.object.contains_key("label") {
+            Some(at.label_string("label")?)
+        } else {
+            None
+        };
+        Ok(Document {
+            id: at.str("id")?,
+            text: at.str("text")?,
+            title: at.opt_str("title")?,
+            label,
+        })
+    }
+}
+
+impl Row for Document {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.text]
+    }
+}
+
+/// Human ratings of one system summary (SummEval, REALSumm).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRating {
+    /// Source document id.
+    pub doc_id: String,
+    /// Source document.
+    pub source: String,
+    /// The rated summary.
+    pub summary: String,
+    /// The system that wrote it.
+    pub system: String,
+    /// Rating per dimension (the registry lists each dataset's dimensions).
+    pub ratings: BTreeMap<String, f64>,
+}
+
+impl sealed::ReadRow for SummaryRating {
+    fn from_json(at: &At<'_>, dimensions: &[&str]) -> Result<Self> {
+        let ratings = dimensions
+            .iter()
+            .map(|d| Ok((d.to_string(), at.f64(d)?)))
+            .collect::<Result<_>>()?;
+        Ok(SummaryRating {
+            doc_id: at.str("doc_id")?,
+            source: at.str("source")?,
+            summary: at.str("summary")?,
+            system: at.str("system")?,
+            ratings,
+        })
+    }
+}
+
+impl Row for SummaryRating {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.source, &self.summary]
+    }
+}
+
+/// A source document with its reference summary (the `docs.jsonl` of SummEval and REALSumm).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryDocument {
+    /// Document id.
+    pub doc_id: String,
+    /// The document.
+    pub source: String,
+    /// Its reference summary.
+    pub reference: String,
+}
+
+impl sealed::ReadRow for SummaryDocument {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(SummaryDocument {
+            doc_id: at.str("doc_id")?,
+            source: at.str("source")?,
+            reference: at.str("reference")?,
+        })
+    }
+}
+
+impl Row for SummaryDocument {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.source, &self.reference]
+    }
+}
+
+/// A pairwise human preference between two summaries of one post, in OpenAI's
+/// summarize_from_feedback `comparisons` schema, flattened: `info.post` → `post`,
+/// `summaries[i].text` → `summary_i`, `choice` (0 or 1, the preferred summary).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryComparison {
+    /// Post id (`info.id`).
+    pub id: String,
+    /// The post.
+    pub post: String,
+    /// First summary.
+    pub summary_0: String,
+    /// Second summary.
+    pub summary_1: String,
+    /// Index of the summary the labeller preferred.
+    pub choice: u8,
+}
+
+impl sealed::ReadRow for SummaryComparison {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        let choice = match at.f64("choice")? {
+            c if c == 0.0 => 0,
+            c if c == 1.0 => 1,
+            c => {
+                return Err(parse_error(
+                    at.path,
+                    at.line,
+                    format!("\"choice\" must be 0 or 1, got {c}"),
+                ))
+            }
+        };
+        Ok(SummaryComparison {
+            id: at.str("id")?,
+            post: at.str("post")?,
+            summary_0: at.str("summary_0")?,
+            summary_1: at.str("summary_1")?,
+            choice,
+        })
+    }
+}
+
+impl Row for SummaryComparison {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.post, &self.summary_0, &self.summary_1]
+    }
+}
+
+/// A summary rated on summarize_from_feedback's `axis` evaluations, flattened:
+/// `info.post` → `post`, `summary.text` → `summary`, `summary.axes.*` → the dimensions
+/// overall, accuracy, coverage, coherence (1–7).
+pub type AxisRating = SummaryRating;
+
+/// A text with a class or cluster label.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabeledText {
+    /// The text.
+    pub text: String,
+    /// Its label.
+    pub label: String,
+}
+
+impl sealed::ReadRow for LabeledText {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(LabeledText {
+            text: at.str("text")?,
+            label: at.label_string("label")?,
+        })
+    }
+}
+
+impl Row for LabeledText {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.text]
+    }
+}
+
+/// A word pair with a similarity judgement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WordPair {
+    /// First word.
+    pub word1: String,
+    /// Second word.
+    pub word2: String,
+    /// Gold score on the set's own scale.
+    pub score: f64,
+}
+
+impl sealed::ReadRow for WordPair {
+    fn read(path: &Path, _: &[&str]) -> Result<Vec<(usize, Self)>> {
+        crate::load::read_tsv_word_pairs(path)
+    }
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(WordPair {
+            word1: at.str("word1")?,
+            word2: at.str("word2")?,
+            score: at.f64("score")?,
+        })
+    }
+}
+
+impl Row for WordPair {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.word1, &self.word2]
+    }
+}
+
+/// Two texts (EvalRank's positive pairs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextPair {
+    /// First text.
+    pub a: String,
+    /// Second text.
+    pub b: String,
+}
+
+impl sealed::ReadRow for TextPair {
+    fn read(path: &Path, _: &[&str]) -> Result<Vec<(usize, Self)>> {
+        crate::load::read_tab_pairs(path)
+    }
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(TextPair {
+            a: at.str("a")?,
+            b: at.str("b")?,
+        })
+    }
+}
+
+impl Row for TextPair {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.a, &self.b]
+    }
+}
+
+/// One line of a plain list (vocabularies, EvalRank backgrounds).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Line {
+    /// The line's text.
+    pub text: String,
+}
+
+impl sealed::ReadRow for Line {
+    fn read(path: &Path, _: &[&str]) -> Result<Vec<(usize, Self)>> {
+        crate::load::read_lines(path)
+    }
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(Line {
+            text: at.str("text")?,
+        })
+    }
+}
+
+impl Row for Line {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.text]
+    }
+}
+
+/// A BEIR corpus document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeirDocument {
+    /// `_id`.
+    pub id: String,
+    /// Title (may be empty).
+    pub title: String,
+    /// Text.
+    pub text: String,
+}
+
+impl sealed::ReadRow for BeirDocument {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(BeirDocument {
+            id: at.str("_id")?,
+            title: at.opt_str("title")?.unwrap_or_default(),
+            text: at.str("text")?,
+        })
+    }
+}
+
+impl Row for BeirDocument {
+    fn texts(&self) -> Vec<&str> {
+        // a document with a title and no text is not empty
+        if self.text.trim().is_empty() && !self.title.trim().is_empty() {
+            vec![&self.title]
+        } else {
+            vec![&self.text]
+        }
+    }
+}
+
+/// A BEIR query.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeirQuery {
+    /// `_id`.
+    pub id: String,
+    /// Text.
+    pub text: String,
+}
+
+impl sealed::ReadRow for BeirQuery {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(BeirQuery {
+            id: at.str("_id")?,
+            text: at.str("text")?,
+        })
+    }
+}
+
+impl Row for BeirQuery {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.text]
+    }
+}
