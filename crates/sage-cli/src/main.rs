@@ -3,6 +3,7 @@
 //! Line-oriented and scriptable: JSON lines in, JSON out, errors on stderr naming the file and
 //! line, exit status 1 on any error. Never a panic on bad input.
 
+mod data;
 mod embed;
 mod jsonl;
 mod measure;
@@ -73,6 +74,11 @@ enum Command {
     /// number of threads.
     #[command(after_help = perturb::kinds_help())]
     Perturb(perturb::PerturbArgs),
+    /// The dataset registry and the local data mirror.
+    Data {
+        #[command(subcommand)]
+        command: data::DataCommand,
+    },
     /// Compute an evaluation measure on line-oriented input and print one JSON object.
     Measure {
         #[command(subcommand)]
@@ -96,13 +102,24 @@ fn main() -> ExitCode {
             output,
         } => embed::run(&model, &input, output),
         Command::Perturb(args) => perturb::run(args),
+        Command::Data { command } => data::run(command),
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
-            println!("{}", serde_json::to_string(&value)?);
+            use std::io::Write;
+            writeln!(std::io::stdout(), "{}", serde_json::to_string(&value)?)?;
             Ok(())
         }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`sage data list | head`) is the reader's choice, not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("sage: error: {e:#}");
             ExitCode::FAILURE

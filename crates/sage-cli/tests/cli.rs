@@ -577,3 +577,56 @@ fn missing_models_say_what_to_do() {
         "{stderr}"
     );
 }
+
+#[test]
+fn data_list_and_check_on_the_fixture_mirror() {
+    let mirror = fixtures().join("mirror");
+    let mirror = mirror.to_str().unwrap();
+    let out = sage(&["data", "list", "--json", "--data-dir", mirror]);
+    assert!(out.status.success());
+    let entries: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(entries.len() > 80);
+    let stsb = entries.iter().find(|e| e["name"] == "stsb").unwrap();
+    assert_eq!(
+        stsb["present"], false,
+        "the fixture mirror has stsb's test split only"
+    );
+    let checked = ok_lines(&[
+        "data",
+        "check",
+        "scifact",
+        "en-rg-65",
+        "--data-dir",
+        mirror,
+        "--max-rows",
+        "1",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(checked[0]["judgements"], 2);
+    assert_eq!(
+        (
+            checked[1]["total_rows"].as_u64(),
+            checked[1]["used_rows"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    let stsb = ok_lines(&["data", "check", "stsb", "--data-dir", mirror]);
+    assert_eq!(
+        (stsb.len(), stsb[0]["split"].as_str()),
+        (1, Some("test")),
+        "only the local split is checked"
+    );
+    fails_with(
+        &["data", "check", "sickr", "--data-dir", mirror],
+        "dataset sickr is not in the local mirror",
+    );
+    fails_with(
+        &["data", "check", "nope", "--data-dir", mirror],
+        "unknown dataset \"nope\"",
+    );
+}

@@ -91,6 +91,15 @@ impl DataRoot {
         &self.root
     }
 
+    /// Whether `split` of the entry is in the local mirror (for BEIR: its qrels file).
+    pub fn is_local(&self, entry: &DatasetEntry, split: &str) -> bool {
+        let path = self.root.join(entry.local_path(split));
+        match entry.kind {
+            DatasetKind::Beir => path.join("qrels").join(format!("{split}.tsv")).is_file(),
+            _ => path.exists(),
+        }
+    }
+
     /// The registry entry of `name` and the local path of `split`, checked.
     pub fn locate(&self, name: &str, split: &str) -> Result<(&'static DatasetEntry, PathBuf)> {
         let e = entry(name).ok_or_else(|| DataError::UnknownDataset {
@@ -104,7 +113,7 @@ impl DataRoot {
             });
         }
         let path = self.root.join(e.local_path(split));
-        if !path.exists() {
+        if !self.is_local(e, split) {
             let hint = match &e.hub {
                 Some(h) => format!(
                     "it is on the Hugging Face hub as {} (sage data fetch {name})",

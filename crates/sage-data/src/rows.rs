@@ -334,17 +334,7 @@ pub struct SummaryComparison {
 
 impl sealed::ReadRow for SummaryComparison {
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
-        let choice = match at.f64("choice")? {
-            c if c == 0.0 => 0,
-            c if c == 1.0 => 1,
-            c => {
-                return Err(parse_error(
-                    at.path,
-                    at.line,
-                    format!("\"choice\" must be 0 or 1, got {c}"),
-                ))
-            }
-        };
+        let choice = u8::from(at.label01("choice")?);
         Ok(SummaryComparison {
             id: at.str("id")?,
             post: at.str("post")?,
