@@ -3,14 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Subcommand;
 use sage_core::RunSeed;
-use sage_data::{
-    sample, DataRoot, DatasetKind, Document, DocumentSummary, LabeledPair, LabeledText, Line,
-    Loaded, NegationPair, Row, RowSelection, StsPair, SummaryComparison, SummaryDocument,
-    SummaryRating, TextPair, WordPair, REGISTRY,
-};
+use sage_data::{DataRoot, REGISTRY};
 use serde_json::json;
 
 /// What to do with datasets.
@@ -124,77 +120,16 @@ pub fn run(command: DataCommand) -> Result<()> {
                     local
                 };
                 for split in splits {
-                    let report = check(&root, e.name, e.kind, split, max_rows, RunSeed(seed))?;
+                    let report = serde_json::to_value(root.inspect(
+                        e.name,
+                        split,
+                        max_rows,
+                        RunSeed(seed),
+                    )?)?;
                     writeln!(out, "{report}")?;
                 }
             }
             Ok(())
         }
     }
-}
-
-fn report<T: Row + Clone>(
-    loaded: Loaded<T>,
-    max_rows: Option<usize>,
-    seed: RunSeed,
-) -> serde_json::Value {
-    let (_, selection): (Vec<T>, RowSelection) = sample(&loaded, max_rows, seed);
-    let mut v = serde_json::to_value(selection).expect("serialisable");
-    v["path"] = json!(loaded.path.display().to_string());
-    v["empty_text_lines"] = json!(loaded.empty_text_lines.iter().take(20).collect::<Vec<_>>());
-    v
-}
-
-fn check(
-    root: &DataRoot,
-    name: &str,
-    kind: DatasetKind,
-    split: &str,
-    max_rows: Option<usize>,
-    seed: RunSeed,
-) -> Result<serde_json::Value> {
-    Ok(match kind {
-        DatasetKind::StsPairs => report(root.load::<StsPair>(name, split)?, max_rows, seed),
-        DatasetKind::ParaphrasePairs | DatasetKind::PairClassification => {
-            report(root.load::<LabeledPair>(name, split)?, max_rows, seed)
-        }
-        DatasetKind::NegationPairs => {
-            report(root.load::<NegationPair>(name, split)?, max_rows, seed)
-        }
-        DatasetKind::DocumentSummary => {
-            report(root.load::<DocumentSummary>(name, split)?, max_rows, seed)
-        }
-        DatasetKind::Documents => report(root.load::<Document>(name, split)?, max_rows, seed),
-        DatasetKind::SummaryRatings | DatasetKind::SummaryAxisRatings => {
-            report(root.load::<SummaryRating>(name, split)?, max_rows, seed)
-        }
-        DatasetKind::SummaryDocuments => {
-            report(root.load::<SummaryDocument>(name, split)?, max_rows, seed)
-        }
-        DatasetKind::SummaryComparisons => {
-            report(root.load::<SummaryComparison>(name, split)?, max_rows, seed)
-        }
-        DatasetKind::Clustering | DatasetKind::Classification => {
-            report(root.load::<LabeledText>(name, split)?, max_rows, seed)
-        }
-        DatasetKind::WordSimilarity => report(root.load::<WordPair>(name, split)?, max_rows, seed),
-        DatasetKind::TextPairs => report(root.load::<TextPair>(name, split)?, max_rows, seed),
-        DatasetKind::Vocabulary => report(root.load::<Line>(name, split)?, max_rows, seed),
-        DatasetKind::Beir => {
-            let beir = root.beir(name, split)?;
-            json!({
-                "dataset": name, "split": split, "path": beir.dir.display().to_string(),
-                "corpus": beir.corpus.len(), "queries": beir.queries.len(),
-                "judgements": beir.qrels.values().map(|d| d.len()).sum::<usize>(),
-                "corpus_checksum": sage_data::sample::checksum(&beir.corpus),
-            })
-        }
-        DatasetKind::WordNet => {
-            let dir = root.root().join("wordnet/dict");
-            if !dir.join("index.noun").is_file() {
-                bail!("{}: no WordNet database", dir.display());
-            }
-            json!({"dataset": name, "split": split, "path": dir.display().to_string()})
-        }
-    })
 }

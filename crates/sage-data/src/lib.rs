@@ -22,7 +22,7 @@ mod rows;
 pub mod sample;
 
 pub use error::{DataError, Result};
-pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, Loaded};
+pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, Loaded, SplitReport};
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{
     AxisRating, BeirDocument, BeirQuery, Document, DocumentSummary, LabeledPair, LabeledText, Line,

@@ -3,12 +3,14 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use sage_core::RunSeed;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{parse_error, DataError, Result};
 use crate::registry::{entry, DatasetEntry, DatasetKind};
 use crate::rows::{sealed::ReadRow, At, BeirDocument, BeirQuery, Line, Row, TextPair, WordPair};
+use crate::sample::RowSelection;
 
 /// What to do with rows whose text is empty (or only whitespace). They are always counted and
 /// their lines recorded in [`Loaded::empty_text_lines`]; the policy decides whether they stay.
@@ -37,6 +39,48 @@ pub struct Loaded<T> {
     pub rows: Vec<T>,
     /// 1-based lines of rows with an empty text (kept or dropped per the policy).
     pub empty_text_lines: Vec<usize>,
+}
+
+/// What [`DataRoot::inspect`] found in one split.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum SplitReport {
+    /// A row dataset: which rows a run with these settings would use.
+    Rows {
+        /// Counts, seed and checksum.
+        #[serde(flatten)]
+        selection: RowSelection,
+        /// The file read.
+        path: PathBuf,
+        /// Lines with an empty text (the first 20).
+        empty_text_lines: Vec<usize>,
+    },
+    /// A BEIR dataset.
+    Beir {
+        /// Registry name.
+        dataset: String,
+        /// Qrels split.
+        split: String,
+        /// The folder read.
+        path: PathBuf,
+        /// Corpus documents.
+        corpus: usize,
+        /// Queries in queries.jsonl.
+        queries_in_file: usize,
+        /// Queries judged in this split.
+        queries: usize,
+        /// Judgement lines.
+        judgements: usize,
+        /// Checksum of the corpus.
+        corpus_checksum: String,
+    },
+    /// The WordNet folder (read by sage-perturb's WordNet reader).
+    WordNet {
+        /// Registry name.
+        dataset: String,
+        /// The folder.
+        path: PathBuf,
+    },
 }
 
 /// A BEIR dataset: corpus, queries and the judgements of one split.
@@ -170,6 +214,88 @@ impl DataRoot {
                 .map(|(_, r)| r)
                 .collect()),
             _ => Ok(rows.into_iter().map(|(_, r)| r).collect()),
+        }
+    }
+
+    /// Loads `split` of `name` whatever its kind and reports what a run would use: rows, empty
+    /// texts, the seeded selection and its checksum (BEIR: corpus, queries, judgements).
+    pub fn inspect(
+        &self,
+        name: &str,
+        split: &str,
+        max_rows: Option<usize>,
+        seed: RunSeed,
+    ) -> Result<SplitReport> {
+        let (e, path) = self.locate(name, split)?;
+        fn rows<T: Row + KindOf + Clone>(
+            root: &DataRoot,
+            name: &str,
+            split: &str,
+            max_rows: Option<usize>,
+            seed: RunSeed,
+        ) -> Result<SplitReport> {
+            let loaded = root.load::<T>(name, split)?;
+            let (_, selection) = crate::sample::sample(&loaded, max_rows, seed);
+            Ok(SplitReport::Rows {
+                selection,
+                path: loaded.path,
+                empty_text_lines: loaded.empty_text_lines.into_iter().take(20).collect(),
+            })
+        }
+        match e.kind {
+            DatasetKind::StsPairs => rows::<crate::StsPair>(self, name, split, max_rows, seed),
+            DatasetKind::ParaphrasePairs | DatasetKind::PairClassification => {
+                rows::<crate::LabeledPair>(self, name, split, max_rows, seed)
+            }
+            DatasetKind::NegationPairs => {
+                rows::<crate::NegationPair>(self, name, split, max_rows, seed)
+            }
+            DatasetKind::DocumentSummary => {
+                rows::<crate::DocumentSummary>(self, name, split, max_rows, seed)
+            }
+            DatasetKind::Documents => rows::<crate::Document>(self, name, split, max_rows, seed),
+            DatasetKind::SummaryRatings | DatasetKind::SummaryAxisRatings => {
+                rows::<crate::SummaryRating>(self, name, split, max_rows, seed)
+            }
+            DatasetKind::SummaryDocuments => {
+                rows::<crate::SummaryDocument>(self, name, split, max_rows, seed)
+            }
+            DatasetKind::SummaryComparisons => {
+                rows::<crate::SummaryComparison>(self, name, split, max_rows, seed)
+            }
+            DatasetKind::Clustering | DatasetKind::Classification => {
+                rows::<crate::LabeledText>(self, name, split, max_rows, seed)
+            }
+            DatasetKind::WordSimilarity => rows::<WordPair>(self, name, split, max_rows, seed),
+            DatasetKind::TextPairs => rows::<TextPair>(self, name, split, max_rows, seed),
+            DatasetKind::Vocabulary => rows::<Line>(self, name, split, max_rows, seed),
+            DatasetKind::Beir => {
+                let beir = self.beir(name, split)?;
+                let queries_in_file =
+                    read_jsonl::<BeirQuery>(&beir.dir.join("queries.jsonl"), &[])?.len();
+                Ok(SplitReport::Beir {
+                    dataset: name.to_owned(),
+                    split: split.to_owned(),
+                    corpus: beir.corpus.len(),
+                    queries_in_file,
+                    queries: beir.queries.len(),
+                    judgements: beir.qrels.values().map(|d| d.len()).sum(),
+                    corpus_checksum: crate::sample::checksum(&beir.corpus),
+                    path: beir.dir,
+                })
+            }
+            DatasetKind::WordNet => {
+                if !path.join("index.noun").is_file() {
+                    return Err(DataError::Io {
+                        path,
+                        message: "no WordNet database (index.noun missing)".into(),
+                    });
+                }
+                Ok(SplitReport::WordNet {
+                    dataset: name.to_owned(),
+                    path,
+                })
+            }
         }
     }
 

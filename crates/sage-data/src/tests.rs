@@ -353,80 +353,19 @@ fn the_real_mirror_matches_its_manifest() {
                 );
                 continue;
             }
-            match e.kind {
-                DatasetKind::StsPairs => expect(
-                    relative,
-                    root.load::<StsPair>(e.name, split).unwrap().rows.len(),
-                ),
-                DatasetKind::ParaphrasePairs | DatasetKind::PairClassification => expect(
-                    relative,
-                    root.load::<LabeledPair>(e.name, split).unwrap().rows.len(),
-                ),
-                DatasetKind::NegationPairs => expect(
-                    relative,
-                    root.load::<NegationPair>(e.name, split).unwrap().rows.len(),
-                ),
-                DatasetKind::DocumentSummary => expect(
-                    relative,
-                    root.load::<DocumentSummary>(e.name, split)
-                        .unwrap()
-                        .rows
-                        .len(),
-                ),
-                DatasetKind::Documents => expect(
-                    relative,
-                    root.load::<Document>(e.name, split).unwrap().rows.len(),
-                ),
-                DatasetKind::SummaryRatings | DatasetKind::SummaryAxisRatings => expect(
-                    relative,
-                    root.load::<SummaryRating>(e.name, split)
-                        .unwrap()
-                        .rows
-                        .len(),
-                ),
-                DatasetKind::SummaryDocuments => expect(
-                    relative,
-                    root.load::<SummaryDocument>(e.name, split)
-                        .unwrap()
-                        .rows
-                        .len(),
-                ),
-                DatasetKind::SummaryComparisons => expect(
-                    relative,
-                    root.load::<SummaryComparison>(e.name, split)
-                        .unwrap()
-                        .rows
-                        .len(),
-                ),
-                DatasetKind::Clustering | DatasetKind::Classification => expect(
-                    relative,
-                    root.load::<LabeledText>(e.name, split).unwrap().rows.len(),
-                ),
-                DatasetKind::WordSimilarity => expect(
-                    relative,
-                    root.load::<WordPair>(e.name, split).unwrap().rows.len(),
-                ),
-                DatasetKind::TextPairs => expect(
-                    relative,
-                    root.load::<TextPair>(e.name, split).unwrap().rows.len(),
-                ),
-                DatasetKind::Vocabulary => expect(
-                    relative,
-                    root.load::<Line>(e.name, split).unwrap().rows.len(),
-                ),
-                DatasetKind::Beir => {
-                    let beir = root.beir(e.name, split).unwrap();
-                    expect(format!("{relative}/corpus.jsonl"), beir.corpus.len());
-                    let judgements: usize = beir.qrels.values().map(|d| d.len()).sum();
+            match root.inspect(e.name, split, None, RunSeed(0)).unwrap() {
+                SplitReport::Rows { selection, .. } => expect(relative, selection.total_rows),
+                SplitReport::Beir {
+                    corpus,
+                    queries_in_file,
+                    judgements,
+                    ..
+                } => {
+                    expect(format!("{relative}/corpus.jsonl"), corpus);
+                    expect(format!("{relative}/queries.jsonl"), queries_in_file);
                     expect(format!("{relative}/qrels/{split}.tsv"), judgements);
-                    let all_queries = root.root().join(&relative).join("queries.jsonl");
-                    let lines = std::fs::read_to_string(all_queries)
-                        .unwrap()
-                        .lines()
-                        .count();
-                    expect(format!("{relative}/queries.jsonl"), lines);
                 }
-                DatasetKind::WordNet => {
+                SplitReport::WordNet { .. } => {
                     for pos in ["noun", "verb", "adj", "adv"] {
                         for file in [format!("data.{pos}"), format!("index.{pos}")] {
                             let text =
