@@ -14,7 +14,8 @@ use crate::{file_digest, ResolvedModel};
 /// GloVe vectors in the standard text format (`word v1 … vd` per line), bag-of-words mean as
 /// EvalRank's `bow` model.
 ///
-/// A text is lower-cased and split into tokens: maximal runs of letters and digits, and every
+/// A text that is itself a vocabulary word (after lower-casing) gets that word's vector — the
+/// word-level lookup EvalRank does, which keeps "ad-hoc" whole. Any other text is lower-cased and split into tokens: maximal runs of letters and digits, and every
 /// other non-space character on its own (so "don't." is `don`, `'`, `t`, `.`). Its vector is the
 /// mean of its tokens' vectors, where an out-of-vocabulary token gets the **mean of all GloVe
 /// vectors** (EvalRank's rule for OOV words); a text with no token gets the zero vector.
@@ -152,6 +153,9 @@ impl Embedder for Glove {
         let vectors: Vec<Array1<f32>> = texts
             .par_iter()
             .map(|text| {
+                if let Some(v) = self.word(&text.to_lowercase()) {
+                    return v.to_owned();
+                }
                 let tokens = bow_tokens(text);
                 let mut sum = Array1::<f64>::zeros(self.dimension());
                 for t in &tokens {

@@ -1,0 +1,292 @@
+//! The pair and background lists, constructed from the raw datasets or as the toolkit ships them.
+
+use std::collections::HashSet;
+
+use sage_data::{DataRoot, DatasetKind, Line, StsPair, TextPair, WordPair, REGISTRY};
+use serde::Serialize;
+
+use crate::{EvalRankError, Result};
+
+/// Directed positive pairs and the background they are ranked against.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Lists {
+    /// Where the lists come from (`constructed` or `shipped`).
+    pub source: &'static str,
+    /// Directed pairs (x, y): both directions of every positive pair.
+    #[serde(skip)]
+    pub pairs: Vec<(String, String)>,
+    /// The background, de-duplicated, in construction order.
+    #[serde(skip)]
+    pub background: Vec<String>,
+    /// Number of directed pairs.
+    pub pair_count: usize,
+    /// Number of background items.
+    pub background_count: usize,
+}
+
+fn finish(
+    source: &'static str,
+    pairs: Vec<(String, String)>,
+    background_in_order: impl IntoIterator<Item = String>,
+) -> Lists {
+    let mut seen = HashSet::new();
+    let background: Vec<String> = background_in_order
+        .into_iter()
+        .filter(|t| seen.insert(t.clone()))
+        .collect();
+    Lists {
+        source,
+        pair_count: pairs.len(),
+        background_count: background.len(),
+        pairs,
+        background,
+    }
+}
+
+/// Top quarter of `rows` by score: `⌊n/4⌋` rows after a stable sort by score, descending.
+fn top_quarter<T: Clone>(rows: &[T], score: impl Fn(&T) -> f64) -> Vec<T> {
+    let mut sorted = rows.to_vec();
+    sorted.sort_by(|a, b| score(b).total_cmp(&score(a)));
+    sorted.truncate(rows.len() / 4);
+    sorted
+}
+
+/// Both directions of every pair, identical texts dropped, first occurrence kept.
+fn directed(pairs: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for (a, b) in pairs {
+        if a == b {
+            continue;
+        }
+        for pair in [(a.clone(), b.clone()), (b, a)] {
+            if seen.insert(pair.clone()) {
+                out.push(pair);
+            }
+        }
+    }
+    out
+}
+
+/// The 13 word-similarity sets of the registry, in file-name order.
+fn word_sets() -> Vec<&'static str> {
+    let mut sets: Vec<_> = REGISTRY
+        .iter()
+        .filter(|e| e.kind == DatasetKind::WordSimilarity)
+        .collect();
+    sets.sort_by_key(|e| e.local);
+    sets.into_iter().map(|e| e.name).collect()
+}
+
+/// Word level, constructed: for each word-similarity set the top quarter of its pairs by gold
+/// score, lower-cased, identical words dropped, both directions; background = the words of those
+/// pairs, then every word of the sets, then the 20k Wikipedia vocabulary, de-duplicated in that
+/// order.
+pub fn words_constructed(root: &DataRoot) -> Result<Lists> {
+    let mut positives = Vec::new();
+    let mut set_words = Vec::new();
+    for name in word_sets() {
+        let rows: Vec<WordPair> = root
+            .load::<WordPair>(name, "all")?
+            .rows
+            .into_iter()
+            .map(|p| WordPair {
+                word1: p.word1.to_lowercase(),
+                word2: p.word2.to_lowercase(),
+                score: p.score,
+            })
+            .collect();
+        set_words.extend(rows.iter().flat_map(|p| [p.word1.clone(), p.word2.clone()]));
+        positives.extend(
+            top_quarter(&rows, |p| p.score)
+                .into_iter()
+                .map(|p| (p.word1, p.word2)),
+        );
+    }
+    let pairs = directed(positives);
+    let pair_words: Vec<String> = pairs
+        .iter()
+        .flat_map(|(a, b)| [a.clone(), b.clone()])
+        .collect();
+    let wiki = root
+        .load::<Line>("wiki-20k", "all")?
+        .rows
+        .into_iter()
+        .map(|l| l.text.to_lowercase());
+    Ok(finish(
+        "constructed",
+        pairs,
+        pair_words.into_iter().chain(set_words).chain(wiki),
+    ))
+}
+
+/// Word level, the toolkit's shipped lists: pos_pair_5514.txt; background = their words, the
+/// basic vocabulary, the wiki vocabulary.
+pub fn words_shipped(root: &DataRoot) -> Result<Lists> {
+    let pairs: Vec<(String, String)> = root
+        .load::<TextPair>("evalrank-word-pairs", "all")?
+        .rows
+        .into_iter()
+        .map(|p| (p.a, p.b))
+        .collect();
+    let pair_words: Vec<String> = pairs
+        .iter()
+        .flat_map(|(a, b)| [a.clone(), b.clone()])
+        .collect();
+    let basic = root
+        .load::<Line>("evalrank-word-basic-vocab", "all")?
+        .rows
+        .into_iter()
+        .map(|l| l.text);
+    let wiki = root
+        .load::<Line>("evalrank-word-wiki-vocab", "all")?
+        .rows
+        .into_iter()
+        .map(|l| l.text);
+    Ok(finish(
+        "shipped",
+        pairs,
+        pair_words.into_iter().chain(basic).chain(wiki),
+    ))
+}
+
+/// Sentence level, the toolkit's shipped lists (the default): pos_pair.txt and
+/// background_sent.txt (lower-cased and tokenised as the toolkit ships them).
+pub fn sentences_shipped(root: &DataRoot) -> Result<Lists> {
+    let pairs: Vec<(String, String)> = root
+        .load::<TextPair>("evalrank-sent-pairs", "all")?
+        .rows
+        .into_iter()
+        .map(|p| (p.a, p.b))
+        .collect();
+    let pair_texts: Vec<String> = pairs
+        .iter()
+        .flat_map(|(a, b)| [a.clone(), b.clone()])
+        .collect();
+    let background = root
+        .load::<Line>("evalrank-sent-background", "all")?
+        .rows
+        .into_iter()
+        .map(|l| l.text);
+    // the shipped pairs are part of the shipped background; chaining keeps that true regardless
+    Ok(finish("shipped", pairs, background.chain(pair_texts)))
+}
+
+/// Sentence level, constructed: the top quarter by score of STS-B (train, validation and test
+/// together) and of STR-2022, both directions; background = every sentence of both. The
+/// toolkit's own STS-B selection is not exactly reproducible, so these differ slightly from the
+/// shipped lists.
+pub fn sentences_constructed(root: &DataRoot) -> Result<Lists> {
+    let mut positives = Vec::new();
+    let mut sentences = Vec::new();
+    for (name, splits) in [
+        ("stsb", &["train", "validation", "test"][..]),
+        ("str2022", &["all"][..]),
+    ] {
+        let mut rows: Vec<StsPair> = Vec::new();
+        for split in splits {
+            rows.extend(root.load::<StsPair>(name, split)?.rows);
+        }
+        sentences.extend(
+            rows.iter()
+                .flat_map(|p| [p.sentence1.clone(), p.sentence2.clone()]),
+        );
+        positives.extend(
+            top_quarter(&rows, |p| p.score)
+                .into_iter()
+                .map(|p| (p.sentence1, p.sentence2)),
+        );
+    }
+    if positives.is_empty() {
+        return Err(EvalRankError::Invalid("no sentence pairs".into()));
+    }
+    Ok(finish("constructed", directed(positives), sentences))
+}
+
+/// Word-similarity sets with their rows, for the classic Spearman score.
+pub fn word_similarity_sets(root: &DataRoot) -> Result<Vec<(&'static str, Vec<WordPair>)>> {
+    word_sets()
+        .into_iter()
+        .map(|name| Ok((name, root.load::<WordPair>(name, "all")?.rows)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_quarter_is_a_stable_floor() {
+        let rows = [
+            (1, 5.0),
+            (2, 9.0),
+            (3, 9.0),
+            (4, 1.0),
+            (5, 7.0),
+            (6, 2.0),
+            (7, 3.0),
+        ];
+        assert_eq!(top_quarter(&rows, |r| r.1), vec![(2, 9.0)]);
+        assert_eq!(top_quarter(&rows[..3], |r| r.1), Vec::<(i32, f64)>::new());
+        let eight = [
+            (1, 1.0),
+            (2, 2.0),
+            (3, 2.0),
+            (4, 0.0),
+            (5, 0.5),
+            (6, 0.1),
+            (7, 0.2),
+            (8, 0.3),
+        ];
+        assert_eq!(
+            top_quarter(&eight, |r| r.1),
+            vec![(2, 2.0), (3, 2.0)],
+            "ties keep file order"
+        );
+    }
+
+    #[test]
+    fn directed_pairs_drop_identities_and_duplicates() {
+        let got = directed([
+            ("a".into(), "b".into()),
+            ("b".into(), "a".into()),
+            ("c".into(), "c".into()),
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                ("a".to_owned(), "b".to_owned()),
+                ("b".to_owned(), "a".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn constructed_word_lists_equal_the_toolkits() {
+        let Ok(root) = DataRoot::from_env() else {
+            eprintln!("SAGE_DATA_DIR unset: EvalRank list construction not checked");
+            return;
+        };
+        let built = words_constructed(&root).unwrap();
+        let shipped = words_shipped(&root).unwrap();
+        assert_eq!((built.pair_count, built.background_count), (5_514, 22_207));
+        let mut a = built.pairs.clone();
+        a.sort();
+        assert_eq!(a, shipped.pairs, "the shipped file is sorted");
+        let (ba, bb): (HashSet<_>, HashSet<_>) = (
+            built.background.iter().collect(),
+            shipped.background.iter().collect(),
+        );
+        assert_eq!(ba, bb);
+        let sentences = sentences_shipped(&root).unwrap();
+        assert_eq!(sentences.pair_count, 6_989);
+        let constructed = sentences_constructed(&root).unwrap();
+        eprintln!(
+            "sentence lists: shipped {} pairs / {} background, constructed {} / {}",
+            sentences.pair_count,
+            sentences.background_count,
+            constructed.pair_count,
+            constructed.background_count
+        );
+    }
+}
