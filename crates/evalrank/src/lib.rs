@@ -22,8 +22,10 @@
 
 pub mod lists;
 mod rank;
+mod run;
 
 pub use rank::{evaluate, rank_pairs, EvalRankScores};
+pub use run::{classic_scores, load_lists, run, ClassicScores, EvalRankReport, Level, ListSource};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

@@ -9,6 +9,7 @@ mod jsonl;
 mod measure;
 mod output;
 mod perturb;
+mod run;
 mod score;
 
 use std::path::PathBuf;
@@ -74,6 +75,11 @@ enum Command {
     /// number of threads.
     #[command(after_help = perturb::kinds_help())]
     Perturb(perturb::PerturbArgs),
+    /// Run an evaluation task.
+    Run {
+        #[command(subcommand)]
+        task: run::Task,
+    },
     /// The dataset registry and the local data mirror.
     Data {
         #[command(subcommand)]
@@ -103,6 +109,7 @@ fn main() -> ExitCode {
         } => embed::run(&model, &input, output),
         Command::Perturb(args) => perturb::run(args),
         Command::Data { command } => data::run(command),
+        Command::Run { task } => run::run(task),
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
             use std::io::Write;
             writeln!(std::io::stdout(), "{}", serde_json::to_string(&value)?)?;

@@ -61,6 +61,18 @@ pub trait Embedder: Send + Sync {
     fn dimension(&self) -> usize;
 }
 
+impl<E: Embedder + ?Sized> Embedder for &E {
+    fn identity(&self) -> &EmbedderIdentity {
+        (**self).identity()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Array2<f32>> {
+        (**self).embed(texts)
+    }
+    fn dimension(&self) -> usize {
+        (**self).dimension()
+    }
+}
+
 impl<E: Embedder + ?Sized> Embedder for Box<E> {
     fn identity(&self) -> &EmbedderIdentity {
         (**self).identity()

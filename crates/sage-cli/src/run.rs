@@ -1,0 +1,97 @@
+//! `sage run <task>`: evaluation tasks.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Subcommand, ValueEnum};
+use evalrank::{Level, ListSource};
+use sage_core::VectorSimilarity;
+use sage_data::DataRoot;
+
+use crate::embed::ModelArgs;
+use crate::output::Output;
+
+/// The tasks.
+#[derive(Debug, Subcommand)]
+pub enum Task {
+    /// EvalRank (Wang et al., ACL 2022): MRR / Hits@1 / Hits@3 of positive pairs ranked against
+    /// a background set, plus the classic Spearman similarity score; prints a JSON report.
+    Evalrank {
+        /// word: the 13 word-similarity sets; sentence: STS-B and STR-2022.
+        #[arg(long, value_enum)]
+        level: LevelArg,
+        /// Vector similarity.
+        #[arg(long, value_enum, default_value_t = SimilarityArg::Cos)]
+        similarity: SimilarityArg,
+        /// shipped: the toolkit's lists (default); constructed: built from the raw datasets.
+        #[arg(long, value_enum, default_value_t = ListsArg::Shipped)]
+        lists: ListsArg,
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Data root (default: $SAGE_DATA_DIR).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Write the report here (atomically) instead of standard output.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LevelArg {
+    Word,
+    Sentence,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SimilarityArg {
+    Cos,
+    L2,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ListsArg {
+    Shipped,
+    Constructed,
+}
+
+pub fn run(task: Task) -> Result<()> {
+    match task {
+        Task::Evalrank {
+            level,
+            similarity,
+            lists,
+            model,
+            data_dir,
+            output,
+        } => {
+            let Some(spec) = &model.model else {
+                bail!("--model is required")
+            };
+            let root = match data_dir {
+                Some(dir) => DataRoot::new(dir),
+                None => DataRoot::from_env()?,
+            };
+            let embedder = model.load(spec)?;
+            let level = match level {
+                LevelArg::Word => Level::Word,
+                LevelArg::Sentence => Level::Sentence,
+            };
+            let source = match lists {
+                ListsArg::Shipped => ListSource::Shipped,
+                ListsArg::Constructed => ListSource::Constructed,
+            };
+            let similarity = match similarity {
+                SimilarityArg::Cos => VectorSimilarity::Cosine,
+                SimilarityArg::L2 => VectorSimilarity::L2,
+            };
+            let report = evalrank::run(&root, embedder.as_ref(), level, source, similarity)
+                .context("EvalRank")?;
+            let mut out = Output::create(output)?;
+            serde_json::to_writer_pretty(&mut out, &report)?;
+            out.write_all(b"\n")?;
+            out.finish()
+        }
+    }
+}
