@@ -66,6 +66,9 @@ pub fn load_lists(root: &DataRoot, level: Level, source: ListSource) -> Result<L
     }
 }
 
+/// Two texts and their gold similarity.
+type GoldPair = (String, String, f64);
+
 /// Spearman ×100 of cosine vs gold: every word-similarity set (word level) or STS-B test
 /// (sentence level).
 pub fn classic_scores<E: Embedder>(
@@ -74,7 +77,7 @@ pub fn classic_scores<E: Embedder>(
     level: Level,
 ) -> Result<ClassicScores> {
     let similarity = EmbeddingSimilarity::cosine(embedder);
-    let sets: Vec<(String, Vec<(String, String, f64)>)> = match level {
+    let sets: Vec<(String, Vec<GoldPair>)> = match level {
         Level::Word => lists::word_similarity_sets(root)?
             .into_iter()
             .map(|(name, rows)| {
