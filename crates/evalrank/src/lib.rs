@@ -21,9 +21,11 @@
 #![deny(missing_docs)]
 
 pub mod lists;
+mod post;
 mod rank;
 mod run;
 
+pub use post::{symmetric_eigen, PostProcess};
 pub use rank::{evaluate, rank_pairs, EvalRankScores};
 pub use run::{classic_scores, load_lists, run, ClassicScores, EvalRankReport, Level, ListSource};
 

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use sage_core::{measures, normalize_rows, Embedder, VectorSimilarity};
 use serde::Serialize;
 
-use crate::{EvalRankError, Result};
+use crate::{EvalRankError, PostProcess, Result};
 
 /// EvalRank's summary of one run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -27,6 +27,8 @@ pub struct EvalRankScores {
     pub background: usize,
     /// cos or l2.
     pub similarity: &'static str,
+    /// Post-processing applied before ranking.
+    pub post_processing: String,
     /// Seconds spent embedding.
     pub embed_seconds: f64,
     /// Seconds spent ranking.
@@ -98,6 +100,7 @@ pub fn evaluate(
     pairs: &[(String, String)],
     background: &[String],
     similarity: VectorSimilarity,
+    post: PostProcess,
 ) -> Result<EvalRankScores> {
     if pairs.is_empty() || background.is_empty() {
         return Err(EvalRankError::Invalid(
@@ -124,9 +127,10 @@ pub fn evaluate(
         )
         .collect::<Result<Vec<_>>>()?;
     let start = Instant::now();
-    let mut vectors = embedder.embed(&distinct)?;
+    let vectors = embedder.embed(&distinct)?;
     let embed_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
+    let mut vectors = post.apply(&vectors);
     let mean = vectors.mean_axis(Axis(0)).expect("non-empty background");
     vectors -= &mean;
     if similarity == VectorSimilarity::Cosine {
@@ -142,6 +146,7 @@ pub fn evaluate(
         pairs: pairs.len(),
         background: distinct.len(),
         similarity: similarity.name(),
+        post_processing: post.name(),
         embed_seconds,
         rank_seconds: start.elapsed().as_secs_f64(),
     })

@@ -1,15 +1,15 @@
 //! A whole EvalRank run: lists, ranking scores, and the classic similarity-task score.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use sage_core::{
-    measures, Embedder, EmbedderIdentity, EmbeddingSimilarity, Similarity, VectorSimilarity,
+    cosine, measures, Embedder, EmbedderIdentity, EmbeddingSimilarity, Similarity, VectorSimilarity,
 };
 use sage_data::{DataRoot, StsPair};
 use serde::Serialize;
 
 use crate::lists::{self, Lists};
-use crate::{evaluate, EvalRankScores, Result};
+use crate::{evaluate, EvalRankScores, PostProcess, Result};
 
 /// Word or sentence level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -71,12 +71,12 @@ type GoldPair = (String, String, f64);
 
 /// Spearman ×100 of cosine vs gold: every word-similarity set (word level) or STS-B test
 /// (sentence level).
-pub fn classic_scores<E: Embedder>(
+pub fn classic_scores(
     root: &DataRoot,
-    embedder: E,
+    embedder: &dyn Embedder,
     level: Level,
+    post: PostProcess,
 ) -> Result<ClassicScores> {
-    let similarity = EmbeddingSimilarity::cosine(embedder);
     let sets: Vec<(String, Vec<GoldPair>)> = match level {
         Level::Word => lists::word_similarity_sets(root)?
             .into_iter()
@@ -100,15 +100,38 @@ pub fn classic_scores<E: Embedder>(
     };
     let mut spearman = BTreeMap::new();
     for (name, rows) in sets {
-        let pairs: Vec<(&str, &str)> = rows
-            .iter()
-            .map(|(a, b, _)| (a.as_str(), b.as_str()))
-            .collect();
-        let predicted: Vec<f64> = similarity
-            .score_pairs(&pairs)?
-            .into_iter()
-            .map(f64::from)
-            .collect();
+        let predicted: Vec<f64> = if post == PostProcess::None {
+            let pairs: Vec<(&str, &str)> = rows
+                .iter()
+                .map(|(a, b, _)| (a.as_str(), b.as_str()))
+                .collect();
+            EmbeddingSimilarity::cosine(embedder)
+                .score_pairs(&pairs)?
+                .into_iter()
+                .map(f64::from)
+                .collect()
+        } else {
+            // post-processing is fitted on the embedded set, so the set is embedded as a whole
+            let mut index: HashMap<&str, usize> = HashMap::new();
+            let mut distinct: Vec<&str> = Vec::new();
+            for (a, b, _) in &rows {
+                for t in [a.as_str(), b.as_str()] {
+                    index.entry(t).or_insert_with(|| {
+                        distinct.push(t);
+                        distinct.len() - 1
+                    });
+                }
+            }
+            let vectors = post.apply(&embedder.embed(&distinct)?);
+            rows.iter()
+                .map(|(a, b, _)| {
+                    f64::from(cosine(
+                        vectors.row(index[a.as_str()]),
+                        vectors.row(index[b.as_str()]),
+                    ))
+                })
+                .collect()
+        };
         let gold: Vec<f64> = rows.iter().map(|r| r.2).collect();
         spearman.insert(name, 100.0 * measures::spearman(&predicted, &gold)?);
     }
@@ -119,17 +142,19 @@ pub fn classic_scores<E: Embedder>(
     })
 }
 
-/// Runs EvalRank at `level` on `source` lists with `similarity`, plus the classic score.
+/// Runs EvalRank at `level` on `source` lists with `similarity` after `post`, plus the classic
+/// score with the same post-processing (fitted on each embedded set).
 pub fn run(
     root: &DataRoot,
     embedder: &dyn Embedder,
     level: Level,
     source: ListSource,
     similarity: VectorSimilarity,
+    post: PostProcess,
 ) -> Result<EvalRankReport> {
     let lists = load_lists(root, level, source)?;
-    let scores = evaluate(embedder, &lists.pairs, &lists.background, similarity)?;
-    let classic = classic_scores(root, embedder, level)?;
+    let scores = evaluate(embedder, &lists.pairs, &lists.background, similarity, post)?;
+    let classic = classic_scores(root, embedder, level, post)?;
     Ok(EvalRankReport {
         level,
         model: embedder.identity().clone(),
@@ -174,6 +199,7 @@ mod tests {
             Level::Word,
             ListSource::Constructed,
             VectorSimilarity::Cosine,
+            PostProcess::None,
         )
         .unwrap();
         assert_eq!(
@@ -197,9 +223,28 @@ mod tests {
             Level::Word,
             ListSource::Shipped,
             VectorSimilarity::L2,
+            PostProcess::None,
         )
         .unwrap();
         assert!(l2.scores.mrr > 1.0, "{:?}", l2.scores);
+        for post in [PostProcess::Whitening, PostProcess::Abtt { k: 2 }] {
+            let r = run(
+                &root,
+                glove.as_ref(),
+                Level::Word,
+                ListSource::Shipped,
+                VectorSimilarity::Cosine,
+                post,
+            )
+            .unwrap();
+            assert_eq!(r.scores.post_processing, post.name());
+            assert!(
+                r.scores.mrr > 1.0 && r.classic.mean > 10.0,
+                "{post:?}: {:?} {:?}",
+                r.scores,
+                r.classic
+            );
+        }
     }
 
     #[test]
@@ -220,6 +265,7 @@ mod tests {
             &pairs,
             &background,
             VectorSimilarity::Cosine,
+            PostProcess::None,
         )
         .unwrap();
         assert!(scores.mrr > 40.0 && scores.hits_at_1 > 25.0, "{scores:?}");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
-use evalrank::{Level, ListSource};
+use evalrank::{Level, ListSource, PostProcess};
 use sage_core::VectorSimilarity;
 use sage_data::DataRoot;
 
@@ -27,6 +27,13 @@ pub enum Task {
         /// shipped: the toolkit's lists (default); constructed: built from the raw datasets.
         #[arg(long, value_enum, default_value_t = ListsArg::Shipped)]
         lists: ListsArg,
+        /// Post-processing fitted on the embedded set: none, whitening, or abtt (remove the top
+        /// --abtt-k principal components).
+        #[arg(long, value_enum, default_value_t = PostArg::None)]
+        post: PostArg,
+        /// Components removed by --post abtt.
+        #[arg(long, default_value_t = 2)]
+        abtt_k: usize,
         #[command(flatten)]
         model: ModelArgs,
         /// Data root (default: $SAGE_DATA_DIR).
@@ -51,6 +58,13 @@ pub enum SimilarityArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PostArg {
+    None,
+    Whitening,
+    Abtt,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ListsArg {
     Shipped,
     Constructed,
@@ -62,6 +76,8 @@ pub fn run(task: Task) -> Result<()> {
             level,
             similarity,
             lists,
+            post,
+            abtt_k,
             model,
             data_dir,
             output,
@@ -86,7 +102,12 @@ pub fn run(task: Task) -> Result<()> {
                 SimilarityArg::Cos => VectorSimilarity::Cosine,
                 SimilarityArg::L2 => VectorSimilarity::L2,
             };
-            let report = evalrank::run(&root, embedder.as_ref(), level, source, similarity)
+            let post = match post {
+                PostArg::None => PostProcess::None,
+                PostArg::Whitening => PostProcess::Whitening,
+                PostArg::Abtt => PostProcess::Abtt { k: abtt_k },
+            };
+            let report = evalrank::run(&root, embedder.as_ref(), level, source, similarity, post)
                 .context("EvalRank")?;
             let mut out = Output::create(output)?;
             serde_json::to_writer_pretty(&mut out, &report)?;
