@@ -67,7 +67,13 @@ impl<E: Embedder> CachedEmbedder<E> {
             std::fs::create_dir_all(dir)
                 .map_err(|e| cache_error(&path, format!("cannot create folder: {e}")))?;
         }
-        let db = Database::create(&path).map_err(|e| cache_error(&path, e))?;
+        let db = Database::create(&path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => cache_error(
+                &path,
+                "in use by another process (run one at a time, pass another --cache file, or --no-cache)",
+            ),
+            other => cache_error(&path, other),
+        })?;
         Ok(CachedEmbedder {
             inner,
             db,
