@@ -99,17 +99,21 @@ pub fn resolve_model(spec: &str, options: &ResolveOptions) -> Result<ResolvedMod
     resolve_hub(spec, options)
 }
 
+/// The commit `refs/main` points at in the hub cache, when there is one.
+fn cached_commit(options: &ResolveOptions, id: &str) -> Option<String> {
+    let refs = options
+        .hub_cache
+        .join(Repo::model(id.to_owned()).folder_name())
+        .join("refs/main");
+    std::fs::read_to_string(refs)
+        .ok()
+        .map(|c| c.trim().to_owned())
+}
+
 fn resolve_hub(id: &str, options: &ResolveOptions) -> Result<ResolvedModel> {
     let cache = Cache::new(options.hub_cache.clone());
     let cached = cache.model(id.to_owned());
-    let commit = std::fs::read_to_string(
-        options
-            .hub_cache
-            .join(Repo::model(id.to_owned()).folder_name())
-            .join("refs/main"),
-    )
-    .ok()
-    .map(|c| c.trim().to_owned());
+    let commit = cached_commit(options, id);
     if let Some(config) = cached.get("config.json") {
         if REQUIRED.iter().all(|f| cached.get(f).is_some()) {
             let dir = config
@@ -156,14 +160,7 @@ fn resolve_hub(id: &str, options: &ResolveOptions) -> Result<ResolvedModel> {
         // absent in some repositories: a failure here is not an error
         let _ = repo.get(file);
     }
-    let commit = std::fs::read_to_string(
-        options
-            .hub_cache
-            .join(Repo::model(id.to_owned()).folder_name())
-            .join("refs/main"),
-    )
-    .ok()
-    .map(|c| c.trim().to_owned());
+    let commit = cached_commit(options, id);
     Ok(ResolvedModel {
         dir: dir.expect("REQUIRED is not empty"),
         name: id.to_owned(),
