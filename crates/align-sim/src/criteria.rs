@@ -501,3 +501,70 @@ mod tests {
         assert!((r.normalised - r.alpha * r.mean).abs() < 1e-12);
     }
 }
+
+#[cfg(test)]
+mod real_data {
+    use std::path::PathBuf;
+
+    use sage_embed::{load_embedder, ResolveOptions, TransformerOptions};
+    use sage_metrics::Metric;
+
+    use super::*;
+
+    /// All five criteria on 120 sampled rows per dataset for the classical metrics, GloVe
+    /// bag-of-words and all-MiniLM-L6-v2 (CI sets SAGE_DATA_DIR and SAGE_MODELS_DIR).
+    #[test]
+    fn all_criteria_on_real_data() {
+        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
+        else {
+            eprintln!("SAGE_DATA_DIR or SAGE_MODELS_DIR unset: ALIGN-SIM on real data not run");
+            return;
+        };
+        let wordnet = Arc::new(WordNet::open(root.root().join("wordnet/dict")).unwrap());
+        let mut similarities: Vec<Box<dyn Similarity>> =
+            Metric::ALL.iter().map(|m| m.similarity()).collect();
+        for model in ["glove.6B.50d", "all-MiniLM-L6-v2"] {
+            let dir = PathBuf::from(&models).join(model);
+            let embedder = load_embedder(
+                dir.to_str().unwrap(),
+                &ResolveOptions::default(),
+                TransformerOptions::default(),
+            )
+            .unwrap();
+            similarities.push(Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)));
+        }
+        for similarity in &similarities {
+            let report = evaluate(
+                similarity.as_ref(),
+                &root,
+                wordnet.clone(),
+                &[("mrpc", "test"), ("paws-wiki", "test")],
+                Some(120),
+                RunSeed(1337),
+            )
+            .unwrap();
+            for d in &report.datasets {
+                assert_eq!(d.synonyms.len(), 3);
+                assert_eq!(d.jumbling.len(), 3);
+                assert!(
+                    d.antonym.samples > 0 && d.synonyms[0].samples > 0,
+                    "{}: {d:?}",
+                    report.similarity
+                );
+                assert!((0.0..=1.0).contains(&d.paraphrase.paraphrase_mean));
+            }
+            assert!(report.negation.rows.used_rows == 120);
+            let mrpc = &report.datasets[0];
+            eprintln!(
+                "{:<18} mrpc: para-random {:+.3} syn1 {:.3} anto d>0 {:.2} jumble1 d>0 {:.2} | paws: para-random {:+.3} | afin neg {:.3}",
+                report.similarity,
+                mrpc.paraphrase.difference,
+                mrpc.synonyms[0].normalised,
+                mrpc.antonym.shares[0].1,
+                mrpc.jumbling[0].shares[0].1,
+                report.datasets[1].paraphrase.difference,
+                report.negation.normalised
+            );
+        }
+    }
+}
