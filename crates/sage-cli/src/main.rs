@@ -121,8 +121,11 @@ fn main() -> ExitCode {
         // A closed pipe (`sage data list | head`) is the reader's choice, not an error.
         Err(e)
             if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                let broken = Some(std::io::ErrorKind::BrokenPipe);
+                c.downcast_ref::<std::io::Error>().map(std::io::Error::kind) == broken
+                    || c.downcast_ref::<serde_json::Error>()
+                        .and_then(serde_json::Error::io_error_kind)
+                        == broken
             }) =>
         {
             ExitCode::SUCCESS

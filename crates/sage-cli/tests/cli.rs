@@ -630,3 +630,38 @@ fn data_list_and_check_on_the_fixture_mirror() {
         "unknown dataset \"nope\"",
     );
 }
+
+#[test]
+fn run_align_sim_with_a_metric() {
+    let Some(data) = std::env::var_os("SAGE_DATA_DIR") else {
+        eprintln!("SAGE_DATA_DIR unset: sage run align-sim not run");
+        return;
+    };
+    let out = ok_json(&[
+        "run",
+        "align-sim",
+        "--similarity",
+        "rouge",
+        "--max-rows",
+        "40",
+        "--data-dir",
+        Path::new(&data).to_str().unwrap(),
+    ]);
+    assert_eq!(out["similarity"], "rouge");
+    assert_eq!(out["datasets"].as_array().unwrap().len(), 2);
+    assert_eq!(out["datasets"][0]["jumbling"].as_array().unwrap().len(), 3);
+    assert_eq!(out["negation"]["rows"]["used_rows"], 40);
+    fails_with(
+        &[
+            "run",
+            "align-sim",
+            "--similarity",
+            "rouge",
+            "--dataset",
+            "mrpc",
+            "--data-dir",
+            Path::new(&data).to_str().unwrap(),
+        ],
+        "expected name/split",
+    );
+}
