@@ -39,7 +39,8 @@ pub enum DataCommand {
     },
 }
 
-fn root(data_dir: Option<PathBuf>) -> Result<DataRoot> {
+/// The data root from a `--data-dir` flag, else SAGE_DATA_DIR.
+pub fn root(data_dir: Option<PathBuf>) -> Result<DataRoot> {
     Ok(match data_dir {
         Some(dir) => DataRoot::new(dir),
         None => DataRoot::from_env()?,

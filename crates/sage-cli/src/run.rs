@@ -7,7 +7,6 @@ use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
 use evalrank::{Level, ListSource, PostProcess};
 use sage_core::VectorSimilarity;
-use sage_data::DataRoot;
 
 use crate::embed::ModelArgs;
 use crate::output::Output;
@@ -109,10 +108,7 @@ pub fn run(task: Task) -> Result<()> {
             data_dir,
             output,
         } => {
-            let root = match data_dir {
-                Some(dir) => DataRoot::new(dir),
-                None => DataRoot::from_env()?,
-            };
+            let root = crate::data::root(data_dir)?;
             let similarity: Box<dyn sage_core::Similarity> = match (similarity, &model.model) {
                 (Some(metric), _) => metric.similarity(),
                 (None, Some(spec)) => {
@@ -169,10 +165,7 @@ pub fn run(task: Task) -> Result<()> {
             let Some(spec) = &model.model else {
                 bail!("--model is required")
             };
-            let root = match data_dir {
-                Some(dir) => DataRoot::new(dir),
-                None => DataRoot::from_env()?,
-            };
+            let root = crate::data::root(data_dir)?;
             let embedder = model.load(spec)?;
             let level = match level {
                 LevelArg::Word => Level::Word,
