@@ -23,10 +23,11 @@ pub enum PostProcess {
 }
 
 impl PostProcess {
-    /// Fits on `vectors` (rows) and returns them transformed.
-    pub fn apply(self, vectors: &Array2<f32>) -> Array2<f32> {
+    /// Fits on `vectors` (rows) and returns them transformed (unchanged, without a copy, for
+    /// `None`).
+    pub fn apply(self, vectors: Array2<f32>) -> Array2<f32> {
         if self == PostProcess::None {
-            return vectors.clone();
+            return vectors;
         }
         let x: Array2<f64> = vectors.mapv(f64::from);
         let mean = x.mean_axis(Axis(0)).expect("non-empty");
@@ -149,14 +150,14 @@ mod tests {
                 (t * 0.3).cos() * 2.0,
             ][j] + 3.0
         });
-        let w = PostProcess::Whitening.apply(&x).mapv(f64::from);
+        let w = PostProcess::Whitening.apply(x.clone()).mapv(f64::from);
         let mean = w.mean_axis(Axis(0)).unwrap();
         let c = (&w - &mean).t().dot(&(&w - &mean)) / 200.0;
         assert!(
             (&c - &Array2::<f64>::eye(4)).iter().all(|d| d.abs() < 1e-3),
             "{c:?}"
         );
-        let a = PostProcess::Abtt { k: 1 }.apply(&x).mapv(f64::from);
+        let a = PostProcess::Abtt { k: 1 }.apply(x).mapv(f64::from);
         let ca = a.t().dot(&a) / 200.0;
         let (values, _) = symmetric_eigen(&ca);
         assert!(values[3].abs() < 1e-3, "one direction is gone: {values:?}");

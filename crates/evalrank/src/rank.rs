@@ -130,7 +130,7 @@ pub fn evaluate(
     let vectors = embedder.embed(&distinct)?;
     let embed_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let mut vectors = post.apply(&vectors);
+    let mut vectors = post.apply(vectors);
     let mean = vectors.mean_axis(Axis(0)).expect("non-empty background");
     vectors -= &mean;
     if similarity == VectorSimilarity::Cosine {

@@ -122,7 +122,7 @@ pub fn classic_scores(
                     });
                 }
             }
-            let vectors = post.apply(&embedder.embed(&distinct)?);
+            let vectors = post.apply(embedder.embed(&distinct)?);
             rows.iter()
                 .map(|(a, b, _)| {
                     f64::from(cosine(
