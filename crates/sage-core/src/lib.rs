@@ -23,6 +23,7 @@ mod error;
 pub mod measures;
 mod seed;
 mod similarity;
+mod timings;
 
 pub use embed::{
     cosine, l2_similarity, normalize_rows, Embedder, EmbedderIdentity, EmbeddingSimilarity,
@@ -31,3 +32,4 @@ pub use embed::{
 pub use error::{Result, SageError};
 pub use seed::{ExperimentRng, RunSeed};
 pub use similarity::Similarity;
+pub use timings::{Phase, Timings};

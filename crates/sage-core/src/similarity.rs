@@ -52,6 +52,15 @@ pub trait Similarity: Send + Sync {
         )
     }
 
+    /// Scores of every pair that stay comparable *across calls*, for ranking a large candidate
+    /// set in chunks (retrieval): any strictly increasing function of the measure will do.
+    /// Measures normalised over their batch (BM25's min–max) return their raw scores here, since
+    /// a per-chunk normalisation would rank chunks against each other arbitrarily; everything
+    /// else returns [`Similarity::score_pairs`].
+    fn score_pairs_for_ranking(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
+        self.score_pairs(pairs)
+    }
+
     /// Whether `score(a, b) == score(b, a)` for every pair (lets clustering score half the matrix).
     fn is_symmetric(&self) -> bool {
         true
@@ -73,6 +82,9 @@ impl<S: Similarity + ?Sized> Similarity for Box<S> {
     }
     fn score_matrix(&self, references: &[&str], candidates: &[&str]) -> Result<Array2<f32>> {
         (**self).score_matrix(references, candidates)
+    }
+    fn score_pairs_for_ranking(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
+        (**self).score_pairs_for_ranking(pairs)
     }
     fn is_symmetric(&self) -> bool {
         (**self).is_symmetric()

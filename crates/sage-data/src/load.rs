@@ -9,7 +9,10 @@ use serde_json::Value;
 
 use crate::error::{parse_error, DataError, Result};
 use crate::registry::{entry, DatasetEntry, DatasetKind};
-use crate::rows::{sealed::ReadRow, At, BeirDocument, BeirQuery, Line, Row, TextPair, WordPair};
+use crate::rows::{
+    sealed::ReadRow, At, BeirDocument, BeirQuery, Document, DocumentSummary, Line, Row, TextPair,
+    WordPair,
+};
 use crate::sample::RowSelection;
 
 /// What to do with rows whose text is empty (or only whitespace). They are always counted and
@@ -296,6 +299,62 @@ impl DataRoot {
                     path,
                 })
             }
+        }
+    }
+
+    /// The long texts of any document-bearing dataset as [`Document`]s, for the tasks that only
+    /// need texts (information sensitivity): document+summary sets give their documents (title
+    /// kept, summary dropped), plain document sets their rows, and BEIR sets their corpus (title
+    /// kept; `split` names the qrels split that must be local, the corpus is shared by all).
+    pub fn documents(&self, name: &str, split: &str) -> Result<Loaded<Document>> {
+        let (e, path) = self.locate(name, split)?;
+        match e.kind {
+            DatasetKind::Documents => self.load::<Document>(name, split),
+            DatasetKind::DocumentSummary => {
+                let loaded = self.load::<DocumentSummary>(name, split)?;
+                Ok(Loaded {
+                    dataset: loaded.dataset,
+                    split: loaded.split,
+                    path: loaded.path,
+                    rows: loaded
+                        .rows
+                        .into_iter()
+                        .map(|r| Document {
+                            id: r.id,
+                            text: r.text,
+                            title: r.title,
+                            label: None,
+                        })
+                        .collect(),
+                    empty_text_lines: loaded.empty_text_lines,
+                })
+            }
+            DatasetKind::Beir => {
+                let corpus_path = path.join("corpus.jsonl");
+                let (corpus, empty) =
+                    with_empty_lines(read_jsonl::<BeirDocument>(&corpus_path, &[])?);
+                let corpus = self.apply_policy(&corpus_path, corpus, &empty)?;
+                Ok(Loaded {
+                    dataset: name.to_owned(),
+                    split: split.to_owned(),
+                    path: corpus_path,
+                    rows: corpus
+                        .into_iter()
+                        .map(|d| Document {
+                            id: d.id,
+                            text: d.text,
+                            title: (!d.title.is_empty()).then_some(d.title),
+                            label: None,
+                        })
+                        .collect(),
+                    empty_text_lines: empty,
+                })
+            }
+            other => Err(DataError::WrongKind {
+                dataset: name.to_owned(),
+                actual: other.name(),
+                expected: "documents, document-summary or beir",
+            }),
         }
     }
 

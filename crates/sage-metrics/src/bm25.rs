@@ -143,6 +143,14 @@ impl Similarity for Bm25Plus {
         Ok(self.finish(self.raw_scores(pairs)?))
     }
 
+    fn score_pairs_for_ranking(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
+        Ok(self
+            .raw_scores(pairs)?
+            .into_iter()
+            .map(|s| s as f32)
+            .collect())
+    }
+
     fn is_symmetric(&self) -> bool {
         false
     }

@@ -1,0 +1,725 @@
+//! The two sub-tasks, their sources and the report.
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+use sage_core::measures::{self, BinaryScores};
+use sage_core::{RunSeed, Similarity, Timings};
+use sage_data::{sample, DataRoot, RowSelection, SummaryComparison, SummaryRating};
+use serde::Serialize;
+
+use crate::{HumanPrefError, Result};
+
+/// Classification scores of the comparisons (summary_0 preferred = positive).
+pub type Scores = BinaryScores;
+
+/// Where one source's comparisons and ratings come from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Source {
+    /// A rating dataset: correlations with each of its dimensions, and comparisons derived from
+    /// its ratings (see the crate docs).
+    Ratings {
+        /// Registry name (summary-ratings kind).
+        dataset: String,
+        /// Split.
+        split: String,
+        /// Least difference of mean rating for a pair to become a comparison; `None`: 10% of the
+        /// observed range of mean ratings.
+        margin: Option<f64>,
+    },
+    /// summarize_from_feedback's layout: a comparisons dataset and an axis-ratings dataset.
+    Feedback {
+        /// Registry name of the comparisons (summary-comparisons kind).
+        comparisons: String,
+        /// Its split.
+        comparisons_split: String,
+        /// Registry name of the axis ratings (summary-axis-ratings kind).
+        axis: String,
+        /// Its split.
+        axis_split: String,
+    },
+}
+
+impl Source {
+    /// SummEval expert ratings (1–5), margin 0.4 (10% of the scale).
+    pub fn summeval() -> Source {
+        Source::Ratings {
+            dataset: "summeval".into(),
+            split: "ratings".into(),
+            margin: Some(0.4),
+        }
+    }
+
+    /// REALSumm LitePyramid recall (0–1), margin 0.1 (10% of the scale).
+    pub fn realsumm() -> Source {
+        Source::Ratings {
+            dataset: "realsumm".into(),
+            split: "ratings".into(),
+            margin: Some(0.1),
+        }
+    }
+
+    /// The paper's data: summarize_from_feedback comparisons and axis evaluations, both on their
+    /// validation split (the only split both tables have).
+    pub fn summarize_from_feedback() -> Source {
+        Source::Feedback {
+            comparisons: "summarize-from-feedback-comparisons".into(),
+            comparisons_split: "validation".into(),
+            axis: "summarize-from-feedback-axis".into(),
+            axis_split: "validation".into(),
+        }
+    }
+
+    /// The sources of a default run: the paper's data when it is local, and the shipped human
+    /// ratings (SummEval, REALSumm) when they are.
+    pub fn available(root: &DataRoot) -> Vec<Source> {
+        [
+            Source::summarize_from_feedback(),
+            Source::summeval(),
+            Source::realsumm(),
+        ]
+        .into_iter()
+        .filter(|s| s.is_local(root))
+        .collect()
+    }
+
+    /// Whether every file this source reads is in the local mirror.
+    pub fn is_local(&self, root: &DataRoot) -> bool {
+        let local = |name: &str, split: &str| root.locate(name, split).is_ok();
+        match self {
+            Source::Ratings { dataset, split, .. } => local(dataset, split),
+            Source::Feedback {
+                comparisons,
+                comparisons_split,
+                axis,
+                axis_split,
+            } => local(comparisons, comparisons_split) && local(axis, axis_split),
+        }
+    }
+
+    /// A short name for reports (`summeval`, `summarize-from-feedback`).
+    pub fn name(&self) -> String {
+        match self {
+            Source::Ratings { dataset, .. } => dataset.clone(),
+            Source::Feedback { comparisons, .. } => comparisons
+                .strip_suffix("-comparisons")
+                .unwrap_or(comparisons)
+                .to_owned(),
+        }
+    }
+}
+
+/// How comparisons were derived from ratings.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Derivation {
+    /// The margin applied.
+    pub margin: f64,
+    /// Same-document summary pairs considered.
+    pub candidate_pairs: usize,
+    /// Pairs whose mean ratings differ by at least the margin (the comparisons).
+    pub kept_pairs: usize,
+}
+
+/// The pairwise sub-task.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ComparisonReport {
+    /// Accuracy, precision, recall, F1 (+ counts).
+    pub classification: Scores,
+    /// Comparisons scored.
+    pub pairs: usize,
+    /// Pairs the similarity could not tell apart (equal scores → summary_1).
+    pub ties: usize,
+    /// Pairs where the human chose summary_0.
+    pub human_chose_0: usize,
+    /// Present when the comparisons were built from ratings.
+    pub derived: Option<Derivation>,
+    /// Rows read (comparisons, or ratings they were derived from).
+    pub rows: RowSelection,
+}
+
+/// Pearson's r with one rating dimension.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DimensionCorrelation {
+    /// The dimension.
+    pub dimension: String,
+    /// Pearson's r; `None` when undefined (a constant similarity or rating).
+    pub pearson: Option<f64>,
+    /// 0.5·(r + 1), 0.5 when r is undefined.
+    pub mapped: f64,
+}
+
+/// The rating sub-task.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CorrelationReport {
+    /// Per dimension, in the dataset's order.
+    pub dimensions: Vec<DimensionCorrelation>,
+    /// Summaries scored.
+    pub summaries: usize,
+    /// Rows read.
+    pub rows: RowSelection,
+}
+
+/// One source.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SourceReport {
+    /// Source name.
+    pub name: String,
+    /// Where it came from.
+    pub source: Source,
+    /// Pairwise sub-task.
+    pub comparisons: ComparisonReport,
+    /// Rating sub-task.
+    pub correlations: CorrelationReport,
+    /// Mean of accuracy, precision, recall, F1.
+    pub classification_mean: f64,
+    /// Mean of the mapped correlations.
+    pub correlation_mean: f64,
+    /// 0.5·classification_mean + 0.5·correlation_mean.
+    pub score: f64,
+}
+
+/// A whole task-1 run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HumanPrefReport {
+    /// The similarity's name.
+    pub similarity: String,
+    /// Run seed.
+    pub seed: u64,
+    /// Row cap per dataset.
+    pub max_rows: Option<usize>,
+    /// Per source.
+    pub sources: Vec<SourceReport>,
+    /// Category score: mean of the source scores.
+    pub score: f64,
+    /// Wall-clock phases (the only part that differs between two runs with one seed).
+    pub timings: Timings,
+}
+
+/// The prediction rule: `true` (summary_0) only when it scores strictly higher.
+pub fn predict(summary_0: f32, summary_1: f32) -> bool {
+    summary_0 > summary_1
+}
+
+/// Scores every comparison in one batch (sources × both summaries) and classifies.
+pub fn compare(
+    similarity: &dyn Similarity,
+    rows: &[SummaryComparison],
+) -> Result<(Scores, usize, usize)> {
+    if rows.is_empty() {
+        return Err(HumanPrefError::Insufficient(
+            "no comparisons to score".into(),
+        ));
+    }
+    let mut batch: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.post.as_str(), r.summary_0.as_str()))
+        .collect();
+    batch.extend(rows.iter().map(|r| (r.post.as_str(), r.summary_1.as_str())));
+    let scores = similarity.score_pairs(&batch)?;
+    let (s0, s1) = scores.split_at(rows.len());
+    let predicted: Vec<bool> = s0.iter().zip(s1).map(|(&a, &b)| predict(a, b)).collect();
+    let truth: Vec<bool> = rows.iter().map(|r| r.choice == 0).collect();
+    let ties = s0.iter().zip(s1).filter(|(a, b)| a == b).count();
+    let human_chose_0 = truth.iter().filter(|&&t| t).count();
+    Ok((
+        measures::binary_classification(&truth, &predicted)?,
+        ties,
+        human_chose_0,
+    ))
+}
+
+/// Pearson's r between `sim(source, summary)` and each of `dimensions`, one batch.
+pub fn correlate(
+    similarity: &dyn Similarity,
+    rows: &[SummaryRating],
+    dimensions: &[&str],
+) -> Result<Vec<DimensionCorrelation>> {
+    if rows.len() < 2 {
+        return Err(HumanPrefError::Insufficient(
+            "rating correlations need at least two rated summaries".into(),
+        ));
+    }
+    let batch: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.source.as_str(), r.summary.as_str()))
+        .collect();
+    let sims: Vec<f64> = similarity
+        .score_pairs(&batch)?
+        .into_iter()
+        .map(f64::from)
+        .collect();
+    dimensions
+        .iter()
+        .map(|&dimension| {
+            let ratings: Vec<f64> = rows
+                .iter()
+                .map(|r| {
+                    r.ratings.get(dimension).copied().ok_or_else(|| {
+                        HumanPrefError::Insufficient(format!(
+                            "summary of {} by {} has no {dimension:?} rating",
+                            r.doc_id, r.system
+                        ))
+                    })
+                })
+                .collect::<Result<_>>()?;
+            let pearson = match measures::pearson(&sims, &ratings) {
+                Ok(r) => Some(r),
+                Err(sage_core::SageError::Undefined { .. }) => None,
+                Err(e) => return Err(e.into()),
+            };
+            Ok(DimensionCorrelation {
+                dimension: dimension.to_owned(),
+                pearson,
+                mapped: pearson.map_or(0.5, |r| 0.5 * (r + 1.0)),
+            })
+        })
+        .collect()
+}
+
+/// Comparisons from ratings: every two summaries of one document (documents in order of first
+/// appearance, pairs in file order) whose mean rating over `dimensions` differs by at least
+/// `margin`, the better one being the human choice. Which one is summary_0 is a coin flip from
+/// `seed` per candidate pair.
+pub fn comparisons_from_ratings(
+    rows: &[SummaryRating],
+    dimensions: &[&str],
+    margin: f64,
+    seed: RunSeed,
+    label: &str,
+) -> (Vec<SummaryComparison>, usize) {
+    let mean_rating = |r: &SummaryRating| {
+        let values: Vec<f64> = dimensions
+            .iter()
+            .filter_map(|d| r.ratings.get(*d).copied())
+            .collect();
+        values.iter().sum::<f64>() / values.len().max(1) as f64
+    };
+    let mut by_doc: Vec<(&str, Vec<usize>)> = Vec::new();
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let slot = *index.entry(&r.doc_id).or_insert_with(|| {
+            by_doc.push((&r.doc_id, Vec::new()));
+            by_doc.len() - 1
+        });
+        by_doc[slot].1.push(i);
+    }
+    let mut out = Vec::new();
+    let mut candidates = 0usize;
+    for (doc, members) in &by_doc {
+        for (a, &i) in members.iter().enumerate() {
+            for &j in &members[a + 1..] {
+                let pair = candidates as u64;
+                candidates += 1;
+                let (ri, rj) = (&rows[i], &rows[j]);
+                let (mi, mj) = (mean_rating(ri), mean_rating(rj));
+                if (mi - mj).abs() < margin {
+                    continue;
+                }
+                let swap = seed.rng_for_item(label, pair).gen_bool(0.5);
+                let (first, second, first_better) = if swap {
+                    (rj, ri, mj > mi)
+                } else {
+                    (ri, rj, mi > mj)
+                };
+                out.push(SummaryComparison {
+                    id: format!("{doc}:{}|{}", first.system, second.system),
+                    post: ri.source.clone(),
+                    summary_0: first.summary.clone(),
+                    summary_1: second.summary.clone(),
+                    choice: if first_better { 0 } else { 1 },
+                });
+            }
+        }
+    }
+    (out, candidates)
+}
+
+fn dimensions_of(dataset: &str) -> Result<Vec<&'static str>> {
+    let entry = sage_data::entry(dataset).ok_or_else(|| sage_data::DataError::UnknownDataset {
+        name: dataset.to_owned(),
+    })?;
+    if entry.dimensions.is_empty() {
+        return Err(HumanPrefError::Insufficient(format!(
+            "{dataset} has no rating dimensions"
+        )));
+    }
+    Ok(entry.dimensions.to_vec())
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+/// Both sub-tasks on one source, at most `max_rows` rows of each dataset (seeded sample).
+pub fn evaluate_source(
+    similarity: &dyn Similarity,
+    root: &DataRoot,
+    source: &Source,
+    max_rows: Option<usize>,
+    seed: RunSeed,
+    timings: &mut Timings,
+) -> Result<SourceReport> {
+    let name = source.name();
+    let (comparisons, correlations) = match source {
+        Source::Ratings {
+            dataset,
+            split,
+            margin,
+        } => {
+            let dimensions = dimensions_of(dataset)?;
+            let loaded = root.load::<SummaryRating>(dataset, split)?;
+            let (rows, selection) = sample(&loaded, max_rows, seed);
+            let margin = margin.unwrap_or_else(|| {
+                let means: Vec<f64> = rows
+                    .iter()
+                    .map(|r| {
+                        mean(
+                            &dimensions
+                                .iter()
+                                .filter_map(|d| r.ratings.get(*d).copied())
+                                .collect::<Vec<_>>(),
+                        )
+                    })
+                    .collect();
+                let (lo, hi) = means
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &m| {
+                        (l.min(m), h.max(m))
+                    });
+                0.1 * (hi - lo).max(0.0)
+            });
+            let (derived, candidates) = comparisons_from_ratings(
+                &rows,
+                &dimensions,
+                margin,
+                seed,
+                &format!("human-pref/orientation/{dataset}"),
+            );
+            let (classification, ties, human_chose_0) = timings
+                .time(format!("comparisons/{name}"), || {
+                    compare(similarity, &derived)
+                })?;
+            let correlations = timings.time(format!("correlations/{name}"), || {
+                correlate(similarity, &rows, &dimensions)
+            })?;
+            (
+                ComparisonReport {
+                    classification,
+                    pairs: derived.len(),
+                    ties,
+                    human_chose_0,
+                    derived: Some(Derivation {
+                        margin,
+                        candidate_pairs: candidates,
+                        kept_pairs: derived.len(),
+                    }),
+                    rows: selection.clone(),
+                },
+                CorrelationReport {
+                    dimensions: correlations,
+                    summaries: rows.len(),
+                    rows: selection,
+                },
+            )
+        }
+        Source::Feedback {
+            comparisons,
+            comparisons_split,
+            axis,
+            axis_split,
+        } => {
+            let loaded = root.load::<SummaryComparison>(comparisons, comparisons_split)?;
+            let (rows, selection) = sample(&loaded, max_rows, seed);
+            let (classification, ties, human_chose_0) =
+                timings.time(format!("comparisons/{name}"), || compare(similarity, &rows))?;
+            let dimensions = dimensions_of(axis)?;
+            let loaded = root.load::<SummaryRating>(axis, axis_split)?;
+            let (axis_rows, axis_selection) = sample(&loaded, max_rows, seed);
+            let correlations = timings.time(format!("correlations/{name}"), || {
+                correlate(similarity, &axis_rows, &dimensions)
+            })?;
+            (
+                ComparisonReport {
+                    classification,
+                    pairs: rows.len(),
+                    ties,
+                    human_chose_0,
+                    derived: None,
+                    rows: selection,
+                },
+                CorrelationReport {
+                    dimensions: correlations,
+                    summaries: axis_rows.len(),
+                    rows: axis_selection,
+                },
+            )
+        }
+    };
+    let c = &comparisons.classification;
+    let classification_mean = mean(&[c.accuracy, c.precision, c.recall, c.f1]);
+    let correlation_mean = mean(
+        &correlations
+            .dimensions
+            .iter()
+            .map(|d| d.mapped)
+            .collect::<Vec<_>>(),
+    );
+    Ok(SourceReport {
+        name,
+        source: source.clone(),
+        comparisons,
+        correlations,
+        classification_mean,
+        correlation_mean,
+        score: 0.5 * classification_mean + 0.5 * correlation_mean,
+    })
+}
+
+/// Task 1 on every source.
+pub fn evaluate(
+    similarity: &dyn Similarity,
+    root: &DataRoot,
+    sources: &[Source],
+    max_rows: Option<usize>,
+    seed: RunSeed,
+) -> Result<HumanPrefReport> {
+    if sources.is_empty() {
+        return Err(HumanPrefError::Insufficient(format!(
+            "no human-preference source is local under {}",
+            root.root().display()
+        )));
+    }
+    let mut timings = Timings::default();
+    let reports = sources
+        .iter()
+        .map(|s| evaluate_source(similarity, root, s, max_rows, seed, &mut timings))
+        .collect::<Result<Vec<_>>>()?;
+    let score = mean(&reports.iter().map(|r| r.score).collect::<Vec<_>>());
+    Ok(HumanPrefReport {
+        similarity: similarity.name().to_owned(),
+        seed: seed.0,
+        max_rows,
+        sources: reports,
+        score,
+        timings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use sage_metrics::Metric;
+
+    use super::*;
+
+    /// Scores a pair by the candidate's length, or a constant.
+    struct ByLength(bool);
+
+    impl Similarity for ByLength {
+        fn name(&self) -> &str {
+            "by-length"
+        }
+        fn score(&self, _: &str, candidate: &str) -> sage_core::Result<f32> {
+            Ok(if self.0 { candidate.len() as f32 } else { 0.25 })
+        }
+    }
+
+    fn comparison(s0: &str, s1: &str, choice: u8) -> SummaryComparison {
+        SummaryComparison {
+            id: "x".into(),
+            post: "post".into(),
+            summary_0: s0.into(),
+            summary_1: s1.into(),
+            choice,
+        }
+    }
+
+    fn rating(doc: &str, summary: &str, system: &str, r: f64) -> SummaryRating {
+        SummaryRating {
+            doc_id: doc.into(),
+            source: format!("source of {doc}"),
+            summary: summary.into(),
+            system: system.into(),
+            ratings: [("a".to_owned(), r), ("b".to_owned(), 2.0 * r)].into(),
+        }
+    }
+
+    fn fixtures() -> DataRoot {
+        DataRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"))
+    }
+
+    #[test]
+    fn comparisons_by_hand_with_ties_to_summary_1() {
+        let rows = [
+            comparison("longer", "short", 0), // predicted 0, truth 0: TP
+            comparison("longer", "short", 1), // predicted 0, truth 1: FP
+            comparison("abc", "xyz", 0),      // tie → predicted 1, truth 0: FN
+            comparison("ab", "abcd", 1),      // predicted 1, truth 1: TN
+        ];
+        let (s, ties, chose_0) = compare(&ByLength(true), &rows).unwrap();
+        assert_eq!(
+            (
+                s.true_positives,
+                s.false_positives,
+                s.false_negatives,
+                s.true_negatives
+            ),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(
+            (s.accuracy, s.precision, s.recall, s.f1),
+            (0.5, 0.5, 0.5, 0.5)
+        );
+        assert_eq!((ties, chose_0), (1, 2));
+    }
+
+    #[test]
+    fn a_constant_similarity_predicts_summary_1_and_correlates_with_nothing() {
+        let rows = [comparison("a", "b", 0), comparison("a", "b", 1)];
+        let (s, ties, _) = compare(&ByLength(false), &rows).unwrap();
+        assert_eq!(
+            (s.accuracy, s.precision, s.recall, s.f1, ties),
+            (0.5, 0.0, 0.0, 0.0, 2)
+        );
+        let ratings = [rating("d", "x", "m1", 1.0), rating("d", "xy", "m2", 3.0)];
+        let c = correlate(&ByLength(false), &ratings, &["a", "b"]).unwrap();
+        assert!(c.iter().all(|d| d.pearson.is_none() && d.mapped == 0.5));
+    }
+
+    #[test]
+    fn correlations_by_hand() {
+        // lengths 1, 2, 4 against ratings 1, 2, 3: r = 0.98198 (scipy.stats.pearsonr)
+        let ratings = [
+            rating("d", "x", "m1", 1.0),
+            rating("d", "xy", "m2", 2.0),
+            rating("d", "wxyz", "m3", 3.0),
+        ];
+        let c = correlate(&ByLength(true), &ratings, &["a"]).unwrap();
+        let r = c[0].pearson.unwrap();
+        assert!((r - 0.981_980_506_061_965_9).abs() < 1e-12, "{r}");
+        assert!((c[0].mapped - 0.5 * (r + 1.0)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn derived_comparisons_keep_pairs_beyond_the_margin_with_the_better_as_choice() {
+        let rows = [
+            rating("d1", "s1", "m1", 1.0),
+            rating("d1", "s2", "m2", 1.2),
+            rating("d1", "s3", "m3", 3.0),
+            rating("d2", "t1", "m1", 2.0),
+        ];
+        // mean over a, b = 1.5 r: 1.5, 1.8, 4.5; margin 1 keeps (s1, s3), (s2, s3) only
+        let (pairs, candidates) =
+            comparisons_from_ratings(&rows, &["a", "b"], 1.0, RunSeed(7), "t");
+        assert_eq!((pairs.len(), candidates), (2, 3));
+        for p in &pairs {
+            let chosen = if p.choice == 0 {
+                &p.summary_0
+            } else {
+                &p.summary_1
+            };
+            assert_eq!(chosen, "s3");
+            assert_eq!(p.post, "source of d1");
+        }
+        let again = comparisons_from_ratings(&rows, &["a", "b"], 1.0, RunSeed(7), "t").0;
+        assert_eq!(pairs, again);
+    }
+
+    #[test]
+    fn orientation_is_balanced_over_many_pairs() {
+        let rows: Vec<SummaryRating> = (0..40)
+            .map(|i| rating("d", &format!("s{i}"), &format!("m{i}"), i as f64))
+            .collect();
+        let (pairs, _) = comparisons_from_ratings(&rows, &["a"], 0.5, RunSeed(1), "t");
+        let zeros = pairs.iter().filter(|p| p.choice == 0).count();
+        let share = zeros as f64 / pairs.len() as f64;
+        assert!((0.4..0.6).contains(&share), "{share}");
+    }
+
+    #[test]
+    fn fixture_run_is_byte_identical_across_runs_and_in_range() {
+        let root = fixtures();
+        let sources = Source::available(&root);
+        assert_eq!(sources.len(), 3, "{sources:?}");
+        let run = || {
+            let mut r = evaluate(
+                Metric::Jaccard.similarity().as_ref(),
+                &root,
+                &sources,
+                None,
+                RunSeed(3),
+            )
+            .unwrap();
+            r.timings = Timings::default();
+            serde_json::to_vec(&r).unwrap()
+        };
+        let first = run();
+        assert_eq!(first, run());
+        let report: serde_json::Value = serde_json::from_slice(&first).unwrap();
+        let score = report["score"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&score));
+        let feedback = &report["sources"][0];
+        assert_eq!(feedback["name"], "summarize-from-feedback");
+        assert_eq!(feedback["comparisons"]["pairs"], 4);
+        assert_eq!(
+            feedback["correlations"]["dimensions"]
+                .as_array()
+                .unwrap()
+                .len(),
+            4
+        );
+    }
+
+    /// Task 1 on the shipped SummEval and REALSumm ratings: the four classical metrics on every
+    /// row, all-MiniLM-L6-v2 on 100 sampled rows per dataset (CI sets SAGE_DATA_DIR and
+    /// SAGE_MODELS_DIR).
+    #[test]
+    fn real_ratings() {
+        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
+        else {
+            eprintln!("SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 1 on real data not run");
+            return;
+        };
+        let sources = [Source::summeval(), Source::realsumm()];
+        let mut runs: Vec<(Box<dyn Similarity>, Option<usize>)> =
+            Metric::ALL.iter().map(|m| (m.similarity(), None)).collect();
+        let embedder = sage_embed::load_embedder(
+            PathBuf::from(&models)
+                .join("all-MiniLM-L6-v2")
+                .to_str()
+                .unwrap(),
+            &sage_embed::ResolveOptions::default(),
+            sage_embed::TransformerOptions::default(),
+        )
+        .unwrap();
+        runs.push((
+            Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)),
+            Some(100),
+        ));
+        for (similarity, max_rows) in &runs {
+            let r = evaluate(
+                similarity.as_ref(),
+                &root,
+                &sources,
+                *max_rows,
+                RunSeed(1337),
+            )
+            .unwrap();
+            for s in &r.sources {
+                assert!(s.comparisons.pairs > 100, "{}: {s:?}", s.name);
+                assert!((0.0..=1.0).contains(&s.score));
+            }
+            eprintln!(
+                "{:<18} human-pref {:.3} | summeval acc {:.3} r(coh,con,flu,rel) {:?} | realsumm acc {:.3} r {:?}",
+                r.similarity,
+                r.score,
+                r.sources[0].comparisons.classification.accuracy,
+                r.sources[0].correlations.dimensions.iter().map(|d| d.pearson.map(|p| (p * 1000.0).round() / 1000.0)).collect::<Vec<_>>(),
+                r.sources[1].comparisons.classification.accuracy,
+                r.sources[1].correlations.dimensions.iter().map(|d| d.pearson.map(|p| (p * 1000.0).round() / 1000.0)).collect::<Vec<_>>(),
+            );
+        }
+    }
+}
