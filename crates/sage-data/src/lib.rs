@@ -29,7 +29,7 @@ pub use rows::{
     NegationPair, Row, StsPair, SummaryComparison, SummaryDocument, SummaryRating, TextPair,
     WordPair,
 };
-pub use sample::{sample, RowSelection};
+pub use sample::{sample, sample_indices, RowSelection};
 
 #[cfg(test)]
 mod tests;

@@ -76,20 +76,33 @@ pub fn sample<T: Row + Clone>(
     max_rows: Option<usize>,
     seed: RunSeed,
 ) -> (Vec<T>, RowSelection) {
-    let label = format!("sample/{}/{}", loaded.dataset, loaded.split);
-    let rows: Vec<T> = select(loaded.rows.len(), max_rows, seed, &label)
+    let (indices, selection) = sample_indices(loaded, max_rows, seed);
+    let rows = indices
         .into_iter()
         .map(|i| loaded.rows[i].clone())
         .collect();
+    (rows, selection)
+}
+
+/// Like [`sample`], but the file positions (indices into `loaded.rows`, ascending) of the rows
+/// to use: tasks that derive per-row random streams key them by file position, so a row is
+/// perturbed the same way whatever the sample size.
+pub fn sample_indices<T: Row>(
+    loaded: &Loaded<T>,
+    max_rows: Option<usize>,
+    seed: RunSeed,
+) -> (Vec<usize>, RowSelection) {
+    let label = format!("sample/{}/{}", loaded.dataset, loaded.split);
+    let indices = select(loaded.rows.len(), max_rows, seed, &label);
     let selection = RowSelection {
         dataset: loaded.dataset.clone(),
         split: loaded.split.clone(),
         total_rows: loaded.rows.len(),
-        used_rows: rows.len(),
+        used_rows: indices.len(),
         max_rows,
         seed: seed.0,
         empty_text_rows: loaded.empty_text_lines.len(),
-        checksum: checksum(&rows),
+        checksum: checksum(indices.iter().map(|&i| &loaded.rows[i])),
     };
-    (rows, selection)
+    (indices, selection)
 }

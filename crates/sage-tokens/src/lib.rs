@@ -53,6 +53,17 @@ pub fn decode_slice(tokens: &[u32]) -> Result<String, UnknownToken> {
     Ok(String::from_utf8_lossy(&bytes[start..end]).into_owned())
 }
 
+/// The first `max_tokens` cl100k tokens of `text` (the whole text when it is shorter), decoded
+/// by [`decode_slice`]'s rule — as SAGE's authors truncate documents before the sensitivity
+/// perturbations.
+pub fn truncate(text: &str, max_tokens: usize) -> String {
+    let tokens = encode(text);
+    if tokens.len() <= max_tokens {
+        return text.to_owned();
+    }
+    decode_slice(&tokens[..max_tokens]).expect("ids from encode are cl100k ids")
+}
+
 fn is_continuation(byte: u8) -> bool {
     byte & 0b1100_0000 == 0b1000_0000
 }
@@ -78,6 +89,14 @@ fn incomplete_tail(bytes: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn truncate_keeps_the_first_tokens() {
+        let text = "one two three four five";
+        assert_eq!(super::truncate(text, 2), "one two");
+        assert_eq!(super::truncate(text, 100), text);
+        assert_eq!(super::truncate(text, 0), "");
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -1,0 +1,386 @@
+//! The conditions, one dataset, a whole run.
+
+use rayon::prelude::*;
+use sage_core::{RunSeed, Similarity, Timings};
+use sage_data::{sample_indices, DataRoot, DocumentSummary, RowSelection};
+use sage_perturb::robustness_set;
+use serde::Serialize;
+
+use crate::{Result, RobustnessError};
+
+/// The paper's datasets (registry name, split): CNN/DailyMail, BillSum, SumPubMed.
+pub const DEFAULT_DATASETS: [(&str, &str); 3] = [
+    ("billsum", "sample"),
+    ("cnn-dailymail", "sample"),
+    ("sumpubmed", "sample"),
+];
+
+/// Run options.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Options {
+    /// Documents sampled per dataset (seeded); all when `None`.
+    pub max_rows: Option<usize>,
+    /// Truncate documents to their first n cl100k tokens before perturbing; whole when `None`.
+    pub truncate_tokens: Option<usize>,
+    /// Run seed (sampling and perturbations).
+    pub seed: RunSeed,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_rows: None,
+            truncate_tokens: None,
+            seed: RunSeed::default(),
+        }
+    }
+}
+
+/// Which conditions one document meets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Conditions {
+    /// sim(summary) > every semantic sim.
+    pub summary_over_semantic: bool,
+    /// Every superficial sim > sim(summary).
+    pub superficial_over_summary: bool,
+    /// Every superficial sim > every semantic sim.
+    pub superficial_over_semantic: bool,
+}
+
+/// The three conditions for one document (strict: ties meet none).
+pub fn conditions(superficial: &[f32], semantic: &[f32], summary: f32) -> Conditions {
+    let min_superficial = superficial.iter().copied().fold(f32::INFINITY, f32::min);
+    let max_semantic = semantic.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    Conditions {
+        summary_over_semantic: summary > max_semantic,
+        superficial_over_summary: min_superficial > summary,
+        superficial_over_semantic: min_superficial > max_semantic,
+    }
+}
+
+/// Mean similarity of the documents to one kind of comparison text.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PerturbationMean {
+    /// Perturbation id, or `summary`.
+    pub against: String,
+    /// `superficial`, `semantic` or `summary`.
+    pub class: &'static str,
+    /// Mean similarity.
+    pub mean: f64,
+}
+
+/// One dataset.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DatasetReport {
+    /// Registry name and split.
+    pub dataset: String,
+    /// Which rows were used.
+    pub rows: RowSelection,
+    /// Share of documents with sim(summary) > every semantic sim.
+    pub summary_over_semantic: f64,
+    /// Share with every superficial sim > sim(summary).
+    pub superficial_over_summary: f64,
+    /// Share with every superficial sim > every semantic sim.
+    pub superficial_over_semantic: f64,
+    /// Share meeting all three at once (the paper's prose; not part of the score).
+    pub all_three: f64,
+    /// Mean of the three shares.
+    pub score: f64,
+    /// Mean similarity per comparison text (the six perturbations, then the summary).
+    pub means: Vec<PerturbationMean>,
+}
+
+/// A whole task-2 run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RobustnessReport {
+    /// The similarity's name.
+    pub similarity: String,
+    /// Run seed.
+    pub seed: u64,
+    /// Options.
+    pub options: Options,
+    /// Per dataset.
+    pub datasets: Vec<DatasetReport>,
+    /// Category score: mean of the dataset scores.
+    pub score: f64,
+    /// Wall-clock phases (the only part that differs between two runs with one seed).
+    pub timings: Timings,
+}
+
+fn share(flags: impl Iterator<Item = bool>, n: usize) -> f64 {
+    flags.filter(|&f| f).count() as f64 / n as f64
+}
+
+/// Task 2 on one dataset's documents. `positions[i]` is the file position of `rows[i]` (keys the
+/// perturbation streams).
+pub fn evaluate_dataset(
+    similarity: &dyn Similarity,
+    dataset: &str,
+    rows: &[&DocumentSummary],
+    positions: &[usize],
+    selection: RowSelection,
+    options: &Options,
+    timings: &mut Timings,
+) -> Result<DatasetReport> {
+    if rows.is_empty() {
+        return Err(RobustnessError::Insufficient(format!(
+            "{dataset}: no documents"
+        )));
+    }
+    let set = robustness_set();
+    let documents: Vec<String> = rows
+        .par_iter()
+        .map(|r| match options.truncate_tokens {
+            Some(max) => sage_tokens::truncate(&r.text, max),
+            None => r.text.clone(),
+        })
+        .collect();
+    // perturbed[d][k]: document d under perturbation k
+    let perturbed: Vec<Vec<String>> = timings.time(format!("perturb/{dataset}"), || {
+        documents
+            .par_iter()
+            .zip(positions)
+            .map(|(text, &position)| {
+                set.iter()
+                    .map(|p| {
+                        let label = format!("robustness/{dataset}/{}", p.id());
+                        let mut rng = options.seed.rng_for_item(&label, position as u64);
+                        Ok(p.apply(text, &mut rng)?.text)
+                    })
+                    .collect::<Result<Vec<String>>>()
+            })
+            .collect::<Result<_>>()
+    })?;
+    let width = set.len() + 1;
+    let mut batch: Vec<(&str, &str)> = Vec::with_capacity(rows.len() * width);
+    for ((doc, variants), row) in documents.iter().zip(&perturbed).zip(rows) {
+        batch.extend(variants.iter().map(|v| (doc.as_str(), v.as_str())));
+        batch.push((doc.as_str(), row.summary.as_str()));
+    }
+    let scores = timings.time(format!("score/{dataset}"), || {
+        similarity.score_pairs(&batch)
+    })?;
+    let met: Vec<Conditions> = scores
+        .chunks(width)
+        .map(|s| conditions(&s[..3], &s[3..6], s[6]))
+        .collect();
+    let n = met.len();
+    let summary_over_semantic = share(met.iter().map(|c| c.summary_over_semantic), n);
+    let superficial_over_summary = share(met.iter().map(|c| c.superficial_over_summary), n);
+    let superficial_over_semantic = share(met.iter().map(|c| c.superficial_over_semantic), n);
+    let all_three = share(
+        met.iter().map(|c| {
+            c.summary_over_semantic && c.superficial_over_summary && c.superficial_over_semantic
+        }),
+        n,
+    );
+    let column_mean =
+        |k: usize| scores.chunks(width).map(|s| f64::from(s[k])).sum::<f64>() / n as f64;
+    let mut means: Vec<PerturbationMean> = set
+        .iter()
+        .enumerate()
+        .map(|(k, p)| PerturbationMean {
+            against: p.id(),
+            class: if k < 3 { "superficial" } else { "semantic" },
+            mean: column_mean(k),
+        })
+        .collect();
+    means.push(PerturbationMean {
+        against: "summary".into(),
+        class: "summary",
+        mean: column_mean(set.len()),
+    });
+    Ok(DatasetReport {
+        dataset: format!("{}/{}", selection.dataset, selection.split),
+        rows: selection,
+        summary_over_semantic,
+        superficial_over_summary,
+        superficial_over_semantic,
+        all_three,
+        score: (summary_over_semantic + superficial_over_summary + superficial_over_semantic) / 3.0,
+        means,
+    })
+}
+
+/// Task 2 on each of `datasets` (registry name, split; document+summary kind).
+pub fn evaluate(
+    similarity: &dyn Similarity,
+    root: &DataRoot,
+    datasets: &[(&str, &str)],
+    options: Options,
+) -> Result<RobustnessReport> {
+    if datasets.is_empty() {
+        return Err(RobustnessError::Insufficient("no dataset named".into()));
+    }
+    let mut timings = Timings::default();
+    let mut reports = Vec::new();
+    for &(name, split) in datasets {
+        let loaded = root.load::<DocumentSummary>(name, split)?;
+        let (positions, selection) = sample_indices(&loaded, options.max_rows, options.seed);
+        let rows: Vec<&DocumentSummary> = positions.iter().map(|&i| &loaded.rows[i]).collect();
+        reports.push(evaluate_dataset(
+            similarity,
+            name,
+            &rows,
+            &positions,
+            selection,
+            &options,
+            &mut timings,
+        )?);
+    }
+    let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
+    Ok(RobustnessReport {
+        similarity: similarity.name().to_owned(),
+        seed: options.seed.0,
+        options,
+        datasets: reports,
+        score,
+        timings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use sage_metrics::Metric;
+
+    use super::*;
+
+    struct Constant;
+
+    impl Similarity for Constant {
+        fn name(&self) -> &str {
+            "constant"
+        }
+        fn score(&self, _: &str, _: &str) -> sage_core::Result<f32> {
+            Ok(0.7)
+        }
+    }
+
+    fn fixtures() -> DataRoot {
+        DataRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"))
+    }
+
+    #[test]
+    fn conditions_by_hand() {
+        // the ideal order: superficial > summary > semantic
+        let ideal = conditions(&[0.9, 0.95, 0.8], &[0.3, 0.5, 0.4], 0.6);
+        assert!(
+            ideal.summary_over_semantic
+                && ideal.superficial_over_summary
+                && ideal.superficial_over_semantic
+        );
+        // one superficial below the summary, but above every semantic
+        let c = conditions(&[0.9, 0.55, 0.8], &[0.3, 0.5, 0.4], 0.6);
+        assert_eq!(
+            (
+                c.summary_over_semantic,
+                c.superficial_over_summary,
+                c.superficial_over_semantic
+            ),
+            (true, false, true)
+        );
+        // ties meet nothing
+        let tied = conditions(&[0.5; 3], &[0.5; 3], 0.5);
+        assert!(
+            !tied.summary_over_semantic
+                && !tied.superficial_over_summary
+                && !tied.superficial_over_semantic
+        );
+    }
+
+    #[test]
+    fn a_constant_similarity_scores_zero() {
+        let r = evaluate(
+            &Constant,
+            &fixtures(),
+            &[("cnn-dailymail", "sample")],
+            Options::default(),
+        )
+        .unwrap();
+        assert_eq!(r.score, 0.0);
+        assert!(r.datasets[0]
+            .means
+            .iter()
+            .all(|m| (m.mean - 0.7).abs() < 1e-6));
+    }
+
+    #[test]
+    fn reports_are_byte_identical_across_runs_and_sample_sizes_keep_perturbations() {
+        let root = fixtures();
+        let run = |max_rows| {
+            let mut r = evaluate(
+                Metric::Levenshtein.similarity().as_ref(),
+                &root,
+                &[("cnn-dailymail", "sample")],
+                Options {
+                    max_rows,
+                    seed: RunSeed(11),
+                    ..Options::default()
+                },
+            )
+            .unwrap();
+            r.timings = Timings::default();
+            r
+        };
+        let a = serde_json::to_vec(&run(None)).unwrap();
+        assert_eq!(a, serde_json::to_vec(&run(None)).unwrap());
+        let r = run(None);
+        assert_eq!(r.datasets[0].means.len(), 7);
+        assert!((0.0..=1.0).contains(&r.score));
+    }
+
+    /// Task 2 on the shipped samples: the four classical metrics on 60 documents per dataset,
+    /// all-MiniLM-L6-v2 on 10 (CI sets SAGE_DATA_DIR and SAGE_MODELS_DIR).
+    #[test]
+    fn real_documents() {
+        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
+        else {
+            eprintln!("SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 2 on real data not run");
+            return;
+        };
+        let mut runs: Vec<(Box<dyn Similarity>, usize)> =
+            Metric::ALL.iter().map(|m| (m.similarity(), 60)).collect();
+        let embedder = sage_embed::load_embedder(
+            PathBuf::from(&models)
+                .join("all-MiniLM-L6-v2")
+                .to_str()
+                .unwrap(),
+            &sage_embed::ResolveOptions::default(),
+            sage_embed::TransformerOptions::default(),
+        )
+        .unwrap();
+        runs.push((
+            Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)),
+            20,
+        ));
+        for (similarity, n) in &runs {
+            let r = evaluate(
+                similarity.as_ref(),
+                &root,
+                &DEFAULT_DATASETS,
+                Options {
+                    max_rows: Some(*n),
+                    ..Options::default()
+                },
+            )
+            .unwrap();
+            for d in &r.datasets {
+                assert_eq!(d.rows.used_rows, *n);
+                assert!((0.0..=1.0).contains(&d.score));
+            }
+            eprintln!(
+                "{:<18} robustness {:.3} | {} | {:.1} s",
+                r.similarity,
+                r.score,
+                r.datasets
+                    .iter()
+                    .map(|d| format!("{} {:.3}", d.dataset, d.score))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                r.timings.total_seconds()
+            );
+        }
+    }
+}
