@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
 use evalrank::{Level, ListSource, PostProcess};
 use sage_core::VectorSimilarity;
+use sage_human_pref::Source as HumanPrefSource;
 
 use crate::embed::ModelArgs;
 use crate::output::Output;
@@ -41,6 +42,38 @@ pub enum Task {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// SAGE task 1, human-preference alignment: pairwise comparisons (accuracy, precision,
+    /// recall, F1) and Pearson correlations with human ratings. Default sources: the
+    /// summarize_from_feedback tables when local, SummEval and REALSumm.
+    HumanPref {
+        #[command(flatten)]
+        task: TaskArgs,
+        /// Least mean-rating difference for two summaries of a document to become a comparison
+        /// (default per dataset: SummEval 0.4, REALSumm 0.1, others 10% of the observed range).
+        #[arg(long)]
+        margin: Option<f64>,
+    },
+    /// SAGE task 2, transformation robustness: superficial > summary > semantic similarity
+    /// conditions on CNN/DailyMail, BillSum and SumPubMed.
+    Robustness {
+        #[command(flatten)]
+        task: TaskArgs,
+        /// Truncate documents to their first N cl100k tokens first (default: whole documents).
+        #[arg(long)]
+        truncate_tokens: Option<usize>,
+    },
+    /// SAGE task 3, information sensitivity: needle insertion and token removal against the
+    /// expected 1 - p/(1+p) degradation.
+    Sensitivity {
+        #[command(flatten)]
+        task: TaskArgs,
+        /// Truncate documents to their first N cl100k tokens first (the authors' 2,048).
+        #[arg(long, default_value_t = 2048, conflicts_with = "whole_documents")]
+        truncate_tokens: usize,
+        /// Do not truncate.
+        #[arg(long)]
+        whole_documents: bool,
+    },
     /// EvalRank (Wang et al., ACL 2022): MRR / Hits@1 / Hits@3 of positive pairs ranked against
     /// a background set, plus the classic Spearman similarity score; prints a JSON report.
     Evalrank {
@@ -69,6 +102,98 @@ pub enum Task {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+}
+
+/// What every SAGE task takes: a similarity, datasets, a sample size, a seed, where to write.
+#[derive(Debug, clap::Args)]
+pub struct TaskArgs {
+    /// levenshtein | rouge | jaccard | bm25, or an embedding model (a folder, a folder name
+    /// under $SAGE_MODELS_DIR, or a hub id), compared by cosine.
+    #[arg(long, required_unless_present = "model")]
+    similarity: Option<String>,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Datasets as name/split (default: the task's paper datasets that are local).
+    #[arg(long = "dataset")]
+    datasets: Vec<String>,
+    /// Rows sampled per dataset (seeded; default: all).
+    #[arg(long)]
+    max_rows: Option<usize>,
+    /// Run seed (sampling, perturbations).
+    #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
+    seed: u64,
+    /// Data root (default: $SAGE_DATA_DIR).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Write the report here (atomically) instead of standard output.
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+impl TaskArgs {
+    /// The similarity named by --similarity (a metric name first, else a model) or --model.
+    fn similarity(&self) -> Result<Box<dyn sage_core::Similarity>> {
+        let spec = match (&self.similarity, &self.model.model) {
+            (Some(_), Some(_)) => bail!("give --similarity or --model, not both"),
+            (Some(s), None) | (None, Some(s)) => s,
+            (None, None) => bail!("give --similarity"),
+        };
+        if let Ok(metric) = spec.parse::<sage_metrics::Metric>() {
+            return Ok(metric.similarity());
+        }
+        Ok(Box::new(sage_core::EmbeddingSimilarity::cosine(
+            self.model.load(spec)?,
+        )))
+    }
+
+    fn datasets(&self) -> Result<Vec<(String, String)>> {
+        parse_datasets(&self.datasets)
+    }
+
+    fn seed(&self) -> sage_core::RunSeed {
+        sage_core::RunSeed(self.seed)
+    }
+
+    fn write(&self, report: &impl serde::Serialize) -> Result<()> {
+        let mut out = Output::create(self.output.clone())?;
+        serde_json::to_writer_pretty(&mut out, report)?;
+        out.write_all(b"\n")?;
+        out.finish()
+    }
+}
+
+/// `summarize-from-feedback/<any>` names the two feedback tables; any other name a rating
+/// dataset, with `margin` overriding its default.
+fn human_pref_source(dataset: String, split: String, margin: Option<f64>) -> HumanPrefSource {
+    let default_margin = match dataset.as_str() {
+        "summarize-from-feedback" => return HumanPrefSource::summarize_from_feedback(),
+        "summeval" => Some(0.4),
+        "realsumm" => Some(0.1),
+        _ => None,
+    };
+    HumanPrefSource::Ratings {
+        dataset,
+        split,
+        margin: margin.or(default_margin),
+    }
+}
+
+fn parse_datasets(datasets: &[String]) -> Result<Vec<(String, String)>> {
+    datasets
+        .iter()
+        .map(|d| {
+            d.split_once('/')
+                .map(|(n, s)| (n.to_owned(), s.to_owned()))
+                .ok_or_else(|| anyhow::anyhow!("--dataset {d:?}: expected name/split"))
+        })
+        .collect()
+}
+
+fn as_refs(datasets: &[(String, String)]) -> Vec<(&str, &str)> {
+    datasets
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.as_str()))
+        .collect()
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -125,19 +250,9 @@ pub fn run(task: Task) -> Result<()> {
                     ("paws-wiki".into(), "test".into()),
                 ]
             } else {
-                datasets
-                    .iter()
-                    .map(|d| {
-                        d.split_once('/')
-                            .map(|(n, s)| (n.to_owned(), s.to_owned()))
-                            .ok_or_else(|| anyhow::anyhow!("--dataset {d:?}: expected name/split"))
-                    })
-                    .collect::<Result<_>>()?
+                parse_datasets(&datasets)?
             };
-            let refs: Vec<(&str, &str)> = datasets
-                .iter()
-                .map(|(n, s)| (n.as_str(), s.as_str()))
-                .collect();
+            let refs = as_refs(&datasets);
             let report = align_sim::evaluate(
                 similarity.as_ref(),
                 &root,
@@ -151,6 +266,78 @@ pub fn run(task: Task) -> Result<()> {
             serde_json::to_writer_pretty(&mut out, &report)?;
             out.write_all(b"\n")?;
             out.finish()
+        }
+        Task::HumanPref { task, margin } => {
+            let root = crate::data::root(task.data_dir.clone())?;
+            let sources: Vec<HumanPrefSource> = if task.datasets.is_empty() {
+                HumanPrefSource::available(&root)
+            } else {
+                task.datasets()?
+                    .into_iter()
+                    .map(|(dataset, split)| human_pref_source(dataset, split, margin))
+                    .collect()
+            };
+            let similarity = task.similarity()?;
+            let report = sage_human_pref::evaluate(
+                similarity.as_ref(),
+                &root,
+                &sources,
+                task.max_rows,
+                task.seed(),
+            )
+            .context("human-preference alignment")?;
+            task.write(&report)
+        }
+        Task::Robustness {
+            task,
+            truncate_tokens,
+        } => {
+            let root = crate::data::root(task.data_dir.clone())?;
+            let named = task.datasets()?;
+            let datasets = if named.is_empty() {
+                sage_robustness::DEFAULT_DATASETS.to_vec()
+            } else {
+                as_refs(&named)
+            };
+            let similarity = task.similarity()?;
+            let report = sage_robustness::evaluate(
+                similarity.as_ref(),
+                &root,
+                &datasets,
+                sage_robustness::Options {
+                    max_rows: task.max_rows,
+                    truncate_tokens,
+                    seed: task.seed(),
+                },
+            )
+            .context("transformation robustness")?;
+            task.write(&report)
+        }
+        Task::Sensitivity {
+            task,
+            truncate_tokens,
+            whole_documents,
+        } => {
+            let root = crate::data::root(task.data_dir.clone())?;
+            let named = task.datasets()?;
+            let datasets = if named.is_empty() {
+                sage_sensitivity::available(&root)
+            } else {
+                as_refs(&named)
+            };
+            let similarity = task.similarity()?;
+            let report = sage_sensitivity::evaluate(
+                similarity.as_ref(),
+                &root,
+                &datasets,
+                sage_sensitivity::Options {
+                    max_rows: task.max_rows,
+                    truncate_tokens: (!whole_documents).then_some(truncate_tokens),
+                    seed: task.seed(),
+                },
+            )
+            .context("information sensitivity")?;
+            task.write(&report)
         }
         Task::Evalrank {
             level,
