@@ -1,0 +1,531 @@
+//! Corpora, chunked ranking, retentions, a whole run.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rand::seq::index;
+use rayon::prelude::*;
+use sage_core::{measures, RunSeed, Similarity, Timings};
+use sage_data::{Beir, DataRoot};
+use sage_perturb::retrieval_set;
+use serde::Serialize;
+
+use crate::topk::TopK;
+use crate::{Result, RetrievalError};
+
+/// The BEIR sets shipped locally (registry name, qrels split); any other BEIR set can be named.
+pub const DEFAULT_DATASETS: [(&str, &str); 2] = [("nfcorpus", "test"), ("scifact", "test")];
+
+/// How a perturbed corpus is built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Originals plus perturbed copies; only originals relevant.
+    #[default]
+    Distractor,
+    /// Perturbed copies only, relevance carried over.
+    Replace,
+}
+
+/// Run options.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Options {
+    /// Distractor or replace.
+    pub mode: Mode,
+    /// Corpus documents sampled (seeded), every relevant one kept; all when `None`.
+    pub max_docs: Option<usize>,
+    /// Queries sampled (seeded); all judged ones when `None`.
+    pub max_queries: Option<usize>,
+    /// Most query–document pairs scored in one batch.
+    pub pair_budget: usize,
+    /// Run seed (sampling, perturbations).
+    pub seed: RunSeed,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: Mode::Distractor,
+            max_docs: None,
+            max_queries: None,
+            pair_budget: 1 << 20,
+            seed: RunSeed::default(),
+        }
+    }
+}
+
+/// One perturbation's result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RetentionReport {
+    /// Perturbation id.
+    pub perturbation: String,
+    /// Mean NDCG@10 on the perturbed corpus.
+    pub ndcg_at_10: f64,
+    /// ndcg_at_10 / clean NDCG@10.
+    pub retention: f64,
+}
+
+/// One dataset.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DatasetReport {
+    /// Registry name and qrels split.
+    pub dataset: String,
+    /// Corpus build mode.
+    pub mode: Mode,
+    /// Documents in the corpus file.
+    pub corpus_total: usize,
+    /// Documents used.
+    pub corpus_used: usize,
+    /// Checksum of the used documents' ids and texts.
+    pub corpus_checksum: String,
+    /// Queries evaluated.
+    pub queries: usize,
+    /// Judged queries left out: no relevant document (relevance > 0) in the corpus.
+    pub queries_without_relevant: usize,
+    /// Mean NDCG@10 on the clean corpus.
+    pub ndcg_clean: f64,
+    /// Per perturbation, in retrieval_set order.
+    pub retentions: Vec<RetentionReport>,
+    /// Harmonic mean of the retentions.
+    pub score: f64,
+}
+
+/// A whole task-5 run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RetrievalReport {
+    /// The similarity's name.
+    pub similarity: String,
+    /// Run seed.
+    pub seed: u64,
+    /// Options.
+    pub options: Options,
+    /// Per dataset.
+    pub datasets: Vec<DatasetReport>,
+    /// Category score: mean of the dataset scores.
+    pub score: f64,
+    /// Wall-clock phases (the only part that differs between two runs with one seed).
+    pub timings: Timings,
+}
+
+/// A document as ranked: file position (keys its perturbation streams), id, text.
+struct Doc {
+    position: usize,
+    id: String,
+    text: String,
+}
+
+/// Ranks `docs` (id, text) for every query, chunk by chunk, into one top-10 per query.
+fn rank_chunk(
+    similarity: &dyn Similarity,
+    queries: &[&str],
+    docs: &[(String, String)],
+    tops: &mut [TopK],
+) -> Result<()> {
+    let pairs: Vec<(&str, &str)> = docs
+        .iter()
+        .flat_map(|(_, text)| queries.iter().map(move |q| (text.as_str(), *q)))
+        .collect();
+    let scores = similarity.score_pairs_for_ranking(&pairs)?;
+    for (d, (id, _)) in docs.iter().enumerate() {
+        let row = &scores[d * queries.len()..(d + 1) * queries.len()];
+        for (top, &s) in tops.iter_mut().zip(row) {
+            top.offer(f64::from(s), id);
+        }
+    }
+    Ok(())
+}
+
+/// Top-10 per query over `docs`, each transformed by `transform` chunk by chunk.
+fn rank_corpus(
+    similarity: &dyn Similarity,
+    queries: &[&str],
+    docs: &[Doc],
+    chunk: usize,
+    transform: &(dyn Fn(&Doc) -> Result<(String, String)> + Sync),
+) -> Result<Vec<TopK>> {
+    let mut tops = vec![TopK::new(10); queries.len()];
+    for block in docs.chunks(chunk) {
+        let texts: Vec<(String, String)> =
+            block.par_iter().map(transform).collect::<Result<_>>()?;
+        rank_chunk(similarity, queries, &texts, &mut tops)?;
+    }
+    Ok(tops)
+}
+
+fn mean_ndcg(tops: &[TopK], qrels: &[HashMap<String, i32>]) -> Result<f64> {
+    let values: Vec<f64> = tops
+        .iter()
+        .zip(qrels)
+        .map(|(top, q)| measures::ndcg_at_k(&top.ranked(), q, 10))
+        .collect::<sage_core::Result<_>>()?;
+    Ok(measures::mean(&values)?)
+}
+
+fn document_text(title: &str, text: &str) -> String {
+    if title.is_empty() {
+        text.to_owned()
+    } else {
+        format!("{title} {text}")
+    }
+}
+
+/// Task 5 on one loaded BEIR dataset.
+pub fn evaluate_dataset(
+    similarity: &dyn Similarity,
+    beir: &Beir,
+    options: &Options,
+    timings: &mut Timings,
+) -> Result<DatasetReport> {
+    let name = &beir.dataset;
+    let seed = options.seed;
+    // queries with a relevant document, optionally sampled
+    let corpus_ids: BTreeSet<&str> = beir.corpus.iter().map(|d| d.id.as_str()).collect();
+    let judged: Vec<usize> = (0..beir.queries.len())
+        .filter(|&i| {
+            beir.qrels[&beir.queries[i].id]
+                .iter()
+                .any(|(d, &r)| r > 0 && corpus_ids.contains(d.as_str()))
+        })
+        .collect();
+    let queries_without_relevant = beir.queries.len() - judged.len();
+    let kept: Vec<usize> = match options.max_queries {
+        Some(max) if max < judged.len() => {
+            let mut picked: Vec<usize> = index::sample(
+                &mut seed.rng(&format!("retrieval/{name}/queries")),
+                judged.len(),
+                max,
+            )
+            .into_iter()
+            .map(|i| judged[i])
+            .collect();
+            picked.sort_unstable();
+            picked
+        }
+        _ => judged,
+    };
+    if kept.is_empty() {
+        return Err(RetrievalError::Insufficient(format!(
+            "{name}/{}: no query has a relevant document in the corpus",
+            beir.split
+        )));
+    }
+    let queries: Vec<&str> = kept
+        .iter()
+        .map(|&i| beir.queries[i].text.as_str())
+        .collect();
+    let qrels: Vec<HashMap<String, i32>> = kept
+        .iter()
+        .map(|&i| {
+            beir.qrels[&beir.queries[i].id]
+                .iter()
+                .map(|(d, &r)| (d.clone(), r))
+                .collect()
+        })
+        .collect();
+    // the corpus: every document relevant to a kept query, then a seeded sample of the rest
+    let relevant: BTreeSet<&str> = qrels
+        .iter()
+        .flat_map(|q| q.iter().filter(|(_, &r)| r > 0).map(|(d, _)| d.as_str()))
+        .collect();
+    let positions: Vec<usize> = match options.max_docs {
+        Some(max) if max < beir.corpus.len() => {
+            let (must, rest): (Vec<usize>, Vec<usize>) = (0..beir.corpus.len())
+                .partition(|&i| relevant.contains(beir.corpus[i].id.as_str()));
+            let room = max.saturating_sub(must.len()).min(rest.len());
+            let mut picked = must;
+            picked.extend(
+                index::sample(
+                    &mut seed.rng(&format!("retrieval/{name}/docs")),
+                    rest.len(),
+                    room,
+                )
+                .into_iter()
+                .map(|i| rest[i]),
+            );
+            picked.sort_unstable();
+            picked
+        }
+        _ => (0..beir.corpus.len()).collect(),
+    };
+    let docs: Vec<Doc> = positions
+        .iter()
+        .map(|&i| {
+            let d = &beir.corpus[i];
+            Doc {
+                position: i,
+                id: d.id.clone(),
+                text: document_text(&d.title, &d.text),
+            }
+        })
+        .collect();
+    let corpus_checksum = sage_data::sample::checksum(positions.iter().map(|&i| &beir.corpus[i]));
+    let chunk = (options.pair_budget / queries.len()).max(1);
+    let clean = timings.time(format!("rank/{name}/clean"), || {
+        rank_corpus(similarity, &queries, &docs, chunk, &|d| {
+            Ok((d.id.clone(), d.text.clone()))
+        })
+    })?;
+    let ndcg_clean = mean_ndcg(&clean, &qrels)?;
+    let mut retentions = Vec::new();
+    for (k, perturbation) in retrieval_set().iter().enumerate() {
+        let id = perturbation.id();
+        let label = format!("retrieval/{name}/{id}");
+        let perturb = |d: &Doc| -> Result<(String, String)> {
+            let text = perturbation
+                .apply(&d.text, &mut seed.rng_for_item(&label, d.position as u64))?
+                .text;
+            let doc_id = match options.mode {
+                Mode::Distractor => format!("{}~{k}", d.id),
+                Mode::Replace => d.id.clone(),
+            };
+            Ok((doc_id, text))
+        };
+        let mut tops = timings.time(format!("rank/{name}/{id}"), || {
+            rank_corpus(similarity, &queries, &docs, chunk, &perturb)
+        })?;
+        if options.mode == Mode::Distractor {
+            for (top, original) in tops.iter_mut().zip(&clean) {
+                top.merge(original);
+            }
+        }
+        let ndcg = mean_ndcg(&tops, &qrels)?;
+        retentions.push(RetentionReport {
+            perturbation: id,
+            ndcg_at_10: ndcg,
+            retention: if ndcg_clean > 0.0 {
+                ndcg / ndcg_clean
+            } else {
+                0.0
+            },
+        });
+    }
+    let score =
+        measures::harmonic_mean(&retentions.iter().map(|r| r.retention).collect::<Vec<_>>())?;
+    Ok(DatasetReport {
+        dataset: format!("{name}/{}", beir.split),
+        mode: options.mode,
+        corpus_total: beir.corpus.len(),
+        corpus_used: docs.len(),
+        corpus_checksum,
+        queries: queries.len(),
+        queries_without_relevant,
+        ndcg_clean,
+        retentions,
+        score,
+    })
+}
+
+/// Task 5 on each of `datasets` (registry name, qrels split; BEIR kind).
+pub fn evaluate(
+    similarity: &dyn Similarity,
+    root: &DataRoot,
+    datasets: &[(&str, &str)],
+    options: Options,
+) -> Result<RetrievalReport> {
+    if datasets.is_empty() {
+        return Err(RetrievalError::Insufficient("no dataset named".into()));
+    }
+    let mut timings = Timings::default();
+    let mut reports = Vec::new();
+    for &(name, split) in datasets {
+        let beir = timings.time(format!("load/{name}/{split}"), || root.beir(name, split))?;
+        reports.push(evaluate_dataset(similarity, &beir, &options, &mut timings)?);
+    }
+    let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
+    Ok(RetrievalReport {
+        similarity: similarity.name().to_owned(),
+        seed: options.seed.0,
+        options,
+        datasets: reports,
+        score,
+        timings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use sage_data::{BeirDocument, BeirQuery};
+    use sage_metrics::Metric;
+
+    use super::*;
+
+    struct Constant;
+
+    impl Similarity for Constant {
+        fn name(&self) -> &str {
+            "constant"
+        }
+        fn score(&self, _: &str, _: &str) -> sage_core::Result<f32> {
+            Ok(0.3)
+        }
+    }
+
+    /// Six documents d1..d6; query q1 is about d6, q2 about d1, q3 about nothing in the corpus.
+    fn tiny() -> Beir {
+        let corpus = (1..=6)
+            .map(|i| BeirDocument {
+                id: format!("d{i}"),
+                title: String::new(),
+                text: format!("document number {i} is about topic {i}. It has two sentences."),
+            })
+            .collect();
+        let queries = ["q1", "q2", "q3"]
+            .iter()
+            .map(|q| BeirQuery {
+                id: q.to_string(),
+                text: format!("query {q}"),
+            })
+            .collect();
+        let qrels: BTreeMap<String, BTreeMap<String, i32>> =
+            [("q1", "d6", 1), ("q2", "d1", 1), ("q3", "d2", 0)]
+                .iter()
+                .map(|(q, d, r)| (q.to_string(), [(d.to_string(), *r)].into()))
+                .collect();
+        Beir {
+            dataset: "tiny".into(),
+            split: "test".into(),
+            dir: PathBuf::new(),
+            corpus,
+            queries,
+            qrels,
+        }
+    }
+
+    fn run(mode: Mode, pair_budget: usize) -> DatasetReport {
+        let options = Options {
+            mode,
+            pair_budget,
+            ..Options::default()
+        };
+        evaluate_dataset(&Constant, &tiny(), &options, &mut Timings::default()).unwrap()
+    }
+
+    #[test]
+    fn ties_follow_trec_eval_by_hand() {
+        // every score ties, so the order is by id descending: d6 .. d1. q1 finds d6 at rank 1
+        // (NDCG 1), q2 finds d1 at rank 6 (1 / log2(7)); q3 has no relevant document: excluded.
+        let r = run(Mode::Distractor, 1 << 20);
+        let clean = (1.0 + 1.0 / 7f64.log2()) / 2.0;
+        assert_eq!(r.queries, 2);
+        assert_eq!(r.queries_without_relevant, 1);
+        assert!((r.ndcg_clean - clean).abs() < 1e-12, "{}", r.ndcg_clean);
+        // with copies "d6~k" > "d6" > "d5~k" > ...: d6 drops to rank 2, d1 to rank 12 (> 10)
+        let distracted = (1.0 / 3f64.log2()) / 2.0;
+        for t in &r.retentions {
+            assert!((t.ndcg_at_10 - distracted).abs() < 1e-12, "{t:?}");
+            assert!((t.retention - distracted / clean).abs() < 1e-12);
+        }
+        assert_eq!(r.retentions.len(), 18);
+        assert!((r.score - distracted / clean).abs() < 1e-12);
+    }
+
+    #[test]
+    fn replace_mode_keeps_ids_and_chunking_changes_nothing() {
+        let r = run(Mode::Replace, 1 << 20);
+        assert!(r
+            .retentions
+            .iter()
+            .all(|t| (t.retention - 1.0).abs() < 1e-12));
+        // one pair per batch: chunks of one document
+        assert_eq!(run(Mode::Distractor, 1), run(Mode::Distractor, 1 << 20));
+    }
+
+    #[test]
+    fn chunked_ranking_equals_one_batch_for_a_real_metric() {
+        let beir = tiny();
+        let report = |budget| {
+            let options = Options {
+                pair_budget: budget,
+                ..Options::default()
+            };
+            evaluate_dataset(
+                Metric::Bm25.similarity().as_ref(),
+                &beir,
+                &options,
+                &mut Timings::default(),
+            )
+            .unwrap()
+        };
+        assert_eq!(report(2), report(1 << 20));
+    }
+
+    #[test]
+    fn fixture_run_is_byte_identical_across_runs() {
+        let root = DataRoot::new(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"),
+        );
+        let run = || {
+            let mut r = evaluate(
+                Metric::Jaccard.similarity().as_ref(),
+                &root,
+                &[("scifact", "test")],
+                Options::default(),
+            )
+            .unwrap();
+            r.timings = Timings::default();
+            serde_json::to_vec(&r).unwrap()
+        };
+        assert_eq!(run(), run());
+    }
+
+    /// Task 5 on SciFact and NFCorpus, 40 queries against 300 documents (every relevant one
+    /// kept), for the four classical metrics; all-MiniLM-L6-v2 on 5 SciFact queries against 20
+    /// documents (CI sets SAGE_DATA_DIR and SAGE_MODELS_DIR).
+    #[test]
+    fn real_corpora() {
+        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
+        else {
+            eprintln!("SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 5 on real data not run");
+            return;
+        };
+        let mut runs: Vec<(Box<dyn Similarity>, usize)> =
+            Metric::ALL.iter().map(|m| (m.similarity(), 300)).collect();
+        let embedder = sage_embed::load_embedder(
+            PathBuf::from(&models)
+                .join("all-MiniLM-L6-v2")
+                .to_str()
+                .unwrap(),
+            &sage_embed::ResolveOptions::default(),
+            sage_embed::TransformerOptions::default(),
+        )
+        .unwrap();
+        runs.push((
+            Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)),
+            100,
+        ));
+        for (similarity, docs) in &runs {
+            let options = Options {
+                max_docs: Some(*docs),
+                max_queries: Some(if *docs < 300 { 15 } else { 40 }),
+                ..Options::default()
+            };
+            let r = evaluate(similarity.as_ref(), &root, &DEFAULT_DATASETS, options).unwrap();
+            for d in &r.datasets {
+                assert!(d.corpus_used >= *docs.min(&d.corpus_total));
+                assert!(d.ndcg_clean > 0.0, "{d:?}");
+            }
+            eprintln!(
+                "{:<18} retrieval {:.3} | {} | {:.1} s",
+                r.similarity,
+                r.score,
+                r.datasets
+                    .iter()
+                    .map(|d| format!(
+                        "{} clean {:.3} score {:.3} min {:.3}",
+                        d.dataset,
+                        d.ndcg_clean,
+                        d.score,
+                        d.retentions
+                            .iter()
+                            .map(|t| t.retention)
+                            .fold(f64::INFINITY, f64::min)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                r.timings.total_seconds()
+            );
+        }
+    }
+}
