@@ -74,6 +74,39 @@ pub enum Task {
         #[arg(long)]
         whole_documents: bool,
     },
+    /// SAGE task 4, clustering: complete linkage on 1 - similarity, cut at the true number of
+    /// classes, V-measure; seeded subsets of TwentyNewsgroups, Reddit and StackExchange.
+    Clustering {
+        #[command(flatten)]
+        task: TaskArgs,
+        /// Subsets per dataset.
+        #[arg(long, default_value_t = sage_cluster::Options::default().subsets)]
+        subsets: usize,
+        /// Texts per subset, at most (memory grows with its square).
+        #[arg(long, default_value_t = sage_cluster::Options::default().max_texts)]
+        max_texts: usize,
+        /// Classes per subset, at most.
+        #[arg(long, default_value_t = sage_cluster::Options::default().max_classes)]
+        max_classes: usize,
+    },
+    /// SAGE task 5, retrieval robustness: NDCG@10 retention on 18 perturbed copies of a BEIR
+    /// corpus (SciFact and NFCorpus by default), harmonic mean.
+    Retrieval {
+        #[command(flatten)]
+        task: TaskArgs,
+        /// distractor: originals + perturbed copies; replace: perturbed copies only.
+        #[arg(long, value_enum, default_value_t = RetrievalModeArg::Distractor)]
+        mode: RetrievalModeArg,
+        /// Corpus documents sampled (every relevant one kept).
+        #[arg(long)]
+        max_docs: Option<usize>,
+        /// Queries sampled.
+        #[arg(long)]
+        max_queries: Option<usize>,
+        /// Most query-document pairs scored at once (bounds memory: about 50 bytes a pair).
+        #[arg(long, default_value_t = sage_retrieval::Options::default().pair_budget)]
+        pair_budget: usize,
+    },
     /// EvalRank (Wang et al., ACL 2022): MRR / Hits@1 / Hits@3 of positive pairs ranked against
     /// a background set, plus the classic Spearman similarity score; prints a JSON report.
     Evalrank {
@@ -194,6 +227,12 @@ fn as_refs(datasets: &[(String, String)]) -> Vec<(&str, &str)> {
         .iter()
         .map(|(n, s)| (n.as_str(), s.as_str()))
         .collect()
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RetrievalModeArg {
+    Distractor,
+    Replace,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -337,6 +376,73 @@ pub fn run(task: Task) -> Result<()> {
                 },
             )
             .context("information sensitivity")?;
+            task.write(&report)
+        }
+        Task::Clustering {
+            task,
+            subsets,
+            max_texts,
+            max_classes,
+        } => {
+            let root = crate::data::root(task.data_dir.clone())?;
+            let named = task.datasets()?;
+            let datasets = if named.is_empty() {
+                sage_cluster::DEFAULT_DATASETS.to_vec()
+            } else {
+                as_refs(&named)
+            };
+            if task.max_rows.is_some() {
+                bail!("clustering samples subsets: use --max-texts and --subsets");
+            }
+            let similarity = task.similarity()?;
+            let report = sage_cluster::evaluate(
+                similarity.as_ref(),
+                &root,
+                &datasets,
+                sage_cluster::Options {
+                    subsets,
+                    max_texts,
+                    max_classes,
+                    seed: task.seed(),
+                },
+            )
+            .context("clustering")?;
+            task.write(&report)
+        }
+        Task::Retrieval {
+            task,
+            mode,
+            max_docs,
+            max_queries,
+            pair_budget,
+        } => {
+            let root = crate::data::root(task.data_dir.clone())?;
+            let named = task.datasets()?;
+            let datasets = if named.is_empty() {
+                sage_retrieval::DEFAULT_DATASETS.to_vec()
+            } else {
+                as_refs(&named)
+            };
+            if task.max_rows.is_some() {
+                bail!("retrieval samples with --max-docs and --max-queries");
+            }
+            let similarity = task.similarity()?;
+            let report = sage_retrieval::evaluate(
+                similarity.as_ref(),
+                &root,
+                &datasets,
+                sage_retrieval::Options {
+                    mode: match mode {
+                        RetrievalModeArg::Distractor => sage_retrieval::Mode::Distractor,
+                        RetrievalModeArg::Replace => sage_retrieval::Mode::Replace,
+                    },
+                    max_docs,
+                    max_queries,
+                    pair_budget: pair_budget.max(1),
+                    seed: task.seed(),
+                },
+            )
+            .context("retrieval robustness")?;
             task.write(&report)
         }
         Task::Evalrank {
