@@ -258,10 +258,12 @@ fn hub_cache_path_loads_the_same_model() {
         resolve::tests::hub_cache_fixture(&hub, "sentence-transformers/all-MiniLM-L6-v2", &refs);
     let options = ResolveOptions {
         models_dir: None,
-        hub_cache: hub,
-        offline: true,
-        endpoint: None,
-        token: None,
+        hub: sage_hub::HubSettings {
+            cache: hub,
+            offline: true,
+            endpoint: None,
+            token: None,
+        },
     };
     let from_hub = load_embedder(
         "sentence-transformers/all-MiniLM-L6-v2",

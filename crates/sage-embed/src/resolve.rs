@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use hf_hub::api::sync::ApiBuilder;
-use hf_hub::{Cache, Repo, RepoType};
+use hf_hub::{Repo, RepoType};
+use sage_hub::HubSettings;
 
 use crate::error::{EmbedError, Result};
 
@@ -22,31 +22,19 @@ const OPTIONAL: [&str; 4] = [
 pub struct ResolveOptions {
     /// SAGE_MODELS_DIR: folder of model folders.
     pub models_dir: Option<PathBuf>,
-    /// The hub cache: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub.
-    pub hub_cache: PathBuf,
-    /// HF_HUB_OFFLINE=1: never touch the network.
-    pub offline: bool,
-    /// HF_ENDPOINT, when set.
-    pub endpoint: Option<String>,
-    /// HF_TOKEN, else the token file in HF_HOME.
-    pub token: Option<String>,
+    /// The hub cache, offline mode, endpoint and token (sage-hub).
+    pub hub: HubSettings,
 }
 
 impl ResolveOptions {
-    /// From SAGE_MODELS_DIR, HF_HUB_CACHE, HF_HOME, HF_HUB_OFFLINE, HF_ENDPOINT and HF_TOKEN.
+    /// From SAGE_MODELS_DIR (default ~/.cache/sage-models) and the hub variables
+    /// ([`HubSettings::from_env`]).
     pub fn from_env() -> ResolveOptions {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let default_models = env("HOME").map(|h| PathBuf::from(h).join(".cache/sage-models"));
-        let hub_cache = env("HF_HUB_CACHE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Cache::from_env().path().clone());
         ResolveOptions {
             models_dir: env("SAGE_MODELS_DIR").map(PathBuf::from).or(default_models),
-            offline: env("HF_HUB_OFFLINE")
-                .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes" | "ON" | "on")),
-            endpoint: env("HF_ENDPOINT"),
-            token: env("HF_TOKEN").or_else(|| Cache::new(hub_cache.clone()).token()),
-            hub_cache,
+            hub: HubSettings::from_env(),
         }
     }
 }
@@ -99,72 +87,32 @@ pub fn resolve_model(spec: &str, options: &ResolveOptions) -> Result<ResolvedMod
     resolve_hub(spec, options)
 }
 
-/// The commit `refs/main` points at in the hub cache, when there is one.
-fn cached_commit(options: &ResolveOptions, id: &str) -> Option<String> {
-    let refs = options
-        .hub_cache
-        .join(Repo::model(id.to_owned()).folder_name())
-        .join("refs/main");
-    std::fs::read_to_string(refs)
-        .ok()
-        .map(|c| c.trim().to_owned())
-}
-
 fn resolve_hub(id: &str, options: &ResolveOptions) -> Result<ResolvedModel> {
-    let cache = Cache::new(options.hub_cache.clone());
-    let cached = cache.model(id.to_owned());
-    let commit = cached_commit(options, id);
-    if let Some(config) = cached.get("config.json") {
-        if REQUIRED.iter().all(|f| cached.get(f).is_some()) {
-            let dir = config
-                .parent()
-                .expect("a file in a snapshot folder")
-                .to_owned();
-            return Ok(ResolvedModel {
-                dir,
-                name: id.to_owned(),
-                revision: commit,
-            });
-        }
-    }
-    let missing_hint = format!(
-        "put the model folder at {} (bash ../shared/tools/fetch-models.sh makes the standard ones), \
-         fill the hub cache at {} on a machine with network access (e.g. `huggingface-cli download {id}`), \
+    let repo = Repo::with_revision(id.to_owned(), RepoType::Model, "main".to_owned());
+    let hint = format!(
+        "put the model folder at {} (bash ../shared/tools/fetch-models.sh makes the standard ones) \
          or pass a local folder path",
-        options.models_dir.as_ref().map_or_else(|| "$SAGE_MODELS_DIR/<name>".to_owned(), |d| d.join(id.rsplit('/').next().unwrap_or(id)).display().to_string()),
-        options.hub_cache.display()
+        options.models_dir.as_ref().map_or_else(
+            || "$SAGE_MODELS_DIR/<name>".to_owned(),
+            |d| d.join(id.rsplit('/').next().unwrap_or(id)).display().to_string()
+        ),
     );
-    if options.offline {
-        return Err(EmbedError::Resolve(format!(
-            "model {id:?} is not in the hub cache and HF_HUB_OFFLINE is set: {missing_hint}"
-        )));
-    }
-    let mut builder = ApiBuilder::from_cache(cache)
-        .with_progress(false)
-        .with_token(options.token.clone());
-    if let Some(endpoint) = &options.endpoint {
-        builder = builder.with_endpoint(endpoint.clone());
-    }
-    let api = builder
-        .build()
-        .map_err(|e| EmbedError::Resolve(format!("hub client: {e}")))?;
-    let repo = api.repo(Repo::new(id.to_owned(), RepoType::Model));
     let mut dir = None;
     for file in REQUIRED {
-        let got = repo.get(file).map_err(|e| {
-            EmbedError::Resolve(format!("could not download {file} of {id:?} from the Hugging Face hub ({e}); offline? {missing_hint}"))
-        })?;
+        let got = options
+            .hub
+            .get(&repo, file, &hint)
+            .map_err(|e| EmbedError::Resolve(format!("model {id:?}: {e}")))?;
         dir.get_or_insert_with(|| got.parent().expect("snapshot folder").to_owned());
     }
     for file in OPTIONAL {
         // absent in some repositories: a failure here is not an error
-        let _ = repo.get(file);
+        let _ = options.hub.get(&repo, file, "");
     }
-    let commit = cached_commit(options, id);
     Ok(ResolvedModel {
         dir: dir.expect("REQUIRED is not empty"),
         name: id.to_owned(),
-        revision: commit,
+        revision: options.hub.cached_commit(&repo),
     })
 }
 
@@ -192,10 +140,12 @@ pub(crate) mod tests {
     fn options(hub: &Path, offline: bool) -> ResolveOptions {
         ResolveOptions {
             models_dir: None,
-            hub_cache: hub.to_owned(),
-            offline,
-            endpoint: Some("http://127.0.0.1:9".into()),
-            token: None,
+            hub: HubSettings {
+                cache: hub.to_owned(),
+                offline,
+                endpoint: Some("http://127.0.0.1:9".into()),
+                token: None,
+            },
         }
     }
 
@@ -240,7 +190,7 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("could not download config.json") && err.contains("offline?"),
+            err.contains("could not download config.json") && err.contains("HF_HUB_OFFLINE=1"),
             "{err}"
         );
     }
