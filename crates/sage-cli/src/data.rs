@@ -37,6 +37,23 @@ pub enum DataCommand {
         #[arg(long, default_value_t = RunSeed::default().0)]
         seed: u64,
     },
+    /// Download datasets from the Hugging Face hub (HF_HOME / HF_HUB_CACHE, HF_ENDPOINT,
+    /// HF_TOKEN; HF_HUB_OFFLINE=1 uses the hub cache only) and write them into the local layout
+    /// under the data root; one JSON line per split. Splits already local are skipped.
+    Fetch {
+        /// Datasets to fetch (`sage data list` shows which have a hub source).
+        #[arg(required = true)]
+        names: Vec<String>,
+        /// Only these splits (default: every split of each dataset).
+        #[arg(long = "split")]
+        splits: Vec<String>,
+        /// Replace splits already in the local mirror.
+        #[arg(long)]
+        overwrite: bool,
+        /// Data root to write into (default: $SAGE_DATA_DIR).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
 }
 
 /// The data root from a `--data-dir` flag, else SAGE_DATA_DIR.
@@ -50,6 +67,22 @@ pub fn root(data_dir: Option<PathBuf>) -> Result<DataRoot> {
 pub fn run(command: DataCommand) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match command {
+        DataCommand::Fetch {
+            names,
+            splits,
+            overwrite,
+            data_dir,
+        } => {
+            let root = root(data_dir)?;
+            let hub = sage_data::HubSettings::from_env();
+            let splits: Vec<&str> = splits.iter().map(String::as_str).collect();
+            for name in &names {
+                for fetched in sage_data::fetch(&root, name, &splits, &hub, overwrite)? {
+                    writeln!(out, "{}", serde_json::to_string(&fetched)?)?;
+                }
+            }
+            Ok(())
+        }
         DataCommand::List { data_dir, json } => {
             let root = data_dir
                 .map(DataRoot::new)

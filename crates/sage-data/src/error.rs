@@ -75,6 +75,22 @@ pub enum DataError {
     /// No data root: neither SAGE_DATA_DIR nor a flag.
     #[error("no data directory: set SAGE_DATA_DIR or pass --data-dir")]
     NoRoot,
+    /// A hub file could not be had.
+    #[error("{dataset}: {source}")]
+    Hub {
+        /// The dataset.
+        dataset: String,
+        /// What the hub client said.
+        source: sage_hub::HubError,
+    },
+    /// The dataset has no hub source.
+    #[error("dataset {dataset} has no hub source; put its files in the local mirror ({hint})")]
+    NoHubSource {
+        /// The dataset.
+        dataset: String,
+        /// Where they go.
+        hint: String,
+    },
     /// An error from sage-core.
     #[error(transparent)]
     Core(#[from] sage_core::SageError),

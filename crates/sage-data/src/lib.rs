@@ -11,17 +11,23 @@
 //! - [`sample`]: seeded, documented sampling; every result records a [`RowSelection`] (counts
 //!   and a checksum of the rows used).
 //!
+//! - [`fetch()`]: `sage data fetch` — a registered dataset from the Hugging Face hub (through
+//!   sage-hub: cache first, offline mode honoured) converted into the local layout; Parquet is
+//!   read with polars.
+//!
 //! JSON lines are parsed line by line with serde_json: that is what lets every error name its
 //! line, and it reads the largest mirror file (StackExchange, 217k rows) in well under a second.
 #![deny(missing_docs)]
 
 mod error;
+pub mod fetch;
 mod load;
 mod registry;
 mod rows;
 pub mod sample;
 
 pub use error::{DataError, Result};
+pub use fetch::{fetch, map_record, Fetched};
 pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, Loaded, SplitReport};
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{
@@ -29,7 +35,8 @@ pub use rows::{
     NegationPair, Row, StsPair, SummaryComparison, SummaryDocument, SummaryRating, TextPair,
     WordPair,
 };
-pub use sample::{sample, sample_indices, RowSelection};
+pub use sage_hub::HubSettings;
+pub use sample::{sample, sample_grouped, sample_indices, RowSelection};
 
 #[cfg(test)]
 mod tests;

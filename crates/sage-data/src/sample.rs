@@ -6,6 +6,13 @@
 //! used in file order. The same seed gives the same rows on every machine; Cargo.lock pins the
 //! `rand` version this depends on.
 //!
+//! Grouped rule ([`sample_grouped`]), for tasks whose unit is a group of rows (every rated
+//! summary of one document): the groups are shuffled with the generator
+//! `RunSeed(seed).rng("sample-groups/<dataset>/<split>")` and taken in that order while their
+//! rows fit in `max_rows` (the first group always, so a sample is never empty); the rows of the
+//! groups taken are used in file order. A row-level sample would leave few rows of any one
+//! document, and so few within-document pairs.
+//!
 //! Every result records a [`RowSelection`]: the counts and a checksum — the first 16 hex digits
 //! of the SHA-256 of the used rows' texts (fields joined by U+001F, rows by U+001E) — so two
 //! results can be checked to have used the same rows.
@@ -84,6 +91,57 @@ pub fn sample<T: Row + Clone>(
     (rows, selection)
 }
 
+/// Like [`sample`], but whole groups of rows (rows with equal `group_of`), see the module docs.
+pub fn sample_grouped<T: Row + Clone, K: Ord>(
+    loaded: &Loaded<T>,
+    max_rows: Option<usize>,
+    seed: RunSeed,
+    group_of: impl Fn(&T) -> K,
+) -> (Vec<T>, RowSelection) {
+    let indices = match max_rows {
+        Some(max) if max < loaded.rows.len() => {
+            let mut groups: std::collections::BTreeMap<K, Vec<usize>> = Default::default();
+            for (i, row) in loaded.rows.iter().enumerate() {
+                groups.entry(group_of(row)).or_default().push(i);
+            }
+            let groups: Vec<Vec<usize>> = groups.into_values().collect();
+            let label = format!("sample-groups/{}/{}", loaded.dataset, loaded.split);
+            let order = index::sample(&mut seed.rng(&label), groups.len(), groups.len());
+            let mut picked = Vec::new();
+            for g in order.into_iter() {
+                if !picked.is_empty() && picked.len() + groups[g].len() > max {
+                    continue;
+                }
+                picked.extend_from_slice(&groups[g]);
+            }
+            picked.sort_unstable();
+            picked
+        }
+        _ => (0..loaded.rows.len()).collect(),
+    };
+    let selection = selection_of(loaded, &indices, max_rows, seed);
+    let rows = indices.iter().map(|&i| loaded.rows[i].clone()).collect();
+    (rows, selection)
+}
+
+fn selection_of<T: Row>(
+    loaded: &Loaded<T>,
+    indices: &[usize],
+    max_rows: Option<usize>,
+    seed: RunSeed,
+) -> RowSelection {
+    RowSelection {
+        dataset: loaded.dataset.clone(),
+        split: loaded.split.clone(),
+        total_rows: loaded.rows.len(),
+        used_rows: indices.len(),
+        max_rows,
+        seed: seed.0,
+        empty_text_rows: loaded.empty_text_lines.len(),
+        checksum: checksum(indices.iter().map(|&i| &loaded.rows[i])),
+    }
+}
+
 /// Like [`sample`], but the file positions (indices into `loaded.rows`, ascending) of the rows
 /// to use: tasks that derive per-row random streams key them by file position, so a row is
 /// perturbed the same way whatever the sample size.
@@ -94,15 +152,6 @@ pub fn sample_indices<T: Row>(
 ) -> (Vec<usize>, RowSelection) {
     let label = format!("sample/{}/{}", loaded.dataset, loaded.split);
     let indices = select(loaded.rows.len(), max_rows, seed, &label);
-    let selection = RowSelection {
-        dataset: loaded.dataset.clone(),
-        split: loaded.split.clone(),
-        total_rows: loaded.rows.len(),
-        used_rows: indices.len(),
-        max_rows,
-        seed: seed.0,
-        empty_text_rows: loaded.empty_text_lines.len(),
-        checksum: checksum(indices.iter().map(|&i| &loaded.rows[i])),
-    };
+    let selection = selection_of(loaded, &indices, max_rows, seed);
     (indices, selection)
 }

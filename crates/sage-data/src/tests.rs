@@ -316,6 +316,44 @@ fn sampling_is_seeded_ordered_and_recorded() {
 
 const PINNED_SEED_7: [usize; 10] = [11, 15, 16, 21, 29, 33, 55, 60, 76, 99];
 
+#[test]
+fn grouped_sampling_takes_whole_groups_within_the_cap() {
+    // 10 groups of sizes 1..=10 (55 rows), the group a row's label
+    let rows: Vec<LabeledText> = (1..=10usize)
+        .flat_map(|g| {
+            (0..g).map(move |k| LabeledText {
+                text: format!("g{g}-{k}"),
+                label: g.to_string(),
+            })
+        })
+        .collect();
+    let loaded = Loaded {
+        dataset: "x".into(),
+        split: "test".into(),
+        path: PathBuf::from("x"),
+        rows,
+        empty_text_lines: vec![],
+    };
+    let group = |r: &LabeledText| r.label.clone();
+    let (a, sa) = sample_grouped(&loaded, Some(20), RunSeed(7), group);
+    let (b, sb) = sample_grouped(&loaded, Some(20), RunSeed(7), group);
+    assert_eq!((&a, &sa), (&b, &sb));
+    assert!(!a.is_empty() && a.len() <= 20, "{}", a.len());
+    assert_eq!(sa.used_rows, a.len());
+    let mut taken: Vec<usize> = a.iter().map(|r| r.label.parse().unwrap()).collect();
+    taken.dedup();
+    for g in &taken {
+        let n = a.iter().filter(|r| r.label == g.to_string()).count();
+        assert_eq!(n, *g, "group {g} taken whole");
+    }
+    // a cap smaller than every group still takes one group; no cap takes everything
+    let (one, _) = sample_grouped(&loaded, Some(0), RunSeed(7), group);
+    let first = &one[0].label;
+    assert!(one.iter().all(|r| &r.label == first));
+    let (all, _) = sample_grouped(&loaded, None, RunSeed(7), group);
+    assert_eq!(all.len(), 55);
+}
+
 /// Every dataset of the real mirror loads through the registry with the row counts of its
 /// MANIFEST.tsv.
 #[test]

@@ -59,7 +59,11 @@ impl HubSettings {
 
     /// The commit `refs/<revision>` points at in the cache, when there is one.
     pub fn cached_commit(&self, repo: &Repo) -> Option<String> {
-        let refs = self.cache.join(repo.folder_name()).join("refs").join(repo.revision());
+        let refs = self
+            .cache
+            .join(repo.folder_name())
+            .join("refs")
+            .join(repo.revision());
         std::fs::read_to_string(refs)
             .ok()
             .map(|c| c.trim().to_owned())
@@ -135,13 +139,19 @@ fn repo_type(repo: &Repo) -> RepoType {
 /// `owner/name`, from the cache folder name `<kind>s--owner--name`.
 fn repo_id(repo: &Repo) -> String {
     let folder = repo.folder_name();
-    let id = folder.split_once("--").map_or(folder.as_str(), |(_, id)| id);
+    let id = folder
+        .split_once("--")
+        .map_or(folder.as_str(), |(_, id)| id);
     id.replace("--", "/")
 }
 
 fn describe(repo: &Repo) -> String {
     let folder = repo.folder_name();
-    let kind = folder.split("--").next().unwrap_or_default().trim_end_matches('s');
+    let kind = folder
+        .split("--")
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('s');
     format!("{kind} {} (revision {})", repo_id(repo), repo.revision())
 }
 
@@ -169,10 +179,19 @@ mod tests {
         std::fs::write(snapshot.join("test.jsonl"), "{}\n").unwrap();
         let offline = settings(dir.clone(), true);
         assert_eq!(offline.cached_commit(&repo).as_deref(), Some("abc"));
-        assert_eq!(offline.get(&repo, "test.jsonl", "").unwrap(), snapshot.join("test.jsonl"));
-        let e = offline.get(&repo, "train.jsonl", "put it there").unwrap_err().to_string();
+        assert_eq!(
+            offline.get(&repo, "test.jsonl", "").unwrap(),
+            snapshot.join("test.jsonl")
+        );
+        let e = offline
+            .get(&repo, "train.jsonl", "put it there")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("HF_HUB_OFFLINE"), "{e}");
-        assert!(e.contains("huggingface-cli download --repo-type dataset mteb/x train.jsonl"), "{e}");
+        assert!(
+            e.contains("huggingface-cli download --repo-type dataset mteb/x train.jsonl"),
+            "{e}"
+        );
         assert!(e.contains("dataset mteb/x (revision main)"), "{e}");
         // online against a closed port: the download fails, and says so
         let e = settings(dir.clone(), false)

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use rand::Rng;
 use sage_core::measures::{self, BinaryScores};
 use sage_core::{RunSeed, Similarity, Timings};
-use sage_data::{sample, DataRoot, RowSelection, SummaryComparison, SummaryRating};
+use sage_data::{sample, sample_grouped, DataRoot, RowSelection, SummaryComparison, SummaryRating};
 use serde::Serialize;
 
 use crate::{HumanPrefError, Result};
@@ -351,7 +351,8 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len().max(1) as f64
 }
 
-/// Both sub-tasks on one source, at most `max_rows` rows of each dataset (seeded sample).
+/// Both sub-tasks on one source, at most `max_rows` rows of each dataset (seeded sample; rating
+/// datasets are sampled by whole documents, see [`sage_data::sample_grouped`]).
 pub fn evaluate_source(
     similarity: &dyn Similarity,
     root: &DataRoot,
@@ -369,7 +370,9 @@ pub fn evaluate_source(
         } => {
             let dimensions = dimensions_of(dataset)?;
             let loaded = root.load::<SummaryRating>(dataset, split)?;
-            let (rows, selection) = sample(&loaded, max_rows, seed);
+            // whole documents, so that a capped run still has within-document pairs
+            let (rows, selection) =
+                sample_grouped(&loaded, max_rows, seed, |r| r.doc_id.clone());
             let margin = margin.unwrap_or_else(|| {
                 let means: Vec<f64> = rows
                     .iter()

@@ -1,0 +1,596 @@
+//! `sage data fetch`: a registered dataset from the Hugging Face hub into the local layout.
+//!
+//! Each file the registry names for a split is resolved through sage-hub (cache first; a
+//! download into the hub cache unless `HF_HUB_OFFLINE` is set), read — JSON lines, gzipped JSON
+//! lines, or Parquet (through polars, nested columns included) — mapped onto our schema by the
+//! registry's column paths, and written atomically to the split's local path, where every
+//! loader finds it. BEIR sets take corpus and queries from the dataset repository and
+//! `qrels/<split>.tsv` from its `<repo>-qrels` companion, as BEIR publishes them.
+//!
+//! ## Column paths
+//!
+//! Each registry column is `(ours, theirs)`, `theirs` a path into a source record: `a.b` (nested
+//! field), `a[2]` (list element), `a[]` (every element: the record is *exploded* into one row per
+//! element, all `[]` columns of a record in step), `{index}` (the element's index, as a string),
+//! and `x+SEP+y` (fields joined with the literal SEP). A missing field is an error naming the
+//! file and row.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use hf_hub::{Repo, RepoType};
+use sage_hub::HubSettings;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{parse_error, DataError, Result};
+use crate::load::DataRoot;
+use crate::registry::{entry, DatasetEntry, DatasetKind, HubSource};
+
+/// What one fetched split became.
+#[derive(Clone, Debug, Serialize)]
+pub struct Fetched {
+    /// Registry name.
+    pub dataset: String,
+    /// Split.
+    pub split: String,
+    /// Hub files read (in the hub cache).
+    pub sources: Vec<PathBuf>,
+    /// Files written in the local layout.
+    pub written: Vec<PathBuf>,
+    /// Rows written (BEIR: corpus documents).
+    pub rows: usize,
+    /// The hub commit the files came from, when the cache records it.
+    pub revision: Option<String>,
+    /// Already local and left alone (no overwrite asked).
+    pub skipped: bool,
+}
+
+/// Reads every record of a hub file as JSON.
+fn read_records(path: &Path) -> Result<Vec<Value>> {
+    let io = |e: std::io::Error| DataError::Io {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    let name = path.to_string_lossy();
+    if name.ends_with(".parquet") {
+        return read_parquet(path);
+    }
+    let file = File::open(path).map_err(io)?;
+    let reader: Box<dyn Read> = if name.ends_with(".gz") {
+        Box::new(flate2::read::MultiGzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    let mut records = Vec::new();
+    for (i, line) in BufReader::new(reader).lines().enumerate() {
+        let line = line.map_err(io)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        records.push(
+            serde_json::from_str(&line)
+                .map_err(|e| parse_error(path, i + 1, format!("not JSON: {e}")))?,
+        );
+    }
+    Ok(records)
+}
+
+fn read_parquet(path: &Path) -> Result<Vec<Value>> {
+    use polars::prelude::{JsonFormat, JsonWriter, ParquetReader, SerReader, SerWriter};
+    let fail = |e: polars::error::PolarsError| DataError::Io {
+        path: path.to_owned(),
+        message: format!("reading Parquet: {e}"),
+    };
+    let file = File::open(path).map_err(|e| DataError::Io {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    let mut frame = ParquetReader::new(file).finish().map_err(fail)?;
+    let mut lines = Vec::new();
+    JsonWriter::new(&mut lines)
+        .with_json_format(JsonFormat::JsonLines)
+        .finish(&mut frame)
+        .map_err(fail)?;
+    lines
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_slice(l)
+                .map_err(|e| parse_error(path, i + 1, format!("row as JSON: {e}")))
+        })
+        .collect()
+}
+
+/// One step of a column path.
+enum Step<'a> {
+    Field(&'a str),
+    Index(usize),
+    Each,
+}
+
+fn steps(path: &str) -> Vec<Step<'_>> {
+    let mut out = Vec::new();
+    for part in path.split('.') {
+        let (name, mut rest) = part.split_at(part.find('[').unwrap_or(part.len()));
+        if !name.is_empty() {
+            out.push(Step::Field(name));
+        }
+        while let Some(close) = rest.find(']') {
+            let inner = &rest[1..close];
+            out.push(match inner.parse() {
+                Ok(i) => Step::Index(i),
+                Err(_) => Step::Each,
+            });
+            rest = &rest[close + 1..];
+        }
+    }
+    out
+}
+
+/// The value at `path` in `record`, `[]` taken as element `each`.
+fn resolve<'v>(record: &'v Value, path: &str, each: Option<usize>) -> Option<&'v Value> {
+    let mut at = record;
+    for step in steps(path) {
+        at = match step {
+            Step::Field(name) => at.get(name)?,
+            Step::Index(i) => at.get(i)?,
+            Step::Each => at.get(each?)?,
+        };
+    }
+    Some(at)
+}
+
+/// How many rows `record` explodes into under `columns` (1 without `[]` paths).
+fn explode_len(
+    record: &Value,
+    columns: &[(&str, &str)],
+) -> std::result::Result<Option<usize>, String> {
+    let mut len = None;
+    for (_, theirs) in columns {
+        for part in theirs.split('+').step_by(2) {
+            if let Some(cut) = part.find("[]") {
+                let list = resolve(record, &part[..cut], None)
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| format!("{:?} is not a list", &part[..cut]))?;
+                match len {
+                    Some(n) if n != list.len() => {
+                        return Err(format!(
+                            "lists of different lengths ({n} and {} at {:?})",
+                            list.len(),
+                            &part[..cut]
+                        ))
+                    }
+                    _ => len = Some(list.len()),
+                }
+            }
+        }
+    }
+    Ok(len)
+}
+
+/// Our rows from one source record.
+pub fn map_record(
+    record: &Value,
+    columns: &[(&str, &str)],
+) -> std::result::Result<Vec<Value>, String> {
+    let rows = explode_len(record, columns)?;
+    let one = |each: Option<usize>| -> std::result::Result<Value, String> {
+        let mut row = Map::new();
+        for (ours, theirs) in columns {
+            let value = if *theirs == "{index}" {
+                Value::String(each.unwrap_or(0).to_string())
+            } else if theirs.contains('+') {
+                let mut joined = String::new();
+                for (k, part) in theirs.split('+').enumerate() {
+                    if k % 2 == 1 {
+                        joined.push_str(part);
+                        continue;
+                    }
+                    match resolve(record, part, each).ok_or_else(|| format!("no field {part:?}"))? {
+                        Value::String(s) => joined.push_str(s),
+                        other => joined.push_str(&other.to_string()),
+                    }
+                }
+                Value::String(joined)
+            } else {
+                resolve(record, theirs, each)
+                    .cloned()
+                    .ok_or_else(|| format!("no field {theirs:?}"))?
+            };
+            row.insert((*ours).to_owned(), value);
+        }
+        Ok(Value::Object(row))
+    };
+    match rows {
+        None => Ok(vec![one(None)?]),
+        Some(n) => (0..n).map(|i| one(Some(i))).collect(),
+    }
+}
+
+/// Writes JSON lines atomically (a temporary file renamed into place).
+fn write_jsonl<'a>(path: &Path, rows: impl Iterator<Item = &'a Value>) -> Result<usize> {
+    let io = |e: std::io::Error| DataError::Io {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension("partial");
+    let mut out = std::io::BufWriter::new(File::create(&tmp).map_err(io)?);
+    let mut n = 0;
+    for row in rows {
+        serde_json::to_writer(&mut out, row).map_err(|e| io(e.into()))?;
+        out.write_all(b"\n").map_err(io)?;
+        n += 1;
+    }
+    out.into_inner()
+        .map_err(|e| io(e.into_error()))?
+        .sync_all()
+        .map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    Ok(n)
+}
+
+fn hub_file(
+    hub: &HubSettings,
+    dataset: &str,
+    repo: &Repo,
+    file: &str,
+    local: &Path,
+) -> Result<PathBuf> {
+    hub.get(
+        repo,
+        file,
+        &format!("put the converted files at {}", local.display()),
+    )
+    .map_err(|source| DataError::Hub {
+        dataset: dataset.to_owned(),
+        source,
+    })
+}
+
+fn fetch_split(
+    root: &DataRoot,
+    e: &DatasetEntry,
+    source: &HubSource,
+    split: &str,
+    hub: &HubSettings,
+) -> Result<Fetched> {
+    let repo = Repo::with_revision(
+        source.repo.to_owned(),
+        RepoType::Dataset,
+        source.revision.to_owned(),
+    );
+    let local = root.root().join(e.local_path(split));
+    let mut sources = Vec::new();
+    let mut written = Vec::new();
+    let mut rows = 0;
+    if e.kind == DatasetKind::Beir {
+        for file in source.files {
+            let path = hub_file(hub, e.name, &repo, file, &local)?;
+            let records = read_records(&path)?;
+            let name = file.trim_end_matches(".gz");
+            let n = write_jsonl(&local.join(name), records.iter())?;
+            if name.starts_with("corpus") {
+                rows = n;
+            }
+            sources.push(path);
+            written.push(local.join(name));
+        }
+        let qrels_repo = Repo::with_revision(
+            format!("{}-qrels", source.repo),
+            RepoType::Dataset,
+            source.revision.to_owned(),
+        );
+        let file = format!("{split}.tsv");
+        let path = hub_file(hub, e.name, &qrels_repo, &file, &local)?;
+        let target = local.join("qrels").join(&file);
+        std::fs::create_dir_all(target.parent().expect("qrels folder")).map_err(|err| {
+            DataError::Io {
+                path: target.clone(),
+                message: err.to_string(),
+            }
+        })?;
+        std::fs::copy(&path, &target).map_err(|err| DataError::Io {
+            path: target.clone(),
+            message: err.to_string(),
+        })?;
+        sources.push(path);
+        written.push(target);
+    } else {
+        let mut out = Vec::new();
+        for file in source.files {
+            let file = file.replace("{split}", split);
+            let path = hub_file(hub, e.name, &repo, &file, &local)?;
+            for (i, record) in read_records(&path)?.iter().enumerate() {
+                out.extend(
+                    map_record(record, source.columns).map_err(|m| parse_error(&path, i + 1, m))?,
+                );
+            }
+            sources.push(path);
+        }
+        rows = write_jsonl(&local, out.iter())?;
+        written.push(local);
+    }
+    Ok(Fetched {
+        dataset: e.name.to_owned(),
+        split: split.to_owned(),
+        sources,
+        written,
+        rows,
+        revision: hub.cached_commit(&repo),
+        skipped: false,
+    })
+}
+
+/// Fetches `splits` (all of the dataset's when empty) of `name` into `root`'s layout. Splits
+/// already local are left alone unless `overwrite`.
+pub fn fetch(
+    root: &DataRoot,
+    name: &str,
+    splits: &[&str],
+    hub: &HubSettings,
+    overwrite: bool,
+) -> Result<Vec<Fetched>> {
+    let e = entry(name).ok_or_else(|| DataError::UnknownDataset {
+        name: name.to_owned(),
+    })?;
+    let source = e.hub.as_ref().ok_or_else(|| DataError::NoHubSource {
+        dataset: name.to_owned(),
+        hint: root
+            .root()
+            .join(e.local_path("<split>"))
+            .display()
+            .to_string(),
+    })?;
+    let splits: Vec<&str> = if splits.is_empty() {
+        e.splits.to_vec()
+    } else {
+        splits.to_vec()
+    };
+    let mut done = Vec::new();
+    for split in splits {
+        if !e.splits.contains(&split) {
+            return Err(DataError::UnknownSplit {
+                dataset: name.to_owned(),
+                split: split.to_owned(),
+                available: e.splits.iter().map(|s| s.to_string()).collect(),
+            });
+        }
+        if !overwrite && root.is_local(e, split) {
+            done.push(Fetched {
+                dataset: name.to_owned(),
+                split: split.to_owned(),
+                sources: Vec::new(),
+                written: Vec::new(),
+                rows: 0,
+                revision: None,
+                skipped: true,
+            });
+            continue;
+        }
+        done.push(fetch_split(root, e, source, split, hub)?);
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::*;
+    use crate::{BeirQuery, LabeledText, SummaryComparison};
+
+    const COMMIT: &str = "1111111111111111111111111111111111111111";
+
+    /// A hub cache as huggingface_hub lays it out, written by the test: the file under
+    /// `datasets--owner--name/snapshots/<commit>/`, `refs/main` naming the commit.
+    fn put(cache: &Path, repo: &str, file: &str, bytes: &[u8]) {
+        let folder = cache.join(format!("datasets--{}", repo.replace('/', "--")));
+        let path = folder.join("snapshots").join(COMMIT).join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+        std::fs::create_dir_all(folder.join("refs")).unwrap();
+        std::fs::write(folder.join("refs/main"), COMMIT).unwrap();
+    }
+
+    fn gz(text: &str) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(text.as_bytes()).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// Parquet with nested columns, made by polars from JSON lines.
+    fn parquet(json_lines: &str) -> Vec<u8> {
+        use polars::prelude::{JsonFormat, JsonReader, ParquetWriter, SerReader};
+        let mut frame = JsonReader::new(Cursor::new(json_lines.as_bytes().to_vec()))
+            .with_json_format(JsonFormat::JsonLines)
+            .finish()
+            .unwrap();
+        let mut out = Vec::new();
+        ParquetWriter::new(&mut out).finish(&mut frame).unwrap();
+        out
+    }
+
+    fn offline(cache: &Path) -> HubSettings {
+        HubSettings {
+            cache: cache.to_owned(),
+            offline: true,
+            endpoint: None,
+            token: None,
+        }
+    }
+
+    #[test]
+    fn mteb_clustering_explodes_into_rows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        put(
+            &cache,
+            "mteb/twentynewsgroups-clustering",
+            "test.jsonl.gz",
+            &gz(concat!(
+                "{\"sentences\": [\"a\", \"b\", \"c\"], \"labels\": [\"x\", \"y\", \"x\"]}\n",
+                "{\"sentences\": [\"d\"], \"labels\": [\"z\"]}\n"
+            )),
+        );
+        let root = DataRoot::new(&data);
+        let got = fetch(&root, "twentynewsgroups", &[], &offline(&cache), false).unwrap();
+        assert_eq!((got[0].rows, got[0].revision.as_deref()), (4, Some(COMMIT)));
+        let rows = root
+            .load::<LabeledText>("twentynewsgroups", "test")
+            .unwrap()
+            .rows;
+        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["x", "y", "x", "z"]);
+        // a second fetch leaves the local copy alone
+        assert!(fetch(&root, "twentynewsgroups", &[], &offline(&cache), false).unwrap()[0].skipped);
+    }
+
+    #[test]
+    fn summarize_from_feedback_parquet_with_nested_columns() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        let lines = concat!(
+            "{\"info\": {\"id\": \"t3_1\", \"post\": \"My post.\", \"title\": \"T\"}, ",
+            "\"summaries\": [{\"text\": \"good\", \"policy\": \"sup\"}, {\"text\": \"bad\", \"policy\": \"ref\"}], ",
+            "\"choice\": 0, \"worker\": \"w1\"}\n",
+            "{\"info\": {\"id\": \"t3_2\", \"post\": \"Other post.\", \"title\": \"U\"}, ",
+            "\"summaries\": [{\"text\": \"meh\", \"policy\": \"sup\"}, {\"text\": \"fine\", \"policy\": \"ref\"}], ",
+            "\"choice\": 1, \"worker\": \"w2\"}\n"
+        );
+        put(
+            &cache,
+            "openai/summarize_from_feedback",
+            "comparisons/validation-00000-of-00001.parquet",
+            &parquet(lines),
+        );
+        let root = DataRoot::new(&data);
+        let hub = offline(&cache);
+        fetch(
+            &root,
+            "summarize-from-feedback-comparisons",
+            &["validation"],
+            &hub,
+            false,
+        )
+        .unwrap();
+        let rows = root
+            .load::<SummaryComparison>("summarize-from-feedback-comparisons", "validation")
+            .unwrap()
+            .rows;
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (
+                rows[1].id.as_str(),
+                rows[1].post.as_str(),
+                rows[1].summary_1.as_str(),
+                rows[1].choice
+            ),
+            ("t3_2", "Other post.", "fine", 1)
+        );
+    }
+
+    #[test]
+    fn beir_takes_qrels_from_the_companion_repository() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        put(
+            &cache,
+            "BeIR/scifact",
+            "corpus.jsonl.gz",
+            &gz("{\"_id\": \"d1\", \"title\": \"T\", \"text\": \"body\"}\n{\"_id\": \"d2\", \"title\": \"\", \"text\": \"more\"}\n"),
+        );
+        put(
+            &cache,
+            "BeIR/scifact",
+            "queries.jsonl.gz",
+            &gz("{\"_id\": \"q1\", \"text\": \"what?\"}\n"),
+        );
+        put(
+            &cache,
+            "BeIR/scifact-qrels",
+            "test.tsv",
+            b"query-id\tcorpus-id\tscore\nq1\td2\t1\n",
+        );
+        let root = DataRoot::new(&data);
+        fetch(&root, "scifact", &["test"], &offline(&cache), false).unwrap();
+        let beir = root.beir("scifact", "test").unwrap();
+        assert_eq!(beir.corpus.len(), 2);
+        assert_eq!(
+            beir.queries,
+            vec![BeirQuery {
+                id: "q1".into(),
+                text: "what?".into()
+            }]
+        );
+        assert_eq!(beir.qrels["q1"]["d2"], 1);
+    }
+
+    #[test]
+    fn offline_misses_and_bad_records_say_what_and_where() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        let root = DataRoot::new(&data);
+        let e = fetch(&root, "arxiv-s2s", &[], &offline(&cache), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("HF_HUB_OFFLINE")
+                && e.contains("huggingface-cli download --repo-type dataset mteb/arxiv-clustering-s2s test.jsonl.gz"),
+            "{e}"
+        );
+        put(
+            &cache,
+            "mteb/arxiv-clustering-s2s",
+            "test.jsonl.gz",
+            &gz("{\"sentences\": [\"a\"], \"labels\": [\"x\"]}\n{\"sentences\": [\"a\", \"b\"], \"labels\": [\"x\"]}\n"),
+        );
+        let e = fetch(&root, "arxiv-s2s", &[], &offline(&cache), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("test.jsonl.gz:2: lists of different lengths"),
+            "{e}"
+        );
+        assert!(
+            !root.root().join("clustering").exists(),
+            "nothing half-written"
+        );
+        let e = fetch(&root, "afin", &[], &offline(&cache), false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has no hub source"), "{e}");
+    }
+
+    #[test]
+    fn column_paths() {
+        let record: Value = serde_json::json!({
+            "a": {"b": [10, 20]}, "t": "Title", "c": "Body", "xs": ["p", "q"]
+        });
+        let rows = map_record(
+            &record,
+            &[
+                ("first", "a.b[0]"),
+                ("x", "xs[]"),
+                ("i", "{index}"),
+                ("tc", "t+\n+c"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                serde_json::json!({"first": 10, "x": "p", "i": "0", "tc": "Title\nBody"}),
+                serde_json::json!({"first": 10, "x": "q", "i": "1", "tc": "Title\nBody"}),
+            ]
+        );
+        assert!(map_record(&record, &[("x", "nope")])
+            .unwrap_err()
+            .contains("no field"));
+    }
+}
