@@ -1,6 +1,6 @@
 //! `cargo xtask <task>`: project automation (see `cargo xtask help`).
 //!
-//! Kept light on purpose (anyhow + serde_json): it builds and drives the release `sage` binary
+//! Kept light on purpose (anyhow, serde, serde_json, toml, indicatif): it builds and drives the release `sage` binary
 //! and never re-implements what the library crates do. Results are JSON files carrying the host,
 //! the git revision and a timestamp, so numbers from different machines and commits can be told
 //! apart.
@@ -12,10 +12,22 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+mod bench;
+
 const HELP: &str = "\
 cargo xtask <task> [options]
 
 Tasks:
+  bench-all [--config bench.toml] [--quick] [--overwrite] [--out DIR] [--sage BIN]
+      Every suite (SAGE's five tasks, EvalRank, ALIGN-SIM; PTEB when it lands) on every
+      similarity (the classical metrics and the models `sage models` finds, or those the config
+      names), through the release `sage` binary (BIN: use that one instead of building).
+      Data: $SAGE_DATA_DIR, else the fixtures in data/fixtures/mirror. One result file per
+      (similarity, suite, task) under DIR/<similarity>/<suite>/<task>.json (default DIR:
+      results), written atomically; existing files are kept unless --overwrite, so a killed run
+      resumes. --quick: the small samples of the config's [quick] table. Ends with
+      `sage report DIR` (report.md, summary.csv, report.html). The commented default
+      configuration is bench.toml at the repository root.
   metrics-throughput [--input pairs.jsonl] [--repeat N] [--out DIR]
       Build the release `sage` binary and time `sage score` for every classical metric on a
       JSON-lines file of {\"text1\",\"text2\"} pairs (default: STS-B test from $SAGE_DATA_DIR,
@@ -31,6 +43,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("metrics-throughput") => metrics_throughput(&args[1..]),
+        Some("bench-all") => bench::bench_all(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
             Ok(())
@@ -39,7 +52,7 @@ fn main() -> Result<()> {
     }
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask sits in the workspace")
@@ -123,17 +136,26 @@ fn metrics_throughput(args: &[String]) -> Result<()> {
 }
 
 fn build_sage(root: &Path) -> Result<PathBuf> {
+    build_sage_with(root, false)
+}
+
+/// Builds the release `sage` (with the `cuda` feature when asked) and returns its path.
+pub(crate) fn build_sage_with(root: &Path, cuda: bool) -> Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut args = vec![
+        "build",
+        "--release",
+        "--package",
+        "sage-cli",
+        "--bin",
+        "sage",
+    ];
+    if cuda {
+        args.extend(["--features", "cuda"]);
+    }
     let status = Command::new(cargo)
         .current_dir(root)
-        .args([
-            "build",
-            "--release",
-            "--package",
-            "sage-cli",
-            "--bin",
-            "sage",
-        ])
+        .args(args)
         .status()
         .context("running cargo build")?;
     if !status.success() {
@@ -146,7 +168,7 @@ fn build_sage(root: &Path) -> Result<PathBuf> {
         .join(format!("sage{}", std::env::consts::EXE_SUFFIX)))
 }
 
-fn git_revision(root: &Path) -> Value {
+pub(crate) fn git_revision(root: &Path) -> Value {
     Command::new("git")
         .current_dir(root)
         .args(["rev-parse", "HEAD"])
@@ -158,7 +180,7 @@ fn git_revision(root: &Path) -> Value {
         })
 }
 
-fn host() -> Value {
+pub(crate) fn host() -> Value {
     let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
         s.lines()
             .find(|l| l.starts_with("model name"))
@@ -174,7 +196,7 @@ fn host() -> Value {
 }
 
 /// RFC 3339 UTC time without a date-time dependency (Howard Hinnant's civil-from-days).
-fn utc_timestamp() -> String {
+pub(crate) fn utc_timestamp() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs()) as i64;
@@ -196,10 +218,10 @@ fn utc_timestamp() -> String {
     )
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().context("output path has no parent")?;
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    let tmp = path.with_extension("json.tmp");
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
     std::fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
     std::fs::rename(&tmp, path)
         .with_context(|| format!("{}: cannot move into place", path.display()))

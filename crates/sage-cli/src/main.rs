@@ -9,6 +9,8 @@ mod jsonl;
 mod measure;
 mod output;
 mod perturb;
+mod plots;
+mod report;
 mod run;
 mod score;
 
@@ -85,6 +87,16 @@ enum Command {
         #[command(subcommand)]
         command: data::DataCommand,
     },
+    /// List the embedding models on this machine: folders under $SAGE_MODELS_DIR (default
+    /// ~/.cache/sage-models) and model snapshots in the Hugging Face cache; one JSON line each
+    /// ({"spec", "dir", "origin"}); pass a spec to --model or --similarity.
+    Models,
+    /// Tables and plots of a results folder (as `cargo xtask bench-all` writes it): writes
+    /// report.md, summary.csv and a self-contained report.html into it.
+    Report {
+        /// The results folder (<similarity>/<suite>/<task>.json).
+        dir: PathBuf,
+    },
     /// Compute an evaluation measure on line-oriented input and print one JSON object.
     Measure {
         #[command(subcommand)]
@@ -110,6 +122,17 @@ fn main() -> ExitCode {
         Command::Perturb(args) => perturb::run(args),
         Command::Data { command } => data::run(command),
         Command::Run { task } => run::run(task),
+        Command::Report { dir } => report::run(&dir),
+        Command::Models => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            sage_embed::discover_models(&sage_embed::ResolveOptions::from_env())
+                .iter()
+                .try_for_each(|m| -> anyhow::Result<()> {
+                    writeln!(out, "{}", serde_json::to_string(m)?)?;
+                    Ok(())
+                })
+        }
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
             use std::io::Write;
             writeln!(std::io::stdout(), "{}", serde_json::to_string(&value)?)?;

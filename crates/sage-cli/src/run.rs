@@ -23,7 +23,7 @@ pub enum Task {
         similarity: Option<sage_metrics::Metric>,
         #[command(flatten)]
         model: ModelArgs,
-        /// Paraphrase datasets as name/split (default: mrpc/test and paws-wiki/test).
+        /// Paraphrase datasets as name/split (default: mrpc/test and paws-wiki/test, those local).
         #[arg(long = "dataset")]
         datasets: Vec<String>,
         /// Rows sampled per dataset (seeded).
@@ -222,6 +222,34 @@ fn parse_datasets(datasets: &[String]) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
+/// The task's default datasets that are in the local mirror; the others are named on stderr
+/// (with how to get them), and none at all is an error listing every reason.
+fn local_defaults(
+    root: &sage_data::DataRoot,
+    task: &str,
+    defaults: &[(&'static str, &'static str)],
+) -> Result<Vec<(&'static str, &'static str)>> {
+    let mut present = Vec::new();
+    let mut missing = Vec::new();
+    for &(name, split) in defaults {
+        match root.locate(name, split) {
+            Ok(_) => present.push((name, split)),
+            Err(e) => missing.push(e.to_string()),
+        }
+    }
+    if present.is_empty() {
+        bail!(
+            "{task}: none of its datasets is in the local mirror {}:\n  {}",
+            root.root().display(),
+            missing.join("\n  ")
+        );
+    }
+    for reason in &missing {
+        eprintln!("sage: note: {task}: skipped: {reason}");
+    }
+    Ok(present)
+}
+
 fn as_refs(datasets: &[(String, String)]) -> Vec<(&str, &str)> {
     datasets
         .iter()
@@ -284,10 +312,10 @@ pub fn run(task: Task) -> Result<()> {
                 wordnet.unwrap_or_else(|| root.root().join("wordnet/dict")),
             )?;
             let datasets: Vec<(String, String)> = if datasets.is_empty() {
-                vec![
-                    ("mrpc".into(), "test".into()),
-                    ("paws-wiki".into(), "test".into()),
-                ]
+                local_defaults(&root, "align-sim", &[("mrpc", "test"), ("paws-wiki", "test")])?
+                    .into_iter()
+                    .map(|(n, s)| (n.to_owned(), s.to_owned()))
+                    .collect()
             } else {
                 parse_datasets(&datasets)?
             };
@@ -334,7 +362,7 @@ pub fn run(task: Task) -> Result<()> {
             let root = crate::data::root(task.data_dir.clone())?;
             let named = task.datasets()?;
             let datasets = if named.is_empty() {
-                sage_robustness::DEFAULT_DATASETS.to_vec()
+                local_defaults(&root, "robustness", &sage_robustness::DEFAULT_DATASETS)?
             } else {
                 as_refs(&named)
             };
@@ -360,7 +388,7 @@ pub fn run(task: Task) -> Result<()> {
             let root = crate::data::root(task.data_dir.clone())?;
             let named = task.datasets()?;
             let datasets = if named.is_empty() {
-                sage_sensitivity::available(&root)
+                local_defaults(&root, "sensitivity", &sage_sensitivity::DEFAULT_DATASETS)?
             } else {
                 as_refs(&named)
             };
@@ -387,7 +415,7 @@ pub fn run(task: Task) -> Result<()> {
             let root = crate::data::root(task.data_dir.clone())?;
             let named = task.datasets()?;
             let datasets = if named.is_empty() {
-                sage_cluster::DEFAULT_DATASETS.to_vec()
+                local_defaults(&root, "clustering", &sage_cluster::DEFAULT_DATASETS)?
             } else {
                 as_refs(&named)
             };
@@ -419,7 +447,7 @@ pub fn run(task: Task) -> Result<()> {
             let root = crate::data::root(task.data_dir.clone())?;
             let named = task.datasets()?;
             let datasets = if named.is_empty() {
-                sage_retrieval::DEFAULT_DATASETS.to_vec()
+                local_defaults(&root, "retrieval", &sage_retrieval::DEFAULT_DATASETS)?
             } else {
                 as_refs(&named)
             };

@@ -24,7 +24,7 @@ fn every_kind_loads_from_the_fixture_mirror() {
             .unwrap()
             .rows
             .len(),
-        1
+        6
     );
     assert_eq!(
         root.load::<DocumentSummary>("cnn-dailymail", "sample")

@@ -31,7 +31,7 @@ use std::path::Path;
 pub use cache::{default_cache_path, CacheStats, CachedEmbedder};
 pub use config::{Architecture, Pooling, SentenceTransformerConfig, TransformerConfig};
 pub use error::{EmbedError, Result};
-pub use resolve::{resolve_model, ResolveOptions, ResolvedModel};
+pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
 use sage_core::Embedder;
 pub use static_models::{bow_tokens, Glove, Model2Vec};
 pub use transformer::{SentenceTransformer, TransformerOptions};

@@ -116,6 +116,74 @@ fn resolve_hub(id: &str, options: &ResolveOptions) -> Result<ResolvedModel> {
     })
 }
 
+/// An embedding model found on this machine by [`discover_models`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DiscoveredModel {
+    /// What to pass as a model spec: the folder name under SAGE_MODELS_DIR, or the hub id.
+    pub spec: String,
+    /// The folder holding it.
+    pub dir: PathBuf,
+    /// `models-dir` or `hub-cache`.
+    pub origin: &'static str,
+}
+
+/// Every embedding model on this machine: the folders under SAGE_MODELS_DIR that hold one
+/// (a sentence-transformers folder, a GloVe file or a static model; GGUF LLMs are not
+/// embedders and are left out), then the hub cache's model snapshots that hold the
+/// sentence-transformers files and are not already listed by name. Sorted by spec.
+pub fn discover_models(options: &ResolveOptions) -> Vec<DiscoveredModel> {
+    let mut found: Vec<DiscoveredModel> = Vec::new();
+    let is_embedder = |dir: &Path| {
+        crate::detect_kind(&ResolvedModel {
+            dir: dir.to_owned(),
+            name: String::new(),
+            revision: None,
+        })
+        .is_ok()
+    };
+    let folders = |dir: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|r| r.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    if let Some(models) = &options.models_dir {
+        for dir in folders(models) {
+            if dir.is_dir() && is_embedder(&dir) {
+                found.push(DiscoveredModel {
+                    spec: dir.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                    dir,
+                    origin: "models-dir",
+                });
+            }
+        }
+    }
+    for repo in folders(&options.hub.cache) {
+        let name = repo.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let Some(id) = name.strip_prefix("models--").map(|id| id.replace("--", "/")) else {
+            continue;
+        };
+        let Ok(commit) = std::fs::read_to_string(repo.join("refs/main")) else {
+            continue;
+        };
+        let snapshot = repo.join("snapshots").join(commit.trim());
+        let short = id.rsplit('/').next().unwrap_or(&id).to_owned();
+        if REQUIRED.iter().all(|f| snapshot.join(f).is_file())
+            && is_embedder(&snapshot)
+            && !found.iter().any(|m| m.spec == short || m.spec == id)
+        {
+            found.push(DiscoveredModel {
+                spec: id,
+                dir: snapshot,
+                origin: "hub-cache",
+            });
+        }
+    }
+    found.sort_by(|a, b| a.spec.cmp(&b.spec));
+    found
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -201,5 +269,50 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not found"), "{err}");
+    }
+
+    #[test]
+    fn discovery_lists_embedders_from_both_places_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let models = tmp.path().join("models");
+        // a transformer folder, a GloVe folder, a GGUF folder (not an embedder), a stray file
+        let bert = models.join("tiny-bert");
+        std::fs::create_dir_all(&bert).unwrap();
+        std::fs::write(bert.join("config.json"), r#"{"model_type": "bert"}"#).unwrap();
+        let glove = models.join("glove.6B.50d");
+        std::fs::create_dir_all(&glove).unwrap();
+        std::fs::write(glove.join("glove.6B.50d.txt"), "the 0.1 0.2\n").unwrap();
+        let gguf = models.join("SmolLM2-GGUF");
+        std::fs::create_dir_all(&gguf).unwrap();
+        std::fs::write(gguf.join("model.gguf"), "GGUF").unwrap();
+        std::fs::write(models.join("notes.txt"), "").unwrap();
+        // the hub cache: one new model, and one that SAGE_MODELS_DIR already has by name
+        let src = tmp.path().join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("config.json"), r#"{"model_type": "mpnet"}"#).unwrap();
+        std::fs::write(src.join("other"), "{}").unwrap();
+        let files = [
+            ("config.json", src.join("config.json")),
+            ("tokenizer.json", src.join("other")),
+            ("model.safetensors", src.join("other")),
+        ];
+        let refs: Vec<(&str, &Path)> = files.iter().map(|(n, p)| (*n, p.as_path())).collect();
+        let hub = tmp.path().join("hub");
+        hub_cache_fixture(&hub, "acme/hub-mpnet", &refs);
+        hub_cache_fixture(&hub, "acme/tiny-bert", &refs);
+        let mut opts = options(&hub, true);
+        opts.models_dir = Some(models);
+        let found: Vec<(String, &str)> = discover_models(&opts)
+            .into_iter()
+            .map(|m| (m.spec, m.origin))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("acme/hub-mpnet".to_owned(), "hub-cache"),
+                ("glove.6B.50d".to_owned(), "models-dir"),
+                ("tiny-bert".to_owned(), "models-dir"),
+            ]
+        );
     }
 }

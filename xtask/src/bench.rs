@@ -1,0 +1,761 @@
+//! `cargo xtask bench-all`: every suite on every similarity, one result file per
+//! (similarity, suite, task), resumable, then `sage report`.
+//!
+//! The work is done by the release `sage` binary (`sage run <task> ... --output FILE`); this
+//! module only decides what to run, wraps each report in the result envelope (schema, harness
+//! version, git revision, host, datasets with row counts and checksums, parameters, timings) and
+//! writes it atomically. A result file that exists is the proof that its job finished, so a
+//! killed run re-run with the same configuration skips what is done and writes the rest: the
+//! files come out the same as an uninterrupted run's except for the `run` block (timestamp, wall
+//! time, host, revision) and the report's own `timings`, the only fields that depend on when and
+//! where a job ran.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::{git_revision, host, utc_timestamp, workspace_root, write_atomically};
+
+/// The commented default configuration, embedded so that a run with no --config uses it.
+pub const DEFAULT_CONFIG: &str = include_str!("../../bench.toml");
+
+/// Version of the result-file layout; bumped when a field changes meaning.
+pub const RESULT_SCHEMA: &str = "sage-rs/result/1";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    seed: u64,
+    #[serde(default)]
+    data_dir: String,
+    device: Device,
+    batch_tokens: usize,
+    similarities: Similarities,
+    sage: SageSuite,
+    evalrank: EvalRankSuite,
+    align_sim: AlignSimSuite,
+    pteb: PtebSuite,
+    quick: Quick,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Device {
+    Cpu,
+    Cuda,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Similarities {
+    metrics: Vec<String>,
+    models: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SageSuite {
+    tasks: Vec<String>,
+    max_rows: usize,
+    cluster_subsets: usize,
+    cluster_max_texts: usize,
+    retrieval_max_docs: usize,
+    retrieval_max_queries: usize,
+    retrieval_mode: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EvalRankSuite {
+    levels: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AlignSimSuite {
+    max_rows: usize,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PtebSuite {
+    enabled: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Quick {
+    max_rows: usize,
+    cluster_subsets: usize,
+    cluster_max_texts: usize,
+    retrieval_max_docs: usize,
+    retrieval_max_queries: usize,
+    align_sim_max_rows: usize,
+    auto_models: Vec<String>,
+}
+
+const METRICS: [&str; 4] = ["levenshtein", "rouge", "jaccard", "bm25"];
+const SAGE_TASKS: [&str; 5] = [
+    "human-pref",
+    "robustness",
+    "sensitivity",
+    "clustering",
+    "retrieval",
+];
+
+impl Config {
+    /// Parses and checks a configuration; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Config> {
+        let config: Config = toml::from_str(text).with_context(|| format!("{origin}: invalid"))?;
+        for m in &config.similarities.metrics {
+            if !METRICS.contains(&m.as_str()) {
+                bail!("{origin}: similarities.metrics: unknown metric {m:?} (one of {METRICS:?})");
+            }
+        }
+        for t in &config.sage.tasks {
+            if !SAGE_TASKS.contains(&t.as_str()) {
+                bail!("{origin}: sage.tasks: unknown task {t:?} (one of {SAGE_TASKS:?})");
+            }
+        }
+        for l in &config.evalrank.levels {
+            if !["word", "sentence"].contains(&l.as_str()) {
+                bail!("{origin}: evalrank.levels: unknown level {l:?} (word or sentence)");
+            }
+        }
+        if !["distractor", "replace"].contains(&config.sage.retrieval_mode.as_str()) {
+            bail!(
+                "{origin}: sage.retrieval_mode: {:?} is neither distractor nor replace",
+                config.sage.retrieval_mode
+            );
+        }
+        Ok(config)
+    }
+
+    /// The same configuration with --quick's sample sizes.
+    fn quick(mut self) -> Config {
+        let q = &self.quick;
+        self.sage.max_rows = q.max_rows;
+        self.sage.cluster_subsets = q.cluster_subsets;
+        self.sage.cluster_max_texts = q.cluster_max_texts;
+        self.sage.retrieval_max_docs = q.retrieval_max_docs;
+        self.sage.retrieval_max_queries = q.retrieval_max_queries;
+        self.align_sim.max_rows = q.align_sim_max_rows;
+        self
+    }
+}
+
+/// A similarity to evaluate: a metric or a model spec.
+#[derive(Clone, Debug)]
+struct Similarity {
+    /// Folder name under the results directory.
+    label: String,
+    spec: String,
+    is_model: bool,
+}
+
+/// One unit of work and its result file.
+#[derive(Debug)]
+struct Job {
+    similarity: Similarity,
+    suite: &'static str,
+    task: String,
+    /// `sage` arguments, without --output.
+    args: Vec<String>,
+}
+
+/// A job not run, and why.
+#[derive(Debug, serde::Serialize)]
+struct Skipped {
+    similarity: String,
+    suite: &'static str,
+    task: String,
+    reason: String,
+}
+
+struct Outcome {
+    label: String,
+    suite: &'static str,
+    task: String,
+    status: &'static str,
+    seconds: f64,
+}
+
+pub fn bench_all(args: &[String]) -> Result<()> {
+    let root = workspace_root();
+    let mut config_path = None;
+    let (mut quick, mut overwrite) = (false, false);
+    let mut out = root.join("results");
+    let mut sage = None;
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .with_context(|| format!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--config" => config_path = Some(PathBuf::from(value()?)),
+            "--out" => out = PathBuf::from(value()?),
+            "--sage" => sage = Some(PathBuf::from(value()?)),
+            "--quick" => quick = true,
+            "--overwrite" => overwrite = true,
+            other => bail!(
+                "unknown option {other:?} (bench-all takes --config FILE, --quick, --overwrite, --out DIR, --sage BIN)"
+            ),
+        }
+    }
+    let config = match &config_path {
+        Some(p) => Config::parse(
+            &std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?,
+            &p.display().to_string(),
+        )?,
+        None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,
+    };
+    let config = if quick { config.quick() } else { config };
+
+    let data_dir = if !config.data_dir.is_empty() {
+        PathBuf::from(&config.data_dir)
+    } else if let Some(d) = std::env::var_os("SAGE_DATA_DIR").filter(|d| !d.is_empty()) {
+        PathBuf::from(d)
+    } else {
+        root.join("data/fixtures/mirror")
+    };
+    if !data_dir.is_dir() {
+        bail!("data directory {} does not exist", data_dir.display());
+    }
+    let sage = match sage {
+        Some(s) => s,
+        None => crate::build_sage_with(&root, config.device == Device::Cuda)?,
+    };
+    let (similarities, mut skipped) = similarities(&config, &sage, quick)?;
+    let jobs = plan(&config, &similarities, &data_dir, &mut skipped);
+    eprintln!(
+        "bench-all: data {}{}; {} similarities ({}); {} jobs; results in {}",
+        data_dir.display(),
+        if data_dir.ends_with("data/fixtures/mirror") {
+            " (fixtures: SAGE_DATA_DIR unset)"
+        } else {
+            ""
+        },
+        similarities.len(),
+        similarities
+            .iter()
+            .map(|s| s.label.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        jobs.len(),
+        out.display()
+    );
+    for s in &skipped {
+        eprintln!(
+            "bench-all: skipped {} {}/{}: {}",
+            s.similarity, s.suite, s.task, s.reason
+        );
+    }
+
+    let context = RunContext {
+        revision: git_revision(&root),
+        host: host(),
+        seed: config.seed,
+        data_dir: data_dir.clone(),
+        quick,
+    };
+    let outcomes = run_jobs(&jobs, &sage, &out, overwrite, &context)?;
+
+    let manifest = json!({
+        "schema": "sage-rs/bench-all/1",
+        "harness_version": env!("CARGO_PKG_VERSION"),
+        "git_revision": context.revision,
+        "timestamp": utc_timestamp(),
+        "host": context.host,
+        "config": config_path.map_or("embedded bench.toml".to_owned(), |p| p.display().to_string()),
+        "quick": quick,
+        "data_dir": data_dir.display().to_string(),
+        "similarities": similarities.iter().map(|s| json!({"label": s.label, "spec": s.spec, "kind": if s.is_model {"model"} else {"metric"}})).collect::<Vec<_>>(),
+        "skipped": skipped,
+        "jobs": outcomes.iter().map(|o| json!({"similarity": o.label, "suite": o.suite, "task": o.task, "status": o.status, "seconds": o.seconds})).collect::<Vec<_>>(),
+    });
+    write_atomically(
+        &out.join("bench-all.json"),
+        &serde_json::to_vec_pretty(&manifest)?,
+    )?;
+    print_timing_table(&outcomes);
+
+    let status = Command::new(&sage)
+        .arg("report")
+        .arg(&out)
+        .status()
+        .with_context(|| format!("running {} report", sage.display()))?;
+    if !status.success() {
+        bail!("sage report {} failed", out.display());
+    }
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.status == "failed").collect();
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} jobs failed (their errors are above; every other result is written): {}",
+            failed.len(),
+            outcomes.len(),
+            failed
+                .iter()
+                .map(|o| format!("{} {}/{}", o.label, o.suite, o.task))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The metrics and models to run; "auto" expands to what `sage models` finds.
+fn similarities(config: &Config, sage: &Path, quick: bool) -> Result<(Vec<Similarity>, Vec<Skipped>)> {
+    let mut out: Vec<Similarity> = config
+        .similarities
+        .metrics
+        .iter()
+        .map(|m| Similarity {
+            label: m.clone(),
+            spec: m.clone(),
+            is_model: false,
+        })
+        .collect();
+    let mut skipped = Vec::new();
+    for spec in &config.similarities.models {
+        if spec != "auto" {
+            out.push(Similarity {
+                label: label_of(spec),
+                spec: spec.clone(),
+                is_model: true,
+            });
+            continue;
+        }
+        let listing = Command::new(sage)
+            .arg("models")
+            .output()
+            .with_context(|| format!("running {} models", sage.display()))?;
+        if !listing.status.success() {
+            bail!(
+                "sage models failed: {}",
+                String::from_utf8_lossy(&listing.stderr)
+            );
+        }
+        for line in String::from_utf8_lossy(&listing.stdout).lines() {
+            let found: Value = serde_json::from_str(line).context("sage models output")?;
+            let spec = found["spec"].as_str().unwrap_or_default().to_owned();
+            if quick && !config.quick.auto_models.contains(&spec) {
+                skipped.push(Skipped {
+                    similarity: spec,
+                    suite: "*",
+                    task: "*".into(),
+                    reason: "--quick runs only quick.auto_models".into(),
+                });
+                continue;
+            }
+            if !out.iter().any(|s| s.spec == spec) {
+                out.push(Similarity {
+                    label: label_of(&spec),
+                    spec,
+                    is_model: true,
+                });
+            }
+        }
+    }
+    if out.is_empty() {
+        bail!("no similarity to run: similarities.metrics and .models are empty");
+    }
+    Ok((out, skipped))
+}
+
+/// A results-folder name for a spec: the hub id with `/` as `--`, or the folder name.
+fn label_of(spec: &str) -> String {
+    let path = Path::new(spec);
+    if path.is_absolute() || spec.starts_with('.') {
+        path.file_name()
+            .map_or_else(|| spec.to_owned(), |n| n.to_string_lossy().into_owned())
+    } else {
+        spec.replace('/', "--")
+    }
+}
+
+fn plan(
+    config: &Config,
+    similarities: &[Similarity],
+    data_dir: &Path,
+    skipped: &mut Vec<Skipped>,
+) -> Vec<Job> {
+    let seed = config.seed.to_string();
+    let data = data_dir.display().to_string();
+    let some = |n: usize| (n > 0).then(|| n.to_string());
+    let mut jobs = Vec::new();
+    for s in similarities {
+        // every model flag a task takes; the embedding cache is shared by all jobs
+        let mut model_flags = Vec::new();
+        if s.is_model {
+            model_flags.extend(["--batch-tokens".to_owned(), config.batch_tokens.to_string()]);
+            if config.device == Device::Cuda {
+                model_flags.push("--cuda".to_owned());
+            }
+        }
+        for task in &config.sage.tasks {
+            let mut args: Vec<String> = vec![
+                "run".into(),
+                task.clone(),
+                "--similarity".into(),
+                s.spec.clone(),
+                "--seed".into(),
+                seed.clone(),
+                "--data-dir".into(),
+                data.clone(),
+            ];
+            match task.as_str() {
+                "clustering" => args.extend([
+                    "--subsets".into(),
+                    config.sage.cluster_subsets.to_string(),
+                    "--max-texts".into(),
+                    config.sage.cluster_max_texts.to_string(),
+                ]),
+                "retrieval" => {
+                    args.extend(["--mode".into(), config.sage.retrieval_mode.clone()]);
+                    if let Some(n) = some(config.sage.retrieval_max_docs) {
+                        args.extend(["--max-docs".into(), n]);
+                    }
+                    if let Some(n) = some(config.sage.retrieval_max_queries) {
+                        args.extend(["--max-queries".into(), n]);
+                    }
+                }
+                _ => {
+                    if let Some(n) = some(config.sage.max_rows) {
+                        args.extend(["--max-rows".into(), n]);
+                    }
+                }
+            }
+            args.extend(model_flags.iter().cloned());
+            jobs.push(Job {
+                similarity: s.clone(),
+                suite: "sage",
+                task: task.clone(),
+                args,
+            });
+        }
+        for level in &config.evalrank.levels {
+            if !s.is_model {
+                skipped.push(Skipped {
+                    similarity: s.label.clone(),
+                    suite: "evalrank",
+                    task: level.clone(),
+                    reason: "EvalRank ranks embedding vectors; a classical metric has none".into(),
+                });
+                continue;
+            }
+            let mut args: Vec<String> = vec![
+                "run".into(),
+                "evalrank".into(),
+                "--level".into(),
+                level.clone(),
+                "--model".into(),
+                s.spec.clone(),
+                "--data-dir".into(),
+                data.clone(),
+            ];
+            args.extend(model_flags.iter().cloned());
+            jobs.push(Job {
+                similarity: s.clone(),
+                suite: "evalrank",
+                task: level.clone(),
+                args,
+            });
+        }
+        let mut args: Vec<String> = vec!["run".into(), "align-sim".into()];
+        args.extend([
+            if s.is_model { "--model" } else { "--similarity" }.to_owned(),
+            s.spec.clone(),
+            "--max-rows".into(),
+            config.align_sim.max_rows.to_string(),
+            "--seed".into(),
+            seed.clone(),
+            "--data-dir".into(),
+            data.clone(),
+        ]);
+        args.extend(model_flags.iter().cloned());
+        jobs.push(Job {
+            similarity: s.clone(),
+            suite: "align-sim",
+            task: "criteria".into(),
+            args,
+        });
+        if config.pteb.enabled {
+            skipped.push(Skipped {
+                similarity: s.label.clone(),
+                suite: "pteb",
+                task: "*".into(),
+                reason: "the pteb crate has not landed in this harness yet".into(),
+            });
+        }
+    }
+    jobs
+}
+
+struct RunContext {
+    revision: Value,
+    host: Value,
+    seed: u64,
+    data_dir: PathBuf,
+    quick: bool,
+}
+
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} {msg}")
+        .expect("a valid template")
+        .progress_chars("=> ")
+}
+
+fn run_jobs(
+    jobs: &[Job],
+    sage: &Path,
+    out: &Path,
+    overwrite: bool,
+    context: &RunContext,
+) -> Result<Vec<Outcome>> {
+    let bars = MultiProgress::new();
+    let interactive = std::io::stderr().is_terminal();
+    let mut by_similarity: BTreeMap<String, ProgressBar> = BTreeMap::new();
+    let mut by_suite: BTreeMap<&str, ProgressBar> = BTreeMap::new();
+    for job in jobs {
+        for (bar, prefix) in [
+            (
+                by_similarity
+                    .entry(job.similarity.label.clone())
+                    .or_insert_with(|| bars.add(ProgressBar::new(0))),
+                format!("model {}", job.similarity.label),
+            ),
+            (
+                by_suite
+                    .entry(job.suite)
+                    .or_insert_with(|| bars.add(ProgressBar::new(0))),
+                format!("suite {}", job.suite),
+            ),
+        ] {
+            bar.set_style(bar_style());
+            bar.set_prefix(prefix);
+            bar.inc_length(1);
+        }
+    }
+    let mut outcomes = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        let path = out
+            .join(&job.similarity.label)
+            .join(job.suite)
+            .join(format!("{}.json", job.task));
+        let name = format!("{} {}/{}", job.similarity.label, job.suite, job.task);
+        let bar_s = &by_similarity[&job.similarity.label];
+        let bar_t = &by_suite[job.suite];
+        bar_s.set_message(format!("{}/{}", job.suite, job.task));
+        bar_t.set_message(job.similarity.label.clone());
+        let start = Instant::now();
+        let status = if path.exists() && !overwrite {
+            "kept"
+        } else {
+            match run_job(job, sage, &path, context) {
+                Ok(()) => "done",
+                Err(e) => {
+                    bars.suspend(|| eprintln!("bench-all: {name}: {e:#}"));
+                    "failed"
+                }
+            }
+        };
+        let seconds = start.elapsed().as_secs_f64();
+        if !interactive {
+            eprintln!(
+                "bench-all: [{}/{}] {name}: {status} ({seconds:.1} s)",
+                i + 1,
+                jobs.len()
+            );
+        }
+        bar_s.inc(1);
+        bar_t.inc(1);
+        outcomes.push(Outcome {
+            label: job.similarity.label.clone(),
+            suite: job.suite,
+            task: job.task.clone(),
+            status,
+            seconds,
+        });
+    }
+    for bar in by_similarity.values().chain(by_suite.values()) {
+        bar.finish();
+    }
+    Ok(outcomes)
+}
+
+/// Runs one job and writes its result file atomically; nothing is written on failure.
+fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<()> {
+    let dir = path.parent().expect("a result path has a folder");
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    // per process: a killed run's orphaned `sage` cannot collide with the re-run's
+    let report_path = path.with_extension(format!("report.{}.partial", std::process::id()));
+    let start = Instant::now();
+    let output = Command::new(sage)
+        .args(&job.args)
+        .arg("--output")
+        .arg(&report_path)
+        .output()
+        .with_context(|| format!("running {}", sage.display()))?;
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        let _ = std::fs::remove_file(&report_path);
+        bail!(
+            "sage {} failed: {}",
+            job.args.join(" "),
+            stderr.trim().lines().last().unwrap_or("no message")
+        );
+    }
+    let report: Value = serde_json::from_slice(
+        &std::fs::read(&report_path)
+            .with_context(|| format!("{}: cannot read", report_path.display()))?,
+    )
+    .with_context(|| format!("{}: not JSON", report_path.display()))?;
+    let _ = std::fs::remove_file(&report_path);
+    let notes: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("sage: note: "))
+        .collect();
+    let mut datasets = Vec::new();
+    collect_datasets(&report, &mut datasets);
+    let envelope = json!({
+        "schema": RESULT_SCHEMA,
+        "harness_version": env!("CARGO_PKG_VERSION"),
+        "similarity": {
+            "name": job.similarity.label,
+            "spec": job.similarity.spec,
+            "kind": if job.similarity.is_model { "model" } else { "metric" },
+        },
+        "suite": job.suite,
+        "task": job.task,
+        "seed": context.seed,
+        "quick": context.quick,
+        "parameters": {
+            "sage_args": job.args,
+            "data_dir": context.data_dir.display().to_string(),
+        },
+        "datasets": datasets,
+        "notes": notes,
+        "score": report.get("score").cloned().unwrap_or(Value::Null),
+        "report": report,
+        "run": {
+            "timestamp": utc_timestamp(),
+            "git_revision": context.revision,
+            "host": context.host,
+            "wall_seconds": wall_seconds,
+        },
+    });
+    write_atomically(path, &serde_json::to_vec_pretty(&envelope)?)
+}
+
+/// Every row-selection record in a report (an object with a checksum): which rows were used.
+fn collect_datasets(value: &Value, out: &mut Vec<Value>) {
+    match value {
+        Value::Object(map) => {
+            let has_checksum = map.contains_key("checksum") || map.contains_key("corpus_checksum");
+            if has_checksum && map.contains_key("dataset") {
+                let scalars: serde_json::Map<String, Value> = map
+                    .iter()
+                    .filter(|(_, v)| !v.is_object() && !v.is_array())
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !out.contains(&Value::Object(scalars.clone())) {
+                    out.push(Value::Object(scalars));
+                }
+            }
+            map.values().for_each(|v| collect_datasets(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_datasets(v, out)),
+        _ => {}
+    }
+}
+
+fn print_timing_table(outcomes: &[Outcome]) {
+    let width = outcomes.iter().map(|o| o.label.len()).max().unwrap_or(10).max(10);
+    eprintln!("\n{:<width$}  {:<22} {:>7} {:>10}", "similarity", "suite/task", "status", "seconds");
+    let mut total = 0.0;
+    for o in outcomes {
+        total += o.seconds;
+        eprintln!(
+            "{:<width$}  {:<22} {:>7} {:>10.1}",
+            o.label,
+            format!("{}/{}", o.suite, o.task),
+            o.status,
+            o.seconds
+        );
+    }
+    eprintln!("{:<width$}  {:<22} {:>7} {:>10.1}", "total", "", "", total);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_parses_and_quick_shrinks_it() {
+        let config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
+        assert_eq!(config.similarities.metrics, METRICS);
+        assert_eq!(config.sage.tasks, SAGE_TASKS);
+        let quick = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap().quick();
+        assert!(quick.sage.cluster_max_texts < config.sage.cluster_max_texts);
+        assert!(quick.sage.max_rows > 0);
+    }
+
+    #[test]
+    fn bad_configurations_name_the_file_and_the_field() {
+        let e = Config::parse(
+            &DEFAULT_CONFIG.replace("\"bm25\"]", "\"bm42\"]"),
+            "my.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("my.toml") && e.contains("bm42"), "{e}");
+        let e = format!(
+            "{:#}",
+            Config::parse(&DEFAULT_CONFIG.replace("seed = 1337", "seed = \"x\""), "my.toml")
+                .unwrap_err()
+        );
+        assert!(e.contains("my.toml") && e.contains("seed"), "{e}");
+        let e = format!(
+            "{:#}",
+            Config::parse(&format!("{DEFAULT_CONFIG}\nsurprise = 1\n"), "my.toml").unwrap_err()
+        );
+        assert!(e.contains("surprise"), "{e}");
+    }
+
+    #[test]
+    fn labels_are_folder_names() {
+        assert_eq!(label_of("sentence-transformers/all-MiniLM-L6-v2"), "sentence-transformers--all-MiniLM-L6-v2");
+        assert_eq!(label_of("/models/glove.6B.50d"), "glove.6B.50d");
+        assert_eq!(label_of("all-MiniLM-L6-v2"), "all-MiniLM-L6-v2");
+    }
+
+    #[test]
+    fn datasets_are_collected_from_anywhere_in_a_report() {
+        let report = json!({
+            "score": 0.5,
+            "datasets": [
+                {"dataset": "a", "rows": {"dataset": "a", "split": "test", "checksum": "1", "used_rows": 3}},
+                {"dataset": "b", "corpus_checksum": "2", "corpus_used": 9, "retentions": [1]}
+            ]
+        });
+        let mut out = Vec::new();
+        collect_datasets(&report, &mut out);
+        assert_eq!(
+            out,
+            [
+                json!({"dataset": "a", "split": "test", "checksum": "1", "used_rows": 3}),
+                json!({"dataset": "b", "corpus_checksum": "2", "corpus_used": 9}),
+            ]
+        );
+    }
+}
