@@ -1,11 +1,10 @@
 //! The rank rule and the scores.
 
 use std::collections::HashMap;
-use std::time::Instant;
 
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
-use sage_core::{measures, normalize_rows, Embedder, VectorSimilarity};
+use sage_core::{measures, normalize_rows, Embedder, Timings, VectorSimilarity};
 use serde::Serialize;
 
 use crate::{EvalRankError, PostProcess, Result};
@@ -29,10 +28,6 @@ pub struct EvalRankScores {
     pub similarity: &'static str,
     /// Post-processing applied before ranking.
     pub post_processing: String,
-    /// Seconds spent embedding.
-    pub embed_seconds: f64,
-    /// Seconds spent ranking.
-    pub rank_seconds: f64,
 }
 
 /// Ranks of the directed pairs `(x, y)` (row indices into `vectors`, which holds the whole
@@ -101,6 +96,7 @@ pub fn evaluate(
     background: &[String],
     similarity: VectorSimilarity,
     post: PostProcess,
+    timings: &mut Timings,
 ) -> Result<EvalRankScores> {
     if pairs.is_empty() || background.is_empty() {
         return Err(EvalRankError::Invalid(
@@ -126,17 +122,16 @@ pub fn evaluate(
             },
         )
         .collect::<Result<Vec<_>>>()?;
-    let start = Instant::now();
-    let vectors = embedder.embed(&distinct)?;
-    let embed_seconds = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let mut vectors = post.apply(vectors);
-    let mean = vectors.mean_axis(Axis(0)).expect("non-empty background");
-    vectors -= &mean;
-    if similarity == VectorSimilarity::Cosine {
-        normalize_rows(&mut vectors);
-    }
-    let ranks = rank_pairs(&vectors, &pair_rows, similarity);
+    let vectors = timings.time("evalrank/embed", || embedder.embed(&distinct))?;
+    let ranks = timings.time("evalrank/rank", || {
+        let mut vectors = post.apply(vectors);
+        let mean = vectors.mean_axis(Axis(0)).expect("non-empty background");
+        vectors -= &mean;
+        if similarity == VectorSimilarity::Cosine {
+            normalize_rows(&mut vectors);
+        }
+        rank_pairs(&vectors, &pair_rows, similarity)
+    });
     let as_f64: Vec<f64> = ranks.iter().map(|&r| r as f64).collect();
     Ok(EvalRankScores {
         mrr: 100.0 * measures::mean_reciprocal_rank(&ranks)?,
@@ -147,8 +142,6 @@ pub fn evaluate(
         background: distinct.len(),
         similarity: similarity.name(),
         post_processing: post.name(),
-        embed_seconds,
-        rank_seconds: start.elapsed().as_secs_f64(),
     })
 }
 

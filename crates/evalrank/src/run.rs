@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use sage_core::{
-    cosine, measures, Embedder, EmbedderIdentity, EmbeddingSimilarity, Similarity, VectorSimilarity,
+    cosine, measures, Embedder, EmbedderIdentity, EmbeddingSimilarity, Similarity, Timings,
+    VectorSimilarity,
 };
 use sage_data::{DataRoot, StsPair};
 use serde::Serialize;
@@ -54,6 +55,8 @@ pub struct EvalRankReport {
     pub scores: EvalRankScores,
     /// The classic similarity-task score.
     pub classic: ClassicScores,
+    /// Wall-clock time per phase (the only field that differs between two identical runs).
+    pub timings: Timings,
 }
 
 /// The lists of `level` from `source`.
@@ -153,14 +156,23 @@ pub fn run(
     post: PostProcess,
 ) -> Result<EvalRankReport> {
     let lists = load_lists(root, level, source)?;
-    let scores = evaluate(embedder, &lists.pairs, &lists.background, similarity, post)?;
-    let classic = classic_scores(root, embedder, level, post)?;
+    let mut timings = Timings::default();
+    let scores = evaluate(
+        embedder,
+        &lists.pairs,
+        &lists.background,
+        similarity,
+        post,
+        &mut timings,
+    )?;
+    let classic = timings.time("classic", || classic_scores(root, embedder, level, post))?;
     Ok(EvalRankReport {
         level,
         model: embedder.identity().clone(),
         lists,
         scores,
         classic,
+        timings,
     })
 }
 
@@ -266,6 +278,7 @@ mod tests {
             &background,
             VectorSimilarity::Cosine,
             PostProcess::None,
+            &mut Timings::default(),
         )
         .unwrap();
         assert!(scores.mrr > 40.0 && scores.hits_at_1 > 25.0, "{scores:?}");

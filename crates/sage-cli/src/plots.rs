@@ -44,7 +44,8 @@ fn grouped_bars(
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(48)
-            .build_cartesian_2d(-0.5f64..(n - 0.5), 0f64..y_max)?;
+            // headroom above the tallest possible bar keeps the legend off the bars
+            .build_cartesian_2d(-0.5f64..(n - 0.5), 0f64..y_max * 1.4)?;
         let names: Vec<String> = categories.iter().map(|c| c.to_string()).collect();
         chart
             .configure_mesh()
@@ -244,7 +245,7 @@ pub fn charts(entries: &[Entry<'_>]) -> Result<Vec<(String, String)>> {
     if !evalrank.is_empty() {
         out.push((
             "EvalRank MRR and Hits@k".to_owned(),
-            grouped_bars("EvalRank", &["MRR", "Hits@1", "Hits@3"], &evalrank, 1.0)?,
+            grouped_bars("EvalRank (×100)", &["MRR", "Hits@1", "Hits@3"], &evalrank, 100.0)?,
         ));
     }
     // ALIGN-SIM antonym-difference histograms, per similarity and dataset

@@ -1,0 +1,200 @@
+//! `cargo xtask bench-all --quick` end to end on the repository's fixtures, as on a fresh clone
+//! with no network and no SAGE_DATA_DIR; a killed run, re-run, ends with the same result files;
+//! the HTML report renders in a real headless browser.
+//!
+//! The `sage` binary is the debug one `cargo test --workspace` builds for sage-cli's tests
+//! (built here when absent), passed with --sage so the test does not start a release build.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace().join("target"), PathBuf::from)
+}
+
+fn sage() -> PathBuf {
+    let bin = target_dir().join("debug").join("sage");
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(workspace())
+            .args(["build", "--package", "sage-cli", "--bin", "sage"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "building sage failed");
+    }
+    bin
+}
+
+/// bench-all with the environment of a fresh clone: fixtures, an empty embedding cache and an
+/// offline, empty hub cache (models come from SAGE_MODELS_DIR when it has them).
+fn bench_all(out: &Path, scratch: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    c.current_dir(workspace())
+        .args(["bench-all", "--quick", "--sage"])
+        .arg(sage())
+        .arg("--out")
+        .arg(out)
+        .env_remove("SAGE_DATA_DIR")
+        .env("SAGE_CACHE_DIR", scratch.join("cache"))
+        .env("HF_HOME", scratch.join("hf"))
+        .env("HF_HUB_OFFLINE", "1");
+    c
+}
+
+fn result_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "json")
+                && p.parent() != Some(dir)
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A result file without the fields that say when and where a job ran.
+fn stable(path: &Path) -> Value {
+    let mut v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let map = v.as_object_mut().unwrap();
+    map.remove("run");
+    if let Some(report) = map.get_mut("report").and_then(Value::as_object_mut) {
+        report.remove("timings");
+    }
+    v
+}
+
+#[test]
+fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = tmp.path().join("whole");
+    let output = bench_all(&whole, &tmp.path().join("a")).output().unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "bench-all --quick failed:\n{log}");
+    assert!(log.contains("fixtures: SAGE_DATA_DIR unset"), "{log}");
+    assert!(log.contains("skipped") && log.contains("pteb"), "says what it skipped:\n{log}");
+    let files = result_files(&whole);
+    for metric in ["levenshtein", "rouge", "jaccard", "bm25"] {
+        for task in ["human-pref", "robustness", "sensitivity", "clustering", "retrieval"] {
+            let path = whole.join(metric).join("sage").join(format!("{task}.json"));
+            assert!(files.contains(&path), "missing {}", path.display());
+            let v = stable(&path);
+            assert_eq!(v["schema"], "sage-rs/result/1");
+            let score = v["score"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&score), "{}: {score}", path.display());
+        }
+        assert!(files.contains(&whole.join(metric).join("align-sim/criteria.json")));
+    }
+    let report = std::fs::read_to_string(whole.join("report.md")).unwrap();
+    assert!(report.contains("## SAGE (Table 1 layout)"), "{report}");
+    assert!(report.contains("| jaccard |"), "{report}");
+    let csv = std::fs::read_to_string(whole.join("summary.csv")).unwrap();
+    assert!(csv.starts_with("similarity,suite,task,dataset,measure,value\n"));
+    assert!(csv.lines().any(|l| l.starts_with("jaccard,sage,overall,,score,")), "{csv}");
+    let html = std::fs::read_to_string(whole.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("SAGE categories"));
+
+    // the same run, killed once a few results exist, then re-run
+    let resumed = tmp.path().join("resumed");
+    let scratch = tmp.path().join("b");
+    let mut child = bench_all(&resumed, &scratch)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while result_files(&resumed).len() < 6 && start.elapsed() < Duration::from_secs(300) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = result_files(&resumed).len();
+    assert!(before < files.len(), "the kill came too late to test anything");
+    let output = bench_all(&resumed, &scratch).output().unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the re-run failed:\n{log}");
+    assert!(log.contains(": kept ("), "the re-run kept the finished results:\n{log}");
+    let again = result_files(&resumed);
+    assert_eq!(
+        again
+            .iter()
+            .map(|p| p.strip_prefix(&resumed).unwrap())
+            .collect::<Vec<_>>(),
+        files
+            .iter()
+            .map(|p| p.strip_prefix(&whole).unwrap())
+            .collect::<Vec<_>>()
+    );
+    for (a, b) in files.iter().zip(&again) {
+        assert_eq!(stable(a), stable(b), "{} differs", b.display());
+    }
+}
+
+/// report.html in headless Chromium: it renders (a non-empty screenshot, the tables and plots in
+/// the DOM) with no console error. CI installs Chromium (.ci/run); elsewhere the test says it
+/// did not run when there is none.
+#[test]
+fn the_html_report_renders_in_a_headless_browser() {
+    let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| Command::new("which").arg(b).output().is_ok_and(|o| o.status.success()))
+    else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have chromium (see .ci/run)"
+        );
+        eprintln!("no chromium: the report is not rendered in a browser here");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("results");
+    let mut run = bench_all(&out, tmp.path());
+    // metrics only: the browser check needs a report, not every model
+    let config = tmp.path().join("bench.toml");
+    let default = std::fs::read_to_string(workspace().join("bench.toml")).unwrap();
+    std::fs::write(&config, default.replace("models = [\"auto\"]", "models = []")).unwrap();
+    run.arg("--config").arg(&config);
+    let output = run.output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let page = out.join("report.html");
+    let url = format!("file://{}", page.display());
+    let profile = tmp.path().join("profile");
+    let headless = |extra: &[&str]| {
+        Command::new(browser)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .unwrap()
+    };
+    let shot = tmp.path().join("shot.png");
+    let o = headless(&[&format!("--screenshot={}", shot.display()), "--window-size=1280,2400"]);
+    let log = String::from_utf8_lossy(&o.stderr);
+    let png = std::fs::read(&shot).unwrap_or_default();
+    assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "no screenshot:\n{log}");
+    for bad in ["Uncaught", "Failed to load resource", "CONSOLE(", "ERROR:CONSOLE"] {
+        assert!(!log.contains(bad), "console: {bad}\n{log}");
+    }
+    let o = headless(&["--dump-dom"]);
+    let dom = String::from_utf8_lossy(&o.stdout);
+    assert!(dom.contains("SAGE (Table 1 layout)"), "{dom}");
+    assert!(dom.matches("<svg").count() >= 3, "plots in the DOM");
+}
