@@ -89,6 +89,9 @@ pub struct ClusterReport {
     pub datasets: Vec<DatasetReport>,
     /// Category score: mean V-measure over datasets.
     pub score: f64,
+    /// Percentile-bootstrap 95% interval of `score`, subsets resampled within each dataset: it
+    /// measures the spread between sampled subsets (with the default 5 it is coarse).
+    pub ci95: Option<sage_core::measures::BootstrapInterval>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -296,12 +299,20 @@ pub fn evaluate(
         )?);
     }
     let score = reports.iter().map(|r| r.v_measure).sum::<f64>() / reports.len() as f64;
+    let per_subset: Vec<Vec<f64>> = reports
+        .iter()
+        .map(|r| r.subsets.iter().map(|s| s.v_measure).collect())
+        .collect();
+    let groups: Vec<&[f64]> = per_subset.iter().map(Vec::as_slice).collect();
+    let ci95 =
+        sage_core::measures::bootstrap_mean_of_means(&groups, options.seed, "clustering/bootstrap")?;
     Ok(ClusterReport {
         similarity: similarity.name().to_owned(),
         seed: options.seed.0,
         options,
         datasets: reports,
         score,
+        ci95,
         timings,
     })
 }

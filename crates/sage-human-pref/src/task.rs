@@ -177,6 +177,9 @@ pub struct SourceReport {
     pub correlation_mean: f64,
     /// 0.5·classification_mean + 0.5·correlation_mean.
     pub score: f64,
+    /// The units the numbers come from (the bootstrap resamples them).
+    #[serde(skip)]
+    pub units: SourceUnits,
 }
 
 /// A whole task-1 run.
@@ -192,6 +195,9 @@ pub struct HumanPrefReport {
     pub sources: Vec<SourceReport>,
     /// Category score: mean of the source scores.
     pub score: f64,
+    /// Percentile-bootstrap 95% interval of `score`: comparisons and rated summaries resampled
+    /// within each source.
+    pub ci95: Option<measures::BootstrapInterval>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -201,11 +207,63 @@ pub fn predict(summary_0: f32, summary_1: f32) -> bool {
     summary_0 > summary_1
 }
 
-/// Scores every comparison in one batch (sources × both summaries) and classifies.
-pub fn compare(
+/// What a source's score is computed from, unit by unit: the report computes its numbers from
+/// every unit, the bootstrap from resampled ones, through the same [`SourceUnits::scores`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SourceUnits {
+    /// Per comparison: the human chose summary 0.
+    pub truth: Vec<bool>,
+    /// Per comparison: summary 0 predicted (it scored strictly higher).
+    pub predicted: Vec<bool>,
+    /// Per rated summary: its similarity to the source.
+    pub similarities: Vec<f64>,
+    /// Per dimension, per rated summary: the human rating.
+    pub ratings: Vec<Vec<f64>>,
+    /// The dimensions, in `ratings` order.
+    pub dimensions: Vec<String>,
+}
+
+impl SourceUnits {
+    /// The classification scores of the comparisons `pairs` and the correlation of each
+    /// dimension over the summaries `summaries` (indices, repeats allowed).
+    pub fn scores(
+        &self,
+        pairs: &[usize],
+        summaries: &[usize],
+    ) -> Result<(Scores, Vec<DimensionCorrelation>)> {
+        let truth: Vec<bool> = pairs.iter().map(|&i| self.truth[i]).collect();
+        let predicted: Vec<bool> = pairs.iter().map(|&i| self.predicted[i]).collect();
+        let classification = measures::binary_classification(&truth, &predicted)?;
+        let correlations = correlations_of(self, summaries)?;
+        Ok((classification, correlations))
+    }
+
+    /// The source score (0.5·mean classification + 0.5·mean mapped correlation) of a draw.
+    fn score(&self, pairs: &[usize], summaries: &[usize]) -> f64 {
+        match self.scores(pairs, summaries) {
+            Ok((c, correlations)) => source_score(&c, &correlations).2,
+            Err(_) => f64::NAN,
+        }
+    }
+}
+
+/// (classification mean, correlation mean, source score).
+fn source_score(c: &Scores, correlations: &[DimensionCorrelation]) -> (f64, f64, f64) {
+    let classification_mean = mean(&[c.accuracy, c.precision, c.recall, c.f1]);
+    let correlation_mean = mean(&correlations.iter().map(|d| d.mapped).collect::<Vec<_>>());
+    (
+        classification_mean,
+        correlation_mean,
+        0.5 * classification_mean + 0.5 * correlation_mean,
+    )
+}
+
+/// Scores every comparison in one batch (sources × both summaries): (human chose summary 0,
+/// summary 0 predicted) per comparison, and the number of ties.
+fn compare_units(
     similarity: &dyn Similarity,
     rows: &[SummaryComparison],
-) -> Result<(Scores, usize, usize)> {
+) -> Result<(Vec<bool>, Vec<bool>, usize)> {
     if rows.is_empty() {
         return Err(HumanPrefError::Insufficient(
             "no comparisons to score".into(),
@@ -221,6 +279,16 @@ pub fn compare(
     let predicted: Vec<bool> = s0.iter().zip(s1).map(|(&a, &b)| predict(a, b)).collect();
     let truth: Vec<bool> = rows.iter().map(|r| r.choice == 0).collect();
     let ties = s0.iter().zip(s1).filter(|(a, b)| a == b).count();
+    Ok((truth, predicted, ties))
+}
+
+/// Scores every comparison in one batch (sources × both summaries) and classifies:
+/// (scores, ties, comparisons where the human chose summary 0).
+pub fn compare(
+    similarity: &dyn Similarity,
+    rows: &[SummaryComparison],
+) -> Result<(Scores, usize, usize)> {
+    let (truth, predicted, ties) = compare_units(similarity, rows)?;
     let human_chose_0 = truth.iter().filter(|&&t| t).count();
     Ok((
         measures::binary_classification(&truth, &predicted)?,
@@ -229,12 +297,12 @@ pub fn compare(
     ))
 }
 
-/// Pearson's r between `sim(source, summary)` and each of `dimensions`, one batch.
-pub fn correlate(
+/// sim(source, summary) of every rated summary (one batch) and its ratings per dimension.
+fn rating_units(
     similarity: &dyn Similarity,
     rows: &[SummaryRating],
     dimensions: &[&str],
-) -> Result<Vec<DimensionCorrelation>> {
+) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
     if rows.len() < 2 {
         return Err(HumanPrefError::Insufficient(
             "rating correlations need at least two rated summaries".into(),
@@ -249,11 +317,10 @@ pub fn correlate(
         .into_iter()
         .map(f64::from)
         .collect();
-    dimensions
+    let ratings = dimensions
         .iter()
         .map(|&dimension| {
-            let ratings: Vec<f64> = rows
-                .iter()
+            rows.iter()
                 .map(|r| {
                     r.ratings.get(dimension).copied().ok_or_else(|| {
                         HumanPrefError::Insufficient(format!(
@@ -262,14 +329,48 @@ pub fn correlate(
                         ))
                     })
                 })
-                .collect::<Result<_>>()?;
+                .collect::<Result<Vec<f64>>>()
+        })
+        .collect::<Result<_>>()?;
+    Ok((sims, ratings))
+}
+
+/// Pearson's r between `sim(source, summary)` and each of `dimensions`, one batch.
+pub fn correlate(
+    similarity: &dyn Similarity,
+    rows: &[SummaryRating],
+    dimensions: &[&str],
+) -> Result<Vec<DimensionCorrelation>> {
+    let (similarities, ratings) = rating_units(similarity, rows, dimensions)?;
+    let units = SourceUnits {
+        similarities,
+        ratings,
+        dimensions: dimensions.iter().map(|d| d.to_string()).collect(),
+        ..SourceUnits::default()
+    };
+    let all: Vec<usize> = (0..rows.len()).collect();
+    correlations_of(&units, &all)
+}
+
+/// Pearson's r of similarity and each dimension's rating over the summaries `summaries`.
+fn correlations_of(
+    units: &SourceUnits,
+    summaries: &[usize],
+) -> Result<Vec<DimensionCorrelation>> {
+    let sims: Vec<f64> = summaries.iter().map(|&i| units.similarities[i]).collect();
+    units
+        .dimensions
+        .iter()
+        .zip(&units.ratings)
+        .map(|(dimension, ratings)| {
+            let ratings: Vec<f64> = summaries.iter().map(|&i| ratings[i]).collect();
             let pearson = match measures::pearson(&sims, &ratings) {
                 Ok(r) => Some(r),
                 Err(sage_core::SageError::Undefined { .. }) => None,
                 Err(e) => return Err(e.into()),
             };
             Ok(DimensionCorrelation {
-                dimension: dimension.to_owned(),
+                dimension: dimension.clone(),
                 pearson,
                 mapped: pearson.map_or(0.5, |r| 0.5 * (r + 1.0)),
             })
@@ -362,7 +463,7 @@ pub fn evaluate_source(
     timings: &mut Timings,
 ) -> Result<SourceReport> {
     let name = source.name();
-    let (comparisons, correlations) = match source {
+    let (units, ties, derived, comparison_rows, rating_rows) = match source {
         Source::Ratings {
             dataset,
             split,
@@ -399,32 +500,26 @@ pub fn evaluate_source(
                 seed,
                 &format!("human-pref/orientation/{dataset}"),
             );
-            let (classification, ties, human_chose_0) = timings
+            let (truth, predicted, ties) = timings
                 .time(format!("comparisons/{name}"), || {
-                    compare(similarity, &derived)
+                    compare_units(similarity, &derived)
                 })?;
-            let correlations = timings.time(format!("correlations/{name}"), || {
-                correlate(similarity, &rows, &dimensions)
+            let (similarities, ratings) = timings.time(format!("correlations/{name}"), || {
+                rating_units(similarity, &rows, &dimensions)
             })?;
-            (
-                ComparisonReport {
-                    classification,
-                    pairs: derived.len(),
-                    ties,
-                    human_chose_0,
-                    derived: Some(Derivation {
-                        margin,
-                        candidate_pairs: candidates,
-                        kept_pairs: derived.len(),
-                    }),
-                    rows: selection.clone(),
-                },
-                CorrelationReport {
-                    dimensions: correlations,
-                    summaries: rows.len(),
-                    rows: selection,
-                },
-            )
+            let units = SourceUnits {
+                truth,
+                predicted,
+                similarities,
+                ratings,
+                dimensions: dimensions.iter().map(|d| d.to_string()).collect(),
+            };
+            let derivation = Derivation {
+                margin,
+                candidate_pairs: candidates,
+                kept_pairs: derived.len(),
+            };
+            (units, ties, Some(derivation), selection.clone(), selection)
         }
         Source::Feedback {
             comparisons,
@@ -434,48 +529,49 @@ pub fn evaluate_source(
         } => {
             let loaded = root.load::<SummaryComparison>(comparisons, comparisons_split)?;
             let (rows, selection) = sample(&loaded, max_rows, seed);
-            let (classification, ties, human_chose_0) =
-                timings.time(format!("comparisons/{name}"), || compare(similarity, &rows))?;
+            let (truth, predicted, ties) = timings
+                .time(format!("comparisons/{name}"), || compare_units(similarity, &rows))?;
             let dimensions = dimensions_of(axis)?;
             let loaded = root.load::<SummaryRating>(axis, axis_split)?;
             let (axis_rows, axis_selection) = sample(&loaded, max_rows, seed);
-            let correlations = timings.time(format!("correlations/{name}"), || {
-                correlate(similarity, &axis_rows, &dimensions)
+            let (similarities, ratings) = timings.time(format!("correlations/{name}"), || {
+                rating_units(similarity, &axis_rows, &dimensions)
             })?;
-            (
-                ComparisonReport {
-                    classification,
-                    pairs: rows.len(),
-                    ties,
-                    human_chose_0,
-                    derived: None,
-                    rows: selection,
-                },
-                CorrelationReport {
-                    dimensions: correlations,
-                    summaries: axis_rows.len(),
-                    rows: axis_selection,
-                },
-            )
+            let units = SourceUnits {
+                truth,
+                predicted,
+                similarities,
+                ratings,
+                dimensions: dimensions.iter().map(|d| d.to_string()).collect(),
+            };
+            (units, ties, None, selection, axis_selection)
         }
     };
-    let c = &comparisons.classification;
-    let classification_mean = mean(&[c.accuracy, c.precision, c.recall, c.f1]);
-    let correlation_mean = mean(
-        &correlations
-            .dimensions
-            .iter()
-            .map(|d| d.mapped)
-            .collect::<Vec<_>>(),
-    );
+    let all_pairs: Vec<usize> = (0..units.truth.len()).collect();
+    let all_summaries: Vec<usize> = (0..units.similarities.len()).collect();
+    let (classification, dimensions) = units.scores(&all_pairs, &all_summaries)?;
+    let (classification_mean, correlation_mean, score) =
+        source_score(&classification, &dimensions);
     Ok(SourceReport {
         name,
         source: source.clone(),
-        comparisons,
-        correlations,
+        comparisons: ComparisonReport {
+            classification,
+            pairs: all_pairs.len(),
+            ties,
+            human_chose_0: units.truth.iter().filter(|&&t| t).count(),
+            derived,
+            rows: comparison_rows,
+        },
+        correlations: CorrelationReport {
+            dimensions,
+            summaries: all_summaries.len(),
+            rows: rating_rows,
+        },
         classification_mean,
         correlation_mean,
-        score: 0.5 * classification_mean + 0.5 * correlation_mean,
+        score,
+        units,
     })
 }
 
@@ -499,12 +595,34 @@ pub fn evaluate(
         .map(|s| evaluate_source(similarity, root, s, max_rows, seed, &mut timings))
         .collect::<Result<Vec<_>>>()?;
     let score = mean(&reports.iter().map(|r| r.score).collect::<Vec<_>>());
+    // two groups per source: its comparisons, its rated summaries
+    let sizes: Vec<usize> = reports
+        .iter()
+        .flat_map(|r| [r.units.truth.len(), r.units.similarities.len()])
+        .collect();
+    let ci95 = measures::bootstrap_interval(
+        &sizes,
+        |drawn| {
+            mean(
+                &reports
+                    .iter()
+                    .zip(drawn.chunks(2))
+                    .map(|(r, d)| r.units.score(&d[0], &d[1]))
+                    .collect::<Vec<_>>(),
+            )
+        },
+        0.95,
+        measures::BOOTSTRAP_RESAMPLES,
+        seed,
+        "human-pref/bootstrap",
+    )?;
     Ok(HumanPrefReport {
         similarity: similarity.name().to_owned(),
         seed: seed.0,
         max_rows,
         sources: reports,
         score,
+        ci95,
         timings,
     })
 }

@@ -87,6 +87,12 @@ pub struct DatasetReport {
     pub retentions: Vec<RetentionReport>,
     /// Harmonic mean of the retentions.
     pub score: f64,
+    /// NDCG@10 of each query on the clean corpus (the bootstrap's units).
+    #[serde(skip)]
+    pub clean_per_query: Vec<f64>,
+    /// NDCG@10 of each query on each perturbed corpus, in retrieval_set order.
+    #[serde(skip)]
+    pub perturbed_per_query: Vec<Vec<f64>>,
 }
 
 /// A whole task-5 run.
@@ -102,6 +108,8 @@ pub struct RetrievalReport {
     pub datasets: Vec<DatasetReport>,
     /// Category score: mean of the dataset scores.
     pub score: f64,
+    /// Percentile-bootstrap 95% interval of `score`, queries resampled within each dataset.
+    pub ci95: Option<measures::BootstrapInterval>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -151,13 +159,31 @@ fn rank_corpus(
     Ok(tops)
 }
 
-fn mean_ndcg(tops: &[TopK], qrels: &[HashMap<String, i32>]) -> Result<f64> {
-    let values: Vec<f64> = tops
+/// NDCG@10 of every query.
+fn query_ndcg(tops: &[TopK], qrels: &[HashMap<String, i32>]) -> Result<Vec<f64>> {
+    Ok(tops
         .iter()
         .zip(qrels)
         .map(|(top, q)| measures::ndcg_at_k(&top.ranked(), q, 10))
-        .collect::<sage_core::Result<_>>()?;
-    Ok(measures::mean(&values)?)
+        .collect::<sage_core::Result<_>>()?)
+}
+
+fn retention(ndcg: f64, clean: f64) -> f64 {
+    if clean > 0.0 {
+        ndcg / clean
+    } else {
+        0.0
+    }
+}
+
+/// The dataset score from per-query NDCG@10 (`queries` of them, drawn as `drawn`): the harmonic
+/// mean over perturbations of mean NDCG_t / mean clean NDCG. The report's and the bootstrap's
+/// one definition.
+fn retention_score(clean: &[f64], perturbed: &[Vec<f64>], drawn: &[usize]) -> f64 {
+    let mean_of = |v: &[f64]| drawn.iter().map(|&i| v[i]).sum::<f64>() / drawn.len() as f64;
+    let clean = mean_of(clean);
+    let retentions: Vec<f64> = perturbed.iter().map(|p| retention(mean_of(p), clean)).collect();
+    measures::harmonic_mean(&retentions).unwrap_or(f64::NAN)
 }
 
 fn document_text(title: &str, text: &str) -> String {
@@ -264,7 +290,9 @@ pub fn evaluate_dataset(
             Ok((d.id.clone(), d.text.clone()))
         })
     })?;
-    let ndcg_clean = mean_ndcg(&clean, &qrels)?;
+    let clean_per_query = query_ndcg(&clean, &qrels)?;
+    let ndcg_clean = measures::mean(&clean_per_query)?;
+    let mut perturbed_per_query = Vec::new();
     let mut retentions = Vec::new();
     for (k, perturbation) in retrieval_set().iter().enumerate() {
         let id = perturbation.id();
@@ -287,19 +315,17 @@ pub fn evaluate_dataset(
                 top.merge(original);
             }
         }
-        let ndcg = mean_ndcg(&tops, &qrels)?;
+        let per_query = query_ndcg(&tops, &qrels)?;
+        let ndcg = measures::mean(&per_query)?;
+        perturbed_per_query.push(per_query);
         retentions.push(RetentionReport {
             perturbation: id,
             ndcg_at_10: ndcg,
-            retention: if ndcg_clean > 0.0 {
-                ndcg / ndcg_clean
-            } else {
-                0.0
-            },
+            retention: retention(ndcg, ndcg_clean),
         });
     }
-    let score =
-        measures::harmonic_mean(&retentions.iter().map(|r| r.retention).collect::<Vec<_>>())?;
+    let all: Vec<usize> = (0..clean_per_query.len()).collect();
+    let score = retention_score(&clean_per_query, &perturbed_per_query, &all);
     Ok(DatasetReport {
         dataset: format!("{name}/{}", beir.split),
         mode: options.mode,
@@ -311,6 +337,8 @@ pub fn evaluate_dataset(
         ndcg_clean,
         retentions,
         score,
+        clean_per_query,
+        perturbed_per_query,
     })
 }
 
@@ -331,12 +359,29 @@ pub fn evaluate(
         reports.push(evaluate_dataset(similarity, &beir, &options, &mut timings)?);
     }
     let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
+    let sizes: Vec<usize> = reports.iter().map(|r| r.clean_per_query.len()).collect();
+    let ci95 = measures::bootstrap_interval(
+        &sizes,
+        |drawn| {
+            drawn
+                .iter()
+                .zip(&reports)
+                .map(|(d, r)| retention_score(&r.clean_per_query, &r.perturbed_per_query, d))
+                .sum::<f64>()
+                / reports.len() as f64
+        },
+        0.95,
+        measures::BOOTSTRAP_RESAMPLES,
+        options.seed,
+        "retrieval/bootstrap",
+    )?;
     Ok(RetrievalReport {
         similarity: similarity.name().to_owned(),
         seed: options.seed.0,
         options,
         datasets: reports,
         score,
+        ci95,
         timings,
     })
 }

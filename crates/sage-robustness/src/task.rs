@@ -1,7 +1,7 @@
 //! The conditions, one dataset, a whole run.
 
 use rayon::prelude::*;
-use sage_core::{RunSeed, Similarity, Timings};
+use sage_core::{measures, RunSeed, Similarity, Timings};
 use sage_data::{sample_indices, DataRoot, DocumentSummary, RowSelection};
 use sage_perturb::robustness_set;
 use serde::Serialize;
@@ -88,6 +88,10 @@ pub struct DatasetReport {
     pub score: f64,
     /// Mean similarity per comparison text (the six perturbations, then the summary).
     pub means: Vec<PerturbationMean>,
+    /// Per document, the share of the three conditions it meets (their mean is `score`): the
+    /// units of the bootstrap interval.
+    #[serde(skip)]
+    pub document_scores: Vec<f64>,
 }
 
 /// A whole task-2 run.
@@ -103,6 +107,8 @@ pub struct RobustnessReport {
     pub datasets: Vec<DatasetReport>,
     /// Category score: mean of the dataset scores.
     pub score: f64,
+    /// Percentile-bootstrap 95% interval of `score`, documents resampled within each dataset.
+    pub ci95: Option<measures::BootstrapInterval>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -199,6 +205,20 @@ pub fn evaluate_dataset(
         all_three,
         score: (summary_over_semantic + superficial_over_summary + superficial_over_semantic) / 3.0,
         means,
+        document_scores: met
+            .iter()
+            .map(|c| {
+                [
+                    c.summary_over_semantic,
+                    c.superficial_over_summary,
+                    c.superficial_over_semantic,
+                ]
+                .iter()
+                .filter(|&&m| m)
+                .count() as f64
+                    / 3.0
+            })
+            .collect(),
     })
 }
 
@@ -229,12 +249,15 @@ pub fn evaluate(
         )?);
     }
     let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
+    let groups: Vec<&[f64]> = reports.iter().map(|r| r.document_scores.as_slice()).collect();
+    let ci95 = measures::bootstrap_mean_of_means(&groups, options.seed, "robustness/bootstrap")?;
     Ok(RobustnessReport {
         similarity: similarity.name().to_owned(),
         seed: options.seed.0,
         options,
         datasets: reports,
         score,
+        ci95,
         timings,
     })
 }

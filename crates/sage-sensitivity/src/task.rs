@@ -84,6 +84,9 @@ pub struct FamilyReport {
     pub levels: Vec<LevelReport>,
     /// Per proportion.
     pub curve: Vec<CurvePoint>,
+    /// Per document, its mean |observed − expected| over the levels.
+    #[serde(skip)]
+    pub document_errors: Vec<f64>,
 }
 
 /// One dataset.
@@ -101,6 +104,10 @@ pub struct DatasetReport {
     pub removal: FamilyReport,
     /// Mean of the two family scores.
     pub score: f64,
+    /// Per document, 1 − the mean of its two family errors (their mean is `score`): the units
+    /// of the bootstrap interval.
+    #[serde(skip)]
+    pub document_scores: Vec<f64>,
 }
 
 /// A whole task-3 run.
@@ -116,6 +123,8 @@ pub struct SensitivityReport {
     pub datasets: Vec<DatasetReport>,
     /// Category score: mean of the dataset scores.
     pub score: f64,
+    /// Percentile-bootstrap 95% interval of `score`, documents resampled within each dataset.
+    pub ci95: Option<sage_core::measures::BootstrapInterval>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -190,12 +199,23 @@ fn family(
         .collect();
     // every level has one value per document, so the mean of level errors is the overall mean
     let mean_absolute_error = mean(level_reports.iter().map(|l| l.mean_absolute_error));
+    let document_errors = observed
+        .chunks(width)
+        .map(|row| {
+            mean(
+                row.iter()
+                    .zip(&levels)
+                    .map(|(&s, &(p, _))| (f64::from(s) - expected_similarity(p)).abs()),
+            )
+        })
+        .collect();
     Ok(FamilyReport {
         family: name,
         score: 1.0 - mean_absolute_error,
         mean_absolute_error,
         levels: level_reports,
         curve,
+        document_errors,
     })
 }
 
@@ -266,6 +286,12 @@ pub fn evaluate_dataset(
         rows: selection,
         truncated_documents,
         score: 0.5 * (insertion.score + removal.score),
+        document_scores: insertion
+            .document_errors
+            .iter()
+            .zip(&removal.document_errors)
+            .map(|(i, r)| 1.0 - 0.5 * (i + r))
+            .collect(),
         insertion,
         removal,
     })
@@ -310,12 +336,16 @@ pub fn evaluate(
         )?);
     }
     let score = mean(reports.iter().map(|r| r.score));
+    let groups: Vec<&[f64]> = reports.iter().map(|r| r.document_scores.as_slice()).collect();
+    let ci95 =
+        sage_core::measures::bootstrap_mean_of_means(&groups, options.seed, "sensitivity/bootstrap")?;
     Ok(SensitivityReport {
         similarity: similarity.name().to_owned(),
         seed: options.seed.0,
         options,
         datasets: reports,
         score,
+        ci95,
         timings,
     })
 }

@@ -18,8 +18,9 @@ pub use ranking::{
     RankedDoc,
 };
 pub use stats::{
-    harmonic_mean, hodges_lehmann, hodges_lehmann_bootstrap, holm, mean, mean_std, percentile,
-    wilcoxon, HodgesLehmann, HolmAdjusted, MeanStd, Wilcoxon, WilcoxonMethod,
+    bootstrap_interval, bootstrap_mean_of_means, harmonic_mean, hodges_lehmann,
+    hodges_lehmann_bootstrap, holm, mean, mean_std, percentile, wilcoxon, BootstrapInterval,
+    HodgesLehmann, HolmAdjusted, MeanStd, Wilcoxon, WilcoxonMethod, BOOTSTRAP_RESAMPLES,
 };
 
 #[cfg(test)]

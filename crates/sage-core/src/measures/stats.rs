@@ -168,6 +168,97 @@ pub fn hodges_lehmann_bootstrap(
     })
 }
 
+/// Resamples behind every category interval the task crates report.
+pub const BOOTSTRAP_RESAMPLES: usize = 1000;
+
+/// A percentile-bootstrap confidence interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BootstrapInterval {
+    /// Lower end.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+    /// Coverage, e.g. 0.95.
+    pub confidence: f64,
+    /// Resamples whose statistic was defined (the interval is taken over these).
+    pub resamples: usize,
+}
+
+/// Stratified percentile bootstrap of a statistic over groups of units (the documents of each
+/// dataset, the queries of each corpus, ...). In resample `b` every group is resampled with
+/// replacement to its own size, from `seed.rng_for_item(label, b)`, and `statistic` gets the
+/// drawn unit indices of every group. Resamples whose statistic is not finite are left out; the
+/// interval is `None` when a group is empty or fewer than half the resamples are defined. The
+/// same seed gives the same interval on any number of threads.
+pub fn bootstrap_interval(
+    group_sizes: &[usize],
+    statistic: impl Fn(&[Vec<usize>]) -> f64 + Sync,
+    confidence: f64,
+    resamples: usize,
+    seed: RunSeed,
+    label: &str,
+) -> Result<Option<BootstrapInterval>> {
+    if !(confidence > 0.0 && confidence < 1.0) {
+        return Err(SageError::InvalidArgument(format!(
+            "confidence must be in (0, 1), got {confidence}"
+        )));
+    }
+    ensure_at_least("bootstrap resamples", 1, resamples)?;
+    if group_sizes.is_empty() || group_sizes.contains(&0) {
+        return Ok(None);
+    }
+    let mut values: Vec<f64> = (0..resamples)
+        .into_par_iter()
+        .map(|b| {
+            let mut rng = seed.rng_for_item(label, b as u64);
+            let drawn: Vec<Vec<usize>> = group_sizes
+                .iter()
+                .map(|&n| (0..n).map(|_| rng.gen_range(0..n)).collect())
+                .collect();
+            statistic(&drawn)
+        })
+        .collect::<Vec<f64>>()
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .collect();
+    if values.len() * 2 < resamples {
+        return Ok(None);
+    }
+    values.sort_by(f64::total_cmp);
+    let tail = (1.0 - confidence) / 2.0 * 100.0;
+    Ok(Some(BootstrapInterval {
+        low: percentile_sorted(&values, tail),
+        high: percentile_sorted(&values, 100.0 - tail),
+        confidence,
+        resamples: values.len(),
+    }))
+}
+
+/// The 95% interval of the mean over groups of the mean unit score in each group: the shape of
+/// every SAGE category whose dataset score is a mean over units (documents, subsets).
+pub fn bootstrap_mean_of_means(
+    groups: &[&[f64]],
+    seed: RunSeed,
+    label: &str,
+) -> Result<Option<BootstrapInterval>> {
+    let sizes: Vec<usize> = groups.iter().map(|g| g.len()).collect();
+    bootstrap_interval(
+        &sizes,
+        |drawn| {
+            drawn
+                .iter()
+                .zip(groups)
+                .map(|(idx, g)| idx.iter().map(|&i| g[i]).sum::<f64>() / idx.len() as f64)
+                .sum::<f64>()
+                / groups.len() as f64
+        },
+        0.95,
+        BOOTSTRAP_RESAMPLES,
+        seed,
+        label,
+    )
+}
+
 /// How a Wilcoxon p-value was computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -386,6 +477,26 @@ mod tests {
         let d = [0.3, -0.1, 0.5, 0.2, 0.05, 0.7, -0.2];
         assert_close(hodges_lehmann(&d).unwrap(), GOLD_HL_ODD, 1e-12);
         assert_close(hodges_lehmann(&d[..6]).unwrap(), GOLD_HL_EVEN, 1e-12);
+    }
+
+    #[test]
+    fn stratified_bootstrap_is_seeded_brackets_the_mean_and_shrinks_with_n() {
+        let small: Vec<f64> = (0..20).map(|i| (i % 5) as f64 / 4.0).collect();
+        let large: Vec<f64> = (0..2000).map(|i| (i % 5) as f64 / 4.0).collect();
+        let a = bootstrap_mean_of_means(&[&small, &large], RunSeed(5), "t").unwrap().unwrap();
+        assert_eq!(a, bootstrap_mean_of_means(&[&small, &large], RunSeed(5), "t").unwrap().unwrap());
+        assert!(a.low < 0.5 && 0.5 < a.high, "{a:?}");
+        let wide = bootstrap_mean_of_means(&[&small], RunSeed(5), "t").unwrap().unwrap();
+        let narrow = bootstrap_mean_of_means(&[&large], RunSeed(5), "t").unwrap().unwrap();
+        assert!(wide.high - wide.low > 5.0 * (narrow.high - narrow.low), "{wide:?} {narrow:?}");
+        // a constant has a point interval; an empty group has none; an undefined statistic none
+        let c = bootstrap_mean_of_means(&[&[0.3; 10]], RunSeed(1), "t").unwrap().unwrap();
+        assert!((c.low - 0.3).abs() < 1e-12 && (c.high - 0.3).abs() < 1e-12);
+        assert_eq!(bootstrap_mean_of_means(&[&[]], RunSeed(1), "t").unwrap(), None);
+        assert_eq!(
+            bootstrap_interval(&[3], |_| f64::NAN, 0.95, 100, RunSeed(1), "t").unwrap(),
+            None
+        );
     }
 
     #[test]
