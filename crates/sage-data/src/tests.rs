@@ -281,6 +281,17 @@ fn empty_texts_are_reported_and_handled_per_policy() {
     );
 }
 
+/// A loaded split of `rows` with no file behind it.
+fn in_memory(rows: Vec<LabeledText>) -> Loaded<LabeledText> {
+    Loaded {
+        dataset: "x".into(),
+        split: "test".into(),
+        path: PathBuf::from("x"),
+        rows,
+        empty_text_lines: vec![],
+    }
+}
+
 #[test]
 fn sampling_is_seeded_ordered_and_recorded() {
     let rows: Vec<LabeledText> = (0..100)
@@ -289,13 +300,7 @@ fn sampling_is_seeded_ordered_and_recorded() {
             label: (i % 3).to_string(),
         })
         .collect();
-    let loaded = Loaded {
-        dataset: "x".into(),
-        split: "test".into(),
-        path: PathBuf::from("x"),
-        rows,
-        empty_text_lines: vec![],
-    };
+    let loaded = in_memory(rows);
     let (a, sa) = sample(&loaded, Some(10), RunSeed(7));
     let (b, sb) = sample(&loaded, Some(10), RunSeed(7));
     assert_eq!(a, b);
@@ -327,13 +332,7 @@ fn grouped_sampling_takes_whole_groups_within_the_cap() {
             })
         })
         .collect();
-    let loaded = Loaded {
-        dataset: "x".into(),
-        split: "test".into(),
-        path: PathBuf::from("x"),
-        rows,
-        empty_text_lines: vec![],
-    };
+    let loaded = in_memory(rows);
     let group = |r: &LabeledText| r.label.clone();
     let (a, sa) = sample_grouped(&loaded, Some(20), RunSeed(7), group);
     let (b, sb) = sample_grouped(&loaded, Some(20), RunSeed(7), group);

@@ -452,6 +452,31 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len().max(1) as f64
 }
 
+/// Scores a source's comparisons and rated summaries: its units, and the comparison ties.
+fn score_units(
+    similarity: &dyn Similarity,
+    name: &str,
+    comparisons: &[SummaryComparison],
+    rated: &[SummaryRating],
+    dimensions: &[&str],
+    timings: &mut Timings,
+) -> Result<(SourceUnits, usize)> {
+    let (truth, predicted, ties) = timings.time(format!("comparisons/{name}"), || {
+        compare_units(similarity, comparisons)
+    })?;
+    let (similarities, ratings) = timings.time(format!("correlations/{name}"), || {
+        rating_units(similarity, rated, dimensions)
+    })?;
+    let units = SourceUnits {
+        truth,
+        predicted,
+        similarities,
+        ratings,
+        dimensions: dimensions.iter().map(|d| d.to_string()).collect(),
+    };
+    Ok((units, ties))
+}
+
 /// Both sub-tasks on one source, at most `max_rows` rows of each dataset (seeded sample; rating
 /// datasets are sampled by whole documents, see [`sage_data::sample_grouped`]).
 pub fn evaluate_source(
@@ -500,20 +525,8 @@ pub fn evaluate_source(
                 seed,
                 &format!("human-pref/orientation/{dataset}"),
             );
-            let (truth, predicted, ties) = timings
-                .time(format!("comparisons/{name}"), || {
-                    compare_units(similarity, &derived)
-                })?;
-            let (similarities, ratings) = timings.time(format!("correlations/{name}"), || {
-                rating_units(similarity, &rows, &dimensions)
-            })?;
-            let units = SourceUnits {
-                truth,
-                predicted,
-                similarities,
-                ratings,
-                dimensions: dimensions.iter().map(|d| d.to_string()).collect(),
-            };
+            let (units, ties) =
+                score_units(similarity, &name, &derived, &rows, &dimensions, timings)?;
             let derivation = Derivation {
                 margin,
                 candidate_pairs: candidates,
@@ -529,21 +542,11 @@ pub fn evaluate_source(
         } => {
             let loaded = root.load::<SummaryComparison>(comparisons, comparisons_split)?;
             let (rows, selection) = sample(&loaded, max_rows, seed);
-            let (truth, predicted, ties) = timings
-                .time(format!("comparisons/{name}"), || compare_units(similarity, &rows))?;
             let dimensions = dimensions_of(axis)?;
             let loaded = root.load::<SummaryRating>(axis, axis_split)?;
             let (axis_rows, axis_selection) = sample(&loaded, max_rows, seed);
-            let (similarities, ratings) = timings.time(format!("correlations/{name}"), || {
-                rating_units(similarity, &axis_rows, &dimensions)
-            })?;
-            let units = SourceUnits {
-                truth,
-                predicted,
-                similarities,
-                ratings,
-                dimensions: dimensions.iter().map(|d| d.to_string()).collect(),
-            };
+            let (units, ties) =
+                score_units(similarity, &name, &rows, &axis_rows, &dimensions, timings)?;
             (units, ties, None, selection, axis_selection)
         }
     };
