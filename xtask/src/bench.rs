@@ -69,6 +69,10 @@ struct SageSuite {
     retrieval_max_docs: usize,
     retrieval_max_queries: usize,
     retrieval_mode: String,
+    /// Per task, the datasets to run (name/split); a task not named runs its default
+    /// datasets that are in the local mirror.
+    #[serde(default)]
+    datasets: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,6 +131,14 @@ impl Config {
         for l in &config.evalrank.levels {
             if !["word", "sentence"].contains(&l.as_str()) {
                 bail!("{origin}: evalrank.levels: unknown level {l:?} (word or sentence)");
+            }
+        }
+        for (task, datasets) in &config.sage.datasets {
+            if !SAGE_TASKS.contains(&task.as_str()) {
+                bail!("{origin}: sage.datasets: unknown task {task:?} (one of {SAGE_TASKS:?})");
+            }
+            if let Some(bad) = datasets.iter().find(|d| !d.contains('/')) {
+                bail!("{origin}: sage.datasets.{task}: {bad:?} is not name/split");
             }
         }
         if !["distractor", "replace"].contains(&config.sage.retrieval_mode.as_str()) {
@@ -412,6 +424,9 @@ fn plan(
                 "--data-dir".into(),
                 data.clone(),
             ];
+            for dataset in config.sage.datasets.get(task).into_iter().flatten() {
+                args.extend(["--dataset".into(), dataset.clone()]);
+            }
             match task.as_str() {
                 "clustering" => args.extend([
                     "--subsets".into(),
@@ -730,6 +745,18 @@ mod tests {
             Config::parse(&format!("{DEFAULT_CONFIG}\nsurprise = 1\n"), "my.toml").unwrap_err()
         );
         assert!(e.contains("surprise"), "{e}");
+        let e = format!(
+            "{:#}",
+            Config::parse(
+                &DEFAULT_CONFIG.replace(
+                    "datasets = {}",
+                    "datasets = { retrieval = [\"scifact\"] }"
+                ),
+                "my.toml"
+            )
+            .unwrap_err()
+        );
+        assert!(e.contains("sage.datasets.retrieval") && e.contains("name/split"), "{e}");
     }
 
     #[test]
