@@ -613,7 +613,7 @@ fn data_list_and_check_on_the_fixture_mirror() {
             checked[1]["total_rows"].as_u64(),
             checked[1]["used_rows"].as_u64()
         ),
-        (Some(2), Some(1))
+        (Some(6), Some(1))
     );
     let stsb = ok_lines(&["data", "check", "stsb", "--data-dir", mirror]);
     assert_eq!(
