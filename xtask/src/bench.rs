@@ -279,7 +279,7 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         data_dir: data_dir.clone(),
         quick,
     };
-    let outcomes = run_jobs(&jobs, &sage, &out, overwrite, &context)?;
+    let outcomes = run_jobs(&jobs, &sage, &out, overwrite, &context);
 
     let manifest = json!({
         "schema": "sage-rs/bench-all/1",
@@ -535,7 +535,7 @@ fn run_jobs(
     out: &Path,
     overwrite: bool,
     context: &RunContext,
-) -> Result<Vec<Outcome>> {
+) -> Vec<Outcome> {
     let bars = MultiProgress::new();
     let interactive = std::io::stderr().is_terminal();
     let mut by_similarity: BTreeMap<String, ProgressBar> = BTreeMap::new();
@@ -604,7 +604,7 @@ fn run_jobs(
     for bar in by_similarity.values().chain(by_suite.values()) {
         bar.finish();
     }
-    Ok(outcomes)
+    outcomes
 }
 
 /// Runs one job and writes its result file atomically; nothing is written on failure.

@@ -7,24 +7,14 @@ use anyhow::Result;
 use plotters::prelude::*;
 use serde_json::Value;
 
+use crate::report::{num, SAGE_COLUMNS};
+
 /// (similarity, suite, task, report).
 pub type Entry<'a> = (&'a str, &'a str, &'a str, &'a Value);
-
-const SAGE_CATEGORIES: [(&str, &str); 5] = [
-    ("clustering", "Clustering"),
-    ("human-pref", "Human Pref."),
-    ("robustness", "Robustness"),
-    ("sensitivity", "Sensitivity"),
-    ("retrieval", "Retrieval"),
-];
 
 fn color(i: usize) -> RGBColor {
     let c = Palette99::pick(i).to_rgba();
     RGBColor(c.0, c.1, c.2)
-}
-
-fn num(v: &Value, path: &[&str]) -> Option<f64> {
-    path.iter().try_fold(v, |at, key| at.get(key))?.as_f64()
 }
 
 /// Grouped bars: one group per category, one bar per series; `values[s][c]`.
@@ -200,7 +190,7 @@ pub fn charts(entries: &[Entry<'_>]) -> Result<Vec<(String, String)>> {
     // SAGE category bars per similarity
     let mut sage_series: Vec<(String, Vec<Option<f64>>)> = Vec::new();
     for (similarity, suite, task, report) in entries {
-        let Some(k) = SAGE_CATEGORIES.iter().position(|c| c.0 == *task) else {
+        let Some(k) = SAGE_COLUMNS.iter().position(|c| c.0 == *task) else {
             continue;
         };
         if *suite != "sage" {
@@ -209,14 +199,14 @@ pub fn charts(entries: &[Entry<'_>]) -> Result<Vec<(String, String)>> {
         let slot = match sage_series.iter().position(|s| s.0 == *similarity) {
             Some(i) => i,
             None => {
-                sage_series.push((similarity.to_string(), vec![None; SAGE_CATEGORIES.len()]));
+                sage_series.push((similarity.to_string(), vec![None; SAGE_COLUMNS.len()]));
                 sage_series.len() - 1
             }
         };
         sage_series[slot].1[k] = num(report, &["score"]);
     }
     if !sage_series.is_empty() {
-        let names: Vec<&str> = SAGE_CATEGORIES.iter().map(|c| c.1).collect();
+        let names: Vec<&str> = SAGE_COLUMNS.iter().map(|c| c.1).collect();
         out.push((
             "SAGE category scores per similarity".to_owned(),
             grouped_bars("SAGE categories", &names, &sage_series, 1.0)?,

@@ -18,7 +18,7 @@ use serde_json::Value;
 const RESULT_SCHEMA: &str = "sage-rs/result/1";
 
 /// SAGE's categories, in Table 1's order: (task, column title).
-const SAGE_COLUMNS: [(&str, &str); 5] = [
+pub(crate) const SAGE_COLUMNS: [(&str, &str); 5] = [
     ("clustering", "Clustering"),
     ("human-pref", "Human Pref."),
     ("robustness", "Robustness"),
@@ -91,7 +91,8 @@ impl Sink {
     }
 }
 
-fn num(v: &Value, path: &[&str]) -> Option<f64> {
+/// The number at `path` in a report, if there is one.
+pub(crate) fn num(v: &Value, path: &[&str]) -> Option<f64> {
     path.iter().try_fold(v, |at, key| at.get(key))?.as_f64()
 }
 

@@ -229,14 +229,8 @@ fn local_defaults(
     task: &str,
     defaults: &[(&'static str, &'static str)],
 ) -> Result<Vec<(&'static str, &'static str)>> {
-    let mut present = Vec::new();
-    let mut missing = Vec::new();
-    for &(name, split) in defaults {
-        match root.locate(name, split) {
-            Ok(_) => present.push((name, split)),
-            Err(e) => missing.push(e.to_string()),
-        }
-    }
+    let (present, missing) = root.partition_local(defaults);
+    let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
     if present.is_empty() {
         bail!(
             "{task}: none of its datasets is in the local mirror {}:\n  {}",

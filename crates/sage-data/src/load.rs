@@ -179,6 +179,23 @@ impl DataRoot {
         Ok((e, path))
     }
 
+    /// Splits `wanted` (name, split) into those in the local mirror and, for the others, why not
+    /// (the [`locate`](Self::locate) error, which says how to get them).
+    pub fn partition_local<'a>(
+        &self,
+        wanted: &[(&'a str, &'a str)],
+    ) -> (Vec<(&'a str, &'a str)>, Vec<DataError>) {
+        let mut present = Vec::new();
+        let mut missing = Vec::new();
+        for &(name, split) in wanted {
+            match self.locate(name, split) {
+                Ok(_) => present.push((name, split)),
+                Err(e) => missing.push(e),
+            }
+        }
+        (present, missing)
+    }
+
     /// Rows of a JSON-lines or TSV dataset split, as `T`. The dataset's kind must load as `T`.
     pub fn load<T: Row + KindOf>(&self, name: &str, split: &str) -> Result<Loaded<T>> {
         let (e, path) = self.locate(name, split)?;

@@ -299,11 +299,7 @@ pub fn evaluate_dataset(
 
 /// The default datasets that are in the local mirror.
 pub fn available(root: &DataRoot) -> Vec<(&'static str, &'static str)> {
-    DEFAULT_DATASETS
-        .iter()
-        .copied()
-        .filter(|(n, s)| root.locate(n, s).is_ok())
-        .collect()
+    root.partition_local(&DEFAULT_DATASETS).0
 }
 
 /// Task 3 on each of `datasets` (registry name, split; any document-bearing kind).
