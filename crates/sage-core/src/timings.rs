@@ -6,10 +6,10 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One timed phase.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
     /// What ran (`perturb/cnn-dailymail`, `score/cnn-dailymail`, ...).
     pub name: String,
@@ -18,7 +18,7 @@ pub struct Phase {
 }
 
 /// The phases of one run, in the order they ran.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Timings {
     /// The phases.

@@ -41,6 +41,30 @@ impl At<'_> {
         }
     }
 
+    /// A list of strings; absent or null reads as an empty list.
+    pub fn opt_str_list(&self, key: &str) -> Result<Vec<String>> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(parse_error(
+                        self.path,
+                        self.line,
+                        format!("{key:?}[{i}] must be a string, got {other}"),
+                    )),
+                })
+                .collect(),
+            Some(other) => Err(parse_error(
+                self.path,
+                self.line,
+                format!("{key:?} must be a list of strings, got {other}"),
+            )),
+        }
+    }
+
     pub fn f64(&self, key: &str) -> Result<f64> {
         match self.get(key)? {
             Value::Number(n) => n.as_f64().ok_or_else(|| {
@@ -297,6 +321,9 @@ pub struct SummaryDocument {
     pub source: String,
     /// Its reference summary.
     pub reference: String,
+    /// Every human reference summary when the dataset has several (SummEval's 11); empty
+    /// otherwise.
+    pub references: Vec<String>,
 }
 
 impl sealed::ReadRow for SummaryDocument {
@@ -305,6 +332,7 @@ impl sealed::ReadRow for SummaryDocument {
             doc_id: at.str("doc_id")?,
             source: at.str("source")?,
             reference: at.str("reference")?,
+            references: at.opt_str_list("references")?,
         })
     }
 }

@@ -26,7 +26,7 @@ use crate::load::Loaded;
 use crate::rows::Row;
 
 /// Which rows of a dataset split a result used.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RowSelection {
     /// Registry name.
     pub dataset: String,

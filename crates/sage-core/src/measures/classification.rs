@@ -62,6 +62,35 @@ pub fn binary_classification(truth: &[bool], predicted: &[bool]) -> Result<Binar
     })
 }
 
+/// scikit-learn's `average_precision_score` for binary labels (`true` positive): the sum over
+/// distinct score thresholds, highest first, of (recall gain) × precision at that threshold.
+/// Tied scores form one threshold, so their order does not matter. 0 when no label is positive
+/// (scikit-learn warns and returns 0 there too, in recent versions).
+pub fn average_precision_score(truth: &[bool], scores: &[f64]) -> Result<f64> {
+    ensure_same_len("average precision", truth.len(), scores.len())?;
+    ensure_at_least("average precision", 1, truth.len())?;
+    let positives = truth.iter().filter(|&&t| t).count();
+    if positives == 0 {
+        return Ok(0.0);
+    }
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let (mut tp, mut seen, mut ap, mut last_recall) = (0usize, 0usize, 0.0, 0.0);
+    let mut i = 0;
+    while i < order.len() {
+        let threshold = scores[order[i]];
+        while i < order.len() && scores[order[i]] == threshold {
+            tp += usize::from(truth[order[i]]);
+            seen += 1;
+            i += 1;
+        }
+        let recall = tp as f64 / positives as f64;
+        ap += (recall - last_recall) * (tp as f64 / seen as f64);
+        last_recall = recall;
+    }
+    Ok(ap)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +120,20 @@ mod tests {
             (1.0, 0.0, 0.0, 0.0)
         );
         assert!(binary_classification(&[], &[]).is_err());
+    }
+
+    #[test]
+    fn average_precision_matches_sklearn() {
+        // sklearn 1.9.1 average_precision_score on the same inputs
+        let t = |v: &[u8]| v.iter().map(|&x| x == 1).collect::<Vec<_>>();
+        let ap = |truth: &[u8], scores: &[f64]| average_precision_score(&t(truth), scores).unwrap();
+        crate::measures::assert_close(
+            ap(&[1, 0, 1, 1, 0, 0, 1], &[0.9, 0.9, 0.3, 0.5, 0.5, 0.1, 0.8]),
+            0.6083333333333333,
+            1e-12,
+        );
+        crate::measures::assert_close(ap(&[0, 1, 0, 1], &[0.2; 4]), 0.5, 1e-12);
+        crate::measures::assert_close(ap(&[1, 0, 0, 1, 0], &[0.1, 0.4, 0.35, 0.8, 0.05]), 0.75, 1e-12);
+        assert_eq!(ap(&[0, 0], &[0.1, 0.2]), 0.0);
     }
 }

@@ -7,12 +7,14 @@
 mod classification;
 mod clustering;
 mod correlation;
+mod edit;
 mod ranking;
 mod stats;
 
-pub use classification::{binary_classification, BinaryScores};
+pub use classification::{average_precision_score, binary_classification, BinaryScores};
 pub use clustering::{v_measure, VMeasure};
 pub use correlation::{pearson, rank_average, spearman};
+pub use edit::{edit_distance, normalized_word_edit_distance};
 pub use ranking::{
     average_precision, hits_at_k, mean_reciprocal_rank, ndcg_at_k, reciprocal_rank, trec_order,
     RankedDoc,

@@ -1,0 +1,537 @@
+//! A PTEB evaluation: datasets loaded and sampled once, the original score, then per run the
+//! paraphrases (seed + run index) and the paraphrased score; the per-dataset summary, the pooled
+//! statistics, and comparisons of encoders against a baseline.
+
+use std::collections::HashMap;
+
+use sage_core::measures::{
+    hodges_lehmann_bootstrap, holm, mean, mean_std, normalized_word_edit_distance, spearman,
+    wilcoxon, HodgesLehmann, MeanStd, Wilcoxon, BOOTSTRAP_RESAMPLES,
+};
+use sage_core::{Embedder, EmbedderIdentity, RunSeed, Timings};
+use sage_data::{
+    sample, sample_grouped, DataRoot, DatasetKind, LabeledPair, LabeledText, Loaded,
+    RowSelection, StsPair, SummaryDocument, SummaryRating,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::paraphrase::{Judge, Paraphraser, ParaphraserIdentity};
+use crate::tasks::{group_summaries, TaskData, TaskKind};
+use crate::{PtebError, Result};
+
+/// The paper's English datasets that this harness can load, as (name, split). Reranking
+/// (AskUbuntuDupQuestions) has no dataset in the local mirror yet.
+pub const DEFAULT_DATASETS: [(&str, &str); 13] = [
+    ("stsb", "test"),
+    ("sickr", "test"),
+    ("sts12", "test"),
+    ("sts13", "test"),
+    ("sts14", "test"),
+    ("sts15", "test"),
+    ("sts16", "test"),
+    ("biosses", "test"),
+    ("banking77", "test"),
+    ("twentynewsgroups", "test"),
+    ("twitter-semeval2015", "test"),
+    ("scifact", "test"),
+    ("summeval", "ratings"),
+];
+
+/// Settings of an evaluation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Paraphrase runs (the paper: 5 or 6).
+    pub runs: usize,
+    /// Seed of run 0; run r uses `seed + r`. Also the sampling and bootstrap seed.
+    pub seed: u64,
+    /// Rows sampled per dataset (pairs, test texts, queries; summary rows by whole document);
+    /// `None` = all.
+    pub max_rows: Option<usize>,
+    /// Classification training texts sampled; `None` = all.
+    pub max_train_rows: Option<usize>,
+    /// Paraphrase classification training texts too.
+    pub paraphrase_train: bool,
+    /// Pairs the judge rates per dataset and run 0 (when a judge is given).
+    pub judge_pairs: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            runs: 5,
+            seed: RunSeed::default().0,
+            max_rows: None,
+            max_train_rows: None,
+            paraphrase_train: false,
+            judge_pairs: 100,
+        }
+    }
+}
+
+/// One paraphrase run of one dataset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The paraphrasing seed.
+    pub seed: u64,
+    /// The task's main score on the paraphrased data.
+    pub score: f64,
+    /// Mean normalised word edit distance between each distinct text and its paraphrase.
+    pub edit_distance: f64,
+    /// Distinct texts paraphrased.
+    pub texts: u64,
+    /// Texts that kept their original wording after every attempt failed.
+    pub fallbacks: u64,
+    /// Requests beyond the first.
+    pub retries: u64,
+    /// Texts answered from the paraphrase cache.
+    pub cache_hits: u64,
+}
+
+/// The LLM judge's figures on one dataset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JudgeResult {
+    /// The judge model.
+    pub judge: String,
+    /// Pairs rated.
+    pub pairs: usize,
+    /// Answers without a 0–5 number.
+    pub unparsable: usize,
+    /// Mean rating of (original, paraphrase) over the run-0 sample.
+    pub paraphrase_similarity: Option<f64>,
+    /// STS datasets: Spearman of the judge's ratings of the original pairs with the gold scores
+    /// (the paper's check of a judge).
+    pub sts_spearman: Option<f64>,
+}
+
+/// What happened to one dataset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DatasetResult {
+    /// Registry name.
+    pub dataset: String,
+    /// Split.
+    pub split: String,
+    /// Task type.
+    pub task: TaskKind,
+    /// Main score's name.
+    pub metric: String,
+    /// The rows used.
+    pub rows: RowSelection,
+    /// Score on the original texts.
+    pub original: f64,
+    /// One entry per run.
+    pub runs: Vec<RunResult>,
+    /// Mean and sample standard deviation of the paraphrased score over runs.
+    pub paraphrased: MeanStd,
+    /// `paraphrased.mean − original`.
+    pub delta: f64,
+    /// Mean edit distance over runs.
+    pub edit_distance: f64,
+    /// Fallbacks over all runs.
+    pub fallbacks: u64,
+    /// Three (original, paraphrase) examples from run 0, for the reader.
+    pub examples: Vec<(String, String)>,
+    /// The judge's figures, when a judge was given.
+    pub judge: Option<JudgeResult>,
+}
+
+/// Pooled over datasets × runs: paraphrased − original.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pooled {
+    /// (dataset, run) pairs.
+    pub n: usize,
+    /// Mean delta.
+    pub mean_delta: f64,
+    /// Hodges–Lehmann shift with its 95% percentile-bootstrap interval.
+    pub hodges_lehmann: HodgesLehmann,
+    /// Wilcoxon signed-rank test; `None` when every difference is 0.
+    pub wilcoxon: Option<Wilcoxon>,
+}
+
+/// A PTEB report for one encoder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PtebReport {
+    /// `pteb`.
+    pub suite: String,
+    /// The encoder.
+    pub encoder: EmbedderIdentity,
+    /// The paraphraser.
+    pub paraphraser: ParaphraserIdentity,
+    /// The settings.
+    pub options: Options,
+    /// Seeds of the runs.
+    pub seeds: Vec<u64>,
+    /// Per dataset.
+    pub datasets: Vec<DatasetResult>,
+    /// Pooled statistics (`None` with fewer than 2 dataset-runs).
+    pub pooled: Option<Pooled>,
+    /// Fallbacks over every dataset and run.
+    pub fallbacks: u64,
+    /// Where time went.
+    pub timings: Timings,
+}
+
+/// Loads and samples a dataset as a task.
+pub fn load_task(
+    root: &DataRoot,
+    name: &str,
+    split: &str,
+    options: &Options,
+) -> Result<(TaskData, RowSelection)> {
+    let entry = sage_data::entry(name)
+        .ok_or_else(|| PtebError::Task(format!("unknown dataset {name:?} (see `sage data list`)")))?;
+    let seed = RunSeed(options.seed);
+    let max = options.max_rows;
+    Ok(match entry.kind {
+        DatasetKind::StsPairs => {
+            let (rows, sel) = sample(&root.load::<StsPair>(name, split)?, max, seed);
+            (
+                TaskData::Sts(rows.into_iter().map(|r| (r.sentence1, r.sentence2, r.score)).collect()),
+                sel,
+            )
+        }
+        DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
+            let (rows, sel) = sample(&root.load::<LabeledPair>(name, split)?, max, seed);
+            (
+                TaskData::PairClassification(
+                    rows.into_iter().map(|r| (r.sentence1, r.sentence2, r.label)).collect(),
+                ),
+                sel,
+            )
+        }
+        DatasetKind::Classification => {
+            let (test, sel) = sample(&root.load::<LabeledText>(name, split)?, max, seed);
+            let (train, _) = sample(
+                &root.load::<LabeledText>(name, "train")?,
+                options.max_train_rows,
+                seed,
+            );
+            (
+                TaskData::Classification {
+                    train: train.into_iter().map(|r| (r.text, r.label)).collect(),
+                    test: test.into_iter().map(|r| (r.text, r.label)).collect(),
+                    paraphrase_train: options.paraphrase_train,
+                },
+                sel,
+            )
+        }
+        DatasetKind::Clustering => {
+            let (rows, sel) = sample(&root.load::<LabeledText>(name, split)?, max, seed);
+            (
+                TaskData::Clustering(rows.into_iter().map(|r| (r.text, r.label)).collect()),
+                sel,
+            )
+        }
+        DatasetKind::Beir => {
+            let beir = root.beir(name, split)?;
+            let queries = Loaded {
+                dataset: name.to_owned(),
+                split: split.to_owned(),
+                path: beir.dir.join("queries.jsonl"),
+                rows: beir.queries.clone(),
+                empty_text_lines: Vec::new(),
+            };
+            let (queries, sel) = sample(&queries, max, seed);
+            (
+                TaskData::Retrieval {
+                    corpus: beir
+                        .corpus
+                        .iter()
+                        .map(|d| (d.id.clone(), format!("{} {}", d.title, d.text).trim().to_owned()))
+                        .collect(),
+                    queries: queries.into_iter().map(|q| (q.id, q.text)).collect(),
+                    qrels: beir
+                        .qrels
+                        .into_iter()
+                        .map(|(q, docs)| (q, docs.into_iter().collect()))
+                        .collect(),
+                },
+                sel,
+            )
+        }
+        DatasetKind::SummaryRatings => {
+            let ratings = root.load::<SummaryRating>(name, split)?;
+            let (rows, sel) = sample_grouped(&ratings, max, seed, |r| r.doc_id.clone());
+            let docs = root.load::<SummaryDocument>(&format!("{name}-docs"), "docs")?;
+            let references: HashMap<String, Vec<String>> = docs
+                .rows
+                .into_iter()
+                .map(|d| {
+                    let refs = if d.references.is_empty() { vec![d.reference] } else { d.references };
+                    (d.doc_id, refs)
+                })
+                .collect();
+            (TaskData::Summarization(group_summaries(&rows, &references)), sel)
+        }
+        other => {
+            return Err(PtebError::Task(format!(
+                "{name}: PTEB has no task for {} datasets",
+                other.name()
+            )))
+        }
+    })
+}
+
+/// Progress of an evaluation, for the caller's display.
+pub trait Progress: Sync {
+    /// A dataset starts (`index` of `total`).
+    fn dataset(&self, _name: &str, _index: usize, _total: usize) {}
+    /// `done` of `total` distinct texts of the current run are paraphrased.
+    fn paraphrased(&self, _run: usize, _done: u64, _total: u64) {}
+}
+
+/// No display.
+pub struct Silent;
+impl Progress for Silent {}
+
+/// Runs PTEB for `encoder` on `datasets` (loaded with [`load_task`]).
+pub fn evaluate(
+    encoder: &dyn Embedder,
+    paraphraser: &Paraphraser,
+    judge: Option<&Judge>,
+    root: &DataRoot,
+    datasets: &[(&str, &str)],
+    options: &Options,
+    progress: &dyn Progress,
+) -> Result<PtebReport> {
+    if options.runs == 0 {
+        return Err(PtebError::Task("runs must be at least 1".into()));
+    }
+    let mut timings = Timings::default();
+    let seeds: Vec<u64> = (0..options.runs as u64).map(|r| options.seed + r).collect();
+    let mut results = Vec::new();
+    for (index, &(name, split)) in datasets.iter().enumerate() {
+        progress.dataset(name, index, datasets.len());
+        let (task, rows) = timings.time(format!("load {name}"), || load_task(root, name, split, options))?;
+        if task.is_empty() {
+            return Err(PtebError::Task(format!("{name}/{split}: no rows to score")));
+        }
+        let task_seed = RunSeed(options.seed);
+        let original = timings.time(format!("score {name} original"), || {
+            task.score(encoder, None, task_seed)
+        })?;
+        let texts = task.paraphrased_texts();
+        let mut runs = Vec::new();
+        let mut examples = Vec::new();
+        let mut run0: Option<HashMap<String, String>> = None;
+        for (r, &seed) in seeds.iter().enumerate() {
+            let (paraphrases, stats) = timings.time(format!("paraphrase {name}"), || {
+                paraphraser.paraphrase_all(&texts, seed, &|done, total| {
+                    progress.paraphrased(r, done, total)
+                })
+            })?;
+            let rewrite: HashMap<String, String> = texts
+                .iter()
+                .zip(&paraphrases)
+                .map(|(t, p)| ((*t).to_owned(), p.text.clone()))
+                .collect();
+            let distances: Vec<f64> = rewrite
+                .iter()
+                .map(|(o, p)| normalized_word_edit_distance(o, p))
+                .collect();
+            let score = timings.time(format!("score {name} paraphrased"), || {
+                task.score(encoder, Some(&rewrite), task_seed)
+            })?;
+            if r == 0 {
+                examples = texts
+                    .iter()
+                    .take(3)
+                    .map(|t| ((*t).to_owned(), rewrite[*t].clone()))
+                    .collect();
+            }
+            runs.push(RunResult {
+                seed,
+                score,
+                edit_distance: mean(&distances)?,
+                texts: stats.unique_texts,
+                fallbacks: stats.fallbacks,
+                retries: stats.retries,
+                cache_hits: stats.cache_hits,
+            });
+            if r == 0 {
+                run0 = Some(rewrite);
+            }
+        }
+        let judged = match (judge, &run0) {
+            (Some(judge), Some(rewrite)) => Some(timings.time(format!("judge {name}"), || {
+                judge_dataset(judge, &task, rewrite, options.judge_pairs)
+            })?),
+            _ => None,
+        };
+        let scores: Vec<f64> = runs.iter().map(|r| r.score).collect();
+        let paraphrased = mean_std(&scores, usize::from(scores.len() > 1))?;
+        let distances: Vec<f64> = runs.iter().map(|r| r.edit_distance).collect();
+        results.push(DatasetResult {
+            dataset: name.to_owned(),
+            split: split.to_owned(),
+            task: task.kind(),
+            metric: task.kind().metric().to_owned(),
+            rows,
+            original,
+            delta: paraphrased.mean - original,
+            paraphrased,
+            edit_distance: mean(&distances)?,
+            fallbacks: runs.iter().map(|r| r.fallbacks).sum(),
+            runs,
+            examples,
+            judge: judged,
+        });
+    }
+    let pooled = pooled(&results, RunSeed(options.seed))?;
+    Ok(PtebReport {
+        suite: "pteb".into(),
+        encoder: encoder.identity().clone(),
+        paraphraser: paraphraser.identity(),
+        options: options.clone(),
+        seeds,
+        fallbacks: results.iter().map(|d| d.fallbacks).sum(),
+        datasets: results,
+        pooled,
+        timings,
+    })
+}
+
+fn judge_dataset(
+    judge: &Judge,
+    task: &TaskData,
+    rewrite: &HashMap<String, String>,
+    pairs: usize,
+) -> Result<JudgeResult> {
+    let mut originals: Vec<&str> = task.paraphrased_texts();
+    originals.sort_unstable();
+    originals.dedup();
+    let sample: Vec<(&str, &str)> = originals
+        .iter()
+        .take(pairs)
+        .map(|o| (*o, rewrite[*o].as_str()))
+        .collect();
+    let ratings = judge.rate_all(&sample)?;
+    let mut unparsable = ratings.iter().filter(|r| r.is_none()).count();
+    let rated: Vec<f64> = ratings.iter().flatten().copied().collect();
+    let sts_spearman = match task {
+        TaskData::Sts(rows) => {
+            let gold_pairs: Vec<(&str, &str)> = rows
+                .iter()
+                .take(pairs)
+                .map(|(a, b, _)| (a.as_str(), b.as_str()))
+                .collect();
+            let judged = judge.rate_all(&gold_pairs)?;
+            unparsable += judged.iter().filter(|r| r.is_none()).count();
+            let (x, y): (Vec<f64>, Vec<f64>) = judged
+                .iter()
+                .zip(rows)
+                .filter_map(|(j, r)| j.map(|j| (j, r.2)))
+                .unzip();
+            if x.len() >= 3 {
+                spearman(&x, &y).ok()
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+    Ok(JudgeResult {
+        judge: judge.identity(),
+        pairs: sample.len(),
+        unparsable,
+        paraphrase_similarity: if rated.is_empty() { None } else { Some(mean(&rated)?) },
+        sts_spearman,
+    })
+}
+
+/// Pooled paraphrased − original over every (dataset, run).
+fn pooled(results: &[DatasetResult], seed: RunSeed) -> Result<Option<Pooled>> {
+    let (paraphrased, original): (Vec<f64>, Vec<f64>) = results
+        .iter()
+        .flat_map(|d| d.runs.iter().map(move |r| (r.score, d.original)))
+        .unzip();
+    if paraphrased.len() < 2 {
+        return Ok(None);
+    }
+    let deltas: Vec<f64> = paraphrased.iter().zip(&original).map(|(p, o)| p - o).collect();
+    let all_zero = deltas.iter().all(|d| *d == 0.0);
+    Ok(Some(Pooled {
+        n: deltas.len(),
+        mean_delta: mean(&deltas)?,
+        hodges_lehmann: hodges_lehmann_bootstrap(
+            &paraphrased,
+            &original,
+            0.95,
+            BOOTSTRAP_RESAMPLES,
+            seed,
+        )?,
+        wilcoxon: if all_zero { None } else { Some(wilcoxon(&paraphrased, &original)?) },
+    }))
+}
+
+/// One encoder against the baseline on the paraphrased scores, paired by (dataset, seed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The baseline encoder's model id.
+    pub baseline: String,
+    /// The compared encoder's model id.
+    pub model: String,
+    /// (dataset, run) pairs both have.
+    pub n: usize,
+    /// Hodges–Lehmann shift of model − baseline, with its 95% bootstrap interval.
+    pub hodges_lehmann: HodgesLehmann,
+    /// Wilcoxon signed-rank test; `None` when every difference is 0.
+    pub wilcoxon: Option<Wilcoxon>,
+    /// Holm-adjusted p-value over all comparisons with this baseline.
+    pub p_holm: Option<f64>,
+    /// Rejected at α = 0.05 after Holm's correction.
+    pub significant: bool,
+}
+
+/// The paper's Table 7: every report in `others` against `baseline`, paired on the PTEB scores
+/// of the (dataset, seed) runs both have; Holm-corrected across the comparisons.
+pub fn compare(baseline: &PtebReport, others: &[&PtebReport], seed: RunSeed) -> Result<Vec<Comparison>> {
+    let runs = |r: &PtebReport| -> HashMap<(String, String, u64), f64> {
+        r.datasets
+            .iter()
+            .flat_map(|d| {
+                d.runs
+                    .iter()
+                    .map(move |run| ((d.dataset.clone(), d.split.clone(), run.seed), run.score))
+            })
+            .collect()
+    };
+    let base = runs(baseline);
+    let mut out = Vec::new();
+    for other in others {
+        let theirs = runs(other);
+        let mut keys: Vec<&(String, String, u64)> =
+            theirs.keys().filter(|k| base.contains_key(*k)).collect();
+        keys.sort();
+        if keys.len() < 2 {
+            return Err(PtebError::Task(format!(
+                "{} and {} share fewer than 2 (dataset, seed) runs",
+                other.encoder.model_id, baseline.encoder.model_id
+            )));
+        }
+        let x: Vec<f64> = keys.iter().map(|k| theirs[*k]).collect();
+        let y: Vec<f64> = keys.iter().map(|k| base[*k]).collect();
+        let all_zero = x.iter().zip(&y).all(|(a, b)| a == b);
+        out.push(Comparison {
+            baseline: baseline.encoder.model_id.clone(),
+            model: other.encoder.model_id.clone(),
+            n: keys.len(),
+            hodges_lehmann: hodges_lehmann_bootstrap(&x, &y, 0.95, BOOTSTRAP_RESAMPLES, seed)?,
+            wilcoxon: if all_zero { None } else { Some(wilcoxon(&x, &y)?) },
+            p_holm: None,
+            significant: false,
+        });
+    }
+    let tested: Vec<usize> = (0..out.len()).filter(|&i| out[i].wilcoxon.is_some()).collect();
+    if !tested.is_empty() {
+        let p: Vec<f64> = tested
+            .iter()
+            .map(|&i| out[i].wilcoxon.map_or(1.0, |w| w.p_value))
+            .collect();
+        let adjusted = holm(&p, 0.05)?;
+        for (k, &i) in tested.iter().enumerate() {
+            out[i].p_holm = Some(adjusted.adjusted[k]);
+            out[i].significant = adjusted.reject[k];
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,125 @@
+//! Any OpenAI-compatible chat-completions server (Ollama, vLLM, llama.cpp's server, hosted
+//! APIs): `POST {base}/chat/completions` with the messages, temperature, top_p, max_tokens and
+//! seed. What users of bigger paraphrasers run.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::chat::{ChatMessage, ChatModel, Completion, Sampling};
+use crate::{PtebError, Result};
+
+/// An OpenAI-compatible chat endpoint.
+pub struct OpenAiChat {
+    base_url: String,
+    model: String,
+    api_key: Option<String>,
+    agent: ureq::Agent,
+}
+
+#[derive(Deserialize)]
+struct Response {
+    choices: Vec<Choice>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: Message,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    content: Option<String>,
+}
+
+impl OpenAiChat {
+    /// A client of `base_url` (e.g. `http://localhost:11434/v1`; a trailing
+    /// `/chat/completions` is accepted too) asking for `model`. `api_key` goes in an
+    /// `Authorization: Bearer` header when given. Requests time out after `timeout`.
+    pub fn new(
+        base_url: &str,
+        model: &str,
+        api_key: Option<String>,
+        timeout: Duration,
+    ) -> OpenAiChat {
+        let base = base_url.trim_end_matches('/');
+        let base = base.strip_suffix("/chat/completions").unwrap_or(base);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        OpenAiChat {
+            base_url: base.to_owned(),
+            model: model.to_owned(),
+            api_key,
+            agent,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("{}/chat/completions", self.base_url)
+    }
+
+    fn error(&self, message: impl Into<String>) -> PtebError {
+        PtebError::Http {
+            url: self.url(),
+            message: message.into(),
+        }
+    }
+}
+
+impl ChatModel for OpenAiChat {
+    fn identity(&self) -> String {
+        // the server's model name is all we know of its weights
+        format!("openai:{}#{}", self.base_url, self.model)
+    }
+
+    fn count_tokens(&self, text: &str) -> Result<usize> {
+        // No tokenizer on this side: about four characters a token in English, rounded up.
+        Ok(text.chars().count().div_ceil(4).max(1))
+    }
+
+    fn complete(&self, messages: &[ChatMessage], sampling: &Sampling) -> Result<Completion> {
+        let body = json!({
+            "model": self.model,
+            "messages": messages,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+            "seed": sampling.seed,
+            "stream": false,
+        });
+        let mut request = self.agent.post(&self.url());
+        if let Some(key) = &self.api_key {
+            request = request.header("Authorization", &format!("Bearer {key}"));
+        }
+        let mut response = request
+            .send_json(&body)
+            .map_err(|e| self.error(format!("request failed: {e}")))?;
+        let status = response.status();
+        let text = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| self.error(format!("reading the answer: {e}")))?;
+        if !status.is_success() {
+            let excerpt: String = text.chars().take(300).collect();
+            return Err(self.error(format!("HTTP {status}: {excerpt}")));
+        }
+        let parsed: Response = serde_json::from_str(&text).map_err(|e| {
+            let excerpt: String = text.chars().take(300).collect();
+            self.error(format!("not a chat-completions answer ({e}): {excerpt}"))
+        })?;
+        let choice = parsed
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.error("the answer has no choices"))?;
+        Ok(Completion {
+            text: choice.message.content.unwrap_or_default(),
+            truncated: choice.finish_reason.as_deref() == Some("length"),
+        })
+    }
+}

@@ -1,0 +1,97 @@
+//! # pteb
+//!
+//! PTEB (Frank & Afli, "PTEB: Towards Robust Text Embedding Evaluation via Stochastic
+//! Paraphrasing at Evaluation Time with LLMs"): MTEB-style tasks scored on the original data and
+//! again on paraphrases an LLM writes at evaluation time, over several seeds, with robust
+//! statistics.
+//!
+//! Data flows one way: a [`sage_data`] dataset → [`Paraphraser`] (any [`ChatModel`]: a local GGUF
+//! model through candle, [`GgufChat`], or an OpenAI-compatible server, [`OpenAiChat`]) → the
+//! encoder ([`sage_core::Embedder`]) → the task's MTEB measure (from [`sage_core::measures`]) →
+//! [`PtebReport`] with per-dataset original score, mean ± std over runs, delta, paraphrase edit
+//! distance and fallbacks, and the pooled Hodges–Lehmann shift with its bootstrap interval and
+//! the Wilcoxon signed-rank test. [`compare`] sets several encoders against a baseline with Holm's
+//! correction, as the paper's Table 7.
+//!
+//! Design choices, where the paper is silent:
+//! - Paraphrases depend on (paraphraser, seed, text) only, and are cached on that key
+//!   ([`ParaphraseCache`]): a re-run, or a run of another encoder, reuses them; a killed run loses
+//!   only the generations in flight. Duplicate texts within a dataset (STS sentences that recur)
+//!   get one paraphrase per run.
+//! - An answer is accepted when it is non-empty, was not cut at the token limit, and is at most
+//!   5× the input's length in characters; otherwise the request is retried with a new seed, up to
+//!   5 attempts, then the original text is used and counted as a fallback.
+//! - Edit distance is word-level Levenshtein over whitespace-separated words, divided by the longer
+//!   text's word count (the paper's normalisation), averaged per dataset.
+//! - Which texts are paraphrased, per task: STS both sentences; classification the test texts
+//!   (train texts too with an option); clustering every text; pair classification both
+//!   sentences; reranking query and candidates; retrieval the queries only; summarisation the
+//!   machine summaries (the human references stay).
+#![deny(missing_docs)]
+
+mod cache;
+mod chat;
+mod evaluate;
+mod gguf;
+mod http;
+mod paraphrase;
+mod prompt;
+mod tasks;
+
+pub use cache::{default_cache_path, request_key, ParaphraseCache};
+pub use chat::{ChatMessage, ChatModel, Completion, Sampling};
+pub use evaluate::{
+    compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Pooled, Progress,
+    PtebReport, RunResult, Silent, DEFAULT_DATASETS,
+};
+pub use gguf::{locate_gguf, sample_top_p, GgufChat};
+pub use http::OpenAiChat;
+pub use paraphrase::{
+    Judge, Paraphrase, ParaphraseSettings, ParaphraseStats, Paraphraser, ParaphraserIdentity,
+};
+pub use prompt::{clean_answer, judge_messages, parse_rating, strip_reasoning, PromptStyle};
+pub use tasks::{group_summaries, RerankingSample, SummarizationSample, TaskData, TaskKind};
+
+use std::path::PathBuf;
+
+/// Errors of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PtebError {
+    /// A data error.
+    #[error(transparent)]
+    Data(#[from] sage_data::DataError),
+    /// A measure or embedding error.
+    #[error(transparent)]
+    Core(#[from] sage_core::SageError),
+    /// The LLM file could not be used.
+    #[error("{}: {message}", path.display())]
+    Model {
+        /// The file or folder.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The HTTP backend failed.
+    #[error("{url}: {message}")]
+    Http {
+        /// The endpoint.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The paraphrase cache failed.
+    #[error("paraphrase cache {}: {message}", path.display())]
+    Cache {
+        /// The cache file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A task could not be run on the data given.
+    #[error("{0}")]
+    Task(String),
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = PtebError> = std::result::Result<T, E>;

@@ -1,0 +1,397 @@
+//! Paraphrasing a dataset's texts with any [`ChatModel`]: the prompt, the length rule with its
+//! retries and fallback, the cache, and the LLM judge.
+//!
+//! Seeds: run r of a PTEB evaluation paraphrases with seed `seed + r` (1337, 1338, … by
+//! default, as the paper). The first attempt at a text sends exactly that seed (what an Ollama
+//! or vLLM user of the paper's setup sends); retry k sends a seed derived from it with
+//! `RunSeed(seed).rng_for_item("pteb/retry", k)`, since the same seed would give the same answer
+//! again. The local backend mixes the prompt into its sampler stream, so texts do not share
+//! random draws. Every text's answer is a function of (paraphraser, seed, text) alone: the same
+//! on any number of threads, in any order.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rand::RngCore;
+use rayon::prelude::*;
+use sage_core::RunSeed;
+use serde::{Deserialize, Serialize};
+
+use crate::cache::{request_key, ParaphraseCache};
+use crate::chat::{ChatModel, Sampling};
+use crate::prompt::{clean_answer, judge_messages, parse_rating, PromptStyle};
+use crate::Result;
+
+/// How paraphrases are asked for and accepted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParaphraseSettings {
+    /// Which prompt.
+    pub prompt: PromptStyle,
+    /// Sampling temperature (the paper: 0.8).
+    pub temperature: f64,
+    /// Nucleus mass (the paper: 0.9).
+    pub top_p: f64,
+    /// Attempts per text before falling back to the original (the authors' code: 5).
+    pub max_attempts: u32,
+    /// An answer longer than this many times the input (in characters) is rejected (5).
+    pub max_length_ratio: f64,
+}
+
+impl Default for ParaphraseSettings {
+    fn default() -> Self {
+        ParaphraseSettings {
+            prompt: PromptStyle::English,
+            temperature: 0.8,
+            top_p: 0.9,
+            max_attempts: 5,
+            max_length_ratio: 5.0,
+        }
+    }
+}
+
+/// Everything that determines a paraphrase besides seed and text; recorded in reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParaphraserIdentity {
+    /// The backend and model ([`ChatModel::identity`]).
+    pub backend: String,
+    /// The settings.
+    #[serde(flatten)]
+    pub settings: ParaphraseSettings,
+    /// The instruction text of the prompt.
+    pub instruction: String,
+}
+
+/// One text's outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paraphrase {
+    /// The paraphrase, or the original text after a fallback.
+    pub text: String,
+    /// Requests made.
+    pub attempts: u32,
+    /// Every attempt was rejected and the original text is used.
+    pub fallback: bool,
+}
+
+/// Counts of one [`Paraphraser::paraphrase_all`] call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParaphraseStats {
+    /// Distinct texts.
+    pub unique_texts: u64,
+    /// Texts found in the cache.
+    pub cache_hits: u64,
+    /// Texts generated now.
+    pub generated: u64,
+    /// Requests beyond the first, over all texts (cached ones included).
+    pub retries: u64,
+    /// Texts left as they were because every attempt was rejected (cached ones included).
+    pub fallbacks: u64,
+}
+
+/// A paraphraser: a chat model, the settings and (optionally) the cache.
+pub struct Paraphraser {
+    model: Box<dyn ChatModel>,
+    settings: ParaphraseSettings,
+    cache: Option<Arc<ParaphraseCache>>,
+}
+
+impl Paraphraser {
+    /// A paraphraser over `model`.
+    pub fn new(
+        model: Box<dyn ChatModel>,
+        settings: ParaphraseSettings,
+        cache: Option<Arc<ParaphraseCache>>,
+    ) -> Paraphraser {
+        Paraphraser {
+            model,
+            settings,
+            cache,
+        }
+    }
+
+    /// What this paraphraser is.
+    pub fn identity(&self) -> ParaphraserIdentity {
+        ParaphraserIdentity {
+            backend: self.model.identity(),
+            settings: self.settings.clone(),
+            instruction: self.settings.prompt.instruction().to_owned(),
+        }
+    }
+
+    /// The chat model.
+    pub fn model(&self) -> &dyn ChatModel {
+        self.model.as_ref()
+    }
+
+    fn key(&self, seed: u64, text: &str) -> [u8; 32] {
+        let identity = serde_json::to_string(&self.identity()).unwrap_or_default();
+        request_key(&["paraphrase-v1", &identity, &seed.to_string(), text])
+    }
+
+    /// Paraphrases one text with `seed`, without the cache.
+    pub fn paraphrase_one(&self, text: &str, seed: u64) -> Result<Paraphrase> {
+        let s = &self.settings;
+        let input_chars = text.chars().count().max(1) as f64;
+        let input_tokens = self.model.count_tokens(text)?.max(1) as f64;
+        // An answer that needs more tokens than this is over the length limit anyway.
+        let max_tokens = (s.max_length_ratio * input_tokens).ceil() as usize + 16;
+        let messages = s.prompt.messages(text);
+        for attempt in 0..s.max_attempts {
+            let request_seed = if attempt == 0 {
+                seed
+            } else {
+                RunSeed(seed)
+                    .rng_for_item("pteb/retry", u64::from(attempt))
+                    .next_u64()
+            };
+            let completion = self.model.complete(
+                &messages,
+                &Sampling {
+                    temperature: s.temperature,
+                    top_p: s.top_p,
+                    max_tokens,
+                    seed: request_seed,
+                },
+            )?;
+            let answer = clean_answer(&completion.text, text);
+            let chars = answer.chars().count() as f64;
+            if !completion.truncated && chars > 0.0 && chars <= s.max_length_ratio * input_chars {
+                return Ok(Paraphrase {
+                    text: answer,
+                    attempts: attempt + 1,
+                    fallback: false,
+                });
+            }
+        }
+        Ok(Paraphrase {
+            text: text.to_owned(),
+            attempts: s.max_attempts,
+            fallback: true,
+        })
+    }
+
+    /// Paraphrases every distinct text of `texts` with `seed` (cache first), in parallel;
+    /// returns one paraphrase per input text, in input order. `progress` is called with the
+    /// number of distinct texts done after each.
+    pub fn paraphrase_all(
+        &self,
+        texts: &[&str],
+        seed: u64,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<(Vec<Paraphrase>, ParaphraseStats)> {
+        let unique: Vec<&str> = texts.iter().copied().collect::<BTreeSet<_>>().into_iter().collect();
+        if let [a, b, ..] = unique.as_slice() {
+            let p = &self.settings.prompt;
+            self.model.prepare([&p.messages(a), &p.messages(b)])?;
+        }
+        let done = AtomicU64::new(0);
+        let hits = AtomicU64::new(0);
+        let total = unique.len() as u64;
+        let outcomes: Vec<(&str, Paraphrase)> = unique
+            .par_iter()
+            .map(|&text| {
+                let key = self.key(seed, text);
+                let cached = match &self.cache {
+                    Some(c) => c.get::<Paraphrase>(&key)?,
+                    None => None,
+                };
+                let outcome = match cached {
+                    Some(p) => {
+                        hits.fetch_add(1, Ordering::Relaxed);
+                        p
+                    }
+                    None => {
+                        let p = self.paraphrase_one(text, seed)?;
+                        if let Some(c) = &self.cache {
+                            c.put(&key, &p)?;
+                        }
+                        p
+                    }
+                };
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                Ok((text, outcome))
+            })
+            .collect::<Result<_>>()?;
+        let cache_hits = hits.load(Ordering::Relaxed);
+        let stats = ParaphraseStats {
+            unique_texts: total,
+            cache_hits,
+            generated: total - cache_hits,
+            retries: outcomes.iter().map(|(_, p)| u64::from(p.attempts.saturating_sub(1))).sum(),
+            fallbacks: outcomes.iter().filter(|(_, p)| p.fallback).count() as u64,
+        };
+        let by_text: HashMap<&str, Paraphrase> = outcomes.into_iter().collect();
+        Ok((texts.iter().map(|t| by_text[t].clone()).collect(), stats))
+    }
+}
+
+/// An LLM judge of semantic similarity (0–5), greedy decoding.
+pub struct Judge {
+    model: Box<dyn ChatModel>,
+    cache: Option<Arc<ParaphraseCache>>,
+    max_tokens: usize,
+}
+
+impl Judge {
+    /// A judge over `model`; answers are cut at `max_tokens` (raise it for reasoning models).
+    pub fn new(
+        model: Box<dyn ChatModel>,
+        cache: Option<Arc<ParaphraseCache>>,
+        max_tokens: usize,
+    ) -> Judge {
+        Judge {
+            model,
+            cache,
+            max_tokens,
+        }
+    }
+
+    /// The judge's model identity.
+    pub fn identity(&self) -> String {
+        self.model.identity()
+    }
+
+    /// Ratings of each pair, in order; `None` where the answer held no number in 0–5.
+    pub fn rate_all(&self, pairs: &[(&str, &str)]) -> Result<Vec<Option<f64>>> {
+        if let [(a, b), (c, d), ..] = pairs {
+            self.model
+                .prepare([&judge_messages(a, b), &judge_messages(c, d)])?;
+        }
+        let identity = self.model.identity();
+        pairs
+            .par_iter()
+            .map(|(a, b)| {
+                let key = request_key(&[
+                    "judge-v1",
+                    &identity,
+                    &self.max_tokens.to_string(),
+                    a,
+                    b,
+                ]);
+                if let Some(c) = &self.cache {
+                    if let Some(r) = c.get::<Option<f64>>(&key)? {
+                        return Ok(r);
+                    }
+                }
+                let completion = self.model.complete(
+                    &judge_messages(a, b),
+                    &Sampling {
+                        temperature: 0.0,
+                        top_p: 1.0,
+                        max_tokens: self.max_tokens,
+                        seed: 0,
+                    },
+                )?;
+                let rating = parse_rating(&completion.text);
+                if let Some(c) = &self.cache {
+                    c.put(&key, &rating)?;
+                }
+                Ok(rating)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::chat::{ChatMessage, Completion};
+
+    /// Answers from a script keyed by the request seed; records the requests.
+    struct Scripted {
+        answer: fn(&str, u64) -> (String, bool),
+        calls: Mutex<Vec<u64>>,
+    }
+
+    impl ChatModel for Scripted {
+        fn identity(&self) -> String {
+            "scripted".into()
+        }
+        fn count_tokens(&self, text: &str) -> Result<usize> {
+            Ok(text.split_whitespace().count())
+        }
+        fn complete(&self, m: &[ChatMessage], s: &Sampling) -> Result<Completion> {
+            self.calls.lock().unwrap().push(s.seed);
+            let text = m[1].content.rsplit("Text: ").next().unwrap();
+            let (text, truncated) = (self.answer)(text, s.seed);
+            Ok(Completion { text, truncated })
+        }
+    }
+
+    fn paraphraser(answer: fn(&str, u64) -> (String, bool)) -> Paraphraser {
+        Paraphraser::new(
+            Box::new(Scripted {
+                answer,
+                calls: Mutex::new(Vec::new()),
+            }),
+            ParaphraseSettings::default(),
+            None,
+        )
+    }
+
+    #[test]
+    fn first_attempt_sends_the_run_seed() {
+        let p = paraphraser(|t, _| (format!("Reworded: {t}").replace("Reworded: ", "So, "), false));
+        let out = p.paraphrase_one("cats sleep", 1338).unwrap();
+        assert_eq!(out, Paraphrase { text: "So, cats sleep".into(), attempts: 1, fallback: false });
+    }
+
+    #[test]
+    fn long_answers_are_retried_then_fall_back() {
+        // too long on the run seed, fine on a retry seed
+        let p = paraphraser(|t, seed| {
+            if seed == 1337 {
+                (t.repeat(6), false)
+            } else {
+                ("short one".into(), false)
+            }
+        });
+        let out = p.paraphrase_one("a b c", 1337).unwrap();
+        assert_eq!((out.text.as_str(), out.attempts, out.fallback), ("short one", 2, false));
+        // always too long (or cut at max_tokens): five attempts, then the original
+        let p = paraphraser(|t, _| (t.repeat(6), false));
+        let out = p.paraphrase_one("a b c", 1337).unwrap();
+        assert_eq!(out, Paraphrase { text: "a b c".into(), attempts: 5, fallback: true });
+        let p = paraphraser(|_, _| ("x".into(), true));
+        assert!(p.paraphrase_one("a b c", 1337).unwrap().fallback);
+    }
+
+    #[test]
+    fn duplicates_are_paraphrased_once_and_order_is_kept() {
+        let p = paraphraser(|t, _| (t.to_uppercase(), false));
+        let (out, stats) = p
+            .paraphrase_all(&["b b", "a a", "b b"], 7, &|_, _| {})
+            .unwrap();
+        let texts: Vec<&str> = out.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(texts, ["B B", "A A", "B B"]);
+        assert_eq!((stats.unique_texts, stats.generated, stats.fallbacks), (2, 2, 0));
+    }
+
+    #[test]
+    fn the_cache_answers_a_rerun() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(ParaphraseCache::open(dir.path().join("p.redb")).unwrap());
+        let make = |cache: Arc<ParaphraseCache>| {
+            Paraphraser::new(
+                Box::new(Scripted {
+                    answer: |t, seed| (format!("{t} ({seed})"), false),
+                    calls: Mutex::new(Vec::new()),
+                }),
+                ParaphraseSettings::default(),
+                Some(cache),
+            )
+        };
+        let first = make(cache.clone());
+        let (a, s1) = first.paraphrase_all(&["one", "two"], 5, &|_, _| {}).unwrap();
+        assert_eq!((s1.generated, s1.cache_hits), (2, 0));
+        let second = make(cache.clone());
+        let (b, s2) = second.paraphrase_all(&["two", "one", "three"], 5, &|_, _| {}).unwrap();
+        assert_eq!((s2.generated, s2.cache_hits), (1, 2));
+        assert_eq!(b[1], a[0]);
+        // another seed is another request
+        let (_, s3) = second.paraphrase_all(&["one"], 6, &|_, _| {}).unwrap();
+        assert_eq!(s3.generated, 1);
+    }
+}

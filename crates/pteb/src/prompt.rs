@@ -1,0 +1,169 @@
+//! The paraphrase and judge prompts, and how an answer becomes a paraphrase.
+
+use serde::{Deserialize, Serialize};
+
+use crate::chat::ChatMessage;
+
+/// Which paraphrase prompt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptStyle {
+    /// English datasets.
+    English,
+    /// Any language: the rewrite must stay in the input's language.
+    Multilingual,
+}
+
+const SYSTEM: &str = "You rewrite texts. You answer with the rewritten text only.";
+
+const ENGLISH: &str = "Paraphrase the text below. Keep its meaning exactly: the same facts, \
+the same claims, nothing added and nothing left out. Change the wording and the sentence \
+structure. Answer with one paraphrase only: no alternatives, no explanations, no notes, no \
+quotation marks.";
+
+const MULTILINGUAL: &str = "Paraphrase the text below in the same language as the text. Keep \
+its meaning exactly: the same facts, the same claims, nothing added and nothing left out. Change \
+the wording and the sentence structure. Answer with one paraphrase only, in the language of the \
+text: no translation, no alternatives, no explanations, no notes, no quotation marks.";
+
+impl PromptStyle {
+    /// The instruction text (recorded in reports and part of the cache key).
+    pub fn instruction(&self) -> &'static str {
+        match self {
+            PromptStyle::English => ENGLISH,
+            PromptStyle::Multilingual => MULTILINGUAL,
+        }
+    }
+
+    /// The messages asking to paraphrase `text`. The text comes last, so every request shares
+    /// the system prompt and instruction as a prefix.
+    pub fn messages(&self, text: &str) -> Vec<ChatMessage> {
+        vec![
+            ChatMessage::system(SYSTEM),
+            ChatMessage::user(format!("{}\n\nText: {text}", self.instruction())),
+        ]
+    }
+}
+
+/// The judge's instruction: a 0–5 rating of semantic similarity, as in the STS annotation
+/// guidelines.
+pub const JUDGE_INSTRUCTION: &str = "Rate how similar in meaning the two sentences below are, \
+on a scale from 0 to 5: 0 = completely different topics, 1 = not equivalent but on the same \
+topic, 2 = not equivalent but share some details, 3 = roughly equivalent but some important \
+information differs or is missing, 4 = mostly equivalent, only unimportant details differ, \
+5 = completely equivalent, they mean the same thing. Answer with the number only.";
+
+/// The messages asking the judge to rate `a` against `b`.
+pub fn judge_messages(a: &str, b: &str) -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::system("You are a careful annotator of semantic similarity."),
+        ChatMessage::user(format!(
+            "{JUDGE_INSTRUCTION}\n\nSentence 1: {a}\nSentence 2: {b}"
+        )),
+    ]
+}
+
+/// The first number in `answer` (reasoning blocks removed) when it lies in 0–5.
+pub fn parse_rating(answer: &str) -> Option<f64> {
+    let answer = strip_reasoning(answer);
+    let start = answer.find(|c: char| c.is_ascii_digit())?;
+    let number: String = answer[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let value: f64 = number.trim_end_matches('.').parse().ok()?;
+    (0.0..=5.0).contains(&value).then_some(value)
+}
+
+/// Removes reasoning blocks (`<think>…</think>`, `<thinking>…</thinking>`, `<reasoning>…`):
+/// reasoning models put their deliberation there, not the answer. An unterminated block
+/// swallows the rest (the answer never came).
+pub fn strip_reasoning(answer: &str) -> String {
+    let mut out = answer.to_owned();
+    for tag in ["think", "thinking", "reasoning"] {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        while let Some(start) = out.find(&open) {
+            match out[start..].find(&close) {
+                Some(end) => out.replace_range(start..start + end + close.len(), ""),
+                None => out.truncate(start),
+            }
+        }
+        // a closing tag with no opening one: the template opened the block in the prompt
+        if let Some(end) = out.find(&close) {
+            out.replace_range(..end + close.len(), "");
+        }
+    }
+    out
+}
+
+/// The paraphrase in an answer: reasoning removed, a lead-in line such as "Here is the
+/// paraphrase:" dropped, a `Paraphrase:` label and wrapping quotes the input did not have
+/// removed, whitespace trimmed. Empty when nothing is left.
+pub fn clean_answer(answer: &str, input: &str) -> String {
+    let mut text = strip_reasoning(answer).trim().to_owned();
+    if let Some((first, rest)) = text.split_once('\n') {
+        let first = first.trim();
+        if first.ends_with(':') && !rest.trim().is_empty() {
+            text = rest.trim().to_owned();
+        }
+    }
+    for label in ["Paraphrase:", "Paraphrased text:", "Rewritten text:", "Text:"] {
+        if text.len() > label.len() && text[..label.len()].eq_ignore_ascii_case(label) {
+            text = text[label.len()..].trim().to_owned();
+        }
+    }
+    let input = input.trim();
+    for (open, close) in [('"', '"'), ('“', '”'), ('\'', '\'')] {
+        if text.len() >= 2
+            && text.starts_with(open)
+            && text.ends_with(close)
+            && !(input.starts_with(open) && input.ends_with(close))
+        {
+            text = text[open.len_utf8()..text.len() - close.len_utf8()]
+                .trim()
+                .to_owned();
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_blocks_are_removed() {
+        assert_eq!(strip_reasoning("<think>hmm\nok</think>A cat sat."), "A cat sat.");
+        assert_eq!(strip_reasoning("A <think>x</think>b<think>y</think>c"), "A bc");
+        assert_eq!(strip_reasoning("so...</think>\nThe answer."), "\nThe answer.");
+        assert_eq!(strip_reasoning("<think>never closed"), "");
+    }
+
+    #[test]
+    fn answers_are_cleaned() {
+        assert_eq!(
+            clean_answer("Here is the paraphrase:\n\"A feline rested.\"", "The cat sat."),
+            "A feline rested."
+        );
+        assert_eq!(clean_answer("Paraphrase: A feline rested.", "x"), "A feline rested.");
+        // quotes the input had stay
+        assert_eq!(clean_answer("\"Hi,\" he said.", "\"Hello,\" he said."), "\"Hi,\" he said.");
+        assert_eq!(clean_answer("  <think>a</think>  ", "x"), "");
+    }
+
+    #[test]
+    fn ratings_are_parsed() {
+        assert_eq!(parse_rating("4"), Some(4.0));
+        assert_eq!(parse_rating("<think>maybe 7</think> Rating: 3.5."), Some(3.5));
+        assert_eq!(parse_rating("7"), None);
+        assert_eq!(parse_rating("none"), None);
+    }
+
+    #[test]
+    fn the_text_comes_last() {
+        let m = PromptStyle::English.messages("Dogs bark.");
+        assert!(m[1].content.ends_with("Text: Dogs bark."));
+        assert!(PromptStyle::Multilingual.instruction().contains("same language"));
+    }
+}

@@ -1,0 +1,417 @@
+//! The MTEB task definitions PTEB re-runs, each scored the same way on original and
+//! paraphrased text: the only difference between the two is the `rewrite` map applied to the
+//! texts the task paraphrases.
+
+use std::collections::{BTreeMap, HashMap};
+
+use linfa::prelude::*;
+use linfa_clustering::KMeans;
+use linfa_logistic::MultiLogisticRegression;
+use ndarray::{Array1, Array2};
+use sage_core::measures::{
+    average_precision_score, ndcg_at_k, spearman, trec_order, v_measure, RankedDoc,
+};
+use sage_core::{cosine, Embedder, RunSeed};
+use serde::{Deserialize, Serialize};
+
+use crate::{PtebError, Result};
+
+/// The seven task types of the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskKind {
+    /// Spearman of cosine vs gold similarity; both sentences paraphrased.
+    Sts,
+    /// Logistic-regression accuracy on embeddings; test texts paraphrased.
+    Classification,
+    /// k-means (k = number of labels) V-measure; every text paraphrased.
+    Clustering,
+    /// Average precision of cosine for the positive label; both sentences paraphrased.
+    PairClassification,
+    /// MAP of candidates ranked by cosine to the query; query and candidates paraphrased.
+    Reranking,
+    /// nDCG@10 of the corpus ranked by cosine; queries only paraphrased.
+    Retrieval,
+    /// Mean over documents of the Spearman between human relevance and the best cosine of a
+    /// machine summary to the human references; machine summaries paraphrased.
+    Summarization,
+}
+
+impl TaskKind {
+    /// Name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskKind::Sts => "sts",
+            TaskKind::Classification => "classification",
+            TaskKind::Clustering => "clustering",
+            TaskKind::PairClassification => "pair-classification",
+            TaskKind::Reranking => "reranking",
+            TaskKind::Retrieval => "retrieval",
+            TaskKind::Summarization => "summarization",
+        }
+    }
+
+    /// The main score's name, as MTEB reports it.
+    pub fn metric(self) -> &'static str {
+        match self {
+            TaskKind::Sts | TaskKind::Summarization => "cosine_spearman",
+            TaskKind::Classification => "accuracy",
+            TaskKind::Clustering => "v_measure",
+            TaskKind::PairClassification => "cosine_ap",
+            TaskKind::Reranking => "map",
+            TaskKind::Retrieval => "ndcg_at_10",
+        }
+    }
+}
+
+/// One reranking sample (MTEB's reranking format).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RerankingSample {
+    /// The query.
+    pub query: String,
+    /// Relevant candidates.
+    pub positive: Vec<String>,
+    /// Irrelevant candidates.
+    pub negative: Vec<String>,
+}
+
+/// One SummEval document as the summarisation task sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SummarizationSample {
+    /// The human reference summaries.
+    pub references: Vec<String>,
+    /// The machine summaries.
+    pub summaries: Vec<String>,
+    /// Human relevance of each machine summary.
+    pub relevance: Vec<f64>,
+}
+
+/// A task's data, loaded and sampled.
+#[derive(Clone, Debug)]
+pub enum TaskData {
+    /// (sentence1, sentence2, gold).
+    Sts(Vec<(String, String, f64)>),
+    /// Train and test (text, label).
+    Classification {
+        /// Training texts.
+        train: Vec<(String, String)>,
+        /// Test texts.
+        test: Vec<(String, String)>,
+        /// Paraphrase the training texts too.
+        paraphrase_train: bool,
+    },
+    /// (text, label).
+    Clustering(Vec<(String, String)>),
+    /// (sentence1, sentence2, positive).
+    PairClassification(Vec<(String, String, bool)>),
+    /// Samples.
+    Reranking(Vec<RerankingSample>),
+    /// A BEIR-style corpus.
+    Retrieval {
+        /// (id, title + " " + text).
+        corpus: Vec<(String, String)>,
+        /// (id, text), only queries with judgements.
+        queries: Vec<(String, String)>,
+        /// query id → document id → relevance.
+        qrels: HashMap<String, HashMap<String, i32>>,
+    },
+    /// Documents.
+    Summarization(Vec<SummarizationSample>),
+}
+
+/// Texts of a run: the original, or its paraphrase when the run has one.
+fn rw<'a>(rewrite: Option<&'a HashMap<String, String>>, text: &'a str) -> &'a str {
+    rewrite
+        .and_then(|m| m.get(text))
+        .map(String::as_str)
+        .unwrap_or(text)
+}
+
+fn embed(embedder: &dyn Embedder, texts: &[&str]) -> Result<Array2<f32>> {
+    Ok(embedder.embed(texts)?)
+}
+
+fn to_f64(m: &Array2<f32>) -> Array2<f64> {
+    m.mapv(f64::from)
+}
+
+impl TaskData {
+    /// The task type.
+    pub fn kind(&self) -> TaskKind {
+        match self {
+            TaskData::Sts(_) => TaskKind::Sts,
+            TaskData::Classification { .. } => TaskKind::Classification,
+            TaskData::Clustering(_) => TaskKind::Clustering,
+            TaskData::PairClassification(_) => TaskKind::PairClassification,
+            TaskData::Reranking(_) => TaskKind::Reranking,
+            TaskData::Retrieval { .. } => TaskKind::Retrieval,
+            TaskData::Summarization(_) => TaskKind::Summarization,
+        }
+    }
+
+    /// The texts this task paraphrases (with repeats, in data order).
+    pub fn paraphrased_texts(&self) -> Vec<&str> {
+        match self {
+            TaskData::Sts(rows) => rows
+                .iter()
+                .flat_map(|(a, b, _)| [a.as_str(), b.as_str()])
+                .collect(),
+            TaskData::Classification {
+                train,
+                test,
+                paraphrase_train,
+            } => {
+                let mut t: Vec<&str> = test.iter().map(|(x, _)| x.as_str()).collect();
+                if *paraphrase_train {
+                    t.extend(train.iter().map(|(x, _)| x.as_str()));
+                }
+                t
+            }
+            TaskData::Clustering(rows) => rows.iter().map(|(t, _)| t.as_str()).collect(),
+            TaskData::PairClassification(rows) => rows
+                .iter()
+                .flat_map(|(a, b, _)| [a.as_str(), b.as_str()])
+                .collect(),
+            TaskData::Reranking(samples) => samples
+                .iter()
+                .flat_map(|s| {
+                    std::iter::once(s.query.as_str())
+                        .chain(s.positive.iter().map(String::as_str))
+                        .chain(s.negative.iter().map(String::as_str))
+                })
+                .collect(),
+            TaskData::Retrieval { queries, .. } => {
+                queries.iter().map(|(_, q)| q.as_str()).collect()
+            }
+            TaskData::Summarization(docs) => docs
+                .iter()
+                .flat_map(|d| d.summaries.iter().map(String::as_str))
+                .collect(),
+        }
+    }
+
+    /// Rows (pairs, texts, samples, queries, documents) the task scores.
+    pub fn len(&self) -> usize {
+        match self {
+            TaskData::Sts(r) => r.len(),
+            TaskData::Classification { test, .. } => test.len(),
+            TaskData::Clustering(r) => r.len(),
+            TaskData::PairClassification(r) => r.len(),
+            TaskData::Reranking(s) => s.len(),
+            TaskData::Retrieval { queries, .. } => queries.len(),
+            TaskData::Summarization(d) => d.len(),
+        }
+    }
+
+    /// Whether there is nothing to score.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The task's main score with `embedder`, on the original texts (`rewrite` = `None`) or
+    /// with each paraphrased text replaced by its paraphrase. `seed` drives the task's own
+    /// randomness (k-means initialisation), the same for original and paraphrased runs.
+    pub fn score(
+        &self,
+        embedder: &dyn Embedder,
+        rewrite: Option<&HashMap<String, String>>,
+        seed: RunSeed,
+    ) -> Result<f64> {
+        match self {
+            TaskData::Sts(rows) => {
+                let a: Vec<&str> = rows.iter().map(|(x, _, _)| rw(rewrite, x)).collect();
+                let b: Vec<&str> = rows.iter().map(|(_, y, _)| rw(rewrite, y)).collect();
+                let (ea, eb) = (embed(embedder, &a)?, embed(embedder, &b)?);
+                let cos: Vec<f64> = (0..rows.len())
+                    .map(|i| f64::from(cosine(ea.row(i), eb.row(i))))
+                    .collect();
+                let gold: Vec<f64> = rows.iter().map(|r| r.2).collect();
+                Ok(spearman(&cos, &gold)?)
+            }
+            TaskData::Classification {
+                train,
+                test,
+                paraphrase_train,
+            } => {
+                let train_rewrite = if *paraphrase_train { rewrite } else { None };
+                let labels: Vec<&str> = {
+                    let mut l: Vec<&str> = train.iter().map(|(_, l)| l.as_str()).collect();
+                    l.sort_unstable();
+                    l.dedup();
+                    l
+                };
+                let index = |l: &str| labels.binary_search(&l).ok();
+                let xs: Vec<&str> = train.iter().map(|(t, _)| rw(train_rewrite, t)).collect();
+                let ys: Array1<usize> = train
+                    .iter()
+                    .map(|(_, l)| index(l).unwrap_or(usize::MAX))
+                    .collect();
+                let x_train = to_f64(&embed(embedder, &xs)?);
+                let model = MultiLogisticRegression::default()
+                    .max_iterations(100)
+                    .fit(&Dataset::new(x_train, ys))
+                    .map_err(|e| PtebError::Task(format!("logistic regression: {e}")))?;
+                let xt: Vec<&str> = test.iter().map(|(t, _)| rw(rewrite, t)).collect();
+                let predicted = model.predict(&to_f64(&embed(embedder, &xt)?));
+                let correct = test
+                    .iter()
+                    .zip(predicted.iter())
+                    .filter(|((_, l), &p)| index(l) == Some(p))
+                    .count();
+                Ok(correct as f64 / test.len().max(1) as f64)
+            }
+            TaskData::Clustering(rows) => {
+                let texts: Vec<&str> = rows.iter().map(|(t, _)| rw(rewrite, t)).collect();
+                let x = to_f64(&embed(embedder, &texts)?);
+                let k = rows
+                    .iter()
+                    .map(|(_, l)| l.as_str())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len();
+                let model = KMeans::params_with_rng(k, seed.rng("pteb/kmeans"))
+                    .n_runs(3)
+                    .max_n_iterations(300)
+                    .tolerance(1e-4)
+                    .fit(&DatasetBase::from(x.clone()))
+                    .map_err(|e| PtebError::Task(format!("k-means: {e}")))?;
+                let predicted = model.predict(&x);
+                let truth: Vec<&str> = rows.iter().map(|(_, l)| l.as_str()).collect();
+                let predicted: Vec<usize> = predicted.to_vec();
+                Ok(v_measure(&truth, &predicted)?.v_measure)
+            }
+            TaskData::PairClassification(rows) => {
+                let a: Vec<&str> = rows.iter().map(|(x, _, _)| rw(rewrite, x)).collect();
+                let b: Vec<&str> = rows.iter().map(|(_, y, _)| rw(rewrite, y)).collect();
+                let (ea, eb) = (embed(embedder, &a)?, embed(embedder, &b)?);
+                let cos: Vec<f64> = (0..rows.len())
+                    .map(|i| f64::from(cosine(ea.row(i), eb.row(i))))
+                    .collect();
+                let truth: Vec<bool> = rows.iter().map(|r| r.2).collect();
+                Ok(average_precision_score(&truth, &cos)?)
+            }
+            TaskData::Reranking(samples) => {
+                let mut texts: Vec<&str> = Vec::new();
+                for s in samples {
+                    texts.push(rw(rewrite, &s.query));
+                    texts.extend(s.positive.iter().map(|t| rw(rewrite, t)));
+                    texts.extend(s.negative.iter().map(|t| rw(rewrite, t)));
+                }
+                let e = embed(embedder, &texts)?;
+                let mut at = 0;
+                let mut sum = 0.0;
+                let mut counted = 0usize;
+                for s in samples {
+                    let q = e.row(at);
+                    let n = s.positive.len() + s.negative.len();
+                    let scores: Vec<f64> = (0..n)
+                        .map(|j| f64::from(cosine(q, e.row(at + 1 + j))))
+                        .collect();
+                    at += 1 + n;
+                    // MTEB skips samples without a positive or a negative
+                    if s.positive.is_empty() || s.negative.is_empty() {
+                        continue;
+                    }
+                    let truth: Vec<bool> = (0..n).map(|j| j < s.positive.len()).collect();
+                    sum += average_precision_score(&truth, &scores)?;
+                    counted += 1;
+                }
+                if counted == 0 {
+                    return Err(PtebError::Task(
+                        "reranking: no sample has both positive and negative candidates".into(),
+                    ));
+                }
+                Ok(sum / counted as f64)
+            }
+            TaskData::Retrieval {
+                corpus,
+                queries,
+                qrels,
+            } => {
+                let docs: Vec<&str> = corpus.iter().map(|(_, t)| t.as_str()).collect();
+                let qs: Vec<&str> = queries.iter().map(|(_, q)| rw(rewrite, q)).collect();
+                let ed = embed(embedder, &docs)?;
+                let eq = embed(embedder, &qs)?;
+                let mut total = 0.0;
+                for (qi, (qid, _)) in queries.iter().enumerate() {
+                    let q = eq.row(qi);
+                    let mut run: Vec<RankedDoc<'_>> = corpus
+                        .iter()
+                        .enumerate()
+                        .map(|(di, (id, _))| RankedDoc {
+                            id: id.as_str(),
+                            score: f64::from(cosine(q, ed.row(di))),
+                        })
+                        .collect();
+                    trec_order(&mut run);
+                    run.truncate(100);
+                    let judged = qrels.get(qid).cloned().unwrap_or_default();
+                    total += ndcg_at_k(&run, &judged, 10)?;
+                }
+                Ok(total / queries.len().max(1) as f64)
+            }
+            TaskData::Summarization(docs) => {
+                let mut sum = 0.0;
+                let mut counted = 0usize;
+                for d in docs {
+                    let summaries: Vec<&str> =
+                        d.summaries.iter().map(|t| rw(rewrite, t)).collect();
+                    let refs: Vec<&str> = d.references.iter().map(String::as_str).collect();
+                    let es = embed(embedder, &summaries)?;
+                    let er = embed(embedder, &refs)?;
+                    let best: Vec<f64> = (0..summaries.len())
+                        .map(|i| {
+                            (0..refs.len())
+                                .map(|j| f64::from(cosine(es.row(i), er.row(j))))
+                                .fold(f64::NEG_INFINITY, f64::max)
+                        })
+                        .collect();
+                    // MTEB skips documents whose human scores are all equal (no ranking)
+                    let first = d.relevance[0];
+                    if d.relevance.iter().all(|&r| r == first) {
+                        continue;
+                    }
+                    sum += spearman(&best, &d.relevance)?;
+                    counted += 1;
+                }
+                if counted == 0 {
+                    return Err(PtebError::Task(
+                        "summarization: no document with varying human scores".into(),
+                    ));
+                }
+                Ok(sum / counted as f64)
+            }
+        }
+    }
+}
+
+/// Rows of a summary-ratings table grouped into documents, with references from `docs`
+/// (document id → references), in first-seen document order. Documents without references are
+/// left out.
+pub fn group_summaries(
+    ratings: &[sage_data::SummaryRating],
+    references: &HashMap<String, Vec<String>>,
+) -> Vec<SummarizationSample> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut by_doc: BTreeMap<&str, SummarizationSample> = BTreeMap::new();
+    for r in ratings {
+        let Some(refs) = references.get(&r.doc_id).filter(|r| !r.is_empty()) else {
+            continue;
+        };
+        let entry = by_doc.entry(r.doc_id.as_str()).or_insert_with(|| {
+            order.push(r.doc_id.as_str());
+            SummarizationSample {
+                references: refs.clone(),
+                summaries: Vec::new(),
+                relevance: Vec::new(),
+            }
+        });
+        entry.summaries.push(r.summary.clone());
+        entry
+            .relevance
+            .push(r.ratings.get("relevance").copied().unwrap_or(f64::NAN));
+    }
+    order
+        .into_iter()
+        .filter_map(|d| by_doc.remove(d))
+        .collect()
+}
