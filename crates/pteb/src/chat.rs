@@ -33,7 +33,7 @@ impl ChatMessage {
 }
 
 /// Sampling settings of one request.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sampling {
     /// Softmax temperature; 0 means greedy (argmax).
     pub temperature: f64,
@@ -43,6 +43,8 @@ pub struct Sampling {
     pub max_tokens: usize,
     /// The request's seed (the backend's sampler is a function of it).
     pub seed: u64,
+    /// Generation ends where the answer first contains one of these (not included).
+    pub stop: Vec<String>,
 }
 
 /// What a backend answered.

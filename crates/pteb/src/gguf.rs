@@ -359,6 +359,28 @@ impl GgufChat {
                 break;
             }
             generated.push(next);
+            if !sampling.stop.is_empty() {
+                let text = self
+                    .tokenizer
+                    .decode(&generated, true)
+                    .map_err(|e| gguf_error(&self.file, e))?;
+                // a stop right after a lead-in ("Here is the paraphrase:") is not the end yet
+                let stop_at = sampling
+                    .stop
+                    .iter()
+                    .filter_map(|s| text.find(s.as_str()))
+                    .filter(|&at| {
+                        let before = text[..at].trim_end();
+                        !before.is_empty() && !before.ends_with(':')
+                    })
+                    .min();
+                if let Some(cut) = stop_at {
+                    return Ok(Completion {
+                        text: text[..cut].to_owned(),
+                        truncated: false,
+                    });
+                }
+            }
             if generated.len() == sampling.max_tokens {
                 break;
             }

@@ -83,7 +83,7 @@ impl ChatModel for OpenAiChat {
     }
 
     fn complete(&self, messages: &[ChatMessage], sampling: &Sampling) -> Result<Completion> {
-        let body = json!({
+        let mut body = json!({
             "model": self.model,
             "messages": messages,
             "temperature": sampling.temperature,
@@ -92,12 +92,18 @@ impl ChatModel for OpenAiChat {
             "seed": sampling.seed,
             "stream": false,
         });
+        if !sampling.stop.is_empty() {
+            body["stop"] = json!(sampling.stop);
+        }
         let mut request = self.agent.post(&self.url());
         if let Some(key) = &self.api_key {
             request = request.header("Authorization", &format!("Bearer {key}"));
         }
+        // a sized body (Content-Length), which every server reads; not chunked encoding
+        let body = body.to_string();
         let mut response = request
-            .send_json(&body)
+            .header("Content-Type", "application/json")
+            .send(body.as_bytes())
             .map_err(|e| self.error(format!("request failed: {e}")))?;
         let status = response.status();
         let text = response

@@ -136,6 +136,9 @@ impl Paraphraser {
         // An answer that needs more tokens than this is over the length limit anyway.
         let max_tokens = (s.max_length_ratio * input_tokens).ceil() as usize + 16;
         let messages = s.prompt.messages(text);
+        // A one-paragraph input gets a one-paragraph answer: what follows a blank line is the
+        // notes and alternatives the prompt asked not to write.
+        let stop = if text.contains("\n\n") { vec![] } else { vec!["\n\n".to_owned()] };
         for attempt in 0..s.max_attempts {
             let request_seed = if attempt == 0 {
                 seed
@@ -151,11 +154,18 @@ impl Paraphraser {
                     top_p: s.top_p,
                     max_tokens,
                     seed: request_seed,
+                    stop: stop.clone(),
                 },
             )?;
             let answer = clean_answer(&completion.text, text);
             let chars = answer.chars().count() as f64;
-            if !completion.truncated && chars > 0.0 && chars <= s.max_length_ratio * input_chars {
+            // an answer cut at the token limit is complete if its first paragraph ended
+            let whole = !completion.truncated
+                || (stop.len() == 1
+                    && crate::prompt::strip_reasoning(&completion.text)
+                        .trim()
+                        .contains("\n\n"));
+            if whole && chars > 0.0 && chars <= s.max_length_ratio * input_chars {
                 return Ok(Paraphrase {
                     text: answer,
                     attempts: attempt + 1,
@@ -280,6 +290,7 @@ impl Judge {
                         top_p: 1.0,
                         max_tokens: self.max_tokens,
                         seed: 0,
+                        stop: vec![],
                     },
                 )?;
                 let rating = parse_rating(&completion.text);

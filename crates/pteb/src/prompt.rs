@@ -109,8 +109,17 @@ pub fn clean_answer(answer: &str, input: &str) -> String {
         }
     }
     for label in ["Paraphrase:", "Paraphrased text:", "Rewritten text:", "Text:"] {
-        if text.len() > label.len() && text[..label.len()].eq_ignore_ascii_case(label) {
+        let labelled = text
+            .get(..label.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(label));
+        if labelled && text.len() > label.len() {
             text = text[label.len()..].trim().to_owned();
+        }
+    }
+    // one-paragraph input: what follows the first blank line is notes
+    if !input.contains("\n\n") {
+        if let Some((first, _)) = text.split_once("\n\n") {
+            text = first.trim().to_owned();
         }
     }
     let input = input.trim();
@@ -124,6 +133,10 @@ pub fn clean_answer(answer: &str, input: &str) -> String {
                 .trim()
                 .to_owned();
         }
+    }
+    // a lead-in with nothing after it is no paraphrase
+    if text.ends_with(':') {
+        text.clear();
     }
     text
 }
@@ -150,6 +163,12 @@ mod tests {
         // quotes the input had stay
         assert_eq!(clean_answer("\"Hi,\" he said.", "\"Hello,\" he said."), "\"Hi,\" he said.");
         assert_eq!(clean_answer("  <think>a</think>  ", "x"), "");
+        // labels are compared on character boundaries
+        assert_eq!(clean_answer("Pope’s son", "x"), "Pope’s son");
+        // notes after a blank line go when the input is one paragraph
+        assert_eq!(clean_answer("A feline rested.\n\nNote: I changed cat.", "The cat sat."), "A feline rested.");
+        assert_eq!(clean_answer("P one.\n\nP two.", "One.\n\nTwo."), "P one.\n\nP two.");
+        assert_eq!(clean_answer("Here is the paraphrase:", "x"), "");
     }
 
     #[test]

@@ -29,7 +29,7 @@ fn smollm2_renders_its_chat_template_and_paraphrases_deterministically() {
     assert!(prompt.starts_with("<|im_start|>system\n"), "{prompt}");
     assert!(prompt.ends_with("<|im_end|>\n<|im_start|>assistant\n"), "{prompt}");
 
-    let sampling = Sampling { temperature: 0.8, top_p: 0.9, max_tokens: 40, seed: 1337 };
+    let sampling = Sampling { temperature: 0.8, top_p: 0.9, max_tokens: 40, seed: 1337, stop: vec![] };
     let messages = pteb::PromptStyle::English.messages("A man is playing a guitar.");
     let a = model.complete(&messages, &sampling).unwrap();
     let b = model.complete(&messages, &sampling).unwrap();
@@ -58,4 +58,111 @@ fn smollm2_renders_its_chat_template_and_paraphrases_deterministically() {
     assert_eq!(out.len(), 4);
     let changed = texts.iter().zip(&out).filter(|(t, p)| **t != p.text).count();
     assert!(changed >= 3, "most texts must come back reworded: {out:?}");
+}
+
+/// A minimal OpenAI-compatible server on loopback that answers chat completions with the local
+/// GGUF model, passing messages, temperature, top_p, max_tokens, seed and stop through.
+fn serve(model: GgufChat) -> (String, std::thread::JoinHandle<usize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        // candle computes on rayon; the client's rayon workers are blocked waiting for this
+        // server, so the model gets a pool of its own
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let mut served = 0;
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            reader.read_line(&mut request_line).unwrap();
+            let mut length = 0usize;
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = header.split_once(':') {
+                    if k.eq_ignore_ascii_case("content-length") {
+                        length = v.trim().parse().unwrap();
+                    }
+                }
+            }
+            let mut body = vec![0u8; length];
+            reader.read_exact(&mut body).unwrap();
+            if request_line.starts_with("POST /shutdown") {
+                stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").unwrap();
+                return served;
+            }
+            if !request_line.starts_with("POST /v1/chat/completions ") {
+                let body = r#"{"error":{"message":"not found"}}"#;
+                write!(
+                    stream,
+                    "HTTP/1.1 404 Not Found\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .unwrap();
+                continue;
+            }
+            let req: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let messages: Vec<pteb::ChatMessage> =
+                serde_json::from_value(req["messages"].clone()).unwrap();
+            let sampling = Sampling {
+                temperature: req["temperature"].as_f64().unwrap(),
+                top_p: req["top_p"].as_f64().unwrap(),
+                max_tokens: req["max_tokens"].as_u64().unwrap() as usize,
+                seed: req["seed"].as_u64().unwrap(),
+                stop: serde_json::from_value(req["stop"].clone()).unwrap_or_default(),
+            };
+            let answer = pool.install(|| model.complete(&messages, &sampling)).unwrap();
+            let reply = serde_json::json!({
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "model": req["model"],
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": answer.text},
+                    "finish_reason": if answer.truncated { "length" } else { "stop" },
+                }],
+            })
+            .to_string();
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            )
+            .unwrap();
+            served += 1;
+        }
+        served
+    });
+    (url, handle)
+}
+
+#[test]
+fn http_backend_against_a_loopback_server_matches_the_local_model() {
+    let (url, server) = serve(smollm2());
+    let http = pteb::OpenAiChat::new(&url, "smollm2", Some("test-key".into()), std::time::Duration::from_secs(120));
+    let texts = ["A man is playing a guitar.", "The cat sat on the mat."];
+    let (over_http, stats) = Paraphraser::new(Box::new(http), ParaphraseSettings::default(), None)
+        .paraphrase_all(&texts, 1337, &|_, _| {})
+        .unwrap();
+    let (local, _) = Paraphraser::new(Box::new(smollm2()), ParaphraseSettings::default(), None)
+        .paraphrase_all(&texts, 1337, &|_, _| {})
+        .unwrap();
+    // the server passes every parameter through, so the answers are the local model's
+    assert_eq!(over_http, local);
+    assert_eq!(stats.generated, 2);
+
+    // errors name the endpoint
+    let bad = pteb::OpenAiChat::new(&format!("{url}/missing"), "m", None, std::time::Duration::from_secs(5));
+    let messages = pteb::PromptStyle::English.messages("x");
+    let sampling = Sampling { temperature: 0.8, top_p: 0.9, max_tokens: 4, seed: 1, stop: vec![] };
+    let error = ChatModel::complete(&bad, &messages, &sampling).unwrap_err().to_string();
+    assert!(error.contains("/v1/missing/chat/completions") && error.contains("404"), "{error}");
+
+    let _ = ureq::post(&format!("{}/shutdown", url.trim_end_matches("/v1"))).send_empty();
+    let served = server.join().unwrap();
+    assert!(served >= 2, "{served}");
 }

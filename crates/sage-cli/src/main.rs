@@ -10,6 +10,7 @@ mod measure;
 mod output;
 mod perturb;
 mod plots;
+mod pteb;
 mod report;
 mod run;
 mod score;

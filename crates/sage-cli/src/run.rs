@@ -107,6 +107,10 @@ pub enum Task {
         #[arg(long, default_value_t = sage_retrieval::Options::default().pair_budget)]
         pair_budget: usize,
     },
+    /// PTEB (Frank & Afli): MTEB tasks scored on the original data and on paraphrases an LLM
+    /// writes now, over several seeds (1337, 1338, ...); per dataset original, mean +- std,
+    /// delta, edit distance, fallbacks; pooled Hodges-Lehmann shift and Wilcoxon test.
+    Pteb(Box<crate::pteb::PtebArgs>),
     /// EvalRank (Wang et al., ACL 2022): MRR / Hits@1 / Hits@3 of positive pairs ranked against
     /// a background set, plus the classic Spearman similarity score; prints a JSON report.
     Evalrank {
@@ -211,7 +215,7 @@ fn human_pref_source(dataset: String, split: String, margin: Option<f64>) -> Hum
     }
 }
 
-fn parse_datasets(datasets: &[String]) -> Result<Vec<(String, String)>> {
+pub(crate) fn parse_datasets(datasets: &[String]) -> Result<Vec<(String, String)>> {
     datasets
         .iter()
         .map(|d| {
@@ -224,7 +228,7 @@ fn parse_datasets(datasets: &[String]) -> Result<Vec<(String, String)>> {
 
 /// The task's default datasets that are in the local mirror; the others are named on stderr
 /// (with how to get them), and none at all is an error listing every reason.
-fn local_defaults(
+pub(crate) fn local_defaults(
     root: &sage_data::DataRoot,
     task: &str,
     defaults: &[(&'static str, &'static str)],
@@ -284,6 +288,7 @@ pub enum ListsArg {
 
 pub fn run(task: Task) -> Result<()> {
     match task {
+        Task::Pteb(args) => crate::pteb::run(*args),
         Task::AlignSim {
             similarity,
             model,
