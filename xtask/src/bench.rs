@@ -91,6 +91,15 @@ struct AlignSimSuite {
 #[serde(deny_unknown_fields)]
 struct PtebSuite {
     enabled: bool,
+    /// GGUF folder name under SAGE_MODELS_DIR, a .gguf path or folder, or an OpenAI-compatible
+    /// base URL (with llm_model).
+    paraphraser: String,
+    #[serde(default)]
+    llm_model: String,
+    runs: usize,
+    max_rows: usize,
+    #[serde(default)]
+    datasets: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,6 +112,9 @@ struct Quick {
     retrieval_max_queries: usize,
     align_sim_max_rows: usize,
     auto_models: Vec<String>,
+    pteb_runs: usize,
+    pteb_max_rows: usize,
+    pteb_datasets: Vec<String>,
 }
 
 const METRICS: [&str; 4] = ["levenshtein", "rouge", "jaccard", "bm25"];
@@ -159,6 +171,9 @@ impl Config {
         self.sage.retrieval_max_docs = q.retrieval_max_docs;
         self.sage.retrieval_max_queries = q.retrieval_max_queries;
         self.align_sim.max_rows = q.align_sim_max_rows;
+        self.pteb.runs = q.pteb_runs;
+        self.pteb.max_rows = q.pteb_max_rows;
+        self.pteb.datasets = q.pteb_datasets.clone();
         self
     }
 }
@@ -504,15 +519,78 @@ fn plan(
             args,
         });
         if config.pteb.enabled {
-            skipped.push(Skipped {
-                similarity: s.label.clone(),
-                suite: "pteb",
-                task: "*".into(),
-                reason: "the pteb crate has not landed in this harness yet".into(),
-            });
+            match (s.is_model, pteb_paraphraser(&config.pteb)) {
+                (false, _) => skipped.push(Skipped {
+                    similarity: s.label.clone(),
+                    suite: "pteb",
+                    task: "mteb".into(),
+                    reason: "PTEB's tasks embed texts (classification, clustering); a classical metric has no vectors".into(),
+                }),
+                (true, Err(reason)) => skipped.push(Skipped {
+                    similarity: s.label.clone(),
+                    suite: "pteb",
+                    task: "mteb".into(),
+                    reason,
+                }),
+                (true, Ok(())) => {
+                    let mut args: Vec<String> = vec![
+                        "run".into(),
+                        "pteb".into(),
+                        "--model".into(),
+                        s.spec.clone(),
+                        "--paraphraser".into(),
+                        config.pteb.paraphraser.clone(),
+                        "--runs".into(),
+                        config.pteb.runs.to_string(),
+                        "--seed".into(),
+                        seed.clone(),
+                        "--data-dir".into(),
+                        data.clone(),
+                    ];
+                    if !config.pteb.llm_model.is_empty() {
+                        args.extend(["--llm-model".into(), config.pteb.llm_model.clone()]);
+                    }
+                    if let Some(n) = some(config.pteb.max_rows) {
+                        args.extend(["--max-rows".into(), n]);
+                    }
+                    for dataset in &config.pteb.datasets {
+                        args.extend(["--dataset".into(), dataset.clone()]);
+                    }
+                    args.extend(model_flags.iter().cloned());
+                    jobs.push(Job {
+                        similarity: s.clone(),
+                        suite: "pteb",
+                        task: "mteb".into(),
+                        args,
+                    });
+                }
+            }
         }
     }
     jobs
+}
+
+/// Whether the configured paraphraser is there: a server URL is taken on trust (the run says
+/// so if it is down); a model must exist as a path or under SAGE_MODELS_DIR.
+fn pteb_paraphraser(pteb: &PtebSuite) -> std::result::Result<(), String> {
+    let spec = &pteb.paraphraser;
+    if spec.starts_with("http://") || spec.starts_with("https://") {
+        return if pteb.llm_model.is_empty() {
+            Err(format!("pteb.paraphraser is the server {spec}: set pteb.llm_model"))
+        } else {
+            Ok(())
+        };
+    }
+    let under_models = std::env::var_os("SAGE_MODELS_DIR")
+        .filter(|d| !d.is_empty())
+        .map(|d| PathBuf::from(d).join(spec));
+    if Path::new(spec).exists() || under_models.is_some_and(|p| p.exists()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "paraphraser {spec:?} not found (a path, or a folder under $SAGE_MODELS_DIR: bash ../shared/tools/fetch-models.sh smollm2)"
+        ))
+    }
 }
 
 struct RunContext {

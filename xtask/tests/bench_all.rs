@@ -100,6 +100,22 @@ fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
         }
         assert!(files.contains(&whole.join(metric).join("align-sim/criteria.json")));
     }
+    // PTEB ran for MiniLM when CI fetched it and the SmolLM2 paraphraser
+    let models = std::env::var_os("SAGE_MODELS_DIR").map(PathBuf::from);
+    if let Some(models) = models.filter(|m| {
+        m.join("all-MiniLM-L6-v2").is_dir() && m.join("SmolLM2-135M-Instruct-GGUF").is_dir()
+    }) {
+        let _ = models;
+        let path = whole.join("all-MiniLM-L6-v2/pteb/mteb.json");
+        assert!(files.contains(&path), "missing {}:\n{log}", path.display());
+        let v = stable(&path);
+        let d = &v["report"]["datasets"][0];
+        assert_eq!(d["dataset"], "stsb");
+        assert_eq!(d["runs"].as_array().unwrap().len(), 2);
+        assert!(d["original"].as_f64().is_some() && d["fallbacks"].as_u64().is_some());
+        let report = std::fs::read_to_string(whole.join("report.md")).unwrap();
+        assert!(report.contains("PTEB — original vs paraphrased"), "{report}");
+    }
     let report = std::fs::read_to_string(whole.join("report.md")).unwrap();
     assert!(report.contains("## SAGE (Table 1 layout)"), "{report}");
     assert!(report.contains("| jaccard |"), "{report}");

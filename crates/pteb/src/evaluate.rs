@@ -11,17 +11,17 @@ use sage_core::measures::{
 use sage_core::{Embedder, EmbedderIdentity, RunSeed, Timings};
 use sage_data::{
     sample, sample_grouped, DataRoot, DatasetKind, LabeledPair, LabeledText, Loaded,
-    RowSelection, StsPair, SummaryDocument, SummaryRating,
+    RerankingQuery, RowSelection, StsPair, SummaryDocument, SummaryRating,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::paraphrase::{Judge, Paraphraser, ParaphraserIdentity};
-use crate::tasks::{group_summaries, TaskData, TaskKind};
+use crate::tasks::{group_summaries, RerankingSample, TaskData, TaskKind};
 use crate::{PtebError, Result};
 
-/// The paper's English datasets that this harness can load, as (name, split). Reranking
-/// (AskUbuntuDupQuestions) has no dataset in the local mirror yet.
-pub const DEFAULT_DATASETS: [(&str, &str); 13] = [
+/// The paper's English datasets that this harness can load, as (name, split); a run uses those
+/// in the local mirror (AskUbuntuDupQuestions comes with `sage data fetch`).
+pub const DEFAULT_DATASETS: [(&str, &str); 14] = [
     ("stsb", "test"),
     ("sickr", "test"),
     ("sts12", "test"),
@@ -33,6 +33,7 @@ pub const DEFAULT_DATASETS: [(&str, &str); 13] = [
     ("banking77", "test"),
     ("twentynewsgroups", "test"),
     ("twitter-semeval2015", "test"),
+    ("askubuntudupquestions", "test"),
     ("scifact", "test"),
     ("summeval", "ratings"),
 ];
@@ -261,6 +262,21 @@ pub fn load_task(
                 })
                 .collect();
             (TaskData::Summarization(group_summaries(&rows, &references)), sel)
+        }
+        DatasetKind::Reranking => {
+            let (rows, sel) = sample(&root.load::<RerankingQuery>(name, split)?, max, seed);
+            (
+                TaskData::Reranking(
+                    rows.into_iter()
+                        .map(|r| RerankingSample {
+                            query: r.query,
+                            positive: r.positive,
+                            negative: r.negative,
+                        })
+                        .collect(),
+                ),
+                sel,
+            )
         }
         other => {
             return Err(PtebError::Task(format!(
@@ -534,4 +550,105 @@ pub fn compare(baseline: &PtebReport, others: &[&PtebReport], seed: RunSeed) -> 
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paraphrase::ParaphraseSettings;
+
+    fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebReport {
+        let datasets: Vec<DatasetResult> = scores
+            .iter()
+            .map(|(name, original, runs)| DatasetResult {
+                dataset: (*name).into(),
+                split: "test".into(),
+                task: TaskKind::Sts,
+                metric: "cosine_spearman".into(),
+                rows: RowSelection {
+                    dataset: (*name).into(),
+                    split: "test".into(),
+                    total_rows: 10,
+                    used_rows: 10,
+                    max_rows: None,
+                    seed: 1337,
+                    empty_text_rows: 0,
+                    checksum: "0".into(),
+                },
+                original: *original,
+                runs: runs
+                    .iter()
+                    .enumerate()
+                    .map(|(r, &score)| RunResult {
+                        seed: 1337 + r as u64,
+                        score,
+                        edit_distance: 0.5,
+                        texts: 20,
+                        fallbacks: 1,
+                        retries: 0,
+                        cache_hits: 0,
+                    })
+                    .collect(),
+                paraphrased: mean_std(runs, 1).unwrap(),
+                delta: mean(runs).unwrap() - original,
+                edit_distance: 0.5,
+                fallbacks: 3,
+                examples: vec![],
+                judge: None,
+            })
+            .collect();
+        let pooled = pooled(&datasets, RunSeed(1337)).unwrap();
+        PtebReport {
+            suite: "pteb".into(),
+            encoder: EmbedderIdentity {
+                model_id: model.into(),
+                revision: None,
+                pooling: "mean".into(),
+                normalize: true,
+                max_length: 256,
+            },
+            paraphraser: ParaphraserIdentity {
+                backend: "test".into(),
+                settings: ParaphraseSettings::default(),
+                instruction: "x".into(),
+            },
+            options: Options::default(),
+            seeds: vec![1337, 1338, 1339],
+            fallbacks: 3 * datasets.len() as u64,
+            datasets,
+            pooled,
+            timings: Timings::default(),
+        }
+    }
+
+    #[test]
+    fn pooled_shift_and_comparisons_with_holm() {
+        let base = report(
+            "base",
+            &[("a", 0.80, [0.75, 0.76, 0.74]), ("b", 0.70, [0.66, 0.65, 0.67]), ("c", 0.60, [0.58, 0.57, 0.59])],
+        );
+        let p = base.pooled.as_ref().unwrap();
+        assert_eq!(p.n, 9);
+        // every paraphrased score is below its original
+        assert!(p.hodges_lehmann.estimate < 0.0 && p.hodges_lehmann.ci_high < 0.0);
+        assert!(p.wilcoxon.unwrap().p_value < 0.01);
+        // JSON round trip: `sage report` compares reports read from result files
+        let back: PtebReport = serde_json::from_str(&serde_json::to_string(&base).unwrap()).unwrap();
+        assert_eq!(back, base);
+
+        let better = report(
+            "better",
+            &[("a", 0.85, [0.80, 0.81, 0.79]), ("b", 0.75, [0.71, 0.70, 0.72]), ("c", 0.65, [0.63, 0.62, 0.64])],
+        );
+        let same = report(
+            "same",
+            &[("a", 0.80, [0.75, 0.76, 0.74]), ("b", 0.70, [0.66, 0.65, 0.67]), ("c", 0.60, [0.58, 0.57, 0.59])],
+        );
+        let c = compare(&base, &[&better, &same], RunSeed(1337)).unwrap();
+        assert_eq!(c[0].n, 9);
+        assert!((c[0].hodges_lehmann.estimate - 0.05).abs() < 1e-9);
+        assert!(c[0].significant && c[0].p_holm.unwrap() < 0.05);
+        // identical scores: no test, nothing significant
+        assert!(c[1].wilcoxon.is_none() && !c[1].significant);
+    }
 }

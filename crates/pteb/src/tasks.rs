@@ -415,3 +415,148 @@ pub fn group_summaries(
         .filter_map(|d| by_doc.remove(d))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+    use sage_core::EmbedderIdentity;
+
+    /// Bag of hashed words: texts sharing words are close, texts sharing none are orthogonal
+    /// (with 256 bins, for these few words).
+    struct Words(EmbedderIdentity);
+
+    impl Words {
+        fn new() -> Words {
+            Words(EmbedderIdentity {
+                model_id: "words".into(),
+                revision: None,
+                pooling: "sum".into(),
+                normalize: false,
+                max_length: 0,
+            })
+        }
+    }
+
+    impl Embedder for Words {
+        fn identity(&self) -> &EmbedderIdentity {
+            &self.0
+        }
+        fn dimension(&self) -> usize {
+            256
+        }
+        fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
+            let mut m = Array2::zeros((texts.len(), 256));
+            for (i, t) in texts.iter().enumerate() {
+                for w in t.split_whitespace() {
+                    let h = w.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+                    });
+                    m[[i, (h % 256) as usize]] += 1.0;
+                }
+            }
+            Ok(m)
+        }
+    }
+
+    fn s(x: &str) -> String {
+        x.to_owned()
+    }
+
+    #[test]
+    fn every_task_scores_a_clear_case_perfectly_and_paraphrases_change_it() {
+        let e = Words::new();
+        let seed = RunSeed(1);
+        let sts = TaskData::Sts(vec![
+            (s("red apple pie"), s("red apple pie"), 5.0),
+            (s("red apple cake"), s("red apple pie"), 3.0),
+            (s("blue sky"), s("green grass"), 0.0),
+        ]);
+        assert_eq!(sts.score(&e, None, seed).unwrap(), 1.0);
+        // a paraphrase of the first sentence sharing no word breaks the ranking
+        let rewrite: HashMap<String, String> =
+            [(s("red apple pie"), s("crimson fruit tart"))].into_iter().collect();
+        assert!(sts.score(&e, Some(&rewrite), seed).unwrap() < 1.0);
+        assert_eq!(sts.paraphrased_texts().len(), 6);
+
+        let pairs = TaskData::PairClassification(vec![
+            (s("a b c"), s("a b c"), true),
+            (s("d e"), s("f g"), false),
+            (s("h i"), s("h i j"), true),
+        ]);
+        assert_eq!(pairs.score(&e, None, seed).unwrap(), 1.0);
+
+        let rerank = TaskData::Reranking(vec![RerankingSample {
+            query: s("how to mount a drive"),
+            positive: vec![s("mount a drive how")],
+            negative: vec![s("install python"), s("wifi drops")],
+        }]);
+        assert_eq!(rerank.score(&e, None, seed).unwrap(), 1.0);
+        assert_eq!(rerank.paraphrased_texts().len(), 4);
+
+        let mut qrels = HashMap::new();
+        qrels.insert(s("q1"), [(s("d2"), 1)].into_iter().collect());
+        let retrieval = TaskData::Retrieval {
+            corpus: vec![(s("d1"), s("cats purr")), (s("d2"), s("dogs bark loudly"))],
+            queries: vec![(s("q1"), s("why dogs bark"))],
+            qrels,
+        };
+        assert_eq!(retrieval.score(&e, None, seed).unwrap(), 1.0);
+        // only the queries are paraphrased
+        assert_eq!(retrieval.paraphrased_texts(), ["why dogs bark"]);
+
+        let summaries = TaskData::Summarization(vec![SummarizationSample {
+            references: vec![s("the council approved the new budget")],
+            summaries: vec![
+                s("the council approved the new budget"),
+                s("council approved budget"),
+                s("weather was sunny"),
+            ],
+            relevance: vec![5.0, 3.0, 1.0],
+        }]);
+        assert_eq!(summaries.score(&e, None, seed).unwrap(), 1.0);
+
+        let train = vec![
+            (s("refund my card payment"), s("refund")),
+            (s("card refund please"), s("refund")),
+            (s("lost my card today"), s("lost")),
+            (s("card was lost"), s("lost")),
+        ];
+        let classification = TaskData::Classification {
+            train,
+            test: vec![(s("refund payment"), s("refund")), (s("lost today"), s("lost"))],
+            paraphrase_train: false,
+        };
+        assert_eq!(classification.score(&e, None, seed).unwrap(), 1.0);
+        assert_eq!(classification.paraphrased_texts().len(), 2);
+
+        let clustering = TaskData::Clustering(vec![
+            (s("goal match striker"), s("sport")),
+            (s("goal match keeper"), s("sport")),
+            (s("vote party election"), s("politics")),
+            (s("vote party senate"), s("politics")),
+        ]);
+        assert_eq!(clustering.score(&e, None, seed).unwrap(), 1.0);
+    }
+
+    #[test]
+    fn summaries_are_grouped_by_document_with_their_references() {
+        let rating = |doc: &str, summary: &str, relevance: f64| sage_data::SummaryRating {
+            doc_id: doc.into(),
+            source: "src".into(),
+            summary: summary.into(),
+            system: "m".into(),
+            ratings: [(s("relevance"), relevance)].into_iter().collect(),
+        };
+        let refs: HashMap<String, Vec<String>> =
+            [(s("d1"), vec![s("r1"), s("r2")]), (s("d2"), vec![s("r3")])].into_iter().collect();
+        let grouped = group_summaries(
+            &[rating("d2", "a", 1.0), rating("d1", "b", 2.0), rating("d2", "c", 3.0), rating("d3", "x", 1.0)],
+            &refs,
+        );
+        assert_eq!(grouped.len(), 2, "d3 has no references");
+        assert_eq!(grouped[0].summaries, ["a", "c"]);
+        assert_eq!(grouped[0].relevance, [1.0, 3.0]);
+        assert_eq!(grouped[1].references, ["r1", "r2"]);
+    }
+}

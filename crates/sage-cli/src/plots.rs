@@ -184,6 +184,61 @@ fn histogram(title: &str, edges: &[f64], counts: &[f64]) -> Result<String> {
     Ok(svg)
 }
 
+/// PTEB: per dataset, the original score and the paraphrased mean with a ±std error bar.
+fn pteb_chart(title: &str, datasets: &[String], original: &[f64], mean: &[f64], std: &[f64]) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 420)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let n = datasets.len() as f64;
+        let lowest = original.iter().chain(mean).copied().fold(0.0f64, f64::min);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d(-0.5f64..(n - 0.5), lowest.min(0.0)..1.3f64)?;
+        let names = datasets.to_vec();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(datasets.len())
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+                    names[i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("score")
+            .draw()?;
+        for (s, (label, values)) in [("original", original), ("paraphrased (mean ± std)", mean)].into_iter().enumerate() {
+            let c = color(s);
+            let offset = -0.2 + 0.4 * s as f64;
+            chart
+                .draw_series(values.iter().enumerate().map(|(k, &v)| {
+                    let x = k as f64 + offset;
+                    Rectangle::new([(x - 0.18, 0.0), (x + 0.18, v)], c.filled())
+                }))?
+                .label(label)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
+        }
+        chart.draw_series(mean.iter().zip(std).enumerate().map(|(k, (&m, &sd))| {
+            let x = k as f64 + 0.2;
+            PathElement::new(vec![(x, m - sd), (x, m + sd)], BLACK.stroke_width(2))
+        }))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
 /// Every plot the results allow: (caption, SVG).
 pub fn charts(entries: &[Entry<'_>]) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
@@ -236,6 +291,20 @@ pub fn charts(entries: &[Entry<'_>]) -> Result<Vec<(String, String)>> {
         out.push((
             "EvalRank MRR and Hits@k".to_owned(),
             grouped_bars("EvalRank (×100)", &["MRR", "Hits@1", "Hits@3"], &evalrank, 100.0)?,
+        ));
+    }
+    // PTEB original vs paraphrased, per model
+    for (similarity, _, _, report) in entries.iter().filter(|e| e.1 == "pteb") {
+        let datasets = report["datasets"].as_array().map_or(&[][..], Vec::as_slice);
+        if datasets.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = datasets.iter().map(|d| d["dataset"].as_str().unwrap_or("?").to_owned()).collect();
+        let get = |path: &[&str]| -> Vec<f64> { datasets.iter().map(|d| num(d, path).unwrap_or(0.0)).collect() };
+        let title = format!("PTEB · {similarity}: original vs paraphrased");
+        out.push((
+            title.clone(),
+            pteb_chart(&title, &names, &get(&["original"]), &get(&["paraphrased", "mean"]), &get(&["paraphrased", "std"]))?,
         ));
     }
     // ALIGN-SIM antonym-difference histograms, per similarity and dataset

@@ -394,6 +394,100 @@ fn align_sim_table(files: &[ResultFile], sink: &mut Sink) -> Table {
     }
 }
 
+fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
+    let pteb: Vec<&ResultFile> = files.iter().filter(|f| f.suite == "pteb").collect();
+    let mut rows = Vec::new();
+    for r in &pteb {
+        let rep = r.report();
+        for d in items(rep, "datasets") {
+            let name = text(d, "dataset");
+            let mut row = vec![r.similarity.clone(), name.to_owned(), text(d, "task").to_owned()];
+            row.push(sink.cell(r, name, "original", num(d, &["original"])));
+            let mean = sink.cell(r, name, "paraphrased mean", num(d, &["paraphrased", "mean"]));
+            let std = sink.cell(r, name, "paraphrased std", num(d, &["paraphrased", "std"]));
+            row.push(format!("{mean} ± {std}"));
+            row.push(sink.cell(r, name, "delta", num(d, &["delta"])));
+            row.push(sink.cell(r, name, "edit distance", num(d, &["edit_distance"])));
+            row.push(format!("{}", d["fallbacks"]));
+            rows.push(row);
+        }
+        if let Some(p) = rep.get("pooled").filter(|p| !p.is_null()) {
+            let hl = sink.cell(r, "pooled", "hodges-lehmann", num(p, &["hodges_lehmann", "estimate"]));
+            let lo = sink.cell(r, "pooled", "hl ci low", num(p, &["hodges_lehmann", "ci_low"]));
+            let hi = sink.cell(r, "pooled", "hl ci high", num(p, &["hodges_lehmann", "ci_high"]));
+            let pv = num(p, &["wilcoxon", "p_value"]).map_or("—".into(), |v| format!("p = {v:.2e}"));
+            rows.push(vec![
+                r.similarity.clone(),
+                "pooled".into(),
+                format!("n = {}", p["n"]),
+                "".into(),
+                "".into(),
+                format!("HL {hl} [{lo}, {hi}]"),
+                pv,
+                format!("{}", rep["fallbacks"]),
+            ]);
+        }
+    }
+    let mut out = vec![Table {
+        title: "PTEB — original vs paraphrased".into(),
+        note: "Main score per dataset on the original texts and on LLM paraphrases (mean ± std \
+               over runs); delta = paraphrased − original; edit distance: normalised word-level; \
+               fallbacks: texts kept as they were after 5 rejected answers. Pooled: \
+               Hodges–Lehmann shift over dataset × run with its 95% bootstrap interval, \
+               Wilcoxon signed-rank p."
+            .into(),
+        header: ["Model", "Dataset", "Task", "Original", "Paraphrased", "Delta", "Edit dist.", "Fallbacks"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    }];
+    // the paper's Table 7: every model against a baseline (all-mpnet-base-v2 when present)
+    let reports: Vec<(&ResultFile, pteb::PtebReport)> = pteb
+        .iter()
+        .filter_map(|r| Some((*r, serde_json::from_value(r.report().clone()).ok()?)))
+        .collect();
+    if reports.len() >= 2 {
+        let base = reports
+            .iter()
+            .position(|(r, _)| r.similarity.contains("mpnet"))
+            .unwrap_or(0);
+        let others: Vec<&pteb::PtebReport> = reports
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != base)
+            .map(|(_, (_, p))| p)
+            .collect();
+        let seed = sage_core::RunSeed(reports[base].1.options.seed);
+        if let Ok(comparisons) = pteb::compare(&reports[base].1, &others, seed) {
+            let rows = comparisons
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.model.clone(),
+                        c.n.to_string(),
+                        format!(
+                            "{:+.3} [{:+.3}, {:+.3}]",
+                            c.hodges_lehmann.estimate, c.hodges_lehmann.ci_low, c.hodges_lehmann.ci_high
+                        ),
+                        c.wilcoxon.map_or("—".into(), |w| format!("{:.2e}", w.p_value)),
+                        c.p_holm.map_or("—".into(), |p| format!("{p:.2e}")),
+                    ]
+                })
+                .collect();
+            out.push(Table {
+                title: format!("PTEB — against the baseline {} (Table 7 layout)", reports[base].0.similarity),
+                note: "Paired on the paraphrased scores of the (dataset, seed) runs both have: \
+                       Hodges–Lehmann shift model − baseline with its 95% bootstrap interval, \
+                       Wilcoxon signed-rank p, Holm-corrected over the models."
+                    .into(),
+                header: ["Model", "n", "HL [95% CI]", "p", "p (Holm)"].map(String::from).to_vec(),
+                rows,
+            });
+        }
+    }
+    out
+}
+
 fn tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     let mut out = vec![sage_table(files, sink)];
     out.extend(human_pref_tables(files, sink));
@@ -446,6 +540,7 @@ fn tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     ));
     out.push(evalrank_table(files, sink));
     out.push(align_sim_table(files, sink));
+    out.extend(pteb_tables(files, sink));
     out.into_iter().filter(|t| !t.rows.is_empty()).collect()
 }
 

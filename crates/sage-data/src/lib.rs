@@ -31,6 +31,7 @@ pub use fetch::{fetch, map_record, Fetched};
 pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, Loaded, SplitReport};
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{
+    RerankingQuery,
     AxisRating, BeirDocument, BeirQuery, Document, DocumentSummary, LabeledPair, LabeledText, Line,
     NegationPair, Row, StsPair, SummaryComparison, SummaryDocument, SummaryRating, TextPair,
     WordPair,

@@ -286,6 +286,9 @@ impl DataRoot {
             DatasetKind::Clustering | DatasetKind::Classification => {
                 rows::<crate::LabeledText>(self, name, split, max_rows, seed)
             }
+            DatasetKind::Reranking => {
+                rows::<crate::RerankingQuery>(self, name, split, max_rows, seed)
+            }
             DatasetKind::WordSimilarity => rows::<WordPair>(self, name, split, max_rows, seed),
             DatasetKind::TextPairs => rows::<TextPair>(self, name, split, max_rows, seed),
             DatasetKind::Vocabulary => rows::<Line>(self, name, split, max_rows, seed),
@@ -454,6 +457,7 @@ kind_of!(crate::SummaryRating => SummaryRatings, SummaryAxisRatings);
 kind_of!(crate::SummaryDocument => SummaryDocuments);
 kind_of!(crate::SummaryComparison => SummaryComparisons);
 kind_of!(crate::LabeledText => Clustering, Classification);
+kind_of!(crate::RerankingQuery => Reranking);
 kind_of!(WordPair => WordSimilarity);
 kind_of!(TextPair => TextPairs);
 kind_of!(Line => Vocabulary);

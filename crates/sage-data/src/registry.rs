@@ -32,6 +32,8 @@ pub enum DatasetKind {
     Classification,
     /// [`crate::LabeledPair`]: sentence1, sentence2, label 0/1 (pair classification).
     PairClassification,
+    /// [`crate::RerankingQuery`]: query, positive (list), negative (list).
+    Reranking,
     /// [`crate::WordPair`]: `word1<TAB>word2<TAB>score` lines.
     WordSimilarity,
     /// [`crate::Line`]: one word or sentence per line.
@@ -59,6 +61,7 @@ impl DatasetKind {
             DatasetKind::Beir => "beir",
             DatasetKind::Classification => "classification",
             DatasetKind::PairClassification => "pair-classification",
+            DatasetKind::Reranking => "reranking",
             DatasetKind::WordSimilarity => "word-similarity",
             DatasetKind::Vocabulary => "vocabulary",
             DatasetKind::TextPairs => "text-pairs",
@@ -705,6 +708,21 @@ pub const REGISTRY: &[DatasetEntry] = &[
             &[("text", "text"), ("label", "label_text")]
         ),
         "Banking77 intents"
+    ),
+    entry!(
+        "askubuntudupquestions",
+        Reranking,
+        ["test"],
+        "reranking/askubuntudupquestions/{split}.jsonl",
+        Some(HubSource {
+            repo: "mteb/askubuntudupquestions-reranking",
+            // the revision MTEB pins for AskUbuntuDupQuestions
+            revision: "2000358ca161889fa9c082cb41daa8dcfb161a54",
+            config: None,
+            files: &["{split}.jsonl.gz"],
+            columns: &[("query", "query"), ("positive", "positive"), ("negative", "negative")],
+        }),
+        "AskUbuntu duplicate questions (MTEB reranking)"
     ),
     entry!(
         "mr",

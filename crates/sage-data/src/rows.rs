@@ -408,6 +408,36 @@ impl Row for LabeledText {
     }
 }
 
+/// A reranking query with its relevant and irrelevant candidates (MTEB's reranking format).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RerankingQuery {
+    /// The query.
+    pub query: String,
+    /// Relevant candidates.
+    pub positive: Vec<String>,
+    /// Irrelevant candidates.
+    pub negative: Vec<String>,
+}
+
+impl sealed::ReadRow for RerankingQuery {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        Ok(RerankingQuery {
+            query: at.str("query")?,
+            positive: at.opt_str_list("positive")?,
+            negative: at.opt_str_list("negative")?,
+        })
+    }
+}
+
+impl Row for RerankingQuery {
+    fn texts(&self) -> Vec<&str> {
+        std::iter::once(self.query.as_str())
+            .chain(self.positive.iter().map(String::as_str))
+            .chain(self.negative.iter().map(String::as_str))
+            .collect()
+    }
+}
+
 /// A word pair with a similarity judgement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WordPair {

@@ -421,3 +421,22 @@ fn the_real_mirror_matches_its_manifest() {
     assert!(checked >= 80, "only {checked} files checked");
     eprintln!("{checked} mirror files match MANIFEST.tsv");
 }
+
+#[test]
+fn reranking_rows_load_with_their_candidate_lists() {
+    let rows = fixtures()
+        .load::<crate::RerankingQuery>("askubuntudupquestions", "test")
+        .unwrap()
+        .rows;
+    assert_eq!(rows.len(), 3);
+    assert_eq!((rows[0].positive.len(), rows[0].negative.len()), (2, 3));
+    assert_eq!(rows[1].texts().len(), 5);
+    // MTEB's hub records keep their lists through the column mapping
+    let record = serde_json::json!({"query": "q", "positive": ["a"], "negative": ["b", "c"]});
+    let mapped = crate::map_record(
+        &record,
+        &[("query", "query"), ("positive", "positive"), ("negative", "negative")],
+    )
+    .unwrap();
+    assert_eq!(mapped, [record]);
+}
