@@ -665,3 +665,36 @@ fn run_align_sim_with_a_metric() {
         "expected name/split",
     );
 }
+
+#[test]
+fn pteb_names_what_is_missing() {
+    let mirror = fixtures().join("mirror");
+    let mirror = mirror.to_str().unwrap();
+    // no such paraphraser: the path is named
+    fails_with(
+        &[
+            "run", "pteb", "--model", "no-such-encoder-folder", "--paraphraser", "/no/such/model.gguf",
+            "--data-dir", mirror, "--no-paraphrase-cache", "--no-cache",
+        ],
+        "/no/such/model.gguf",
+    );
+    // a server needs the model it should run
+    fails_with(
+        &[
+            "run", "pteb", "--model", "x", "--paraphraser", "http://127.0.0.1:9/v1",
+            "--data-dir", mirror, "--no-paraphrase-cache",
+        ],
+        "--llm-model",
+    );
+    // a file that is not GGUF: the file is named
+    let dir = tempfile::tempdir().unwrap();
+    let gguf = dir.path().join("m.gguf");
+    std::fs::write(&gguf, b"not a gguf").unwrap();
+    fails_with(
+        &[
+            "run", "pteb", "--model", "x", "--paraphraser", gguf.to_str().unwrap(),
+            "--data-dir", mirror, "--no-paraphrase-cache",
+        ],
+        "m.gguf",
+    );
+}
