@@ -340,9 +340,14 @@ pub fn evaluate(
                 .zip(&paraphrases)
                 .map(|(t, p)| ((*t).to_owned(), p.text.clone()))
                 .collect();
-            let distances: Vec<f64> = rewrite
+            // over the distinct texts in sorted order: a sum in hash-map order would differ in
+            // its last bits from run to run
+            let mut distinct: Vec<&str> = texts.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let distances: Vec<f64> = distinct
                 .iter()
-                .map(|(o, p)| normalized_word_edit_distance(o, p))
+                .map(|o| normalized_word_edit_distance(o, &rewrite[*o]))
                 .collect();
             let score = timings.time(format!("score {name} paraphrased"), || {
                 task.score(encoder, Some(&rewrite), task_seed)
