@@ -19,7 +19,7 @@ cargo xtask <task> [options]
 
 Tasks:
   bench-all [--config bench.toml] [--quick] [--overwrite] [--out DIR] [--sage BIN]
-      Every suite (SAGE's five tasks, EvalRank, ALIGN-SIM; PTEB when it lands) on every
+      Every suite (SAGE's five tasks, EvalRank, ALIGN-SIM, PTEB) on every
       similarity (the classical metrics and the models `sage models` finds, or those the config
       names), through the release `sage` binary (BIN: use that one instead of building).
       Data: $SAGE_DATA_DIR, else the fixtures in data/fixtures/mirror. One result file per
