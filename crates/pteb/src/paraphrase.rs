@@ -405,4 +405,35 @@ mod tests {
         let (_, s3) = second.paraphrase_all(&["one"], 6, &|_, _| {}).unwrap();
         assert_eq!(s3.generated, 1);
     }
+
+    #[test]
+    fn the_judge_parses_ratings_and_caches_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(ParaphraseCache::open(dir.path().join("p.redb")).unwrap());
+        let judge = |answer: fn(&str, u64) -> (String, bool)| {
+            Judge::new(
+                Box::new(Scripted {
+                    answer,
+                    calls: Mutex::new(Vec::new()),
+                }),
+                Some(cache.clone()),
+                16,
+            )
+        };
+        let rated = judge(|content, _| {
+            if content.contains("Sentence 2: same") {
+                ("5".into(), false)
+            } else {
+                ("<think>hm</think> I would say 2.".into(), false)
+            }
+        })
+        .rate_all(&[("a", "same"), ("a", "other")])
+        .unwrap();
+        assert_eq!(rated, [Some(5.0), Some(2.0)]);
+        // a judge that answers nonsense now still gets the cached ratings for those pairs
+        let again = judge(|_, _| ("no idea".into(), false))
+            .rate_all(&[("a", "same"), ("b", "new")])
+            .unwrap();
+        assert_eq!(again, [Some(5.0), None]);
+    }
 }
