@@ -340,7 +340,11 @@ pub fn bench_all(args: &[String]) -> Result<()> {
 }
 
 /// The metrics and models to run; "auto" expands to what `sage models` finds.
-fn similarities(config: &Config, sage: &Path, quick: bool) -> Result<(Vec<Similarity>, Vec<Skipped>)> {
+fn similarities(
+    config: &Config,
+    sage: &Path,
+    quick: bool,
+) -> Result<(Vec<Similarity>, Vec<Skipped>)> {
     let mut out: Vec<Similarity> = config
         .similarities
         .metrics
@@ -502,7 +506,12 @@ fn plan(
         }
         let mut args: Vec<String> = vec!["run".into(), "align-sim".into()];
         args.extend([
-            if s.is_model { "--model" } else { "--similarity" }.to_owned(),
+            if s.is_model {
+                "--model"
+            } else {
+                "--similarity"
+            }
+            .to_owned(),
             s.spec.clone(),
             "--max-rows".into(),
             config.align_sim.max_rows.to_string(),
@@ -576,7 +585,9 @@ fn pteb_paraphraser(pteb: &PtebSuite) -> std::result::Result<(), String> {
     let spec = &pteb.paraphraser;
     if spec.starts_with("http://") || spec.starts_with("https://") {
         return if pteb.llm_model.is_empty() {
-            Err(format!("pteb.paraphraser is the server {spec}: set pteb.llm_model"))
+            Err(format!(
+                "pteb.paraphraser is the server {spec}: set pteb.llm_model"
+            ))
         } else {
             Ok(())
         };
@@ -773,8 +784,16 @@ fn collect_datasets(value: &Value, out: &mut Vec<Value>) {
 }
 
 fn print_timing_table(outcomes: &[Outcome]) {
-    let width = outcomes.iter().map(|o| o.label.len()).max().unwrap_or(10).max(10);
-    eprintln!("\n{:<width$}  {:<22} {:>7} {:>10}", "similarity", "suite/task", "status", "seconds");
+    let width = outcomes
+        .iter()
+        .map(|o| o.label.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    eprintln!(
+        "\n{:<width$}  {:<22} {:>7} {:>10}",
+        "similarity", "suite/task", "status", "seconds"
+    );
     let mut total = 0.0;
     for o in outcomes {
         total += o.seconds;
@@ -805,17 +824,17 @@ mod tests {
 
     #[test]
     fn bad_configurations_name_the_file_and_the_field() {
-        let e = Config::parse(
-            &DEFAULT_CONFIG.replace("\"bm25\"]", "\"bm42\"]"),
-            "my.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = Config::parse(&DEFAULT_CONFIG.replace("\"bm25\"]", "\"bm42\"]"), "my.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("my.toml") && e.contains("bm42"), "{e}");
         let e = format!(
             "{:#}",
-            Config::parse(&DEFAULT_CONFIG.replace("seed = 1337", "seed = \"x\""), "my.toml")
-                .unwrap_err()
+            Config::parse(
+                &DEFAULT_CONFIG.replace("seed = 1337", "seed = \"x\""),
+                "my.toml"
+            )
+            .unwrap_err()
         );
         assert!(e.contains("my.toml") && e.contains("seed"), "{e}");
         let e = format!(
@@ -826,20 +845,24 @@ mod tests {
         let e = format!(
             "{:#}",
             Config::parse(
-                &DEFAULT_CONFIG.replace(
-                    "datasets = {}",
-                    "datasets = { retrieval = [\"scifact\"] }"
-                ),
+                &DEFAULT_CONFIG
+                    .replace("datasets = {}", "datasets = { retrieval = [\"scifact\"] }"),
                 "my.toml"
             )
             .unwrap_err()
         );
-        assert!(e.contains("sage.datasets.retrieval") && e.contains("name/split"), "{e}");
+        assert!(
+            e.contains("sage.datasets.retrieval") && e.contains("name/split"),
+            "{e}"
+        );
     }
 
     #[test]
     fn labels_are_folder_names() {
-        assert_eq!(label_of("sentence-transformers/all-MiniLM-L6-v2"), "sentence-transformers--all-MiniLM-L6-v2");
+        assert_eq!(
+            label_of("sentence-transformers/all-MiniLM-L6-v2"),
+            "sentence-transformers--all-MiniLM-L6-v2"
+        );
         assert_eq!(label_of("/models/glove.6B.50d"), "glove.6B.50d");
         assert_eq!(label_of("all-MiniLM-L6-v2"), "all-MiniLM-L6-v2");
     }

@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 fn target_dir() -> PathBuf {
@@ -57,9 +60,7 @@ fn result_files(dir: &Path) -> Vec<PathBuf> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "json")
-                && p.parent() != Some(dir)
-            {
+            } else if p.extension().is_some_and(|x| x == "json") && p.parent() != Some(dir) {
                 out.push(p);
             }
         }
@@ -87,10 +88,19 @@ fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "bench-all --quick failed:\n{log}");
     assert!(log.contains("fixtures: SAGE_DATA_DIR unset"), "{log}");
-    assert!(log.contains("skipped") && log.contains("pteb"), "says what it skipped:\n{log}");
+    assert!(
+        log.contains("skipped") && log.contains("pteb"),
+        "says what it skipped:\n{log}"
+    );
     let files = result_files(&whole);
     for metric in ["levenshtein", "rouge", "jaccard", "bm25"] {
-        for task in ["human-pref", "robustness", "sensitivity", "clustering", "retrieval"] {
+        for task in [
+            "human-pref",
+            "robustness",
+            "sensitivity",
+            "clustering",
+            "retrieval",
+        ] {
             let path = whole.join(metric).join("sage").join(format!("{task}.json"));
             assert!(files.contains(&path), "missing {}", path.display());
             let v = stable(&path);
@@ -114,14 +124,21 @@ fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
         assert_eq!(d["runs"].as_array().unwrap().len(), 2);
         assert!(d["original"].as_f64().is_some() && d["fallbacks"].as_u64().is_some());
         let report = std::fs::read_to_string(whole.join("report.md")).unwrap();
-        assert!(report.contains("PTEB — original vs paraphrased"), "{report}");
+        assert!(
+            report.contains("PTEB — original vs paraphrased"),
+            "{report}"
+        );
     }
     let report = std::fs::read_to_string(whole.join("report.md")).unwrap();
     assert!(report.contains("## SAGE (Table 1 layout)"), "{report}");
     assert!(report.contains("| jaccard |"), "{report}");
     let csv = std::fs::read_to_string(whole.join("summary.csv")).unwrap();
     assert!(csv.starts_with("similarity,suite,task,dataset,measure,value\n"));
-    assert!(csv.lines().any(|l| l.starts_with("jaccard,sage,overall,,score,")), "{csv}");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("jaccard,sage,overall,,score,")),
+        "{csv}"
+    );
     let html = std::fs::read_to_string(whole.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("SAGE categories"));
 
@@ -142,11 +159,17 @@ fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
     child.kill().unwrap();
     child.wait().unwrap();
     let before = result_files(&resumed).len();
-    assert!(before < files.len(), "the kill came too late to test anything");
+    assert!(
+        before < files.len(),
+        "the kill came too late to test anything"
+    );
     let output = bench_all(&resumed, &scratch).output().unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the re-run failed:\n{log}");
-    assert!(log.contains(": kept ("), "the re-run kept the finished results:\n{log}");
+    assert!(
+        log.contains(": kept ("),
+        "the re-run kept the finished results:\n{log}"
+    );
     let again = result_files(&resumed);
     assert_eq!(
         again
@@ -170,7 +193,12 @@ fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
 fn the_html_report_renders_in_a_headless_browser() {
     let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
-        .find(|b| Command::new("which").arg(b).output().is_ok_and(|o| o.status.success()))
+        .find(|b| {
+            Command::new("which")
+                .arg(b)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
     else {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -185,16 +213,30 @@ fn the_html_report_renders_in_a_headless_browser() {
     // metrics only: the browser check needs a report, not every model
     let config = tmp.path().join("bench.toml");
     let default = std::fs::read_to_string(workspace().join("bench.toml")).unwrap();
-    std::fs::write(&config, default.replace("models = [\"auto\"]", "models = []")).unwrap();
+    std::fs::write(
+        &config,
+        default.replace("models = [\"auto\"]", "models = []"),
+    )
+    .unwrap();
     run.arg("--config").arg(&config);
     let output = run.output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let page = out.join("report.html");
     let url = format!("file://{}", page.display());
     let profile = tmp.path().join("profile");
     let headless = |extra: &[&str]| {
         Command::new(browser)
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"])
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--enable-logging=stderr",
+                "--v=0",
+            ])
             .arg(format!("--user-data-dir={}", profile.display()))
             .args(extra)
             .arg(&url)
@@ -202,11 +244,22 @@ fn the_html_report_renders_in_a_headless_browser() {
             .unwrap()
     };
     let shot = tmp.path().join("shot.png");
-    let o = headless(&[&format!("--screenshot={}", shot.display()), "--window-size=1280,2400"]);
+    let o = headless(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1280,2400",
+    ]);
     let log = String::from_utf8_lossy(&o.stderr);
     let png = std::fs::read(&shot).unwrap_or_default();
-    assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "no screenshot:\n{log}");
-    for bad in ["Uncaught", "Failed to load resource", "CONSOLE(", "ERROR:CONSOLE"] {
+    assert!(
+        png.len() > 10_000 && png.starts_with(b"\x89PNG"),
+        "no screenshot:\n{log}"
+    );
+    for bad in [
+        "Uncaught",
+        "Failed to load resource",
+        "CONSOLE(",
+        "ERROR:CONSOLE",
+    ] {
         assert!(!log.contains(bad), "console: {bad}\n{log}");
     }
     let o = headless(&["--dump-dom"]);

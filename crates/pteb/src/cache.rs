@@ -56,7 +56,8 @@ impl ParaphraseCache {
             message: m,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| error(format!("cannot create folder: {e}")))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| error(format!("cannot create folder: {e}")))?;
         }
         let db = Database::create(&path).map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => error(

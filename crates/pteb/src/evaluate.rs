@@ -178,15 +178,20 @@ pub fn load_task(
     split: &str,
     options: &Options,
 ) -> Result<(TaskData, RowSelection)> {
-    let entry = sage_data::entry(name)
-        .ok_or_else(|| PtebError::Task(format!("unknown dataset {name:?} (see `sage data list`)")))?;
+    let entry = sage_data::entry(name).ok_or_else(|| {
+        PtebError::Task(format!("unknown dataset {name:?} (see `sage data list`)"))
+    })?;
     let seed = RunSeed(options.seed);
     let max = options.max_rows;
     Ok(match entry.kind {
         DatasetKind::StsPairs => {
             let (rows, sel) = sample(&root.load::<StsPair>(name, split)?, max, seed);
             (
-                TaskData::Sts(rows.into_iter().map(|r| (r.sentence1, r.sentence2, r.score)).collect()),
+                TaskData::Sts(
+                    rows.into_iter()
+                        .map(|r| (r.sentence1, r.sentence2, r.score))
+                        .collect(),
+                ),
                 sel,
             )
         }
@@ -194,7 +199,9 @@ pub fn load_task(
             let (rows, sel) = sample(&root.load::<LabeledPair>(name, split)?, max, seed);
             (
                 TaskData::PairClassification(
-                    rows.into_iter().map(|r| (r.sentence1, r.sentence2, r.label)).collect(),
+                    rows.into_iter()
+                        .map(|r| (r.sentence1, r.sentence2, r.label))
+                        .collect(),
                 ),
                 sel,
             )
@@ -237,7 +244,12 @@ pub fn load_task(
                     corpus: beir
                         .corpus
                         .iter()
-                        .map(|d| (d.id.clone(), format!("{} {}", d.title, d.text).trim().to_owned()))
+                        .map(|d| {
+                            (
+                                d.id.clone(),
+                                format!("{} {}", d.title, d.text).trim().to_owned(),
+                            )
+                        })
                         .collect(),
                     queries: queries.into_iter().map(|q| (q.id, q.text)).collect(),
                     qrels: beir
@@ -257,11 +269,18 @@ pub fn load_task(
                 .rows
                 .into_iter()
                 .map(|d| {
-                    let refs = if d.references.is_empty() { vec![d.reference] } else { d.references };
+                    let refs = if d.references.is_empty() {
+                        vec![d.reference]
+                    } else {
+                        d.references
+                    };
                     (d.doc_id, refs)
                 })
                 .collect();
-            (TaskData::Summarization(group_summaries(&rows, &references)), sel)
+            (
+                TaskData::Summarization(group_summaries(&rows, &references)),
+                sel,
+            )
         }
         DatasetKind::Reranking => {
             let (rows, sel) = sample(&root.load::<RerankingQuery>(name, split)?, max, seed);
@@ -293,6 +312,8 @@ pub trait Progress: Sync {
     fn dataset(&self, _name: &str, _index: usize, _total: usize) {}
     /// `done` of `total` distinct texts of the current run are paraphrased.
     fn paraphrased(&self, _run: usize, _done: u64, _total: u64) {}
+    /// `done` of `total` pairs of the current dataset are rated by the judge.
+    fn judged(&self, _done: u64, _total: u64) {}
 }
 
 /// No display.
@@ -317,7 +338,9 @@ pub fn evaluate(
     let mut results = Vec::new();
     for (index, &(name, split)) in datasets.iter().enumerate() {
         progress.dataset(name, index, datasets.len());
-        let (task, rows) = timings.time(format!("load {name}"), || load_task(root, name, split, options))?;
+        let (task, rows) = timings.time(format!("load {name}"), || {
+            load_task(root, name, split, options)
+        })?;
         if task.is_empty() {
             return Err(PtebError::Task(format!("{name}/{split}: no rows to score")));
         }
@@ -374,7 +397,7 @@ pub fn evaluate(
         }
         let judged = match (judge, &run0) {
             (Some(judge), Some(rewrite)) => Some(timings.time(format!("judge {name}"), || {
-                judge_dataset(judge, &task, rewrite, options.judge_pairs)
+                judge_dataset(judge, &task, rewrite, options.judge_pairs, progress)
             })?),
             _ => None,
         };
@@ -416,6 +439,7 @@ fn judge_dataset(
     task: &TaskData,
     rewrite: &HashMap<String, String>,
     pairs: usize,
+    progress: &dyn Progress,
 ) -> Result<JudgeResult> {
     let mut originals: Vec<&str> = task.paraphrased_texts();
     originals.sort_unstable();
@@ -425,17 +449,23 @@ fn judge_dataset(
         .take(pairs)
         .map(|o| (*o, rewrite[*o].as_str()))
         .collect();
-    let ratings = judge.rate_all(&sample)?;
+    let gold_pairs: Vec<(&str, &str)> = match task {
+        TaskData::Sts(rows) => rows
+            .iter()
+            .take(pairs)
+            .map(|(a, b, _)| (a.as_str(), b.as_str()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let total = (sample.len() + gold_pairs.len()) as u64;
+    let ratings = judge.rate_all(&sample, &|done, _| progress.judged(done, total))?;
     let mut unparsable = ratings.iter().filter(|r| r.is_none()).count();
     let rated: Vec<f64> = ratings.iter().flatten().copied().collect();
     let sts_spearman = match task {
         TaskData::Sts(rows) => {
-            let gold_pairs: Vec<(&str, &str)> = rows
-                .iter()
-                .take(pairs)
-                .map(|(a, b, _)| (a.as_str(), b.as_str()))
-                .collect();
-            let judged = judge.rate_all(&gold_pairs)?;
+            let first = sample.len() as u64;
+            let judged =
+                judge.rate_all(&gold_pairs, &|done, _| progress.judged(first + done, total))?;
             unparsable += judged.iter().filter(|r| r.is_none()).count();
             let (x, y): (Vec<f64>, Vec<f64>) = judged
                 .iter()
@@ -454,7 +484,11 @@ fn judge_dataset(
         judge: judge.identity(),
         pairs: sample.len(),
         unparsable,
-        paraphrase_similarity: if rated.is_empty() { None } else { Some(mean(&rated)?) },
+        paraphrase_similarity: if rated.is_empty() {
+            None
+        } else {
+            Some(mean(&rated)?)
+        },
         sts_spearman,
     })
 }
@@ -468,7 +502,11 @@ fn pooled(results: &[DatasetResult], seed: RunSeed) -> Result<Option<Pooled>> {
     if paraphrased.len() < 2 {
         return Ok(None);
     }
-    let deltas: Vec<f64> = paraphrased.iter().zip(&original).map(|(p, o)| p - o).collect();
+    let deltas: Vec<f64> = paraphrased
+        .iter()
+        .zip(&original)
+        .map(|(p, o)| p - o)
+        .collect();
     let all_zero = deltas.iter().all(|d| *d == 0.0);
     Ok(Some(Pooled {
         n: deltas.len(),
@@ -480,7 +518,11 @@ fn pooled(results: &[DatasetResult], seed: RunSeed) -> Result<Option<Pooled>> {
             BOOTSTRAP_RESAMPLES,
             seed,
         )?,
-        wilcoxon: if all_zero { None } else { Some(wilcoxon(&paraphrased, &original)?) },
+        wilcoxon: if all_zero {
+            None
+        } else {
+            Some(wilcoxon(&paraphrased, &original)?)
+        },
     }))
 }
 
@@ -505,7 +547,11 @@ pub struct Comparison {
 
 /// The paper's Table 7: every report in `others` against `baseline`, paired on the PTEB scores
 /// of the (dataset, seed) runs both have; Holm-corrected across the comparisons.
-pub fn compare(baseline: &PtebReport, others: &[&PtebReport], seed: RunSeed) -> Result<Vec<Comparison>> {
+pub fn compare(
+    baseline: &PtebReport,
+    others: &[&PtebReport],
+    seed: RunSeed,
+) -> Result<Vec<Comparison>> {
     let runs = |r: &PtebReport| -> HashMap<(String, String, u64), f64> {
         r.datasets
             .iter()
@@ -537,12 +583,18 @@ pub fn compare(baseline: &PtebReport, others: &[&PtebReport], seed: RunSeed) -> 
             model: other.encoder.model_id.clone(),
             n: keys.len(),
             hodges_lehmann: hodges_lehmann_bootstrap(&x, &y, 0.95, BOOTSTRAP_RESAMPLES, seed)?,
-            wilcoxon: if all_zero { None } else { Some(wilcoxon(&x, &y)?) },
+            wilcoxon: if all_zero {
+                None
+            } else {
+                Some(wilcoxon(&x, &y)?)
+            },
             p_holm: None,
             significant: false,
         });
     }
-    let tested: Vec<usize> = (0..out.len()).filter(|&i| out[i].wilcoxon.is_some()).collect();
+    let tested: Vec<usize> = (0..out.len())
+        .filter(|&i| out[i].wilcoxon.is_some())
+        .collect();
     if !tested.is_empty() {
         let p: Vec<f64> = tested
             .iter()
@@ -630,7 +682,11 @@ mod tests {
     fn pooled_shift_and_comparisons_with_holm() {
         let base = report(
             "base",
-            &[("a", 0.80, [0.75, 0.76, 0.74]), ("b", 0.70, [0.66, 0.65, 0.67]), ("c", 0.60, [0.58, 0.57, 0.59])],
+            &[
+                ("a", 0.80, [0.75, 0.76, 0.74]),
+                ("b", 0.70, [0.66, 0.65, 0.67]),
+                ("c", 0.60, [0.58, 0.57, 0.59]),
+            ],
         );
         let p = base.pooled.as_ref().unwrap();
         assert_eq!(p.n, 9);
@@ -638,17 +694,26 @@ mod tests {
         assert!(p.hodges_lehmann.estimate < 0.0 && p.hodges_lehmann.ci_high < 0.0);
         assert!(p.wilcoxon.unwrap().p_value < 0.01);
         // JSON round trip: `sage report` compares reports read from result files
-        let back: PtebReport = serde_json::from_str(&serde_json::to_string(&base).unwrap()).unwrap();
+        let back: PtebReport =
+            serde_json::from_str(&serde_json::to_string(&base).unwrap()).unwrap();
         assert_eq!((back.seeds, back.datasets.len()), (base.seeds.clone(), 3));
         assert!((back.datasets[1].runs[2].score - 0.67).abs() < 1e-12);
 
         let better = report(
             "better",
-            &[("a", 0.85, [0.80, 0.81, 0.79]), ("b", 0.75, [0.71, 0.70, 0.72]), ("c", 0.65, [0.63, 0.62, 0.64])],
+            &[
+                ("a", 0.85, [0.80, 0.81, 0.79]),
+                ("b", 0.75, [0.71, 0.70, 0.72]),
+                ("c", 0.65, [0.63, 0.62, 0.64]),
+            ],
         );
         let same = report(
             "same",
-            &[("a", 0.80, [0.75, 0.76, 0.74]), ("b", 0.70, [0.66, 0.65, 0.67]), ("c", 0.60, [0.58, 0.57, 0.59])],
+            &[
+                ("a", 0.80, [0.75, 0.76, 0.74]),
+                ("b", 0.70, [0.66, 0.65, 0.67]),
+                ("c", 0.60, [0.58, 0.57, 0.59]),
+            ],
         );
         let c = compare(&base, &[&better, &same], RunSeed(1337)).unwrap();
         assert_eq!(c[0].n, 9);

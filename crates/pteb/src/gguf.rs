@@ -97,7 +97,10 @@ pub fn locate_gguf(spec: &str) -> Result<PathBuf> {
             let mut found: Vec<PathBuf> = std::fs::read_dir(&path)
                 .map_err(|e| gguf_error(&path, e))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("gguf")))
+                .filter(|p| {
+                    p.extension()
+                        .is_some_and(|x| x.eq_ignore_ascii_case("gguf"))
+                })
                 .collect();
             found.sort();
             return match found.len() {
@@ -179,7 +182,13 @@ impl GgufChat {
         // End-of-turn markers of the chat formats these families use, where the vocabulary has
         // them: a chat answer ends at the first.
         let mut stop_ids: Vec<u32> = eos_id.into_iter().collect();
-        for marker in ["<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<|eot_id|>", "<eos>"] {
+        for marker in [
+            "<|im_end|>",
+            "<|endoftext|>",
+            "<end_of_turn>",
+            "<|eot_id|>",
+            "<eos>",
+        ] {
             if let Some(id) = tokenizer.token_to_id(marker) {
                 if !stop_ids.contains(&id) {
                     stop_ids.push(id);
@@ -237,9 +246,15 @@ impl GgufChat {
     pub fn render(&self, messages: &[ChatMessage]) -> Result<String> {
         let mut env = minijinja::Environment::new();
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function("raise_exception", |message: String| -> std::result::Result<String, minijinja::Error> {
-            Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message))
-        });
+        env.add_function(
+            "raise_exception",
+            |message: String| -> std::result::Result<String, minijinja::Error> {
+                Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    message,
+                ))
+            },
+        );
         env.render_str(
             &self.template,
             minijinja::context! {
@@ -306,7 +321,8 @@ impl ChatModel for GgufChat {
         }
         let mut model = weights.clone();
         self.forward(&mut model, &a[..shared], 0)?;
-        *self.prefix.lock().unwrap_or_else(|p| p.into_inner()) = Some((a[..shared].to_vec(), model));
+        *self.prefix.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((a[..shared].to_vec(), model));
         Ok(())
     }
 

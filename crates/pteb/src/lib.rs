@@ -41,8 +41,8 @@ mod tasks;
 pub use cache::{default_cache_path, request_key, ParaphraseCache};
 pub use chat::{ChatMessage, ChatModel, Completion, Sampling};
 pub use evaluate::{
-    compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Pooled, Progress,
-    PtebReport, RunResult, Silent, DEFAULT_DATASETS,
+    compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Pooled,
+    Progress, PtebReport, RunResult, Silent, DEFAULT_DATASETS,
 };
 pub use gguf::{locate_gguf, sample_top_p, GgufChat};
 pub use http::OpenAiChat;

@@ -138,7 +138,11 @@ impl Paraphraser {
         let messages = s.prompt.messages(text);
         // A one-paragraph input gets a one-paragraph answer: what follows a blank line is the
         // notes and alternatives the prompt asked not to write.
-        let stop = if text.contains("\n\n") { vec![] } else { vec!["\n\n".to_owned()] };
+        let stop = if text.contains("\n\n") {
+            vec![]
+        } else {
+            vec!["\n\n".to_owned()]
+        };
         for attempt in 0..s.max_attempts {
             let request_seed = if attempt == 0 {
                 seed
@@ -189,7 +193,12 @@ impl Paraphraser {
         seed: u64,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<(Vec<Paraphrase>, ParaphraseStats)> {
-        let unique: Vec<&str> = texts.iter().copied().collect::<BTreeSet<_>>().into_iter().collect();
+        let unique: Vec<&str> = texts
+            .iter()
+            .copied()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         if let [a, b, ..] = unique.as_slice() {
             let p = &self.settings.prompt;
             self.model.prepare([&p.messages(a), &p.messages(b)])?;
@@ -227,7 +236,10 @@ impl Paraphraser {
             unique_texts: total,
             cache_hits,
             generated: total - cache_hits,
-            retries: outcomes.iter().map(|(_, p)| u64::from(p.attempts.saturating_sub(1))).sum(),
+            retries: outcomes
+                .iter()
+                .map(|(_, p)| u64::from(p.attempts.saturating_sub(1)))
+                .sum(),
             fallbacks: outcomes.iter().filter(|(_, p)| p.fallback).count() as u64,
         };
         let by_text: HashMap<&str, Paraphrase> = outcomes.into_iter().collect();
@@ -262,42 +274,50 @@ impl Judge {
     }
 
     /// Ratings of each pair, in order; `None` where the answer held no number in 0–5.
-    pub fn rate_all(&self, pairs: &[(&str, &str)]) -> Result<Vec<Option<f64>>> {
+    /// `progress` is called with the number of pairs rated after each.
+    pub fn rate_all(
+        &self,
+        pairs: &[(&str, &str)],
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Vec<Option<f64>>> {
         if let [(a, b), (c, d), ..] = pairs {
             self.model
                 .prepare([&judge_messages(a, b), &judge_messages(c, d)])?;
         }
         let identity = self.model.identity();
+        let done = AtomicU64::new(0);
+        let total = pairs.len() as u64;
         pairs
             .par_iter()
             .map(|(a, b)| {
-                let key = request_key(&[
-                    "judge-v1",
-                    &identity,
-                    &self.max_tokens.to_string(),
-                    a,
-                    b,
-                ]);
-                if let Some(c) = &self.cache {
-                    if let Some(r) = c.get::<Option<f64>>(&key)? {
-                        return Ok(r);
+                // the answer is cached, not the rating: a change in how answers are read
+                // applies to cached answers too
+                let key = request_key(&["judge-v2", &identity, &self.max_tokens.to_string(), a, b]);
+                let cached = match &self.cache {
+                    Some(c) => c.get::<String>(&key)?,
+                    None => None,
+                };
+                let answer = match cached {
+                    Some(answer) => answer,
+                    None => {
+                        let completion = self.model.complete(
+                            &judge_messages(a, b),
+                            &Sampling {
+                                temperature: 0.0,
+                                top_p: 1.0,
+                                max_tokens: self.max_tokens,
+                                seed: 0,
+                                stop: vec![],
+                            },
+                        )?;
+                        if let Some(c) = &self.cache {
+                            c.put(&key, &completion.text)?;
+                        }
+                        completion.text
                     }
-                }
-                let completion = self.model.complete(
-                    &judge_messages(a, b),
-                    &Sampling {
-                        temperature: 0.0,
-                        top_p: 1.0,
-                        max_tokens: self.max_tokens,
-                        seed: 0,
-                        stop: vec![],
-                    },
-                )?;
-                let rating = parse_rating(&completion.text);
-                if let Some(c) = &self.cache {
-                    c.put(&key, &rating)?;
-                }
-                Ok(rating)
+                };
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                Ok(parse_rating(&answer))
             })
             .collect()
     }
@@ -344,9 +364,21 @@ mod tests {
 
     #[test]
     fn first_attempt_sends_the_run_seed() {
-        let p = paraphraser(|t, _| (format!("Reworded: {t}").replace("Reworded: ", "So, "), false));
+        let p = paraphraser(|t, _| {
+            (
+                format!("Reworded: {t}").replace("Reworded: ", "So, "),
+                false,
+            )
+        });
         let out = p.paraphrase_one("cats sleep", 1338).unwrap();
-        assert_eq!(out, Paraphrase { text: "So, cats sleep".into(), attempts: 1, fallback: false });
+        assert_eq!(
+            out,
+            Paraphrase {
+                text: "So, cats sleep".into(),
+                attempts: 1,
+                fallback: false
+            }
+        );
     }
 
     #[test]
@@ -360,11 +392,21 @@ mod tests {
             }
         });
         let out = p.paraphrase_one("a b c", 1337).unwrap();
-        assert_eq!((out.text.as_str(), out.attempts, out.fallback), ("short one", 2, false));
+        assert_eq!(
+            (out.text.as_str(), out.attempts, out.fallback),
+            ("short one", 2, false)
+        );
         // always too long (or cut at max_tokens): five attempts, then the original
         let p = paraphraser(|t, _| (t.repeat(6), false));
         let out = p.paraphrase_one("a b c", 1337).unwrap();
-        assert_eq!(out, Paraphrase { text: "a b c".into(), attempts: 5, fallback: true });
+        assert_eq!(
+            out,
+            Paraphrase {
+                text: "a b c".into(),
+                attempts: 5,
+                fallback: true
+            }
+        );
         let p = paraphraser(|_, _| ("x".into(), true));
         assert!(p.paraphrase_one("a b c", 1337).unwrap().fallback);
     }
@@ -377,7 +419,10 @@ mod tests {
             .unwrap();
         let texts: Vec<&str> = out.iter().map(|p| p.text.as_str()).collect();
         assert_eq!(texts, ["B B", "A A", "B B"]);
-        assert_eq!((stats.unique_texts, stats.generated, stats.fallbacks), (2, 2, 0));
+        assert_eq!(
+            (stats.unique_texts, stats.generated, stats.fallbacks),
+            (2, 2, 0)
+        );
     }
 
     #[test]
@@ -395,10 +440,14 @@ mod tests {
             )
         };
         let first = make(cache.clone());
-        let (a, s1) = first.paraphrase_all(&["one", "two"], 5, &|_, _| {}).unwrap();
+        let (a, s1) = first
+            .paraphrase_all(&["one", "two"], 5, &|_, _| {})
+            .unwrap();
         assert_eq!((s1.generated, s1.cache_hits), (2, 0));
         let second = make(cache.clone());
-        let (b, s2) = second.paraphrase_all(&["two", "one", "three"], 5, &|_, _| {}).unwrap();
+        let (b, s2) = second
+            .paraphrase_all(&["two", "one", "three"], 5, &|_, _| {})
+            .unwrap();
         assert_eq!((s2.generated, s2.cache_hits), (1, 2));
         assert_eq!(b[1], a[0]);
         // another seed is another request
@@ -424,15 +473,15 @@ mod tests {
             if content.contains("Sentence 2: same") {
                 ("5".into(), false)
             } else {
-                ("<think>hm</think> I would say 2.".into(), false)
+                ("<think>maybe 4, maybe 1</think>\n2".into(), false)
             }
         })
-        .rate_all(&[("a", "same"), ("a", "other")])
+        .rate_all(&[("a", "same"), ("a", "other")], &|_, _| {})
         .unwrap();
         assert_eq!(rated, [Some(5.0), Some(2.0)]);
         // a judge that answers nonsense now still gets the cached ratings for those pairs
         let again = judge(|_, _| ("no idea".into(), false))
-            .rate_all(&[("a", "same"), ("b", "new")])
+            .rate_all(&[("a", "same"), ("b", "new")], &|_, _| {})
             .unwrap();
         assert_eq!(again, [Some(5.0), None]);
     }

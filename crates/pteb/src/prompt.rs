@@ -63,14 +63,28 @@ pub fn judge_messages(a: &str, b: &str) -> Vec<ChatMessage> {
     ]
 }
 
-/// The first number in `answer` (reasoning blocks removed) when it lies in 0–5.
+/// The rating an answer opens with (reasoning blocks removed, an optional "Rating:" or
+/// "Score:" label and markdown emphasis allowed), when it lies in 0–5. Only the opening counts:
+/// a model that answers with prose ("The two sentences are not equivalent on a scale of 0 to
+/// 5") did not rate, and reading its first digit would record a 0 it never gave.
 pub fn parse_rating(answer: &str) -> Option<f64> {
     let answer = strip_reasoning(answer);
-    let start = answer.find(|c: char| c.is_ascii_digit())?;
-    let number: String = answer[start..]
+    let mut rest = answer.trim_start().trim_start_matches(['*', '_', '#', ' ']);
+    for label in ["rating", "score", "similarity"] {
+        if rest.len() >= label.len() && rest[..label.len()].eq_ignore_ascii_case(label) {
+            rest = rest[label.len()..].trim_start_matches([':', ' ', '*', '_']);
+            break;
+        }
+    }
+    let number: String = rest
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == '.')
         .collect();
+    let after = rest[number.len()..].chars().next();
+    // "4 out of 5", "4/5", "4." end the number; "4th" or "45" do not
+    if after.is_some_and(|c| c.is_alphanumeric()) {
+        return None;
+    }
     let value: f64 = number.trim_end_matches('.').parse().ok()?;
     (0.0..=5.0).contains(&value).then_some(value)
 }
@@ -108,7 +122,12 @@ pub fn clean_answer(answer: &str, input: &str) -> String {
             text = rest.trim().to_owned();
         }
     }
-    for label in ["Paraphrase:", "Paraphrased text:", "Rewritten text:", "Text:"] {
+    for label in [
+        "Paraphrase:",
+        "Paraphrased text:",
+        "Rewritten text:",
+        "Text:",
+    ] {
         let labelled = text
             .get(..label.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(label));
@@ -147,42 +166,81 @@ mod tests {
 
     #[test]
     fn reasoning_blocks_are_removed() {
-        assert_eq!(strip_reasoning("<think>hmm\nok</think>A cat sat."), "A cat sat.");
-        assert_eq!(strip_reasoning("A <think>x</think>b<think>y</think>c"), "A bc");
-        assert_eq!(strip_reasoning("so...</think>\nThe answer."), "\nThe answer.");
+        assert_eq!(
+            strip_reasoning("<think>hmm\nok</think>A cat sat."),
+            "A cat sat."
+        );
+        assert_eq!(
+            strip_reasoning("A <think>x</think>b<think>y</think>c"),
+            "A bc"
+        );
+        assert_eq!(
+            strip_reasoning("so...</think>\nThe answer."),
+            "\nThe answer."
+        );
         assert_eq!(strip_reasoning("<think>never closed"), "");
     }
 
     #[test]
     fn answers_are_cleaned() {
         assert_eq!(
-            clean_answer("Here is the paraphrase:\n\"A feline rested.\"", "The cat sat."),
+            clean_answer(
+                "Here is the paraphrase:\n\"A feline rested.\"",
+                "The cat sat."
+            ),
             "A feline rested."
         );
-        assert_eq!(clean_answer("Paraphrase: A feline rested.", "x"), "A feline rested.");
+        assert_eq!(
+            clean_answer("Paraphrase: A feline rested.", "x"),
+            "A feline rested."
+        );
         // quotes the input had stay
-        assert_eq!(clean_answer("\"Hi,\" he said.", "\"Hello,\" he said."), "\"Hi,\" he said.");
+        assert_eq!(
+            clean_answer("\"Hi,\" he said.", "\"Hello,\" he said."),
+            "\"Hi,\" he said."
+        );
         assert_eq!(clean_answer("  <think>a</think>  ", "x"), "");
         // labels are compared on character boundaries
         assert_eq!(clean_answer("Pope’s son", "x"), "Pope’s son");
         // notes after a blank line go when the input is one paragraph
-        assert_eq!(clean_answer("A feline rested.\n\nNote: I changed cat.", "The cat sat."), "A feline rested.");
-        assert_eq!(clean_answer("P one.\n\nP two.", "One.\n\nTwo."), "P one.\n\nP two.");
+        assert_eq!(
+            clean_answer("A feline rested.\n\nNote: I changed cat.", "The cat sat."),
+            "A feline rested."
+        );
+        assert_eq!(
+            clean_answer("P one.\n\nP two.", "One.\n\nTwo."),
+            "P one.\n\nP two."
+        );
         assert_eq!(clean_answer("Here is the paraphrase:", "x"), "");
     }
 
     #[test]
     fn ratings_are_parsed() {
         assert_eq!(parse_rating("4"), Some(4.0));
-        assert_eq!(parse_rating("<think>maybe 7</think> Rating: 3.5."), Some(3.5));
+        assert_eq!(
+            parse_rating("<think>maybe 7</think> Rating: 3.5."),
+            Some(3.5)
+        );
+        assert_eq!(parse_rating("**Score**: 2"), Some(2.0));
+        assert_eq!(parse_rating("5/5 - they mean the same"), Some(5.0));
+        assert_eq!(parse_rating("4.\n\nThe sentences differ in..."), Some(4.0));
         assert_eq!(parse_rating("7"), None);
         assert_eq!(parse_rating("none"), None);
+        assert_eq!(parse_rating("45"), None);
+        assert_eq!(parse_rating("3rd"), None);
+        // prose mentioning the scale is not a rating (SmolLM2-135M answers like this)
+        assert_eq!(
+            parse_rating("The two sentences are not equivalent on a scale of 0 to 5,"),
+            None
+        );
     }
 
     #[test]
     fn the_text_comes_last() {
         let m = PromptStyle::English.messages("Dogs bark.");
         assert!(m[1].content.ends_with("Text: Dogs bark."));
-        assert!(PromptStyle::Multilingual.instruction().contains("same language"));
+        assert!(PromptStyle::Multilingual
+            .instruction()
+            .contains("same language"));
     }
 }

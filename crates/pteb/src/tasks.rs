@@ -353,8 +353,7 @@ impl TaskData {
                 let mut sum = 0.0;
                 let mut counted = 0usize;
                 for d in docs {
-                    let summaries: Vec<&str> =
-                        d.summaries.iter().map(|t| rw(rewrite, t)).collect();
+                    let summaries: Vec<&str> = d.summaries.iter().map(|t| rw(rewrite, t)).collect();
                     let refs: Vec<&str> = d.references.iter().map(String::as_str).collect();
                     let es = embed(embedder, &summaries)?;
                     let er = embed(embedder, &refs)?;
@@ -410,10 +409,7 @@ pub fn group_summaries(
             .relevance
             .push(r.ratings.get("relevance").copied().unwrap_or(f64::NAN));
     }
-    order
-        .into_iter()
-        .filter_map(|d| by_doc.remove(d))
-        .collect()
+    order.into_iter().filter_map(|d| by_doc.remove(d)).collect()
 }
 
 #[cfg(test)]
@@ -474,8 +470,9 @@ mod tests {
         ]);
         assert!((sts.score(&e, None, seed).unwrap() - 1.0).abs() < 1e-9);
         // a paraphrase of the first sentence sharing no word breaks the ranking
-        let rewrite: HashMap<String, String> =
-            [(s("red apple pie"), s("crimson fruit tart"))].into_iter().collect();
+        let rewrite: HashMap<String, String> = [(s("red apple pie"), s("crimson fruit tart"))]
+            .into_iter()
+            .collect();
         assert!(sts.score(&e, Some(&rewrite), seed).unwrap() < 1.0);
         assert_eq!(sts.paraphrased_texts().len(), 6);
 
@@ -524,7 +521,10 @@ mod tests {
         ];
         let classification = TaskData::Classification {
             train,
-            test: vec![(s("refund payment"), s("refund")), (s("lost today"), s("lost"))],
+            test: vec![
+                (s("refund payment"), s("refund")),
+                (s("lost today"), s("lost")),
+            ],
             paraphrase_train: false,
         };
         assert!((classification.score(&e, None, seed).unwrap() - 1.0).abs() < 1e-9);
@@ -549,9 +549,16 @@ mod tests {
             ratings: [(s("relevance"), relevance)].into_iter().collect(),
         };
         let refs: HashMap<String, Vec<String>> =
-            [(s("d1"), vec![s("r1"), s("r2")]), (s("d2"), vec![s("r3")])].into_iter().collect();
+            [(s("d1"), vec![s("r1"), s("r2")]), (s("d2"), vec![s("r3")])]
+                .into_iter()
+                .collect();
         let grouped = group_summaries(
-            &[rating("d2", "a", 1.0), rating("d1", "b", 2.0), rating("d2", "c", 3.0), rating("d3", "x", 1.0)],
+            &[
+                rating("d2", "a", 1.0),
+                rating("d1", "b", 2.0),
+                rating("d2", "c", 3.0),
+                rating("d3", "x", 1.0),
+            ],
             &refs,
         );
         assert_eq!(grouped.len(), 2, "d3 has no references");

@@ -9,7 +9,9 @@ use pteb::{GgufChat, Options, ParaphraseCache, ParaphraseSettings, Paraphraser, 
 use sage_embed::{load_embedder, ResolveOptions, TransformerOptions};
 
 fn env_dir(key: &str) -> Option<PathBuf> {
-    std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from)
+    std::env::var_os(key)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }
 
 #[test]
@@ -20,7 +22,10 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
     };
     let llm = models.join("SmolLM2-135M-Instruct-GGUF");
     let encoder_dir = models.join("all-MiniLM-L6-v2");
-    assert!(llm.is_dir() && encoder_dir.is_dir(), "run ../shared/tools/fetch-models.sh");
+    assert!(
+        llm.is_dir() && encoder_dir.is_dir(),
+        "run ../shared/tools/fetch-models.sh"
+    );
     let cache_dir = tempfile::tempdir().unwrap();
     let cache = Arc::new(ParaphraseCache::open(cache_dir.path().join("paraphrases.redb")).unwrap());
     let encoder = load_embedder(
@@ -61,7 +66,10 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
     // MiniLM on STS-B is around 0.8 Spearman; 30 pairs leave room either way
     assert!(d.original > 0.5 && d.original <= 1.0, "{}", d.original);
     for run in &d.runs {
-        assert!(run.texts >= 55, "30 pairs have about 60 distinct sentences: {run:?}");
+        assert!(
+            run.texts >= 55,
+            "30 pairs have about 60 distinct sentences: {run:?}"
+        );
         assert_eq!(run.cache_hits, 0);
         assert!(run.fallbacks <= run.texts);
         assert!(run.score.is_finite());
@@ -69,7 +77,11 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
         assert!(run.edit_distance > 0.1, "{run:?}");
     }
     // most paraphrases differ from their original (fallbacks and copies are the exception)
-    let texts: Vec<&str> = report.datasets[0].examples.iter().map(|(o, _)| o.as_str()).collect();
+    let texts: Vec<&str> = report.datasets[0]
+        .examples
+        .iter()
+        .map(|(o, _)| o.as_str())
+        .collect();
     assert_eq!(texts.len(), 3);
     let (all, _) = paraphraser
         .paraphrase_all(
@@ -85,8 +97,15 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
         )
         .unwrap();
     let changed = all.iter().filter(|p| !p.fallback).count();
-    assert!(changed * 10 >= all.len() * 7, "{changed} of {} paraphrased", all.len());
-    assert_eq!(report.fallbacks, d.runs.iter().map(|r| r.fallbacks).sum::<u64>());
+    assert!(
+        changed * 10 >= all.len() * 7,
+        "{changed} of {} paraphrased",
+        all.len()
+    );
+    assert_eq!(
+        report.fallbacks,
+        d.runs.iter().map(|r| r.fallbacks).sum::<u64>()
+    );
     let pooled = report.pooled.as_ref().expect("2 dataset-runs are pooled");
     assert_eq!(pooled.n, 2);
 
@@ -103,7 +122,10 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
     .unwrap();
     let d2 = &again.datasets[0];
     for (a, b) in d.runs.iter().zip(&d2.runs) {
-        assert_eq!(b.cache_hits, b.texts, "re-run must hit the paraphrase cache");
+        assert_eq!(
+            b.cache_hits, b.texts,
+            "re-run must hit the paraphrase cache"
+        );
         assert_eq!(a.score, b.score);
         assert_eq!(a.edit_distance, b.edit_distance);
     }

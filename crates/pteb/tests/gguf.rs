@@ -27,9 +27,18 @@ fn smollm2_renders_its_chat_template_and_paraphrases_deterministically() {
         .unwrap();
     // ChatML as the model's template writes it, ending with the generation prompt
     assert!(prompt.starts_with("<|im_start|>system\n"), "{prompt}");
-    assert!(prompt.ends_with("<|im_end|>\n<|im_start|>assistant\n"), "{prompt}");
+    assert!(
+        prompt.ends_with("<|im_end|>\n<|im_start|>assistant\n"),
+        "{prompt}"
+    );
 
-    let sampling = Sampling { temperature: 0.8, top_p: 0.9, max_tokens: 40, seed: 1337, stop: vec![] };
+    let sampling = Sampling {
+        temperature: 0.8,
+        top_p: 0.9,
+        max_tokens: 40,
+        seed: 1337,
+        stop: vec![],
+    };
     let messages = pteb::PromptStyle::English.messages("A man is playing a guitar.");
     let a = model.complete(&messages, &sampling).unwrap();
     let b = model.complete(&messages, &sampling).unwrap();
@@ -50,13 +59,19 @@ fn smollm2_renders_its_chat_template_and_paraphrases_deterministically() {
         "Stocks fell sharply on Monday after the report.",
     ];
     let start = std::time::Instant::now();
-    let (out, stats) = paraphraser.paraphrase_all(&texts, 1337, &|_, _| {}).unwrap();
+    let (out, stats) = paraphraser
+        .paraphrase_all(&texts, 1337, &|_, _| {})
+        .unwrap();
     eprintln!("{:.1}s {stats:?}", start.elapsed().as_secs_f64());
     for (t, p) in texts.iter().zip(&out) {
         eprintln!("{t} => {p:?}");
     }
     assert_eq!(out.len(), 4);
-    let changed = texts.iter().zip(&out).filter(|(t, p)| **t != p.text).count();
+    let changed = texts
+        .iter()
+        .zip(&out)
+        .filter(|(t, p)| **t != p.text)
+        .count();
     assert!(changed >= 3, "most texts must come back reworded: {out:?}");
 }
 
@@ -69,7 +84,10 @@ fn serve(model: GgufChat) -> (String, std::thread::JoinHandle<usize>) {
     let handle = std::thread::spawn(move || {
         // candle computes on rayon; the client's rayon workers are blocked waiting for this
         // server, so the model gets a pool of its own
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
         let mut served = 0;
         for stream in listener.incoming() {
             let mut stream = stream.unwrap();
@@ -92,7 +110,9 @@ fn serve(model: GgufChat) -> (String, std::thread::JoinHandle<usize>) {
             let mut body = vec![0u8; length];
             reader.read_exact(&mut body).unwrap();
             if request_line.starts_with("POST /shutdown") {
-                stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").unwrap();
+                stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                    .unwrap();
                 return served;
             }
             if !request_line.starts_with("POST /v1/chat/completions ") {
@@ -115,7 +135,9 @@ fn serve(model: GgufChat) -> (String, std::thread::JoinHandle<usize>) {
                 seed: req["seed"].as_u64().unwrap(),
                 stop: serde_json::from_value(req["stop"].clone()).unwrap_or_default(),
             };
-            let answer = pool.install(|| model.complete(&messages, &sampling)).unwrap();
+            let answer = pool
+                .install(|| model.complete(&messages, &sampling))
+                .unwrap();
             let reply = serde_json::json!({
                 "id": "chatcmpl-test",
                 "object": "chat.completion",
@@ -143,7 +165,12 @@ fn serve(model: GgufChat) -> (String, std::thread::JoinHandle<usize>) {
 #[test]
 fn http_backend_against_a_loopback_server_matches_the_local_model() {
     let (url, server) = serve(smollm2());
-    let http = pteb::OpenAiChat::new(&url, "smollm2", Some("test-key".into()), std::time::Duration::from_secs(120));
+    let http = pteb::OpenAiChat::new(
+        &url,
+        "smollm2",
+        Some("test-key".into()),
+        std::time::Duration::from_secs(120),
+    );
     let texts = ["A man is playing a guitar.", "The cat sat on the mat."];
     let (over_http, stats) = Paraphraser::new(Box::new(http), ParaphraseSettings::default(), None)
         .paraphrase_all(&texts, 1337, &|_, _| {})
@@ -156,11 +183,27 @@ fn http_backend_against_a_loopback_server_matches_the_local_model() {
     assert_eq!(stats.generated, 2);
 
     // errors name the endpoint
-    let bad = pteb::OpenAiChat::new(&format!("{url}/missing"), "m", None, std::time::Duration::from_secs(5));
+    let bad = pteb::OpenAiChat::new(
+        &format!("{url}/missing"),
+        "m",
+        None,
+        std::time::Duration::from_secs(5),
+    );
     let messages = pteb::PromptStyle::English.messages("x");
-    let sampling = Sampling { temperature: 0.8, top_p: 0.9, max_tokens: 4, seed: 1, stop: vec![] };
-    let error = ChatModel::complete(&bad, &messages, &sampling).unwrap_err().to_string();
-    assert!(error.contains("/v1/missing/chat/completions") && error.contains("404"), "{error}");
+    let sampling = Sampling {
+        temperature: 0.8,
+        top_p: 0.9,
+        max_tokens: 4,
+        seed: 1,
+        stop: vec![],
+    };
+    let error = ChatModel::complete(&bad, &messages, &sampling)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("/v1/missing/chat/completions") && error.contains("404"),
+        "{error}"
+    );
 
     let _ = ureq::post(&format!("{}/shutdown", url.trim_end_matches("/v1"))).send_empty();
     let served = server.join().unwrap();

@@ -60,7 +60,10 @@ fn grouped_bars(
                 .filter_map(|(k, v)| {
                     let v = (*v)?;
                     let x0 = k as f64 - 0.4 + s as f64 * width;
-                    Some(Rectangle::new([(x0, 0.0), (x0 + width * 0.9, v)], c.filled()))
+                    Some(Rectangle::new(
+                        [(x0, 0.0), (x0 + width * 0.9, v)],
+                        c.filled(),
+                    ))
                 })
                 .collect();
             chart
@@ -113,7 +116,9 @@ fn sensitivity_curves(entries: &[Entry<'_>], family: &str) -> Result<Option<Stri
         sums.sort_by(|a, b| a.0.total_cmp(&b.0));
         series.push((
             similarity.to_string(),
-            sums.into_iter().map(|(p, o, n)| (p, o / n as f64)).collect(),
+            sums.into_iter()
+                .map(|(p, o, n)| (p, o / n as f64))
+                .collect(),
         ));
     }
     if series.is_empty() {
@@ -147,7 +152,9 @@ fn sensitivity_curves(entries: &[Entry<'_>], family: &str) -> Result<Option<Stri
             chart
                 .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?
                 .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2))
+                });
             chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
         }
         chart
@@ -175,7 +182,11 @@ fn histogram(title: &str, edges: &[f64], counts: &[f64]) -> Result<String> {
             .x_label_area_size(30)
             .y_label_area_size(40)
             .build_cartesian_2d(lo..hi, 0f64..top)?;
-        chart.configure_mesh().x_desc("difference").y_desc("pairs").draw()?;
+        chart
+            .configure_mesh()
+            .x_desc("difference")
+            .y_desc("pairs")
+            .draw()?;
         chart.draw_series(counts.iter().enumerate().map(|(i, &c)| {
             Rectangle::new([(edges[i], 0.0), (edges[i + 1], c)], color(0).filled())
         }))?;
@@ -185,7 +196,13 @@ fn histogram(title: &str, edges: &[f64], counts: &[f64]) -> Result<String> {
 }
 
 /// PTEB: per dataset, the original score and the paraphrased mean with a ±std error bar.
-fn pteb_chart(title: &str, datasets: &[String], original: &[f64], mean: &[f64], std: &[f64]) -> Result<String> {
+fn pteb_chart(
+    title: &str,
+    datasets: &[String],
+    original: &[f64],
+    mean: &[f64],
+    std: &[f64],
+) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 420)).into_drawing_area();
@@ -213,7 +230,10 @@ fn pteb_chart(title: &str, datasets: &[String], original: &[f64], mean: &[f64], 
             })
             .y_desc("score")
             .draw()?;
-        for (s, (label, values)) in [("original", original), ("paraphrased (mean ± std)", mean)].into_iter().enumerate() {
+        for (s, (label, values)) in [("original", original), ("paraphrased (mean ± std)", mean)]
+            .into_iter()
+            .enumerate()
+        {
             let c = color(s);
             let offset = -0.2 + 0.4 * s as f64;
             chart
@@ -290,7 +310,12 @@ pub fn charts(entries: &[Entry<'_>]) -> Result<Vec<(String, String)>> {
     if !evalrank.is_empty() {
         out.push((
             "EvalRank MRR and Hits@k".to_owned(),
-            grouped_bars("EvalRank (×100)", &["MRR", "Hits@1", "Hits@3"], &evalrank, 100.0)?,
+            grouped_bars(
+                "EvalRank (×100)",
+                &["MRR", "Hits@1", "Hits@3"],
+                &evalrank,
+                100.0,
+            )?,
         ));
     }
     // PTEB original vs paraphrased, per model
@@ -299,20 +324,44 @@ pub fn charts(entries: &[Entry<'_>]) -> Result<Vec<(String, String)>> {
         if datasets.is_empty() {
             continue;
         }
-        let names: Vec<String> = datasets.iter().map(|d| d["dataset"].as_str().unwrap_or("?").to_owned()).collect();
-        let get = |path: &[&str]| -> Vec<f64> { datasets.iter().map(|d| num(d, path).unwrap_or(0.0)).collect() };
+        let names: Vec<String> = datasets
+            .iter()
+            .map(|d| d["dataset"].as_str().unwrap_or("?").to_owned())
+            .collect();
+        let get = |path: &[&str]| -> Vec<f64> {
+            datasets
+                .iter()
+                .map(|d| num(d, path).unwrap_or(0.0))
+                .collect()
+        };
         let title = format!("PTEB · {similarity}: original vs paraphrased");
         out.push((
             title.clone(),
-            pteb_chart(&title, &names, &get(&["original"]), &get(&["paraphrased", "mean"]), &get(&["paraphrased", "std"]))?,
+            pteb_chart(
+                &title,
+                &names,
+                &get(&["original"]),
+                &get(&["paraphrased", "mean"]),
+                &get(&["paraphrased", "std"]),
+            )?,
         ));
     }
     // ALIGN-SIM antonym-difference histograms, per similarity and dataset
     for (similarity, _, _, report) in entries.iter().filter(|e| e.1 == "align-sim") {
         for d in report["datasets"].as_array().into_iter().flatten() {
             let h = &d["antonym"]["histogram"];
-            let edges: Vec<f64> = h["edges"].as_array().into_iter().flatten().filter_map(Value::as_f64).collect();
-            let counts: Vec<f64> = h["counts"].as_array().into_iter().flatten().filter_map(Value::as_f64).collect();
+            let edges: Vec<f64> = h["edges"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .collect();
+            let counts: Vec<f64> = h["counts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .collect();
             if edges.len() == counts.len() + 1 && !counts.is_empty() {
                 let title = format!(
                     "{similarity} · {}: antonym difference",

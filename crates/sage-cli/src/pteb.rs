@@ -96,7 +96,9 @@ impl PtebArgs {
             let Some(model) = &self.llm_model else {
                 bail!("{spec} is a server: name the model it should run with --llm-model")
             };
-            let key = std::env::var(&self.api_key_env).ok().filter(|k| !k.is_empty());
+            let key = std::env::var(&self.api_key_env)
+                .ok()
+                .filter(|k| !k.is_empty());
             return Ok(Box::new(OpenAiChat::new(
                 spec,
                 model,
@@ -105,7 +107,8 @@ impl PtebArgs {
             )));
         }
         Ok(Box::new(
-            GgufChat::load(spec, self.model.cuda).with_context(|| format!("loading the LLM {spec:?}"))?,
+            GgufChat::load(spec, self.model.cuda)
+                .with_context(|| format!("loading the LLM {spec:?}"))?,
         ))
     }
 }
@@ -126,12 +129,31 @@ impl pteb::Progress for StderrProgress {
     fn paraphrased(&self, run: usize, done: u64, total: u64) {
         let tenth = done * 10 / total.max(1);
         if self.last_tenth.swap(tenth, Ordering::Relaxed) != tenth {
-            let name = self.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let name = self
+                .current
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
             eprintln!(
                 "sage: pteb: {name} run {}/{}: {done}/{total} texts paraphrased",
                 run + 1,
                 self.runs
             );
+        }
+    }
+    fn judged(&self, done: u64, total: u64) {
+        // restarts the tenths the paraphrasing of this dataset left at 10
+        if done == 1 {
+            self.last_tenth.store(u64::MAX, Ordering::Relaxed);
+        }
+        let tenth = done * 10 / total.max(1);
+        if self.last_tenth.swap(tenth, Ordering::Relaxed) != tenth {
+            let name = self
+                .current
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            eprintln!("sage: pteb: {name}: {done}/{total} pairs rated by the judge");
         }
     }
 }
@@ -157,22 +179,37 @@ pub fn run(args: PtebArgs) -> Result<()> {
     } else {
         crate::run::parse_datasets(&args.datasets)?
     };
-    let refs: Vec<(&str, &str)> = datasets.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
+    let refs: Vec<(&str, &str)> = datasets
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.as_str()))
+        .collect();
     let cache = if args.no_paraphrase_cache {
         None
     } else {
-        let path = args.paraphrase_cache.clone().unwrap_or_else(pteb::default_cache_path);
+        let path = args
+            .paraphrase_cache
+            .clone()
+            .unwrap_or_else(pteb::default_cache_path);
         Some(Arc::new(ParaphraseCache::open(&path)?))
     };
     let settings = ParaphraseSettings {
-        prompt: if args.multilingual { PromptStyle::Multilingual } else { PromptStyle::English },
+        prompt: if args.multilingual {
+            PromptStyle::Multilingual
+        } else {
+            PromptStyle::English
+        },
         temperature: args.temperature,
         top_p: args.top_p,
         ..ParaphraseSettings::default()
     };
-    let paraphraser = Paraphraser::new(args.chat_model(&args.paraphraser)?, settings, cache.clone());
+    let paraphraser =
+        Paraphraser::new(args.chat_model(&args.paraphraser)?, settings, cache.clone());
     let judge = match &args.judge {
-        Some(spec) => Some(Judge::new(args.chat_model(spec)?, cache.clone(), args.judge_max_tokens)),
+        Some(spec) => Some(Judge::new(
+            args.chat_model(spec)?,
+            cache.clone(),
+            args.judge_max_tokens,
+        )),
         None => None,
     };
     let options = Options {

@@ -67,13 +67,7 @@ struct Sink {
 
 impl Sink {
     /// A cell for `value`, recorded for the CSV.
-    fn cell(
-        &mut self,
-        r: &ResultFile,
-        dataset: &str,
-        measure: &str,
-        value: Option<f64>,
-    ) -> String {
+    fn cell(&mut self, r: &ResultFile, dataset: &str, measure: &str, value: Option<f64>) -> String {
         match value {
             Some(v) => {
                 self.csv.push(CsvLine {
@@ -125,9 +119,8 @@ fn load(dir: &Path) -> Result<Vec<ResultFile>> {
                 }
                 let bytes = std::fs::read(&path)
                     .with_context(|| format!("{}: cannot read", path.display()))?;
-                let envelope: Value = serde_json::from_slice(&bytes).with_context(|| {
-                    format!("{}: not a JSON result file", path.display())
-                })?;
+                let envelope: Value = serde_json::from_slice(&bytes)
+                    .with_context(|| format!("{}: not a JSON result file", path.display()))?;
                 if envelope["schema"] != RESULT_SCHEMA {
                     bail!(
                         "{}: schema {} is not {RESULT_SCHEMA:?} (made by another harness version?)",
@@ -152,7 +145,12 @@ fn load(dir: &Path) -> Result<Vec<ResultFile>> {
     Ok(files)
 }
 
-fn find<'a>(files: &'a [ResultFile], similarity: &str, suite: &str, task: &str) -> Option<&'a ResultFile> {
+fn find<'a>(
+    files: &'a [ResultFile],
+    similarity: &str,
+    suite: &str,
+    task: &str,
+) -> Option<&'a ResultFile> {
     files
         .iter()
         .find(|f| f.similarity == similarity && f.suite == suite && f.task == task)
@@ -170,7 +168,10 @@ fn similarities(files: &[ResultFile]) -> Vec<String> {
 
 /// A score with its bootstrap interval when the report has one.
 fn with_ci(score: &str, report: &Value) -> String {
-    match (num(report, &["ci95", "low"]), num(report, &["ci95", "high"])) {
+    match (
+        num(report, &["ci95", "low"]),
+        num(report, &["ci95", "high"]),
+    ) {
         (Some(lo), Some(hi)) if score != "—" => format!("{score} [{lo:.3}, {hi:.3}]"),
         _ => score.to_owned(),
     }
@@ -229,7 +230,10 @@ fn human_pref_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     let mut pairwise = Vec::new();
     let mut ratings = Vec::new();
     let mut dimension_names: Vec<String> = Vec::new();
-    for r in files.iter().filter(|f| f.suite == "sage" && f.task == "human-pref") {
+    for r in files
+        .iter()
+        .filter(|f| f.suite == "sage" && f.task == "human-pref")
+    {
         for source in items(r.report(), "sources") {
             let name = text(source, "name");
             let c = &source["comparisons"]["classification"];
@@ -269,9 +273,17 @@ fn human_pref_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
         Table {
             title: "Human preference — pairwise comparisons (Table 2)".into(),
             note: "Positive class: summary 0 preferred; ties predict summary 1.".into(),
-            header: ["Similarity", "Source", "Accuracy", "Precision", "Recall", "F1", "Pairs"]
-                .map(String::from)
-                .to_vec(),
+            header: [
+                "Similarity",
+                "Source",
+                "Accuracy",
+                "Precision",
+                "Recall",
+                "F1",
+                "Pairs",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows: pairwise,
         },
         Table {
@@ -351,9 +363,11 @@ fn evalrank_table(files: &[ResultFile], sink: &mut Sink) -> Table {
         note: "Positive pairs ranked against the background (higher is better); classic: mean \
                Spearman ×100 over the word-similarity sets (word) or STS-B (sentence)."
             .into(),
-        header: ["Model", "Level", "MRR", "Hits@1", "Hits@3", "Classic", "Pairs"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "Model", "Level", "MRR", "Hits@1", "Hits@3", "Classic", "Pairs",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
     }
 }
@@ -365,17 +379,47 @@ fn align_sim_table(files: &[ResultFile], sink: &mut Sink) -> Table {
         for d in items(rep, "datasets") {
             let name = text(d, "dataset");
             let mut row = vec![r.similarity.clone(), name.to_owned()];
-            row.push(sink.cell(r, name, "paraphrase − random", num(d, &["paraphrase", "difference"])));
+            row.push(sink.cell(
+                r,
+                name,
+                "paraphrase − random",
+                num(d, &["paraphrase", "difference"]),
+            ));
             let syn = items(d, "synonyms").first();
-            row.push(sink.cell(r, name, "synonym n=1 (normalised)", syn.and_then(|s| num(s, &["normalised"]))));
-            row.push(sink.cell(r, name, "antonym mean difference", num(d, &["antonym", "mean_difference"])));
+            row.push(sink.cell(
+                r,
+                name,
+                "synonym n=1 (normalised)",
+                syn.and_then(|s| num(s, &["normalised"])),
+            ));
+            row.push(sink.cell(
+                r,
+                name,
+                "antonym mean difference",
+                num(d, &["antonym", "mean_difference"]),
+            ));
             let jumble = items(d, "jumbling").first();
-            row.push(sink.cell(r, name, "jumbling n=1 mean difference", jumble.and_then(|j| num(j, &["mean_difference"]))));
+            row.push(sink.cell(
+                r,
+                name,
+                "jumbling n=1 mean difference",
+                jumble.and_then(|j| num(j, &["mean_difference"])),
+            ));
             rows.push(row);
         }
         let mut row = vec![r.similarity.clone(), "afin".to_owned()];
-        row.extend(["—".to_owned(), "—".to_owned(), "—".to_owned(), "—".to_owned()]);
-        row.push(sink.cell(r, "afin", "negation (normalised)", num(rep, &["negation", "normalised"])));
+        row.extend([
+            "—".to_owned(),
+            "—".to_owned(),
+            "—".to_owned(),
+            "—".to_owned(),
+        ]);
+        row.push(sink.cell(
+            r,
+            "afin",
+            "negation (normalised)",
+            num(rep, &["negation", "normalised"]),
+        ));
         rows.push(row);
     }
     for row in rows.iter_mut() {
@@ -387,9 +431,17 @@ fn align_sim_table(files: &[ResultFile], sink: &mut Sink) -> Table {
                negation: α-normalised mean similarity; antonym and jumbling: mean of \
                sim(S, S_para) − sim(S, S_perturbed) (positive: the criterion holds)."
             .into(),
-        header: ["Similarity", "Dataset", "Paraphrase", "Synonym", "Antonym", "Jumbling", "Negation"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "Similarity",
+            "Dataset",
+            "Paraphrase",
+            "Synonym",
+            "Antonym",
+            "Jumbling",
+            "Negation",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
     }
 }
@@ -401,9 +453,18 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
         let rep = r.report();
         for d in items(rep, "datasets") {
             let name = text(d, "dataset");
-            let mut row = vec![r.similarity.clone(), name.to_owned(), text(d, "task").to_owned()];
+            let mut row = vec![
+                r.similarity.clone(),
+                name.to_owned(),
+                text(d, "task").to_owned(),
+            ];
             row.push(sink.cell(r, name, "original", num(d, &["original"])));
-            let mean = sink.cell(r, name, "paraphrased mean", num(d, &["paraphrased", "mean"]));
+            let mean = sink.cell(
+                r,
+                name,
+                "paraphrased mean",
+                num(d, &["paraphrased", "mean"]),
+            );
             let std = sink.cell(r, name, "paraphrased std", num(d, &["paraphrased", "std"]));
             row.push(format!("{mean} ± {std}"));
             row.push(sink.cell(r, name, "delta", num(d, &["delta"])));
@@ -412,10 +473,26 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
             rows.push(row);
         }
         if let Some(p) = rep.get("pooled").filter(|p| !p.is_null()) {
-            let hl = sink.cell(r, "pooled", "hodges-lehmann", num(p, &["hodges_lehmann", "estimate"]));
-            let lo = sink.cell(r, "pooled", "hl ci low", num(p, &["hodges_lehmann", "ci_low"]));
-            let hi = sink.cell(r, "pooled", "hl ci high", num(p, &["hodges_lehmann", "ci_high"]));
-            let pv = num(p, &["wilcoxon", "p_value"]).map_or("—".into(), |v| format!("p = {v:.2e}"));
+            let hl = sink.cell(
+                r,
+                "pooled",
+                "hodges-lehmann",
+                num(p, &["hodges_lehmann", "estimate"]),
+            );
+            let lo = sink.cell(
+                r,
+                "pooled",
+                "hl ci low",
+                num(p, &["hodges_lehmann", "ci_low"]),
+            );
+            let hi = sink.cell(
+                r,
+                "pooled",
+                "hl ci high",
+                num(p, &["hodges_lehmann", "ci_high"]),
+            );
+            let pv =
+                num(p, &["wilcoxon", "p_value"]).map_or("—".into(), |v| format!("p = {v:.2e}"));
             rows.push(vec![
                 r.similarity.clone(),
                 "pooled".into(),
@@ -436,9 +513,18 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                Hodges–Lehmann shift over dataset × run with its 95% bootstrap interval, \
                Wilcoxon signed-rank p."
             .into(),
-        header: ["Model", "Dataset", "Task", "Original", "Paraphrased", "Delta", "Edit dist.", "Fallbacks"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "Model",
+            "Dataset",
+            "Task",
+            "Original",
+            "Paraphrased",
+            "Delta",
+            "Edit dist.",
+            "Fallbacks",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
     }];
     // the paper's Table 7: every model against a baseline (all-mpnet-base-v2 when present)
@@ -467,20 +553,28 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                         c.n.to_string(),
                         format!(
                             "{:+.3} [{:+.3}, {:+.3}]",
-                            c.hodges_lehmann.estimate, c.hodges_lehmann.ci_low, c.hodges_lehmann.ci_high
+                            c.hodges_lehmann.estimate,
+                            c.hodges_lehmann.ci_low,
+                            c.hodges_lehmann.ci_high
                         ),
-                        c.wilcoxon.map_or("—".into(), |w| format!("{:.2e}", w.p_value)),
+                        c.wilcoxon
+                            .map_or("—".into(), |w| format!("{:.2e}", w.p_value)),
                         c.p_holm.map_or("—".into(), |p| format!("{p:.2e}")),
                     ]
                 })
                 .collect();
             out.push(Table {
-                title: format!("PTEB — against the baseline {} (Table 7 layout)", reports[base].0.similarity),
+                title: format!(
+                    "PTEB — against the baseline {} (Table 7 layout)",
+                    reports[base].0.similarity
+                ),
                 note: "Paired on the paraphrased scores of the (dataset, seed) runs both have: \
                        Hodges–Lehmann shift model − baseline with its 95% bootstrap interval, \
                        Wilcoxon signed-rank p, Holm-corrected over the models."
                     .into(),
-                header: ["Model", "n", "HL [95% CI]", "p", "p (Holm)"].map(String::from).to_vec(),
+                header: ["Model", "n", "HL [95% CI]", "p", "p (Holm)"]
+                    .map(String::from)
+                    .to_vec(),
                 rows,
             });
         }
@@ -577,13 +671,35 @@ fn provenance(files: &[ResultFile]) -> Vec<String> {
         v.dedup();
         v
     };
-    let revisions = distinct(&|e| e["run"]["git_revision"].as_str().unwrap_or("unknown").chars().take(12).collect());
+    let revisions = distinct(&|e| {
+        e["run"]["git_revision"]
+            .as_str()
+            .unwrap_or("unknown")
+            .chars()
+            .take(12)
+            .collect()
+    });
     let hosts = distinct(&|e| {
         let h = &e["run"]["host"];
-        format!("{} ({} cores)", h["cpu"].as_str().unwrap_or("unknown CPU"), h["cores"])
+        format!(
+            "{} ({} cores)",
+            h["cpu"].as_str().unwrap_or("unknown CPU"),
+            h["cores"]
+        )
     });
-    let data = distinct(&|e| e["parameters"]["data_dir"].as_str().unwrap_or("?").to_owned());
-    let quick = distinct(&|e| if e["quick"] == true { "quick samples".into() } else { "configured samples".into() });
+    let data = distinct(&|e| {
+        e["parameters"]["data_dir"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned()
+    });
+    let quick = distinct(&|e| {
+        if e["quick"] == true {
+            "quick samples".into()
+        } else {
+            "configured samples".into()
+        }
+    });
     let mut lines = vec![
         format!("{} result files", files.len()),
         format!("git revision: {}", revisions.join(", ")),
@@ -699,11 +815,24 @@ pub fn run(dir: &Path) -> Result<()> {
     let mut sink = Sink::default();
     let tables = tables(&files, &mut sink);
     let provenance = provenance(&files);
-    let charts = crate::plots::charts(&files.iter().map(|f| (f.similarity.as_str(), f.suite.as_str(), f.task.as_str(), f.report())).collect::<Vec<_>>())?;
+    let charts = crate::plots::charts(
+        &files
+            .iter()
+            .map(|f| {
+                (
+                    f.similarity.as_str(),
+                    f.suite.as_str(),
+                    f.task.as_str(),
+                    f.report(),
+                )
+            })
+            .collect::<Vec<_>>(),
+    )?;
     let write = |name: &str, content: &str| -> Result<()> {
         let path = dir.join(name);
         let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, content).with_context(|| format!("{}: cannot write", tmp.display()))?;
+        std::fs::write(&tmp, content)
+            .with_context(|| format!("{}: cannot write", tmp.display()))?;
         std::fs::rename(&tmp, &path).with_context(|| format!("{}: cannot write", path.display()))
     };
     write("report.md", &markdown(&tables, &provenance))?;

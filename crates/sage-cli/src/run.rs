@@ -311,10 +311,14 @@ pub fn run(task: Task) -> Result<()> {
                 wordnet.unwrap_or_else(|| root.root().join("wordnet/dict")),
             )?;
             let datasets: Vec<(String, String)> = if datasets.is_empty() {
-                local_defaults(&root, "align-sim", &[("mrpc", "test"), ("paws-wiki", "test")])?
-                    .into_iter()
-                    .map(|(n, s)| (n.to_owned(), s.to_owned()))
-                    .collect()
+                local_defaults(
+                    &root,
+                    "align-sim",
+                    &[("mrpc", "test"), ("paws-wiki", "test")],
+                )?
+                .into_iter()
+                .map(|(n, s)| (n.to_owned(), s.to_owned()))
+                .collect()
             } else {
                 parse_datasets(&datasets)?
             };

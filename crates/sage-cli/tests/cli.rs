@@ -673,16 +673,31 @@ fn pteb_names_what_is_missing() {
     // no such paraphraser: the path is named
     fails_with(
         &[
-            "run", "pteb", "--model", "no-such-encoder-folder", "--paraphraser", "/no/such/model.gguf",
-            "--data-dir", mirror, "--no-paraphrase-cache", "--no-cache",
+            "run",
+            "pteb",
+            "--model",
+            "no-such-encoder-folder",
+            "--paraphraser",
+            "/no/such/model.gguf",
+            "--data-dir",
+            mirror,
+            "--no-paraphrase-cache",
+            "--no-cache",
         ],
         "/no/such/model.gguf",
     );
     // a server needs the model it should run
     fails_with(
         &[
-            "run", "pteb", "--model", "x", "--paraphraser", "http://127.0.0.1:9/v1",
-            "--data-dir", mirror, "--no-paraphrase-cache",
+            "run",
+            "pteb",
+            "--model",
+            "x",
+            "--paraphraser",
+            "http://127.0.0.1:9/v1",
+            "--data-dir",
+            mirror,
+            "--no-paraphrase-cache",
         ],
         "--llm-model",
     );
@@ -692,8 +707,15 @@ fn pteb_names_what_is_missing() {
     std::fs::write(&gguf, b"not a gguf").unwrap();
     fails_with(
         &[
-            "run", "pteb", "--model", "x", "--paraphraser", gguf.to_str().unwrap(),
-            "--data-dir", mirror, "--no-paraphrase-cache",
+            "run",
+            "pteb",
+            "--model",
+            "x",
+            "--paraphraser",
+            gguf.to_str().unwrap(),
+            "--data-dir",
+            mirror,
+            "--no-paraphrase-cache",
         ],
         "m.gguf",
     );

@@ -304,8 +304,11 @@ pub fn evaluate(
         .map(|r| r.subsets.iter().map(|s| s.v_measure).collect())
         .collect();
     let groups: Vec<&[f64]> = per_subset.iter().map(Vec::as_slice).collect();
-    let ci95 =
-        sage_core::measures::bootstrap_mean_of_means(&groups, options.seed, "clustering/bootstrap")?;
+    let ci95 = sage_core::measures::bootstrap_mean_of_means(
+        &groups,
+        options.seed,
+        "clustering/bootstrap",
+    )?;
     Ok(ClusterReport {
         similarity: similarity.name().to_owned(),
         seed: options.seed.0,

@@ -31,10 +31,9 @@ pub use fetch::{fetch, map_record, Fetched};
 pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, Loaded, SplitReport};
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{
-    RerankingQuery,
     AxisRating, BeirDocument, BeirQuery, Document, DocumentSummary, LabeledPair, LabeledText, Line,
-    NegationPair, Row, StsPair, SummaryComparison, SummaryDocument, SummaryRating, TextPair,
-    WordPair,
+    NegationPair, RerankingQuery, Row, StsPair, SummaryComparison, SummaryDocument, SummaryRating,
+    TextPair, WordPair,
 };
 pub use sage_hub::HubSettings;
 pub use sample::{sample, sample_grouped, sample_indices, RowSelection};

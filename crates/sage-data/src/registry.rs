@@ -720,7 +720,11 @@ pub const REGISTRY: &[DatasetEntry] = &[
             revision: "2000358ca161889fa9c082cb41daa8dcfb161a54",
             config: None,
             files: &["{split}.jsonl.gz"],
-            columns: &[("query", "query"), ("positive", "positive"), ("negative", "negative")],
+            columns: &[
+                ("query", "query"),
+                ("positive", "positive"),
+                ("negative", "negative")
+            ],
         }),
         "AskUbuntu duplicate questions (MTEB reranking)"
     ),

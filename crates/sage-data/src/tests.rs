@@ -435,7 +435,11 @@ fn reranking_rows_load_with_their_candidate_lists() {
     let record = serde_json::json!({"query": "q", "positive": ["a"], "negative": ["b", "c"]});
     let mapped = crate::map_record(
         &record,
-        &[("query", "query"), ("positive", "positive"), ("negative", "negative")],
+        &[
+            ("query", "query"),
+            ("positive", "positive"),
+            ("negative", "negative"),
+        ],
     )
     .unwrap();
     assert_eq!(mapped, [record]);

@@ -152,7 +152,11 @@ pub fn discover_models(options: &ResolveOptions) -> Vec<DiscoveredModel> {
         for dir in folders(models) {
             if dir.is_dir() && is_embedder(&dir) {
                 found.push(DiscoveredModel {
-                    spec: dir.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                    spec: dir
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
                     dir,
                     origin: "models-dir",
                 });
@@ -160,8 +164,15 @@ pub fn discover_models(options: &ResolveOptions) -> Vec<DiscoveredModel> {
         }
     }
     for repo in folders(&options.hub.cache) {
-        let name = repo.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        let Some(id) = name.strip_prefix("models--").map(|id| id.replace("--", "/")) else {
+        let name = repo
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let Some(id) = name
+            .strip_prefix("models--")
+            .map(|id| id.replace("--", "/"))
+        else {
             continue;
         };
         let Ok(commit) = std::fs::read_to_string(repo.join("refs/main")) else {

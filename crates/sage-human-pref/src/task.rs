@@ -353,10 +353,7 @@ pub fn correlate(
 }
 
 /// Pearson's r of similarity and each dimension's rating over the summaries `summaries`.
-fn correlations_of(
-    units: &SourceUnits,
-    summaries: &[usize],
-) -> Result<Vec<DimensionCorrelation>> {
+fn correlations_of(units: &SourceUnits, summaries: &[usize]) -> Result<Vec<DimensionCorrelation>> {
     let sims: Vec<f64> = summaries.iter().map(|&i| units.similarities[i]).collect();
     units
         .dimensions
@@ -497,8 +494,7 @@ pub fn evaluate_source(
             let dimensions = dimensions_of(dataset)?;
             let loaded = root.load::<SummaryRating>(dataset, split)?;
             // whole documents, so that a capped run still has within-document pairs
-            let (rows, selection) =
-                sample_grouped(&loaded, max_rows, seed, |r| r.doc_id.clone());
+            let (rows, selection) = sample_grouped(&loaded, max_rows, seed, |r| r.doc_id.clone());
             let margin = margin.unwrap_or_else(|| {
                 let means: Vec<f64> = rows
                     .iter()
@@ -553,8 +549,7 @@ pub fn evaluate_source(
     let all_pairs: Vec<usize> = (0..units.truth.len()).collect();
     let all_summaries: Vec<usize> = (0..units.similarities.len()).collect();
     let (classification, dimensions) = units.scores(&all_pairs, &all_summaries)?;
-    let (classification_mean, correlation_mean, score) =
-        source_score(&classification, &dimensions);
+    let (classification_mean, correlation_mean, score) = source_score(&classification, &dimensions);
     Ok(SourceReport {
         name,
         source: source.clone(),

@@ -182,7 +182,10 @@ fn retention(ndcg: f64, clean: f64) -> f64 {
 fn retention_score(clean: &[f64], perturbed: &[Vec<f64>], drawn: &[usize]) -> f64 {
     let mean_of = |v: &[f64]| drawn.iter().map(|&i| v[i]).sum::<f64>() / drawn.len() as f64;
     let clean = mean_of(clean);
-    let retentions: Vec<f64> = perturbed.iter().map(|p| retention(mean_of(p), clean)).collect();
+    let retentions: Vec<f64> = perturbed
+        .iter()
+        .map(|p| retention(mean_of(p), clean))
+        .collect();
     measures::harmonic_mean(&retentions).unwrap_or(f64::NAN)
 }
 

@@ -249,7 +249,10 @@ pub fn evaluate(
         )?);
     }
     let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
-    let groups: Vec<&[f64]> = reports.iter().map(|r| r.document_scores.as_slice()).collect();
+    let groups: Vec<&[f64]> = reports
+        .iter()
+        .map(|r| r.document_scores.as_slice())
+        .collect();
     let ci95 = measures::bootstrap_mean_of_means(&groups, options.seed, "robustness/bootstrap")?;
     Ok(RobustnessReport {
         similarity: similarity.name().to_owned(),

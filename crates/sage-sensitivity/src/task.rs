@@ -332,9 +332,15 @@ pub fn evaluate(
         )?);
     }
     let score = mean(reports.iter().map(|r| r.score));
-    let groups: Vec<&[f64]> = reports.iter().map(|r| r.document_scores.as_slice()).collect();
-    let ci95 =
-        sage_core::measures::bootstrap_mean_of_means(&groups, options.seed, "sensitivity/bootstrap")?;
+    let groups: Vec<&[f64]> = reports
+        .iter()
+        .map(|r| r.document_scores.as_slice())
+        .collect();
+    let ci95 = sage_core::measures::bootstrap_mean_of_means(
+        &groups,
+        options.seed,
+        "sensitivity/bootstrap",
+    )?;
     Ok(SensitivityReport {
         similarity: similarity.name().to_owned(),
         seed: options.seed.0,

@@ -133,7 +133,11 @@ mod tests {
             1e-12,
         );
         crate::measures::assert_close(ap(&[0, 1, 0, 1], &[0.2; 4]), 0.5, 1e-12);
-        crate::measures::assert_close(ap(&[1, 0, 0, 1, 0], &[0.1, 0.4, 0.35, 0.8, 0.05]), 0.75, 1e-12);
+        crate::measures::assert_close(
+            ap(&[1, 0, 0, 1, 0], &[0.1, 0.4, 0.35, 0.8, 0.05]),
+            0.75,
+            1e-12,
+        );
         assert_eq!(ap(&[0, 0], &[0.1, 0.2]), 0.0);
     }
 }

@@ -483,16 +483,35 @@ mod tests {
     fn stratified_bootstrap_is_seeded_brackets_the_mean_and_shrinks_with_n() {
         let small: Vec<f64> = (0..20).map(|i| (i % 5) as f64 / 4.0).collect();
         let large: Vec<f64> = (0..2000).map(|i| (i % 5) as f64 / 4.0).collect();
-        let a = bootstrap_mean_of_means(&[&small, &large], RunSeed(5), "t").unwrap().unwrap();
-        assert_eq!(a, bootstrap_mean_of_means(&[&small, &large], RunSeed(5), "t").unwrap().unwrap());
+        let a = bootstrap_mean_of_means(&[&small, &large], RunSeed(5), "t")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            a,
+            bootstrap_mean_of_means(&[&small, &large], RunSeed(5), "t")
+                .unwrap()
+                .unwrap()
+        );
         assert!(a.low < 0.5 && 0.5 < a.high, "{a:?}");
-        let wide = bootstrap_mean_of_means(&[&small], RunSeed(5), "t").unwrap().unwrap();
-        let narrow = bootstrap_mean_of_means(&[&large], RunSeed(5), "t").unwrap().unwrap();
-        assert!(wide.high - wide.low > 5.0 * (narrow.high - narrow.low), "{wide:?} {narrow:?}");
+        let wide = bootstrap_mean_of_means(&[&small], RunSeed(5), "t")
+            .unwrap()
+            .unwrap();
+        let narrow = bootstrap_mean_of_means(&[&large], RunSeed(5), "t")
+            .unwrap()
+            .unwrap();
+        assert!(
+            wide.high - wide.low > 5.0 * (narrow.high - narrow.low),
+            "{wide:?} {narrow:?}"
+        );
         // a constant has a point interval; an empty group has none; an undefined statistic none
-        let c = bootstrap_mean_of_means(&[&[0.3; 10]], RunSeed(1), "t").unwrap().unwrap();
+        let c = bootstrap_mean_of_means(&[&[0.3; 10]], RunSeed(1), "t")
+            .unwrap()
+            .unwrap();
         assert!((c.low - 0.3).abs() < 1e-12 && (c.high - 0.3).abs() < 1e-12);
-        assert_eq!(bootstrap_mean_of_means(&[&[]], RunSeed(1), "t").unwrap(), None);
+        assert_eq!(
+            bootstrap_mean_of_means(&[&[]], RunSeed(1), "t").unwrap(),
+            None
+        );
         assert_eq!(
             bootstrap_interval(&[3], |_| f64::NAN, 0.95, 100, RunSeed(1), "t").unwrap(),
             None
