@@ -15,6 +15,7 @@
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, VarBuilder};
 
+use crate::attention::{fused_applies, fused_attention, AttentionShape};
 use crate::config::{Architecture, TransformerConfig};
 
 struct Layer {
@@ -44,6 +45,18 @@ pub struct Encoder {
     exact_gelu: bool,
     device: Device,
     dtype: DType,
+}
+
+/// What is added to the attention scores: the padding mask and MPNet's position bias, as host
+/// vectors for the fused CPU kernel or as tensors for the general path.
+enum ScoreTerms {
+    /// mask [batch × tokens], bias [heads, tokens, tokens]
+    Host {
+        mask: Vec<f32>,
+        bias: Option<Vec<f32>>,
+    },
+    /// mask [batch, 1, 1, tokens], bias [1, heads, tokens, tokens]
+    Tensors { mask: Tensor, bias: Option<Tensor> },
 }
 
 /// Output of a forward pass.
@@ -214,16 +227,29 @@ impl Encoder {
             .flatten()
             .map(|&m| if m == 0 { masked } else { 0.0 })
             .collect();
-        let additive = Tensor::from_vec(additive, (batch, 1, 1, tokens), &self.device)?
-            .to_dtype(self.dtype)?;
         let bias = match &self.relative_bias {
             Some(table) => Some(self.position_bias(table, tokens)?),
             None => None,
         };
+        let scores = if fused_applies(&self.device, self.dtype, tokens) {
+            ScoreTerms::Host {
+                bias: match &bias {
+                    Some(b) => Some(b.flatten_all()?.to_vec1::<f32>()?),
+                    None => None,
+                },
+                mask: additive,
+            }
+        } else {
+            ScoreTerms::Tensors {
+                mask: Tensor::from_vec(additive, (batch, 1, 1, tokens), &self.device)?
+                    .to_dtype(self.dtype)?,
+                bias,
+            }
+        };
 
         let mut first = None;
         for (i, layer) in self.layers.iter().enumerate() {
-            x = self.layer_forward(layer, &x, &additive, bias.as_ref())?;
+            x = self.layer_forward(layer, &x, &scores)?;
             if i == 0 && want_first {
                 first = Some(x.clone());
             }
@@ -235,32 +261,46 @@ impl Encoder {
         &self,
         layer: &Layer,
         x: &Tensor,
-        mask: &Tensor,
-        bias: Option<&Tensor>,
+        scores: &ScoreTerms,
     ) -> candle_core::Result<Tensor> {
         let (batch, tokens, hidden) = x.dims3()?;
         // All dense layers run on [batch × tokens, hidden]: one large matrix product instead of
         // a small one per text, which is what makes CPU inference fast on short sentences.
         let flat = x.reshape((batch * tokens, hidden))?;
-        let split = |t: Tensor| -> candle_core::Result<Tensor> {
-            t.reshape((batch, tokens, self.heads, self.head_dim))?
-                .transpose(1, 2)?
-                .contiguous()
-        };
         let qkv = layer.qkv.forward(&flat)?;
-        let q = split(qkv.narrow(1, 0, hidden)?)?;
-        let k = split(qkv.narrow(1, hidden, hidden)?)?;
-        let v = split(qkv.narrow(1, 2 * hidden, hidden)?)?;
-        let mut scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
-        if let Some(bias) = bias {
-            scores = scores.broadcast_add(bias)?;
-        }
-        let scores = scores.broadcast_add(mask)?;
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-        let context = probs
-            .matmul(&v)?
-            .transpose(1, 2)?
-            .reshape((batch * tokens, hidden))?;
+        let context = match scores {
+            ScoreTerms::Host { mask, bias } => fused_attention(
+                &qkv,
+                AttentionShape {
+                    batch,
+                    tokens,
+                    heads: self.heads,
+                    head_dim: self.head_dim,
+                },
+                mask,
+                bias.as_deref(),
+            )?,
+            ScoreTerms::Tensors { mask, bias } => {
+                let split = |t: Tensor| -> candle_core::Result<Tensor> {
+                    t.reshape((batch, tokens, self.heads, self.head_dim))?
+                        .transpose(1, 2)?
+                        .contiguous()
+                };
+                let q = split(qkv.narrow(1, 0, hidden)?)?;
+                let k = split(qkv.narrow(1, hidden, hidden)?)?;
+                let v = split(qkv.narrow(1, 2 * hidden, hidden)?)?;
+                let mut scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
+                if let Some(bias) = bias {
+                    scores = scores.broadcast_add(bias)?;
+                }
+                let scores = scores.broadcast_add(mask)?;
+                let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+                probs
+                    .matmul(&v)?
+                    .transpose(1, 2)?
+                    .reshape((batch * tokens, hidden))?
+            }
+        };
         let attended = layer
             .attention_norm
             .forward(&(layer.attention_out.forward(&context)? + &flat)?)?;

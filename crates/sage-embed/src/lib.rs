@@ -17,6 +17,7 @@
 //! CPU runs in f32; the `cuda` feature runs the transformer in f16 on the first GPU.
 #![deny(missing_docs)]
 
+mod attention;
 mod cache;
 mod config;
 pub mod encoder;
