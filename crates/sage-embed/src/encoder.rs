@@ -11,12 +11,18 @@
 //! embeddings, and a relative-position bias (T5-style bidirectional buckets, 32 buckets, max
 //! distance 128) computed once per forward pass from `encoder.relative_attention_bias` and added
 //! to the attention scores of every layer.
+//!
+//! On CPU in f32 the attention of batches up to 64 tokens and the dense layers' epilogues (bias +
+//! GELU, bias + residual + layer norm) run as fused kernels (`crate::fused`); elsewhere (GPU,
+//! f16/bf16, long inputs' attention) the tensor path below. Tests hold the two paths equal.
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, VarBuilder};
 
-use crate::attention::{fused_applies, fused_attention, AttentionShape};
 use crate::config::{Architecture, TransformerConfig};
+use crate::fused::{
+    bias_gelu, bias_residual_norm, fused_applies, fused_attention, AttentionShape, HostNorm,
+};
 
 struct Layer {
     /// Query, key and value projections stacked into one [3·hidden, hidden] layer: one matrix
@@ -27,6 +33,57 @@ struct Layer {
     intermediate: Linear,
     output: Linear,
     output_norm: LayerNorm,
+    /// Biases and norms on the host for the fused CPU epilogues (f32 on CPU only).
+    host: Option<HostLayer>,
+}
+
+struct HostLayer {
+    attention_out_bias: Vec<f32>,
+    attention_norm: HostNorm,
+    intermediate_bias: Vec<f32>,
+    output_bias: Vec<f32>,
+    output_norm: HostNorm,
+}
+
+impl HostLayer {
+    /// `None` off the CPU, outside f32, or for bias-free layers.
+    fn of(layer: &Layer) -> candle_core::Result<Option<HostLayer>> {
+        let weight = layer.qkv.weight();
+        if !weight.device().is_cpu() || weight.dtype() != DType::F32 {
+            return Ok(None);
+        }
+        let bias = |l: &Linear| -> candle_core::Result<Option<Vec<f32>>> {
+            l.bias().map(|b| b.to_vec1::<f32>()).transpose()
+        };
+        let norm = |n: &LayerNorm| -> candle_core::Result<Option<HostNorm>> {
+            Ok(match n.bias() {
+                Some(beta) if n.remove_mean() => Some(HostNorm {
+                    gamma: n.weight().to_vec1::<f32>()?,
+                    beta: beta.to_vec1::<f32>()?,
+                    eps: n.eps() as f32,
+                }),
+                _ => None,
+            })
+        };
+        Ok(
+            match (
+                bias(&layer.attention_out)?,
+                norm(&layer.attention_norm)?,
+                bias(&layer.intermediate)?,
+                bias(&layer.output)?,
+                norm(&layer.output_norm)?,
+            ) {
+                (Some(a), Some(an), Some(i), Some(o), Some(on)) => Some(HostLayer {
+                    attention_out_bias: a,
+                    attention_norm: an,
+                    intermediate_bias: i,
+                    output_bias: o,
+                    output_norm: on,
+                }),
+                _ => None,
+            },
+        )
+    }
 }
 
 /// A BERT or MPNet encoder.
@@ -133,14 +190,17 @@ impl Encoder {
                         _ => None,
                     },
                 );
-                Ok(Layer {
+                let mut layer = Layer {
                     qkv,
                     attention_out,
                     attention_norm,
                     intermediate: linear(h, config.intermediate_size, l.pp("intermediate.dense"))?,
                     output: linear(config.intermediate_size, h, l.pp("output.dense"))?,
                     output_norm: layer_norm(h, eps, l.pp("output.LayerNorm"))?,
-                })
+                    host: None,
+                };
+                layer.host = HostLayer::of(&layer)?;
+                Ok(layer)
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
         let relative_bias = match architecture {
@@ -301,12 +361,33 @@ impl Encoder {
                     .reshape((batch * tokens, hidden))?
             }
         };
+        if let Some(host) = &layer.host {
+            let product = |x: &Tensor, l: &Linear| x.matmul(&l.weight().t()?);
+            let attended = bias_residual_norm(
+                &product(&context, &layer.attention_out)?,
+                &host.attention_out_bias,
+                &flat,
+                &host.attention_norm,
+            )?;
+            let inner = bias_gelu(
+                &product(&attended, &layer.intermediate)?,
+                &host.intermediate_bias,
+                self.exact_gelu,
+            )?;
+            let out = bias_residual_norm(
+                &product(&inner, &layer.output)?,
+                &host.output_bias,
+                &attended,
+                &host.output_norm,
+            )?;
+            return out.reshape((batch, tokens, hidden));
+        }
         let attended = layer
             .attention_norm
             .forward(&(layer.attention_out.forward(&context)? + &flat)?)?;
         let inner = layer.intermediate.forward(&attended)?;
         let inner = if self.exact_gelu {
-            gelu_erf(&inner)?
+            inner.gelu_erf()?
         } else {
             inner.gelu()?
         };
@@ -344,45 +425,6 @@ impl Encoder {
     pub fn hidden_size(&self) -> usize {
         self.heads * self.head_dim
     }
-}
-
-/// Exact (erf) GELU. On CPU in f32 it runs a vectorisable rational erf approximation (the one
-/// of Eigen / TensorFlow, |error| < 1e-6) over all cores: candle's own kernel calls scalar
-/// `libm::erff` on one thread, which cost a third of a MiniLM forward pass.
-fn gelu_erf(x: &Tensor) -> candle_core::Result<Tensor> {
-    use rayon::prelude::*;
-    if !x.device().is_cpu() || x.dtype() != DType::F32 {
-        return x.gelu_erf();
-    }
-    let mut values = x.flatten_all()?.to_vec1::<f32>()?;
-    values.par_chunks_mut(8192).for_each(|chunk| {
-        for v in chunk {
-            *v = 0.5 * *v * (1.0 + erf_approx(*v * std::f32::consts::FRAC_1_SQRT_2));
-        }
-    });
-    Tensor::from_vec(values, x.shape(), x.device())
-}
-
-/// erf(x) in f32 as Eigen's `generic_fast_erf_float`: odd/even rational polynomial on
-/// x clamped to [-4, 4] (beyond which erf is ±1 in f32). Only multiplications and additions,
-/// so the loop above vectorises (plain `a * b + c`: `mul_add` is a libm call without a
-/// target FMA feature).
-#[inline]
-pub(crate) fn erf_approx(x: f32) -> f32 {
-    let x = x.clamp(-4.0, 4.0);
-    let x2 = x * x;
-    let mut p = x2 * -2.726_142_3e-10 + 2.770_681_4e-8;
-    p = x2 * p + -2.101_024e-6;
-    p = x2 * p + -5.692_506_4e-5;
-    p = x2 * p + -7.349_906_3e-4;
-    p = x2 * p + -2.954_6e-3;
-    p = x2 * p + -1.609_603_3e-2;
-    p *= x;
-    let mut q = x2 * -1.456_607_2e-5 + -2.133_740_6e-4;
-    q = x2 * q + -1.682_827e-3;
-    q = x2 * q + -7.373_329e-3;
-    q = x2 * q + -1.426_473_9e-2;
-    p / q
 }
 
 /// T5/MPNet bidirectional bucket of a relative position (`memory − context`), in f32 arithmetic
@@ -442,20 +484,6 @@ pub(crate) fn pool(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fast_gelu_matches_candles_exact_gelu() {
-        let grid: Vec<f32> = (-60_000..=60_000).map(|i| i as f32 * 1e-4).collect();
-        let t = Tensor::new(grid.as_slice(), &Device::Cpu).unwrap();
-        let ours = gelu_erf(&t).unwrap().to_vec1::<f32>().unwrap();
-        let reference = t.gelu_erf().unwrap().to_vec1::<f32>().unwrap();
-        let worst = ours
-            .iter()
-            .zip(&reference)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        assert!(worst < 2e-6, "max |error| {worst}");
-    }
 
     #[test]
     fn buckets_match_the_reference_formula() {

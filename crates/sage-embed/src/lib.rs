@@ -17,11 +17,11 @@
 //! CPU runs in f32; the `cuda` feature runs the transformer in f16 on the first GPU.
 #![deny(missing_docs)]
 
-mod attention;
 mod cache;
 mod config;
 pub mod encoder;
 mod error;
+mod fused;
 mod resolve;
 mod static_models;
 mod transformer;
