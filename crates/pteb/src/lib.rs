@@ -18,8 +18,9 @@
 //!   ([`ParaphraseCache`]): a re-run, or a run of another encoder, reuses them; a killed run loses
 //!   only the generations in flight. Duplicate texts within a dataset (STS sentences that recur)
 //!   get one paraphrase per run.
-//! - An answer is accepted when it is non-empty, was not cut at the token limit, and is at most
-//!   5× the input's length in characters; otherwise the request is retried with a new seed, up to
+//! - An answer is accepted when it is non-empty, was not cut at the token limit, is at most
+//!   5× the input's length in characters, and does not repeat a clause of the instruction that
+//!   the input lacks (small models answer with the prompt's words); otherwise the request is retried with a new seed, up to
 //!   5 attempts, then the original text is used and counted as a fallback.
 //! - Edit distance is word-level Levenshtein over whitespace-separated words, divided by the longer
 //!   text's word count (the paper's normalisation), averaged per dataset.
@@ -49,7 +50,9 @@ pub use http::OpenAiChat;
 pub use paraphrase::{
     Judge, Paraphrase, ParaphraseSettings, ParaphraseStats, Paraphraser, ParaphraserIdentity,
 };
-pub use prompt::{clean_answer, judge_messages, parse_rating, strip_reasoning, PromptStyle};
+pub use prompt::{
+    clean_answer, echoes_instruction, judge_messages, parse_rating, strip_reasoning, PromptStyle,
+};
 pub use tasks::{group_summaries, RerankingSample, SummarizationSample, TaskData, TaskKind};
 
 use std::path::PathBuf;

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::{request_key, ParaphraseCache};
 use crate::chat::{ChatModel, Sampling};
-use crate::prompt::{clean_answer, judge_messages, parse_rating, PromptStyle};
+use crate::prompt::{clean_answer, echoes_instruction, judge_messages, parse_rating, PromptStyle};
 use crate::Result;
 
 /// How paraphrases are asked for and accepted.
@@ -125,7 +125,7 @@ impl Paraphraser {
 
     fn key(&self, seed: u64, text: &str) -> [u8; 32] {
         let identity = serde_json::to_string(&self.identity()).unwrap_or_default();
-        request_key(&["paraphrase-v1", &identity, &seed.to_string(), text])
+        request_key(&["paraphrase-v2", &identity, &seed.to_string(), text])
     }
 
     /// Paraphrases one text with `seed`, without the cache.
@@ -169,7 +169,11 @@ impl Paraphraser {
                     && crate::prompt::strip_reasoning(&completion.text)
                         .trim()
                         .contains("\n\n"));
-            if whole && chars > 0.0 && chars <= s.max_length_ratio * input_chars {
+            if whole
+                && chars > 0.0
+                && chars <= s.max_length_ratio * input_chars
+                && !echoes_instruction(&answer, text, s.prompt.instruction())
+            {
                 return Ok(Paraphrase {
                     text: answer,
                     attempts: attempt + 1,
@@ -409,6 +413,22 @@ mod tests {
         );
         let p = paraphraser(|_, _| ("x".into(), true));
         assert!(p.paraphrase_one("a b c", 1337).unwrap().fallback);
+        // the prompt's own words are no paraphrase either
+        let p = paraphraser(|_, seed| {
+            if seed == 1337 {
+                (
+                    "Same facts, same claims, nothing added and nothing left out.".into(),
+                    false,
+                )
+            } else {
+                ("rap lyrics, nothing more".into(), false)
+            }
+        });
+        let out = p.paraphrase_one("just rap lyrics", 1337).unwrap();
+        assert_eq!(
+            (out.text.as_str(), out.attempts),
+            ("rap lyrics, nothing more", 2)
+        );
     }
 
     #[test]

@@ -126,6 +126,8 @@ pub fn clean_answer(answer: &str, input: &str) -> String {
         "Paraphrase:",
         "Paraphrased text:",
         "Rewritten text:",
+        "Original text:",
+        "Original:",
         "Text:",
     ] {
         let labelled = text
@@ -160,9 +162,64 @@ pub fn clean_answer(answer: &str, input: &str) -> String {
     text
 }
 
+/// Whether `answer` repeats a clause of `instruction` (of four words or more) that `input`
+/// does not contain: a small model sometimes answers with the prompt's own words ("Same facts,
+/// same claims, nothing added and nothing left out."), which is no paraphrase of anything.
+pub fn echoes_instruction(answer: &str, input: &str, instruction: &str) -> bool {
+    let normal = |t: &str| {
+        t.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (answer, input) = (normal(answer), normal(input));
+    instruction
+        .split(['.', ':', ',', ';'])
+        .map(normal)
+        .filter(|clause| clause.split(' ').count() >= 4)
+        .any(|clause| {
+            let within = |t: &str| format!(" {t} ").contains(&format!(" {clause} "));
+            within(&answer) && !within(&input)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_repeating_the_instruction_are_caught() {
+        let instruction = PromptStyle::English.instruction();
+        let echo = "Same facts, same claims, nothing added and nothing left out.";
+        assert!(echoes_instruction(
+            echo,
+            "It s just rap lyrics",
+            instruction
+        ));
+        assert!(echoes_instruction(
+            "Keep its meaning exactly! Dogs bark.",
+            "Dogs bark.",
+            instruction
+        ));
+        // a real paraphrase, and a clause the input itself contains, pass
+        assert!(!echoes_instruction(
+            "Barking is what dogs do.",
+            "Dogs bark.",
+            instruction
+        ));
+        assert!(!echoes_instruction(
+            "Nothing added and nothing left out, the budget stands.",
+            "The budget stands: nothing added and nothing left out.",
+            instruction
+        ));
+        // short clauses ("no notes") are ordinary words
+        assert!(!echoes_instruction(
+            "He left no notes.",
+            "No notes were left.",
+            instruction
+        ));
+    }
 
     #[test]
     fn reasoning_blocks_are_removed() {
@@ -212,6 +269,10 @@ mod tests {
             "P one.\n\nP two."
         );
         assert_eq!(clean_answer("Here is the paraphrase:", "x"), "");
+        assert_eq!(
+            clean_answer("Original: Four girls doing backbends", "x"),
+            "Four girls doing backbends"
+        );
     }
 
     #[test]
