@@ -127,13 +127,7 @@ impl pteb::Progress for StderrProgress {
         self.last_tenth.store(u64::MAX, Ordering::Relaxed);
     }
     fn paraphrased(&self, run: usize, done: u64, total: u64) {
-        let tenth = done * 10 / total.max(1);
-        if self.last_tenth.swap(tenth, Ordering::Relaxed) != tenth {
-            let name = self
-                .current
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
+        if let Some(name) = self.new_tenth(done, total) {
             eprintln!(
                 "sage: pteb: {name} run {}/{}: {done}/{total} texts paraphrased",
                 run + 1,
@@ -146,15 +140,22 @@ impl pteb::Progress for StderrProgress {
         if done == 1 {
             self.last_tenth.store(u64::MAX, Ordering::Relaxed);
         }
-        let tenth = done * 10 / total.max(1);
-        if self.last_tenth.swap(tenth, Ordering::Relaxed) != tenth {
-            let name = self
-                .current
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
+        if let Some(name) = self.new_tenth(done, total) {
             eprintln!("sage: pteb: {name}: {done}/{total} pairs rated by the judge");
         }
+    }
+}
+
+impl StderrProgress {
+    /// The current dataset's name when `done` of `total` starts a new tenth (a line is due).
+    fn new_tenth(&self, done: u64, total: u64) -> Option<String> {
+        let tenth = done * 10 / total.max(1);
+        (self.last_tenth.swap(tenth, Ordering::Relaxed) != tenth).then(|| {
+            self.current
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+        })
     }
 }
 

@@ -340,26 +340,17 @@ impl Encoder {
                 mask,
                 bias.as_deref(),
             )?,
-            ScoreTerms::Tensors { mask, bias } => {
-                let split = |t: Tensor| -> candle_core::Result<Tensor> {
-                    t.reshape((batch, tokens, self.heads, self.head_dim))?
-                        .transpose(1, 2)?
-                        .contiguous()
-                };
-                let q = split(qkv.narrow(1, 0, hidden)?)?;
-                let k = split(qkv.narrow(1, hidden, hidden)?)?;
-                let v = split(qkv.narrow(1, 2 * hidden, hidden)?)?;
-                let mut scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
-                if let Some(bias) = bias {
-                    scores = scores.broadcast_add(bias)?;
-                }
-                let scores = scores.broadcast_add(mask)?;
-                let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-                probs
-                    .matmul(&v)?
-                    .transpose(1, 2)?
-                    .reshape((batch * tokens, hidden))?
-            }
+            ScoreTerms::Tensors { mask, bias } => tensor_attention(
+                &qkv,
+                AttentionShape {
+                    batch,
+                    tokens,
+                    heads: self.heads,
+                    head_dim: self.head_dim,
+                },
+                mask,
+                bias.as_ref(),
+            )?,
         };
         if let Some(host) = &layer.host {
             let product = |x: &Tensor, l: &Linear| x.matmul(&l.weight().t()?);
@@ -425,6 +416,42 @@ impl Encoder {
     pub fn hidden_size(&self) -> usize {
         self.heads * self.head_dim
     }
+}
+
+/// Attention on tensors (any device and dtype): context vectors [batch × tokens, hidden] from
+/// `qkv` [batch × tokens, 3 × hidden], `mask` [batch, 1, 1, tokens] and an optional `bias`
+/// [1, heads, tokens, tokens]. `crate::fused::fused_attention` computes the same on CPU.
+pub(crate) fn tensor_attention(
+    qkv: &Tensor,
+    shape: AttentionShape,
+    mask: &Tensor,
+    bias: Option<&Tensor>,
+) -> candle_core::Result<Tensor> {
+    let AttentionShape {
+        batch,
+        tokens,
+        heads,
+        head_dim,
+    } = shape;
+    let hidden = heads * head_dim;
+    let split = |t: Tensor| -> candle_core::Result<Tensor> {
+        t.reshape((batch, tokens, heads, head_dim))?
+            .transpose(1, 2)?
+            .contiguous()
+    };
+    let q = split(qkv.narrow(1, 0, hidden)?)?;
+    let k = split(qkv.narrow(1, hidden, hidden)?)?;
+    let v = split(qkv.narrow(1, 2 * hidden, hidden)?)?;
+    let mut scores = (q.matmul(&k.t()?)? / (head_dim as f64).sqrt())?;
+    if let Some(bias) = bias {
+        scores = scores.broadcast_add(bias)?;
+    }
+    let scores = scores.broadcast_add(mask)?;
+    let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+    probs
+        .matmul(&v)?
+        .transpose(1, 2)?
+        .reshape((batch * tokens, hidden))
 }
 
 /// T5/MPNet bidirectional bucket of a relative position (`memory − context`), in f32 arithmetic

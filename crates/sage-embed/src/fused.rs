@@ -266,47 +266,7 @@ mod tests {
     use rand_chacha::ChaCha20Rng;
 
     use super::*;
-
-    /// The tensor path of `Encoder::layer_forward`, written out for comparison.
-    fn reference(
-        qkv: &Tensor,
-        shape: AttentionShape,
-        mask: &[f32],
-        bias: Option<&Tensor>,
-    ) -> Tensor {
-        let AttentionShape {
-            batch,
-            tokens,
-            heads,
-            head_dim,
-        } = shape;
-        let hidden = heads * head_dim;
-        let split = |t: Tensor| {
-            t.reshape((batch, tokens, heads, head_dim))
-                .unwrap()
-                .transpose(1, 2)
-                .unwrap()
-                .contiguous()
-                .unwrap()
-        };
-        let q = split(qkv.narrow(1, 0, hidden).unwrap());
-        let k = split(qkv.narrow(1, hidden, hidden).unwrap());
-        let v = split(qkv.narrow(1, 2 * hidden, hidden).unwrap());
-        let mut scores = (q.matmul(&k.t().unwrap()).unwrap() / (head_dim as f64).sqrt()).unwrap();
-        if let Some(bias) = bias {
-            scores = scores.broadcast_add(bias).unwrap();
-        }
-        let mask = Tensor::from_slice(mask, (batch, 1, 1, tokens), &Device::Cpu).unwrap();
-        let probs =
-            candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&mask).unwrap()).unwrap();
-        probs
-            .matmul(&v)
-            .unwrap()
-            .transpose(1, 2)
-            .unwrap()
-            .reshape((batch * tokens, hidden))
-            .unwrap()
-    }
+    use crate::encoder::tensor_attention;
 
     fn max_difference(a: &Tensor, b: &Tensor) -> f32 {
         let a = a.flatten_all().unwrap().to_vec1::<f32>().unwrap();
@@ -419,22 +379,11 @@ mod tests {
             let bias_tensor = bias
                 .as_ref()
                 .map(|b| Tensor::from_slice(b, (1, heads, tokens, tokens), &Device::Cpu).unwrap());
-            let ours = fused_attention(&qkv, shape, &mask, bias.as_deref())
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap();
-            let theirs = reference(&qkv, shape, &mask, bias_tensor.as_ref())
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap();
-            let worst = ours
-                .iter()
-                .zip(&theirs)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0f32, f32::max);
+            let ours = fused_attention(&qkv, shape, &mask, bias.as_deref()).unwrap();
+            let mask_tensor =
+                Tensor::from_slice(&mask, (batch, 1, 1, tokens), &Device::Cpu).unwrap();
+            let theirs = tensor_attention(&qkv, shape, &mask_tensor, bias_tensor.as_ref()).unwrap();
+            let worst = max_difference(&ours, &theirs);
             assert!(worst < 1e-5, "{shape:?}: max |difference| {worst}");
         }
     }
