@@ -37,7 +37,7 @@ fn bench(c: &mut Criterion) {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let mut group = c.benchmark_group("all-MiniLM-L6-v2/stsb-1000");
     group.throughput(Throughput::Elements(refs.len() as u64));
-    for (batch_tokens, max_batch) in [(1024, 32), (2048, 64), (8192, 128)] {
+    for (batch_tokens, max_batch) in [(1024, 32), (2048, 64), (8192, 128), (16384, 256)] {
         let options = TransformerOptions {
             batch_tokens,
             max_batch,

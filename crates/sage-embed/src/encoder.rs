@@ -21,7 +21,7 @@ use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, Var
 
 use crate::config::{Architecture, TransformerConfig};
 use crate::fused::{
-    bias_gelu, bias_residual_norm, fused_applies, fused_attention, AttentionShape, HostNorm,
+    add_bias, bias_gelu, bias_residual_norm, fused_applies, fused_attention, HostNorm, SharedBias,
 };
 
 struct Layer {
@@ -38,6 +38,7 @@ struct Layer {
 }
 
 struct HostLayer {
+    qkv_bias: Vec<f32>,
     attention_out_bias: Vec<f32>,
     attention_norm: HostNorm,
     intermediate_bias: Vec<f32>,
@@ -67,13 +68,15 @@ impl HostLayer {
         };
         Ok(
             match (
+                bias(&layer.qkv)?,
                 bias(&layer.attention_out)?,
                 norm(&layer.attention_norm)?,
                 bias(&layer.intermediate)?,
                 bias(&layer.output)?,
                 norm(&layer.output_norm)?,
             ) {
-                (Some(a), Some(an), Some(i), Some(o), Some(on)) => Some(HostLayer {
+                (Some(qkv), Some(a), Some(an), Some(i), Some(o), Some(on)) => Some(HostLayer {
+                    qkv_bias: qkv,
                     attention_out_bias: a,
                     attention_norm: an,
                     intermediate_bias: i,
@@ -104,21 +107,33 @@ pub struct Encoder {
     dtype: DType,
 }
 
-/// What is added to the attention scores: the padding mask and MPNet's position bias, as host
-/// vectors for the fused CPU kernel or as tensors for the general path.
-enum ScoreTerms {
-    /// mask [batch × tokens], bias [heads, tokens, tokens]
-    Host {
-        mask: Vec<f32>,
+/// How a batch goes through the layers.
+enum Batch {
+    /// CPU f32, short texts: the real tokens only, back to back ([Σ lengths, hidden]); fused
+    /// attention per text. Padding costs nothing in the dense layers, which are row-wise.
+    Packed {
+        lengths: Vec<usize>,
+        /// MPNet's position bias [heads, tokens, tokens] on the host
         bias: Option<Vec<f32>>,
     },
-    /// mask [batch, 1, 1, tokens], bias [1, heads, tokens, tokens]
-    Tensors { mask: Tensor, bias: Option<Tensor> },
+    /// Any device and dtype: the padded batch ([batch × tokens, hidden]); mask
+    /// [batch, 1, 1, tokens], bias [1, heads, tokens, tokens].
+    Padded { mask: Tensor, bias: Option<Tensor> },
+}
+
+/// Shapes of one padded attention call.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AttentionShape {
+    pub batch: usize,
+    pub tokens: usize,
+    pub heads: usize,
+    pub head_dim: usize,
 }
 
 /// Output of a forward pass.
 pub struct EncoderOutput {
-    /// Last layer, [batch, tokens, hidden].
+    /// Last layer, [batch, tokens, hidden] (padding positions are zero when the batch ran
+    /// packed: pooling masks them out either way).
     pub last: Tensor,
     /// Output of the first transformer layer, when asked for.
     pub first: Option<Tensor>,
@@ -244,7 +259,6 @@ impl Encoder {
     ) -> candle_core::Result<EncoderOutput> {
         let (batch, tokens) = (ids.len(), ids.first().map_or(0, Vec::len));
         let flat_ids: Vec<u32> = ids.iter().flatten().copied().collect();
-        let input = Tensor::from_vec(flat_ids, (batch, tokens), &self.device)?;
         let positions: Vec<u32> = match self.architecture {
             Architecture::Bert => (0..batch).flat_map(|_| 0..tokens as u32).collect(),
             Architecture::MpNet => ids
@@ -264,83 +278,107 @@ impl Encoder {
                 })
                 .collect(),
         };
-        let positions = Tensor::from_vec(positions, (batch, tokens), &self.device)?;
+        let bias = match &self.relative_bias {
+            Some(table) => Some(self.position_bias(table, tokens)?),
+            None => None,
+        };
+        let (flat_ids, positions, plan) = match real_lengths(mask) {
+            Some(lengths) if fused_applies(&self.device, self.dtype, tokens) => {
+                let real = |values: Vec<u32>| -> Vec<u32> {
+                    values
+                        .chunks(tokens.max(1))
+                        .zip(&lengths)
+                        .flat_map(|(row, &length)| row[..length].to_vec())
+                        .collect()
+                };
+                let bias = match &bias {
+                    Some(b) => Some(b.flatten_all()?.to_vec1::<f32>()?),
+                    None => None,
+                };
+                (
+                    real(flat_ids),
+                    real(positions),
+                    Batch::Packed { lengths, bias },
+                )
+            }
+            _ => {
+                // A large *finite* negative for padding, so that 0 × mask stays 0 in every dtype.
+                let masked = match self.dtype {
+                    DType::F16 => -65_504f32,
+                    DType::BF16 => -1e30,
+                    _ => f32::MIN,
+                };
+                let additive: Vec<f32> = mask
+                    .iter()
+                    .flatten()
+                    .map(|&m| if m == 0 { masked } else { 0.0 })
+                    .collect();
+                let mask = Tensor::from_vec(additive, (batch, 1, 1, tokens), &self.device)?
+                    .to_dtype(self.dtype)?;
+                (flat_ids, positions, Batch::Padded { mask, bias })
+            }
+        };
+        let rows = flat_ids.len();
+        let input = Tensor::from_vec(flat_ids, rows, &self.device)?;
+        let positions = Tensor::from_vec(positions, rows, &self.device)?;
         let mut x = (self.word.forward(&input)? + self.position.forward(&positions)?)?;
         if let Some(token_type) = &self.token_type {
             x = x.broadcast_add(&token_type.forward(&Tensor::zeros(
-                (1, 1),
+                1,
                 DType::U32,
                 &self.device,
             )?)?)?;
         }
         let mut x = self.embedding_norm.forward(&x)?;
 
-        // Additive mask, [batch, 1, 1, tokens]: a large *finite* negative for padding, so that
-        // 0 × mask stays 0 in every dtype.
-        let masked = match self.dtype {
-            DType::F16 => -65_504f32,
-            DType::BF16 => -1e30,
-            _ => f32::MIN,
-        };
-        let additive: Vec<f32> = mask
-            .iter()
-            .flatten()
-            .map(|&m| if m == 0 { masked } else { 0.0 })
-            .collect();
-        let bias = match &self.relative_bias {
-            Some(table) => Some(self.position_bias(table, tokens)?),
-            None => None,
-        };
-        let scores = if fused_applies(&self.device, self.dtype, tokens) {
-            ScoreTerms::Host {
-                bias: match &bias {
-                    Some(b) => Some(b.flatten_all()?.to_vec1::<f32>()?),
-                    None => None,
-                },
-                mask: additive,
-            }
-        } else {
-            ScoreTerms::Tensors {
-                mask: Tensor::from_vec(additive, (batch, 1, 1, tokens), &self.device)?
-                    .to_dtype(self.dtype)?,
-                bias,
-            }
-        };
-
         let mut first = None;
         for (i, layer) in self.layers.iter().enumerate() {
-            x = self.layer_forward(layer, &x, &scores)?;
+            x = self.layer_forward(layer, &x, batch, tokens, &plan)?;
             if i == 0 && want_first {
                 first = Some(x.clone());
             }
         }
-        Ok(EncoderOutput { last: x, first })
+        let padded = |x: Tensor| -> candle_core::Result<Tensor> {
+            match &plan {
+                Batch::Packed { lengths, .. } => pad(&x, lengths, tokens),
+                Batch::Padded { .. } => x.reshape((batch, tokens, self.hidden_size())),
+            }
+        };
+        Ok(EncoderOutput {
+            last: padded(x)?,
+            first: first.map(padded).transpose()?,
+        })
     }
 
+    /// One layer on `x` [rows, hidden], the batch laid out as `plan` says.
     fn layer_forward(
         &self,
         layer: &Layer,
-        x: &Tensor,
-        scores: &ScoreTerms,
+        flat: &Tensor,
+        batch: usize,
+        tokens: usize,
+        plan: &Batch,
     ) -> candle_core::Result<Tensor> {
-        let (batch, tokens, hidden) = x.dims3()?;
-        // All dense layers run on [batch × tokens, hidden]: one large matrix product instead of
-        // a small one per text, which is what makes CPU inference fast on short sentences.
-        let flat = x.reshape((batch * tokens, hidden))?;
-        let qkv = layer.qkv.forward(&flat)?;
-        let context = match scores {
-            ScoreTerms::Host { mask, bias } => fused_attention(
+        // All dense layers run on every token of the batch at once: one large matrix product
+        // instead of a small one per text, which is what makes CPU inference fast on short
+        // sentences.
+        let product = |x: &Tensor, l: &Linear| x.matmul(&l.weight().t()?);
+        let qkv = match &layer.host {
+            Some(host) => add_bias(product(flat, &layer.qkv)?, &host.qkv_bias)?,
+            None => layer.qkv.forward(flat)?,
+        };
+        let context = match plan {
+            Batch::Packed { lengths, bias } => fused_attention(
                 &qkv,
-                AttentionShape {
-                    batch,
-                    tokens,
-                    heads: self.heads,
-                    head_dim: self.head_dim,
-                },
-                mask,
-                bias.as_deref(),
+                lengths,
+                self.heads,
+                self.head_dim,
+                bias.as_deref().map(|values| SharedBias {
+                    values,
+                    span: tokens,
+                }),
             )?,
-            ScoreTerms::Tensors { mask, bias } => tensor_attention(
+            Batch::Padded { mask, bias } => tensor_attention(
                 &qkv,
                 AttentionShape {
                     batch,
@@ -353,39 +391,36 @@ impl Encoder {
             )?,
         };
         if let Some(host) = &layer.host {
-            let product = |x: &Tensor, l: &Linear| x.matmul(&l.weight().t()?);
             let attended = bias_residual_norm(
-                &product(&context, &layer.attention_out)?,
+                product(&context, &layer.attention_out)?,
                 &host.attention_out_bias,
-                &flat,
+                flat,
                 &host.attention_norm,
             )?;
             let inner = bias_gelu(
-                &product(&attended, &layer.intermediate)?,
+                product(&attended, &layer.intermediate)?,
                 &host.intermediate_bias,
                 self.exact_gelu,
             )?;
-            let out = bias_residual_norm(
-                &product(&inner, &layer.output)?,
+            return bias_residual_norm(
+                product(&inner, &layer.output)?,
                 &host.output_bias,
                 &attended,
                 &host.output_norm,
-            )?;
-            return out.reshape((batch, tokens, hidden));
+            );
         }
         let attended = layer
             .attention_norm
-            .forward(&(layer.attention_out.forward(&context)? + &flat)?)?;
+            .forward(&(layer.attention_out.forward(&context)? + flat)?)?;
         let inner = layer.intermediate.forward(&attended)?;
         let inner = if self.exact_gelu {
             inner.gelu_erf()?
         } else {
             inner.gelu()?
         };
-        let out = layer
+        layer
             .output_norm
-            .forward(&(layer.output.forward(&inner)? + attended)?)?;
-        out.reshape((batch, tokens, hidden))
+            .forward(&(layer.output.forward(&inner)? + attended)?)
     }
 
     /// MPNet's relative-position bias, [1, heads, tokens, tokens].
@@ -416,6 +451,36 @@ impl Encoder {
     pub fn hidden_size(&self) -> usize {
         self.heads * self.head_dim
     }
+}
+
+/// Real tokens per row when every mask row is ones then zeros (right padding, as batches are
+/// built here); `None` otherwise, and the batch stays padded.
+fn real_lengths(mask: &[Vec<u32>]) -> Option<Vec<usize>> {
+    mask.iter()
+        .map(|row| {
+            let length = row.iter().take_while(|&&m| m == 1).count();
+            row[length..].iter().all(|&m| m == 0).then_some(length)
+        })
+        .collect()
+}
+
+/// Packed rows [Σ lengths, width] back to a padded batch [lengths.len(), tokens, width], zeros
+/// at the padding (which pooling masks out).
+fn pad(packed: &Tensor, lengths: &[usize], tokens: usize) -> candle_core::Result<Tensor> {
+    let (rows, width) = packed.dims2()?;
+    let values = packed
+        .to_dtype(DType::F32)?
+        .flatten_all()?
+        .to_vec1::<f32>()?;
+    let mut out = vec![0f32; lengths.len() * tokens * width];
+    let mut at = 0;
+    for (text, &length) in lengths.iter().enumerate() {
+        out[text * tokens * width..][..length * width]
+            .copy_from_slice(&values[at * width..(at + length) * width]);
+        at += length;
+    }
+    debug_assert_eq!(at, rows);
+    Tensor::from_vec(out, (lengths.len(), tokens, width), packed.device())?.to_dtype(packed.dtype())
 }
 
 /// Attention on tensors (any device and dtype): context vectors [batch × tokens, hidden] from
