@@ -192,7 +192,40 @@ pub(crate) fn host() -> Value {
         "arch": std::env::consts::ARCH,
         "cpu": cpu,
         "cores": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "gpus": gpus(),
     })
+}
+
+/// The NVIDIA GPUs `nvidia-smi` lists (none where it is absent or fails): a result timed on a
+/// GPU box must say which card it ran on, whatever device the run was configured for.
+fn gpus() -> Vec<Value> {
+    Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=name,memory.total,driver_version",
+            "--format=csv,noheader,nounits",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(Vec::new, |o| parse_gpus(&String::from_utf8_lossy(&o.stdout)))
+}
+
+/// One object per line of `nvidia-smi --query-gpu=name,memory.total,driver_version
+/// --format=csv,noheader,nounits`; lines that do not have the three fields are skipped.
+fn parse_gpus(csv: &str) -> Vec<Value> {
+    csv.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            match fields.as_slice() {
+                [name, memory, driver] if !name.is_empty() => Some(json!({
+                    "name": name,
+                    "memory_mib": memory.parse::<u64>().ok(),
+                    "driver": driver,
+                })),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// RFC 3339 UTC time without a date-time dependency (Howard Hinnant's civil-from-days).
@@ -225,4 +258,22 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
     std::fs::rename(&tmp, path)
         .with_context(|| format!("{}: cannot move into place", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpus_are_read_from_nvidia_smi_csv() {
+        // the shape nvidia-smi 580 printed on an H100 machine for this query
+        let csv = "NVIDIA H100 80GB HBM3, 81559, 580.159.04\n\nNVIDIA H200, 143771, 580.159.03\n";
+        let gpus = parse_gpus(csv);
+        assert_eq!(gpus.len(), 2);
+        assert_eq!(gpus[0]["name"], "NVIDIA H100 80GB HBM3");
+        assert_eq!(gpus[0]["memory_mib"], 81_559);
+        assert_eq!(gpus[1]["driver"], "580.159.03");
+        assert!(parse_gpus("").is_empty());
+        assert!(parse_gpus("No devices were found").is_empty());
+    }
 }

@@ -681,10 +681,19 @@ fn provenance(files: &[ResultFile]) -> Vec<String> {
     });
     let hosts = distinct(&|e| {
         let h = &e["run"]["host"];
+        let gpus: Vec<&str> = items(h, "gpus")
+            .iter()
+            .filter_map(|g| g["name"].as_str())
+            .collect();
         format!(
-            "{} ({} cores)",
+            "{} ({} cores){}",
             h["cpu"].as_str().unwrap_or("unknown CPU"),
-            h["cores"]
+            h["cores"],
+            if gpus.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", gpus.join(", "))
+            }
         )
     });
     let data = distinct(&|e| {
@@ -692,6 +701,12 @@ fn provenance(files: &[ResultFile]) -> Vec<String> {
             .as_str()
             .unwrap_or("?")
             .to_owned()
+    });
+    let devices = distinct(&|e| {
+        let on_gpu = items(&e["parameters"], "sage_args")
+            .iter()
+            .any(|a| a == "--cuda");
+        if on_gpu { "CUDA (f16 models)" } else { "CPU" }.to_owned()
     });
     let quick = distinct(&|e| {
         if e["quick"] == true {
@@ -704,6 +719,7 @@ fn provenance(files: &[ResultFile]) -> Vec<String> {
         format!("{} result files", files.len()),
         format!("git revision: {}", revisions.join(", ")),
         format!("host: {}", hosts.join("; ")),
+        format!("device: {}", devices.join(", ")),
         format!("data: {}", data.join(", ")),
         format!("samples: {}", quick.join(", ")),
     ];
