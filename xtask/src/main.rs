@@ -207,7 +207,9 @@ fn gpus() -> Vec<Value> {
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map_or_else(Vec::new, |o| parse_gpus(&String::from_utf8_lossy(&o.stdout)))
+        .map_or_else(Vec::new, |o| {
+            parse_gpus(&String::from_utf8_lossy(&o.stdout))
+        })
 }
 
 /// One object per line of `nvidia-smi --query-gpu=name,memory.total,driver_version
