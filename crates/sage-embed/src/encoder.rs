@@ -21,7 +21,8 @@ use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, Var
 
 use crate::config::{Architecture, TransformerConfig};
 use crate::fused::{
-    add_bias, bias_gelu, bias_residual_norm, fused_applies, fused_attention, HostNorm, SharedBias,
+    add_bias, bias_gelu, bias_residual_norm, cpu_f32, fused_applies, fused_attention, HostNorm,
+    SharedBias,
 };
 
 struct Layer {
@@ -464,14 +465,13 @@ fn real_lengths(mask: &[Vec<u32>]) -> Option<Vec<usize>> {
         .collect()
 }
 
-/// Packed rows [Σ lengths, width] back to a padded batch [lengths.len(), tokens, width], zeros
-/// at the padding (which pooling masks out).
+/// Packed rows [Σ lengths, width] (CPU f32, as every packed batch is) back to a padded batch
+/// [lengths.len(), tokens, width], zeros at the padding (which pooling masks out).
 fn pad(packed: &Tensor, lengths: &[usize], tokens: usize) -> candle_core::Result<Tensor> {
     let (rows, width) = packed.dims2()?;
-    let values = packed
-        .to_dtype(DType::F32)?
-        .flatten_all()?
-        .to_vec1::<f32>()?;
+    let packed = packed.contiguous()?;
+    let (storage, layout) = packed.storage_and_layout();
+    let values = cpu_f32(&storage, layout)?;
     let mut out = vec![0f32; lengths.len() * tokens * width];
     let mut at = 0;
     for (text, &length) in lengths.iter().enumerate() {
@@ -480,7 +480,8 @@ fn pad(packed: &Tensor, lengths: &[usize], tokens: usize) -> candle_core::Result
         at += length;
     }
     debug_assert_eq!(at, rows);
-    Tensor::from_vec(out, (lengths.len(), tokens, width), packed.device())?.to_dtype(packed.dtype())
+    drop(storage);
+    Tensor::from_vec(out, (lengths.len(), tokens, width), &Device::Cpu)
 }
 
 /// Attention on tensors (any device and dtype): context vectors [batch × tokens, hidden] from

@@ -281,7 +281,8 @@ fn apply(product: Tensor, epilogue: Epilogue) -> candle_core::Result<Tensor> {
 /// Rows per parallel task of the epilogues: enough work to pay for the task.
 const ROWS_PER_TASK: usize = 16;
 
-fn cpu_f32<'a>(
+/// The values of a contiguous f32 CPU tensor, without a copy.
+pub(crate) fn cpu_f32<'a>(
     storage: &'a Storage,
     layout: &candle_core::Layout,
 ) -> candle_core::Result<&'a [f32]> {
