@@ -1,6 +1,7 @@
 //! The one interface every LLM backend implements: a chat completion with sampling parameters and
 //! a seed.
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
@@ -69,6 +70,22 @@ pub trait ChatModel: Send + Sync {
 
     /// One completion of `messages`.
     fn complete(&self, messages: &[ChatMessage], sampling: &Sampling) -> Result<Completion>;
+
+    /// The completions of several requests, in order; each is what [`ChatModel::complete`]
+    /// answers for it. Backends that decode requests together (the local GGUF model) override
+    /// it; the default sends them in parallel.
+    fn complete_batch(&self, requests: &[(&[ChatMessage], &Sampling)]) -> Result<Vec<Completion>> {
+        requests
+            .par_iter()
+            .map(|(messages, sampling)| self.complete(messages, sampling))
+            .collect()
+    }
+
+    /// How many requests to hand [`ChatModel::complete_batch`] at once to keep the backend
+    /// busy. Callers save results between calls, so a killed run loses at most one call's work.
+    fn batch_hint(&self) -> usize {
+        4 * rayon::current_num_threads()
+    }
 
     /// A hint that many requests will share the messages common to `examples` (two renderings
     /// of the same prompt for different inputs): local backends compute that shared prefix once.

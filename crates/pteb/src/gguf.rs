@@ -1,13 +1,16 @@
-//! Local GGUF chat models through candle's quantized architectures: llama (SmolLM2), qwen2
-//! (Qwen2.5) and gemma3, with the model's own Jinja chat template and a seeded nucleus sampler.
+//! Local GGUF chat models through candle: llama (SmolLM2) and qwen2 (Qwen2.5) on our packed
+//! decoder ([`crate::llama`], many requests per forward pass), gemma3 on candle's model (one
+//! request at a time per thread); the model's own Jinja chat template and a seeded nucleus
+//! sampler.
 //!
 //! Why our own sampler rather than candle's `LogitsProcessor`: its generator is `rand`'s
 //! `StdRng`, whose algorithm `rand` does not promise to keep; ours draws from sage-core's
 //! ChaCha20 streams ([`sage_core::RunSeed`]), so a seed means the same tokens on any machine.
+//! Each request has its own stream, so what shares its batch does not change its draws.
 //!
 //! The system prompt and instruction are the same for every text, so their key/value cache is
 //! computed once ([`ChatModel::prepare`]) and each request continues from a cheap clone of it
-//! (candle's weights are reference-counted): only the text and the answer are run per request.
+//! (candle's tensors are reference-counted): only the text and the answer are run per request.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -15,47 +18,36 @@ use std::sync::Mutex;
 
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
-use candle_transformers::models::{quantized_gemma3, quantized_llama, quantized_qwen2};
+use candle_transformers::models::quantized_gemma3;
 use rand::Rng;
-use sage_core::RunSeed;
+use rayon::prelude::*;
+use sage_core::{ExperimentRng, RunSeed};
 use sha2::{Digest, Sha256};
 use tokenizers::Tokenizer;
 
 use crate::chat::{ChatMessage, ChatModel, Completion, Sampling};
+use crate::llama::{KvCache, PackedDecoder};
 use crate::{PtebError, Result};
 
-/// Architectures whose candle weights are `Clone` (reference-counted tensors): each request
-/// runs on its own clone, so requests run in parallel and share a prefilled prompt prefix.
-#[derive(Clone)]
-enum Weights {
-    Llama(quantized_llama::ModelWeights),
+enum Model {
+    /// llama, qwen2: requests decoded together.
+    Packed(PackedDecoder),
+    /// gemma3: candle's model, whose weights are `Clone` (reference-counted), so each request
+    /// runs on its own clone, in parallel with others.
     Gemma3(quantized_gemma3::ModelWeights),
 }
 
-enum Model {
-    Cloneable(Weights),
-    /// candle's qwen2 weights are not `Clone`: one request at a time, from an empty cache.
-    Exclusive(Mutex<quantized_qwen2::ModelWeights>),
+/// The shared prompt prefix, already run.
+enum Prefix {
+    Packed(Vec<u32>, KvCache),
+    Gemma3(Vec<u32>, quantized_gemma3::ModelWeights),
 }
 
-trait Forward {
-    fn forward(&mut self, x: &Tensor, index_pos: usize) -> candle_core::Result<Tensor>;
-}
-
-impl Forward for Weights {
-    fn forward(&mut self, x: &Tensor, index_pos: usize) -> candle_core::Result<Tensor> {
-        match self {
-            Weights::Llama(m) => m.forward(x, index_pos),
-            Weights::Gemma3(m) => m.forward(x, index_pos),
-        }
-    }
-}
-
-impl Forward for quantized_qwen2::ModelWeights {
-    fn forward(&mut self, x: &Tensor, index_pos: usize) -> candle_core::Result<Tensor> {
-        quantized_qwen2::ModelWeights::forward(self, x, index_pos)
-    }
-}
+/// Requests decoded together by default on the CPU: past this, two cores gain little and the
+/// caches grow.
+pub const DEFAULT_BATCH_CPU: usize = 32;
+/// Requests decoded together by default on a GPU.
+pub const DEFAULT_BATCH_CUDA: usize = 256;
 
 /// A GGUF chat model on the CPU (or the first CUDA GPU with the `cuda` feature).
 pub struct GgufChat {
@@ -69,7 +61,8 @@ pub struct GgufChat {
     eos_token: String,
     stop_ids: Vec<u32>,
     device: Device,
-    prefix: Mutex<Option<(Vec<u32>, Weights)>>,
+    prefix: Mutex<Option<Prefix>>,
+    max_batch: usize,
 }
 
 fn gguf_error(path: &Path, e: impl std::fmt::Display) -> PtebError {
@@ -196,18 +189,14 @@ impl GgufChat {
             }
         }
         let model = match architecture.as_str() {
-            "llama" => Model::Cloneable(Weights::Llama(
-                quantized_llama::ModelWeights::from_gguf(content, &mut reader, &device)
+            a if PackedDecoder::supports(a) => Model::Packed(
+                PackedDecoder::from_gguf(&content, &mut reader, &device)
                     .map_err(|e| gguf_error(&file, e))?,
-            )),
-            "qwen2" => Model::Exclusive(Mutex::new(
-                quantized_qwen2::ModelWeights::from_gguf(content, &mut reader, &device)
-                    .map_err(|e| gguf_error(&file, e))?,
-            )),
-            "gemma3" => Model::Cloneable(Weights::Gemma3(
+            ),
+            "gemma3" => Model::Gemma3(
                 quantized_gemma3::ModelWeights::from_gguf(content, &mut reader, &device)
                     .map_err(|e| gguf_error(&file, e))?,
-            )),
+            ),
             other => {
                 return Err(gguf_error(
                     &file,
@@ -226,9 +215,27 @@ impl GgufChat {
             bos_token,
             eos_token,
             stop_ids,
+            max_batch: if cuda {
+                DEFAULT_BATCH_CUDA
+            } else {
+                DEFAULT_BATCH_CPU
+            },
             device,
             prefix: Mutex::new(None),
         })
+    }
+
+    /// Sets how many requests are decoded together (llama and qwen2; at least 1). Answers do
+    /// not depend on it on the CPU; it trades memory (each running request holds its key/value
+    /// cache) for throughput.
+    pub fn with_batch(mut self, max_batch: usize) -> GgufChat {
+        self.max_batch = max_batch.max(1);
+        self
+    }
+
+    /// Requests decoded together.
+    pub fn batch(&self) -> usize {
+        self.max_batch
     }
 
     /// The GGUF file.
@@ -278,7 +285,12 @@ impl GgufChat {
             .to_vec())
     }
 
-    fn forward(&self, model: &mut impl Forward, tokens: &[u32], pos: usize) -> Result<Vec<f32>> {
+    fn forward_gemma3(
+        &self,
+        model: &mut quantized_gemma3::ModelWeights,
+        tokens: &[u32],
+        pos: usize,
+    ) -> Result<Vec<f32>> {
         let input = Tensor::new(tokens, &self.device)
             .and_then(|t| t.unsqueeze(0))
             .map_err(|e| gguf_error(&self.file, e))?;
@@ -313,100 +325,267 @@ impl ChatModel for GgufChat {
         let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
         // The last shared token may merge differently with other inputs: leave it out.
         let shared = common.saturating_sub(1);
-        let Model::Cloneable(weights) = &self.model else {
-            return Ok(());
-        };
         if shared == 0 {
             return Ok(());
         }
-        let mut model = weights.clone();
-        self.forward(&mut model, &a[..shared], 0)?;
-        *self.prefix.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((a[..shared].to_vec(), model));
+        let tokens = a[..shared].to_vec();
+        let prefix = match &self.model {
+            Model::Packed(decoder) => {
+                let mut cache = KvCache::default();
+                decoder
+                    .forward(&mut [(&tokens[..], &mut cache)])
+                    .map_err(|e| gguf_error(&self.file, e))?;
+                Prefix::Packed(tokens, cache)
+            }
+            Model::Gemma3(weights) => {
+                let mut model = weights.clone();
+                self.forward_gemma3(&mut model, &tokens, 0)?;
+                Prefix::Gemma3(tokens, model)
+            }
+        };
+        *self.prefix.lock().unwrap_or_else(|p| p.into_inner()) = Some(prefix);
         Ok(())
     }
 
     fn complete(&self, messages: &[ChatMessage], sampling: &Sampling) -> Result<Completion> {
-        let prompt = self.tokenize(&self.render(messages)?)?;
+        let mut one = self.complete_batch(&[(messages, sampling)])?;
+        Ok(one.remove(0))
+    }
+
+    fn complete_batch(&self, requests: &[(&[ChatMessage], &Sampling)]) -> Result<Vec<Completion>> {
+        let prompts: Vec<Vec<u32>> = requests
+            .iter()
+            .map(|(messages, _)| self.tokenize(&self.render(messages)?))
+            .collect::<Result<_>>()?;
         match &self.model {
-            Model::Cloneable(weights) => {
-                let (mut model, start) = {
-                    let prefix = self.prefix.lock().unwrap_or_else(|p| p.into_inner());
-                    match &*prefix {
-                        Some((tokens, model))
-                            if prompt.len() > tokens.len() && prompt.starts_with(tokens) =>
-                        {
-                            (model.clone(), tokens.len())
+            Model::Packed(decoder) => {
+                let samplings: Vec<&Sampling> = requests.iter().map(|(_, s)| *s).collect();
+                self.generate_packed(decoder, &prompts, &samplings)
+            }
+            Model::Gemma3(weights) => prompts
+                .par_iter()
+                .zip(requests)
+                .map(|(prompt, (_, sampling))| {
+                    let (mut model, start) = {
+                        let prefix = self.prefix.lock().unwrap_or_else(|p| p.into_inner());
+                        match &*prefix {
+                            Some(Prefix::Gemma3(tokens, model))
+                                if prompt.len() > tokens.len() && prompt.starts_with(tokens) =>
+                            {
+                                (model.clone(), tokens.len())
+                            }
+                            _ => (weights.clone(), 0),
                         }
-                        _ => (weights.clone(), 0),
+                    };
+                    let mut answer = Answer::new(prompt, sampling);
+                    let mut logits = self.forward_gemma3(&mut model, &prompt[start..], start)?;
+                    loop {
+                        match answer.advance(self, &logits)? {
+                            Step::Done(completion) => return Ok(completion),
+                            Step::Next(token) => {
+                                let pos = prompt.len() + answer.generated.len() - 1;
+                                logits = self.forward_gemma3(&mut model, &[token], pos)?;
+                            }
+                        }
                     }
-                };
-                self.generate(&mut model, &prompt, start, sampling)
-            }
-            Model::Exclusive(model) => {
-                let mut model = model.lock().unwrap_or_else(|p| p.into_inner());
-                self.generate(&mut *model, &prompt, 0, sampling)
-            }
+                })
+                .collect(),
+        }
+    }
+
+    fn batch_hint(&self) -> usize {
+        match self.model {
+            // enough requests per call that the batch stays full while the slowest finish
+            Model::Packed(_) => self.max_batch * 4,
+            Model::Gemma3(_) => rayon::current_num_threads() * 4,
         }
     }
 }
 
-impl GgufChat {
-    /// Runs `prompt[start..]` on a model whose cache holds `prompt[..start]`, then samples.
-    fn generate(
-        &self,
-        model: &mut impl Forward,
-        prompt: &[u32],
-        start: usize,
-        sampling: &Sampling,
-    ) -> Result<Completion> {
+/// What one request's next token did.
+enum Step {
+    /// Run this token and come back with the logits after it.
+    Next(u32),
+    /// The answer is complete.
+    Done(Completion),
+}
+
+/// One request's answer as it is sampled: its own random stream, the tokens so far and the
+/// rules that end it (an end-of-turn token, a stop string, the token limit).
+struct Answer<'a> {
+    sampling: &'a Sampling,
+    rng: ExperimentRng,
+    generated: Vec<u32>,
+}
+
+impl<'a> Answer<'a> {
+    fn new(prompt: &[u32], sampling: &'a Sampling) -> Answer<'a> {
         // the prompt is mixed into the stream so that texts sharing a seed do not share draws
         let prompt_hash = prompt.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &t| {
             (h ^ u64::from(t)).wrapping_mul(0x0000_0100_0000_01b3)
         });
-        let mut rng = RunSeed(sampling.seed).rng_for_item("pteb/gguf-sampler", prompt_hash);
-        let mut logits = self.forward(model, &prompt[start..], start)?;
-        let mut generated: Vec<u32> = Vec::new();
-        let mut truncated = true;
-        while generated.len() < sampling.max_tokens {
-            let next = sample_top_p(&logits, sampling.temperature, sampling.top_p, &mut rng);
-            if self.stop_ids.contains(&next) {
-                truncated = false;
+        Answer {
+            sampling,
+            rng: RunSeed(sampling.seed).rng_for_item("pteb/gguf-sampler", prompt_hash),
+            generated: Vec::new(),
+        }
+    }
+
+    fn decode(&self, chat: &GgufChat) -> Result<String> {
+        chat.tokenizer
+            .decode(&self.generated, true)
+            .map_err(|e| gguf_error(&chat.file, e))
+    }
+
+    /// Takes the logits after the last token run and samples the next one.
+    fn advance(&mut self, chat: &GgufChat, logits: &[f32]) -> Result<Step> {
+        let sampling = self.sampling;
+        if self.generated.len() >= sampling.max_tokens {
+            return Ok(Step::Done(Completion {
+                text: self.decode(chat)?,
+                truncated: true,
+            }));
+        }
+        let next = sample_top_p(logits, sampling.temperature, sampling.top_p, &mut self.rng);
+        if chat.stop_ids.contains(&next) {
+            return Ok(Step::Done(Completion {
+                text: self.decode(chat)?,
+                truncated: false,
+            }));
+        }
+        self.generated.push(next);
+        if !sampling.stop.is_empty() {
+            let text = self.decode(chat)?;
+            // a stop right after a lead-in ("Here is the paraphrase:") is not the end yet
+            let stop_at = sampling
+                .stop
+                .iter()
+                .filter_map(|s| text.find(s.as_str()))
+                .filter(|&at| {
+                    let before = text[..at].trim_end();
+                    !before.is_empty() && !before.ends_with(':')
+                })
+                .min();
+            if let Some(cut) = stop_at {
+                return Ok(Step::Done(Completion {
+                    text: text[..cut].to_owned(),
+                    truncated: false,
+                }));
+            }
+        }
+        if self.generated.len() == sampling.max_tokens {
+            return Ok(Step::Done(Completion {
+                text: self.decode(chat)?,
+                truncated: true,
+            }));
+        }
+        Ok(Step::Next(next))
+    }
+}
+
+/// A request being decoded by the packed decoder.
+struct Running<'a> {
+    request: usize,
+    cache: KvCache,
+    /// Tokens to run in the next pass: the prompt (after the shared prefix), then one token.
+    feed: Vec<u32>,
+    answer: Answer<'a>,
+}
+
+impl GgufChat {
+    /// Decodes the requests `max_batch` at a time; a finished request's place goes to the next
+    /// one at once.
+    fn generate_packed(
+        &self,
+        decoder: &PackedDecoder,
+        prompts: &[Vec<u32>],
+        samplings: &[&Sampling],
+    ) -> Result<Vec<Completion>> {
+        let prefix = match &*self.prefix.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(Prefix::Packed(tokens, cache)) => Some((tokens.clone(), cache.clone())),
+            _ => None,
+        };
+        let mut done: Vec<Option<Completion>> = vec![None; prompts.len()];
+        let mut queue = 0..prompts.len();
+        let mut running: Vec<Running> = Vec::new();
+        loop {
+            while running.len() < self.max_batch {
+                let Some(request) = queue.next() else { break };
+                let prompt = &prompts[request];
+                let (cache, start) = match &prefix {
+                    Some((tokens, cache))
+                        if prompt.len() > tokens.len() && prompt.starts_with(tokens) =>
+                    {
+                        (cache.clone(), tokens.len())
+                    }
+                    _ => (KvCache::default(), 0),
+                };
+                if prompt.len() >= decoder.context_length() {
+                    return Err(gguf_error(
+                        &self.file,
+                        format!(
+                            "a prompt of {} tokens does not fit the model's context of {}",
+                            prompt.len(),
+                            decoder.context_length()
+                        ),
+                    ));
+                }
+                running.push(Running {
+                    request,
+                    cache,
+                    feed: prompt[start..].to_vec(),
+                    answer: Answer::new(prompt, samplings[request]),
+                });
+            }
+            if running.is_empty() {
                 break;
             }
-            generated.push(next);
-            if !sampling.stop.is_empty() {
-                let text = self
-                    .tokenizer
-                    .decode(&generated, true)
-                    .map_err(|e| gguf_error(&self.file, e))?;
-                // a stop right after a lead-in ("Here is the paraphrase:") is not the end yet
-                let stop_at = sampling
-                    .stop
-                    .iter()
-                    .filter_map(|s| text.find(s.as_str()))
-                    .filter(|&at| {
-                        let before = text[..at].trim_end();
-                        !before.is_empty() && !before.ends_with(':')
+            let logits = {
+                let mut steps: Vec<(&[u32], &mut KvCache)> = running
+                    .iter_mut()
+                    .map(|r| (r.feed.as_slice(), &mut r.cache))
+                    .collect();
+                decoder
+                    .forward(&mut steps)
+                    .and_then(|l| l.to_vec2::<f32>())
+                    .map_err(|e| gguf_error(&self.file, e))?
+            };
+            // each request samples from its own stream: in parallel, in any order
+            let steps: Vec<Step> = running
+                .par_iter_mut()
+                .zip(&logits)
+                .map(|(r, logits)| {
+                    let step = r.answer.advance(self, logits)?;
+                    // an answer that reaches the end of the context ends there, as if cut at
+                    // its token limit
+                    Ok(match step {
+                        Step::Next(_) if r.cache.len() >= decoder.context_length() => {
+                            Step::Done(Completion {
+                                text: r.answer.decode(self)?,
+                                truncated: true,
+                            })
+                        }
+                        step => step,
                     })
-                    .min();
-                if let Some(cut) = stop_at {
-                    return Ok(Completion {
-                        text: text[..cut].to_owned(),
-                        truncated: false,
-                    });
+                })
+                .collect::<Result<_>>()?;
+            let mut kept = Vec::with_capacity(running.len());
+            for (mut r, step) in running.into_iter().zip(steps) {
+                match step {
+                    Step::Next(token) => {
+                        r.feed.clear();
+                        r.feed.push(token);
+                        kept.push(r);
+                    }
+                    Step::Done(completion) => done[r.request] = Some(completion),
                 }
             }
-            if generated.len() == sampling.max_tokens {
-                break;
-            }
-            logits = self.forward(model, &[next], prompt.len() + generated.len() - 1)?;
+            running = kept;
         }
-        let text = self
-            .tokenizer
-            .decode(&generated, true)
-            .map_err(|e| gguf_error(&self.file, e))?;
-        Ok(Completion { text, truncated })
+        Ok(done
+            .into_iter()
+            .map(|c| c.expect("every request runs until done"))
+            .collect())
     }
 }
 
@@ -441,16 +620,27 @@ pub fn sample_top_p(logits: &[f32], temperature: f64, top_p: f64, rng: &mut impl
     if !(total.is_finite() && total > 0.0) {
         return argmax();
     }
-    probs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut kept = 0.0;
-    let mut cut = probs.len();
-    for (i, p) in probs.iter().enumerate() {
-        kept += p.1 / total;
-        if kept >= top_p {
-            cut = i + 1;
-            break;
+    // Only the head of the order is read: select the best few, sort those, and look further
+    // only when their mass falls short of top_p. The order is total (probability, then id),
+    // so the head is exactly the head of a full sort, and so is the draw.
+    let order = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    let mut head = probs.len().min(256);
+    let cut = loop {
+        if head < probs.len() {
+            probs.select_nth_unstable_by(head - 1, order);
         }
-    }
+        probs[..head].sort_by(order);
+        let mut kept = 0.0;
+        let found = probs[..head].iter().position(|p| {
+            kept += p.1 / total;
+            kept >= top_p
+        });
+        match found {
+            Some(i) => break i + 1,
+            None if head == probs.len() => break head,
+            None => head = (head * 8).min(probs.len()),
+        }
+    };
     let nucleus = &probs[..cut];
     let mass: f64 = nucleus.iter().map(|p| p.1).sum();
     let mut target = rng.gen::<f64>() * mass;
@@ -483,6 +673,59 @@ mod tests {
         }
         assert_eq!((seen[0], seen[2]), (0, 0));
         assert!(seen[1] > 100 && seen[3] > 100, "{seen:?}");
+    }
+
+    /// The draw with a full sort of the vocabulary, as the sampler was first written.
+    fn full_sort_draw(logits: &[f32], temperature: f64, top_p: f64, rng: &mut impl Rng) -> u32 {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let mut probs: Vec<(u32, f64)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as u32, ((l as f64 - max) / temperature).exp()))
+            .collect();
+        let total: f64 = probs.iter().map(|p| p.1).sum();
+        probs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut kept = 0.0;
+        let mut cut = probs.len();
+        for (i, p) in probs.iter().enumerate() {
+            kept += p.1 / total;
+            if kept >= top_p {
+                cut = i + 1;
+                break;
+            }
+        }
+        let mass: f64 = probs[..cut].iter().map(|p| p.1).sum();
+        let mut target = rng.gen::<f64>() * mass;
+        for p in &probs[..cut] {
+            target -= p.1;
+            if target < 0.0 {
+                return p.0;
+            }
+        }
+        probs[cut - 1].0
+    }
+
+    #[test]
+    fn reading_only_the_head_draws_what_a_full_sort_draws() {
+        let mut gen = RunSeed(3).rng("logits");
+        for case in 0..200 {
+            // flat and peaked distributions, with ties, over a vocabulary past the first head
+            let spread = [0.1f32, 1.0, 4.0, 12.0][case % 4];
+            let logits: Vec<f32> = (0..3000)
+                .map(|_| (gen.gen::<f32>() * spread * 8.0).round() / 8.0)
+                .collect();
+            let (temperature, top_p) = [(0.8, 0.9), (1.0, 0.99), (0.5, 1.0), (2.0, 0.5)][case % 4];
+            let seed = RunSeed(case as u64);
+            let mut a = seed.rng("draw");
+            let mut b = seed.rng("draw");
+            for _ in 0..5 {
+                assert_eq!(
+                    sample_top_p(&logits, temperature, top_p, &mut a),
+                    full_sort_draw(&logits, temperature, top_p, &mut b),
+                    "case {case}"
+                );
+            }
+        }
     }
 
     #[test]

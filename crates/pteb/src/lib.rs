@@ -16,7 +16,7 @@
 //! Design choices, where the paper is silent:
 //! - Paraphrases depend on (paraphraser, seed, text) only, and are cached on that key
 //!   ([`ParaphraseCache`]): a re-run, or a run of another encoder, reuses them; a killed run loses
-//!   only the generations in flight. Duplicate texts within a dataset (STS sentences that recur)
+//!   only the group of requests in flight ([`ChatModel::batch_hint`]). Duplicate texts within a dataset (STS sentences that recur)
 //!   get one paraphrase per run.
 //! - An answer is accepted when it is non-empty, was not cut at the token limit, is at most
 //!   5× the input's length in characters, and does not repeat a clause of the instruction that
@@ -35,6 +35,7 @@ mod chat;
 mod evaluate;
 mod gguf;
 mod http;
+mod llama;
 mod paraphrase;
 mod prompt;
 mod tasks;
@@ -45,7 +46,7 @@ pub use evaluate::{
     compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Pooled,
     Progress, PtebReport, RunResult, Silent, DEFAULT_DATASETS,
 };
-pub use gguf::{locate_gguf, sample_top_p, GgufChat};
+pub use gguf::{locate_gguf, sample_top_p, GgufChat, DEFAULT_BATCH_CPU, DEFAULT_BATCH_CUDA};
 pub use http::OpenAiChat;
 pub use paraphrase::{
     Judge, Paraphrase, ParaphraseSettings, ParaphraseStats, Paraphraser, ParaphraserIdentity,

@@ -7,21 +7,25 @@
 //! `RunSeed(seed).rng_for_item("pteb/retry", k)`, since the same seed would give the same answer
 //! again. The local backend mixes the prompt into its sampler stream, so texts do not share
 //! random draws. Every text's answer is a function of (paraphraser, seed, text) alone: the same
-//! on any number of threads, in any order.
+//! on any number of threads, in any order, whatever other texts share its batch (the shared
+//! prompt prefix comes from fixed probes, not from the data).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rand::RngCore;
-use rayon::prelude::*;
 use sage_core::RunSeed;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{request_key, ParaphraseCache};
-use crate::chat::{ChatModel, Sampling};
+use crate::chat::{ChatMessage, ChatModel, Completion, Sampling};
 use crate::prompt::{clean_answer, echoes_instruction, judge_messages, parse_rating, PromptStyle};
 use crate::Result;
+
+/// Two inputs that share no first character: the prompt prefix shared by every request is
+/// what their two prompts share. It comes from the prompt alone, never from the data, so a
+/// text's answer does not depend on which texts were asked for with it.
+const PROBES: [&str; 2] = ["x", "y"];
 
 /// How paraphrases are asked for and accepted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,72 +129,28 @@ impl Paraphraser {
 
     fn key(&self, seed: u64, text: &str) -> [u8; 32] {
         let identity = serde_json::to_string(&self.identity()).unwrap_or_default();
-        request_key(&["paraphrase-v2", &identity, &seed.to_string(), text])
+        request_key(&["paraphrase-v3", &identity, &seed.to_string(), text])
     }
 
     /// Paraphrases one text with `seed`, without the cache.
     pub fn paraphrase_one(&self, text: &str, seed: u64) -> Result<Paraphrase> {
-        let s = &self.settings;
-        let input_chars = text.chars().count().max(1) as f64;
-        let input_tokens = self.model.count_tokens(text)?.max(1) as f64;
-        // An answer that needs more tokens than this is over the length limit anyway.
-        let max_tokens = (s.max_length_ratio * input_tokens).ceil() as usize + 16;
-        let messages = s.prompt.messages(text);
-        // A one-paragraph input gets a one-paragraph answer: what follows a blank line is the
-        // notes and alternatives the prompt asked not to write.
-        let stop = if text.contains("\n\n") {
-            vec![]
-        } else {
-            vec!["\n\n".to_owned()]
-        };
-        for attempt in 0..s.max_attempts {
-            let request_seed = if attempt == 0 {
-                seed
-            } else {
-                RunSeed(seed)
-                    .rng_for_item("pteb/retry", u64::from(attempt))
-                    .next_u64()
-            };
-            let completion = self.model.complete(
-                &messages,
-                &Sampling {
-                    temperature: s.temperature,
-                    top_p: s.top_p,
-                    max_tokens,
-                    seed: request_seed,
-                    stop: stop.clone(),
-                },
-            )?;
-            let answer = clean_answer(&completion.text, text);
-            let chars = answer.chars().count() as f64;
-            // an answer cut at the token limit is complete if its first paragraph ended
-            let whole = !completion.truncated
-                || (stop.len() == 1
-                    && crate::prompt::strip_reasoning(&completion.text)
-                        .trim()
-                        .contains("\n\n"));
-            if whole
-                && chars > 0.0
-                && chars <= s.max_length_ratio * input_chars
-                && !echoes_instruction(&answer, text, s.prompt.instruction())
-            {
-                return Ok(Paraphrase {
-                    text: answer,
-                    attempts: attempt + 1,
-                    fallback: false,
-                });
+        let attempt = Attempts::new(self, text, seed)?;
+        for k in 0..self.settings.max_attempts {
+            let completion = self
+                .model
+                .complete(&attempt.messages, &attempt.sampling(k))?;
+            if let Some(answer) = attempt.accept(&completion) {
+                return Ok(attempt.success(answer, k));
             }
         }
-        Ok(Paraphrase {
-            text: text.to_owned(),
-            attempts: s.max_attempts,
-            fallback: true,
-        })
+        Ok(attempt.fallback())
     }
 
-    /// Paraphrases every distinct text of `texts` with `seed` (cache first), in parallel;
-    /// returns one paraphrase per input text, in input order. `progress` is called with the
-    /// number of distinct texts done after each.
+    /// Paraphrases every distinct text of `texts` with `seed` (cache first); returns one
+    /// paraphrase per input text, in input order. Texts go to the model
+    /// [`ChatModel::batch_hint`] at a time, first attempts together, then the retries of the
+    /// rejected ones, and each group is cached before the next: a killed run loses one group
+    /// at most. `progress` is called with the number of distinct texts done after each.
     pub fn paraphrase_all(
         &self,
         texts: &[&str],
@@ -203,51 +163,163 @@ impl Paraphraser {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        if let [a, b, ..] = unique.as_slice() {
-            let p = &self.settings.prompt;
-            self.model.prepare([&p.messages(a), &p.messages(b)])?;
-        }
-        let done = AtomicU64::new(0);
-        let hits = AtomicU64::new(0);
         let total = unique.len() as u64;
-        let outcomes: Vec<(&str, Paraphrase)> = unique
-            .par_iter()
-            .map(|&text| {
-                let key = self.key(seed, text);
-                let cached = match &self.cache {
-                    Some(c) => c.get::<Paraphrase>(&key)?,
-                    None => None,
-                };
-                let outcome = match cached {
-                    Some(p) => {
-                        hits.fetch_add(1, Ordering::Relaxed);
-                        p
+        let mut done = 0u64;
+        let mut outcomes: HashMap<&str, Paraphrase> = HashMap::with_capacity(unique.len());
+        let mut missing = Vec::new();
+        for &text in &unique {
+            let cached = match &self.cache {
+                Some(c) => c.get::<Paraphrase>(&self.key(seed, text))?,
+                None => None,
+            };
+            match cached {
+                Some(p) => {
+                    outcomes.insert(text, p);
+                    done += 1;
+                    progress(done, total);
+                }
+                None => missing.push(text),
+            }
+        }
+        let cache_hits = outcomes.len() as u64;
+        if !missing.is_empty() {
+            let p = &self.settings.prompt;
+            self.model
+                .prepare([&p.messages(PROBES[0]), &p.messages(PROBES[1])])?;
+        }
+        for group in missing.chunks(self.model.batch_hint().max(1)) {
+            let attempts: Vec<Attempts> = group
+                .iter()
+                .map(|text| Attempts::new(self, text, seed))
+                .collect::<Result<_>>()?;
+            let mut open: Vec<usize> = (0..group.len()).collect();
+            let mut finished: Vec<Option<Paraphrase>> = vec![None; group.len()];
+            for k in 0..self.settings.max_attempts {
+                if open.is_empty() {
+                    break;
+                }
+                let samplings: Vec<Sampling> = open.iter().map(|&i| attempts[i].sampling(k)).collect();
+                let requests: Vec<(&[ChatMessage], &Sampling)> = open
+                    .iter()
+                    .zip(&samplings)
+                    .map(|(&i, s)| (attempts[i].messages.as_slice(), s))
+                    .collect();
+                let completions = self.model.complete_batch(&requests)?;
+                let mut still_open = Vec::new();
+                for (&i, completion) in open.iter().zip(&completions) {
+                    match attempts[i].accept(completion) {
+                        Some(answer) => finished[i] = Some(attempts[i].success(answer, k)),
+                        None => still_open.push(i),
                     }
-                    None => {
-                        let p = self.paraphrase_one(text, seed)?;
-                        if let Some(c) = &self.cache {
-                            c.put(&key, &p)?;
-                        }
-                        p
-                    }
-                };
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-                Ok((text, outcome))
-            })
-            .collect::<Result<_>>()?;
-        let cache_hits = hits.load(Ordering::Relaxed);
+                }
+                open = still_open;
+            }
+            for ((&text, attempt), outcome) in group.iter().zip(&attempts).zip(finished) {
+                let outcome = outcome.unwrap_or_else(|| attempt.fallback());
+                if let Some(c) = &self.cache {
+                    c.put(&self.key(seed, text), &outcome)?;
+                }
+                outcomes.insert(text, outcome);
+                done += 1;
+                progress(done, total);
+            }
+        }
         let stats = ParaphraseStats {
             unique_texts: total,
             cache_hits,
             generated: total - cache_hits,
             retries: outcomes
-                .iter()
-                .map(|(_, p)| u64::from(p.attempts.saturating_sub(1)))
+                .values()
+                .map(|p| u64::from(p.attempts.saturating_sub(1)))
                 .sum(),
-            fallbacks: outcomes.iter().filter(|(_, p)| p.fallback).count() as u64,
+            fallbacks: outcomes.values().filter(|p| p.fallback).count() as u64,
         };
-        let by_text: HashMap<&str, Paraphrase> = outcomes.into_iter().collect();
-        Ok((texts.iter().map(|t| by_text[t].clone()).collect(), stats))
+        Ok((texts.iter().map(|t| outcomes[t].clone()).collect(), stats))
+    }
+}
+
+/// One text's requests: the prompt, the per-attempt seeds and the rule that accepts an answer.
+struct Attempts<'a> {
+    settings: &'a ParaphraseSettings,
+    text: &'a str,
+    seed: u64,
+    messages: Vec<ChatMessage>,
+    max_tokens: usize,
+    stop: Vec<String>,
+}
+
+impl<'a> Attempts<'a> {
+    fn new(paraphraser: &'a Paraphraser, text: &'a str, seed: u64) -> Result<Attempts<'a>> {
+        let s = &paraphraser.settings;
+        let input_tokens = paraphraser.model.count_tokens(text)?.max(1) as f64;
+        Ok(Attempts {
+            settings: s,
+            text,
+            seed,
+            messages: s.prompt.messages(text),
+            // An answer that needs more tokens than this is over the length limit anyway.
+            max_tokens: (s.max_length_ratio * input_tokens).ceil() as usize + 16,
+            // A one-paragraph input gets a one-paragraph answer: what follows a blank line is
+            // the notes and alternatives the prompt asked not to write.
+            stop: if text.contains("\n\n") {
+                vec![]
+            } else {
+                vec!["\n\n".to_owned()]
+            },
+        })
+    }
+
+    /// The request of attempt `k` (from 0).
+    fn sampling(&self, k: u32) -> Sampling {
+        let seed = if k == 0 {
+            self.seed
+        } else {
+            RunSeed(self.seed)
+                .rng_for_item("pteb/retry", u64::from(k))
+                .next_u64()
+        };
+        Sampling {
+            temperature: self.settings.temperature,
+            top_p: self.settings.top_p,
+            max_tokens: self.max_tokens,
+            seed,
+            stop: self.stop.clone(),
+        }
+    }
+
+    /// The cleaned answer if it is an acceptable paraphrase.
+    fn accept(&self, completion: &Completion) -> Option<String> {
+        let s = self.settings;
+        let answer = clean_answer(&completion.text, self.text);
+        let chars = answer.chars().count() as f64;
+        let input_chars = self.text.chars().count().max(1) as f64;
+        // an answer cut at the token limit is complete if its first paragraph ended
+        let whole = !completion.truncated
+            || (self.stop.len() == 1
+                && crate::prompt::strip_reasoning(&completion.text)
+                    .trim()
+                    .contains("\n\n"));
+        (whole
+            && chars > 0.0
+            && chars <= s.max_length_ratio * input_chars
+            && !echoes_instruction(&answer, self.text, s.prompt.instruction()))
+        .then_some(answer)
+    }
+
+    fn success(&self, answer: String, k: u32) -> Paraphrase {
+        Paraphrase {
+            text: answer,
+            attempts: k + 1,
+            fallback: false,
+        }
+    }
+
+    fn fallback(&self) -> Paraphrase {
+        Paraphrase {
+            text: self.text.to_owned(),
+            attempts: self.settings.max_attempts,
+            fallback: true,
+        }
     }
 }
 
@@ -284,46 +356,54 @@ impl Judge {
         pairs: &[(&str, &str)],
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Vec<Option<f64>>> {
-        if let [(a, b), (c, d), ..] = pairs {
-            self.model
-                .prepare([&judge_messages(a, b), &judge_messages(c, d)])?;
-        }
+        self.model.prepare([
+            &judge_messages(PROBES[0], PROBES[0]),
+            &judge_messages(PROBES[1], PROBES[1]),
+        ])?;
         let identity = self.model.identity();
-        let done = AtomicU64::new(0);
         let total = pairs.len() as u64;
-        pairs
-            .par_iter()
-            .map(|(a, b)| {
-                // the answer is cached, not the rating: a change in how answers are read
-                // applies to cached answers too
-                let key = request_key(&["judge-v2", &identity, &self.max_tokens.to_string(), a, b]);
-                let cached = match &self.cache {
-                    Some(c) => c.get::<String>(&key)?,
-                    None => None,
-                };
-                let answer = match cached {
-                    Some(answer) => answer,
-                    None => {
-                        let completion = self.model.complete(
-                            &judge_messages(a, b),
-                            &Sampling {
-                                temperature: 0.0,
-                                top_p: 1.0,
-                                max_tokens: self.max_tokens,
-                                seed: 0,
-                                stop: vec![],
-                            },
-                        )?;
-                        if let Some(c) = &self.cache {
-                            c.put(&key, &completion.text)?;
-                        }
-                        completion.text
-                    }
-                };
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-                Ok(parse_rating(&answer))
-            })
-            .collect()
+        let key = |(a, b): &(&str, &str)| {
+            request_key(&["judge-v3", &identity, &self.max_tokens.to_string(), a, b])
+        };
+        let greedy = Sampling {
+            temperature: 0.0,
+            top_p: 1.0,
+            max_tokens: self.max_tokens,
+            seed: 0,
+            stop: vec![],
+        };
+        // the answer is cached, not the rating: a change in how answers are read applies to
+        // cached answers too
+        let mut answers: Vec<Option<String>> = match &self.cache {
+            Some(c) => pairs.iter().map(|p| c.get::<String>(&key(p))).collect::<Result<_>>()?,
+            None => vec![None; pairs.len()],
+        };
+        let mut done = answers.iter().filter(|a| a.is_some()).count() as u64;
+        if done > 0 {
+            progress(done, total);
+        }
+        let missing: Vec<usize> = (0..pairs.len()).filter(|&i| answers[i].is_none()).collect();
+        for group in missing.chunks(self.model.batch_hint().max(1)) {
+            let messages: Vec<Vec<ChatMessage>> = group
+                .iter()
+                .map(|&i| judge_messages(pairs[i].0, pairs[i].1))
+                .collect();
+            let requests: Vec<(&[ChatMessage], &Sampling)> =
+                messages.iter().map(|m| (m.as_slice(), &greedy)).collect();
+            let completions = self.model.complete_batch(&requests)?;
+            for (&i, completion) in group.iter().zip(completions) {
+                if let Some(c) = &self.cache {
+                    c.put(&key(&pairs[i]), &completion.text)?;
+                }
+                answers[i] = Some(completion.text);
+                done += 1;
+                progress(done, total);
+            }
+        }
+        Ok(answers
+            .iter()
+            .map(|a| parse_rating(a.as_deref().unwrap_or_default()))
+            .collect())
     }
 }
 

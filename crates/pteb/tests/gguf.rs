@@ -75,6 +75,50 @@ fn smollm2_renders_its_chat_template_and_paraphrases_deterministically() {
     assert!(changed >= 3, "most texts must come back reworded: {out:?}");
 }
 
+#[test]
+fn requests_decoded_together_answer_as_each_alone() {
+    // texts of different lengths, so that requests finish at different passes and waiting ones
+    // take their places while others decode
+    let texts = [
+        "A man is playing a guitar.",
+        "Stocks fell sharply on Monday after the central bank said it would keep rates high.",
+        "Hi.",
+        "The cat sat on the mat.",
+        "Three children are running through a field of tall grass near a river at sunset.",
+        "A woman is slicing an onion.",
+    ];
+    let messages: Vec<Vec<pteb::ChatMessage>> = texts
+        .iter()
+        .map(|t| pteb::PromptStyle::English.messages(t))
+        .collect();
+    let samplings: Vec<Sampling> = (0..texts.len() as u64)
+        .map(|i| Sampling {
+            temperature: 0.8,
+            top_p: 0.9,
+            max_tokens: if i == 1 { 5 } else { 24 + 4 * i as usize },
+            seed: 1337 + i % 2,
+            stop: if i % 3 == 0 { vec!["\n\n".into()] } else { vec![] },
+        })
+        .collect();
+    let requests: Vec<(&[pteb::ChatMessage], &Sampling)> = messages
+        .iter()
+        .zip(&samplings)
+        .map(|(m, s)| (m.as_slice(), s))
+        .collect();
+    let model = smollm2().with_batch(3);
+    model.prepare([&messages[0], &messages[1]]).unwrap();
+    let together = model.complete_batch(&requests).unwrap();
+    let single = smollm2();
+    single.prepare([&messages[0], &messages[1]]).unwrap();
+    let alone: Vec<pteb::Completion> = requests
+        .iter()
+        .map(|(m, s)| single.complete(m, s).unwrap())
+        .collect();
+    // bit-for-bit the same logits on the CPU, so the same tokens
+    assert_eq!(together, alone);
+    assert!(together.iter().any(|c| c.truncated) && together.iter().any(|c| !c.truncated));
+}
+
 /// A minimal OpenAI-compatible server on loopback that answers chat completions with the local
 /// GGUF model, passing messages, temperature, top_p, max_tokens, seed and stop through.
 fn serve(model: GgufChat) -> (String, std::thread::JoinHandle<usize>) {

@@ -33,6 +33,10 @@ pub struct PtebArgs {
     /// The model name a server is asked for (HTTP paraphraser or judge).
     #[arg(long)]
     llm_model: Option<String>,
+    /// Requests a local GGUF LLM decodes together (llama, qwen2); default 32 on the CPU, 256
+    /// with --cuda. Answers do not depend on it on the CPU.
+    #[arg(long)]
+    llm_batch: Option<usize>,
     /// Environment variable holding the server's API key (sent as a Bearer token when set).
     #[arg(long, default_value = "OPENAI_API_KEY")]
     api_key_env: String,
@@ -106,10 +110,12 @@ impl PtebArgs {
                 Duration::from_secs(self.http_timeout.max(1)),
             )));
         }
-        Ok(Box::new(
-            GgufChat::load(spec, self.model.cuda)
-                .with_context(|| format!("loading the LLM {spec:?}"))?,
-        ))
+        let model = GgufChat::load(spec, self.model.cuda)
+            .with_context(|| format!("loading the LLM {spec:?}"))?;
+        Ok(Box::new(match self.llm_batch {
+            Some(batch) => model.with_batch(batch),
+            None => model,
+        }))
     }
 }
 
