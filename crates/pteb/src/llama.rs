@@ -31,20 +31,44 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 use candle_transformers::utils::{build_causal_mask, repeat_kv};
 
+use crate::q4_1::Q4_1Matrix;
+
+/// A weight matrix: Q4_1 on an AVX2 CPU through our kernel (candle's own is scalar), anything
+/// else through candle; the same bits either way.
+enum Linear {
+    Candle(QMatMul),
+    Q4_1(Q4_1Matrix),
+}
+
+impl Linear {
+    fn new(weight: QTensor) -> candle_core::Result<Linear> {
+        Ok(match Q4_1Matrix::from_qtensor(&weight) {
+            Some(matrix) => Linear::Q4_1(matrix),
+            None => Linear::Candle(QMatMul::from_qtensor(weight)?),
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Linear::Candle(m) => m.forward(x),
+            Linear::Q4_1(m) => m.forward(x),
+        }
+    }
+}
+
 /// One decoder layer's weights.
-#[derive(Clone)]
 struct Layer {
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    wo: QMatMul,
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
+    wo: Linear,
     /// qwen2's query/key/value biases.
     biases: Option<[Tensor; 3]>,
     attention_norm: RmsNorm,
     ffn_norm: RmsNorm,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
 }
 
 /// The decoder: weights and shape, shared by every sequence.
@@ -52,7 +76,7 @@ pub(crate) struct PackedDecoder {
     embeddings: candle_nn::Embedding,
     layers: Vec<Layer>,
     norm: RmsNorm,
-    output: QMatMul,
+    output: Linear,
     cos: Tensor,
     sin: Tensor,
     neg_inf: Tensor,
@@ -169,23 +193,23 @@ impl PackedDecoder {
                 None
             };
             layers.push(Layer {
-                wq: QMatMul::from_qtensor(weight("attn_q.weight")?)?,
-                wk: QMatMul::from_qtensor(weight("attn_k.weight")?)?,
-                wv: QMatMul::from_qtensor(weight("attn_v.weight")?)?,
-                wo: QMatMul::from_qtensor(weight("attn_output.weight")?)?,
+                wq: Linear::new(weight("attn_q.weight")?)?,
+                wk: Linear::new(weight("attn_k.weight")?)?,
+                wv: Linear::new(weight("attn_v.weight")?)?,
+                wo: Linear::new(weight("attn_output.weight")?)?,
                 biases,
                 attention_norm: RmsNorm::from_qtensor(weight("attn_norm.weight")?, eps)?,
                 ffn_norm: RmsNorm::from_qtensor(weight("ffn_norm.weight")?, eps)?,
-                gate: QMatMul::from_qtensor(weight("ffn_gate.weight")?)?,
-                up: QMatMul::from_qtensor(weight("ffn_up.weight")?)?,
-                down: QMatMul::from_qtensor(weight("ffn_down.weight")?)?,
+                gate: Linear::new(weight("ffn_gate.weight")?)?,
+                up: Linear::new(weight("ffn_up.weight")?)?,
+                down: Linear::new(weight("ffn_down.weight")?)?,
             });
         }
         Ok(PackedDecoder {
             embeddings: candle_nn::Embedding::new(embeddings, hidden),
             layers,
             norm,
-            output: QMatMul::from_qtensor(output)?,
+            output: Linear::new(output)?,
             cos,
             sin,
             neg_inf: Tensor::new(f32::NEG_INFINITY, device)?,
@@ -292,7 +316,8 @@ impl PackedDecoder {
             let y = layer.wo.forward(&Tensor::cat(&outputs, 0)?)?;
             let x1 = (y + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
-            let gated = (candle_nn::ops::silu(&layer.gate.forward(&h)?)? * layer.up.forward(&h)?)?;
+            let gated =
+                (candle_nn::ops::silu(&layer.gate.forward(&h)?)? * layer.up.forward(&h)?)?;
             x = (layer.down.forward(&gated)? + &x1)?;
         }
         for ((tokens, cache), _) in steps.iter_mut().zip(&spans) {
@@ -320,8 +345,14 @@ mod tests {
     const HIDDEN: usize = 64;
 
     /// A small random GGUF of `architecture`: 2 layers, 4 query heads over 2 key/value heads,
-    /// Q4_0 matrices (the kind of file PTEB runs), F32 norms and biases.
+    /// quantized matrices (llama: Q4_1, our kernel's type; qwen2: Q4_0, candle's), F32 norms
+    /// and biases.
     fn tiny_gguf(architecture: &str, seed: u64) -> Vec<u8> {
+        let q = if architecture == "llama" {
+            GgmlDType::Q4_1
+        } else {
+            GgmlDType::Q4_0
+        };
         let mut rng = sage_core::ExperimentRng::seed_from_u64(seed);
         let device = Device::Cpu;
         let mut random = |shape: &[usize], scale: f32, dtype: GgmlDType| {
@@ -330,21 +361,30 @@ mod tests {
             QTensor::quantize(&Tensor::from_vec(values, shape, &device).unwrap(), dtype).unwrap()
         };
         let mut tensors: Vec<(String, QTensor)> = vec![
-            ("token_embd.weight".into(), random(&[VOCAB, HIDDEN], 1.0, GgmlDType::Q4_0)),
-            ("output_norm.weight".into(), random(&[HIDDEN], 1.0, GgmlDType::F32)),
-            ("output.weight".into(), random(&[VOCAB, HIDDEN], 0.5, GgmlDType::Q4_0)),
+            (
+                "token_embd.weight".into(),
+                random(&[VOCAB, HIDDEN], 1.0, GgmlDType::Q4_0),
+            ),
+            (
+                "output_norm.weight".into(),
+                random(&[HIDDEN], 1.0, GgmlDType::F32),
+            ),
+            ("output.weight".into(), random(&[VOCAB, HIDDEN], 0.5, q)),
         ];
         for i in 0..2 {
             let w = |name: &str| format!("blk.{i}.{name}");
-            tensors.push((w("attn_q.weight"), random(&[HIDDEN, HIDDEN], 0.3, GgmlDType::Q4_0)));
-            tensors.push((w("attn_k.weight"), random(&[32, HIDDEN], 0.3, GgmlDType::Q4_0)));
-            tensors.push((w("attn_v.weight"), random(&[32, HIDDEN], 0.3, GgmlDType::Q4_0)));
-            tensors.push((w("attn_output.weight"), random(&[HIDDEN, HIDDEN], 0.3, GgmlDType::Q4_0)));
-            tensors.push((w("attn_norm.weight"), random(&[HIDDEN], 1.0, GgmlDType::F32)));
+            tensors.push((w("attn_q.weight"), random(&[HIDDEN, HIDDEN], 0.3, q)));
+            tensors.push((w("attn_k.weight"), random(&[32, HIDDEN], 0.3, q)));
+            tensors.push((w("attn_v.weight"), random(&[32, HIDDEN], 0.3, q)));
+            tensors.push((w("attn_output.weight"), random(&[HIDDEN, HIDDEN], 0.3, q)));
+            tensors.push((
+                w("attn_norm.weight"),
+                random(&[HIDDEN], 1.0, GgmlDType::F32),
+            ));
             tensors.push((w("ffn_norm.weight"), random(&[HIDDEN], 1.0, GgmlDType::F32)));
-            tensors.push((w("ffn_gate.weight"), random(&[128, HIDDEN], 0.3, GgmlDType::Q4_0)));
-            tensors.push((w("ffn_up.weight"), random(&[128, HIDDEN], 0.3, GgmlDType::Q4_0)));
-            tensors.push((w("ffn_down.weight"), random(&[HIDDEN, 128], 0.3, GgmlDType::Q4_0)));
+            tensors.push((w("ffn_gate.weight"), random(&[128, HIDDEN], 0.3, q)));
+            tensors.push((w("ffn_up.weight"), random(&[128, HIDDEN], 0.3, q)));
+            tensors.push((w("ffn_down.weight"), random(&[HIDDEN, 128], 0.3, q)));
             if architecture == "qwen2" {
                 tensors.push((w("attn_q.bias"), random(&[HIDDEN], 0.2, GgmlDType::F32)));
                 tensors.push((w("attn_k.bias"), random(&[32], 0.2, GgmlDType::F32)));
@@ -353,7 +393,10 @@ mod tests {
         }
         let key = |k: &str| format!("{architecture}.{k}");
         let metadata: Vec<(String, Value)> = vec![
-            ("general.architecture".into(), Value::String(architecture.into())),
+            (
+                "general.architecture".into(),
+                Value::String(architecture.into()),
+            ),
             (key("attention.head_count"), Value::U32(4)),
             (key("attention.head_count_kv"), Value::U32(2)),
             (key("block_count"), Value::U32(2)),
@@ -366,8 +409,14 @@ mod tests {
         let mut file = std::io::Cursor::new(Vec::new());
         gguf_file::write(
             &mut file,
-            &metadata.iter().map(|(k, v)| (k.as_str(), v)).collect::<Vec<_>>(),
-            &tensors.iter().map(|(k, t)| (k.as_str(), t)).collect::<Vec<_>>(),
+            &metadata
+                .iter()
+                .map(|(k, v)| (k.as_str(), v))
+                .collect::<Vec<_>>(),
+            &tensors
+                .iter()
+                .map(|(k, t)| (k.as_str(), t))
+                .collect::<Vec<_>>(),
         )
         .unwrap();
         file.into_inner()
@@ -397,11 +446,33 @@ mod tests {
             let mut theirs: Box<dyn FnMut(&[u32], usize) -> Tensor> = {
                 let (content, mut reader) = content(&bytes);
                 if architecture == "llama" {
-                    let mut m = quantized_llama::ModelWeights::from_gguf(content, &mut reader, &Device::Cpu).unwrap();
-                    Box::new(move |t, pos| m.forward(&Tensor::new(t, &Device::Cpu).unwrap().unsqueeze(0).unwrap(), pos).unwrap())
+                    let mut m = quantized_llama::ModelWeights::from_gguf(
+                        content,
+                        &mut reader,
+                        &Device::Cpu,
+                    )
+                    .unwrap();
+                    Box::new(move |t, pos| {
+                        m.forward(
+                            &Tensor::new(t, &Device::Cpu).unwrap().unsqueeze(0).unwrap(),
+                            pos,
+                        )
+                        .unwrap()
+                    })
                 } else {
-                    let mut m = quantized_qwen2::ModelWeights::from_gguf(content, &mut reader, &Device::Cpu).unwrap();
-                    Box::new(move |t, pos| m.forward(&Tensor::new(t, &Device::Cpu).unwrap().unsqueeze(0).unwrap(), pos).unwrap())
+                    let mut m = quantized_qwen2::ModelWeights::from_gguf(
+                        content,
+                        &mut reader,
+                        &Device::Cpu,
+                    )
+                    .unwrap();
+                    Box::new(move |t, pos| {
+                        m.forward(
+                            &Tensor::new(t, &Device::Cpu).unwrap().unsqueeze(0).unwrap(),
+                            pos,
+                        )
+                        .unwrap()
+                    })
                 }
             };
             let decoder = ours(&bytes);
@@ -431,7 +502,9 @@ mod tests {
                     let mut cache = KvCache::default();
                     let mut out = vec![row(&decoder.forward(&mut [(*p, &mut cache)]).unwrap())];
                     for t in [10u32, 20, 30] {
-                        out.push(row(&decoder.forward(&mut [(&[t][..], &mut cache)]).unwrap()));
+                        out.push(row(&decoder
+                            .forward(&mut [(&[t][..], &mut cache)])
+                            .unwrap()));
                     }
                     out
                 })
@@ -467,7 +540,10 @@ mod tests {
         let decoder = ours(&tiny_gguf("llama", 3));
         let tokens = vec![1u32; 257];
         let mut cache = KvCache::default();
-        let e = decoder.forward(&mut [(&tokens[..], &mut cache)]).err().unwrap();
+        let e = decoder
+            .forward(&mut [(&tokens[..], &mut cache)])
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("context of 256"), "{e}");
     }
 }

@@ -198,7 +198,8 @@ impl Paraphraser {
                 if open.is_empty() {
                     break;
                 }
-                let samplings: Vec<Sampling> = open.iter().map(|&i| attempts[i].sampling(k)).collect();
+                let samplings: Vec<Sampling> =
+                    open.iter().map(|&i| attempts[i].sampling(k)).collect();
                 let requests: Vec<(&[ChatMessage], &Sampling)> = open
                     .iter()
                     .zip(&samplings)
@@ -375,7 +376,10 @@ impl Judge {
         // the answer is cached, not the rating: a change in how answers are read applies to
         // cached answers too
         let mut answers: Vec<Option<String>> = match &self.cache {
-            Some(c) => pairs.iter().map(|p| c.get::<String>(&key(p))).collect::<Result<_>>()?,
+            Some(c) => pairs
+                .iter()
+                .map(|p| c.get::<String>(&key(p)))
+                .collect::<Result<_>>()?,
             None => vec![None; pairs.len()],
         };
         let mut done = answers.iter().filter(|a| a.is_some()).count() as u64;

@@ -97,7 +97,11 @@ fn requests_decoded_together_answer_as_each_alone() {
             top_p: 0.9,
             max_tokens: if i == 1 { 5 } else { 24 + 4 * i as usize },
             seed: 1337 + i % 2,
-            stop: if i % 3 == 0 { vec!["\n\n".into()] } else { vec![] },
+            stop: if i % 3 == 0 {
+                vec!["\n\n".into()]
+            } else {
+                vec![]
+            },
         })
         .collect();
     let requests: Vec<(&[pteb::ChatMessage], &Sampling)> = messages
