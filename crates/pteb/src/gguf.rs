@@ -40,7 +40,7 @@ enum Model {
 /// The shared prompt prefix, already run.
 enum Prefix {
     Packed(Vec<u32>, KvCache),
-    Gemma3(Vec<u32>, quantized_gemma3::ModelWeights),
+    Gemma3(Vec<u32>, Box<quantized_gemma3::ModelWeights>),
 }
 
 /// Requests decoded together by default on the CPU: past this, two cores gain little and the
@@ -340,7 +340,7 @@ impl ChatModel for GgufChat {
             Model::Gemma3(weights) => {
                 let mut model = weights.clone();
                 self.forward_gemma3(&mut model, &tokens, 0)?;
-                Prefix::Gemma3(tokens, model)
+                Prefix::Gemma3(tokens, Box::new(model))
             }
         };
         *self.prefix.lock().unwrap_or_else(|p| p.into_inner()) = Some(prefix);
@@ -372,7 +372,7 @@ impl ChatModel for GgufChat {
                             Some(Prefix::Gemma3(tokens, model))
                                 if prompt.len() > tokens.len() && prompt.starts_with(tokens) =>
                             {
-                                (model.clone(), tokens.len())
+                                (model.as_ref().clone(), tokens.len())
                             }
                             _ => (weights.clone(), 0),
                         }

@@ -436,6 +436,9 @@ mod tests {
         t.flatten_all().unwrap().to_vec1().unwrap()
     }
 
+    /// Candle's model as a function of (new tokens, position) to logits.
+    type CandleModel = Box<dyn FnMut(&[u32], usize) -> Tensor>;
+
     /// The prompt, then three decoded tokens, through candle's model and through ours alone.
     #[test]
     fn one_sequence_gives_candles_logits() {
@@ -443,7 +446,7 @@ mod tests {
         let decoded = [31u32, 64, 2];
         for architecture in ["llama", "qwen2"] {
             let bytes = tiny_gguf(architecture, 7);
-            let mut theirs: Box<dyn FnMut(&[u32], usize) -> Tensor> = {
+            let mut theirs: CandleModel = {
                 let (content, mut reader) = content(&bytes);
                 if architecture == "llama" {
                     let mut m = quantized_llama::ModelWeights::from_gguf(

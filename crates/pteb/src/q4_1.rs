@@ -6,8 +6,9 @@
 //! on a PTEB run it took 71% of the time. llama.cpp's way is kept: each activation row is
 //! quantized to Q8_1 and each 32-value block's integer dot product is exact, so computing that
 //! integer with AVX2 instead of a scalar loop cannot change it. The float part of each block
-//! (`sumi · d_w · d_a + m_w · s_a`, accumulated block by block) is written in candle's order,
-//! so the result has the same bits: answers, caches and tests stay those of candle's model.
+//! (`sumi · d_w · d_a + m_w · s_a`, accumulated block by block) is candle's, in its order, for
+//! eight weight rows at once (one per lane), so the result has the same bits: answers, caches
+//! and tests stay those of candle's model.
 
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{DType, Tensor};
@@ -18,14 +19,21 @@ const BLOCK: usize = 32;
 /// Bytes of a Q4_1 block: f16 scale, f16 minimum, 16 bytes of two nibbles each.
 const Q4_1_BYTES: usize = 20;
 
-/// A `(rows, k)` Q4_1 matrix unpacked for the kernel: scales and minimums as f32 (exact: every
-/// f16 is an f32), nibbles as stored.
+/// Columns (weight rows) computed together, one per AVX2 lane.
+const GROUP: usize = 8;
+
+/// A `(rows, k)` Q4_1 matrix laid out for the kernel: weight rows in groups of [`GROUP`]
+/// (the last padded with zero blocks); per group and block, each row's 32 values unpacked to
+/// one byte each (low nibbles, then high: the order of the Q8_1 quants they meet), and the
+/// group's scales and minimums side by side as f32 (exact: every f16 is an f32).
 pub(crate) struct Q4_1Matrix {
     rows: usize,
     k: usize,
-    scale: Vec<f32>,
-    min: Vec<f32>,
-    nibbles: Vec<[u8; 16]>,
+    /// `[(group · blocks_per_row + block) · GROUP + lane]`
+    values: Vec<[u8; BLOCK]>,
+    /// `[group · blocks_per_row + block]`
+    scale: Vec<[f32; GROUP]>,
+    min: Vec<[f32; GROUP]>,
 }
 
 /// One activation block quantized as candle's `BlockQ8_1::from_float`.
@@ -72,27 +80,30 @@ impl Q4_1Matrix {
             return None;
         }
         let data = tensor.data().ok()?;
-        if data.len() != rows * k / BLOCK * Q4_1_BYTES {
+        let per_row = k / BLOCK;
+        if data.len() != rows * per_row * Q4_1_BYTES {
             return None;
         }
-        let blocks = data.len() / Q4_1_BYTES;
+        let groups = rows.div_ceil(GROUP);
         let mut matrix = Q4_1Matrix {
             rows,
             k,
-            scale: Vec::with_capacity(blocks),
-            min: Vec::with_capacity(blocks),
-            nibbles: Vec::with_capacity(blocks),
+            values: vec![[0u8; BLOCK]; groups * per_row * GROUP],
+            scale: vec![[0f32; GROUP]; groups * per_row],
+            min: vec![[0f32; GROUP]; groups * per_row],
         };
-        for block in data.chunks_exact(Q4_1_BYTES) {
-            matrix
-                .scale
-                .push(f16::from_le_bytes([block[0], block[1]]).to_f32());
-            matrix
-                .min
-                .push(f16::from_le_bytes([block[2], block[3]]).to_f32());
-            matrix
-                .nibbles
-                .push(block[4..Q4_1_BYTES].try_into().expect("16 bytes"));
+        for (row, blocks) in data.chunks_exact(per_row * Q4_1_BYTES).enumerate() {
+            let (group, lane) = (row / GROUP, row % GROUP);
+            for (b, block) in blocks.chunks_exact(Q4_1_BYTES).enumerate() {
+                let at = group * per_row + b;
+                matrix.scale[at][lane] = f16::from_le_bytes([block[0], block[1]]).to_f32();
+                matrix.min[at][lane] = f16::from_le_bytes([block[2], block[3]]).to_f32();
+                let values = &mut matrix.values[at * GROUP + lane];
+                for (j, &byte) in block[4..].iter().enumerate() {
+                    values[j] = byte & 0x0F;
+                    values[j + BLOCK / 2] = byte >> 4;
+                }
+            }
         }
         Some(matrix)
     }
@@ -109,36 +120,36 @@ impl Q4_1Matrix {
         for row in xs.chunks_exact(k) {
             quantize_row(row, &mut activations);
         }
-        // columns in chunks small enough that a chunk's weights stay in L1 while every
-        // activation row passes over them; each output is computed alone, so the split (and
-        // the thread count) cannot change a bit
-        const COLUMNS: usize = 16;
-        let mut transposed = vec![0f32; self.rows * n];
-        transposed
-            .par_chunks_mut(COLUMNS * n)
+        // one task per group of columns, whose weights stay in L1 while every activation row
+        // passes over them; each output is computed alone, so neither the split nor the
+        // thread count can change a bit
+        let mut by_group = vec![[0f32; GROUP]; self.rows.div_ceil(GROUP) * n];
+        by_group
+            .par_chunks_mut(n)
             .enumerate()
-            .for_each(|(chunk, out)| {
-                let first = chunk * COLUMNS;
-                for (c, out_column) in out.chunks_exact_mut(n).enumerate() {
-                    let w = (first + c) * per_row..(first + c + 1) * per_row;
-                    for (r, out) in out_column.iter_mut().enumerate() {
-                        let a = &activations[r * per_row..(r + 1) * per_row];
-                        // SAFETY: from_qtensor checked AVX2.
-                        *out = unsafe {
-                            dot_avx2(
-                                &self.nibbles[w.clone()],
-                                &self.scale[w.clone()],
-                                &self.min[w.clone()],
-                                a,
-                            )
-                        };
-                    }
+            .for_each(|(group, out)| {
+                let blocks = group * per_row..(group + 1) * per_row;
+                let values = &self.values[blocks.start * GROUP..blocks.end * GROUP];
+                for (r, out) in out.iter_mut().enumerate() {
+                    let a = &activations[r * per_row..(r + 1) * per_row];
+                    // SAFETY: from_qtensor checked AVX2.
+                    *out = unsafe {
+                        group_dots_avx2(
+                            values,
+                            &self.scale[blocks.clone()],
+                            &self.min[blocks.clone()],
+                            a,
+                        )
+                    };
                 }
             });
         let mut out = vec![0f32; n * self.rows];
-        for (c, column) in transposed.chunks_exact(n).enumerate() {
-            for (r, &v) in column.iter().enumerate() {
-                out[r * self.rows + c] = v;
+        for (group, rows) in by_group.chunks_exact(n).enumerate() {
+            for (r, lanes) in rows.iter().enumerate() {
+                let first = group * GROUP;
+                let width = GROUP.min(self.rows - first);
+                out[r * self.rows + first..r * self.rows + first + width]
+                    .copy_from_slice(&lanes[..width]);
             }
         }
         Tensor::from_vec(out, (n, self.rows), x.device())
@@ -156,38 +167,58 @@ fn has_avx2() -> bool {
     }
 }
 
+/// The dot products of one activation row with a group of [`GROUP`] weight rows, one per lane.
+/// Per lane the float operations are candle's, in its order; the integer block sums are exact
+/// whatever their order.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn dot_avx2(nibbles: &[[u8; 16]], scale: &[f32], min: &[f32], a: &[Q8_1Block]) -> f32 {
+unsafe fn group_dots_avx2(
+    values: &[[u8; BLOCK]],
+    scale: &[[f32; GROUP]],
+    min: &[[f32; GROUP]],
+    a: &[Q8_1Block],
+) -> [f32; GROUP] {
     use std::arch::x86_64::*;
-    let low = _mm_set1_epi8(0x0F);
     let ones = _mm256_set1_epi16(1);
-    let mut sumf = 0f32;
-    for b in 0..a.len() {
-        let packed = _mm_loadu_si128(nibbles[b].as_ptr().cast());
-        // value j pairs with quant j (low nibbles) and j + 16 (high nibbles), as in ggml
-        let lo = _mm_and_si128(packed, low);
-        let hi = _mm_and_si128(_mm_srli_epi16(packed, 4), low);
-        let weights = _mm256_set_m128i(hi, lo);
-        let quants = _mm256_loadu_si256(a[b].quants.as_ptr().cast());
-        // u8 · i8 pairs into i16 (at most 2 · 15 · 128, no saturation), then into i32
-        let pairs = _mm256_maddubs_epi16(weights, quants);
-        let quads = _mm256_madd_epi16(pairs, ones);
-        let half = _mm_add_epi32(
-            _mm256_castsi256_si128(quads),
-            _mm256_extracti128_si256(quads, 1),
+    let mut acc = _mm256_setzero_ps();
+    for (b, block) in a.iter().enumerate() {
+        let quants = _mm256_loadu_si256(block.quants.as_ptr().cast());
+        let dot = |lane: usize| {
+            let w = _mm256_loadu_si256(values[b * GROUP + lane].as_ptr().cast());
+            // u8 · i8 pairs into i16 (at most 2 · 15 · 128, no saturation), then into i32
+            _mm256_madd_epi16(_mm256_maddubs_epi16(w, quants), ones)
+        };
+        let h01 = _mm256_hadd_epi32(dot(0), dot(1));
+        let h23 = _mm256_hadd_epi32(dot(2), dot(3));
+        let h45 = _mm256_hadd_epi32(dot(4), dot(5));
+        let h67 = _mm256_hadd_epi32(dot(6), dot(7));
+        let h0123 = _mm256_hadd_epi32(h01, h23);
+        let h4567 = _mm256_hadd_epi32(h45, h67);
+        // lane j: the block's integer dot with weight row j
+        let sumi = _mm256_add_epi32(
+            _mm256_permute2x128_si256(h0123, h4567, 0x20),
+            _mm256_permute2x128_si256(h0123, h4567, 0x31),
         );
-        let half = _mm_add_epi32(half, _mm_unpackhi_epi64(half, half));
-        let half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 1));
-        let sumi = _mm_cvtsi128_si32(half);
-        // candle's expression, in its order (Rust never fuses a multiply and an add)
-        sumf += sumi as f32 * scale[b] * a[b].scale + min[b] * a[b].sum;
+        // candle: sumf += sumi · d_w · d_a + m_w · s_a (no fused multiply-add)
+        let scaled = _mm256_mul_ps(
+            _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), _mm256_loadu_ps(scale[b].as_ptr())),
+            _mm256_set1_ps(block.scale),
+        );
+        let offset = _mm256_mul_ps(_mm256_loadu_ps(min[b].as_ptr()), _mm256_set1_ps(block.sum));
+        acc = _mm256_add_ps(acc, _mm256_add_ps(scaled, offset));
     }
-    sumf
+    let mut out = [0f32; GROUP];
+    _mm256_storeu_ps(out.as_mut_ptr(), acc);
+    out
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn dot_avx2(_: &[[u8; 16]], _: &[f32], _: &[f32], _: &[Q8_1Block]) -> f32 {
+unsafe fn group_dots_avx2(
+    _: &[[u8; BLOCK]],
+    _: &[[f32; GROUP]],
+    _: &[[f32; GROUP]],
+    _: &[Q8_1Block],
+) -> [f32; GROUP] {
     unreachable!("from_qtensor returns None without AVX2")
 }
 
