@@ -43,6 +43,11 @@ enum Prefix {
     Gemma3(Vec<u32>, Box<quantized_gemma3::ModelWeights>),
 }
 
+/// Whether `prompt` continues the shared prefix `tokens` (and has a token of its own to run).
+fn extends(prompt: &[u32], tokens: &[u32]) -> bool {
+    prompt.len() > tokens.len() && prompt.starts_with(tokens)
+}
+
 /// Requests decoded together by default on the CPU: past this, two cores gain little and the
 /// caches grow.
 pub const DEFAULT_BATCH_CPU: usize = 32;
@@ -369,9 +374,7 @@ impl ChatModel for GgufChat {
                     let (mut model, start) = {
                         let prefix = self.prefix.lock().unwrap_or_else(|p| p.into_inner());
                         match &*prefix {
-                            Some(Prefix::Gemma3(tokens, model))
-                                if prompt.len() > tokens.len() && prompt.starts_with(tokens) =>
-                            {
+                            Some(Prefix::Gemma3(tokens, model)) if extends(prompt, tokens) => {
                                 (model.as_ref().clone(), tokens.len())
                             }
                             _ => (weights.clone(), 0),
@@ -513,9 +516,7 @@ impl GgufChat {
                 let Some(request) = queue.next() else { break };
                 let prompt = &prompts[request];
                 let (cache, start) = match &prefix {
-                    Some((tokens, cache))
-                        if prompt.len() > tokens.len() && prompt.starts_with(tokens) =>
-                    {
+                    Some((tokens, cache)) if extends(prompt, tokens) => {
                         (cache.clone(), tokens.len())
                     }
                     _ => (KvCache::default(), 0),

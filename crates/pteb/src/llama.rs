@@ -439,6 +439,19 @@ mod tests {
     /// Candle's model as a function of (new tokens, position) to logits.
     type CandleModel = Box<dyn FnMut(&[u32], usize) -> Tensor>;
 
+    /// A candle model's `forward(input, position)` fed one sequence of token ids.
+    fn stepper(
+        mut forward: impl FnMut(&Tensor, usize) -> candle_core::Result<Tensor> + 'static,
+    ) -> CandleModel {
+        Box::new(move |tokens, pos| {
+            let input = Tensor::new(tokens, &Device::Cpu)
+                .unwrap()
+                .unsqueeze(0)
+                .unwrap();
+            forward(&input, pos).unwrap()
+        })
+    }
+
     /// The prompt, then three decoded tokens, through candle's model and through ours alone.
     #[test]
     fn one_sequence_gives_candles_logits() {
@@ -455,13 +468,7 @@ mod tests {
                         &Device::Cpu,
                     )
                     .unwrap();
-                    Box::new(move |t, pos| {
-                        m.forward(
-                            &Tensor::new(t, &Device::Cpu).unwrap().unsqueeze(0).unwrap(),
-                            pos,
-                        )
-                        .unwrap()
-                    })
+                    stepper(move |x, pos| m.forward(x, pos))
                 } else {
                     let mut m = quantized_qwen2::ModelWeights::from_gguf(
                         content,
@@ -469,13 +476,7 @@ mod tests {
                         &Device::Cpu,
                     )
                     .unwrap();
-                    Box::new(move |t, pos| {
-                        m.forward(
-                            &Tensor::new(t, &Device::Cpu).unwrap().unsqueeze(0).unwrap(),
-                            pos,
-                        )
-                        .unwrap()
-                    })
+                    stepper(move |x, pos| m.forward(x, pos))
                 }
             };
             let decoder = ours(&bytes);
