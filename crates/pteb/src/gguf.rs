@@ -53,6 +53,8 @@ fn extends(prompt: &[u32], tokens: &[u32]) -> bool {
 pub const DEFAULT_BATCH_CPU: usize = 32;
 /// Requests decoded together by default on a GPU.
 pub const DEFAULT_BATCH_CUDA: usize = 256;
+/// Most bytes of keys and values a pooled pass allocates.
+const POOL_BYTES: usize = 8 << 30;
 
 /// A GGUF chat model on the CPU (or the first CUDA GPU with the `cuda` feature).
 pub struct GgufChat {
@@ -68,6 +70,8 @@ pub struct GgufChat {
     device: Device,
     prefix: Mutex<Option<Prefix>>,
     max_batch: usize,
+    /// Keys and values in one preallocated pool, decoding requests attending together.
+    pooled: bool,
 }
 
 fn gguf_error(path: &Path, e: impl std::fmt::Display) -> PtebError {
@@ -225,6 +229,7 @@ impl GgufChat {
             } else {
                 DEFAULT_BATCH_CPU
             },
+            pooled: device.is_cuda(),
             device,
             prefix: Mutex::new(None),
         })
@@ -235,6 +240,17 @@ impl GgufChat {
     /// cache) for throughput.
     pub fn with_batch(mut self, max_batch: usize) -> GgufChat {
         self.max_batch = max_batch.max(1);
+        self
+    }
+
+    /// Chooses how decoding requests attend (llama and qwen2). Pooled: every request's keys
+    /// and values live in one preallocated pool and all decoding requests attend in one batched
+    /// product, a fixed number of device operations per pass (the default on a GPU, where an
+    /// operation per request costs a kernel launch each). Per request (the CPU default): each
+    /// attends alone over its own cache, which keeps an answer bit-for-bit independent of the
+    /// other requests in its batch.
+    pub fn with_pooled_attention(mut self, pooled: bool) -> GgufChat {
+        self.pooled = pooled;
         self
     }
 
@@ -486,10 +502,27 @@ impl<'a> Answer<'a> {
     }
 }
 
+/// Where a running request's keys and values are.
+enum Held {
+    /// Its own cache, grown by concatenation.
+    Own(KvCache),
+    /// A slot of the pass's [`KvPool`], with this many tokens in it.
+    Slot(usize, usize),
+}
+
+impl Held {
+    fn len(&self) -> usize {
+        match self {
+            Held::Own(cache) => cache.len(),
+            Held::Slot(_, len) => *len,
+        }
+    }
+}
+
 /// A request being decoded by the packed decoder.
 struct Running<'a> {
     request: usize,
-    cache: KvCache,
+    held: Held,
     /// Tokens to run in the next pass: the prompt (after the shared prefix), then one token.
     feed: Vec<u32>,
     answer: Answer<'a>,
@@ -504,53 +537,102 @@ impl GgufChat {
         prompts: &[Vec<u32>],
         samplings: &[&Sampling],
     ) -> Result<Vec<Completion>> {
+        let fail = |e: candle_core::Error| gguf_error(&self.file, e);
         let prefix = match &*self.prefix.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(Prefix::Packed(tokens, cache)) => Some((tokens.clone(), cache.clone())),
             _ => None,
         };
+        if let Some(prompt) = prompts.iter().find(|p| p.len() >= decoder.context_length()) {
+            return Err(gguf_error(
+                &self.file,
+                format!(
+                    "a prompt of {} tokens does not fit the model's context of {}",
+                    prompt.len(),
+                    decoder.context_length()
+                ),
+            ));
+        }
+        let mut batch = self.max_batch.min(prompts.len());
+        let pool = if self.pooled && batch > 0 {
+            let longest = prompts
+                .iter()
+                .zip(samplings)
+                .map(|(p, s)| p.len() + s.max_tokens)
+                .max()
+                .unwrap_or(1)
+                .min(decoder.context_length());
+            // long requests get fewer slots rather than exhaust the device's memory
+            let per_slot = decoder.kv_bytes_per_token() * longest;
+            batch = batch.min((POOL_BYTES / per_slot).max(1));
+            Some(decoder.pool(batch, longest).map_err(fail)?)
+        } else {
+            None
+        };
+        // a request's answer ends where its keys would outgrow their storage
+        let limit = pool
+            .as_ref()
+            .map_or(decoder.context_length(), |p| p.capacity());
+        let mut free_slots: Vec<usize> = (0..batch).rev().collect();
         let mut done: Vec<Option<Completion>> = vec![None; prompts.len()];
         let mut queue = 0..prompts.len();
         let mut running: Vec<Running> = Vec::new();
         loop {
-            while running.len() < self.max_batch {
+            while running.len() < batch {
                 let Some(request) = queue.next() else { break };
                 let prompt = &prompts[request];
-                let (cache, start) = match &prefix {
-                    Some((tokens, cache)) if extends(prompt, tokens) => {
-                        (cache.clone(), tokens.len())
-                    }
-                    _ => (KvCache::default(), 0),
+                let shared = match &prefix {
+                    Some((tokens, cache)) if extends(prompt, tokens) => Some(cache),
+                    _ => None,
                 };
-                if prompt.len() >= decoder.context_length() {
-                    return Err(gguf_error(
-                        &self.file,
-                        format!(
-                            "a prompt of {} tokens does not fit the model's context of {}",
-                            prompt.len(),
-                            decoder.context_length()
-                        ),
-                    ));
-                }
+                let held = match &pool {
+                    Some(pool) => {
+                        let slot = free_slots.pop().expect("a slot per running request");
+                        if let Some(cache) = shared {
+                            pool.load(slot, cache).map_err(fail)?;
+                        }
+                        Held::Slot(slot, shared.map_or(0, KvCache::len))
+                    }
+                    None => Held::Own(shared.cloned().unwrap_or_default()),
+                };
                 running.push(Running {
                     request,
-                    cache,
-                    feed: prompt[start..].to_vec(),
+                    feed: prompt[held.len()..].to_vec(),
+                    held,
                     answer: Answer::new(prompt, samplings[request]),
                 });
             }
             if running.is_empty() {
                 break;
             }
-            let logits = {
-                let mut steps: Vec<(&[u32], &mut KvCache)> = running
-                    .iter_mut()
-                    .map(|r| (r.feed.as_slice(), &mut r.cache))
-                    .collect();
-                decoder
-                    .forward(&mut steps)
-                    .and_then(|l| l.to_vec2::<f32>())
-                    .map_err(|e| gguf_error(&self.file, e))?
-            };
+            let logits = match &pool {
+                Some(pool) => {
+                    let steps: Vec<(&[u32], usize, usize)> = running
+                        .iter()
+                        .map(|r| match r.held {
+                            Held::Slot(slot, len) => (r.feed.as_slice(), slot, len),
+                            Held::Own(_) => unreachable!("a pooled pass holds slots only"),
+                        })
+                        .collect();
+                    decoder.forward_pooled(pool, &steps)
+                }
+                None => {
+                    let mut steps: Vec<(&[u32], &mut KvCache)> = running
+                        .iter_mut()
+                        .map(|r| match &mut r.held {
+                            Held::Own(cache) => (r.feed.as_slice(), cache),
+                            Held::Slot(..) => unreachable!("an unpooled pass holds caches"),
+                        })
+                        .collect();
+                    decoder.forward(&mut steps)
+                }
+            }
+            .and_then(|l| l.to_vec2::<f32>())
+            .map_err(fail)?;
+            for r in &mut running {
+                if let Held::Slot(_, len) = &mut r.held {
+                    *len += r.feed.len();
+                }
+            }
             // each request samples from its own stream: in parallel, in any order
             let steps: Vec<Step> = running
                 .par_iter_mut()
@@ -560,12 +642,10 @@ impl GgufChat {
                     // an answer that reaches the end of the context ends there, as if cut at
                     // its token limit
                     Ok(match step {
-                        Step::Next(_) if r.cache.len() >= decoder.context_length() => {
-                            Step::Done(Completion {
-                                text: r.answer.decode(self)?,
-                                truncated: true,
-                            })
-                        }
+                        Step::Next(_) if r.held.len() >= limit => Step::Done(Completion {
+                            text: r.answer.decode(self)?,
+                            truncated: true,
+                        }),
                         step => step,
                     })
                 })
@@ -578,7 +658,12 @@ impl GgufChat {
                         r.feed.push(token);
                         kept.push(r);
                     }
-                    Step::Done(completion) => done[r.request] = Some(completion),
+                    Step::Done(completion) => {
+                        if let Held::Slot(slot, _) = r.held {
+                            free_slots.push(slot);
+                        }
+                        done[r.request] = Some(completion);
+                    }
                 }
             }
             running = kept;

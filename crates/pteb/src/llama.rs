@@ -13,13 +13,20 @@
 //! tokens) and in decoding (one token) share a pass, so a finished request's slot is refilled at
 //! once (continuous batching).
 //!
-//! Why attention per sequence rather than one padded batch: on the CPU every operation of a
-//! row here is computed exactly as it would be alone (the quantized matrix products quantize
-//! and reduce each row on its own), so a request's answer is bit-for-bit the same whatever else
-//! shares its batch — answers stay a function of (model, seed, text), as the paraphrase cache
-//! assumes. Padding would change reduction lengths, hence rounding. On a GPU the large-batch
-//! matrix products take other kernels than a single row does, so there batched and single
-//! answers agree to rounding only, as any GPU answer agrees with a CPU one.
+//! Attention comes in two forms:
+//! - [`PackedDecoder::forward`], per sequence (the CPU default): each sequence attends alone
+//!   over its own cache, grown by concatenation. On the CPU every operation of a row is then
+//!   computed exactly as it would be alone (the quantized matrix products quantize and reduce
+//!   each row on its own), so a request's answer is bit-for-bit the same whatever else shares
+//!   its batch, and answers stay a function of (model, seed, text), as the paraphrase cache
+//!   assumes. The price is a dozen small operations per sequence per layer.
+//! - [`PackedDecoder::forward_pooled`] (the GPU default): keys and values live in one
+//!   preallocated [`KvPool`], written in place, and all decoding sequences attend in one
+//!   batched, masked product over the slots. A pass is then a fixed number of operations (on a
+//!   GPU, kernel launches) however many sequences it decodes. Reductions run over the padded
+//!   length, so logits agree with the per-sequence ones to rounding only; on a GPU the large
+//!   batched matrix products take other kernels than a single row anyway, so batched and single
+//!   answers agree to rounding there whichever form is used.
 //!
 //! The arithmetic per sequence is the same sequence of candle operations as `quantized_llama`
 //! / `quantized_qwen2`, so a sequence alone gives that model's logits (tested).
@@ -246,36 +253,15 @@ impl PackedDecoder {
         &self,
         steps: &mut [(&[u32], &mut KvCache)],
     ) -> candle_core::Result<Tensor> {
-        let device = self.cos.device();
+        let device = self.cos.device().clone();
         let mut spans = Vec::with_capacity(steps.len());
         let mut flat = Vec::new();
         for (tokens, cache) in steps.iter() {
-            if tokens.is_empty() {
-                candle_core::bail!("a sequence with no new token");
-            }
-            if cache.len + tokens.len() > self.context_length {
-                candle_core::bail!(
-                    "{} tokens exceed the model's context of {}",
-                    cache.len + tokens.len(),
-                    self.context_length
-                );
-            }
+            self.check_step(tokens, cache.len, self.context_length)?;
             spans.push((flat.len(), tokens.len()));
             flat.extend_from_slice(tokens);
         }
-        let ids = Tensor::new(flat.as_slice(), device)?;
-        let mut x = self.embeddings.forward(&ids)?;
-        for (l, layer) in self.layers.iter().enumerate() {
-            let residual = &x;
-            let h = layer.attention_norm.forward(&x)?;
-            let mut q = layer.wq.forward(&h)?;
-            let mut k = layer.wk.forward(&h)?;
-            let mut v = layer.wv.forward(&h)?;
-            if let Some([bq, bk, bv]) = &layer.biases {
-                q = q.broadcast_add(bq)?;
-                k = k.broadcast_add(bk)?;
-                v = v.broadcast_add(bv)?;
-            }
+        let logits = self.run_layers(&flat, &spans, |l, q, k, v| {
             let mut outputs = Vec::with_capacity(steps.len());
             for ((_, cache), &(offset, len)) in steps.iter_mut().zip(&spans) {
                 let heads = |t: &Tensor, n: usize| {
@@ -284,9 +270,9 @@ impl PackedDecoder {
                         .transpose(1, 2)
                 };
                 let position = cache.len;
-                let q = self.rope(&heads(&q, self.n_head)?, position)?;
-                let k = self.rope(&heads(&k, self.n_kv_head)?, position)?;
-                let v = heads(&v, self.n_kv_head)?.contiguous()?;
+                let q = self.rope(&heads(q, self.n_head)?, position)?;
+                let k = self.rope(&heads(k, self.n_kv_head)?, position)?;
+                let v = heads(v, self.n_kv_head)?.contiguous()?;
                 let (k, v) = match cache.layers.get(l) {
                     Some((k_cache, v_cache)) if position > 0 => (
                         Tensor::cat(&[k_cache, &k], 2)?,
@@ -299,29 +285,85 @@ impl PackedDecoder {
                 } else {
                     cache.layers.push((k.clone(), v.clone()));
                 }
-                let k = repeat_kv(k, self.n_head / self.n_kv_head)?;
-                let v = repeat_kv(v, self.n_head / self.n_kv_head)?;
-                let scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
-                let scores = if len > 1 {
-                    let mask = build_causal_mask(len, position, device)?;
-                    let mask = mask.broadcast_as(scores.shape())?;
-                    mask.where_cond(&self.neg_inf.broadcast_as(scores.shape())?, &scores)?
-                } else {
-                    scores
-                };
-                let weights = candle_nn::ops::softmax_last_dim(&scores)?;
-                let y = weights.matmul(&v.contiguous()?)?;
-                outputs.push(y.transpose(1, 2)?.reshape((len, self.hidden))?);
+                outputs.push(self.attend_one(&q, k, v, position, &device)?);
             }
-            let y = layer.wo.forward(&Tensor::cat(&outputs, 0)?)?;
+            Tensor::cat(&outputs, 0)
+        })?;
+        for ((tokens, cache), _) in steps.iter_mut().zip(&spans) {
+            cache.len += tokens.len();
+        }
+        Ok(logits)
+    }
+
+    fn check_step(&self, tokens: &[u32], start: usize, limit: usize) -> candle_core::Result<()> {
+        if tokens.is_empty() {
+            candle_core::bail!("a sequence with no new token");
+        }
+        if start + tokens.len() > limit {
+            candle_core::bail!(
+                "{} tokens exceed the model's context of {limit}",
+                start + tokens.len()
+            );
+        }
+        Ok(())
+    }
+
+    /// One sequence's causal attention: `q` `(1, n_head, len, head_dim)` at `position`, over
+    /// `k`, `v` `(1, n_kv_head, position + len, head_dim)`; returns `(len, hidden)`. The
+    /// operations of candle's quantized models, in their order.
+    fn attend_one(
+        &self,
+        q: &Tensor,
+        k: Tensor,
+        v: Tensor,
+        position: usize,
+        device: &Device,
+    ) -> candle_core::Result<Tensor> {
+        let len = q.dim(2)?;
+        let k = repeat_kv(k, self.n_head / self.n_kv_head)?;
+        let v = repeat_kv(v, self.n_head / self.n_kv_head)?;
+        let scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
+        let scores = if len > 1 {
+            let mask = build_causal_mask(len, position, device)?;
+            let mask = mask.broadcast_as(scores.shape())?;
+            mask.where_cond(&self.neg_inf.broadcast_as(scores.shape())?, &scores)?
+        } else {
+            scores
+        };
+        let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+        let y = weights.matmul(&v.contiguous()?)?;
+        y.transpose(1, 2)?.reshape((len, self.hidden))
+    }
+
+    /// The layers over the packed tokens `flat` (sequence i at `spans[i]` = (offset, len)),
+    /// with `attend(layer, q, k, v)` (each `(tokens, heads * head_dim)`, before rotary) mixing
+    /// positions; returns the logits after each span's last token.
+    fn run_layers(
+        &self,
+        flat: &[u32],
+        spans: &[(usize, usize)],
+        mut attend: impl FnMut(usize, &Tensor, &Tensor, &Tensor) -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<Tensor> {
+        let device = self.cos.device();
+        let ids = Tensor::new(flat, device)?;
+        let mut x = self.embeddings.forward(&ids)?;
+        for (l, layer) in self.layers.iter().enumerate() {
+            let residual = &x;
+            let h = layer.attention_norm.forward(&x)?;
+            let mut q = layer.wq.forward(&h)?;
+            let mut k = layer.wk.forward(&h)?;
+            let mut v = layer.wv.forward(&h)?;
+            if let Some([bq, bk, bv]) = &layer.biases {
+                q = q.broadcast_add(bq)?;
+                k = k.broadcast_add(bk)?;
+                v = v.broadcast_add(bv)?;
+            }
+            let y = layer.wo.forward(&attend(l, &q, &k, &v)?)?;
             let x1 = (y + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
             let gated =
                 (candle_nn::ops::silu(&layer.gate.forward(&h)?)? * layer.up.forward(&h)?)?;
             x = (layer.down.forward(&gated)? + &x1)?;
-        }
-        for ((tokens, cache), _) in steps.iter_mut().zip(&spans) {
-            cache.len += tokens.len();
         }
         let last: Vec<u32> = spans
             .iter()
@@ -330,6 +372,222 @@ impl PackedDecoder {
         let last = x.index_select(&Tensor::new(last.as_slice(), device)?, 0)?;
         let logits = self.output.forward(&self.norm.forward(&last)?)?;
         logits.to_dtype(DType::F32)
+    }
+
+    /// Bytes of keys and values one token takes in a [`KvPool`].
+    pub(crate) fn kv_bytes_per_token(&self) -> usize {
+        self.layers.len() * 2 * self.n_kv_head * self.head_dim * std::mem::size_of::<f32>()
+    }
+
+    /// Key/value storage for `slots` sequences of at most `capacity` tokens each.
+    pub(crate) fn pool(&self, slots: usize, capacity: usize) -> candle_core::Result<KvPool> {
+        let capacity = capacity.min(self.context_length);
+        let rows = slots * self.n_kv_head * capacity;
+        let device = self.cos.device();
+        let layers = (0..self.layers.len())
+            .map(|_| {
+                Ok((
+                    Tensor::zeros((rows, self.head_dim), DType::F32, device)?,
+                    Tensor::zeros((rows, self.head_dim), DType::F32, device)?,
+                ))
+            })
+            .collect::<candle_core::Result<_>>()?;
+        Ok(KvPool {
+            layers,
+            slots,
+            capacity,
+            n_kv_head: self.n_kv_head,
+            head_dim: self.head_dim,
+        })
+    }
+
+    /// [`forward`](Self::forward) for sequences held in `pool`: `steps[i]` = (new tokens,
+    /// slot, tokens already in the slot). Decoding steps (one token) attend together in one
+    /// batched product over every slot, so a pass costs a fixed number of operations however
+    /// many sequences it decodes; prompts attend one sequence at a time.
+    pub(crate) fn forward_pooled(
+        &self,
+        pool: &KvPool,
+        steps: &[(&[u32], usize, usize)],
+    ) -> candle_core::Result<Tensor> {
+        let device = self.cos.device().clone();
+        let (n_kv, d, cap, slots) = (self.n_kv_head, self.head_dim, pool.capacity, pool.slots);
+        let group = self.n_head / n_kv;
+        let mut spans = Vec::with_capacity(steps.len());
+        let mut flat = Vec::new();
+        let mut positions: Vec<u32> = Vec::new();
+        let mut rows: Vec<u32> = Vec::new();
+        let mut seen = vec![false; slots];
+        for &(tokens, slot, start) in steps {
+            self.check_step(tokens, start, cap)?;
+            if slot >= slots || std::mem::replace(&mut seen[slot], true) {
+                candle_core::bail!("slot {slot} is out of range or used twice in a pass");
+            }
+            spans.push((flat.len(), tokens.len()));
+            flat.extend_from_slice(tokens);
+            for p in start..start + tokens.len() {
+                positions.push(p as u32);
+                rows.extend((0..n_kv).map(|h| ((slot * n_kv + h) * cap + p) as u32));
+            }
+        }
+        let tokens = flat.len();
+        let positions = Tensor::new(positions.as_slice(), &device)?;
+        let (cos, sin) = (
+            self.cos.index_select(&positions, 0)?,
+            self.sin.index_select(&positions, 0)?,
+        );
+        let destination = Tensor::new(rows.as_slice(), &device)?
+            .reshape((tokens * n_kv, 1))?
+            .broadcast_as((tokens * n_kv, d))?
+            .contiguous()?;
+        // Decoding: every slot attends, each through its own mask; slots with nothing to
+        // decode see position 0 only and their rows are dropped.
+        let decoding: Vec<(usize, usize, usize)> = steps
+            .iter()
+            .zip(&spans)
+            .filter(|((tokens, _, _), _)| tokens.len() == 1)
+            .map(|(&(_, slot, start), &(offset, _))| (slot, start, offset))
+            .collect();
+        let reach = decoding
+            .iter()
+            .map(|&(_, start, _)| start + 1)
+            .max()
+            .unwrap_or(0);
+        let batched = if decoding.is_empty() {
+            None
+        } else {
+            let mut query_rows = vec![0u32; slots];
+            let mut mask = vec![1u8; slots * reach];
+            for s in 0..slots {
+                mask[s * reach] = 0;
+            }
+            for &(slot, start, offset) in &decoding {
+                query_rows[slot] = offset as u32;
+                mask[slot * reach..slot * reach + start + 1].fill(0);
+            }
+            let decoded: Vec<u32> = decoding.iter().map(|&(slot, _, _)| slot as u32).collect();
+            Some((
+                Tensor::new(query_rows.as_slice(), &device)?,
+                Tensor::from_vec(mask, (slots, 1, 1, reach), &device)?,
+                Tensor::new(decoded.as_slice(), &device)?,
+            ))
+        };
+        // the attention outputs are gathered decoded-first, then prompt by prompt; this puts
+        // them back in pack order
+        let mut order = vec![0u32; tokens];
+        let mut next = 0u32;
+        for &(_, _, offset) in &decoding {
+            order[offset] = next;
+            next += 1;
+        }
+        for (&(t, _, _), &(offset, len)) in steps.iter().zip(&spans) {
+            if t.len() > 1 {
+                for o in &mut order[offset..offset + len] {
+                    *o = next;
+                    next += 1;
+                }
+            }
+        }
+        let order = Tensor::new(order.as_slice(), &device)?;
+        let rope_all = |t: &Tensor, n: usize| {
+            let t = t
+                .reshape((1, tokens, n, d))?
+                .transpose(1, 2)?
+                .contiguous()?;
+            let t = if self.rope_is_neox {
+                candle_nn::rotary_emb::rope(&t, &cos, &sin)?
+            } else {
+                candle_nn::rotary_emb::rope_i(&t, &cos, &sin)?
+            };
+            t.transpose(1, 2)?.reshape((tokens, n * d))
+        };
+        self.run_layers(&flat, &spans, |l, q, k, v| {
+            let (keys, values) = &pool.layers[l];
+            let q = rope_all(q, self.n_head)?;
+            let k = rope_all(k, n_kv)?;
+            keys.scatter_set(&destination, &k.reshape((tokens * n_kv, d))?, 0)?;
+            values.scatter_set(
+                &destination,
+                &v.reshape((tokens * n_kv, d))?.contiguous()?,
+                0,
+            )?;
+            let keys = keys.reshape((slots, n_kv, cap, d))?;
+            let values = values.reshape((slots, n_kv, cap, d))?;
+            let mut pieces = Vec::new();
+            if let Some((query_rows, mask, decoded)) = &batched {
+                let q = q
+                    .index_select(query_rows, 0)?
+                    .reshape((slots, n_kv, group, d))?;
+                let scores = (q.matmul(&keys.narrow(2, 0, reach)?.t()?)? / (d as f64).sqrt())?;
+                let shape = scores.shape();
+                let scores = mask
+                    .broadcast_as(shape)?
+                    .where_cond(&self.neg_inf.broadcast_as(shape)?, &scores)?;
+                let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+                let y = weights
+                    .matmul(&values.narrow(2, 0, reach)?)?
+                    .reshape((slots, self.hidden))?;
+                pieces.push(y.index_select(decoded, 0)?);
+            }
+            for (&(t, slot, start), &(offset, len)) in steps.iter().zip(&spans) {
+                if t.len() == 1 {
+                    continue;
+                }
+                let q = q
+                    .narrow(0, offset, len)?
+                    .reshape((1, len, self.n_head, d))?
+                    .transpose(1, 2)?
+                    .contiguous()?;
+                let held = |t: &Tensor| t.narrow(0, slot, 1)?.narrow(2, 0, start + len);
+                pieces.push(self.attend_one(&q, held(&keys)?, held(&values)?, start, &device)?);
+            }
+            Tensor::cat(&pieces, 0)?.index_select(&order, 0)
+        })
+    }
+}
+
+/// Keys and values of up to `slots` sequences, allocated once: per layer
+/// `(slots * n_kv_head * capacity, head_dim)` rows, sequence `s`'s head `h` at position `p` in
+/// row `(s * n_kv_head + h) * capacity + p`. New keys are written in place, so no cache is
+/// copied as sequences grow, and all decoding sequences can attend in one batched product.
+pub(crate) struct KvPool {
+    layers: Vec<(Tensor, Tensor)>,
+    slots: usize,
+    capacity: usize,
+    n_kv_head: usize,
+    head_dim: usize,
+}
+
+impl KvPool {
+    /// Tokens a slot holds at most.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Puts `cache` (a shared prompt prefix) at the start of `slot`.
+    pub(crate) fn load(&self, slot: usize, cache: &KvCache) -> candle_core::Result<()> {
+        if cache.len > self.capacity || slot >= self.slots {
+            candle_core::bail!(
+                "a cache of {} tokens does not fit slot {slot} of {} x {}",
+                cache.len,
+                self.slots,
+                self.capacity
+            );
+        }
+        let (n_kv, d, len) = (self.n_kv_head, self.head_dim, cache.len);
+        let rows: Vec<u32> = (0..n_kv)
+            .flat_map(|h| (0..len).map(move |p| ((slot * n_kv + h) * self.capacity + p) as u32))
+            .collect();
+        let device = self.layers[0].0.device();
+        let destination = Tensor::new(rows.as_slice(), device)?
+            .reshape((n_kv * len, 1))?
+            .broadcast_as((n_kv * len, d))?
+            .contiguous()?;
+        for ((keys, values), (k, v)) in self.layers.iter().zip(&cache.layers) {
+            keys.scatter_set(&destination, &k.reshape((n_kv * len, d))?.contiguous()?, 0)?;
+            values.scatter_set(&destination, &v.reshape((n_kv * len, d))?.contiguous()?, 0)?;
+        }
+        Ok(())
     }
 }
 
@@ -493,38 +751,54 @@ mod tests {
         }
     }
 
+    const PROMPTS: [&[u32]; 5] = [
+        &[3, 4, 5],
+        &[7],
+        &[9, 8, 7, 6, 5, 4, 3, 2, 1],
+        &[60, 61],
+        &[11, 12, 13, 14],
+    ];
+    const DECODED: [u32; 3] = [10, 20, 30];
+
+    /// Each prompt alone, then each of `DECODED`: the logits after every pass.
+    fn alone(decoder: &PackedDecoder) -> Vec<Vec<Vec<f32>>> {
+        PROMPTS
+            .iter()
+            .map(|p| {
+                let mut cache = KvCache::default();
+                let mut out = vec![row(&decoder.forward(&mut [(*p, &mut cache)]).unwrap())];
+                for t in DECODED {
+                    out.push(row(&decoder
+                        .forward(&mut [(&[t][..], &mut cache)])
+                        .unwrap()));
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// Passes of (sequence, tokens): the first two sequences start together, the others join
+    /// while those decode, the last joins after the first has finished.
+    const SCRIPT: [&[(usize, &[u32])]; 8] = [
+        &[(0, PROMPTS[0]), (1, PROMPTS[1])],
+        &[(0, &[10]), (1, &[10]), (2, PROMPTS[2])],
+        &[(2, &[10]), (0, &[20]), (3, PROMPTS[3]), (1, &[20])],
+        &[(0, &[30]), (1, &[30]), (2, &[20]), (3, &[10])],
+        &[(3, &[20]), (4, PROMPTS[4]), (2, &[30])],
+        &[(3, &[30]), (4, &[10])],
+        &[(4, &[20])],
+        &[(4, &[30])],
+    ];
+
     /// Sequences of different lengths, in prefill and decoding together, give bit for bit what
     /// each gives alone.
     #[test]
     fn a_packed_batch_equals_each_sequence_alone() {
         for architecture in ["llama", "qwen2"] {
             let decoder = ours(&tiny_gguf(architecture, 11));
-            let prompts: [&[u32]; 4] = [&[3, 4, 5], &[7], &[9, 8, 7, 6, 5, 4, 3, 2, 1], &[60, 61]];
-            let alone: Vec<Vec<Vec<f32>>> = prompts
-                .iter()
-                .map(|p| {
-                    let mut cache = KvCache::default();
-                    let mut out = vec![row(&decoder.forward(&mut [(*p, &mut cache)]).unwrap())];
-                    for t in [10u32, 20, 30] {
-                        out.push(row(&decoder
-                            .forward(&mut [(&[t][..], &mut cache)])
-                            .unwrap()));
-                    }
-                    out
-                })
-                .collect();
-            // the first two start together; the others join while those are decoding
-            let mut caches = vec![KvCache::default(); 4];
-            let mut together: Vec<Vec<Vec<f32>>> = vec![Vec::new(); 4];
-            let script: [&[(usize, &[u32])]; 6] = [
-                &[(0, prompts[0]), (1, prompts[1])],
-                &[(0, &[10]), (1, &[10]), (2, prompts[2])],
-                &[(2, &[10]), (0, &[20]), (3, prompts[3]), (1, &[20])],
-                &[(0, &[30]), (1, &[30]), (2, &[20]), (3, &[10])],
-                &[(3, &[20]), (2, &[30])],
-                &[(3, &[30])],
-            ];
-            for pass in script {
+            let mut caches = vec![KvCache::default(); PROMPTS.len()];
+            let mut together: Vec<Vec<Vec<f32>>> = vec![Vec::new(); PROMPTS.len()];
+            for pass in SCRIPT {
                 let mut refs: Vec<Option<&mut KvCache>> = caches.iter_mut().map(Some).collect();
                 let mut steps: Vec<(&[u32], &mut KvCache)> = pass
                     .iter()
@@ -535,8 +809,77 @@ mod tests {
                     together[i].push(row(&logits.get(k).unwrap()));
                 }
             }
-            assert_eq!(together, alone, "{architecture}");
+            assert_eq!(together, alone(&decoder), "{architecture}");
         }
+    }
+
+    /// The pooled path on the same script: the fifth sequence reuses the first one's slot, the
+    /// third starts from a prefix cache loaded into its slot. Attention there reduces over
+    /// padded lengths, so the logits agree to rounding, not to the bit.
+    #[test]
+    fn pooled_sequences_give_each_sequence_alone_to_rounding() {
+        for architecture in ["llama", "qwen2"] {
+            let decoder = ours(&tiny_gguf(architecture, 11));
+            let expected = alone(&decoder);
+            let pool = decoder.pool(4, 16).unwrap();
+            assert_eq!(pool.capacity(), 16);
+            let slot_of = [2usize, 0, 3, 1, 2];
+            let mut held = vec![0usize; PROMPTS.len()];
+            let mut prefix = KvCache::default();
+            decoder
+                .forward(&mut [(&PROMPTS[2][..4], &mut prefix)])
+                .unwrap();
+            let mut together: Vec<Vec<Vec<f32>>> = vec![Vec::new(); PROMPTS.len()];
+            for pass in SCRIPT {
+                let steps: Vec<(&[u32], usize, usize)> = pass
+                    .iter()
+                    .map(|&(i, tokens)| {
+                        if i == 2 && held[i] == 0 {
+                            pool.load(slot_of[i], &prefix).unwrap();
+                            held[i] = prefix.len();
+                            return (&tokens[4..], slot_of[i], held[i]);
+                        }
+                        (tokens, slot_of[i], held[i])
+                    })
+                    .collect();
+                let logits = decoder.forward_pooled(&pool, &steps).unwrap();
+                for (k, &(i, _)) in pass.iter().enumerate() {
+                    held[i] += steps[k].0.len();
+                    together[i].push(row(&logits.get(k).unwrap()));
+                }
+            }
+            for (i, (got, want)) in together.iter().zip(&expected).enumerate() {
+                for (g, w) in got.iter().flatten().zip(want.iter().flatten()) {
+                    assert!(
+                        (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+                        "{architecture}: sequence {i}: {g} vs {w}"
+                    );
+                }
+                assert_eq!(got.len(), want.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_pool_refuses_what_it_cannot_hold() {
+        let decoder = ours(&tiny_gguf("llama", 3));
+        let pool = decoder.pool(2, 8).unwrap();
+        let nine = [1u32; 9];
+        let e = decoder
+            .forward_pooled(&pool, &[(&nine, 0, 0)])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("context of 8"), "{e}");
+        let e = decoder
+            .forward_pooled(&pool, &[(&[1], 1, 0), (&[2], 1, 0)])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("used twice"), "{e}");
+        let e = decoder
+            .forward_pooled(&pool, &[(&[1], 2, 0)])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("out of range"), "{e}");
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub struct PtebArgs {
     /// with --cuda. Answers do not depend on it on the CPU.
     #[arg(long)]
     llm_batch: Option<usize>,
+    /// How a local llama/qwen2 LLM's decoding requests attend: "pooled" (keys in one
+    /// preallocated pool, all requests in one batched product: the default with --cuda; on the
+    /// CPU about a fifth faster, but an answer then depends on its batch to rounding) or
+    /// "per-request" (the CPU default: each request alone, bit-for-bit batch-independent).
+    #[arg(long, value_enum)]
+    llm_attention: Option<LlmAttention>,
     /// Environment variable holding the server's API key (sent as a Bearer token when set).
     #[arg(long, default_value = "OPENAI_API_KEY")]
     api_key_env: String,
@@ -112,11 +118,21 @@ impl PtebArgs {
         }
         let model = GgufChat::load(spec, self.model.cuda)
             .with_context(|| format!("loading the LLM {spec:?}"))?;
-        Ok(Box::new(match self.llm_batch {
+        let model = match self.llm_batch {
             Some(batch) => model.with_batch(batch),
+            None => model,
+        };
+        Ok(Box::new(match self.llm_attention {
+            Some(attention) => model.with_pooled_attention(attention == LlmAttention::Pooled),
             None => model,
         }))
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LlmAttention {
+    Pooled,
+    PerRequest,
 }
 
 /// Progress lines on stderr: each dataset, and paraphrasing every tenth of a run.
