@@ -403,8 +403,8 @@ impl PackedDecoder {
 
     /// [`forward`](Self::forward) for sequences held in `pool`: `steps[i]` = (new tokens,
     /// slot, tokens already in the slot). Decoding steps (one token) attend together in one
-    /// batched product over every slot, so a pass costs a fixed number of operations however
-    /// many sequences it decodes; prompts attend one sequence at a time.
+    /// batched product over every slot, prompts in another over their slots, so a pass costs a
+    /// fixed number of operations however many sequences it runs.
     pub(crate) fn forward_pooled(
         &self,
         pool: &KvPool,
@@ -472,6 +472,46 @@ impl PackedDecoder {
                 Tensor::new(decoded.as_slice(), &device)?,
             ))
         };
+        // Prompts: one masked product over the prompting slots, their queries padded to the
+        // longest prompt of the pass (padding rows see position 0 only and are dropped).
+        let prompting: Vec<(usize, usize, usize, usize)> = steps
+            .iter()
+            .zip(&spans)
+            .filter(|((tokens, _, _), _)| tokens.len() > 1)
+            .map(|(&(_, slot, start), &(offset, len))| (slot, start, offset, len))
+            .collect();
+        let prompts = if prompting.is_empty() {
+            None
+        } else {
+            let width = prompting.iter().map(|p| p.3).max().unwrap_or(1);
+            let reach = prompting.iter().map(|p| p.1 + p.3).max().unwrap_or(1);
+            let mut query_rows = Vec::with_capacity(prompting.len() * width);
+            let mut mask = vec![1u8; prompting.len() * width * reach];
+            let mut kept = Vec::new();
+            for (n, &(_, start, offset, len)) in prompting.iter().enumerate() {
+                for i in 0..width {
+                    let at = (n * width + i) * reach;
+                    if i < len {
+                        query_rows.push((offset + i) as u32);
+                        mask[at..at + start + i + 1].fill(0);
+                        kept.push((n * width + i) as u32);
+                    } else {
+                        query_rows.push(offset as u32);
+                        mask[at] = 0;
+                    }
+                }
+            }
+            let slot_ids: Vec<u32> = prompting.iter().map(|p| p.0 as u32).collect();
+            Some((
+                prompting.len(),
+                width,
+                reach,
+                Tensor::new(query_rows.as_slice(), &device)?,
+                Tensor::from_vec(mask, (prompting.len(), 1, 1, width, reach), &device)?,
+                Tensor::new(slot_ids.as_slice(), &device)?,
+                Tensor::new(kept.as_slice(), &device)?,
+            ))
+        };
         // the attention outputs are gathered decoded-first, then prompt by prompt; this puts
         // them back in pack order
         let mut order = vec![0u32; tokens];
@@ -529,17 +569,28 @@ impl PackedDecoder {
                     .reshape((slots, self.hidden))?;
                 pieces.push(y.index_select(decoded, 0)?);
             }
-            for (&(t, slot, start), &(offset, len)) in steps.iter().zip(&spans) {
-                if t.len() == 1 {
-                    continue;
-                }
+            if let Some((count, width, reach, query_rows, mask, slot_ids, kept)) = &prompts {
+                let (count, width, reach) = (*count, *width, *reach);
                 let q = q
-                    .narrow(0, offset, len)?
-                    .reshape((1, len, self.n_head, d))?
-                    .transpose(1, 2)?
-                    .contiguous()?;
-                let held = |t: &Tensor| t.narrow(0, slot, 1)?.narrow(2, 0, start + len);
-                pieces.push(self.attend_one(&q, held(&keys)?, held(&values)?, start, &device)?);
+                    .index_select(query_rows, 0)?
+                    .reshape((count, width, n_kv, group, d))?
+                    .permute((0, 2, 3, 1, 4))?
+                    .reshape((count, n_kv, group * width, d))?;
+                let held = |t: &Tensor| t.index_select(slot_ids, 0)?.narrow(2, 0, reach);
+                let scores = (q.matmul(&held(&keys)?.t()?)? / (d as f64).sqrt())?
+                    .reshape((count, n_kv, group, width, reach))?;
+                let shape = scores.shape();
+                let scores = mask
+                    .broadcast_as(shape)?
+                    .where_cond(&self.neg_inf.broadcast_as(shape)?, &scores)?
+                    .reshape((count, n_kv, group * width, reach))?;
+                let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+                let y = weights
+                    .matmul(&held(&values)?)?
+                    .reshape((count, n_kv, group, width, d))?
+                    .permute((0, 3, 1, 2, 4))?
+                    .reshape((count * width, self.hidden))?;
+                pieces.push(y.index_select(kept, 0)?);
             }
             Tensor::cat(&pieces, 0)?.index_select(&order, 0)
         })
@@ -753,7 +804,7 @@ mod tests {
 
     const PROMPTS: [&[u32]; 5] = [
         &[3, 4, 5],
-        &[7],
+        &[7, 8],
         &[9, 8, 7, 6, 5, 4, 3, 2, 1],
         &[60, 61],
         &[11, 12, 13, 14],

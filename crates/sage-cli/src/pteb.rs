@@ -39,7 +39,7 @@ pub struct PtebArgs {
     llm_batch: Option<usize>,
     /// How a local llama/qwen2 LLM's decoding requests attend: "pooled" (keys in one
     /// preallocated pool, all requests in one batched product: the default with --cuda; on the
-    /// CPU about a fifth faster, but an answer then depends on its batch to rounding) or
+    /// CPU about a tenth faster, but an answer then depends on its batch to rounding) or
     /// "per-request" (the CPU default: each request alone, bit-for-bit batch-independent).
     #[arg(long, value_enum)]
     llm_attention: Option<LlmAttention>,

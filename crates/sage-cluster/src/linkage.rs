@@ -67,9 +67,8 @@ mod tests {
 
     fn condensed() -> Vec<f64> {
         let mut d = Vec::new();
-        for i in 0..POINTS.len() {
-            for j in i + 1..POINTS.len() {
-                let (a, b) = (POINTS[i], POINTS[j]);
+        for (i, &a) in POINTS.iter().enumerate() {
+            for &b in &POINTS[i + 1..] {
                 d.push(((a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)).sqrt());
             }
         }

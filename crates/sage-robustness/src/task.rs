@@ -16,7 +16,7 @@ pub const DEFAULT_DATASETS: [(&str, &str); 3] = [
 ];
 
 /// Run options.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Options {
     /// Documents sampled per dataset (seeded); all when `None`.
     pub max_rows: Option<usize>,
@@ -24,16 +24,6 @@ pub struct Options {
     pub truncate_tokens: Option<usize>,
     /// Run seed (sampling and perturbations).
     pub seed: RunSeed,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            max_rows: None,
-            truncate_tokens: None,
-            seed: RunSeed::default(),
-        }
-    }
 }
 
 /// Which conditions one document meets.

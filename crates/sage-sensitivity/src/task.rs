@@ -251,7 +251,9 @@ pub fn evaluate_dataset(
         .iter()
         .map(|p| p.as_ref())
         .partition(|p| p.id().starts_with("needle"));
-    let perturb = |family: &[&dyn Perturbation]| -> Result<Vec<Vec<(String, (f64, f64))>>> {
+    // per document, per perturbation: (perturbed text, (proportion or size, position))
+    type Perturbed = Vec<Vec<(String, (f64, f64))>>;
+    let perturb = |family: &[&dyn Perturbation]| -> Result<Perturbed> {
         documents
             .par_iter()
             .zip(positions)
