@@ -375,9 +375,17 @@ fn similarities(
                 String::from_utf8_lossy(&listing.stderr)
             );
         }
+        let mut found_models: Vec<(u64, String)> = Vec::new();
         for line in String::from_utf8_lossy(&listing.stdout).lines() {
             let found: Value = serde_json::from_str(line).context("sage models output")?;
             let spec = found["spec"].as_str().unwrap_or_default().to_owned();
+            let dir = Path::new(found["dir"].as_str().unwrap_or_default());
+            found_models.push((transformer_bytes(dir), spec));
+        }
+        // Cheapest first, so that a run stopped early holds the most results: static models
+        // (no transformer weights), then transformers by weight size. The sort is stable.
+        found_models.sort_by_key(|(bytes, _)| *bytes);
+        for (_, spec) in found_models {
             if quick && !config.quick.auto_models.contains(&spec) {
                 skipped.push(Skipped {
                     similarity: spec,
@@ -400,6 +408,18 @@ fn similarities(
         bail!("no similarity to run: similarities.metrics and .models are empty");
     }
     Ok((out, skipped))
+}
+
+/// Bytes of the transformer weights in a model folder (`*.safetensors`); 0 for static models.
+fn transformer_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "safetensors"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// A results-folder name for a spec: the hub id with `/` as `--`, or the folder name.
@@ -576,6 +596,10 @@ fn plan(
             }
         }
     }
+    // PTEB last: its LLM paraphrasing takes longer than every other suite together, and its
+    // paraphrases are cached and shared by all models, so the rest should not wait on it
+    let (pteb, mut jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.suite == "pteb");
+    jobs.extend(pteb);
     jobs
 }
 
@@ -855,6 +879,47 @@ mod tests {
             e.contains("sage.datasets.retrieval") && e.contains("name/split"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn pteb_runs_after_every_other_suite() {
+        let mut config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
+        // a paraphraser given as a path that exists
+        let llm = std::env::temp_dir().join(format!("sage-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&llm).unwrap();
+        config.pteb.paraphraser = llm.display().to_string();
+        let similarities: Vec<Similarity> = ["bm25", "model-a", "model-b"]
+            .iter()
+            .map(|&spec| Similarity {
+                label: spec.into(),
+                spec: spec.into(),
+                is_model: spec.starts_with("model"),
+            })
+            .collect();
+        let mut skipped = Vec::new();
+        let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
+        std::fs::remove_dir_all(&llm).unwrap();
+        let first_pteb = jobs.iter().position(|j| j.suite == "pteb").unwrap();
+        assert!(jobs[first_pteb..].iter().all(|j| j.suite == "pteb"));
+        assert_eq!(jobs.len() - first_pteb, 2, "one PTEB job per model");
+        // the rest keeps its order: similarity by similarity
+        assert_eq!(jobs[0].similarity.spec, "bm25");
+        assert_eq!(jobs[first_pteb - 1].similarity.spec, "model-b");
+    }
+
+    #[test]
+    fn static_models_sort_before_transformers() {
+        let root = std::env::temp_dir().join(format!("sage-sizes-{}", std::process::id()));
+        let transformer = root.join("bert");
+        let glove = root.join("glove");
+        std::fs::create_dir_all(&transformer).unwrap();
+        std::fs::create_dir_all(&glove).unwrap();
+        std::fs::write(transformer.join("model.safetensors"), [0u8; 100]).unwrap();
+        std::fs::write(glove.join("glove.txt"), [0u8; 1000]).unwrap();
+        assert_eq!(transformer_bytes(&transformer), 100);
+        assert_eq!(transformer_bytes(&glove), 0);
+        assert_eq!(transformer_bytes(&root.join("missing")), 0);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
