@@ -379,6 +379,23 @@ impl PackedDecoder {
         self.layers.len() * 2 * self.n_kv_head * self.head_dim * std::mem::size_of::<f32>()
     }
 
+    /// Attention of `q` `(b, n_kv_head, rows, head_dim)` over `k`, `v`
+    /// `(b, n_kv_head, len, head_dim)`, `mask` (1 = hidden) broadcast to `(b, 1, rows, len)`.
+    fn masked_attention(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        mask: &Tensor,
+    ) -> candle_core::Result<Tensor> {
+        let scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
+        let shape = scores.shape();
+        let scores = mask
+            .broadcast_as(shape)?
+            .where_cond(&self.neg_inf.broadcast_as(shape)?, &scores)?;
+        candle_nn::ops::softmax_last_dim(&scores)?.matmul(v)
+    }
+
     /// Key/value storage for `slots` sequences of at most `capacity` tokens each.
     pub(crate) fn pool(&self, slots: usize, capacity: usize) -> candle_core::Result<KvPool> {
         let capacity = capacity.min(self.context_length);
@@ -486,18 +503,21 @@ impl PackedDecoder {
             let width = prompting.iter().map(|p| p.3).max().unwrap_or(1);
             let reach = prompting.iter().map(|p| p.1 + p.3).max().unwrap_or(1);
             let mut query_rows = Vec::with_capacity(prompting.len() * width);
-            let mut mask = vec![1u8; prompting.len() * width * reach];
+            // rows of a slot's queries: query head j of a key/value head, token i at j·width + i
+            let mut mask = vec![1u8; prompting.len() * group * width * reach];
             let mut kept = Vec::new();
             for (n, &(_, start, offset, len)) in prompting.iter().enumerate() {
                 for i in 0..width {
-                    let at = (n * width + i) * reach;
+                    let visible = if i < len { start + i + 1 } else { 1 };
+                    for j in 0..group {
+                        let at = ((n * group + j) * width + i) * reach;
+                        mask[at..at + visible].fill(0);
+                    }
                     if i < len {
                         query_rows.push((offset + i) as u32);
-                        mask[at..at + start + i + 1].fill(0);
                         kept.push((n * width + i) as u32);
                     } else {
                         query_rows.push(offset as u32);
-                        mask[at] = 0;
                     }
                 }
             }
@@ -507,7 +527,7 @@ impl PackedDecoder {
                 width,
                 reach,
                 Tensor::new(query_rows.as_slice(), &device)?,
-                Tensor::from_vec(mask, (prompting.len(), 1, 1, width, reach), &device)?,
+                Tensor::from_vec(mask, (prompting.len(), 1, group * width, reach), &device)?,
                 Tensor::new(slot_ids.as_slice(), &device)?,
                 Tensor::new(kept.as_slice(), &device)?,
             ))
@@ -558,16 +578,13 @@ impl PackedDecoder {
                 let q = q
                     .index_select(query_rows, 0)?
                     .reshape((slots, n_kv, group, d))?;
-                let scores = (q.matmul(&keys.narrow(2, 0, reach)?.t()?)? / (d as f64).sqrt())?;
-                let shape = scores.shape();
-                let scores = mask
-                    .broadcast_as(shape)?
-                    .where_cond(&self.neg_inf.broadcast_as(shape)?, &scores)?;
-                let weights = candle_nn::ops::softmax_last_dim(&scores)?;
-                let y = weights
-                    .matmul(&values.narrow(2, 0, reach)?)?
-                    .reshape((slots, self.hidden))?;
-                pieces.push(y.index_select(decoded, 0)?);
+                let y = self.masked_attention(
+                    &q,
+                    &keys.narrow(2, 0, reach)?,
+                    &values.narrow(2, 0, reach)?,
+                    mask,
+                )?;
+                pieces.push(y.reshape((slots, self.hidden))?.index_select(decoded, 0)?);
             }
             if let Some((count, width, reach, query_rows, mask, slot_ids, kept)) = &prompts {
                 let (count, width, reach) = (*count, *width, *reach);
@@ -577,16 +594,8 @@ impl PackedDecoder {
                     .permute((0, 2, 3, 1, 4))?
                     .reshape((count, n_kv, group * width, d))?;
                 let held = |t: &Tensor| t.index_select(slot_ids, 0)?.narrow(2, 0, reach);
-                let scores = (q.matmul(&held(&keys)?.t()?)? / (d as f64).sqrt())?
-                    .reshape((count, n_kv, group, width, reach))?;
-                let shape = scores.shape();
-                let scores = mask
-                    .broadcast_as(shape)?
-                    .where_cond(&self.neg_inf.broadcast_as(shape)?, &scores)?
-                    .reshape((count, n_kv, group * width, reach))?;
-                let weights = candle_nn::ops::softmax_last_dim(&scores)?;
-                let y = weights
-                    .matmul(&held(&values)?)?
+                let y = self
+                    .masked_attention(&q, &held(&keys)?, &held(&values)?, mask)?
                     .reshape((count, n_kv, group, width, d))?
                     .permute((0, 3, 1, 2, 4))?
                     .reshape((count * width, self.hidden))?;
