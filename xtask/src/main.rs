@@ -168,16 +168,36 @@ pub(crate) fn build_sage_with(root: &Path, cuda: bool) -> Result<PathBuf> {
         .join(format!("sage{}", std::env::consts::EXE_SUFFIX)))
 }
 
+/// The commit of the tree at `root`, `<commit>-dirty` when tracked files differ from it;
+/// without a repository, `$SAGE_GIT_REVISION` when set; else null.
 pub(crate) fn git_revision(root: &Path) -> Value {
-    Command::new("git")
-        .current_dir(root)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map_or(Value::Null, |o| {
-            Value::String(String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        })
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .current_dir(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        // results of uncommitted code must not pass for the commit's
+        Some(commit) => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|changes| !changes.is_empty());
+            Value::String(if dirty {
+                format!("{commit}-dirty")
+            } else {
+                commit
+            })
+        }
+        // a source tree copied without its repository (a GPU box, a tarball): the caller may
+        // say which commit it is
+        None => std::env::var("SAGE_GIT_REVISION")
+            .ok()
+            .filter(|r| !r.trim().is_empty())
+            .map_or(Value::Null, Value::String),
+    }
 }
 
 pub(crate) fn host() -> Value {
@@ -265,6 +285,46 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_revision_says_when_the_tree_differs_from_its_commit() {
+        let repo = std::env::temp_dir().join(format!("sage-rev-{}", std::process::id()));
+        std::fs::create_dir_all(&repo).unwrap();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .current_dir(&repo)
+                .args([
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "-c",
+                    "commit.gpgsign=false",
+                ])
+                .args(args)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(repo.join("a.txt"), "one").unwrap();
+        git(&["add", "a.txt"]);
+        git(&["commit", "-qm", "one"]);
+        let clean = git_revision(&repo);
+        let commit = clean.as_str().unwrap().to_owned();
+        assert_eq!(commit.len(), 40, "{commit}");
+        // an untracked file does not make the tree dirty; a changed tracked file does
+        std::fs::write(repo.join("b.txt"), "new").unwrap();
+        assert_eq!(git_revision(&repo), clean);
+        std::fs::write(repo.join("a.txt"), "two").unwrap();
+        assert_eq!(
+            git_revision(&repo),
+            Value::String(format!("{commit}-dirty"))
+        );
+        std::fs::remove_dir_all(&repo).unwrap();
+    }
 
     #[test]
     fn gpus_are_read_from_nvidia_smi_csv() {
