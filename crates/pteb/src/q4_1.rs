@@ -7,8 +7,13 @@
 //! quantized to Q8_1 and each 32-value block's integer dot product is exact, so computing that
 //! integer with AVX2 instead of a scalar loop cannot change it. The float part of each block
 //! (`sumi · d_w · d_a + m_w · s_a`, accumulated block by block) is candle's, in its order, for
-//! eight weight rows at once (one per lane), so the result has the same bits: answers, caches
+//! several weight rows at once (one per lane), so the result has the same bits: answers, caches
 //! and tests stay those of candle's model.
+//!
+//! The weights are stored interleaved, four values of each of 16 rows side by side, so that one
+//! broadcast group of four activation quants meets sixteen rows in one instruction and every
+//! lane's integer sum belongs to one row (no horizontal reductions): AVX-512 VNNI's `vpdpbusd`
+//! takes all sixteen rows at once, AVX2 two halves of eight (`vpmaddubsw` then `vpmaddwd`).
 
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{DType, Tensor};
@@ -19,21 +24,32 @@ const BLOCK: usize = 32;
 /// Bytes of a Q4_1 block: f16 scale, f16 minimum, 16 bytes of two nibbles each.
 const Q4_1_BYTES: usize = 20;
 
-/// Columns (weight rows) computed together, one per AVX2 lane.
-const GROUP: usize = 8;
+/// Weight rows computed together, one per 32-bit lane of an AVX-512 register.
+const GROUP: usize = 16;
+/// Values of a row side by side in the interleaved layout (one 32-bit lane).
+const QUAD: usize = 4;
 
-/// A `(rows, k)` Q4_1 matrix laid out for the kernel: weight rows in groups of [`GROUP`]
-/// (the last padded with zero blocks); per group and block, each row's 32 values unpacked to
-/// one byte each (low nibbles, then high: the order of the Q8_1 quants they meet), and the
-/// group's scales and minimums side by side as f32 (exact: every f16 is an f32).
+/// A `(rows, k)` Q4_1 matrix laid out for the kernels: weight rows in groups of [`GROUP`] (the
+/// last padded with zero blocks). Per group and block, the 32 values of each row, unpacked to
+/// one byte each in the order of the Q8_1 quants they meet (low nibbles, then high), are
+/// interleaved: byte `(c · GROUP + r) · QUAD + j` is value `c · QUAD + j` of row `r`. The
+/// group's scales and minimums sit side by side as f32 (exact: every f16 is an f32).
 pub(crate) struct Q4_1Matrix {
     rows: usize,
     k: usize,
-    /// `[(group · blocks_per_row + block) · GROUP + lane]`
-    values: Vec<[u8; BLOCK]>,
+    /// `[group · blocks_per_row + block]`
+    values: Vec<[u8; BLOCK * GROUP]>,
     /// `[group · blocks_per_row + block]`
     scale: Vec<[f32; GROUP]>,
     min: Vec<[f32; GROUP]>,
+    kernel: Kernel,
+}
+
+/// The instructions the integer block sums use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kernel {
+    Avx2,
+    Avx512Vnni,
 }
 
 /// One activation block quantized as candle's `BlockQ8_1::from_float`.
@@ -72,7 +88,8 @@ impl Q4_1Matrix {
     /// The matrix of `tensor` when it is a 2-D Q4_1 tensor on the CPU and this CPU has AVX2;
     /// `None` otherwise (candle's own path then runs).
     pub(crate) fn from_qtensor(tensor: &QTensor) -> Option<Q4_1Matrix> {
-        if tensor.dtype() != GgmlDType::Q4_1 || !tensor.device().is_cpu() || !has_avx2() {
+        let kernel = best_kernel()?;
+        if tensor.dtype() != GgmlDType::Q4_1 || !tensor.device().is_cpu() {
             return None;
         }
         let (rows, k) = tensor.shape().dims2().ok()?;
@@ -88,9 +105,10 @@ impl Q4_1Matrix {
         let mut matrix = Q4_1Matrix {
             rows,
             k,
-            values: vec![[0u8; BLOCK]; groups * per_row * GROUP],
+            values: vec![[0u8; BLOCK * GROUP]; groups * per_row],
             scale: vec![[0f32; GROUP]; groups * per_row],
             min: vec![[0f32; GROUP]; groups * per_row],
+            kernel,
         };
         for (row, blocks) in data.chunks_exact(per_row * Q4_1_BYTES).enumerate() {
             let (group, lane) = (row / GROUP, row % GROUP);
@@ -98,14 +116,25 @@ impl Q4_1Matrix {
                 let at = group * per_row + b;
                 matrix.scale[at][lane] = f16::from_le_bytes([block[0], block[1]]).to_f32();
                 matrix.min[at][lane] = f16::from_le_bytes([block[2], block[3]]).to_f32();
-                let values = &mut matrix.values[at * GROUP + lane];
+                let values = &mut matrix.values[at];
+                let mut put = |value: usize, byte: u8| {
+                    let (c, j) = (value / QUAD, value % QUAD);
+                    values[(c * GROUP + lane) * QUAD + j] = byte;
+                };
                 for (j, &byte) in block[4..].iter().enumerate() {
-                    values[j] = byte & 0x0F;
-                    values[j + BLOCK / 2] = byte >> 4;
+                    put(j, byte & 0x0F);
+                    put(j + BLOCK / 2, byte >> 4);
                 }
             }
         }
         Some(matrix)
+    }
+
+    /// The same matrix computed with `kernel` (tests compare the kernels).
+    #[cfg(test)]
+    fn with_kernel(mut self, kernel: Kernel) -> Q4_1Matrix {
+        self.kernel = kernel;
+        self
     }
 
     /// `x · selfᵀ` for `x` of shape `(n, k)`: `(n, rows)`.
@@ -129,17 +158,19 @@ impl Q4_1Matrix {
             .enumerate()
             .for_each(|(group, out)| {
                 let blocks = group * per_row..(group + 1) * per_row;
-                let values = &self.values[blocks.start * GROUP..blocks.end * GROUP];
                 for (r, out) in out.iter_mut().enumerate() {
                     let a = &activations[r * per_row..(r + 1) * per_row];
-                    // SAFETY: from_qtensor checked AVX2.
+                    let (values, scale, min) = (
+                        &self.values[blocks.clone()],
+                        &self.scale[blocks.clone()],
+                        &self.min[blocks.clone()],
+                    );
+                    // SAFETY: best_kernel checked that the CPU has the kernel's instructions.
                     *out = unsafe {
-                        group_dots_avx2(
-                            values,
-                            &self.scale[blocks.clone()],
-                            &self.min[blocks.clone()],
-                            a,
-                        )
+                        match self.kernel {
+                            Kernel::Avx2 => group_dots_avx2(values, scale, min, a),
+                            Kernel::Avx512Vnni => group_dots_vnni(values, scale, min, a),
+                        }
                     };
                 }
             });
@@ -156,70 +187,145 @@ impl Q4_1Matrix {
     }
 }
 
-fn has_avx2() -> bool {
+/// The fastest kernel this CPU runs, if any.
+fn best_kernel() -> Option<Kernel> {
     #[cfg(target_arch = "x86_64")]
     {
-        std::is_x86_feature_detected!("avx2")
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vnni") {
+            return Some(Kernel::Avx512Vnni);
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            return Some(Kernel::Avx2);
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    None
 }
 
-/// The dot products of one activation row with a group of [`GROUP`] weight rows, one per lane.
-/// Per lane the float operations are candle's, in its order; the integer block sums are exact
-/// whatever their order.
+/// `sumf += sumi · d_w · d_a + m_w · s_a` on eight lanes: candle's float operations (no fused
+/// multiply-add), in its order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn accumulate_8(
+    acc: std::arch::x86_64::__m256,
+    sumi: std::arch::x86_64::__m256i,
+    scale: &[f32],
+    min: &[f32],
+    block: &Q8_1Block,
+) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    // SAFETY: the slices hold at least eight values (a half of a GROUP-wide array).
+    let (scale, min) = unsafe {
+        (
+            _mm256_loadu_ps(scale[..8].as_ptr()),
+            _mm256_loadu_ps(min[..8].as_ptr()),
+        )
+    };
+    let scaled = _mm256_mul_ps(
+        _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), scale),
+        _mm256_set1_ps(block.scale),
+    );
+    let offset = _mm256_mul_ps(min, _mm256_set1_ps(block.sum));
+    _mm256_add_ps(acc, _mm256_add_ps(scaled, offset))
+}
+
+/// The activation quants `4c .. 4c + 4` as one 32-bit lane value.
+fn quad(block: &Q8_1Block, c: usize) -> i32 {
+    let q = &block.quants[c * QUAD..c * QUAD + QUAD];
+    i32::from_le_bytes([q[0] as u8, q[1] as u8, q[2] as u8, q[3] as u8])
+}
+
+/// The dot products of one activation row with a group of [`GROUP`] weight rows, eight rows
+/// (one per lane) at a time. Per lane the float operations are candle's, in its order; the
+/// integer block sums are exact whatever their order.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn group_dots_avx2(
-    values: &[[u8; BLOCK]],
+    values: &[[u8; BLOCK * GROUP]],
     scale: &[[f32; GROUP]],
     min: &[[f32; GROUP]],
     a: &[Q8_1Block],
 ) -> [f32; GROUP] {
     use std::arch::x86_64::*;
     let ones = _mm256_set1_epi16(1);
-    let mut acc = _mm256_setzero_ps();
+    let mut out = [0f32; GROUP];
+    for half in 0..GROUP / 8 {
+        let mut acc = _mm256_setzero_ps();
+        for (b, block) in a.iter().enumerate() {
+            let mut sumi = _mm256_setzero_si256();
+            for c in 0..BLOCK / QUAD {
+                // SAFETY: chunk c of the block is GROUP · QUAD bytes; this half reads 32 of them.
+                let w = unsafe {
+                    _mm256_loadu_si256(values[b][(c * GROUP + half * 8) * QUAD..].as_ptr().cast())
+                };
+                // u8 · i8 pairs into i16 (at most 2 · 15 · 128, no saturation), then into i32
+                let pairs = _mm256_maddubs_epi16(w, _mm256_set1_epi32(quad(block, c)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, ones));
+            }
+            let lanes = half * 8..half * 8 + 8;
+            acc = accumulate_8(acc, sumi, &scale[b][lanes.clone()], &min[b][lanes], block);
+        }
+        // SAFETY: out holds GROUP values; this half writes eight.
+        unsafe { _mm256_storeu_ps(out[half * 8..].as_mut_ptr(), acc) };
+    }
+    out
+}
+
+/// [`group_dots_avx2`] with AVX-512 VNNI: sixteen rows per instruction.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vnni")]
+unsafe fn group_dots_vnni(
+    values: &[[u8; BLOCK * GROUP]],
+    scale: &[[f32; GROUP]],
+    min: &[[f32; GROUP]],
+    a: &[Q8_1Block],
+) -> [f32; GROUP] {
+    use std::arch::x86_64::*;
+    let mut acc = _mm512_setzero_ps();
     for (b, block) in a.iter().enumerate() {
-        let quants = _mm256_loadu_si256(block.quants.as_ptr().cast());
-        let dot = |lane: usize| {
-            let w = _mm256_loadu_si256(values[b * GROUP + lane].as_ptr().cast());
-            // u8 · i8 pairs into i16 (at most 2 · 15 · 128, no saturation), then into i32
-            _mm256_madd_epi16(_mm256_maddubs_epi16(w, quants), ones)
+        let mut sumi = _mm512_setzero_si512();
+        for c in 0..BLOCK / QUAD {
+            // SAFETY: chunk c of the block is GROUP · QUAD = 64 bytes.
+            let w = unsafe { _mm512_loadu_si512(values[b][c * GROUP * QUAD..].as_ptr().cast()) };
+            sumi = _mm512_dpbusd_epi32(sumi, w, _mm512_set1_epi32(quad(block, c)));
+        }
+        // SAFETY: scale and min rows hold GROUP = 16 values.
+        let (s, m) = unsafe {
+            (
+                _mm512_loadu_ps(scale[b].as_ptr()),
+                _mm512_loadu_ps(min[b].as_ptr()),
+            )
         };
-        let h01 = _mm256_hadd_epi32(dot(0), dot(1));
-        let h23 = _mm256_hadd_epi32(dot(2), dot(3));
-        let h45 = _mm256_hadd_epi32(dot(4), dot(5));
-        let h67 = _mm256_hadd_epi32(dot(6), dot(7));
-        let h0123 = _mm256_hadd_epi32(h01, h23);
-        let h4567 = _mm256_hadd_epi32(h45, h67);
-        // lane j: the block's integer dot with weight row j
-        let sumi = _mm256_add_epi32(
-            _mm256_permute2x128_si256(h0123, h4567, 0x20),
-            _mm256_permute2x128_si256(h0123, h4567, 0x31),
+        let scaled = _mm512_mul_ps(
+            _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), s),
+            _mm512_set1_ps(block.scale),
         );
-        // candle: sumf += sumi · d_w · d_a + m_w · s_a (no fused multiply-add)
-        let scaled = _mm256_mul_ps(
-            _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), _mm256_loadu_ps(scale[b].as_ptr())),
-            _mm256_set1_ps(block.scale),
-        );
-        let offset = _mm256_mul_ps(_mm256_loadu_ps(min[b].as_ptr()), _mm256_set1_ps(block.sum));
-        acc = _mm256_add_ps(acc, _mm256_add_ps(scaled, offset));
+        let offset = _mm512_mul_ps(m, _mm512_set1_ps(block.sum));
+        acc = _mm512_add_ps(acc, _mm512_add_ps(scaled, offset));
     }
     let mut out = [0f32; GROUP];
-    _mm256_storeu_ps(out.as_mut_ptr(), acc);
+    // SAFETY: out holds 16 values.
+    unsafe { _mm512_storeu_ps(out.as_mut_ptr(), acc) };
     out
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn group_dots_avx2(
-    _: &[[u8; BLOCK]],
+    _: &[[u8; BLOCK * GROUP]],
     _: &[[f32; GROUP]],
     _: &[[f32; GROUP]],
     _: &[Q8_1Block],
 ) -> [f32; GROUP] {
-    unreachable!("from_qtensor returns None without AVX2")
+    unreachable!("best_kernel finds no kernel off x86-64")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn group_dots_vnni(
+    _: &[[u8; BLOCK * GROUP]],
+    _: &[[f32; GROUP]],
+    _: &[[f32; GROUP]],
+    _: &[Q8_1Block],
+) -> [f32; GROUP] {
+    unreachable!("best_kernel finds no kernel off x86-64")
 }
 
 #[cfg(test)]
@@ -232,10 +338,12 @@ mod tests {
 
     #[test]
     fn the_same_bits_as_candles_q4_1_matmul() {
-        if !has_avx2() {
+        let Some(best) = best_kernel() else {
             eprintln!("no AVX2 here: candle's path runs, nothing to compare");
             return;
-        }
+        };
+        // every kernel this CPU runs
+        let kernels: Vec<Kernel> = [Kernel::Avx2, best].into_iter().collect();
         let mut rng = sage_core::ExperimentRng::seed_from_u64(5);
         let device = Device::Cpu;
         for (rows, k, n) in [(64, 576, 1), (33, 576, 7), (96, 1536, 32), (5, 64, 3)] {
@@ -254,11 +362,23 @@ mod tests {
                 })
                 .collect();
             let x = Tensor::from_vec(x, (n, k), &device).unwrap();
-            let ours = Q4_1Matrix::from_qtensor(&w).unwrap().forward(&x).unwrap();
+            let ours: Vec<Vec<f32>> = kernels
+                .iter()
+                .map(|&kernel| {
+                    let m = Q4_1Matrix::from_qtensor(&w).unwrap().with_kernel(kernel);
+                    m.forward(&x)
+                        .unwrap()
+                        .flatten_all()
+                        .unwrap()
+                        .to_vec1()
+                        .unwrap()
+                })
+                .collect();
             let theirs = QMatMul::from_qtensor(w).unwrap().forward(&x).unwrap();
-            let ours: Vec<f32> = ours.flatten_all().unwrap().to_vec1().unwrap();
             let theirs: Vec<f32> = theirs.flatten_all().unwrap().to_vec1().unwrap();
-            assert_eq!(ours, theirs, "({rows}, {k}) x {n} rows");
+            for (kernel, ours) in kernels.iter().zip(ours) {
+                assert_eq!(ours, theirs, "{kernel:?}: ({rows}, {k}) x {n} rows");
+            }
         }
     }
 
