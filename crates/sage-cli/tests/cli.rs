@@ -499,7 +499,7 @@ fn embed_writes_npy_and_jsonl_and_reuses_the_cache() {
     let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
     let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
     assert!(
-        header.contains("'shape': (3, 384)") && (10 + header_len) % 64 == 0,
+        header.contains("'shape': (3, 384)") && (10 + header_len).is_multiple_of(64),
         "{header}"
     );
     assert_eq!(bytes.len(), 10 + header_len + 3 * 384 * 4);
