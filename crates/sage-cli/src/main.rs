@@ -105,7 +105,20 @@ enum Command {
     },
 }
 
+/// Fixes the worker count once, before any thread starts. candle asks for it on every CPU
+/// matrix product and, unless `RAYON_NUM_THREADS` is set, each asking re-reads /proc/cpuinfo to
+/// count physical cores: 9% of a CPU paraphrasing run, whose attention is thousands of small
+/// products per pass. The count set is candle's own choice, so candle computes as before;
+/// rayon's pool (ours) then has that many workers too.
+fn fix_thread_count() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let threads = candle_core::utils::get_num_threads();
+        std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    }
+}
+
 fn main() -> ExitCode {
+    fix_thread_count();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Score {
