@@ -38,6 +38,8 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 use candle_transformers::utils::{build_causal_mask, repeat_kv};
 
+use rayon::prelude::*;
+
 use crate::q4_1::Q4_1Matrix;
 
 /// A weight matrix: Q4_1 on an AVX2 CPU through our kernel (candle's own is scalar), anything
@@ -262,8 +264,10 @@ impl PackedDecoder {
             flat.extend_from_slice(tokens);
         }
         let logits = self.run_layers(&flat, &spans, |l, q, k, v| {
-            let mut outputs = Vec::with_capacity(steps.len());
-            for ((_, cache), &(offset, len)) in steps.iter_mut().zip(&spans) {
+            // Sequences attend independently, so they attend in parallel: each is a chain of
+            // small operations that would otherwise leave the other cores idle. The
+            // arithmetic of each is unchanged, hence so are the bits.
+            let attend = |(cache, &(offset, len)): (&mut KvCache, &(usize, usize))| {
                 let heads = |t: &Tensor, n: usize| {
                     t.narrow(0, offset, len)?
                         .reshape((1, len, n, self.head_dim))?
@@ -285,8 +289,14 @@ impl PackedDecoder {
                 } else {
                     cache.layers.push((k.clone(), v.clone()));
                 }
-                outputs.push(self.attend_one(&q, k, v, position, &device)?);
-            }
+                self.attend_one(&q, k, v, position, &device)
+            };
+            let outputs: Vec<Tensor> = steps
+                .par_iter_mut()
+                .map(|(_, cache)| &mut **cache)
+                .zip(spans.par_iter())
+                .map(attend)
+                .collect::<candle_core::Result<_>>()?;
             Tensor::cat(&outputs, 0)
         })?;
         for ((tokens, cache), _) in steps.iter_mut().zip(&spans) {
