@@ -37,10 +37,11 @@ pub struct PtebArgs {
     /// with --cuda. Answers do not depend on it on the CPU.
     #[arg(long)]
     llm_batch: Option<usize>,
-    /// How a local llama/qwen2 LLM's decoding requests attend: "pooled" (keys in one
-    /// preallocated pool, all requests in one batched product: the default with --cuda; on the
-    /// CPU about a tenth faster, but an answer then depends on its batch to rounding) or
-    /// "per-request" (the CPU default: each request alone, bit-for-bit batch-independent).
+    /// How a local llama/qwen2 LLM's requests attend: "pooled" (keys in one preallocated
+    /// pool, all requests in one batched product: the default with --cuda, where it saves a
+    /// dozen kernel launches per request per layer; an answer then depends on its batch to
+    /// rounding) or "per-request" (the CPU default, faster there: each request alone, in
+    /// parallel, bit-for-bit batch-independent).
     #[arg(long, value_enum)]
     llm_attention: Option<LlmAttention>,
     /// Environment variable holding the server's API key (sent as a Bearer token when set).
