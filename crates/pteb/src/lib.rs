@@ -38,7 +38,7 @@ mod http;
 mod llama;
 mod paraphrase;
 mod prompt;
-mod q4_1;
+mod qmatmul;
 mod tasks;
 
 pub use cache::{default_cache_path, request_key, ParaphraseCache};

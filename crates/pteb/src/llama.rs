@@ -40,19 +40,19 @@ use candle_transformers::utils::{build_causal_mask, repeat_kv};
 
 use rayon::prelude::*;
 
-use crate::q4_1::Q4_1Matrix;
+use crate::qmatmul::QuantMatrix;
 
-/// A weight matrix: Q4_1 on an AVX2 CPU through our kernel (candle's own is scalar), anything
-/// else through candle; the same bits either way.
+/// A weight matrix: Q4_1 and Q8_0 through our kernels where the CPU has them (see
+/// `crate::qmatmul`), anything else through candle; the same bits either way.
 enum Linear {
     Candle(QMatMul),
-    Q4_1(Q4_1Matrix),
+    Quant(QuantMatrix),
 }
 
 impl Linear {
     fn new(weight: QTensor) -> candle_core::Result<Linear> {
-        Ok(match Q4_1Matrix::from_qtensor(&weight) {
-            Some(matrix) => Linear::Q4_1(matrix),
+        Ok(match QuantMatrix::from_qtensor(&weight) {
+            Some(matrix) => Linear::Quant(matrix),
             None => Linear::Candle(QMatMul::from_qtensor(weight)?),
         })
     }
@@ -60,7 +60,7 @@ impl Linear {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         match self {
             Linear::Candle(m) => m.forward(x),
-            Linear::Q4_1(m) => m.forward(x),
+            Linear::Quant(m) => m.forward(x),
         }
     }
 }

@@ -1,19 +1,24 @@
-//! Q4_1 weight matrices times f32 activations on x86-64 CPUs with AVX2, bit for bit what
-//! candle computes, several times faster.
+//! Quantized GGUF weight matrices times f32 activations on x86-64 CPUs, bit for bit what candle
+//! computes, several times faster: Q4_1 (AVX-512 VNNI or AVX2) and Q8_0 (AVX-512 VNNI).
 //!
-//! Why: candle has SIMD kernels for most GGUF types but multiplies Q4_1 (the type of the
-//! default paraphraser, SmolLM2-135M-Instruct Q4_1) with its scalar reference loop; profiled
-//! on a PTEB run it took 71% of the time. llama.cpp's way is kept: each activation row is
-//! quantized to Q8_1 and each 32-value block's integer dot product is exact, so computing that
-//! integer with AVX2 instead of a scalar loop cannot change it. The float part of each block
-//! (`sumi · d_w · d_a + m_w · s_a`, accumulated block by block) is candle's, in its order, for
-//! several weight rows at once (one per lane), so the result has the same bits: answers, caches
-//! and tests stay those of candle's model.
+//! Why: candle multiplies Q4_1 (the type of the default paraphraser, SmolLM2-135M-Instruct
+//! Q4_1) with its scalar reference loop; profiled on a PTEB run it took 71% of the time. Its
+//! Q8_0 kernel (SmolLM2's output head, a fifth of a run once Q4_1 was fast) is AVX2, one weight
+//! row at a time. llama.cpp's way is kept: each activation row is quantized to 8 bits and each
+//! 32-value block's integer dot products are exact, so computing them with other instructions
+//! cannot change them. The float part is candle's, in its order, for several weight rows at
+//! once (one per lane), so the result has the same bits: answers, caches and tests stay those
+//! of candle's model. Per block, Q4_1 (against Q8_1 activations) adds
+//! `sumi · d_w · d_a + m_w · s_a` to one accumulator; Q8_0 (against Q8_0 activations, candle's
+//! AVX2 code) fuses `d_w · d_a` times each of eight partial sums (four values each) into eight
+//! accumulators, summed in a fixed tree at the end.
 //!
 //! The weights are stored interleaved, four values of each of 16 rows side by side, so that one
 //! broadcast group of four activation quants meets sixteen rows in one instruction and every
 //! lane's integer sum belongs to one row (no horizontal reductions): AVX-512 VNNI's `vpdpbusd`
 //! takes all sixteen rows at once, AVX2 two halves of eight (`vpmaddubsw` then `vpmaddwd`).
+//! `vpdpbusd` multiplies unsigned by signed bytes: Q8_0 weights are stored plus 128 and
+//! 128 × (the activation quants' sum) is taken off again, exactly.
 
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{DType, Tensor};
@@ -23,26 +28,40 @@ use rayon::prelude::*;
 const BLOCK: usize = 32;
 /// Bytes of a Q4_1 block: f16 scale, f16 minimum, 16 bytes of two nibbles each.
 const Q4_1_BYTES: usize = 20;
+/// Bytes of a Q8_0 block: f16 scale, 32 signed bytes.
+const Q8_0_BYTES: usize = 34;
+/// Widths candle's repacked x86 Q8_0 kernel takes: multiples of this (`QK_K`).
+const CANDLE_Q8_0_TILE_K: usize = 256;
 
 /// Weight rows computed together, one per 32-bit lane of an AVX-512 register.
 const GROUP: usize = 16;
 /// Values of a row side by side in the interleaved layout (one 32-bit lane).
 const QUAD: usize = 4;
 
-/// A `(rows, k)` Q4_1 matrix laid out for the kernels: weight rows in groups of [`GROUP`] (the
-/// last padded with zero blocks). Per group and block, the 32 values of each row, unpacked to
-/// one byte each in the order of the Q8_1 quants they meet (low nibbles, then high), are
-/// interleaved: byte `(c · GROUP + r) · QUAD + j` is value `c · QUAD + j` of row `r`. The
-/// group's scales and minimums sit side by side as f32 (exact: every f16 is an f32).
-pub(crate) struct Q4_1Matrix {
+/// A `(rows, k)` Q4_1 or Q8_0 matrix laid out for the kernels: weight rows in groups of
+/// [`GROUP`] (the last padded). Per group and block, the 32 values of each row, one byte each
+/// (Q4_1: unpacked nibbles in the order of the quants they meet, low nibbles then high; Q8_0:
+/// the signed value plus 128), are interleaved: byte `(c · GROUP + r) · QUAD + j` is value
+/// `c · QUAD + j` of row `r`. The group's scales (and Q4_1's minimums) sit side by side as f32
+/// (exact: every f16 is an f32).
+pub(crate) struct QuantMatrix {
+    format: Format,
     rows: usize,
     k: usize,
     /// `[group · blocks_per_row + block]`
     values: Vec<[u8; BLOCK * GROUP]>,
     /// `[group · blocks_per_row + block]`
     scale: Vec<[f32; GROUP]>,
+    /// Q4_1's minimums, as `scale`; empty for Q8_0.
     min: Vec<[f32; GROUP]>,
     kernel: Kernel,
+}
+
+/// The GGUF block types these kernels take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Q4_1,
+    Q8_0,
 }
 
 /// The instructions the integer block sums use.
@@ -52,13 +71,16 @@ enum Kernel {
     Avx512Vnni,
 }
 
-/// One activation block quantized as candle's `BlockQ8_1::from_float`.
+/// One activation block quantized as candle's `BlockQ8_1::from_float` (whose scale and quants
+/// are those of `BlockQ8_0::from_float` too).
 #[derive(Clone, Copy)]
 struct Q8_1Block {
     scale: f32,
-    /// f16(sum of the quants) · f16 scale, rounded to f16, as candle stores it.
+    /// f16(sum of the quants) · f16 scale, rounded to f16, as candle stores it (Q8_1).
     sum: f32,
     quants: [i8; BLOCK],
+    /// The sums of the quants four by four (Q8_0's offset correction).
+    quad_sums: [i32; BLOCK / QUAD],
 }
 
 fn quantize_row(xs: &[f32], out: &mut Vec<Q8_1Block>) {
@@ -76,54 +98,83 @@ fn quantize_row(xs: &[f32], out: &mut Vec<Q8_1Block>) {
         }
         // half's f16 product: the f32 product rounded to f16
         let s16 = f16::from_f32(f16::from_f32(sum as f32).to_f32() * d16.to_f32());
+        let mut quad_sums = [0i32; BLOCK / QUAD];
+        for (c, q) in quants.chunks_exact(QUAD).enumerate() {
+            quad_sums[c] = q.iter().map(|&v| i32::from(v)).sum();
+        }
         out.push(Q8_1Block {
             scale: d16.to_f32(),
             sum: s16.to_f32(),
             quants,
+            quad_sums,
         });
     }
 }
 
-impl Q4_1Matrix {
-    /// The matrix of `tensor` when it is a 2-D Q4_1 tensor on the CPU and this CPU has AVX2;
-    /// `None` otherwise (candle's own path then runs).
-    pub(crate) fn from_qtensor(tensor: &QTensor) -> Option<Q4_1Matrix> {
+impl QuantMatrix {
+    /// The matrix of `tensor` when it is a 2-D Q4_1 (on an AVX2 CPU) or Q8_0 (on an AVX-512
+    /// VNNI CPU) tensor on the CPU; `None` otherwise (candle's own path then runs).
+    pub(crate) fn from_qtensor(tensor: &QTensor) -> Option<QuantMatrix> {
         let kernel = best_kernel()?;
-        if tensor.dtype() != GgmlDType::Q4_1 || !tensor.device().is_cpu() {
+        let (format, block_bytes) = match tensor.dtype() {
+            GgmlDType::Q4_1 => (Format::Q4_1, Q4_1_BYTES),
+            GgmlDType::Q8_0 if kernel == Kernel::Avx512Vnni => (Format::Q8_0, Q8_0_BYTES),
+            _ => return None,
+        };
+        let (rows, k) = tensor.shape().dims2().ok()?;
+        // candle has a VNNI Q8_0 kernel of its own (activations quantized per 256 values, so
+        // other bits) for widths of whole 256-value superblocks and rows in sixteens: there it
+        // is as fast, and its bits are the reference
+        if format == Format::Q8_0 && k % CANDLE_Q8_0_TILE_K == 0 && rows % GROUP == 0 {
             return None;
         }
-        let (rows, k) = tensor.shape().dims2().ok()?;
+        if !tensor.device().is_cpu() {
+            return None;
+        }
         if k % BLOCK != 0 {
             return None;
         }
         let data = tensor.data().ok()?;
         let per_row = k / BLOCK;
-        if data.len() != rows * per_row * Q4_1_BYTES {
+        if data.len() != rows * per_row * block_bytes {
             return None;
         }
         let groups = rows.div_ceil(GROUP);
-        let mut matrix = Q4_1Matrix {
+        let mut matrix = QuantMatrix {
+            format,
             rows,
             k,
             values: vec![[0u8; BLOCK * GROUP]; groups * per_row],
             scale: vec![[0f32; GROUP]; groups * per_row],
-            min: vec![[0f32; GROUP]; groups * per_row],
+            min: match format {
+                Format::Q4_1 => vec![[0f32; GROUP]; groups * per_row],
+                Format::Q8_0 => Vec::new(),
+            },
             kernel,
         };
-        for (row, blocks) in data.chunks_exact(per_row * Q4_1_BYTES).enumerate() {
+        for (row, blocks) in data.chunks_exact(per_row * block_bytes).enumerate() {
             let (group, lane) = (row / GROUP, row % GROUP);
-            for (b, block) in blocks.chunks_exact(Q4_1_BYTES).enumerate() {
+            for (b, block) in blocks.chunks_exact(block_bytes).enumerate() {
                 let at = group * per_row + b;
                 matrix.scale[at][lane] = f16::from_le_bytes([block[0], block[1]]).to_f32();
-                matrix.min[at][lane] = f16::from_le_bytes([block[2], block[3]]).to_f32();
                 let values = &mut matrix.values[at];
                 let mut put = |value: usize, byte: u8| {
                     let (c, j) = (value / QUAD, value % QUAD);
                     values[(c * GROUP + lane) * QUAD + j] = byte;
                 };
-                for (j, &byte) in block[4..].iter().enumerate() {
-                    put(j, byte & 0x0F);
-                    put(j + BLOCK / 2, byte >> 4);
+                match format {
+                    Format::Q4_1 => {
+                        matrix.min[at][lane] = f16::from_le_bytes([block[2], block[3]]).to_f32();
+                        for (j, &byte) in block[4..].iter().enumerate() {
+                            put(j, byte & 0x0F);
+                            put(j + BLOCK / 2, byte >> 4);
+                        }
+                    }
+                    Format::Q8_0 => {
+                        for (j, &byte) in block[2..].iter().enumerate() {
+                            put(j, (byte as i8 as i16 + 128) as u8);
+                        }
+                    }
                 }
             }
         }
@@ -132,7 +183,7 @@ impl Q4_1Matrix {
 
     /// The same matrix computed with `kernel` (tests compare the kernels).
     #[cfg(test)]
-    fn with_kernel(mut self, kernel: Kernel) -> Q4_1Matrix {
+    fn with_kernel(mut self, kernel: Kernel) -> QuantMatrix {
         self.kernel = kernel;
         self
     }
@@ -141,7 +192,11 @@ impl Q4_1Matrix {
     pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let (n, k) = x.dims2()?;
         if k != self.k {
-            candle_core::bail!("Q4_1 matmul: input width {k}, matrix width {}", self.k);
+            candle_core::bail!(
+                "{:?} matmul: input width {k}, matrix width {}",
+                self.format,
+                self.k
+            );
         }
         let xs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         let per_row = k / BLOCK;
@@ -160,16 +215,19 @@ impl Q4_1Matrix {
                 let blocks = group * per_row..(group + 1) * per_row;
                 for (r, out) in out.iter_mut().enumerate() {
                     let a = &activations[r * per_row..(r + 1) * per_row];
-                    let (values, scale, min) = (
-                        &self.values[blocks.clone()],
-                        &self.scale[blocks.clone()],
-                        &self.min[blocks.clone()],
-                    );
-                    // SAFETY: best_kernel checked that the CPU has the kernel's instructions.
+                    let (values, scale) =
+                        (&self.values[blocks.clone()], &self.scale[blocks.clone()]);
+                    // SAFETY: best_kernel checked that the CPU has the kernel's instructions
+                    // (from_qtensor takes Q8_0 with VNNI only).
                     *out = unsafe {
-                        match self.kernel {
-                            Kernel::Avx2 => group_dots_avx2(values, scale, min, a),
-                            Kernel::Avx512Vnni => group_dots_vnni(values, scale, min, a),
+                        match (self.format, self.kernel) {
+                            (Format::Q4_1, Kernel::Avx2) => {
+                                group_dots_avx2(values, scale, &self.min[blocks.clone()], a)
+                            }
+                            (Format::Q4_1, Kernel::Avx512Vnni) => {
+                                group_dots_vnni(values, scale, &self.min[blocks.clone()], a)
+                            }
+                            (Format::Q8_0, _) => q8_0_dots_vnni(values, scale, a),
                         }
                     };
                 }
@@ -308,6 +366,50 @@ unsafe fn group_dots_vnni(
     out
 }
 
+/// The Q8_0 dot products of one activation row with a group of [`GROUP`] weight rows, with
+/// AVX-512 VNNI. Per lane, candle's AVX2 `vec_dot_q8_0_q8_0`: per block, `d_w · d_a` fused into
+/// eight accumulators times the eight partial sums of four values; at the end its tree
+/// `((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vnni")]
+unsafe fn q8_0_dots_vnni(
+    values: &[[u8; BLOCK * GROUP]],
+    scale: &[[f32; GROUP]],
+    a: &[Q8_1Block],
+) -> [f32; GROUP] {
+    use std::arch::x86_64::*;
+    let mut acc = [_mm512_setzero_ps(); BLOCK / QUAD];
+    for (b, block) in a.iter().enumerate() {
+        // SAFETY: scale rows hold GROUP = 16 values.
+        let d_w = unsafe { _mm512_loadu_ps(scale[b].as_ptr()) };
+        let d = _mm512_mul_ps(d_w, _mm512_set1_ps(block.scale));
+        for (c, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: chunk c of the block is GROUP · QUAD = 64 bytes.
+            let w = unsafe { _mm512_loadu_si512(values[b][c * GROUP * QUAD..].as_ptr().cast()) };
+            // (w + 128) · a summed, less 128 · Σa: w · a summed, exactly
+            let biased =
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_set1_epi32(quad(block, c)));
+            let sumi = _mm512_sub_epi32(biased, _mm512_set1_epi32(128 * block.quad_sums[c]));
+            *acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), *acc);
+        }
+    }
+    let low = _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6]));
+    let high = _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]));
+    let mut out = [0f32; GROUP];
+    // SAFETY: out holds 16 values.
+    unsafe { _mm512_storeu_ps(out.as_mut_ptr(), _mm512_add_ps(low, high)) };
+    out
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn q8_0_dots_vnni(
+    _: &[[u8; BLOCK * GROUP]],
+    _: &[[f32; GROUP]],
+    _: &[Q8_1Block],
+) -> [f32; GROUP] {
+    unreachable!("best_kernel finds no kernel off x86-64")
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn group_dots_avx2(
     _: &[[u8; BLOCK * GROUP]],
@@ -336,24 +438,20 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn the_same_bits_as_candles_q4_1_matmul() {
-        let Some(best) = best_kernel() else {
-            eprintln!("no AVX2 here: candle's path runs, nothing to compare");
-            return;
-        };
-        // every kernel this CPU runs
-        let kernels: Vec<Kernel> = [Kernel::Avx2, best].into_iter().collect();
-        let mut rng = sage_core::ExperimentRng::seed_from_u64(5);
+    /// Ours and candle's product of a random `(rows, k)` matrix of `dtype` with `n` activation
+    /// rows (a few large values and exact zeros, as after a norm and SiLU), for every kernel
+    /// this CPU runs.
+    fn compare(
+        dtype: GgmlDType,
+        shapes: &[(usize, usize, usize)],
+        kernels: &[Kernel],
+        rng: &mut impl Rng,
+    ) {
         let device = Device::Cpu;
-        for (rows, k, n) in [(64, 576, 1), (33, 576, 7), (96, 1536, 32), (5, 64, 3)] {
+        for &(rows, k, n) in shapes {
             let w: Vec<f32> = (0..rows * k).map(|_| rng.gen_range(-1f32..1.)).collect();
-            let w = QTensor::quantize(
-                &Tensor::from_vec(w, (rows, k), &device).unwrap(),
-                GgmlDType::Q4_1,
-            )
-            .unwrap();
-            // activations with a few large values and exact zeros, as after a norm and SiLU
+            let w = QTensor::quantize(&Tensor::from_vec(w, (rows, k), &device).unwrap(), dtype)
+                .unwrap();
             let x: Vec<f32> = (0..n * k)
                 .map(|i| match i % 97 {
                     0 => 40.0,
@@ -365,27 +463,61 @@ mod tests {
             let ours: Vec<Vec<f32>> = kernels
                 .iter()
                 .map(|&kernel| {
-                    let m = Q4_1Matrix::from_qtensor(&w).unwrap().with_kernel(kernel);
-                    m.forward(&x)
-                        .unwrap()
-                        .flatten_all()
-                        .unwrap()
-                        .to_vec1()
-                        .unwrap()
+                    let m = QuantMatrix::from_qtensor(&w).unwrap().with_kernel(kernel);
+                    let y = m.forward(&x).unwrap();
+                    y.flatten_all().unwrap().to_vec1().unwrap()
                 })
                 .collect();
             let theirs = QMatMul::from_qtensor(w).unwrap().forward(&x).unwrap();
             let theirs: Vec<f32> = theirs.flatten_all().unwrap().to_vec1().unwrap();
             for (kernel, ours) in kernels.iter().zip(ours) {
-                assert_eq!(ours, theirs, "{kernel:?}: ({rows}, {k}) x {n} rows");
+                assert_eq!(
+                    ours, theirs,
+                    "{dtype:?} {kernel:?}: ({rows}, {k}) x {n} rows"
+                );
             }
         }
+    }
+
+    #[test]
+    fn the_same_bits_as_candles_q4_1_matmul() {
+        let Some(best) = best_kernel() else {
+            eprintln!("no AVX2 here: candle's path runs, nothing to compare");
+            return;
+        };
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(5);
+        let shapes = [(64, 576, 1), (33, 576, 7), (96, 1536, 32), (5, 64, 3)];
+        compare(GgmlDType::Q4_1, &shapes, &[Kernel::Avx2, best], &mut rng);
+    }
+
+    #[test]
+    fn the_same_bits_as_candles_q8_0_matmul() {
+        if best_kernel() != Some(Kernel::Avx512Vnni) {
+            eprintln!("no AVX-512 VNNI here: candle's Q8_0 path runs, nothing to compare");
+            return;
+        }
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(6);
+        // SmolLM2's output head is (49152, 576)
+        let shapes = [
+            (64, 576, 1),
+            (33, 576, 7),
+            (96, 576, 32),
+            (40, 1536, 5),
+            (5, 64, 3),
+        ];
+        compare(GgmlDType::Q8_0, &shapes, &[Kernel::Avx512Vnni], &mut rng);
+        // where candle has its own VNNI kernel, candle runs
+        let w = Tensor::ones((96, 1536), DType::F32, &Device::Cpu).unwrap();
+        let q = QTensor::quantize(&w, GgmlDType::Q8_0).unwrap();
+        assert!(QuantMatrix::from_qtensor(&q).is_none());
     }
 
     #[test]
     fn other_types_are_left_to_candle() {
         let w = Tensor::ones((4, 64), DType::F32, &Device::Cpu).unwrap();
         let q = QTensor::quantize(&w, GgmlDType::Q4_0).unwrap();
-        assert!(Q4_1Matrix::from_qtensor(&q).is_none());
+        assert!(QuantMatrix::from_qtensor(&q).is_none());
+        let q = QTensor::quantize(&w, GgmlDType::Q4K).unwrap_or(q);
+        assert!(QuantMatrix::from_qtensor(&q).is_none());
     }
 }
