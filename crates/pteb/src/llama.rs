@@ -240,11 +240,16 @@ impl PackedDecoder {
         let (_, _, len, _) = x.dims4()?;
         let cos = self.cos.narrow(0, position, len)?;
         let sin = self.sin.narrow(0, position, len)?;
-        let x = x.contiguous()?;
+        self.rotate(&x.contiguous()?, &cos, &sin)
+    }
+
+    /// The rotary embedding of `x` `(b, heads, t, head_dim)` (contiguous) with the angles of
+    /// its `t` positions, in this architecture's pairing.
+    fn rotate(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> candle_core::Result<Tensor> {
         if self.rope_is_neox {
-            candle_nn::rotary_emb::rope(&x, &cos, &sin)
+            candle_nn::rotary_emb::rope(x, cos, sin)
         } else {
-            candle_nn::rotary_emb::rope_i(&x, &cos, &sin)
+            candle_nn::rotary_emb::rope_i(x, cos, sin)
         }
     }
 
@@ -564,12 +569,9 @@ impl PackedDecoder {
                 .reshape((1, tokens, n, d))?
                 .transpose(1, 2)?
                 .contiguous()?;
-            let t = if self.rope_is_neox {
-                candle_nn::rotary_emb::rope(&t, &cos, &sin)?
-            } else {
-                candle_nn::rotary_emb::rope_i(&t, &cos, &sin)?
-            };
-            t.transpose(1, 2)?.reshape((tokens, n * d))
+            self.rotate(&t, &cos, &sin)?
+                .transpose(1, 2)?
+                .reshape((tokens, n * d))
         };
         self.run_layers(&flat, &spans, |l, q, k, v| {
             let (keys, values) = &pool.layers[l];
