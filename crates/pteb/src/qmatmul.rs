@@ -215,21 +215,7 @@ impl QuantMatrix {
                 let blocks = group * per_row..(group + 1) * per_row;
                 for (r, out) in out.iter_mut().enumerate() {
                     let a = &activations[r * per_row..(r + 1) * per_row];
-                    let (values, scale) =
-                        (&self.values[blocks.clone()], &self.scale[blocks.clone()]);
-                    // SAFETY: best_kernel checked that the CPU has the kernel's instructions
-                    // (from_qtensor takes Q8_0 with VNNI only).
-                    *out = unsafe {
-                        match (self.format, self.kernel) {
-                            (Format::Q4_1, Kernel::Avx2) => {
-                                group_dots_avx2(values, scale, &self.min[blocks.clone()], a)
-                            }
-                            (Format::Q4_1, Kernel::Avx512Vnni) => {
-                                group_dots_vnni(values, scale, &self.min[blocks.clone()], a)
-                            }
-                            (Format::Q8_0, _) => q8_0_dots_vnni(values, scale, a),
-                        }
-                    };
+                    *out = self.group_dots(blocks.clone(), a);
                 }
             });
         let mut out = vec![0f32; n * self.rows];
@@ -242,6 +228,33 @@ impl QuantMatrix {
             }
         }
         Tensor::from_vec(out, (n, self.rows), x.device())
+    }
+}
+
+impl QuantMatrix {
+    /// One activation row against one group of weight rows (its `blocks`), by this matrix's
+    /// format and kernel.
+    fn group_dots(&self, blocks: std::ops::Range<usize>, a: &[Q8_1Block]) -> [f32; GROUP] {
+        let (values, scale) = (&self.values[blocks.clone()], &self.scale[blocks.clone()]);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: best_kernel checked that the CPU has the kernel's instructions (from_qtensor
+        // takes Q8_0 with VNNI only).
+        unsafe {
+            match (self.format, self.kernel) {
+                (Format::Q4_1, Kernel::Avx2) => {
+                    group_dots_avx2(values, scale, &self.min[blocks], a)
+                }
+                (Format::Q4_1, Kernel::Avx512Vnni) => {
+                    group_dots_vnni(values, scale, &self.min[blocks], a)
+                }
+                (Format::Q8_0, _) => q8_0_dots_vnni(values, scale, a),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (values, scale, a);
+            unreachable!("best_kernel finds no kernel off x86-64")
+        }
     }
 }
 
@@ -399,35 +412,6 @@ unsafe fn q8_0_dots_vnni(
     // SAFETY: out holds 16 values.
     unsafe { _mm512_storeu_ps(out.as_mut_ptr(), _mm512_add_ps(low, high)) };
     out
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn q8_0_dots_vnni(
-    _: &[[u8; BLOCK * GROUP]],
-    _: &[[f32; GROUP]],
-    _: &[Q8_1Block],
-) -> [f32; GROUP] {
-    unreachable!("best_kernel finds no kernel off x86-64")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn group_dots_avx2(
-    _: &[[u8; BLOCK * GROUP]],
-    _: &[[f32; GROUP]],
-    _: &[[f32; GROUP]],
-    _: &[Q8_1Block],
-) -> [f32; GROUP] {
-    unreachable!("best_kernel finds no kernel off x86-64")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn group_dots_vnni(
-    _: &[[u8; BLOCK * GROUP]],
-    _: &[[f32; GROUP]],
-    _: &[[f32; GROUP]],
-    _: &[Q8_1Block],
-) -> [f32; GROUP] {
-    unreachable!("best_kernel finds no kernel off x86-64")
 }
 
 #[cfg(test)]
