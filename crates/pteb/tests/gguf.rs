@@ -75,23 +75,40 @@ fn smollm2_renders_its_chat_template_and_paraphrases_deterministically() {
     assert!(changed >= 3, "most texts must come back reworded: {out:?}");
 }
 
-#[test]
-fn requests_decoded_together_answer_as_each_alone() {
-    // texts of different lengths, so that requests finish at different passes and waiting ones
-    // take their places while others decode
-    let texts = [
-        "A man is playing a guitar.",
-        "Stocks fell sharply on Monday after the central bank said it would keep rates high.",
-        "Hi.",
-        "The cat sat on the mat.",
-        "Three children are running through a field of tall grass near a river at sunset.",
-        "A woman is slicing an onion.",
-    ];
-    let messages: Vec<Vec<pteb::ChatMessage>> = texts
+/// Texts of different lengths, so that requests finish at different passes and waiting ones
+/// take their places while others decode.
+const VARIED_TEXTS: [&str; 6] = [
+    "A man is playing a guitar.",
+    "Stocks fell sharply on Monday after the central bank said it would keep rates high.",
+    "Hi.",
+    "The cat sat on the mat.",
+    "Three children are running through a field of tall grass near a river at sunset.",
+    "A woman is slicing an onion.",
+];
+
+fn paraphrase_prompts(texts: &[&str]) -> Vec<Vec<pteb::ChatMessage>> {
+    texts
         .iter()
         .map(|t| pteb::PromptStyle::English.messages(t))
-        .collect();
-    let samplings: Vec<Sampling> = (0..texts.len() as u64)
+        .collect()
+}
+
+/// Each prompt with its sampling, as `complete_batch` takes them.
+fn paired<'a>(
+    messages: &'a [Vec<pteb::ChatMessage>],
+    samplings: &'a [Sampling],
+) -> Vec<(&'a [pteb::ChatMessage], &'a Sampling)> {
+    messages
+        .iter()
+        .zip(samplings)
+        .map(|(m, s)| (m.as_slice(), s))
+        .collect()
+}
+
+#[test]
+fn requests_decoded_together_answer_as_each_alone() {
+    let messages = paraphrase_prompts(&VARIED_TEXTS);
+    let samplings: Vec<Sampling> = (0..messages.len() as u64)
         .map(|i| Sampling {
             temperature: 0.8,
             top_p: 0.9,
@@ -104,11 +121,7 @@ fn requests_decoded_together_answer_as_each_alone() {
             },
         })
         .collect();
-    let requests: Vec<(&[pteb::ChatMessage], &Sampling)> = messages
-        .iter()
-        .zip(&samplings)
-        .map(|(m, s)| (m.as_slice(), s))
-        .collect();
+    let requests = paired(&messages, &samplings);
     let model = smollm2().with_batch(3);
     model.prepare([&messages[0], &messages[1]]).unwrap();
     let together = model.complete_batch(&requests).unwrap();
@@ -127,18 +140,8 @@ fn requests_decoded_together_answer_as_each_alone() {
 fn pooled_attention_decodes_what_per_request_attention_decodes() {
     // Greedy answers: the pooled pass rounds differently in its last bits, which sampling at
     // a temperature would amplify, but the argmax of these prompts holds.
-    let texts = [
-        "A man is playing a guitar.",
-        "Stocks fell sharply on Monday after the central bank said it would keep rates high.",
-        "Hi.",
-        "The cat sat on the mat.",
-        "Three children are running through a field of tall grass near a river at sunset.",
-    ];
-    let messages: Vec<Vec<pteb::ChatMessage>> = texts
-        .iter()
-        .map(|t| pteb::PromptStyle::English.messages(t))
-        .collect();
-    let samplings: Vec<Sampling> = (0..texts.len())
+    let messages = paraphrase_prompts(&VARIED_TEXTS[..5]);
+    let samplings: Vec<Sampling> = (0..messages.len())
         .map(|i| Sampling {
             temperature: 0.0,
             top_p: 1.0,
@@ -147,11 +150,7 @@ fn pooled_attention_decodes_what_per_request_attention_decodes() {
             stop: vec![],
         })
         .collect();
-    let requests: Vec<(&[pteb::ChatMessage], &Sampling)> = messages
-        .iter()
-        .zip(&samplings)
-        .map(|(m, s)| (m.as_slice(), s))
-        .collect();
+    let requests = paired(&messages, &samplings);
     let answers = |pooled: bool| {
         // two slots for five requests: slots are reused, and each starts from the prefix
         let model = smollm2().with_batch(2).with_pooled_attention(pooled);
