@@ -885,9 +885,8 @@ mod tests {
     fn pteb_runs_after_every_other_suite() {
         let mut config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
         // a paraphraser given as a path that exists
-        let llm = std::env::temp_dir().join(format!("sage-plan-{}", std::process::id()));
-        std::fs::create_dir_all(&llm).unwrap();
-        config.pteb.paraphraser = llm.display().to_string();
+        let llm = tempfile::tempdir().unwrap();
+        config.pteb.paraphraser = llm.path().display().to_string();
         let similarities: Vec<Similarity> = ["bm25", "model-a", "model-b"]
             .iter()
             .map(|&spec| Similarity {
@@ -898,7 +897,6 @@ mod tests {
             .collect();
         let mut skipped = Vec::new();
         let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
-        std::fs::remove_dir_all(&llm).unwrap();
         let first_pteb = jobs.iter().position(|j| j.suite == "pteb").unwrap();
         assert!(jobs[first_pteb..].iter().all(|j| j.suite == "pteb"));
         assert_eq!(jobs.len() - first_pteb, 2, "one PTEB job per model");
@@ -909,7 +907,8 @@ mod tests {
 
     #[test]
     fn static_models_sort_before_transformers() {
-        let root = std::env::temp_dir().join(format!("sage-sizes-{}", std::process::id()));
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
         let transformer = root.join("bert");
         let glove = root.join("glove");
         std::fs::create_dir_all(&transformer).unwrap();
@@ -919,7 +918,6 @@ mod tests {
         assert_eq!(transformer_bytes(&transformer), 100);
         assert_eq!(transformer_bytes(&glove), 0);
         assert_eq!(transformer_bytes(&root.join("missing")), 0);
-        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -288,11 +288,11 @@ mod tests {
 
     #[test]
     fn the_revision_says_when_the_tree_differs_from_its_commit() {
-        let repo = std::env::temp_dir().join(format!("sage-rev-{}", std::process::id()));
-        std::fs::create_dir_all(&repo).unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let repo = repo.path();
         let git = |args: &[&str]| {
             let ok = Command::new("git")
-                .current_dir(&repo)
+                .current_dir(repo)
                 .args([
                     "-c",
                     "user.name=t",
@@ -312,18 +312,14 @@ mod tests {
         std::fs::write(repo.join("a.txt"), "one").unwrap();
         git(&["add", "a.txt"]);
         git(&["commit", "-qm", "one"]);
-        let clean = git_revision(&repo);
+        let clean = git_revision(repo);
         let commit = clean.as_str().unwrap().to_owned();
         assert_eq!(commit.len(), 40, "{commit}");
         // an untracked file does not make the tree dirty; a changed tracked file does
         std::fs::write(repo.join("b.txt"), "new").unwrap();
-        assert_eq!(git_revision(&repo), clean);
+        assert_eq!(git_revision(repo), clean);
         std::fs::write(repo.join("a.txt"), "two").unwrap();
-        assert_eq!(
-            git_revision(&repo),
-            Value::String(format!("{commit}-dirty"))
-        );
-        std::fs::remove_dir_all(&repo).unwrap();
+        assert_eq!(git_revision(repo), Value::String(format!("{commit}-dirty")));
     }
 
     #[test]
