@@ -15,11 +15,15 @@
 //!
 //! Attention comes in two forms:
 //! - [`PackedDecoder::forward`], per sequence (the CPU default): each sequence attends alone
-//!   over its own cache, grown by concatenation. On the CPU every operation of a row is then
-//!   computed exactly as it would be alone (the quantized matrix products quantize and reduce
-//!   each row on its own), so a request's answer is bit-for-bit the same whatever else shares
-//!   its batch, and answers stay a function of (model, seed, text), as the paraphrase cache
-//!   assumes. The price is a dozen small operations per sequence per layer.
+//!   over its own cache. On the CPU every operation of a row is then computed exactly as it
+//!   would be alone (the quantized matrix products quantize and reduce each row on its own),
+//!   so a request's answer is bit-for-bit the same whatever else shares its batch, and answers
+//!   stay a function of (model, seed, text), as the paraphrase cache assumes. The price is a
+//!   dozen small operations per sequence per layer. New keys and values are written in place
+//!   into room kept after the filled positions, and attention repeats the key/value heads for
+//!   the query heads that share them in one copy from those rows: growing the cache by
+//!   concatenation and then repeating it took two more copies of the whole cache per token
+//!   and layer.
 //! - [`PackedDecoder::forward_pooled`] (the GPU default): keys and values live in one
 //!   preallocated [`KvPool`], written in place, and all decoding sequences attend in one
 //!   batched, masked product over the slots. A pass is then a fixed number of operations (on a
@@ -36,7 +40,7 @@ use std::io::{Read, Seek};
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
-use candle_transformers::utils::{build_causal_mask, repeat_kv};
+use candle_transformers::utils::build_causal_mask;
 
 use rayon::prelude::*;
 
@@ -98,19 +102,90 @@ pub(crate) struct PackedDecoder {
     context_length: usize,
 }
 
-/// One sequence's key/value cache: per layer `(1, n_kv_head, len, head_dim)` keys and values.
-/// Cloning is cheap (candle tensors are reference-counted), so a shared prompt prefix is
-/// computed once and every request starts from a clone.
-#[derive(Clone, Default)]
+/// One sequence's key/value cache: per layer, keys and values `(n_kv_head, capacity,
+/// head_dim)`, the first `len` positions filled. Cloning is cheap (candle
+/// tensors are reference-counted), so a shared prompt prefix is computed once and every request
+/// starts from a clone; a clone copies the buffers before its first write, since the original
+/// may be cloned again.
+#[derive(Default)]
 pub(crate) struct KvCache {
     layers: Vec<(Tensor, Tensor)>,
     len: usize,
+    /// The buffers may be another cache's too.
+    shared: bool,
+}
+
+impl Clone for KvCache {
+    fn clone(&self) -> Self {
+        KvCache {
+            layers: self.layers.clone(),
+            len: self.len,
+            shared: true,
+        }
+    }
 }
 
 impl KvCache {
     /// Tokens held.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Writes `keys` and `values` `(n_kv_head, tokens, head_dim)` of layer `layer` after the
+    /// filled positions (growing, or first copying shared buffers, where needed) and returns
+    /// the layer's keys and values up to them, as `(1, n_kv_head, len + tokens, head_dim)`
+    /// views.
+    fn append(
+        &mut self,
+        layer: usize,
+        keys: &Tensor,
+        values: &Tensor,
+    ) -> candle_core::Result<(Tensor, Tensor)> {
+        let (n_kv_head, tokens, head_dim) = keys.dims3()?;
+        let needed = self.len + tokens;
+        let fresh = |positions: usize| {
+            Tensor::zeros(
+                (n_kv_head, positions, head_dim),
+                keys.dtype(),
+                keys.device(),
+            )
+        };
+        if layer == self.layers.len() {
+            if self.len > 0 {
+                candle_core::bail!(
+                    "a key/value cache of {} tokens lacks layer {layer}",
+                    self.len
+                );
+            }
+            self.layers.push((fresh(0)?, fresh(0)?));
+        }
+        let (k_rows, v_rows) = &mut self.layers[layer];
+        if self.shared || k_rows.dim(1)? < needed {
+            // Growth by half again keeps a request's copies few and its idle positions bounded.
+            let capacity = (needed + needed / 2).max(needed + 16);
+            let grown = |rows: &Tensor| {
+                Tensor::cat(
+                    &[&rows.narrow(1, 0, self.len)?, &fresh(capacity - self.len)?],
+                    1,
+                )
+            };
+            (*k_rows, *v_rows) = (grown(k_rows)?, grown(v_rows)?);
+        }
+        k_rows.slice_set(keys, 1, self.len)?;
+        v_rows.slice_set(values, 1, self.len)?;
+        let view = |rows: &Tensor| rows.narrow(1, 0, needed)?.unsqueeze(0);
+        Ok((view(k_rows)?, view(v_rows)?))
+    }
+
+    /// Layer `layer`'s keys and values `(n_kv_head * len, head_dim)`, head-major.
+    fn filled(&self, layer: usize) -> candle_core::Result<(Tensor, Tensor)> {
+        let one = |rows: &Tensor| {
+            let (n_kv_head, _, head_dim) = rows.dims3()?;
+            rows.narrow(1, 0, self.len)?
+                .reshape((n_kv_head * self.len, head_dim))
+        };
+        let (k, v) = &self.layers[layer];
+        Ok((one(k)?, one(v)?))
     }
 }
 
@@ -282,19 +357,8 @@ impl PackedDecoder {
                 let q = self.rope(&heads(q, self.n_head)?, position)?;
                 let k = self.rope(&heads(k, self.n_kv_head)?, position)?;
                 let v = heads(v, self.n_kv_head)?.contiguous()?;
-                let (k, v) = match cache.layers.get(l) {
-                    Some((k_cache, v_cache)) if position > 0 => (
-                        Tensor::cat(&[k_cache, &k], 2)?,
-                        Tensor::cat(&[v_cache, &v], 2)?,
-                    ),
-                    _ => (k, v),
-                };
-                if cache.layers.len() > l {
-                    cache.layers[l] = (k.clone(), v.clone());
-                } else {
-                    cache.layers.push((k.clone(), v.clone()));
-                }
-                self.attend_one(&q, k, v, position, &device)
+                let (k, v) = cache.append(l, &k.squeeze(0)?, &v.squeeze(0)?)?;
+                self.attend_one(&q, &k, &v, position, &device)
             };
             let outputs: Vec<Tensor> = steps
                 .par_iter_mut()
@@ -306,10 +370,21 @@ impl PackedDecoder {
         })?;
         for ((tokens, cache), _) in steps.iter_mut().zip(&spans) {
             cache.len += tokens.len();
+            cache.shared = false;
         }
         Ok(logits)
     }
 
+    /// Keys or values `(1, n_kv_head, len, head_dim)` (a view of a cache) with each head
+    /// repeated for the query heads that share it: candle's `repeat_kv` in one copy, from the
+    /// cache's rows straight into the contiguous operand of attention.
+    fn repeat_heads(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let (_, n_kv, len, d) = x.dims4()?;
+        x.unsqueeze(2)?
+            .broadcast_as((1, n_kv, self.n_head / n_kv, len, d))?
+            .contiguous()?
+            .reshape((1, self.n_head, len, d))
+    }
     fn check_step(&self, tokens: &[u32], start: usize, limit: usize) -> candle_core::Result<()> {
         if tokens.is_empty() {
             candle_core::bail!("a sequence with no new token");
@@ -324,19 +399,18 @@ impl PackedDecoder {
     }
 
     /// One sequence's causal attention: `q` `(1, n_head, len, head_dim)` at `position`, over
-    /// `k`, `v` `(1, n_kv_head, position + len, head_dim)`; returns `(len, hidden)`. The
-    /// operations of candle's quantized models, in their order.
+    /// `k`, `v` `(1, n_kv_head, position + len, head_dim)` (views of the cache); returns
+    /// `(len, hidden)`. The operations of candle's quantized models, in their order.
     fn attend_one(
         &self,
         q: &Tensor,
-        k: Tensor,
-        v: Tensor,
+        k: &Tensor,
+        v: &Tensor,
         position: usize,
         device: &Device,
     ) -> candle_core::Result<Tensor> {
         let len = q.dim(2)?;
-        let k = repeat_kv(k, self.n_head / self.n_kv_head)?;
-        let v = repeat_kv(v, self.n_head / self.n_kv_head)?;
+        let (k, v) = (self.repeat_heads(k)?, self.repeat_heads(v)?);
         let scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
         let scores = if len > 1 {
             let mask = build_causal_mask(len, position, device)?;
@@ -346,7 +420,7 @@ impl PackedDecoder {
             scores
         };
         let weights = candle_nn::ops::softmax_last_dim(&scores)?;
-        let y = weights.matmul(&v.contiguous()?)?;
+        let y = weights.matmul(&v)?;
         y.transpose(1, 2)?.reshape((len, self.hidden))
     }
 
@@ -655,9 +729,10 @@ impl KvPool {
             .reshape((n_kv * len, 1))?
             .broadcast_as((n_kv * len, d))?
             .contiguous()?;
-        for ((keys, values), (k, v)) in self.layers.iter().zip(&cache.layers) {
-            keys.scatter_set(&destination, &k.reshape((n_kv * len, d))?.contiguous()?, 0)?;
-            values.scatter_set(&destination, &v.reshape((n_kv * len, d))?.contiguous()?, 0)?;
+        for (l, (keys, values)) in self.layers.iter().enumerate() {
+            let (k, v) = cache.filled(l)?;
+            keys.scatter_set(&destination, &k, 0)?;
+            values.scatter_set(&destination, &v, 0)?;
         }
         Ok(())
     }
@@ -882,6 +957,53 @@ mod tests {
                 }
             }
             assert_eq!(together, alone(&decoder), "{architecture}");
+        }
+    }
+
+    /// Two caches cloned from one prefix, and the prefix itself, extended together well past
+    /// their first capacity: each gives, bit for bit, what its sequence gives alone from an
+    /// empty cache, so no write through one cache is seen by another.
+    #[test]
+    fn clones_of_a_prefix_do_not_see_each_others_writes() {
+        let decoder = ours(&tiny_gguf("llama", 5));
+        let prefix_tokens = &PROMPTS[2][..5];
+        let chunks = |first: &[u32], salt: u32| -> Vec<Vec<u32>> {
+            std::iter::once(first.to_vec())
+                .chain((1..40u32).map(|step| vec![(step * 7 + salt) % VOCAB as u32]))
+                .collect()
+        };
+        let scripts = [
+            chunks(&[40, 41], 1),
+            chunks(&[50], 2),
+            chunks(&[60, 61, 62], 3),
+        ];
+
+        let mut prefix = KvCache::default();
+        decoder
+            .forward(&mut [(prefix_tokens, &mut prefix)])
+            .unwrap();
+        let mut caches = vec![prefix.clone(), prefix.clone(), prefix];
+        let mut together: Vec<Vec<Vec<f32>>> = vec![Vec::new(); scripts.len()];
+        for step in 0..scripts[0].len() {
+            let mut steps: Vec<(&[u32], &mut KvCache)> = scripts
+                .iter()
+                .zip(caches.iter_mut())
+                .map(|(script, cache)| (&script[step][..], cache))
+                .collect();
+            let logits = decoder.forward(&mut steps).unwrap();
+            for (i, out) in together.iter_mut().enumerate() {
+                out.push(row(&logits.get(i).unwrap()));
+            }
+        }
+
+        for (script, got) in scripts.iter().zip(&together) {
+            let mut cache = KvCache::default();
+            decoder.forward(&mut [(prefix_tokens, &mut cache)]).unwrap();
+            let alone: Vec<Vec<f32>> = script
+                .iter()
+                .map(|chunk| row(&decoder.forward(&mut [(&chunk[..], &mut cache)]).unwrap()))
+                .collect();
+            assert_eq!(got, &alone);
         }
     }
 
