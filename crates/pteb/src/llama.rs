@@ -982,7 +982,7 @@ mod tests {
         decoder
             .forward(&mut [(prefix_tokens, &mut prefix)])
             .unwrap();
-        let mut caches = vec![prefix.clone(), prefix.clone(), prefix];
+        let mut caches = [prefix.clone(), prefix.clone(), prefix];
         let mut together: Vec<Vec<Vec<f32>>> = vec![Vec::new(); scripts.len()];
         for step in 0..scripts[0].len() {
             let mut steps: Vec<(&[u32], &mut KvCache)> = scripts
