@@ -44,7 +44,7 @@ use candle_transformers::utils::build_causal_mask;
 
 use rayon::prelude::*;
 
-use crate::qmatmul::QuantMatrix;
+use crate::qmatmul::{Activations, QuantMatrix};
 
 /// A weight matrix: Q4_1 and Q8_0 through our kernels where the CPU has them (see
 /// `crate::qmatmul`), anything else through candle; the same bits either way.
@@ -66,6 +66,29 @@ impl Linear {
             Linear::Candle(m) => m.forward(x),
             Linear::Quant(m) => m.forward(x),
         }
+    }
+
+    /// Each of `linears` applied to `x`, which our kernels quantize once for all of them.
+    fn forward_each<const N: usize>(
+        linears: [&Linear; N],
+        x: &Tensor,
+    ) -> candle_core::Result<[Tensor; N]> {
+        let mut quantized = None;
+        let mut outputs = Vec::with_capacity(N);
+        for linear in linears {
+            outputs.push(match linear {
+                Linear::Candle(m) => m.forward(x)?,
+                Linear::Quant(m) => {
+                    if quantized.is_none() {
+                        quantized = Some(Activations::quantize(x)?);
+                    }
+                    m.forward_quantized(quantized.as_ref().expect("just set"))?
+                }
+            });
+        }
+        Ok(outputs
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("one output per linear")))
     }
 }
 
@@ -439,9 +462,8 @@ impl PackedDecoder {
         for (l, layer) in self.layers.iter().enumerate() {
             let residual = &x;
             let h = layer.attention_norm.forward(&x)?;
-            let mut q = layer.wq.forward(&h)?;
-            let mut k = layer.wk.forward(&h)?;
-            let mut v = layer.wv.forward(&h)?;
+            let [mut q, mut k, mut v] =
+                Linear::forward_each([&layer.wq, &layer.wk, &layer.wv], &h)?;
             if let Some([bq, bk, bv]) = &layer.biases {
                 q = q.broadcast_add(bq)?;
                 k = k.broadcast_add(bk)?;
@@ -450,8 +472,8 @@ impl PackedDecoder {
             let y = layer.wo.forward(&attend(l, &q, &k, &v)?)?;
             let x1 = (y + residual)?;
             let h = layer.ffn_norm.forward(&x1)?;
-            let gated =
-                (candle_nn::ops::silu(&layer.gate.forward(&h)?)? * layer.up.forward(&h)?)?;
+            let [gate, up] = Linear::forward_each([&layer.gate, &layer.up], &h)?;
+            let gated = (candle_nn::ops::silu(&gate)? * up)?;
             x = (layer.down.forward(&gated)? + &x1)?;
         }
         let last: Vec<u32> = spans

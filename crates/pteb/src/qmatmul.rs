@@ -83,31 +83,104 @@ struct Q8_1Block {
     quad_sums: [i32; BLOCK / QUAD],
 }
 
-fn quantize_row(xs: &[f32], out: &mut Vec<Q8_1Block>) {
-    for block in xs.chunks_exact(BLOCK) {
-        let amax = block.iter().fold(0f32, |a, &x| a.max(x.abs()));
-        let d = amax / ((1 << 7) - 1) as f32;
-        let id = if d != 0f32 { 1. / d } else { 0. };
-        let d16 = f16::from_f32(d);
-        let mut quants = [0i8; BLOCK];
-        let mut sum = 0i32;
-        for j in 0..BLOCK / 2 {
-            quants[j] = f32::round(block[j] * id) as i8;
-            quants[j + BLOCK / 2] = f32::round(block[j + BLOCK / 2] * id) as i8;
-            sum += i32::from(quants[j]) + i32::from(quants[j + BLOCK / 2]);
+/// Activation rows quantized once for any number of matrices of their width (the query, key
+/// and value projections, or gate and up, read the same rows).
+pub(crate) struct Activations {
+    rows: usize,
+    k: usize,
+    blocks: Vec<Q8_1Block>,
+    device: candle_core::Device,
+}
+
+impl Activations {
+    /// The rows of `x` `(n, k)`, `k` a multiple of 32, quantized as candle quantizes them.
+    pub(crate) fn quantize(x: &Tensor) -> candle_core::Result<Activations> {
+        let (rows, k) = x.dims2()?;
+        if k % BLOCK != 0 {
+            candle_core::bail!("activation width {k} is not a multiple of {BLOCK}");
         }
-        // half's f16 product: the f32 product rounded to f16
-        let s16 = f16::from_f32(f16::from_f32(sum as f32).to_f32() * d16.to_f32());
-        let mut quad_sums = [0i32; BLOCK / QUAD];
-        for (c, q) in quants.chunks_exact(QUAD).enumerate() {
-            quad_sums[c] = q.iter().map(|&v| i32::from(v)).sum();
+        let xs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        let mut blocks = Vec::with_capacity(xs.len() / BLOCK);
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked just above.
+            blocks.extend(
+                xs.chunks_exact(BLOCK)
+                    .map(|b| unsafe { quantize_block_avx512(b.try_into().expect("32 values")) }),
+            );
         }
-        out.push(Q8_1Block {
-            scale: d16.to_f32(),
-            sum: s16.to_f32(),
-            quants,
-            quad_sums,
-        });
+        if blocks.is_empty() {
+            blocks.extend(
+                xs.chunks_exact(BLOCK)
+                    .map(|b| quantize_block(b.try_into().expect("32 values"))),
+            );
+        }
+        Ok(Activations {
+            rows,
+            k,
+            blocks,
+            device: x.device().clone(),
+        })
+    }
+}
+
+/// candle's `BlockQ8_1::from_float` on one block.
+fn quantize_block(block: &[f32; BLOCK]) -> Q8_1Block {
+    let amax = block.iter().fold(0f32, |a, &x| a.max(x.abs()));
+    let d = amax / ((1 << 7) - 1) as f32;
+    let id = if d != 0f32 { 1. / d } else { 0. };
+    let mut quants = [0i8; BLOCK];
+    for (q, &x) in quants.iter_mut().zip(block) {
+        *q = f32::round(x * id) as i8;
+    }
+    finish_block(d, quants)
+}
+
+/// [`quantize_block`] with AVX-512: every step is exact or correctly rounded (the maximum, one
+/// product per value, rounding half away from zero), so the quants and scales are the same.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn quantize_block_avx512(block: &[f32; BLOCK]) -> Q8_1Block {
+    use std::arch::x86_64::*;
+    let lo = _mm512_loadu_ps(block.as_ptr());
+    let hi = _mm512_loadu_ps(block.as_ptr().add(16));
+    let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+    let d = amax / ((1 << 7) - 1) as f32;
+    let id = if d != 0f32 { 1. / d } else { 0. };
+    let round = |x: __m512| {
+        let y = _mm512_mul_ps(x, _mm512_set1_ps(id));
+        let whole = _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(y);
+        // y - whole is exact (|y| <= 127.x): a half or more goes one away from zero
+        let away = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(
+            _mm512_abs_ps(_mm512_sub_ps(y, whole)),
+            _mm512_set1_ps(0.5),
+        );
+        let step = _mm512_or_ps(_mm512_set1_ps(1.0), _mm512_and_ps(y, _mm512_set1_ps(-0.0)));
+        _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(_mm512_mask_add_ps(
+            whole, away, whole, step,
+        )))
+    };
+    let mut quants = [0i8; BLOCK];
+    _mm_storeu_si128(quants.as_mut_ptr().cast(), round(lo));
+    _mm_storeu_si128(quants.as_mut_ptr().add(16).cast(), round(hi));
+    finish_block(d, quants)
+}
+
+/// The block of scale `d` and `quants`, with its sums.
+fn finish_block(d: f32, quants: [i8; BLOCK]) -> Q8_1Block {
+    let d16 = f16::from_f32(d);
+    let sum: i32 = quants.iter().map(|&q| i32::from(q)).sum();
+    // half's f16 product: the f32 product rounded to f16
+    let s16 = f16::from_f32(f16::from_f32(sum as f32).to_f32() * d16.to_f32());
+    let mut quad_sums = [0i32; BLOCK / QUAD];
+    for (c, q) in quants.chunks_exact(QUAD).enumerate() {
+        quad_sums[c] = q.iter().map(|&v| i32::from(v)).sum();
+    }
+    Q8_1Block {
+        scale: d16.to_f32(),
+        sum: s16.to_f32(),
+        quants,
+        quad_sums,
     }
 }
 
@@ -190,7 +263,12 @@ impl QuantMatrix {
 
     /// `x · selfᵀ` for `x` of shape `(n, k)`: `(n, rows)`.
     pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let (n, k) = x.dims2()?;
+        self.forward_quantized(&Activations::quantize(x)?)
+    }
+
+    /// [`QuantMatrix::forward`] of activations already quantized.
+    pub(crate) fn forward_quantized(&self, x: &Activations) -> candle_core::Result<Tensor> {
+        let (n, k) = (x.rows, x.k);
         if k != self.k {
             candle_core::bail!(
                 "{:?} matmul: input width {k}, matrix width {}",
@@ -198,12 +276,8 @@ impl QuantMatrix {
                 self.k
             );
         }
-        let xs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         let per_row = k / BLOCK;
-        let mut activations = Vec::with_capacity(n * per_row);
-        for row in xs.chunks_exact(k) {
-            quantize_row(row, &mut activations);
-        }
+        let activations = &x.blocks;
         // one task per group of columns, whose weights stay in L1 while every activation row
         // passes over them; each output is computed alone, so neither the split nor the
         // thread count can change a bit
@@ -227,7 +301,7 @@ impl QuantMatrix {
                     .copy_from_slice(&lanes[..width]);
             }
         }
-        Tensor::from_vec(out, (n, self.rows), x.device())
+        Tensor::from_vec(out, (n, self.rows), &x.device)
     }
 }
 
@@ -494,6 +568,38 @@ mod tests {
         let w = Tensor::ones((96, 1536), DType::F32, &Device::Cpu).unwrap();
         let q = QTensor::quantize(&w, GgmlDType::Q8_0).unwrap();
         assert!(QuantMatrix::from_qtensor(&q).is_none());
+    }
+
+    /// The AVX-512 quantizer against candle's scalar rule on random blocks and on ties: with
+    /// a maximum of 127 the scale is 1, so x.5 must round away from zero.
+    #[test]
+    fn the_vector_quantizer_gives_the_scalar_blocks() {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            let mut rng = sage_core::ExperimentRng::seed_from_u64(8);
+            let mut blocks: Vec<[f32; BLOCK]> = (0..500)
+                .map(|i| {
+                    let scale = [1e-6f32, 0.3, 7.0, 2e4][i % 4];
+                    std::array::from_fn(|_| rng.gen_range(-scale..scale))
+                })
+                .collect();
+            let ties: [f32; 8] = [127.0, 0.5, -0.5, 2.5, -2.5, 126.5, -126.5, 0.49999997];
+            blocks.push(std::array::from_fn(|j| ties[j % ties.len()]));
+            blocks.push([0.0; BLOCK]);
+            for block in &blocks {
+                let want = quantize_block(block);
+                // SAFETY: the CPU has AVX-512F, checked above.
+                let got = unsafe { quantize_block_avx512(block) };
+                assert_eq!(got.quants, want.quants, "{block:?}");
+                assert_eq!(got.quad_sums, want.quad_sums);
+                assert_eq!(got.scale.to_bits(), want.scale.to_bits());
+                assert_eq!(got.sum.to_bits(), want.sum.to_bits());
+            }
+            let tie = quantize_block(&blocks[500]);
+            assert_eq!(&tie.quants[..8], &[127, 1, -1, 3, -3, 127, -127, 0]);
+            return;
+        }
+        eprintln!("no AVX-512 here: the scalar quantizer runs, nothing to compare");
     }
 
     #[test]
