@@ -68,22 +68,30 @@ impl Linear {
         }
     }
 
-    /// Each of `linears` applied to `x`, which our kernels quantize once for all of them.
+    /// Each of `linears` applied to `x`, which our kernels quantize once for all of them and
+    /// multiply in one parallel pass.
     fn forward_each<const N: usize>(
         linears: [&Linear; N],
         x: &Tensor,
     ) -> candle_core::Result<[Tensor; N]> {
-        let mut quantized = None;
+        let ours: Vec<&QuantMatrix> = linears
+            .iter()
+            .filter_map(|linear| match linear {
+                Linear::Quant(m) => Some(m),
+                Linear::Candle(_) => None,
+            })
+            .collect();
+        let mut ours = if ours.is_empty() {
+            Vec::new()
+        } else {
+            QuantMatrix::forward_all(&ours, &Activations::quantize(x)?)?
+        }
+        .into_iter();
         let mut outputs = Vec::with_capacity(N);
         for linear in linears {
             outputs.push(match linear {
                 Linear::Candle(m) => m.forward(x)?,
-                Linear::Quant(m) => {
-                    if quantized.is_none() {
-                        quantized = Some(Activations::quantize(x)?);
-                    }
-                    m.forward_quantized(quantized.as_ref().expect("just set"))?
-                }
+                Linear::Quant(_) => ours.next().expect("one output per matrix"),
             });
         }
         Ok(outputs

@@ -268,40 +268,67 @@ impl QuantMatrix {
 
     /// [`QuantMatrix::forward`] of activations already quantized.
     pub(crate) fn forward_quantized(&self, x: &Activations) -> candle_core::Result<Tensor> {
+        let mut outputs = QuantMatrix::forward_all(&[self], x)?;
+        Ok(outputs.pop().expect("one output per matrix"))
+    }
+
+    /// [`QuantMatrix::forward_quantized`] of several matrices of the same width, in one
+    /// parallel pass (a token's decoding step is a few hundred small products, and each
+    /// parallel pass costs the workers a wake-up).
+    pub(crate) fn forward_all(
+        matrices: &[&QuantMatrix],
+        x: &Activations,
+    ) -> candle_core::Result<Vec<Tensor>> {
         let (n, k) = (x.rows, x.k);
-        if k != self.k {
-            candle_core::bail!(
-                "{:?} matmul: input width {k}, matrix width {}",
-                self.format,
-                self.k
-            );
+        for matrix in matrices {
+            if k != matrix.k {
+                candle_core::bail!(
+                    "{:?} matmul: input width {k}, matrix width {}",
+                    matrix.format,
+                    matrix.k
+                );
+            }
         }
         let per_row = k / BLOCK;
         let activations = &x.blocks;
+        // (matrix, group) of every task, in order
+        let tasks: Vec<(usize, usize)> = matrices
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| (0..m.rows.div_ceil(GROUP)).map(move |group| (i, group)))
+            .collect();
         // one task per group of columns, whose weights stay in L1 while every activation row
         // passes over them; each output is computed alone, so neither the split nor the
         // thread count can change a bit
-        let mut by_group = vec![[0f32; GROUP]; self.rows.div_ceil(GROUP) * n];
+        let mut by_group = vec![[0f32; GROUP]; tasks.len() * n];
         by_group
             .par_chunks_mut(n)
-            .enumerate()
-            .for_each(|(group, out)| {
+            .zip(tasks.par_iter())
+            .for_each(|(out, &(i, group))| {
                 let blocks = group * per_row..(group + 1) * per_row;
                 for (r, out) in out.iter_mut().enumerate() {
                     let a = &activations[r * per_row..(r + 1) * per_row];
-                    *out = self.group_dots(blocks.clone(), a);
+                    *out = matrices[i].group_dots(blocks.clone(), a);
                 }
             });
-        let mut out = vec![0f32; n * self.rows];
-        for (group, rows) in by_group.chunks_exact(n).enumerate() {
-            for (r, lanes) in rows.iter().enumerate() {
-                let first = group * GROUP;
-                let width = GROUP.min(self.rows - first);
-                out[r * self.rows + first..r * self.rows + first + width]
-                    .copy_from_slice(&lanes[..width]);
+        let mut tasks_done = 0;
+        let mut outputs = Vec::with_capacity(matrices.len());
+        for matrix in matrices {
+            let groups = matrix.rows.div_ceil(GROUP);
+            let mine = &by_group[tasks_done * n..(tasks_done + groups) * n];
+            tasks_done += groups;
+            let mut out = vec![0f32; n * matrix.rows];
+            for (group, rows) in mine.chunks_exact(n).enumerate() {
+                for (r, lanes) in rows.iter().enumerate() {
+                    let first = group * GROUP;
+                    let width = GROUP.min(matrix.rows - first);
+                    out[r * matrix.rows + first..r * matrix.rows + first + width]
+                        .copy_from_slice(&lanes[..width]);
+                }
             }
+            outputs.push(Tensor::from_vec(out, (n, matrix.rows), &x.device)?);
         }
-        Tensor::from_vec(out, (n, self.rows), &x.device)
+        Ok(outputs)
     }
 }
 
