@@ -134,10 +134,10 @@ pub(crate) struct PackedDecoder {
 }
 
 /// One sequence's key/value cache: per layer, keys and values `(n_kv_head, capacity,
-/// head_dim)`, the first `len` positions filled. Cloning is cheap (candle
-/// tensors are reference-counted), so a shared prompt prefix is computed once and every request
-/// starts from a clone; a clone copies the buffers before its first write, since the original
-/// may be cloned again.
+/// head_dim)`, the first `len` positions filled. Cloning is cheap (candle tensors are
+/// reference-counted), so a shared prompt prefix is computed once and every request starts from
+/// a clone; a clone copies the buffers before its first write, since the original may be
+/// cloned again.
 #[derive(Default)]
 pub(crate) struct KvCache {
     layers: Vec<(Tensor, Tensor)>,
@@ -416,6 +416,7 @@ impl PackedDecoder {
             .contiguous()?
             .reshape((1, self.n_head, len, d))
     }
+
     fn check_step(&self, tokens: &[u32], start: usize, limit: usize) -> candle_core::Result<()> {
         if tokens.is_empty() {
             candle_core::bail!("a sequence with no new token");
