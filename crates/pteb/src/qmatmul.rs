@@ -100,21 +100,20 @@ impl Activations {
             candle_core::bail!("activation width {k} is not a multiple of {BLOCK}");
         }
         let xs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-        let mut blocks = Vec::with_capacity(xs.len() / BLOCK);
+        let blocks = xs
+            .chunks_exact(BLOCK)
+            .map(|b| b.try_into().expect("32 values"));
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx512f") {
+        let blocks: Vec<Q8_1Block> = if std::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F, checked just above.
-            blocks.extend(
-                xs.chunks_exact(BLOCK)
-                    .map(|b| unsafe { quantize_block_avx512(b.try_into().expect("32 values")) }),
-            );
-        }
-        if blocks.is_empty() {
-            blocks.extend(
-                xs.chunks_exact(BLOCK)
-                    .map(|b| quantize_block(b.try_into().expect("32 values"))),
-            );
-        }
+            blocks
+                .map(|b| unsafe { quantize_block_avx512(b) })
+                .collect()
+        } else {
+            blocks.map(quantize_block).collect()
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let blocks: Vec<Q8_1Block> = blocks.map(quantize_block).collect();
         Ok(Activations {
             rows,
             k,
