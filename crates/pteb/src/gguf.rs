@@ -507,7 +507,7 @@ impl<'a> Answer<'a> {
 enum Held {
     /// Its own cache, grown by concatenation.
     Own(KvCache),
-    /// A slot of the pass's [`KvPool`], with this many tokens in it.
+    /// A slot of the pass's [`KvPool`](crate::llama::KvPool), with this many tokens in it.
     Slot(usize, usize),
 }
 
