@@ -1,7 +1,7 @@
 //! # align-sim
 //!
 //! The five criteria of Mahajan, Bansal and Karmaker, "The Daunting Dilemma with Sentence
-//! Encoders" (published as ALIGN-SIM), over any [`Similarity`] — classical metric or embedding
+//! Encoders" (published as ALIGN-SIM), over any [`Similarity`](sage_core::Similarity) — classical metric or embedding
 //! model alike.
 //!
 //! 1. **Paraphrase**: mean similarity of paraphrase pairs minus that of random pairs (the

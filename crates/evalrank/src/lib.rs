@@ -1,7 +1,7 @@
 //! # evalrank
 //!
 //! EvalRank (Wang, Kuo, Li, "Just Rank: Rethinking Evaluation with Word and Sentence
-//! Similarities", ACL 2022) over any [`Embedder`].
+//! Similarities", ACL 2022) over any [`Embedder`](sage_core::Embedder).
 //!
 //! A positive pair (x, y) is scored by how y ranks among a large background set when every
 //! background item is compared with x: `rank = 1 + #{b ≠ x, y : sim(x, b) > sim(x, y)}` — ties

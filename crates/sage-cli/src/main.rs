@@ -95,7 +95,7 @@ enum Command {
     /// Tables and plots of a results folder (as `cargo xtask bench-all` writes it): writes
     /// report.md, summary.csv and a self-contained report.html into it.
     Report {
-        /// The results folder (<similarity>/<suite>/<task>.json).
+        /// The results folder (similarity/suite/task.json files).
         dir: PathBuf,
     },
     /// Compute an evaluation measure on line-oriented input and print one JSON object.

@@ -32,7 +32,7 @@ pub enum Task {
         /// Run seed (sampling, random pairs, perturbations).
         #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
         seed: u64,
-        /// WordNet 3.0 dict folder (default: <data root>/wordnet/dict).
+        /// WordNet 3.0 dict folder (default: wordnet/dict under the data root).
         #[arg(long)]
         wordnet: Option<PathBuf>,
         /// Data root (default: $SAGE_DATA_DIR).

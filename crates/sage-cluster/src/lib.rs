@@ -1,6 +1,6 @@
 //! # sage-cluster
 //!
-//! SAGE task 4, clustering (Goel et al. 2025, Appendix A.5), over any [`Similarity`].
+//! SAGE task 4, clustering (Goel et al. 2025, Appendix A.5), over any [`Similarity`](sage_core::Similarity).
 //!
 //! For each subset of a clustering set: the pairwise similarity matrix from the `Similarity`,
 //! distance = 1 − similarity, agglomerative clustering with **complete** linkage on those

@@ -26,7 +26,7 @@ pub enum DatasetKind {
     SummaryAxisRatings,
     /// [`crate::LabeledText`]: text, label (clustering).
     Clustering,
-    /// corpus.jsonl, queries.jsonl, qrels/<split>.tsv.
+    /// corpus.jsonl, queries.jsonl, `qrels/<split>.tsv`.
     Beir,
     /// [`crate::LabeledText`]: text, label (classification).
     Classification,

@@ -12,7 +12,7 @@ use crate::error::{config_error, file_error, Result};
 pub enum Pooling {
     /// Mean over the non-padding tokens of the last layer.
     Mean,
-    /// The first ([CLS]) token of the last layer.
+    /// The first (`[CLS]`) token of the last layer.
     Cls,
     /// Element-wise max over the non-padding tokens.
     Max,

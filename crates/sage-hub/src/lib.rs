@@ -6,7 +6,7 @@
 //! - [`HubSettings::from_env`] reads `HF_HUB_CACHE` (else `HF_HOME/hub`, else
 //!   `~/.cache/huggingface/hub`), `HF_HUB_OFFLINE`, `HF_ENDPOINT` and `HF_TOKEN` (else the
 //!   token file in `HF_HOME`).
-//! - [`get`] resolves one file of a repository **cache first**: a file already in the hub cache
+//! - [`HubSettings::get`] resolves one file of a repository **cache first**: a file already in the hub cache
 //!   (laid out as huggingface_hub writes it: `blobs/`, `snapshots/<commit>/`, `refs/<revision>`)
 //!   is used without touching the network; otherwise it is downloaded into that cache with
 //!   hf-hub, unless offline mode is on. hf-hub 0.5 has no offline mode of its own, so offline is

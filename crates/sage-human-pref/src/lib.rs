@@ -1,7 +1,7 @@
 //! # sage-human-pref
 //!
 //! SAGE task 1, human-preference alignment (Goel et al. 2025, Appendix A.2), over any
-//! [`Similarity`] — classical metric or embedding model; the task never learns which.
+//! [`Similarity`](sage_core::Similarity) — classical metric or embedding model; the task never learns which.
 //!
 //! Two sub-tasks, each scored in one `score_pairs` batch so batch-normalised measures (BM25's
 //! min–max) put every compared score on one scale:

@@ -1,6 +1,6 @@
 //! # sage-retrieval
 //!
-//! SAGE task 5, retrieval robustness (Goel et al. 2025, Appendix A.6), over any [`Similarity`]
+//! SAGE task 5, retrieval robustness (Goel et al. 2025, Appendix A.6), over any [`Similarity`](sage_core::Similarity)
 //! on any BEIR-format dataset.
 //!
 //! For each of the 18 perturbations of sage-perturb's [`retrieval_set`] (the 6 robustness
@@ -29,7 +29,7 @@
 //! pairs, each query keeping a top-10 heap: memory is O(corpus + chunk + queries × 10), never
 //! queries × corpus. Perturbed copies are made chunk by chunk, scored and dropped. In distractor
 //! mode the originals' top-10 is computed once and merged with each perturbation's copies.
-//! Scores come from [`Similarity::score_pairs_for_ranking`], comparable across chunks (raw BM25
+//! Scores come from [`Similarity::score_pairs_for_ranking`](sage_core::Similarity::score_pairs_for_ranking), comparable across chunks (raw BM25
 //! rather than its per-batch min–max). Each chunk is one batch, so an embedding model embeds each
 //! document text once per perturbation (queries once per chunk; a cached model reads them back).
 //! `max_docs` samples the corpus (seeded) keeping every document relevant to a kept query;

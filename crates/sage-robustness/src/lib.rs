@@ -1,7 +1,7 @@
 //! # sage-robustness
 //!
 //! SAGE task 2, transformation robustness (Goel et al. 2025, Appendix A.3), over any
-//! [`Similarity`].
+//! [`Similarity`](sage_core::Similarity).
 //!
 //! For each document: its similarity to each of the three superficial perturbations (random
 //! capitalisation 25%, every 10th character deleted, numerisation), to each of the three

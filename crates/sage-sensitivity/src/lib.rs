@@ -1,7 +1,7 @@
 //! # sage-sensitivity
 //!
 //! SAGE task 3, information sensitivity (Goel et al. 2025, Appendix A.4), over any
-//! [`Similarity`].
+//! [`Similarity`](sage_core::Similarity).
 //!
 //! Each document is truncated to its first 2,048 cl100k tokens (as the authors' code does; an
 //! option), then perturbed by sage-perturb's [`sensitivity_set`]:
