@@ -8,7 +8,7 @@
 //!   [`LabeledPair`], [`Beir`], ...). Malformed input is an error naming the file, the line and
 //!   what was wrong; rows with an empty text are counted and reported, and kept, dropped or
 //!   refused per [`EmptyTextPolicy`] — never silently.
-//! - [`sample`]: seeded, documented sampling; every result records a [`RowSelection`] (counts
+//! - [`sample`](mod@sample): seeded, documented sampling; every result records a [`RowSelection`] (counts
 //!   and a checksum of the rows used).
 //!
 //! - [`fetch()`]: `sage data fetch` — a registered dataset from the Hugging Face hub (through
