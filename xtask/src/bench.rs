@@ -96,10 +96,34 @@ struct PtebSuite {
     paraphraser: String,
     #[serde(default)]
     llm_model: String,
+    /// Requests a local GGUF paraphraser decodes together; 0: `sage`'s default for the device.
+    #[serde(default)]
+    llm_batch: usize,
+    /// How a local llama/qwen2 paraphraser's requests attend; absent: `sage`'s default for the
+    /// device.
+    #[serde(default)]
+    llm_attention: Option<LlmAttention>,
     runs: usize,
     max_rows: usize,
     #[serde(default)]
     datasets: Vec<String>,
+}
+
+/// `sage run pteb --llm-attention`.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum LlmAttention {
+    Pooled,
+    PerRequest,
+}
+
+impl LlmAttention {
+    fn flag_value(self) -> &'static str {
+        match self {
+            LlmAttention::Pooled => "pooled",
+            LlmAttention::PerRequest => "per-request",
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -579,6 +603,15 @@ fn plan(
                     if !config.pteb.llm_model.is_empty() {
                         args.extend(["--llm-model".into(), config.pteb.llm_model.clone()]);
                     }
+                    if let Some(n) = some(config.pteb.llm_batch) {
+                        args.extend(["--llm-batch".into(), n]);
+                    }
+                    if let Some(attention) = config.pteb.llm_attention {
+                        args.extend([
+                            "--llm-attention".into(),
+                            attention.flag_value().into(),
+                        ]);
+                    }
                     if let Some(n) = some(config.pteb.max_rows) {
                         args.extend(["--max-rows".into(), n]);
                     }
@@ -869,6 +902,18 @@ mod tests {
         let e = format!(
             "{:#}",
             Config::parse(
+                &DEFAULT_CONFIG.replace("[pteb]\n", "[pteb]\nllm_attention = \"pool\"\n"),
+                "my.toml"
+            )
+            .unwrap_err()
+        );
+        assert!(
+            e.contains("my.toml") && e.contains("pool") && e.contains("per-request"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            Config::parse(
                 &DEFAULT_CONFIG
                     .replace("datasets = {}", "datasets = { retrieval = [\"scifact\"] }"),
                 "my.toml"
@@ -903,6 +948,16 @@ mod tests {
         // the rest keeps its order: similarity by similarity
         assert_eq!(jobs[0].similarity.spec, "bm25");
         assert_eq!(jobs[first_pteb - 1].similarity.spec, "model-b");
+        // the paraphraser's settings are left to `sage` unless the configuration sets them
+        assert!(!jobs[first_pteb].args.iter().any(|a| a.starts_with("--llm-")));
+        config.pteb.llm_batch = 128;
+        config.pteb.llm_attention = Some(LlmAttention::PerRequest);
+        let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
+        let args = jobs.last().unwrap().args.join(" ");
+        assert!(
+            args.contains("--llm-batch 128 --llm-attention per-request"),
+            "{args}"
+        );
     }
 
     #[test]
