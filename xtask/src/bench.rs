@@ -949,7 +949,10 @@ mod tests {
         assert_eq!(jobs[0].similarity.spec, "bm25");
         assert_eq!(jobs[first_pteb - 1].similarity.spec, "model-b");
         // the paraphraser's settings are left to `sage` unless the configuration sets them
-        assert!(!jobs[first_pteb].args.iter().any(|a| a.starts_with("--llm-")));
+        assert!(!jobs[first_pteb]
+            .args
+            .iter()
+            .any(|a| a.starts_with("--llm-")));
         config.pteb.llm_batch = 128;
         config.pteb.llm_attention = Some(LlmAttention::PerRequest);
         let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
