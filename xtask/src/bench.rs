@@ -881,44 +881,23 @@ mod tests {
 
     #[test]
     fn bad_configurations_name_the_file_and_the_field() {
+        let error = |text: &str| format!("{:#}", Config::parse(text, "my.toml").unwrap_err());
+        // the top-level message alone names the file and the bad value
         let e = Config::parse(&DEFAULT_CONFIG.replace("\"bm25\"]", "\"bm42\"]"), "my.toml")
             .unwrap_err()
             .to_string();
         assert!(e.contains("my.toml") && e.contains("bm42"), "{e}");
-        let e = format!(
-            "{:#}",
-            Config::parse(
-                &DEFAULT_CONFIG.replace("seed = 1337", "seed = \"x\""),
-                "my.toml"
-            )
-            .unwrap_err()
-        );
+        let e = error(&DEFAULT_CONFIG.replace("seed = 1337", "seed = \"x\""));
         assert!(e.contains("my.toml") && e.contains("seed"), "{e}");
-        let e = format!(
-            "{:#}",
-            Config::parse(&format!("{DEFAULT_CONFIG}\nsurprise = 1\n"), "my.toml").unwrap_err()
-        );
+        let e = error(&format!("{DEFAULT_CONFIG}\nsurprise = 1\n"));
         assert!(e.contains("surprise"), "{e}");
-        let e = format!(
-            "{:#}",
-            Config::parse(
-                &DEFAULT_CONFIG.replace("[pteb]\n", "[pteb]\nllm_attention = \"pool\"\n"),
-                "my.toml"
-            )
-            .unwrap_err()
-        );
+        let e = error(&DEFAULT_CONFIG.replace("[pteb]\n", "[pteb]\nllm_attention = \"pool\"\n"));
         assert!(
             e.contains("my.toml") && e.contains("pool") && e.contains("per-request"),
             "{e}"
         );
-        let e = format!(
-            "{:#}",
-            Config::parse(
-                &DEFAULT_CONFIG
-                    .replace("datasets = {}", "datasets = { retrieval = [\"scifact\"] }"),
-                "my.toml"
-            )
-            .unwrap_err()
+        let e = error(
+            &DEFAULT_CONFIG.replace("datasets = {}", "datasets = { retrieval = [\"scifact\"] }"),
         );
         assert!(
             e.contains("sage.datasets.retrieval") && e.contains("name/split"),

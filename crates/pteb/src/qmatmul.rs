@@ -262,18 +262,13 @@ impl QuantMatrix {
 
     /// `x · selfᵀ` for `x` of shape `(n, k)`: `(n, rows)`.
     pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        self.forward_quantized(&Activations::quantize(x)?)
-    }
-
-    /// [`QuantMatrix::forward`] of activations already quantized.
-    pub(crate) fn forward_quantized(&self, x: &Activations) -> candle_core::Result<Tensor> {
-        let mut outputs = QuantMatrix::forward_all(&[self], x)?;
+        let mut outputs = QuantMatrix::forward_all(&[self], &Activations::quantize(x)?)?;
         Ok(outputs.pop().expect("one output per matrix"))
     }
 
-    /// [`QuantMatrix::forward_quantized`] of several matrices of the same width, in one
-    /// parallel pass (a token's decoding step is a few hundred small products, and each
-    /// parallel pass costs the workers a wake-up).
+    /// [`QuantMatrix::forward`] of several matrices of the same width on activations quantized
+    /// once, in one parallel pass (a token's decoding step is a few hundred small products, and
+    /// each parallel pass costs the workers a wake-up).
     pub(crate) fn forward_all(
         matrices: &[&QuantMatrix],
         x: &Activations,
