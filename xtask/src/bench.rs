@@ -96,9 +96,13 @@ struct PtebSuite {
     paraphraser: String,
     #[serde(default)]
     llm_model: String,
-    /// Requests a local GGUF paraphraser decodes together; 0: `sage`'s default for the device.
+    /// Requests a local GGUF paraphraser decodes together in each lane; 0: `sage`'s default for
+    /// the device.
     #[serde(default)]
     llm_batch: usize,
+    /// Decoding lanes of a local GGUF paraphraser; 0: `sage`'s default for the device.
+    #[serde(default)]
+    llm_lanes: usize,
     /// How a local llama/qwen2 paraphraser's requests attend; absent: `sage`'s default for the
     /// device.
     #[serde(default)]
@@ -606,6 +610,9 @@ fn plan(
                     if let Some(n) = some(config.pteb.llm_batch) {
                         args.extend(["--llm-batch".into(), n]);
                     }
+                    if let Some(n) = some(config.pteb.llm_lanes) {
+                        args.extend(["--llm-lanes".into(), n]);
+                    }
                     if let Some(attention) = config.pteb.llm_attention {
                         args.extend([
                             "--llm-attention".into(),
@@ -933,11 +940,12 @@ mod tests {
             .iter()
             .any(|a| a.starts_with("--llm-")));
         config.pteb.llm_batch = 128;
+        config.pteb.llm_lanes = 3;
         config.pteb.llm_attention = Some(LlmAttention::PerRequest);
         let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
         let args = jobs.last().unwrap().args.join(" ");
         assert!(
-            args.contains("--llm-batch 128 --llm-attention per-request"),
+            args.contains("--llm-batch 128 --llm-lanes 3 --llm-attention per-request"),
             "{args}"
         );
     }

@@ -33,10 +33,16 @@ pub struct PtebArgs {
     /// The model name a server is asked for (HTTP paraphraser or judge).
     #[arg(long)]
     llm_model: Option<String>,
-    /// Requests a local GGUF LLM decodes together (llama, qwen2); default 32 on the CPU, 256
-    /// with --cuda. Answers do not depend on it on the CPU.
+    /// Requests a local GGUF LLM decodes together in each decoding lane (llama, qwen2);
+    /// default 32 on the CPU, 256 with --cuda. Answers do not depend on it on the CPU.
     #[arg(long)]
     llm_batch: Option<usize>,
+    /// Decoding lanes of a local llama/qwen2 LLM with per-request attention: threads that each
+    /// decode their own requests single-threaded, from one shared queue; default one per worker
+    /// thread on the CPU (faster than splitting each step over the threads), 1 with --cuda.
+    /// Answers do not depend on it.
+    #[arg(long)]
+    llm_lanes: Option<usize>,
     /// How a local llama/qwen2 LLM's requests attend: "pooled" (keys in one preallocated
     /// pool, all requests in one batched product: the default with --cuda, where it saves a
     /// dozen kernel launches per request per layer; an answer then depends on its batch to
@@ -121,6 +127,10 @@ impl PtebArgs {
             .with_context(|| format!("loading the LLM {spec:?}"))?;
         let model = match self.llm_batch {
             Some(batch) => model.with_batch(batch),
+            None => model,
+        };
+        let model = match self.llm_lanes {
+            Some(lanes) => model.with_lanes(lanes),
             None => model,
         };
         Ok(Box::new(match self.llm_attention {
