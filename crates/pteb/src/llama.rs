@@ -20,10 +20,11 @@
 //!   so a request's answer is bit-for-bit the same whatever else shares its batch, and answers
 //!   stay a function of (model, seed, text), as the paraphrase cache assumes. The price is a
 //!   dozen small operations per sequence per layer. New keys and values are written in place
-//!   into room kept after the filled positions, and attention repeats the key/value heads for
-//!   the query heads that share them in one copy from those rows: growing the cache by
-//!   concatenation and then repeating it took two more copies of the whole cache per token
-//!   and layer.
+//!   into room kept after the filled positions, and on the CPU each query head's products
+//!   read its shared key/value head straight from those rows, through the same gemm calls
+//!   candle's matmul makes on a repeated copy ([`matmul_shared_heads`]): growing the cache by
+//!   concatenation and then repeating the heads took two copies of the whole cache per token
+//!   and layer (elsewhere the heads are still repeated, in one copy).
 //! - [`PackedDecoder::forward_pooled`] (the GPU default): keys and values live in one
 //!   preallocated [`KvPool`], written in place, and all decoding sequences attend in one
 //!   batched, masked product over the slots. A pass is then a fixed number of operations (on a
@@ -38,7 +39,7 @@
 use std::io::{Read, Seek};
 
 use candle_core::quantized::{gguf_file, QMatMul, QTensor};
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::{DType, Device, Module, Storage, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 use candle_transformers::utils::build_causal_mask;
 
@@ -406,17 +407,6 @@ impl PackedDecoder {
         Ok(logits)
     }
 
-    /// Keys or values `(1, n_kv_head, len, head_dim)` (a view of a cache) with each head
-    /// repeated for the query heads that share it: candle's `repeat_kv` in one copy, from the
-    /// cache's rows straight into the contiguous operand of attention.
-    fn repeat_heads(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let (_, n_kv, len, d) = x.dims4()?;
-        x.unsqueeze(2)?
-            .broadcast_as((1, n_kv, self.n_head / n_kv, len, d))?
-            .contiguous()?
-            .reshape((1, self.n_head, len, d))
-    }
-
     fn check_step(&self, tokens: &[u32], start: usize, limit: usize) -> candle_core::Result<()> {
         if tokens.is_empty() {
             candle_core::bail!("a sequence with no new token");
@@ -442,8 +432,13 @@ impl PackedDecoder {
         device: &Device,
     ) -> candle_core::Result<Tensor> {
         let len = q.dim(2)?;
-        let (k, v) = (self.repeat_heads(k)?, self.repeat_heads(v)?);
-        let scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
+        let cpu_f32 = device.is_cpu() && [q, k, v].iter().all(|t| t.dtype() == DType::F32);
+        let scores = if cpu_f32 {
+            matmul_shared_heads(q, k, true)?
+        } else {
+            q.matmul(&repeat_heads(k, self.n_head)?.t()?)?
+        };
+        let scores = (scores / (self.head_dim as f64).sqrt())?;
         let scores = if len > 1 {
             let mask = build_causal_mask(len, position, device)?;
             let mask = mask.broadcast_as(scores.shape())?;
@@ -452,7 +447,11 @@ impl PackedDecoder {
             scores
         };
         let weights = candle_nn::ops::softmax_last_dim(&scores)?;
-        let y = weights.matmul(&v)?;
+        let y = if cpu_f32 {
+            matmul_shared_heads(&weights, v, false)?
+        } else {
+            weights.matmul(&repeat_heads(v, self.n_head)?)?
+        };
         y.transpose(1, 2)?.reshape((len, self.hidden))
     }
 
@@ -769,6 +768,124 @@ impl KvPool {
     }
 }
 
+/// Keys or values `(1, n_kv_head, len, head_dim)` (a view of a cache) with each head repeated
+/// for the `n_head` query heads that share them: candle's `repeat_kv` in one copy, from the
+/// cache's rows straight into the contiguous operand of attention. Off the CPU only: there
+/// [`matmul_shared_heads`] reads the cache in place.
+fn repeat_heads(x: &Tensor, n_head: usize) -> candle_core::Result<Tensor> {
+    let (_, n_kv, len, d) = x.dims4()?;
+    x.unsqueeze(2)?
+        .broadcast_as((1, n_kv, n_head / n_kv, len, d))?
+        .contiguous()?
+        .reshape((1, n_head, len, d))
+}
+
+/// `lhs` `(1, n_head, m, k)` times, for each query head, the matrix of the key/value head
+/// it shares in `rhs` `(1, n_kv_head, rows, cols)` (a view of a cache; transposed when
+/// `transpose_rhs`), as `(1, n_head, m, n)`: what `lhs.matmul(&repeat_heads(rhs, n_head))` gives,
+/// bit for bit, without copying the cache. It makes gemm the calls candle's CPU matmul
+/// makes on the repeated copy (one per head, the same sizes, strides and threading): a
+/// stride-0 broadcast instead would make candle fold the heads into one product of more
+/// rows, whose kernel sums in another order.
+fn matmul_shared_heads(
+    lhs: &Tensor,
+    rhs: &Tensor,
+    transpose_rhs: bool,
+) -> candle_core::Result<Tensor> {
+    let (_, n_head, m, k) = lhs.dims4()?;
+    let (_, n_kv, rows, cols) = rhs.dims4()?;
+    let (rhs_k, n) = if transpose_rhs {
+        (cols, rows)
+    } else {
+        (rows, cols)
+    };
+    if n_kv == 0 || n_head % n_kv != 0 || rhs_k != k {
+        candle_core::bail!(
+            "attention operands {:?} and {:?} do not match",
+            lhs.dims(),
+            rhs.dims()
+        );
+    }
+    let (lhs_storage, lhs_layout) = lhs.storage_and_layout();
+    let (rhs_storage, rhs_layout) = rhs.storage_and_layout();
+    let (Storage::Cpu(lhs_cpu), Storage::Cpu(rhs_cpu)) = (&*lhs_storage, &*rhs_storage) else {
+        candle_core::bail!("matmul_shared_heads runs on the CPU only");
+    };
+    let (lhs_data, rhs_data) = (lhs_cpu.as_slice::<f32>()?, rhs_cpu.as_slice::<f32>()?);
+    let [_, lhs_head, lhs_rs, lhs_cs] = *lhs_layout.stride() else {
+        candle_core::bail!("a 4-d attention operand");
+    };
+    let [_, rhs_head, rhs_row, rhs_col] = *rhs_layout.stride() else {
+        candle_core::bail!("a 4-d attention operand");
+    };
+    let (rhs_rs, rhs_cs) = if transpose_rhs {
+        (rhs_col, rhs_row)
+    } else {
+        (rhs_row, rhs_col)
+    };
+    // the last element each operand's reads reach must lie inside its storage
+    let reach = |start: usize, extents: [(usize, usize); 3]| {
+        start
+            + extents
+                .iter()
+                .map(|&(n, s)| n.saturating_sub(1) * s)
+                .sum::<usize>()
+    };
+    let lhs_end = reach(
+        lhs_layout.start_offset(),
+        [(n_head, lhs_head), (m, lhs_rs), (k, lhs_cs)],
+    );
+    let rhs_end = reach(
+        rhs_layout.start_offset(),
+        [(n_kv, rhs_head), (k, rhs_rs), (n, rhs_cs)],
+    );
+    if m * n * k > 0 && (lhs_end >= lhs_data.len() || rhs_end >= rhs_data.len()) {
+        candle_core::bail!("an attention operand's view reaches past its storage");
+    }
+    let threads = candle_core::utils::get_num_threads();
+    let parallelism = if threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    let group = n_head / n_kv;
+    let mut dst = vec![0f32; n_head * m * n];
+    if m * n * k > 0 {
+        for (head, out) in dst.chunks_exact_mut(m * n).enumerate() {
+            let lhs_at = lhs_layout.start_offset() + head * lhs_head;
+            let rhs_at = rhs_layout.start_offset() + (head / group) * rhs_head;
+            // SAFETY: every index gemm reads is at most `lhs_end` / `rhs_end` (checked
+            // above to be inside the slices) and it writes the `m * n` elements of `out`
+            // with row stride n.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    out.as_mut_ptr(),
+                    1,
+                    n as isize,
+                    false,
+                    lhs_data.as_ptr().add(lhs_at),
+                    lhs_cs as isize,
+                    lhs_rs as isize,
+                    rhs_data.as_ptr().add(rhs_at),
+                    rhs_cs as isize,
+                    rhs_rs as isize,
+                    0f32,
+                    1f32,
+                    false,
+                    false,
+                    false,
+                    parallelism,
+                );
+            }
+        }
+    }
+    drop((lhs_storage, rhs_storage));
+    Tensor::from_vec(dst, (1, n_head, m, n), lhs.device())
+}
+
 #[cfg(test)]
 mod tests {
     use candle_core::quantized::{gguf_file::Value, GgmlDType};
@@ -886,6 +1003,46 @@ mod tests {
                 .unwrap();
             forward(&input, pos).unwrap()
         })
+    }
+
+    /// SmolLM2's heads (9 query heads over 3 key/value heads of 64), operands that are views
+    /// into a larger cache at several offsets, lengths across gemm's size thresholds: reading
+    /// the shared heads in place gives the bits of candle's matmul on the repeated copy.
+    #[test]
+    fn shared_heads_in_place_give_candles_bits_on_the_repeated_copy() {
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(5);
+        let mut random = |shape: &[usize]| {
+            let n: usize = shape.iter().product();
+            let values: Vec<f32> = (0..n).map(|_| rng.gen_range(-2.0f32..2.0)).collect();
+            Tensor::from_vec(values, shape, &Device::Cpu).unwrap()
+        };
+        let (n_head, n_kv, d, capacity) = (9, 3, 64, 300);
+        for &(m, len, skip) in &[
+            (1, 1, 0),
+            (1, 37, 3),
+            (5, 64, 1),
+            (40, 140, 0),
+            (1, 257, 17),
+        ] {
+            let cache = random(&[n_kv, capacity, d]);
+            // the filled rows of a cache, as `KvCache::append` returns them
+            let rows = cache.narrow(1, skip, len).unwrap().unsqueeze(0).unwrap();
+            let q = random(&[1, n_head, m, d]);
+            let scores = matmul_shared_heads(&q, &rows, true).unwrap();
+            let expected = q
+                .matmul(&repeat_heads(&rows, n_head).unwrap().t().unwrap())
+                .unwrap();
+            assert_eq!(row(&scores), row(&expected), "scores, m {m}, len {len}");
+            let weights = random(&[1, n_head, m, len]);
+            let mixed = matmul_shared_heads(&weights, &rows, false).unwrap();
+            let expected = weights
+                .matmul(&repeat_heads(&rows, n_head).unwrap())
+                .unwrap();
+            assert_eq!(row(&mixed), row(&expected), "values, m {m}, len {len}");
+        }
+        let q = random(&[1, 9, 1, 64]);
+        assert!(matmul_shared_heads(&q, &random(&[1, 2, 5, 64]), true).is_err());
+        assert!(matmul_shared_heads(&q, &random(&[1, 3, 5, 32]), true).is_err());
     }
 
     /// The prompt, then three decoded tokens, through candle's model and through ours alone.
