@@ -584,7 +584,7 @@ impl GgufChat {
             ));
         }
         let lanes = self.lanes().min(prompts.len()).max(1);
-        let work = Lane {
+        let work = LaneWork {
             decoder,
             prompts,
             samplings,
@@ -643,7 +643,7 @@ impl GgufChat {
 
     /// Takes requests from the shared queue until it is empty (or another lane failed) and
     /// decodes them, up to `max_batch` at a time.
-    fn decode_lane(&self, work: &Lane) -> Result<Vec<(usize, Completion)>> {
+    fn decode_lane(&self, work: &LaneWork) -> Result<Vec<(usize, Completion)>> {
         let outcome = self.decode_lane_inner(work);
         if outcome.is_err() {
             work.failed.store(true, Ordering::Relaxed);
@@ -651,8 +651,8 @@ impl GgufChat {
         outcome
     }
 
-    fn decode_lane_inner(&self, work: &Lane) -> Result<Vec<(usize, Completion)>> {
-        let Lane {
+    fn decode_lane_inner(&self, work: &LaneWork) -> Result<Vec<(usize, Completion)>> {
+        let LaneWork {
             decoder,
             prompts,
             samplings,
@@ -785,7 +785,7 @@ impl GgufChat {
 }
 
 /// The requests of one call, shared by its decoding lanes.
-struct Lane<'a> {
+struct LaneWork<'a> {
     decoder: &'a PackedDecoder,
     prompts: &'a [Vec<u32>],
     samplings: &'a [&'a Sampling],
