@@ -96,6 +96,38 @@ fn check_transformer(name: &str) {
     }
 }
 
+/// Texts that differ only past the model's window (256 tokens here) are one forward pass, and
+/// get the vector the first of them gets alone.
+#[test]
+fn texts_alike_within_the_window_are_encoded_once() {
+    let Some(dir) = model_dir("all-MiniLM-L6-v2") else {
+        return;
+    };
+    let model = SentenceTransformer::load(&local(&dir), TransformerOptions::default()).unwrap();
+    let long = "the committee met again on tuesday to discuss the budget ".repeat(40);
+    let texts = [
+        long.clone(),
+        format!("{long} and then it rained."),
+        "A short sentence of its own.".to_owned(),
+        format!("{long} Lorem ipsum dolor sit amet."),
+    ];
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = model.embed(&refs).unwrap();
+    assert_eq!(model.texts_encoded(), 2);
+    for i in [1, 3] {
+        assert_eq!(vectors.row(i), vectors.row(0), "text {i}");
+    }
+    assert_ne!(vectors.row(2), vectors.row(0));
+    let alone = model.embed(&[&texts[1]]).unwrap();
+    let diff = alone
+        .row(0)
+        .iter()
+        .zip(vectors.row(1))
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(diff < 1e-5, "alone vs merged: {diff}");
+}
+
 #[test]
 fn all_minilm_l6_v2_matches_sentence_transformers() {
     check_transformer("all-MiniLM-L6-v2");

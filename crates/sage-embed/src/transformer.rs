@@ -1,10 +1,12 @@
 //! Sentence-transformers models (BERT, MPNet) as an [`Embedder`].
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use ndarray::Array2;
+use ndarray::{Array2, Axis};
 use sage_core::{Embedder, EmbedderIdentity};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
@@ -50,6 +52,8 @@ pub struct SentenceTransformer {
     do_lower_case: bool,
     pad_id: u32,
     options: TransformerOptions,
+    /// Texts run through the encoder so far (after merging texts with the same token ids).
+    encoded: AtomicUsize,
 }
 
 fn device(cuda: bool) -> Result<Device> {
@@ -106,7 +110,13 @@ impl SentenceTransformer {
             do_lower_case: config.do_lower_case,
             pad_id: config.transformer.pad_token_id,
             options,
+            encoded: AtomicUsize::new(0),
         })
+    }
+
+    /// Texts run through the encoder so far: texts with the same token ids count once.
+    pub(crate) fn texts_encoded(&self) -> usize {
+        self.encoded.load(Ordering::Relaxed)
     }
 
     /// Token ids of each text (special tokens added, truncated at max_seq_length).
@@ -219,17 +229,35 @@ impl Embedder for SentenceTransformer {
         self.encoder.hidden_size()
     }
 
+    /// Texts whose token ids coincide once truncated at the model's window are encoded once:
+    /// the model cannot tell them apart. SAGE's sensitivity task is the case in point: a needle
+    /// inserted, or tokens cut, past the first max_seq_length tokens of a long document leaves
+    /// what the model reads unchanged, and at position 0 the filler alone fills the window.
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
         let ids = self.tokenize(texts)?;
-        let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
-        let mut out = Array2::zeros((texts.len(), self.dimension()));
+        let mut distinct: Vec<&Vec<u32>> = Vec::new();
+        let mut first: HashMap<&[u32], usize> = HashMap::new();
+        let row_of: Vec<usize> = ids
+            .iter()
+            .map(|row| {
+                *first.entry(row.as_slice()).or_insert_with(|| {
+                    distinct.push(row);
+                    distinct.len() - 1
+                })
+            })
+            .collect();
+        let lengths: Vec<usize> = distinct.iter().map(|row| row.len()).collect();
+        let mut vectors = Array2::zeros((distinct.len(), self.dimension()));
         for batch in plan_batches(&lengths, self.options.batch_tokens, self.options.max_batch) {
-            let rows: Vec<&Vec<u32>> = batch.iter().map(|&i| &ids[i]).collect();
+            let rows: Vec<&Vec<u32>> = batch.iter().map(|&i| distinct[i]).collect();
             for (&i, vector) in batch.iter().zip(self.embed_batch(&rows)?) {
-                out.row_mut(i).assign(&ndarray::ArrayView1::from(&vector));
+                vectors
+                    .row_mut(i)
+                    .assign(&ndarray::ArrayView1::from(&vector));
             }
         }
-        Ok(out)
+        self.encoded.fetch_add(distinct.len(), Ordering::Relaxed);
+        Ok(vectors.select(Axis(0), &row_of))
     }
 }
 
