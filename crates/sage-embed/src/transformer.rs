@@ -114,8 +114,9 @@ impl SentenceTransformer {
         })
     }
 
-    /// Texts run through the encoder so far: texts with the same token ids count once.
-    pub(crate) fn texts_encoded(&self) -> usize {
+    /// Texts this model has run through its encoder so far; texts of one `embed` call with the
+    /// same token ids (after truncation) count once.
+    pub fn texts_encoded(&self) -> usize {
         self.encoded.load(Ordering::Relaxed)
     }
 
