@@ -121,9 +121,9 @@ fn fix_thread_count() {
 /// most 32 MiB) with fresh pages from the kernel and unmaps them when freed, so a transformer's
 /// activations (a batch of 8,192 tokens through a 3,072-wide layer is 100 MB) page-fault in
 /// anew at every layer: 10 million faults and 16% of the wall time embedding long documents
-/// with all-mpnet-base-v2 (SAGE sensitivity, one document: 44.4 s, heap-only 37.4 s, same peak
-/// memory). With mmap off and trimming off, freed buffers are reused. Left alone when the user
-/// tunes glibc's allocator through its own variables.
+/// with all-mpnet-base-v2 (SAGE sensitivity, one document per dataset: 44.4 s, heap-only 37.4 s,
+/// same peak memory). With mmap off and trimming off, freed buffers are reused. Left alone when
+/// the user tunes glibc's allocator through its own variables.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn keep_large_buffers_in_the_heap() {
     let tuned = [
