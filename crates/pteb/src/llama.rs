@@ -882,7 +882,6 @@ fn matmul_shared_heads(
             }
         }
     }
-    drop((lhs_storage, rhs_storage));
     Tensor::from_vec(dst, (1, n_head, m, n), lhs.device())
 }
 

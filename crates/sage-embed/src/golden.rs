@@ -60,6 +60,17 @@ fn local(dir: &Path) -> ResolvedModel {
     resolve_model(dir.to_str().unwrap(), &ResolveOptions::default()).unwrap()
 }
 
+/// The largest absolute difference between two vectors, element by element.
+fn max_abs_difference<'a>(
+    a: impl IntoIterator<Item = &'a f32>,
+    b: impl IntoIterator<Item = &'a f32>,
+) -> f32 {
+    a.into_iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max)
+}
+
 fn assert_matches(got: &Array2<f32>, want: &[Vec<f32>], what: &str, texts: &[String]) {
     assert_eq!(got.nrows(), want.len());
     for (i, w) in want.iter().enumerate() {
@@ -83,12 +94,7 @@ fn check_transformer(name: &str) {
     // batch result == single-text result
     for (i, text) in refs.iter().enumerate() {
         let single = model.embed(&[text]).unwrap();
-        let diff = single
-            .row(0)
-            .iter()
-            .zip(batch.row(i))
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
+        let diff = max_abs_difference(single.row(0), batch.row(i));
         assert!(
             diff < 1e-5,
             "{name}: sentence {i} differs alone vs in a batch by {diff}"
@@ -119,12 +125,7 @@ fn texts_alike_within_the_window_are_encoded_once() {
     }
     assert_ne!(vectors.row(2), vectors.row(0));
     let alone = model.embed(&[&texts[1]]).unwrap();
-    let diff = alone
-        .row(0)
-        .iter()
-        .zip(vectors.row(1))
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
+    let diff = max_abs_difference(alone.row(0), vectors.row(1));
     assert!(diff < 1e-5, "alone vs merged: {diff}");
 }
 
@@ -199,11 +200,7 @@ fn encoder_equals_candle_transformers_bert() {
             if m == 1 {
                 let a: Vec<f32> = ours.get(b).unwrap().get(t).unwrap().to_vec1().unwrap();
                 let c: Vec<f32> = theirs.get(b).unwrap().get(t).unwrap().to_vec1().unwrap();
-                let diff = a
-                    .iter()
-                    .zip(&c)
-                    .map(|(x, y)| (x - y).abs())
-                    .fold(0f32, f32::max);
+                let diff = max_abs_difference(&a, &c);
                 assert!(diff < 1e-4, "position ({b}, {t}) differs by {diff}");
             }
         }
