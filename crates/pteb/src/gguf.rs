@@ -446,8 +446,12 @@ impl ChatModel for GgufChat {
 
     fn batch_hint(&self) -> usize {
         match self.model {
-            // enough requests per call that the batch stays full while the slowest finish
-            Model::Packed(_) => self.max_batch * self.lanes() * 4,
+            // Enough requests per call that the batch stays full while the slowest finish, and
+            // that the retries of a call's rejected answers (about one in fifteen, asked for
+            // together after it) fill batches too: the last retry rounds hold a request or
+            // two, a lane's whole step for one answer. 16 batches per lane rather than 4: 512
+            // STS-B texts on 2 cores 47.1 → 43.7 s, the same answers.
+            Model::Packed(_) => self.max_batch * self.lanes() * 16,
             Model::Gemma3(_) => rayon::current_num_threads() * 4,
         }
     }
