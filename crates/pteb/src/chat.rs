@@ -81,6 +81,21 @@ pub trait ChatModel: Send + Sync {
             .collect()
     }
 
+    /// The completions of several requests, each asked again while `retry` says so: when
+    /// attempt `k` (from 0) of request `i` answers `c`, `retry(i, k, &c)` gives the sampling of
+    /// attempt `k + 1` (same messages), or `None` to keep `c`. Returns, per request in order,
+    /// the attempt kept and its completion, each attempt being what [`ChatModel::complete`]
+    /// answers for it. The default asks in rounds (every first attempt, then every second
+    /// one...); the local GGUF model overrides it to start each retry as soon as it is
+    /// decided, in the batch still running.
+    fn complete_retrying(
+        &self,
+        requests: &[(&[ChatMessage], &Sampling)],
+        retry: &Retry,
+    ) -> Result<Vec<(u32, Completion)>> {
+        complete_in_rounds(self, requests, retry)
+    }
+
     /// How many requests to hand [`ChatModel::complete_batch`] at once to keep the backend
     /// busy. Callers save results between calls, so a killed run loses at most one call's work.
     fn batch_hint(&self) -> usize {
@@ -92,4 +107,44 @@ pub trait ChatModel: Send + Sync {
     fn prepare(&self, _examples: [&[ChatMessage]; 2]) -> Result<()> {
         Ok(())
     }
+}
+
+/// The rule of [`ChatModel::complete_retrying`]: `(request, attempt, completion)` to the
+/// sampling of the next attempt, or `None` to keep the completion.
+pub type Retry<'a> = dyn Fn(usize, u32, &Completion) -> Option<Sampling> + Sync + 'a;
+
+/// [`ChatModel::complete_retrying`] in rounds of [`ChatModel::complete_batch`]: round `k`
+/// holds attempt `k` of every request still open.
+pub(crate) fn complete_in_rounds<M: ChatModel + ?Sized>(
+    model: &M,
+    requests: &[(&[ChatMessage], &Sampling)],
+    retry: &Retry,
+) -> Result<Vec<(u32, Completion)>> {
+    let mut kept: Vec<Option<(u32, Completion)>> = vec![None; requests.len()];
+    let mut open: Vec<(usize, Sampling)> = requests
+        .iter()
+        .enumerate()
+        .map(|(i, (_, sampling))| (i, (*sampling).clone()))
+        .collect();
+    let mut attempt = 0u32;
+    while !open.is_empty() {
+        let round: Vec<(&[ChatMessage], &Sampling)> = open
+            .iter()
+            .map(|(i, sampling)| (requests[*i].0, sampling))
+            .collect();
+        let completions = model.complete_batch(&round)?;
+        let mut next = Vec::new();
+        for ((i, _), completion) in open.iter().zip(completions) {
+            match retry(*i, attempt, &completion) {
+                Some(sampling) => next.push((*i, sampling)),
+                None => kept[*i] = Some((attempt, completion)),
+            }
+        }
+        open = next;
+        attempt += 1;
+    }
+    Ok(kept
+        .into_iter()
+        .map(|k| k.expect("every request ends with a kept attempt"))
+        .collect())
 }

@@ -26,7 +26,7 @@ use sage_core::{ExperimentRng, RunSeed};
 use sha2::{Digest, Sha256};
 use tokenizers::Tokenizer;
 
-use crate::chat::{ChatMessage, ChatModel, Completion, Sampling};
+use crate::chat::{complete_in_rounds, ChatMessage, ChatModel, Completion, Retry, Sampling};
 use crate::llama::{KvCache, PackedDecoder};
 use crate::{PtebError, Result};
 
@@ -406,14 +406,12 @@ impl ChatModel for GgufChat {
     }
 
     fn complete_batch(&self, requests: &[(&[ChatMessage], &Sampling)]) -> Result<Vec<Completion>> {
-        let prompts: Vec<Vec<u32>> = requests
-            .iter()
-            .map(|(messages, _)| self.tokenize(&self.render(messages)?))
-            .collect::<Result<_>>()?;
+        let prompts = self.prompts(requests)?;
         match &self.model {
             Model::Packed(decoder) => {
                 let samplings: Vec<&Sampling> = requests.iter().map(|(_, s)| *s).collect();
-                self.generate_packed(decoder, &prompts, &samplings)
+                let kept = self.generate_packed(decoder, &prompts, &samplings, None)?;
+                Ok(kept.into_iter().map(|(_, completion)| completion).collect())
             }
             Model::Gemma3(weights) => prompts
                 .par_iter()
@@ -444,13 +442,27 @@ impl ChatModel for GgufChat {
         }
     }
 
+    fn complete_retrying(
+        &self,
+        requests: &[(&[ChatMessage], &Sampling)],
+        retry: &Retry,
+    ) -> Result<Vec<(u32, Completion)>> {
+        match &self.model {
+            Model::Packed(decoder) => {
+                let prompts = self.prompts(requests)?;
+                let samplings: Vec<&Sampling> = requests.iter().map(|(_, s)| *s).collect();
+                self.generate_packed(decoder, &prompts, &samplings, Some(retry))
+            }
+            Model::Gemma3(_) => complete_in_rounds(self, requests, retry),
+        }
+    }
+
     fn batch_hint(&self) -> usize {
         match self.model {
-            // Enough requests per call that the batch stays full while the slowest finish, and
-            // that the retries of a call's rejected answers (about one in fifteen, asked for
-            // together after it) fill batches too: the last retry rounds hold a request or
-            // two, a lane's whole step for one answer. 16 batches per lane rather than 4: 512
-            // STS-B texts on 2 cores 47.1 → 43.7 s, the same answers.
+            // Enough requests per call that the batches stay full while the slowest (and their
+            // retries) finish: a call ends with its lanes' batches running down to one answer.
+            // 16 batches per lane rather than 4: 512 STS-B texts on 2 cores 43.6 → 41.0 s
+            // (retries joining the running batches), the same answers.
             Model::Packed(_) => self.max_batch * self.lanes() * 16,
             Model::Gemma3(_) => rayon::current_num_threads() * 4,
         }
@@ -467,20 +479,20 @@ enum Step {
 
 /// One request's answer as it is sampled: its own random stream, the tokens so far and the
 /// rules that end it (an end-of-turn token, a stop string, the token limit).
-struct Answer<'a> {
-    sampling: &'a Sampling,
+struct Answer {
+    sampling: Sampling,
     rng: ExperimentRng,
     generated: Vec<u32>,
 }
 
-impl<'a> Answer<'a> {
-    fn new(prompt: &[u32], sampling: &'a Sampling) -> Answer<'a> {
+impl Answer {
+    fn new(prompt: &[u32], sampling: &Sampling) -> Answer {
         // the prompt is mixed into the stream so that texts sharing a seed do not share draws
         let prompt_hash = prompt.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &t| {
             (h ^ u64::from(t)).wrapping_mul(0x0000_0100_0000_01b3)
         });
         Answer {
-            sampling,
+            sampling: sampling.clone(),
             rng: RunSeed(sampling.seed).rng_for_item("pteb/gguf-sampler", prompt_hash),
             generated: Vec::new(),
         }
@@ -494,14 +506,18 @@ impl<'a> Answer<'a> {
 
     /// Takes the logits after the last token run and samples the next one.
     fn advance(&mut self, chat: &GgufChat, logits: &[f32]) -> Result<Step> {
-        let sampling = self.sampling;
-        if self.generated.len() >= sampling.max_tokens {
+        if self.generated.len() >= self.sampling.max_tokens {
             return Ok(Step::Done(Completion {
                 text: self.decode(chat)?,
                 truncated: true,
             }));
         }
-        let next = sample_top_p(logits, sampling.temperature, sampling.top_p, &mut self.rng);
+        let next = sample_top_p(
+            logits,
+            self.sampling.temperature,
+            self.sampling.top_p,
+            &mut self.rng,
+        );
         if chat.stop_ids.contains(&next) {
             return Ok(Step::Done(Completion {
                 text: self.decode(chat)?,
@@ -509,10 +525,11 @@ impl<'a> Answer<'a> {
             }));
         }
         self.generated.push(next);
-        if !sampling.stop.is_empty() {
+        if !self.sampling.stop.is_empty() {
             let text = self.decode(chat)?;
             // a stop right after a lead-in ("Here is the paraphrase:") is not the end yet
-            let stop_at = sampling
+            let stop_at = self
+                .sampling
                 .stop
                 .iter()
                 .filter_map(|s| text.find(s.as_str()))
@@ -528,7 +545,7 @@ impl<'a> Answer<'a> {
                 }));
             }
         }
-        if self.generated.len() == sampling.max_tokens {
+        if self.generated.len() == self.sampling.max_tokens {
             return Ok(Step::Done(Completion {
                 text: self.decode(chat)?,
                 truncated: true,
@@ -556,23 +573,36 @@ impl Held {
 }
 
 /// A request being decoded by the packed decoder.
-struct Running<'a> {
+struct Running {
     request: usize,
+    /// Which attempt at the request (from 0; see [`ChatModel::complete_retrying`]).
+    attempt: u32,
     held: Held,
     /// Tokens to run in the next pass: the prompt (after the shared prefix), then one token.
     feed: Vec<u32>,
-    answer: Answer<'a>,
+    answer: Answer,
 }
 
 impl GgufChat {
+    /// The requests' prompts rendered by the chat template and tokenized.
+    fn prompts(&self, requests: &[(&[ChatMessage], &Sampling)]) -> Result<Vec<Vec<u32>>> {
+        requests
+            .iter()
+            .map(|(messages, _)| self.tokenize(&self.render(messages)?))
+            .collect()
+    }
+
     /// Decodes the requests, `max_batch` at a time in each decoding lane; a finished request's
-    /// place goes to the next one at once.
+    /// place goes to the next one at once, and a retry `retry` asks for (the same prompt,
+    /// another sampling) joins the queue as soon as it is decided, ahead of the requests not
+    /// started yet. Returns each request's kept attempt and its completion.
     fn generate_packed(
         &self,
         decoder: &PackedDecoder,
         prompts: &[Vec<u32>],
         samplings: &[&Sampling],
-    ) -> Result<Vec<Completion>> {
+        retry: Option<&Retry>,
+    ) -> Result<Vec<(u32, Completion)>> {
         let prefix = match &*self.prefix.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(Prefix::Packed(tokens, cache)) => Some((tokens.clone(), cache.clone())),
             _ => None,
@@ -596,31 +626,34 @@ impl GgufChat {
             // a short call is spread evenly rather than filling the first lane
             batch: self.max_batch.min(prompts.len().div_ceil(lanes)),
             next: AtomicUsize::new(0),
+            retries: Mutex::new(Vec::new()),
+            retry,
             failed: AtomicBool::new(false),
         };
-        let finished: Vec<(usize, Completion)> = if lanes == 1 {
+        let finished: Vec<(usize, u32, Completion)> = if lanes == 1 {
             self.decode_lane(&work)?
         } else {
             let pools = self.lane_pools()?;
-            let outcomes: Vec<Result<Vec<(usize, Completion)>>> = std::thread::scope(|scope| {
-                let running: Vec<_> = pools[..lanes]
-                    .iter()
-                    .map(|pool| scope.spawn(|| pool.install(|| self.decode_lane(&work))))
-                    .collect();
-                running
-                    .into_iter()
-                    .map(|lane| lane.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect()
-            });
+            let outcomes: Vec<Result<Vec<(usize, u32, Completion)>>> =
+                std::thread::scope(|scope| {
+                    let running: Vec<_> = pools[..lanes]
+                        .iter()
+                        .map(|pool| scope.spawn(|| pool.install(|| self.decode_lane(&work))))
+                        .collect();
+                    running
+                        .into_iter()
+                        .map(|lane| lane.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                        .collect()
+                });
             let mut finished = Vec::with_capacity(prompts.len());
             for outcome in outcomes {
                 finished.extend(outcome?);
             }
             finished
         };
-        let mut done: Vec<Option<Completion>> = vec![None; prompts.len()];
-        for (request, completion) in finished {
-            done[request] = Some(completion);
+        let mut done: Vec<Option<(u32, Completion)>> = vec![None; prompts.len()];
+        for (request, attempt, completion) in finished {
+            done[request] = Some((attempt, completion));
         }
         Ok(done
             .into_iter()
@@ -647,7 +680,7 @@ impl GgufChat {
 
     /// Takes requests from the shared queue until it is empty (or another lane failed) and
     /// decodes them, up to `max_batch` at a time.
-    fn decode_lane(&self, work: &LaneWork) -> Result<Vec<(usize, Completion)>> {
+    fn decode_lane(&self, work: &LaneWork) -> Result<Vec<(usize, u32, Completion)>> {
         let outcome = self.decode_lane_inner(work);
         if outcome.is_err() {
             work.failed.store(true, Ordering::Relaxed);
@@ -655,13 +688,14 @@ impl GgufChat {
         outcome
     }
 
-    fn decode_lane_inner(&self, work: &LaneWork) -> Result<Vec<(usize, Completion)>> {
+    fn decode_lane_inner(&self, work: &LaneWork) -> Result<Vec<(usize, u32, Completion)>> {
         let LaneWork {
             decoder,
             prompts,
             samplings,
             prefix,
             mut batch,
+            retry,
             ..
         } = *work;
         let fail = |e: candle_core::Error| gguf_error(&self.file, e);
@@ -692,10 +726,24 @@ impl GgufChat {
                 return Ok(done);
             }
             while running.len() < batch {
-                let request = work.next.fetch_add(1, Ordering::Relaxed);
-                if request >= prompts.len() {
-                    break;
-                }
+                // retries first: they hold back the end of the call
+                let retried = work.retries.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                let (request, attempt, answer) = match retried {
+                    Some((request, attempt, sampling)) => {
+                        (request, attempt, Answer::new(&prompts[request], &sampling))
+                    }
+                    None => {
+                        let request = work.next.fetch_add(1, Ordering::Relaxed);
+                        if request >= prompts.len() {
+                            break;
+                        }
+                        (
+                            request,
+                            0,
+                            Answer::new(&prompts[request], samplings[request]),
+                        )
+                    }
+                };
                 let prompt = &prompts[request];
                 let shared = match prefix {
                     Some((tokens, cache)) if extends(prompt, tokens) => Some(cache),
@@ -713,9 +761,10 @@ impl GgufChat {
                 };
                 running.push(Running {
                     request,
+                    attempt,
                     feed: prompt[held.len()..].to_vec(),
                     held,
-                    answer: Answer::new(prompt, samplings[request]),
+                    answer,
                 });
             }
             if running.is_empty() {
@@ -779,7 +828,14 @@ impl GgufChat {
                         if let Held::Slot(slot, _) = r.held {
                             free_slots.push(slot);
                         }
-                        done.push((r.request, completion));
+                        match retry.and_then(|retry| retry(r.request, r.attempt, &completion)) {
+                            Some(sampling) => work
+                                .retries
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push((r.request, r.attempt + 1, sampling)),
+                            None => done.push((r.request, r.attempt, completion)),
+                        }
                     }
                 }
             }
@@ -798,6 +854,11 @@ struct LaneWork<'a> {
     batch: usize,
     /// The next request no lane has taken.
     next: AtomicUsize,
+    /// Retries decided and not started: (request, attempt, sampling). A lane finishing a
+    /// request keeps going while any wait, so none is left behind.
+    retries: Mutex<Vec<(usize, u32, Sampling)>>,
+    /// When to ask again ([`ChatModel::complete_retrying`]); never when `None`.
+    retry: Option<&'a Retry<'a>>,
     /// Set by a lane that failed: the others stop.
     failed: AtomicBool,
 }

@@ -42,7 +42,7 @@ mod qmatmul;
 mod tasks;
 
 pub use cache::{default_cache_path, request_key, ParaphraseCache};
-pub use chat::{ChatMessage, ChatModel, Completion, Sampling};
+pub use chat::{ChatMessage, ChatModel, Completion, Retry, Sampling};
 pub use evaluate::{
     compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Pooled,
     Progress, PtebReport, RunResult, Silent, DEFAULT_DATASETS,

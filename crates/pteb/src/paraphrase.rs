@@ -148,9 +148,10 @@ impl Paraphraser {
 
     /// Paraphrases every distinct text of `texts` with `seed` (cache first); returns one
     /// paraphrase per input text, in input order. Texts go to the model
-    /// [`ChatModel::batch_hint`] at a time, first attempts together, then the retries of the
-    /// rejected ones, and each group is cached before the next: a killed run loses one group
-    /// at most. `progress` is called with the number of distinct texts done after each.
+    /// [`ChatModel::batch_hint`] at a time, a rejected answer's retry asked for as soon as it
+    /// is rejected ([`ChatModel::complete_retrying`]), and each group is cached before the
+    /// next: a killed run loses one group at most. `progress` is called with the number of
+    /// distinct texts done after each.
     pub fn paraphrase_all(
         &self,
         texts: &[&str],
@@ -187,36 +188,36 @@ impl Paraphraser {
             self.model
                 .prepare([&p.messages(PROBES[0]), &p.messages(PROBES[1])])?;
         }
+        let max_attempts = self.settings.max_attempts;
         for group in missing.chunks(self.model.batch_hint().max(1)) {
             let attempts: Vec<Attempts> = group
                 .iter()
                 .map(|text| Attempts::new(self, text, seed))
                 .collect::<Result<_>>()?;
-            let mut open: Vec<usize> = (0..group.len()).collect();
-            let mut finished: Vec<Option<Paraphrase>> = vec![None; group.len()];
-            for k in 0..self.settings.max_attempts {
-                if open.is_empty() {
-                    break;
-                }
-                let samplings: Vec<Sampling> =
-                    open.iter().map(|&i| attempts[i].sampling(k)).collect();
-                let requests: Vec<(&[ChatMessage], &Sampling)> = open
+            let kept: Vec<Option<(u32, Completion)>> = if max_attempts == 0 {
+                vec![None; group.len()]
+            } else {
+                let first: Vec<Sampling> = attempts.iter().map(|a| a.sampling(0)).collect();
+                let requests: Vec<(&[ChatMessage], &Sampling)> = attempts
                     .iter()
-                    .zip(&samplings)
-                    .map(|(&i, s)| (attempts[i].messages.as_slice(), s))
+                    .zip(&first)
+                    .map(|(a, s)| (a.messages.as_slice(), s))
                     .collect();
-                let completions = self.model.complete_batch(&requests)?;
-                let mut still_open = Vec::new();
-                for (&i, completion) in open.iter().zip(&completions) {
-                    match attempts[i].accept(completion) {
-                        Some(answer) => finished[i] = Some(attempts[i].success(answer, k)),
-                        None => still_open.push(i),
-                    }
-                }
-                open = still_open;
-            }
-            for ((&text, attempt), outcome) in group.iter().zip(&attempts).zip(finished) {
-                let outcome = outcome.unwrap_or_else(|| attempt.fallback());
+                let retry = |i: usize, k: u32, completion: &Completion| {
+                    let attempt = &attempts[i];
+                    (attempt.accept(completion).is_none() && k + 1 < max_attempts)
+                        .then(|| attempt.sampling(k + 1))
+                };
+                let kept = self.model.complete_retrying(&requests, &retry)?;
+                kept.into_iter().map(Some).collect()
+            };
+            for ((&text, attempt), kept) in group.iter().zip(&attempts).zip(kept) {
+                let answer = kept.and_then(|(k, c)| attempt.accept(&c).map(|a| (a, k)));
+                // always too long (or cut at max_tokens): every attempt, then the original
+                let outcome = match answer {
+                    Some((answer, k)) => attempt.success(answer, k),
+                    None => attempt.fallback(),
+                };
                 if let Some(c) = &self.cache {
                     c.put(&self.key(seed, text), &outcome)?;
                 }

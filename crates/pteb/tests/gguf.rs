@@ -142,6 +142,48 @@ fn requests_decoded_together_answer_as_each_alone() {
 }
 
 #[test]
+fn retries_join_the_running_batches_and_answer_as_each_asked_alone() {
+    let messages = paraphrase_prompts(&VARIED_TEXTS[..5]);
+    let sampling = |i: usize, k: u32| Sampling {
+        temperature: 0.8,
+        top_p: 0.9,
+        max_tokens: 10 + 3 * i,
+        seed: 1337 + 10 * i as u64 + u64::from(k),
+        stop: vec![],
+    };
+    // an arbitrary rule that rejects about two answers in three, at most three attempts
+    let retry = |i: usize, k: u32, c: &pteb::Completion| {
+        (!c.text.chars().count().is_multiple_of(3) && k < 2).then(|| sampling(i, k + 1))
+    };
+    let single = smollm2().with_lanes(1);
+    single.prepare([&messages[0], &messages[1]]).unwrap();
+    let alone: Vec<(u32, pteb::Completion)> = (0..messages.len())
+        .map(|i| {
+            let mut k = 0;
+            loop {
+                let c = single.complete(&messages[i], &sampling(i, k)).unwrap();
+                match retry(i, k, &c) {
+                    Some(_) => k += 1,
+                    None => return (k, c),
+                }
+            }
+        })
+        .collect();
+    assert!(
+        alone.iter().any(|(k, _)| *k > 0),
+        "no retry to test: {alone:?}"
+    );
+    let first: Vec<Sampling> = (0..messages.len()).map(|i| sampling(i, 0)).collect();
+    let requests = paired(&messages, &first);
+    for (lanes, batch) in [(1, 2), (2, 2)] {
+        let model = smollm2().with_lanes(lanes).with_batch(batch);
+        model.prepare([&messages[0], &messages[1]]).unwrap();
+        let streamed = model.complete_retrying(&requests, &retry).unwrap();
+        assert_eq!(streamed, alone, "{lanes} lanes of {batch}");
+    }
+}
+
+#[test]
 fn pooled_attention_decodes_what_per_request_attention_decodes() {
     // Greedy answers: the pooled pass rounds differently in its last bits, which sampling at
     // a temperature would amplify, but the argmax of these prompts holds.
