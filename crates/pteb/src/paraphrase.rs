@@ -134,16 +134,41 @@ impl Paraphraser {
 
     /// Paraphrases one text with `seed`, without the cache.
     pub fn paraphrase_one(&self, text: &str, seed: u64) -> Result<Paraphrase> {
-        let attempt = Attempts::new(self, text, seed)?;
-        for k in 0..self.settings.max_attempts {
-            let completion = self
-                .model
-                .complete(&attempt.messages, &attempt.sampling(k))?;
-            if let Some(answer) = attempt.accept(&completion) {
-                return Ok(attempt.success(answer, k));
-            }
+        let mut outcomes = self.paraphrase_group(&[Attempts::new(self, text, seed)?])?;
+        Ok(outcomes.pop().expect("one outcome per text"))
+    }
+
+    /// The outcome of each text's attempts: its first accepted answer, or the original once
+    /// every attempt was rejected. A rejected answer's retry is asked for as soon as it is
+    /// rejected ([`ChatModel::complete_retrying`]).
+    fn paraphrase_group(&self, attempts: &[Attempts]) -> Result<Vec<Paraphrase>> {
+        let max_attempts = self.settings.max_attempts;
+        if max_attempts == 0 {
+            return Ok(attempts.iter().map(Attempts::fallback).collect());
         }
-        Ok(attempt.fallback())
+        let first: Vec<Sampling> = attempts.iter().map(|a| a.sampling(0)).collect();
+        let requests: Vec<(&[ChatMessage], &Sampling)> = attempts
+            .iter()
+            .zip(&first)
+            .map(|(a, s)| (a.messages.as_slice(), s))
+            .collect();
+        let retry = |i: usize, k: u32, completion: &Completion| {
+            let attempt = &attempts[i];
+            (attempt.accept(completion).is_none() && k + 1 < max_attempts)
+                .then(|| attempt.sampling(k + 1))
+        };
+        let kept = self.model.complete_retrying(&requests, &retry)?;
+        Ok(attempts
+            .iter()
+            .zip(kept)
+            .map(
+                |(attempt, (k, completion))| match attempt.accept(&completion) {
+                    Some(answer) => attempt.success(answer, k),
+                    // always too long (or cut at max_tokens): every attempt, then the original
+                    None => attempt.fallback(),
+                },
+            )
+            .collect())
     }
 
     /// Paraphrases every distinct text of `texts` with `seed` (cache first); returns one
@@ -188,36 +213,12 @@ impl Paraphraser {
             self.model
                 .prepare([&p.messages(PROBES[0]), &p.messages(PROBES[1])])?;
         }
-        let max_attempts = self.settings.max_attempts;
         for group in missing.chunks(self.model.batch_hint().max(1)) {
             let attempts: Vec<Attempts> = group
                 .iter()
                 .map(|text| Attempts::new(self, text, seed))
                 .collect::<Result<_>>()?;
-            let kept: Vec<Option<(u32, Completion)>> = if max_attempts == 0 {
-                vec![None; group.len()]
-            } else {
-                let first: Vec<Sampling> = attempts.iter().map(|a| a.sampling(0)).collect();
-                let requests: Vec<(&[ChatMessage], &Sampling)> = attempts
-                    .iter()
-                    .zip(&first)
-                    .map(|(a, s)| (a.messages.as_slice(), s))
-                    .collect();
-                let retry = |i: usize, k: u32, completion: &Completion| {
-                    let attempt = &attempts[i];
-                    (attempt.accept(completion).is_none() && k + 1 < max_attempts)
-                        .then(|| attempt.sampling(k + 1))
-                };
-                let kept = self.model.complete_retrying(&requests, &retry)?;
-                kept.into_iter().map(Some).collect()
-            };
-            for ((&text, attempt), kept) in group.iter().zip(&attempts).zip(kept) {
-                let answer = kept.and_then(|(k, c)| attempt.accept(&c).map(|a| (a, k)));
-                // always too long (or cut at max_tokens): every attempt, then the original
-                let outcome = match answer {
-                    Some((answer, k)) => attempt.success(answer, k),
-                    None => attempt.fallback(),
-                };
+            for (&text, outcome) in group.iter().zip(self.paraphrase_group(&attempts)?) {
                 if let Some(c) = &self.cache {
                     c.put(&self.key(seed, text), &outcome)?;
                 }
