@@ -406,14 +406,13 @@ impl ChatModel for GgufChat {
     }
 
     fn complete_batch(&self, requests: &[(&[ChatMessage], &Sampling)]) -> Result<Vec<Completion>> {
-        let prompts = self.prompts(requests)?;
         match &self.model {
             Model::Packed(decoder) => {
-                let samplings: Vec<&Sampling> = requests.iter().map(|(_, s)| *s).collect();
-                let kept = self.generate_packed(decoder, &prompts, &samplings, None)?;
+                let kept = self.generate_packed(decoder, requests, None)?;
                 Ok(kept.into_iter().map(|(_, completion)| completion).collect())
             }
-            Model::Gemma3(weights) => prompts
+            Model::Gemma3(weights) => self
+                .prompts(requests)?
                 .par_iter()
                 .zip(requests)
                 .map(|(prompt, (_, sampling))| {
@@ -448,11 +447,7 @@ impl ChatModel for GgufChat {
         retry: &Retry,
     ) -> Result<Vec<(u32, Completion)>> {
         match &self.model {
-            Model::Packed(decoder) => {
-                let prompts = self.prompts(requests)?;
-                let samplings: Vec<&Sampling> = requests.iter().map(|(_, s)| *s).collect();
-                self.generate_packed(decoder, &prompts, &samplings, Some(retry))
-            }
+            Model::Packed(decoder) => self.generate_packed(decoder, requests, Some(retry)),
             Model::Gemma3(_) => complete_in_rounds(self, requests, retry),
         }
     }
@@ -599,10 +594,11 @@ impl GgufChat {
     fn generate_packed(
         &self,
         decoder: &PackedDecoder,
-        prompts: &[Vec<u32>],
-        samplings: &[&Sampling],
+        requests: &[(&[ChatMessage], &Sampling)],
         retry: Option<&Retry>,
     ) -> Result<Vec<(u32, Completion)>> {
+        let prompts = self.prompts(requests)?;
+        let samplings: Vec<&Sampling> = requests.iter().map(|(_, s)| *s).collect();
         let prefix = match &*self.prefix.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(Prefix::Packed(tokens, cache)) => Some((tokens.clone(), cache.clone())),
             _ => None,
@@ -620,8 +616,8 @@ impl GgufChat {
         let lanes = self.lanes().min(prompts.len()).max(1);
         let work = LaneWork {
             decoder,
-            prompts,
-            samplings,
+            prompts: &prompts,
+            samplings: &samplings,
             prefix: prefix.as_ref(),
             // a short call is spread evenly rather than filling the first lane
             batch: self.max_batch.min(prompts.len().div_ceil(lanes)),
