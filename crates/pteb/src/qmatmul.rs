@@ -1,5 +1,5 @@
 //! Quantized GGUF weight matrices times f32 activations on x86-64 CPUs, bit for bit what candle
-//! computes, several times faster: Q4_1 (AVX-512 VNNI or AVX2) and Q8_0 (AVX-512 VNNI).
+//! computes, several times faster: Q4_1 and Q8_0, with AVX-512 VNNI or AVX2.
 //!
 //! Why: candle multiplies Q4_1 (the type of the default paraphraser, SmolLM2-135M-Instruct
 //! Q4_1) with its scalar reference loop; profiled on a PTEB run it took 71% of the time. Its
@@ -18,7 +18,9 @@
 //! lane's integer sum belongs to one row (no horizontal reductions): AVX-512 VNNI's `vpdpbusd`
 //! takes all sixteen rows at once, AVX2 two halves of eight (`vpmaddubsw` then `vpmaddwd`).
 //! `vpdpbusd` multiplies unsigned by signed bytes: Q8_0 weights are stored plus 128 and
-//! 128 × (the activation quants' sum) is taken off again, exactly.
+//! 128 × (the activation quants' sum) is taken off again, exactly. AVX2's `vpmaddubsw` would
+//! saturate on those biased bytes, so its Q8_0 kernel takes the bias off again and multiplies
+//! |w| by the activation with w's sign, as candle's AVX2 code does.
 //!
 //! Not done: AMX-INT8. The interleaved layout is already AMX's `B` tile layout, and Q4_1 block
 //! sums of sixteen activation rows by sixteen weight rows per `tdpbsud` (same bits) were tried
@@ -190,20 +192,24 @@ fn finish_block(d: f32, quants: [i8; BLOCK]) -> Q8_1Block {
 }
 
 impl QuantMatrix {
-    /// The matrix of `tensor` when it is a 2-D Q4_1 (on an AVX2 CPU) or Q8_0 (on an AVX-512
-    /// VNNI CPU) tensor on the CPU; `None` otherwise (candle's own path then runs).
+    /// The matrix of `tensor` when it is a 2-D Q4_1 or Q8_0 tensor on the CPU of an AVX2 CPU;
+    /// `None` otherwise (candle's own path then runs).
     pub(crate) fn from_qtensor(tensor: &QTensor) -> Option<QuantMatrix> {
         let kernel = best_kernel()?;
         let (format, block_bytes) = match tensor.dtype() {
             GgmlDType::Q4_1 => (Format::Q4_1, Q4_1_BYTES),
-            GgmlDType::Q8_0 if kernel == Kernel::Avx512Vnni => (Format::Q8_0, Q8_0_BYTES),
+            GgmlDType::Q8_0 => (Format::Q8_0, Q8_0_BYTES),
             _ => return None,
         };
         let (rows, k) = tensor.shape().dims2().ok()?;
         // candle has a VNNI Q8_0 kernel of its own (activations quantized per 256 values, so
-        // other bits) for widths of whole 256-value superblocks and rows in sixteens: there it
-        // is as fast, and its bits are the reference
-        if format == Format::Q8_0 && k % CANDLE_Q8_0_TILE_K == 0 && rows % GROUP == 0 {
+        // other bits) for widths of whole 256-value superblocks and rows in sixteens, on CPUs
+        // with AVX-512 VNNI or AVX-VNNI: there it is as fast, and its bits are the reference
+        if format == Format::Q8_0
+            && k % CANDLE_Q8_0_TILE_K == 0
+            && rows % GROUP == 0
+            && candle_has_vnni()
+        {
             return None;
         }
         if !tensor.device().is_cpu() {
@@ -338,8 +344,7 @@ impl QuantMatrix {
     fn group_dots(&self, blocks: std::ops::Range<usize>, a: &[Q8_1Block]) -> [f32; GROUP] {
         let (values, scale) = (&self.values[blocks.clone()], &self.scale[blocks.clone()]);
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: best_kernel checked that the CPU has the kernel's instructions (from_qtensor
-        // takes Q8_0 with VNNI only).
+        // SAFETY: best_kernel checked that the CPU has the kernel's instructions.
         unsafe {
             match (self.format, self.kernel) {
                 (Format::Q4_1, Kernel::Avx2) => {
@@ -348,7 +353,8 @@ impl QuantMatrix {
                 (Format::Q4_1, Kernel::Avx512Vnni) => {
                     group_dots_vnni(values, scale, &self.min[blocks], a)
                 }
-                (Format::Q8_0, _) => q8_0_dots_vnni(values, scale, a),
+                (Format::Q8_0, Kernel::Avx2) => q8_0_dots_avx2(values, scale, a),
+                (Format::Q8_0, Kernel::Avx512Vnni) => q8_0_dots_vnni(values, scale, a),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -366,11 +372,23 @@ fn best_kernel() -> Option<Kernel> {
         if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vnni") {
             return Some(Kernel::Avx512Vnni);
         }
-        if std::is_x86_feature_detected!("avx2") {
+        // FMA: candle's AVX2 Q8_0 code, whose bits the Q8_0 kernel gives, needs it too
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             return Some(Kernel::Avx2);
         }
     }
     None
+}
+
+/// Whether candle multiplies Q8_0 with VNNI instructions itself (its `repack_x86` tiers).
+fn candle_has_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        (std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vnni"))
+            || std::is_x86_feature_detected!("avxvnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// `sumf += sumi · d_w · d_a + m_w · s_a` on eight lanes: candle's float operations (no fused
@@ -407,8 +425,13 @@ fn quad(block: &Q8_1Block, c: usize) -> i32 {
 }
 
 /// The dot products of one activation row with a group of [`GROUP`] weight rows, eight rows
-/// (one per lane) at a time. Per lane the float operations are candle's, in its order; the
-/// integer block sums are exact whatever their order.
+/// (one per lane) per register, both halves of the group in one pass over the blocks so that
+/// each activation quad is broadcast once. Per lane the float operations are candle's, in its
+/// order; the integer block sums are exact whatever their order.
+///
+/// A block's eight `vpmaddubsw` results are summed as i16 and widened once: each i16 lane is
+/// at most 8 chunks · 2 products · 15 · 128 = 30,720 in magnitude, below 32,767, so the sum
+/// is exact, and the multiply unit does one instruction per 32 products instead of two.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn group_dots_avx2(
@@ -419,25 +442,34 @@ unsafe fn group_dots_avx2(
 ) -> [f32; GROUP] {
     use std::arch::x86_64::*;
     let ones = _mm256_set1_epi16(1);
-    let mut out = [0f32; GROUP];
-    for half in 0..GROUP / 8 {
-        let mut acc = _mm256_setzero_ps();
-        for (b, block) in a.iter().enumerate() {
-            let mut sumi = _mm256_setzero_si256();
-            for c in 0..BLOCK / QUAD {
-                // SAFETY: chunk c of the block is GROUP · QUAD bytes; this half reads 32 of them.
-                let w = unsafe {
-                    _mm256_loadu_si256(values[b][(c * GROUP + half * 8) * QUAD..].as_ptr().cast())
-                };
-                // u8 · i8 pairs into i16 (at most 2 · 15 · 128, no saturation), then into i32
-                let pairs = _mm256_maddubs_epi16(w, _mm256_set1_epi32(quad(block, c)));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, ones));
-            }
-            let lanes = half * 8..half * 8 + 8;
-            acc = accumulate_8(acc, sumi, &scale[b][lanes.clone()], &min[b][lanes], block);
+    let (mut acc_low, mut acc_high) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    for (b, block) in a.iter().enumerate() {
+        let (mut pairs_low, mut pairs_high) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for c in 0..BLOCK / QUAD {
+            let quads = _mm256_set1_epi32(quad(block, c));
+            // SAFETY: chunk c of the block is GROUP · QUAD = 64 bytes, read as two halves.
+            let (w_low, w_high) = unsafe {
+                let chunk = values[b][c * GROUP * QUAD..].as_ptr();
+                (
+                    _mm256_loadu_si256(chunk.cast()),
+                    _mm256_loadu_si256(chunk.add(32).cast()),
+                )
+            };
+            pairs_low = _mm256_add_epi16(pairs_low, _mm256_maddubs_epi16(w_low, quads));
+            pairs_high = _mm256_add_epi16(pairs_high, _mm256_maddubs_epi16(w_high, quads));
         }
-        // SAFETY: out holds GROUP values; this half writes eight.
-        unsafe { _mm256_storeu_ps(out[half * 8..].as_mut_ptr(), acc) };
+        let (sumi_low, sumi_high) = (
+            _mm256_madd_epi16(pairs_low, ones),
+            _mm256_madd_epi16(pairs_high, ones),
+        );
+        acc_low = accumulate_8(acc_low, sumi_low, &scale[b][..8], &min[b][..8], block);
+        acc_high = accumulate_8(acc_high, sumi_high, &scale[b][8..], &min[b][8..], block);
+    }
+    let mut out = [0f32; GROUP];
+    // SAFETY: out holds GROUP = 16 values.
+    unsafe {
+        _mm256_storeu_ps(out.as_mut_ptr(), acc_low);
+        _mm256_storeu_ps(out[8..].as_mut_ptr(), acc_high);
     }
     out
 }
@@ -515,6 +547,47 @@ unsafe fn q8_0_dots_vnni(
     out
 }
 
+/// [`q8_0_dots_vnni`] with AVX2, eight rows per register. Per lane, candle's AVX2
+/// `vec_dot_q8_0_q8_0` exactly: |w| times the activation with w's sign (`vpmaddubsw` cannot
+/// saturate: |w|, |a| ≤ 128 and 127), eight accumulators of four values each, the same tree.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn q8_0_dots_avx2(
+    values: &[[u8; BLOCK * GROUP]],
+    scale: &[[f32; GROUP]],
+    a: &[Q8_1Block],
+) -> [f32; GROUP] {
+    use std::arch::x86_64::*;
+    let ones = _mm256_set1_epi16(1);
+    let bias = _mm256_set1_epi8(i8::MIN);
+    let mut out = [0f32; GROUP];
+    for half in 0..GROUP / 8 {
+        let mut acc = [_mm256_setzero_ps(); BLOCK / QUAD];
+        for (b, block) in a.iter().enumerate() {
+            // SAFETY: scale rows hold GROUP = 16 values; this half reads eight.
+            let d_w = unsafe { _mm256_loadu_ps(scale[b][half * 8..].as_ptr()) };
+            let d = _mm256_mul_ps(d_w, _mm256_set1_ps(block.scale));
+            for (c, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: chunk c of the block is GROUP · QUAD bytes; this half reads 32.
+                let biased = unsafe {
+                    _mm256_loadu_si256(values[b][(c * GROUP + half * 8) * QUAD..].as_ptr().cast())
+                };
+                let w = _mm256_xor_si256(biased, bias);
+                let quads = _mm256_set1_epi32(quad(block, c));
+                let pairs =
+                    _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(quads, w));
+                let sumi = _mm256_madd_epi16(pairs, ones);
+                *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), *acc);
+            }
+        }
+        let low = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+        let high = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+        // SAFETY: out holds GROUP values; this half writes eight.
+        unsafe { _mm256_storeu_ps(out[half * 8..].as_mut_ptr(), _mm256_add_ps(low, high)) };
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use candle_core::quantized::QMatMul;
@@ -577,10 +650,10 @@ mod tests {
 
     #[test]
     fn the_same_bits_as_candles_q8_0_matmul() {
-        if best_kernel() != Some(Kernel::Avx512Vnni) {
-            eprintln!("no AVX-512 VNNI here: candle's Q8_0 path runs, nothing to compare");
+        let Some(best) = best_kernel() else {
+            eprintln!("no AVX2 here: candle's path runs, nothing to compare");
             return;
-        }
+        };
         let mut rng = sage_core::ExperimentRng::seed_from_u64(6);
         // SmolLM2's output head is (49152, 576)
         let shapes = [
@@ -590,11 +663,15 @@ mod tests {
             (40, 1536, 5),
             (5, 64, 3),
         ];
-        compare(GgmlDType::Q8_0, &shapes, &[Kernel::Avx512Vnni], &mut rng);
-        // where candle has its own VNNI kernel, candle runs
+        compare(GgmlDType::Q8_0, &shapes, &[Kernel::Avx2, best], &mut rng);
+        // where candle has its own VNNI kernel, candle runs; without VNNI, candle's AVX2 rows
+        // are the reference there too
         let w = Tensor::ones((96, 1536), DType::F32, &Device::Cpu).unwrap();
         let q = QTensor::quantize(&w, GgmlDType::Q8_0).unwrap();
-        assert!(QuantMatrix::from_qtensor(&q).is_none());
+        assert_eq!(QuantMatrix::from_qtensor(&q).is_none(), candle_has_vnni());
+        if !candle_has_vnni() {
+            compare(GgmlDType::Q8_0, &[(96, 1536, 3)], &[Kernel::Avx2], &mut rng);
+        }
     }
 
     /// The AVX-512 quantizer against candle's scalar rule on random blocks and on ties: with
