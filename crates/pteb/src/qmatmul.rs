@@ -192,8 +192,8 @@ fn finish_block(d: f32, quants: [i8; BLOCK]) -> Q8_1Block {
 }
 
 impl QuantMatrix {
-    /// The matrix of `tensor` when it is a 2-D Q4_1 or Q8_0 tensor on the CPU of an AVX2 CPU;
-    /// `None` otherwise (candle's own path then runs).
+    /// The matrix of `tensor` when it is a 2-D Q4_1 or Q8_0 tensor in memory and the CPU has
+    /// AVX2 and FMA; `None` otherwise (candle's own path then runs).
     pub(crate) fn from_qtensor(tensor: &QTensor) -> Option<QuantMatrix> {
         let kernel = best_kernel()?;
         let (format, block_bytes) = match tensor.dtype() {
