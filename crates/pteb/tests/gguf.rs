@@ -5,22 +5,21 @@ use std::path::PathBuf;
 
 use pteb::{ChatModel, GgufChat, ParaphraseSettings, Paraphraser, Sampling};
 
-fn smollm2() -> GgufChat {
-    let dir = std::env::var_os("SAGE_MODELS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/sage-models"))
-        .join("SmolLM2-135M-Instruct-GGUF");
-    assert!(
-        dir.is_dir(),
-        "{} missing: run `bash ../shared/tools/fetch-models.sh` (CI does)",
-        dir.display()
-    );
+/// The model's folder, or `None` and a skip line naming `test` when it was not fetched.
+fn smollm2_dir(test: &str) -> Option<PathBuf> {
+    sage_core::test_support::model_dir_or_skip("SmolLM2-135M-Instruct-GGUF", test)
+}
+
+fn load(dir: &std::path::Path) -> GgufChat {
     GgufChat::load(dir.to_str().unwrap(), false).unwrap()
 }
 
 #[test]
 fn smollm2_renders_its_chat_template_and_paraphrases_deterministically() {
-    let model = smollm2();
+    let Some(dir) = smollm2_dir("smollm2_renders_its_chat_template_and_paraphrases_deterministically") else {
+        return;
+    };
+    let model = load(&dir);
     assert_eq!(model.architecture(), "llama");
     let prompt = model
         .render(&pteb::PromptStyle::English.messages("A man is playing a guitar."))
@@ -107,6 +106,9 @@ fn paired<'a>(
 
 #[test]
 fn requests_decoded_together_answer_as_each_alone() {
+    let Some(dir) = smollm2_dir("requests_decoded_together_answer_as_each_alone") else {
+        return;
+    };
     let messages = paraphrase_prompts(&VARIED_TEXTS);
     let samplings: Vec<Sampling> = (0..messages.len() as u64)
         .map(|i| Sampling {
@@ -122,7 +124,7 @@ fn requests_decoded_together_answer_as_each_alone() {
         })
         .collect();
     let requests = paired(&messages, &samplings);
-    let single = smollm2().with_lanes(1);
+    let single = load(&dir).with_lanes(1);
     single.prepare([&messages[0], &messages[1]]).unwrap();
     let alone: Vec<pteb::Completion> = requests
         .iter()
@@ -132,7 +134,7 @@ fn requests_decoded_together_answer_as_each_alone() {
     // one lane of three at a time; two lanes of two (each thread decoding its own requests,
     // taken from one queue, so which lane runs a request depends on timing)
     for (lanes, batch) in [(1, 3), (2, 2)] {
-        let model = smollm2().with_lanes(lanes).with_batch(batch);
+        let model = load(&dir).with_lanes(lanes).with_batch(batch);
         assert_eq!(model.lanes(), lanes);
         model.prepare([&messages[0], &messages[1]]).unwrap();
         let together = model.complete_batch(&requests).unwrap();
@@ -143,6 +145,9 @@ fn requests_decoded_together_answer_as_each_alone() {
 
 #[test]
 fn retries_join_the_running_batches_and_answer_as_each_asked_alone() {
+    let Some(dir) = smollm2_dir("retries_join_the_running_batches_and_answer_as_each_asked_alone") else {
+        return;
+    };
     let messages = paraphrase_prompts(&VARIED_TEXTS[..5]);
     let sampling = |i: usize, k: u32| Sampling {
         temperature: 0.8,
@@ -155,7 +160,7 @@ fn retries_join_the_running_batches_and_answer_as_each_asked_alone() {
     let retry = |i: usize, k: u32, c: &pteb::Completion| {
         (!c.text.chars().count().is_multiple_of(3) && k < 2).then(|| sampling(i, k + 1))
     };
-    let single = smollm2().with_lanes(1);
+    let single = load(&dir).with_lanes(1);
     single.prepare([&messages[0], &messages[1]]).unwrap();
     let alone: Vec<(u32, pteb::Completion)> = (0..messages.len())
         .map(|i| {
@@ -176,7 +181,7 @@ fn retries_join_the_running_batches_and_answer_as_each_asked_alone() {
     let first: Vec<Sampling> = (0..messages.len()).map(|i| sampling(i, 0)).collect();
     let requests = paired(&messages, &first);
     for (lanes, batch) in [(1, 2), (2, 2)] {
-        let model = smollm2().with_lanes(lanes).with_batch(batch);
+        let model = load(&dir).with_lanes(lanes).with_batch(batch);
         model.prepare([&messages[0], &messages[1]]).unwrap();
         let streamed = model.complete_retrying(&requests, &retry).unwrap();
         assert_eq!(streamed, alone, "{lanes} lanes of {batch}");
@@ -185,6 +190,9 @@ fn retries_join_the_running_batches_and_answer_as_each_asked_alone() {
 
 #[test]
 fn pooled_attention_decodes_what_per_request_attention_decodes() {
+    let Some(dir) = smollm2_dir("pooled_attention_decodes_what_per_request_attention_decodes") else {
+        return;
+    };
     // Greedy answers: the pooled pass rounds differently in its last bits, which sampling at
     // a temperature would amplify, but the argmax of these prompts holds.
     let messages = paraphrase_prompts(&VARIED_TEXTS[..5]);
@@ -201,7 +209,7 @@ fn pooled_attention_decodes_what_per_request_attention_decodes() {
     let answers = |pooled: bool| {
         // two slots for five requests (pooled: one lane; per request: two lanes of two): slots
         // are reused, and each starts from the prefix
-        let model = smollm2()
+        let model = load(&dir)
             .with_batch(2)
             .with_lanes(2)
             .with_pooled_attention(pooled);
@@ -305,7 +313,10 @@ fn serve(model: GgufChat) -> (String, std::thread::JoinHandle<usize>) {
 
 #[test]
 fn http_backend_against_a_loopback_server_matches_the_local_model() {
-    let (url, server) = serve(smollm2());
+    let Some(dir) = smollm2_dir("http_backend_against_a_loopback_server_matches_the_local_model") else {
+        return;
+    };
+    let (url, server) = serve(load(&dir));
     let http = pteb::OpenAiChat::new(
         &url,
         "smollm2",
@@ -316,7 +327,7 @@ fn http_backend_against_a_loopback_server_matches_the_local_model() {
     let (over_http, stats) = Paraphraser::new(Box::new(http), ParaphraseSettings::default(), None)
         .paraphrase_all(&texts, 1337, &|_, _| {})
         .unwrap();
-    let (local, _) = Paraphraser::new(Box::new(smollm2()), ParaphraseSettings::default(), None)
+    let (local, _) = Paraphraser::new(Box::new(load(&dir)), ParaphraseSettings::default(), None)
         .paraphrase_all(&texts, 1337, &|_, _| {})
         .unwrap();
     // the server passes every parameter through, so the answers are the local model's

@@ -16,8 +16,9 @@ use crate::output::Output;
 /// How to load an embedding model (shared by `embed` and `score --model`).
 #[derive(Debug, clap::Args)]
 pub struct ModelArgs {
-    /// Embedding model: a folder, a folder name under $SAGE_MODELS_DIR, or a hub id
-    /// (resolved in the Hugging Face cache; downloaded unless HF_HUB_OFFLINE=1).
+    /// Embedding model: a folder, a folder name under $SAGE_MODELS_DIR, a hub id (resolved in
+    /// the Hugging Face cache; downloaded unless HF_HUB_OFFLINE=1), or a remote model
+    /// PROTOCOL:MODEL[@BASE_URL] (openai, voyage, cohere, gemini).
     #[arg(long)]
     pub model: Option<String>,
     /// Override the folder's pooling: mean | cls | max | mean-sqrt-len | first-last-avg.
@@ -35,6 +36,8 @@ pub struct ModelArgs {
     /// Run on the first CUDA GPU (binary built with --features cuda).
     #[arg(long)]
     pub cuda: bool,
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
 }
 
 fn parse_pooling(s: &str) -> Result<Pooling, String> {
@@ -46,6 +49,13 @@ fn parse_pooling(s: &str) -> Result<Pooling, String> {
 impl ModelArgs {
     /// Loads the model, wrapped in the cache unless disabled; reports cache use on stderr.
     pub fn load(&self, spec: &str) -> Result<Box<dyn Embedder>> {
+        if crate::remote::is_remote(spec) {
+            let cache = (!self.no_cache).then(|| self.cache.clone().unwrap_or_else(default_cache_path));
+            return crate::remote::load(spec, &self.remote, cache);
+        }
+        if self.remote.plan {
+            bail!("--plan is for remote models (PROTOCOL:MODEL[@BASE_URL]); {spec:?} is local");
+        }
         let options = TransformerOptions {
             pooling: self.pooling,
             batch_tokens: self.batch_tokens.max(1),
@@ -104,6 +114,13 @@ pub fn run(model: &ModelArgs, input: &Path, output: Option<PathBuf>) -> Result<(
     let vectors = embedder
         .embed(&texts)
         .with_context(|| format!("embedding {}", input.display()))?;
+    if crate::remote::planning() {
+        let mut out = Output::create(output)?;
+        serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&())?)?;
+        out.write_all(b"\n")?;
+        return out.finish();
+    }
+    crate::remote::finish(&())?;
     match output
         .as_ref()
         .and_then(|p| p.extension())

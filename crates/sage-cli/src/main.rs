@@ -11,6 +11,7 @@ mod output;
 mod perturb;
 mod plots;
 mod pteb;
+mod remote;
 mod report;
 mod run;
 mod score;

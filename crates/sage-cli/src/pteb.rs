@@ -282,7 +282,7 @@ pub fn run(args: PtebArgs) -> Result<()> {
     let baseline = evaluate(&baseline_spec)?;
     let mut out = Output::create(args.output.clone())?;
     if args.compare.is_empty() {
-        serde_json::to_writer_pretty(&mut out, &baseline)?;
+        serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&baseline)?)?;
     } else {
         let others: Vec<PtebReport> = args
             .compare
@@ -293,12 +293,12 @@ pub fn run(args: PtebArgs) -> Result<()> {
         let comparisons = pteb::compare(&baseline, &refs, sage_core::RunSeed(args.seed))?;
         serde_json::to_writer_pretty(
             &mut out,
-            &Compared {
+            &crate::remote::finish(&Compared {
                 suite: "pteb",
                 baseline: &baseline,
                 others: &others,
                 comparisons,
-            },
+            })?,
         )?;
     }
     out.write_all(b"\n")?;

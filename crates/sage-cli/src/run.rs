@@ -193,7 +193,7 @@ impl TaskArgs {
 
     fn write(&self, report: &impl serde::Serialize) -> Result<()> {
         let mut out = Output::create(self.output.clone())?;
-        serde_json::to_writer_pretty(&mut out, report)?;
+        serde_json::to_writer_pretty(&mut out, &crate::remote::finish(report)?)?;
         out.write_all(b"\n")?;
         out.finish()
     }
@@ -333,7 +333,7 @@ pub fn run(task: Task) -> Result<()> {
             )
             .context("ALIGN-SIM")?;
             let mut out = Output::create(output)?;
-            serde_json::to_writer_pretty(&mut out, &report)?;
+            serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&report)?)?;
             out.write_all(b"\n")?;
             out.finish()
         }
@@ -511,7 +511,7 @@ pub fn run(task: Task) -> Result<()> {
             let report = evalrank::run(&root, embedder.as_ref(), level, source, similarity, post)
                 .context("EvalRank")?;
             let mut out = Output::create(output)?;
-            serde_json::to_writer_pretty(&mut out, &report)?;
+            serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&report)?)?;
             out.write_all(b"\n")?;
             out.finish()
         }

@@ -38,6 +38,12 @@ pub fn run(
         .score_pairs(&texts)
         .with_context(|| format!("scoring {} with {}", input.display(), similarity.name()))?;
     let mut out = Output::create(output)?;
+    if crate::remote::planning() {
+        serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&())?)?;
+        out.write_all(b"\n")?;
+        return out.finish();
+    }
+    crate::remote::finish(&())?;
     for s in scores {
         serde_json::to_writer(&mut out, &serde_json::json!({ "score": s }))?;
         out.write_all(b"\n")?;

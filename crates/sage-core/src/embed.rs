@@ -24,6 +24,63 @@ pub struct EmbedderIdentity {
     pub max_length: usize,
 }
 
+/// What a text is for. Asymmetric embedders (instruction prompts, a provider's `input_type`)
+/// embed a query differently from the document it should find; symmetric tasks use
+/// [`Role::Plain`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A text compared with texts of its own kind (STS, clustering, classification, SAGE's
+    /// robustness and sensitivity).
+    #[default]
+    Plain,
+    /// A search query (retrieval and reranking).
+    Query,
+    /// A text searched for (a corpus document, a reranking candidate).
+    Document,
+}
+
+impl Role {
+    /// `plain`, `query`, `document`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Plain => "plain",
+            Role::Query => "query",
+            Role::Document => "document",
+        }
+    }
+}
+
+/// What a remote embedder was asked for and what it cost: recorded in every result that used one.
+/// Local models have none.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteUsage {
+    /// Wire protocol (`openai`, `voyage`, `cohere`, `gemini`).
+    pub protocol: String,
+    /// The provider's model name.
+    pub model: String,
+    /// Server host (and port), without credentials or path.
+    pub host: String,
+    /// Vector width returned.
+    pub dimensions: usize,
+    /// HTTP requests that got an answer, retried ones included.
+    pub requests: u64,
+    /// Texts sent (each counted once, however often retried).
+    pub texts: u64,
+    /// Tokens sent (the server's count where it reports one, else the client's estimate).
+    pub tokens: u64,
+    /// Requests repeated after a 429, a 5xx, a time-out or a broken connection.
+    pub retries: u64,
+    /// Texts over the provider's input limit, truncated (by the client or, as documented, by the
+    /// provider).
+    pub truncated: u64,
+    /// `tokens` priced with the configured USD per million tokens; `None` without a price.
+    pub cost_usd: Option<f64>,
+}
+
+/// Where an embedder sends the rows of one call as they are ready: `(first row, rows)`.
+pub type BatchSink<'a> = dyn FnMut(usize, Array2<f32>) -> Result<()> + 'a;
+
 impl EmbedderIdentity {
     /// A filesystem- and key-safe string identifying this embedder: same identity, same key.
     pub fn cache_key(&self) -> String {
@@ -47,43 +104,102 @@ impl EmbedderIdentity {
             self.max_length
         )
     }
+
+    /// The cache key of texts embedded in a role that maps to `variant` (a prompt, an
+    /// `input_type`; see [`Embedder::role_variant`]). A role with no variant shares the plain
+    /// key, so the same vectors are not stored twice.
+    pub fn cache_key_for(&self, variant: Option<&str>) -> String {
+        match variant {
+            None => self.cache_key(),
+            Some(v) => format!("{}#role={v}", self.cache_key()),
+        }
+    }
 }
 
 /// Turns texts into vectors.
+///
+/// Only [`Embedder::identity`], [`Embedder::embed`] and [`Embedder::dimension`] are required.
+/// Embedders that treat queries and documents differently override [`Embedder::role_variant`]
+/// and [`Embedder::embed_as`]; remote ones, which answer in many requests, override
+/// [`Embedder::embed_batches`] so that a cache can keep each answer the moment it arrives.
 pub trait Embedder: Send + Sync {
     /// What this embedder is (see [`EmbedderIdentity`]).
     fn identity(&self) -> &EmbedderIdentity;
 
-    /// One row per text, in input order. Every row has the same width ([`Embedder::dimension`]).
+    /// One row per text, in input order, embedded as [`Role::Plain`]. Every row has the same
+    /// width ([`Embedder::dimension`]).
     fn embed(&self, texts: &[&str]) -> Result<Array2<f32>>;
 
     /// Width of the vectors.
     fn dimension(&self) -> usize;
+
+    /// What `role` changes in this embedder's input (the prompt prepended, the provider's
+    /// `input_type`), as a short stable string; `None` when the role is embedded exactly as plain
+    /// text. Part of the identity: caches key on it.
+    fn role_variant(&self, role: Role) -> Option<String> {
+        let _ = role;
+        None
+    }
+
+    /// Like [`Embedder::embed`], for texts in `role`.
+    fn embed_as(&self, texts: &[&str], role: Role) -> Result<Array2<f32>> {
+        let _ = role;
+        self.embed(texts)
+    }
+
+    /// Embeds `texts` in `role` and hands the rows to `sink` as they become ready, in any order;
+    /// every row is delivered exactly once. Returns the first error, after delivering every row
+    /// that was ready. The default embeds all texts at once.
+    fn embed_batches(&self, texts: &[&str], role: Role, sink: &mut BatchSink<'_>) -> Result<()> {
+        sink(0, self.embed_as(texts, role)?)
+    }
+
+    /// Whether [`Embedder::embed_batches`] delivers many partial answers (a remote embedder):
+    /// callers then hand it all their texts at once instead of slicing them.
+    fn delivers_batches(&self) -> bool {
+        false
+    }
+
+    /// Requests, tokens and cost so far, for embedders that call a paid or remote service.
+    fn remote_usage(&self) -> Option<RemoteUsage> {
+        None
+    }
 }
 
-impl<E: Embedder + ?Sized> Embedder for &E {
-    fn identity(&self) -> &EmbedderIdentity {
-        (**self).identity()
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Array2<f32>> {
-        (**self).embed(texts)
-    }
-    fn dimension(&self) -> usize {
-        (**self).dimension()
-    }
+macro_rules! forward_embedder {
+    ($($t:tt)*) => {
+        $($t)* {
+            fn identity(&self) -> &EmbedderIdentity {
+                (**self).identity()
+            }
+            fn embed(&self, texts: &[&str]) -> Result<Array2<f32>> {
+                (**self).embed(texts)
+            }
+            fn dimension(&self) -> usize {
+                (**self).dimension()
+            }
+            fn role_variant(&self, role: Role) -> Option<String> {
+                (**self).role_variant(role)
+            }
+            fn embed_as(&self, texts: &[&str], role: Role) -> Result<Array2<f32>> {
+                (**self).embed_as(texts, role)
+            }
+            fn embed_batches(&self, texts: &[&str], role: Role, sink: &mut BatchSink<'_>) -> Result<()> {
+                (**self).embed_batches(texts, role, sink)
+            }
+            fn delivers_batches(&self) -> bool {
+                (**self).delivers_batches()
+            }
+            fn remote_usage(&self) -> Option<RemoteUsage> {
+                (**self).remote_usage()
+            }
+        }
+    };
 }
 
-impl<E: Embedder + ?Sized> Embedder for Box<E> {
-    fn identity(&self) -> &EmbedderIdentity {
-        (**self).identity()
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Array2<f32>> {
-        (**self).embed(texts)
-    }
-    fn dimension(&self) -> usize {
-        (**self).dimension()
-    }
-}
+forward_embedder!(impl<E: Embedder + ?Sized> Embedder for &E);
+forward_embedder!(impl<E: Embedder + ?Sized> Embedder for Box<E>);
+forward_embedder!(impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E>);
 
 /// How two vectors are compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -193,6 +309,7 @@ impl<E: Embedder> EmbeddingSimilarity<E> {
     fn embed_distinct(
         &self,
         texts: impl IntoIterator<Item = impl AsRef<str>>,
+        role: Role,
     ) -> Result<(Array2<f32>, Vec<usize>)> {
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut distinct: Vec<String> = Vec::new();
@@ -210,7 +327,7 @@ impl<E: Embedder> EmbeddingSimilarity<E> {
         let mut vectors = if refs.is_empty() {
             Array2::zeros((0, self.embedder.dimension()))
         } else {
-            self.embedder.embed(&refs)?
+            self.embedder.embed_as(&refs, role)?
         };
         if vectors.nrows() != refs.len() {
             return Err(SageError::backend(
@@ -247,7 +364,8 @@ impl<E: Embedder> Similarity for EmbeddingSimilarity<E> {
     }
 
     fn score_pairs(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
-        let (vectors, rows) = self.embed_distinct(pairs.iter().flat_map(|(a, b)| [*a, *b]))?;
+        let (vectors, rows) =
+            self.embed_distinct(pairs.iter().flat_map(|(a, b)| [*a, *b]), Role::Plain)?;
         Ok(rows
             .chunks_exact(2)
             .map(|ab| self.compare(vectors.row(ab[0]), vectors.row(ab[1])))
@@ -255,7 +373,7 @@ impl<E: Embedder> Similarity for EmbeddingSimilarity<E> {
     }
 
     fn score_matrix(&self, references: &[&str], candidates: &[&str]) -> Result<Array2<f32>> {
-        let (vectors, rows) = self.embed_distinct(references.iter().chain(candidates))?;
+        let (vectors, rows) = self.embed_distinct(references.iter().chain(candidates), Role::Plain)?;
         let (ref_rows, cand_rows) = rows.split_at(references.len());
         let left = vectors.select(Axis(0), ref_rows);
         let right = vectors.select(Axis(0), cand_rows);
@@ -267,6 +385,20 @@ impl<E: Embedder> Similarity for EmbeddingSimilarity<E> {
                 })
             }
         })
+    }
+
+    /// Documents (the references) are embedded in [`Role::Document`] and queries (the
+    /// candidates) in [`Role::Query`], so asymmetric models see what they were trained on.
+    fn score_pairs_for_ranking(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
+        let (documents, document_rows) =
+            self.embed_distinct(pairs.iter().map(|(d, _)| *d), Role::Document)?;
+        let (queries, query_rows) =
+            self.embed_distinct(pairs.iter().map(|(_, q)| *q), Role::Query)?;
+        Ok(document_rows
+            .iter()
+            .zip(&query_rows)
+            .map(|(&d, &q)| self.compare(documents.row(d), queries.row(q)))
+            .collect())
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`SageError`] — the typed error the other crates wrap.
 //! - [`RunSeed`] — the one documented way experiments derive their random generators, so results
 //!   do not depend on thread count.
+//! - [`Role`] — what a text is for (query, document, plain), so asymmetric embedders get it.
+//! - [`redact`] — the one rule for what may be shown of a server URL or answer.
 //! - [`measures`] — every evaluation measure (Pearson, Spearman, V-measure, NDCG, MRR, MAP,
 //!   Wilcoxon, Hodges–Lehmann, Holm, ...) written once, each matching a named reference
 //!   implementation.
@@ -21,13 +23,15 @@
 mod embed;
 mod error;
 pub mod measures;
+pub mod redact;
 mod seed;
 mod similarity;
+pub mod test_support;
 mod timings;
 
 pub use embed::{
-    cosine, l2_similarity, normalize_rows, Embedder, EmbedderIdentity, EmbeddingSimilarity,
-    VectorSimilarity,
+    cosine, l2_similarity, normalize_rows, BatchSink, Embedder, EmbedderIdentity,
+    EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity,
 };
 pub use error::{Result, SageError};
 pub use seed::{ExperimentRng, RunSeed};

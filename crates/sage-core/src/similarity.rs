@@ -57,6 +57,9 @@ pub trait Similarity: Send + Sync {
     /// Measures normalised over their batch (BM25's min–max) return their raw scores here, since
     /// a per-chunk normalisation would rank chunks against each other arbitrarily; everything
     /// else returns [`Similarity::score_pairs`].
+    ///
+    /// Each pair is `(document, query)`: embedding models embed the first in their document role
+    /// and the second in their query role ([`crate::Role`]).
     fn score_pairs_for_ranking(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
         self.score_pairs(pairs)
     }

@@ -1,16 +1,19 @@
 //! A persistent, crash-safe embedding cache (redb).
 //!
 //! Key: SHA-256 of the embedder identity's cache key (model id, weights revision, pooling,
-//! normalisation, max length) and the text; value: the vector as little-endian f32. Misses are
+//! normalisation, max length), what the text's role changes (a prompt, an `input_type`) and the
+//! text; value: the vector as little-endian f32. Misses are
 //! embedded and committed in chunks, each chunk its own durable transaction, so a killed process
 //! loses at most the chunk in flight and a re-run embeds only what is missing.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use ndarray::Array2;
 use redb::{Database, ReadableDatabase, TableDefinition};
-use sage_core::{Embedder, EmbedderIdentity};
+use sage_core::{Embedder, EmbedderIdentity, RemoteUsage, Role, SageError};
 use sha2::{Digest, Sha256};
 
 use crate::error::{EmbedError, Result};
@@ -26,6 +29,26 @@ pub struct CacheStats {
     pub misses: u64,
 }
 
+/// What a planned run would send: distinct texts found in the cache and not, and the tokens of
+/// the ones not found (see [`CachedEmbedder::planning`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PlanCounts {
+    /// Distinct texts (per role) already cached: they cost nothing.
+    pub cached_texts: u64,
+    /// Distinct texts (per role) that would be sent.
+    pub texts_to_send: u64,
+    /// Estimated tokens of the texts to send.
+    pub tokens_to_send: u64,
+}
+
+/// Counts the tokens of a text as the embedder would be billed for it.
+pub type TokenCounter = Box<dyn Fn(&str) -> u64 + Send + Sync>;
+
+struct Planner {
+    count_tokens: TokenCounter,
+    seen: Mutex<(HashSet<[u8; 32]>, PlanCounts)>,
+}
+
 /// An [`Embedder`] that looks texts up in a persistent cache before embedding them.
 pub struct CachedEmbedder<E> {
     inner: E,
@@ -34,6 +57,7 @@ pub struct CachedEmbedder<E> {
     chunk: usize,
     hits: AtomicU64,
     misses: AtomicU64,
+    planner: Option<Planner>,
 }
 
 /// `SAGE_CACHE_DIR`, else `$XDG_CACHE_HOME/sage-rs`, else `~/.cache/sage-rs`: the folder of
@@ -60,7 +84,8 @@ fn cache_error(path: &Path, e: impl std::fmt::Display) -> EmbedError {
 
 impl<E: Embedder> CachedEmbedder<E> {
     /// Wraps `inner` with the cache file at `path` (created, with its folder, if missing).
-    /// Misses are committed every 256 texts.
+    /// Misses are committed every 256 texts, or, for an embedder that delivers batches (a remote
+    /// one), every answer as it arrives.
     pub fn open(inner: E, path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_owned();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -81,7 +106,28 @@ impl<E: Embedder> CachedEmbedder<E> {
             chunk: 256,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            planner: None,
         })
+    }
+
+    /// A planning cache: texts found are returned as usual, texts not found are counted (once
+    /// each, with `count_tokens`) and answered with stand-in vectors, never sent to the embedder
+    /// and never stored. A task run through it tells what the real run would send
+    /// ([`CachedEmbedder::plan`]); its scores mean nothing.
+    pub fn planning(inner: E, path: impl AsRef<Path>, count_tokens: TokenCounter) -> Result<Self> {
+        let mut cache = Self::open(inner, path)?;
+        cache.planner = Some(Planner {
+            count_tokens,
+            seen: Mutex::new((HashSet::new(), PlanCounts::default())),
+        });
+        Ok(cache)
+    }
+
+    /// What a planning cache has counted so far; `None` for a real one.
+    pub fn plan(&self) -> Option<PlanCounts> {
+        self.planner
+            .as_ref()
+            .map(|p| p.seen.lock().unwrap_or_else(|e| e.into_inner()).1)
     }
 
     /// Commit misses every `texts` texts (the most a crash can lose).
@@ -108,45 +154,46 @@ impl<E: Embedder> CachedEmbedder<E> {
         &self.path
     }
 
-    fn key(&self, text: &str) -> [u8; 32] {
+    fn key(&self, text: &str, variant: Option<&str>) -> [u8; 32] {
         let mut h = Sha256::new();
-        h.update(self.inner.identity().cache_key().as_bytes());
+        h.update(self.inner.identity().cache_key_for(variant).as_bytes());
         h.update([0]);
         h.update(text.as_bytes());
         h.finalize().into()
     }
 
-    fn lookup(&self, keys: &[[u8; 32]], out: &mut Array2<f32>) -> Result<Vec<usize>> {
-        let dim = out.ncols();
+    /// The cached vector of each key, `None` where there is none. With a known width, a value
+    /// of another size (a truncated write, a colliding key) counts as missing and is overwritten.
+    fn lookup(&self, keys: &[[u8; 32]]) -> Result<Vec<Option<Vec<f32>>>> {
+        let dim = self.inner.dimension();
         let txn = self
             .db
             .begin_read()
             .map_err(|e| cache_error(&self.path, e))?;
         let table = match txn.open_table(TABLE) {
-            Ok(t) => Some(t),
-            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(vec![None; keys.len()]),
             Err(e) => return Err(cache_error(&self.path, e)),
         };
-        let mut missing = Vec::new();
-        for (i, key) in keys.iter().enumerate() {
-            let found = match &table {
-                Some(t) => t
+        keys.iter()
+            .map(|key| {
+                let found = table
                     .get(key.as_slice())
-                    .map_err(|e| cache_error(&self.path, e))?,
-                None => None,
-            };
-            match found {
-                // a value of the wrong size (another model under a colliding key, a truncated
-                // write) is treated as a miss and overwritten
-                Some(v) if v.value().len() == dim * 4 => {
-                    for (slot, b) in out.row_mut(i).iter_mut().zip(v.value().chunks_exact(4)) {
-                        *slot = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    }
-                }
-                _ => missing.push(i),
-            }
-        }
-        Ok(missing)
+                    .map_err(|e| cache_error(&self.path, e))?;
+                Ok(found.and_then(|v| {
+                    let bytes = v.value();
+                    let fits = !bytes.is_empty()
+                        && bytes.len() % 4 == 0
+                        && (dim == 0 || bytes.len() == dim * 4);
+                    fits.then(|| {
+                        bytes
+                            .chunks_exact(4)
+                            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                            .collect()
+                    })
+                }))
+            })
+            .collect()
     }
 
     fn store(&self, keys: &[[u8; 32]], rows: &[usize], vectors: &Array2<f32>) -> Result<()> {
@@ -169,6 +216,45 @@ impl<E: Embedder> CachedEmbedder<E> {
         }
         txn.commit().map_err(|e| cache_error(&self.path, e))
     }
+
+    /// Counts `missing` for the plan and gives each a stand-in vector derived from its key.
+    fn plan_missing(
+        &self,
+        planner: &Planner,
+        texts: &[&str],
+        keys: &[[u8; 32]],
+        found: &[Option<Vec<f32>>],
+        rows: &mut [Option<Vec<f32>>],
+    ) {
+        let width = match self.inner.dimension() {
+            0 => found.iter().flatten().next().map_or(16, Vec::len),
+            d => d,
+        };
+        let mut seen = planner.seen.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, key) in keys.iter().enumerate() {
+            let first_time = seen.0.insert(*key);
+            if found[i].is_some() {
+                seen.1.cached_texts += u64::from(first_time);
+                continue;
+            }
+            if first_time {
+                seen.1.texts_to_send += 1;
+                seen.1.tokens_to_send += (planner.count_tokens)(texts[i]);
+            }
+            // distinct texts get distinct vectors, so no task stumbles on ties or constants
+            let mut state = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
+            rows[i] = Some(
+                (0..width)
+                    .map(|_| {
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+                    })
+                    .collect(),
+            );
+        }
+    }
 }
 
 impl<E: Embedder> Embedder for CachedEmbedder<E> {
@@ -181,19 +267,76 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
     }
 
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
-        let keys: Vec<[u8; 32]> = texts.iter().map(|t| self.key(t)).collect();
-        let mut out = Array2::zeros((texts.len(), self.dimension()));
-        let missing = self.lookup(&keys, &mut out)?;
+        self.embed_as(texts, Role::Plain)
+    }
+
+    fn role_variant(&self, role: Role) -> Option<String> {
+        self.inner.role_variant(role)
+    }
+
+    fn remote_usage(&self) -> Option<RemoteUsage> {
+        self.inner.remote_usage()
+    }
+
+    fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
+        let variant = self.inner.role_variant(role);
+        let keys: Vec<[u8; 32]> = texts
+            .iter()
+            .map(|t| self.key(t, variant.as_deref()))
+            .collect();
+        let found = self.lookup(&keys)?;
+        let missing: Vec<usize> = (0..texts.len()).filter(|&i| found[i].is_none()).collect();
         self.hits
             .fetch_add((texts.len() - missing.len()) as u64, Ordering::Relaxed);
-        for chunk in missing.chunks(self.chunk) {
-            let chunk_texts: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            let vectors = self.inner.embed(&chunk_texts)?;
-            self.store(&keys, chunk, &vectors)?;
-            for (k, &i) in chunk.iter().enumerate() {
-                out.row_mut(i).assign(&vectors.row(k));
+        let mut rows = found.clone();
+        if let Some(planner) = &self.planner {
+            self.plan_missing(planner, texts, &keys, &found, &mut rows);
+        } else {
+            // a remote embedder gets everything at once (its own batches, in flight together)
+            // and every answer is stored as it arrives; a local one is fed in chunks, each
+            // committed, so a crash loses at most one
+            let groups: Vec<&[usize]> = if self.inner.delivers_batches() {
+                vec![&missing[..]]
+            } else {
+                missing.chunks(self.chunk).collect()
+            };
+            for group in groups.into_iter().filter(|g| !g.is_empty()) {
+                let group_texts: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
+                self.inner
+                    .embed_batches(&group_texts, role, &mut |start, vectors| {
+                        let at = group.get(start..start + vectors.nrows()).ok_or_else(|| {
+                            SageError::InvalidArgument(format!(
+                                "embedder delivered rows {start}..{} of {}",
+                                start + vectors.nrows(),
+                                group.len()
+                            ))
+                        })?;
+                        self.store(&keys, at, &vectors)?;
+                        for (k, &i) in at.iter().enumerate() {
+                            rows[i] = Some(vectors.row(k).to_vec());
+                        }
+                        self.misses.fetch_add(at.len() as u64, Ordering::Relaxed);
+                        Ok(())
+                    })?;
             }
-            self.misses.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        }
+        let width = rows.iter().flatten().next().map_or(self.dimension(), Vec::len);
+        let mut out = Array2::zeros((texts.len(), width));
+        for (i, row) in rows.iter().enumerate() {
+            let row = row.as_ref().ok_or_else(|| {
+                SageError::InvalidArgument(format!("embedder delivered no vector for text {i}"))
+            })?;
+            if row.len() != width {
+                return Err(cache_error(
+                    &self.path,
+                    format!(
+                        "vectors of {} and {width} values under one model identity",
+                        row.len()
+                    ),
+                )
+                .into());
+            }
+            out.row_mut(i).assign(&ndarray::ArrayView1::from(row));
         }
         Ok(out)
     }

@@ -44,14 +44,14 @@ fn rows(v: &Value) -> Vec<Vec<f32>> {
 /// The model folder, or None (and a message) when SAGE_MODELS_DIR lacks it.
 fn model_dir(name: &str) -> Option<PathBuf> {
     let Some(root) = std::env::var_os("SAGE_MODELS_DIR") else {
-        eprintln!("SAGE_MODELS_DIR unset: golden test of {name} not run");
+        sage_core::test_support::skip(module_path!(), &format!("SAGE_MODELS_DIR unset: golden test of {name} not run"));
         return None;
     };
     let dir = PathBuf::from(root).join(name);
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("{} missing: golden test of {name} not run (bash ../shared/tools/fetch-models.sh {name})", dir.display());
+        sage_core::test_support::skip(module_path!(), &format!("{} missing: golden test of {name} not run (bash ../shared/tools/fetch-models.sh {name})", dir.display()));
         None
     }
 }

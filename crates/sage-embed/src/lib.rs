@@ -12,7 +12,10 @@
 //! - [`Glove`] (EvalRank's bag-of-words over GloVe text files) and [`Model2Vec`] static models.
 //! - [`resolve_model`]: a path, a folder under SAGE_MODELS_DIR, or a hub id from the HF cache
 //!   (HF_HUB_OFFLINE honoured) or the hub.
-//! - [`CachedEmbedder`]: a crash-safe persistent cache keyed by model identity and text.
+//! - [`remote`]: API models and embedding servers (`openai:`, `voyage:`, `cohere:`, `gemini:`
+//!   specs) with batching, concurrency, rate ceilings, retries and checked answers.
+//! - [`CachedEmbedder`]: a crash-safe persistent cache keyed by model identity, role and text;
+//!   a remote embedder's answers are stored as each arrives.
 //!
 //! CPU runs in f32, short batches packed (no padding rows) through fused kernels; the `cuda`
 //! feature runs the transformer in f16 on the first GPU.
@@ -23,6 +26,7 @@ mod config;
 pub mod encoder;
 mod error;
 mod fused;
+pub mod remote;
 mod resolve;
 mod static_models;
 mod transformer;
@@ -30,7 +34,8 @@ mod transformer;
 use std::io::Read;
 use std::path::Path;
 
-pub use cache::{default_cache_path, CacheStats, CachedEmbedder};
+pub use cache::{default_cache_path, CacheStats, CachedEmbedder, PlanCounts, TokenCounter};
+pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 pub use config::{Architecture, Pooling, SentenceTransformerConfig, TransformerConfig};
 pub use error::{EmbedError, Result};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
@@ -82,12 +87,18 @@ pub fn detect_kind(model: &ResolvedModel) -> Result<ModelKind> {
     }
 }
 
-/// Resolves `spec` and loads whatever model it names.
+/// Resolves `spec` and loads whatever model it names: a remote spec
+/// (`PROTOCOL:MODEL[@BASE_URL]`, default [`RemoteOptions`]) unless a file of that name exists,
+/// else a local folder, a folder under SAGE_MODELS_DIR, or a hub id.
 pub fn load_embedder(
     spec: &str,
     resolve: &ResolveOptions,
     options: TransformerOptions,
 ) -> Result<Box<dyn Embedder>> {
+    if RemoteSpec::looks_remote(spec) && !Path::new(spec).exists() {
+        let remote = RemoteSpec::parse(spec)?;
+        return Ok(Box::new(RemoteEmbedder::new(remote, RemoteOptions::default())?));
+    }
     let model = resolve_model(spec, resolve)?;
     Ok(match detect_kind(&model)? {
         ModelKind::Transformer => Box::new(SentenceTransformer::load(&model, options)?),

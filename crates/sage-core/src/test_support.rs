@@ -1,0 +1,58 @@
+//! What tests that need optional downloads (the data mirror, model folders, a server package)
+//! do when those are absent: they say so on a line of their own, and pass.
+//!
+//! libtest hides what a passing test prints, so a test that returned early looked exactly like
+//! one that ran. [`skip`] writes past the capture, straight to the process's standard error, as
+//! one line starting with `skipped:` that a CI script can count (`grep -c '^skipped:'`). The
+//! helpers below find the usual folders and call it when they are missing.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Tells, on a line of its own that test capture does not hide, that `what` did not run and why.
+pub fn skip(what: &str, why: &str) {
+    let line = format!("skipped: {what}: {why}\n");
+    // io::stderr() itself is not captured by libtest (only the print macros are)
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// A non-empty path from environment variable `key`.
+pub fn env_dir(key: &str) -> Option<PathBuf> {
+    std::env::var_os(key)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `$SAGE_DATA_DIR`, or a skip line for `what` and `None`.
+pub fn data_dir_or_skip(what: &str) -> Option<PathBuf> {
+    let dir = env_dir("SAGE_DATA_DIR");
+    if dir.is_none() {
+        skip(what, "SAGE_DATA_DIR unset (the real data mirror; see ../shared/data)");
+    }
+    dir
+}
+
+/// The folder `name` under `$SAGE_MODELS_DIR`, or a skip line for `what` and `None`.
+pub fn model_dir_or_skip(name: &str, what: &str) -> Option<PathBuf> {
+    let Some(root) = env_dir("SAGE_MODELS_DIR") else {
+        skip(what, &format!("SAGE_MODELS_DIR unset (needs model {name}; `cargo xtask fetch-models`)"));
+        return None;
+    };
+    let dir = root.join(name);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        skip(
+            what,
+            &format!("{} missing (`cargo xtask fetch-models`)", dir.display()),
+        );
+        None
+    }
+}
+
+/// Both the data mirror and the model folder `model`, or a skip line and `None`.
+pub fn data_and_model_or_skip(model: &str, what: &str) -> Option<(PathBuf, PathBuf)> {
+    let data = data_dir_or_skip(what)?;
+    let model = model_dir_or_skip(model, what)?;
+    Some((data, model))
+}
