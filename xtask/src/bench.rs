@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use sage_core::redact::redact_url;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -43,6 +44,20 @@ pub struct Config {
     align_sim: AlignSimSuite,
     pteb: PtebSuite,
     quick: Quick,
+    #[serde(default)]
+    remote: RemoteSuite,
+}
+
+/// Remote models (`PROTOCOL:MODEL[@BASE_URL]` in similarities.models): what they may cost.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RemoteSuite {
+    /// Stop starting remote jobs before the estimated spend of this run would cross this.
+    #[serde(default)]
+    max_cost_usd: Option<f64>,
+    /// USD per million tokens by `protocol:model`, over `sage`'s shipped list prices.
+    #[serde(default)]
+    prices: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -321,6 +336,8 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         seed: config.seed,
         data_dir: data_dir.clone(),
         quick,
+        max_cost_usd: config.remote.max_cost_usd,
+        prices: config.remote.prices.clone(),
     };
     let outcomes = run_jobs(&jobs, &sage, &out, overwrite, &context);
 
@@ -333,7 +350,7 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         "config": config_path.map_or("embedded bench.toml".to_owned(), |p| p.display().to_string()),
         "quick": quick,
         "data_dir": data_dir.display().to_string(),
-        "similarities": similarities.iter().map(|s| json!({"label": s.label, "spec": s.spec, "kind": if s.is_model {"model"} else {"metric"}})).collect::<Vec<_>>(),
+        "similarities": similarities.iter().map(|s| json!({"label": s.label, "spec": redact_url(&s.spec), "kind": if s.is_model {"model"} else {"metric"}})).collect::<Vec<_>>(),
         "skipped": skipped,
         "jobs": outcomes.iter().map(|o| json!({"similarity": o.label, "suite": o.suite, "task": o.task, "status": o.status, "seconds": o.seconds})).collect::<Vec<_>>(),
     });
@@ -450,8 +467,29 @@ fn transformer_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
-/// A results-folder name for a spec: the hub id with `/` as `--`, or the folder name.
+/// Whether `spec` names a remote model (`openai:`, `voyage:`, `cohere:`, `gemini:`), as
+/// `sage` decides it.
+fn is_remote(spec: &str) -> bool {
+    spec.split_once(':').is_some_and(|(p, rest)| {
+        matches!(p, "openai" | "voyage" | "cohere" | "gemini") && !rest.starts_with("//")
+    }) && !Path::new(spec).exists()
+}
+
+/// `protocol:model` of a remote spec: its label and its key in `[remote.prices]`.
+fn remote_name(spec: &str) -> String {
+    let model_end = spec
+        .find("@http://")
+        .or_else(|| spec.find("@https://"))
+        .unwrap_or(spec.len());
+    spec[..model_end].to_owned()
+}
+
+/// A results-folder name for a spec: the hub id with `/` as `--`, the folder name, or a
+/// remote model's `protocol:model` (never its URL).
 fn label_of(spec: &str) -> String {
+    if is_remote(spec) {
+        return remote_name(spec).replace('/', "--");
+    }
     let path = Path::new(spec);
     if path.is_absolute() || spec.starts_with('.') {
         path.file_name()
@@ -674,6 +712,53 @@ struct RunContext {
     seed: u64,
     data_dir: PathBuf,
     quick: bool,
+    max_cost_usd: Option<f64>,
+    prices: BTreeMap<String, f64>,
+}
+
+impl RunContext {
+    /// `--price P` for a remote model priced in `[remote.prices]`.
+    fn price_args(&self, spec: &str) -> Vec<String> {
+        if !is_remote(spec) {
+            return Vec::new();
+        }
+        self.prices
+            .get(&remote_name(spec))
+            .map(|p| vec!["--price".to_owned(), p.to_string()])
+            .unwrap_or_default()
+    }
+}
+
+/// What a remote job would cost by `sage ... --plan` (which sends nothing): USD, or why unknown.
+fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
+    let output = Command::new(sage)
+        .args(&job.args)
+        .args(context.price_args(&job.similarity.spec))
+        .arg("--plan")
+        .output()
+        .with_context(|| format!("running {}", sage.display()))?;
+    if !output.status.success() {
+        bail!(
+            "planning failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim().lines().last().unwrap_or("no message")
+        );
+    }
+    let plan: Value = serde_json::from_slice(&output.stdout).context("sage --plan output")?;
+    plan["estimated_cost_usd"].as_f64().with_context(|| {
+        format!(
+            "no price for {}: set it in [remote.prices] to run it under remote.max_cost_usd",
+            remote_name(&job.similarity.spec)
+        )
+    })
+}
+
+/// The cost a finished result file records (its `remote_usage`), 0 when none.
+fn recorded_cost(path: &Path) -> f64 {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v["report"]["remote_usage"].as_array().cloned())
+        .map_or(0.0, |usage| usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum())
 }
 
 fn bar_style() -> ProgressStyle {
@@ -714,6 +799,8 @@ fn run_jobs(
         }
     }
     let mut outcomes = Vec::new();
+    // estimated spend of this run on remote models, against remote.max_cost_usd
+    let mut spent = 0.0;
     for (i, job) in jobs.iter().enumerate() {
         let path = out
             .join(&job.similarity.label)
@@ -725,11 +812,31 @@ fn run_jobs(
         bar_s.set_message(format!("{}/{}", job.suite, job.task));
         bar_t.set_message(job.similarity.label.clone());
         let start = Instant::now();
+        let ceiling = context
+            .max_cost_usd
+            .filter(|_| is_remote(&job.similarity.spec));
+        let within_budget = match ceiling {
+            _ if path.exists() && !overwrite => Ok(()),
+            None => Ok(()),
+            Some(ceiling) => match planned_cost(job, sage, context) {
+                Ok(cost) if spent + cost <= ceiling => Ok(()),
+                Ok(cost) => Err(format!(
+                    "not started: estimated ${cost:.4} would take this run's remote spend from ${spent:.4} past remote.max_cost_usd = ${ceiling}"
+                )),
+                Err(e) => Err(format!("not started: {e:#}")),
+            },
+        };
         let status = if path.exists() && !overwrite {
             "kept"
+        } else if let Err(why) = within_budget {
+            bars.suspend(|| eprintln!("bench-all: {name}: {why}"));
+            "over budget"
         } else {
             match run_job(job, sage, &path, context) {
-                Ok(()) => "done",
+                Ok(()) => {
+                    spent += recorded_cost(&path);
+                    "done"
+                }
                 Err(e) => {
                     bars.suspend(|| eprintln!("bench-all: {name}: {e:#}"));
                     "failed"
@@ -769,6 +876,7 @@ fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<
     let start = Instant::now();
     let output = Command::new(sage)
         .args(&job.args)
+        .args(&context.price_args(&job.similarity.spec))
         .arg("--output")
         .arg(&report_path)
         .output()
@@ -800,7 +908,7 @@ fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<
         "harness_version": env!("CARGO_PKG_VERSION"),
         "similarity": {
             "name": job.similarity.label,
-            "spec": job.similarity.spec,
+            "spec": redact_url(&job.similarity.spec),
             "kind": if job.similarity.is_model { "model" } else { "metric" },
         },
         "suite": job.suite,
@@ -808,7 +916,7 @@ fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<
         "seed": context.seed,
         "quick": context.quick,
         "parameters": {
-            "sage_args": job.args,
+            "sage_args": job.args.iter().map(|a| redact_url(a)).collect::<Vec<_>>(),
             "data_dir": context.data_dir.display().to_string(),
         },
         "datasets": datasets,
@@ -896,8 +1004,10 @@ mod tests {
         assert!(e.contains("my.toml") && e.contains("bm42"), "{e}");
         let e = error(&DEFAULT_CONFIG.replace("seed = 1337", "seed = \"x\""));
         assert!(e.contains("my.toml") && e.contains("seed"), "{e}");
-        let e = error(&format!("{DEFAULT_CONFIG}\nsurprise = 1\n"));
+        let e = error(&DEFAULT_CONFIG.replace("[remote]\n", "[remote]\nsurprise = 1\n"));
         assert!(e.contains("surprise"), "{e}");
+        let e = error(&DEFAULT_CONFIG.replace("[remote.prices]\n", "[remote.prices]\n\"x\" = \"cheap\"\n"));
+        assert!(e.contains("remote.prices") || e.contains("cheap"), "{e}");
         let e = error(&DEFAULT_CONFIG.replace("[pteb]\n", "[pteb]\nllm_attention = \"pool\"\n"));
         assert!(
             e.contains("my.toml") && e.contains("pool") && e.contains("per-request"),
@@ -963,6 +1073,27 @@ mod tests {
         assert_eq!(transformer_bytes(&transformer), 100);
         assert_eq!(transformer_bytes(&glove), 0);
         assert_eq!(transformer_bytes(&root.join("missing")), 0);
+    }
+
+    #[test]
+    fn remote_labels_and_result_specs_hold_no_url_or_password() {
+        let spec = "openai:BAAI/bge-small@http://u:pw@127.0.0.1:7997/v1";
+        assert!(is_remote(spec));
+        assert_eq!(label_of(spec), "openai:BAAI--bge-small");
+        assert_eq!(remote_name(spec), "openai:BAAI/bge-small");
+        assert_eq!(label_of("cohere:embed-v4.0"), "cohere:embed-v4.0");
+        assert!(!redact_url(spec).contains("pw"));
+        let context = RunContext {
+            revision: Value::Null,
+            host: Value::Null,
+            seed: 1,
+            data_dir: PathBuf::new(),
+            quick: false,
+            max_cost_usd: None,
+            prices: [("cohere:embed-v4.0".to_owned(), 0.5)].into(),
+        };
+        assert_eq!(context.price_args("cohere:embed-v4.0"), ["--price", "0.5"]);
+        assert!(context.price_args("all-MiniLM-L6-v2").is_empty());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use sage_core::redact::{redact, redact_url};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -63,18 +64,22 @@ impl OpenAiChat {
         format!("{}/chat/completions", self.base_url)
     }
 
+    /// An error that shows neither the key nor a password inside the URL (the one redaction
+    /// rule of every HTTP client, [`sage_core::redact`]).
     fn error(&self, message: impl Into<String>) -> PtebError {
+        let secrets: Vec<&str> = self.api_key.iter().map(String::as_str).collect();
         PtebError::Http {
-            url: self.url(),
-            message: message.into(),
+            url: redact_url(&self.url()),
+            message: redact(&message.into(), &secrets),
         }
     }
 }
 
 impl ChatModel for OpenAiChat {
     fn identity(&self) -> String {
-        // the server's model name is all we know of its weights
-        format!("openai:{}#{}", self.base_url, self.model)
+        // the server's model name is all we know of its weights; the identity is written into
+        // results and cache keys, so a URL password never is
+        format!("openai:{}#{}", redact_url(&self.base_url), self.model)
     }
 
     fn count_tokens(&self, text: &str) -> Result<usize> {
@@ -111,13 +116,10 @@ impl ChatModel for OpenAiChat {
             .read_to_string()
             .map_err(|e| self.error(format!("reading the answer: {e}")))?;
         if !status.is_success() {
-            let excerpt: String = text.chars().take(300).collect();
-            return Err(self.error(format!("HTTP {status}: {excerpt}")));
+            return Err(self.error(format!("HTTP {status}: {text}")));
         }
-        let parsed: Response = serde_json::from_str(&text).map_err(|e| {
-            let excerpt: String = text.chars().take(300).collect();
-            self.error(format!("not a chat-completions answer ({e}): {excerpt}"))
-        })?;
+        let parsed: Response = serde_json::from_str(&text)
+            .map_err(|e| self.error(format!("not a chat-completions answer ({e}): {text}")))?;
         let choice = parsed
             .choices
             .into_iter()
@@ -127,5 +129,50 @@ impl ChatModel for OpenAiChat {
             text: choice.message.content.unwrap_or_default(),
             truncated: choice.finish_reason.as_deref() == Some("length"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sage_embed::remote::loopback::{Reply, Server};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A paraphraser URL with `user:pass@` and a server that echoes the key: neither reaches
+    /// the identity (written into results and cache keys) nor the error.
+    #[test]
+    fn no_password_or_key_reaches_identity_or_error() {
+        let server = Server::start(|_req: &sage_embed::remote::loopback::Request| {
+            Reply::json(
+                500,
+                &json!({"error": {"message": "failed for Authorization: Bearer sk-chat-secret-42"}}),
+            )
+        });
+        let url = format!("{}/v1", server.url().replace("http://", "http://bob:pa55word@"));
+        let chat = OpenAiChat::new(
+            &url,
+            "m",
+            Some("sk-chat-secret-42".into()),
+            Duration::from_secs(5),
+        );
+        assert!(!chat.identity().contains("pa55word"), "{}", chat.identity());
+        let e = chat
+            .complete(
+                &[],
+                &Sampling {
+                    temperature: 0.0,
+                    top_p: 1.0,
+                    max_tokens: 8,
+                    seed: 1,
+                    stop: vec![],
+                },
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("HTTP 500"), "{e}");
+        for secret in ["pa55word", "sk-chat-secret-42"] {
+            assert!(!e.contains(secret), "{e}");
+        }
     }
 }

@@ -11,7 +11,7 @@ use ndarray::{Array1, Array2};
 use sage_core::measures::{
     average_precision_score, ndcg_at_k, spearman, trec_order, v_measure, RankedDoc,
 };
-use sage_core::{cosine, Embedder, RunSeed};
+use sage_core::{cosine, Embedder, Role, RunSeed};
 use serde::{Deserialize, Serialize};
 
 use crate::{PtebError, Result};
@@ -127,8 +127,10 @@ fn rw<'a>(rewrite: Option<&'a HashMap<String, String>>, text: &'a str) -> &'a st
         .unwrap_or(text)
 }
 
-fn embed(embedder: &dyn Embedder, texts: &[&str]) -> Result<Array2<f32>> {
-    Ok(embedder.embed(texts)?)
+/// `texts` embedded in `role`: retrieval and reranking embed queries and documents in their
+/// roles (asymmetric models prompt them differently), every other task as plain text.
+fn embed(embedder: &dyn Embedder, texts: &[&str], role: Role) -> Result<Array2<f32>> {
+    Ok(embedder.embed_as(texts, role)?)
 }
 
 fn to_f64(m: &Array2<f32>) -> Array2<f64> {
@@ -221,7 +223,7 @@ impl TaskData {
             TaskData::Sts(rows) => {
                 let a: Vec<&str> = rows.iter().map(|(x, _, _)| rw(rewrite, x)).collect();
                 let b: Vec<&str> = rows.iter().map(|(_, y, _)| rw(rewrite, y)).collect();
-                let (ea, eb) = (embed(embedder, &a)?, embed(embedder, &b)?);
+                let (ea, eb) = (embed(embedder, &a, Role::Plain)?, embed(embedder, &b, Role::Plain)?);
                 let cos: Vec<f64> = (0..rows.len())
                     .map(|i| f64::from(cosine(ea.row(i), eb.row(i))))
                     .collect();
@@ -246,13 +248,13 @@ impl TaskData {
                     .iter()
                     .map(|(_, l)| index(l).unwrap_or(usize::MAX))
                     .collect();
-                let x_train = to_f64(&embed(embedder, &xs)?);
+                let x_train = to_f64(&embed(embedder, &xs, Role::Plain)?);
                 let model = MultiLogisticRegression::default()
                     .max_iterations(100)
                     .fit(&Dataset::new(x_train, ys))
                     .map_err(|e| PtebError::Task(format!("logistic regression: {e}")))?;
                 let xt: Vec<&str> = test.iter().map(|(t, _)| rw(rewrite, t)).collect();
-                let predicted = model.predict(&to_f64(&embed(embedder, &xt)?));
+                let predicted = model.predict(&to_f64(&embed(embedder, &xt, Role::Plain)?));
                 let correct = test
                     .iter()
                     .zip(predicted.iter())
@@ -262,7 +264,7 @@ impl TaskData {
             }
             TaskData::Clustering(rows) => {
                 let texts: Vec<&str> = rows.iter().map(|(t, _)| rw(rewrite, t)).collect();
-                let x = to_f64(&embed(embedder, &texts)?);
+                let x = to_f64(&embed(embedder, &texts, Role::Plain)?);
                 let k = rows
                     .iter()
                     .map(|(_, l)| l.as_str())
@@ -282,7 +284,7 @@ impl TaskData {
             TaskData::PairClassification(rows) => {
                 let a: Vec<&str> = rows.iter().map(|(x, _, _)| rw(rewrite, x)).collect();
                 let b: Vec<&str> = rows.iter().map(|(_, y, _)| rw(rewrite, y)).collect();
-                let (ea, eb) = (embed(embedder, &a)?, embed(embedder, &b)?);
+                let (ea, eb) = (embed(embedder, &a, Role::Plain)?, embed(embedder, &b, Role::Plain)?);
                 let cos: Vec<f64> = (0..rows.len())
                     .map(|i| f64::from(cosine(ea.row(i), eb.row(i))))
                     .collect();
@@ -290,23 +292,24 @@ impl TaskData {
                 Ok(average_precision_score(&truth, &cos)?)
             }
             TaskData::Reranking(samples) => {
-                let mut texts: Vec<&str> = Vec::new();
+                let queries: Vec<&str> = samples.iter().map(|s| rw(rewrite, &s.query)).collect();
+                let mut candidates: Vec<&str> = Vec::new();
                 for s in samples {
-                    texts.push(rw(rewrite, &s.query));
-                    texts.extend(s.positive.iter().map(|t| rw(rewrite, t)));
-                    texts.extend(s.negative.iter().map(|t| rw(rewrite, t)));
+                    candidates.extend(s.positive.iter().map(|t| rw(rewrite, t)));
+                    candidates.extend(s.negative.iter().map(|t| rw(rewrite, t)));
                 }
-                let e = embed(embedder, &texts)?;
+                let eq = embed(embedder, &queries, Role::Query)?;
+                let ec = embed(embedder, &candidates, Role::Document)?;
                 let mut at = 0;
                 let mut sum = 0.0;
                 let mut counted = 0usize;
-                for s in samples {
-                    let q = e.row(at);
+                for (qi, s) in samples.iter().enumerate() {
+                    let q = eq.row(qi);
                     let n = s.positive.len() + s.negative.len();
                     let scores: Vec<f64> = (0..n)
-                        .map(|j| f64::from(cosine(q, e.row(at + 1 + j))))
+                        .map(|j| f64::from(cosine(q, ec.row(at + j))))
                         .collect();
-                    at += 1 + n;
+                    at += n;
                     // MTEB skips samples without a positive or a negative
                     if s.positive.is_empty() || s.negative.is_empty() {
                         continue;
@@ -329,8 +332,8 @@ impl TaskData {
             } => {
                 let docs: Vec<&str> = corpus.iter().map(|(_, t)| t.as_str()).collect();
                 let qs: Vec<&str> = queries.iter().map(|(_, q)| rw(rewrite, q)).collect();
-                let ed = embed(embedder, &docs)?;
-                let eq = embed(embedder, &qs)?;
+                let ed = embed(embedder, &docs, Role::Document)?;
+                let eq = embed(embedder, &qs, Role::Query)?;
                 let mut total = 0.0;
                 for (qi, (qid, _)) in queries.iter().enumerate() {
                     let q = eq.row(qi);
@@ -355,8 +358,8 @@ impl TaskData {
                 for d in docs {
                     let summaries: Vec<&str> = d.summaries.iter().map(|t| rw(rewrite, t)).collect();
                     let refs: Vec<&str> = d.references.iter().map(String::as_str).collect();
-                    let es = embed(embedder, &summaries)?;
-                    let er = embed(embedder, &refs)?;
+                    let es = embed(embedder, &summaries, Role::Plain)?;
+                    let er = embed(embedder, &refs, Role::Plain)?;
                     let best: Vec<f64> = (0..summaries.len())
                         .map(|i| {
                             (0..refs.len())
