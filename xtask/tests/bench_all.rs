@@ -11,30 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace().join("target"), PathBuf::from)
-}
-
-fn sage() -> PathBuf {
-    let bin = target_dir().join("debug").join("sage");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(workspace())
-            .args(["build", "--package", "sage-cli", "--bin", "sage"])
-            .status()
-            .unwrap();
-        assert!(status.success(), "building sage failed");
-    }
-    bin
-}
+mod common;
+use common::{sage, workspace};
 
 /// bench-all with the environment of a fresh clone: fixtures, an empty embedding cache and an
 /// offline, empty hub cache (models come from SAGE_MODELS_DIR when it has them).
