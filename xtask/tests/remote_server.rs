@@ -407,7 +407,11 @@ fn a_real_openai_compatible_server() {
     assert!(first.len() < texts.len().div_ceil(8), "killed before the end");
     slow.store(false, Ordering::SeqCst);
     let resumed_out = s.join("resumed.jsonl");
-    embed(&spec_slow, &resumed_out, &kill_cache, &["--request-batch", "8"]);
+    run_sage(
+        &["embed", "--model", &spec_slow, "--input", input_arg, "--output",
+          resumed_out.to_str().unwrap(), "--request-batch", "8", "--concurrency", "1"],
+        &kill_cache,
+    );
     let second: Vec<String> = log.lock().unwrap().iter().flatten().cloned().collect();
     let answered_before: HashSet<&String> = first.iter().flatten().collect();
     let distinct: HashSet<&String> = texts.iter().collect();
