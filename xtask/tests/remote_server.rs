@@ -23,7 +23,7 @@ use serde_json::Value;
 mod common;
 use common::{sage, workspace};
 
-/// A running Infinity server, killed (its whole process group) when dropped.
+/// A running Infinity server, killed by PID when dropped (also when a check panics).
 struct Infinity {
     child: Child,
     port: u16,
@@ -31,10 +31,6 @@ struct Infinity {
 
 impl Drop for Infinity {
     fn drop(&mut self) {
-        // the server was started as its own process group: its workers go with it
-        let _ = Command::new("kill")
-            .args(["-KILL", &format!("-{}", self.child.id())])
-            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -50,7 +46,6 @@ fn infinity_binary() -> Option<PathBuf> {
 }
 
 fn start_infinity(binary: &Path, model: &Path, log: &Path) -> Infinity {
-    use std::os::unix::process::CommandExt;
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -79,7 +74,6 @@ fn start_infinity(binary: &Path, model: &Path, log: &Path) -> Infinity {
         .env("INFINITY_ANONYMOUS_USAGE_STATS", "0")
         .stdout(log_file.try_clone().unwrap())
         .stderr(log_file)
-        .process_group(0)
         .spawn()
         .expect("start infinity_emb");
     let server = Infinity { child, port };
