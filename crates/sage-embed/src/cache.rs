@@ -285,9 +285,21 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
             .map(|t| self.key(t, variant.as_deref()))
             .collect();
         let found = self.lookup(&keys)?;
-        let missing: Vec<usize> = (0..texts.len()).filter(|&i| found[i].is_none()).collect();
+        // a text repeated within the call is embedded (and paid for) once
+        let mut first_of: std::collections::HashMap<[u8; 32], usize> = Default::default();
+        let mut repeats: Vec<(usize, usize)> = Vec::new();
+        let mut missing: Vec<usize> = Vec::new();
+        for i in (0..texts.len()).filter(|&i| found[i].is_none()) {
+            match first_of.entry(keys[i]) {
+                std::collections::hash_map::Entry::Occupied(e) => repeats.push((i, *e.get())),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(i);
+                    missing.push(i);
+                }
+            }
+        }
         self.hits
-            .fetch_add((texts.len() - missing.len()) as u64, Ordering::Relaxed);
+            .fetch_add((texts.len() - missing.len() - repeats.len()) as u64, Ordering::Relaxed);
         let mut rows = found.clone();
         if let Some(planner) = &self.planner {
             self.plan_missing(planner, texts, &keys, &found, &mut rows);
@@ -319,6 +331,9 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
                         Ok(())
                     })?;
             }
+        }
+        for (i, first) in repeats {
+            rows[i] = rows[first].clone();
         }
         let width = rows.iter().flatten().next().map_or(self.dimension(), Vec::len);
         let mut out = Array2::zeros((texts.len(), width));
@@ -429,6 +444,16 @@ mod tests {
                 misses: 4
             }
         );
+    }
+
+    #[test]
+    fn a_text_repeated_in_one_call_is_embedded_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cached = CachedEmbedder::open(Flaky::new(usize::MAX), dir.path().join("c.redb")).unwrap();
+        let got = cached.embed(&["a", "b", "a", "a"]).unwrap();
+        assert_eq!(cached.inner().embedded.load(Ordering::SeqCst), 2);
+        assert_eq!(got.row(0), got.row(2));
+        assert_eq!(got, Flaky::new(usize::MAX).embed(&["a", "b", "a", "a"]).unwrap());
     }
 
     #[test]

@@ -134,6 +134,47 @@ pub struct SentenceTransformerConfig {
     pub max_seq_length: usize,
     /// sentence_bert_config.json's do_lower_case.
     pub do_lower_case: bool,
+    /// config_sentence_transformers.json's prompts.
+    pub prompts: Prompts,
+    /// 1_Pooling/config.json's `include_prompt` (false: prompt tokens are left out of pooling).
+    pub include_prompt: bool,
+}
+
+/// The prompts a sentence-transformers folder declares (`prompts`, `default_prompt_name` of
+/// config_sentence_transformers.json), reached through [`sage_core::Role`]s.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Prompts {
+    /// Prompt text by name.
+    pub by_name: std::collections::BTreeMap<String, String>,
+    /// Applied when a text has no prompt of its own, as `encode` does without `prompt_name`.
+    pub default_name: Option<String>,
+}
+
+impl Prompts {
+    /// The prompt prepended to texts in `role`: the `query` prompt for queries, the `document`
+    /// (or `passage`, `corpus`) prompt for documents, else the default prompt; `None` when that
+    /// is absent or empty.
+    pub fn for_role(&self, role: sage_core::Role) -> Option<&str> {
+        let names: &[&str] = match role {
+            sage_core::Role::Query => &["query"],
+            sage_core::Role::Document => &["document", "passage", "corpus"],
+            sage_core::Role::Plain => &[],
+        };
+        names
+            .iter()
+            .find_map(|n| self.by_name.get(*n))
+            .or_else(|| self.default_name.as_ref().and_then(|n| self.by_name.get(n)))
+            .map(String::as_str)
+            .filter(|p| !p.is_empty())
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct StConfigFile {
+    #[serde(default)]
+    prompts: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    default_prompt_name: Option<String>,
 }
 
 pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
@@ -160,6 +201,12 @@ struct PoolingFile {
     pooling_mode_max_tokens: bool,
     #[serde(default)]
     pooling_mode_mean_sqrt_len_tokens: bool,
+    #[serde(default = "yes")]
+    include_prompt: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize)]
@@ -176,14 +223,17 @@ impl SentenceTransformerConfig {
         let transformer: TransformerConfig = read_json(&config_path)?;
         let architecture = transformer.architecture(&config_path)?;
         let modules_path = dir.join("modules.json");
-        let (mut pooling, mut normalize) = (Pooling::Mean, false);
+        let (mut pooling, mut normalize, mut include_prompt) = (Pooling::Mean, false, true);
         if modules_path.is_file() {
             let modules: Vec<Module> = read_json(&modules_path)?;
             for m in &modules {
                 let kind = m.kind.rsplit('.').next().unwrap_or(&m.kind);
                 match kind {
                     "Transformer" => {}
-                    "Pooling" => pooling = read_pooling(&dir.join(&m.path).join("config.json"))?,
+                    "Pooling" => {
+                        (pooling, include_prompt) =
+                            read_pooling(&dir.join(&m.path).join("config.json"))?
+                    }
                     "Normalize" => normalize = true,
                     other => {
                         return Err(config_error(
@@ -211,6 +261,20 @@ impl SentenceTransformerConfig {
             }
         };
         let max_seq_length = max_seq.unwrap_or(position_limit).min(position_limit);
+        let st_path = dir.join("config_sentence_transformers.json");
+        let st: StConfigFile = if st_path.is_file() {
+            read_json(&st_path)?
+        } else {
+            StConfigFile::default()
+        };
+        if let Some(name) = st.default_prompt_name.as_ref() {
+            if !st.prompts.contains_key(name) {
+                return Err(config_error(
+                    &st_path,
+                    format!("default_prompt_name {name:?} is not one of its prompts"),
+                ));
+            }
+        }
         Ok(SentenceTransformerConfig {
             dir: dir.to_owned(),
             transformer,
@@ -219,13 +283,18 @@ impl SentenceTransformerConfig {
             normalize,
             max_seq_length,
             do_lower_case,
+            prompts: Prompts {
+                by_name: st.prompts,
+                default_name: st.default_prompt_name,
+            },
+            include_prompt,
         })
     }
 }
 
-fn read_pooling(path: &Path) -> Result<Pooling> {
+fn read_pooling(path: &Path) -> Result<(Pooling, bool)> {
     let p: PoolingFile = read_json(path)?;
-    match (
+    let pooling = match (
         p.pooling_mode_cls_token,
         p.pooling_mode_mean_tokens,
         p.pooling_mode_max_tokens,
@@ -239,5 +308,6 @@ fn read_pooling(path: &Path) -> Result<Pooling> {
             path,
             "exactly one pooling mode must be enabled (combined poolings are not supported)",
         )),
-    }
+    }?;
+    Ok((pooling, p.include_prompt))
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use ndarray::{Array2, ArrayView1};
-use sage_core::{cosine, Embedder, EmbeddingSimilarity, Similarity};
+use sage_core::{cosine, Embedder, EmbeddingSimilarity, Role, Similarity};
 use serde_json::Value;
 
 use super::*;
@@ -99,6 +99,64 @@ fn check_transformer(name: &str) {
             diff < 1e-5,
             "{name}: sentence {i} differs alone vs in a batch by {diff}"
         );
+    }
+}
+
+/// Copies a model folder into `dst`, every file but the weights (linked), so its configuration
+/// can be edited.
+fn copy_folder(src: &Path, dst: &Path) {
+    for entry in std::fs::read_dir(src).unwrap().flatten() {
+        let from = entry.path();
+        let to = dst.join(entry.file_name());
+        if from.is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+            copy_folder(&from, &to);
+        } else if entry.file_name() == "model.safetensors" {
+            std::os::unix::fs::symlink(&from, &to).unwrap();
+        } else {
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+}
+
+/// sentence-transformers prompts through the query/document/plain roles, with the prompt pooled
+/// and with `include_prompt: false`, against data/fixtures/prompts.golden.json (written by
+/// tests/reference/golden_prompts.py: sentence-transformers 3.4.1, torch 2.15.0).
+#[test]
+fn prompts_reach_the_model_through_roles_as_sentence_transformers_applies_them() {
+    let Some(src) = model_dir("all-MiniLM-L6-v2") else { return };
+    let g: Value =
+        serde_json::from_str(include_str!("../../../data/fixtures/prompts.golden.json")).unwrap();
+    let texts = sentences(&g);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for (key, include_prompt) in [("include_prompt", true), ("exclude_prompt", false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_folder(&src, tmp.path());
+        let st_path = tmp.path().join("config_sentence_transformers.json");
+        let mut st: Value = serde_json::from_slice(&std::fs::read(&st_path).unwrap()).unwrap();
+        for (k, v) in g["config"].as_object().unwrap() {
+            st[k] = v.clone();
+        }
+        std::fs::write(&st_path, st.to_string()).unwrap();
+        let pooling_path = tmp.path().join("1_Pooling/config.json");
+        let mut pooling: Value =
+            serde_json::from_slice(&std::fs::read(&pooling_path).unwrap()).unwrap();
+        pooling["include_prompt"] = Value::Bool(include_prompt);
+        std::fs::write(&pooling_path, pooling.to_string()).unwrap();
+
+        let model =
+            SentenceTransformer::load(&local(tmp.path()), TransformerOptions::default()).unwrap();
+        for (name, role) in [("query", Role::Query), ("document", Role::Document), ("plain", Role::Plain)] {
+            let got = model.embed_as(&refs, role).unwrap();
+            assert_matches(&got, &rows(&g[key][name]), &format!("{key} {name}"), &texts);
+        }
+        assert_eq!(model.role_variant(Role::Query).as_deref(), Some("prompt=query: "));
+        assert_eq!(model.role_variant(Role::Document).as_deref(), Some("prompt=passage: "));
+        assert_eq!(model.role_variant(Role::Plain), None);
+        // the roles change the vectors
+        let q = model.embed_as(&refs[..1], Role::Query).unwrap();
+        let p = model.embed(&refs[..1]).unwrap();
+        assert!(max_abs_difference(q.row(0), p.row(0)) > 1e-3);
     }
 }
 

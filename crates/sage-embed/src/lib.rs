@@ -36,7 +36,7 @@ use std::path::Path;
 
 pub use cache::{default_cache_path, CacheStats, CachedEmbedder, PlanCounts, TokenCounter};
 pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
-pub use config::{Architecture, Pooling, SentenceTransformerConfig, TransformerConfig};
+pub use config::{Architecture, Pooling, Prompts, SentenceTransformerConfig, TransformerConfig};
 pub use error::{EmbedError, Result};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
 use sage_core::Embedder;

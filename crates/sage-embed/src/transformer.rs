@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use ndarray::{Array2, Axis};
-use sage_core::{Embedder, EmbedderIdentity};
+use sage_core::{Embedder, EmbedderIdentity, Role};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
-use crate::config::{Pooling, SentenceTransformerConfig};
+use crate::config::{Pooling, Prompts, SentenceTransformerConfig};
 use crate::encoder::{pool, Encoder};
 use crate::error::{file_error, EmbedError, Result};
 use crate::{file_digest, ResolvedModel};
@@ -51,6 +51,8 @@ pub struct SentenceTransformer {
     normalize: bool,
     do_lower_case: bool,
     pad_id: u32,
+    prompts: Prompts,
+    include_prompt: bool,
     options: TransformerOptions,
     /// Texts run through the encoder so far (after merging texts with the same token ids).
     encoded: AtomicUsize,
@@ -109,6 +111,8 @@ impl SentenceTransformer {
             normalize,
             do_lower_case: config.do_lower_case,
             pad_id: config.transformer.pad_token_id,
+            prompts: config.prompts,
+            include_prompt: config.include_prompt,
             options,
             encoded: AtomicUsize::new(0),
         })
@@ -142,7 +146,9 @@ impl SentenceTransformer {
             .collect())
     }
 
-    fn embed_batch(&self, batch: &[&Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+    /// `skip`: leading tokens left out of pooling (a prompt, when the folder's pooling says
+    /// `include_prompt: false`).
+    fn embed_batch(&self, batch: &[&Vec<u32>], skip: usize) -> Result<Vec<Vec<f32>>> {
         let longest = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
         let ids: Vec<Vec<u32>> = batch
             .iter()
@@ -165,7 +171,21 @@ impl SentenceTransformer {
             (Some(first), Pooling::FirstLastAvg) => ((first + &out.last)? / 2.0)?,
             _ => out.last,
         };
-        let mut pooled = pool(&hidden, &mask, self.pooling)?;
+        let mut pooled = if skip == 0 {
+            pool(&hidden, &mask, self.pooling)?
+        } else {
+            // sentence-transformers: attention_mask[:, :prompt_length] = 0 before pooling
+            let pooling_mask: Vec<Vec<u32>> = mask
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .enumerate()
+                        .map(|(i, &m)| if i < skip { 0 } else { m })
+                        .collect()
+                })
+                .collect();
+            pool(&hidden, &pooling_mask, self.pooling)?
+        };
         if self.normalize {
             // torch.nn.functional.normalize: x / max(‖x‖, 1e-12)
             let norms = pooled
@@ -235,7 +255,32 @@ impl Embedder for SentenceTransformer {
     /// inserted, or tokens cut, past the first max_seq_length tokens of a long document leaves
     /// what the model reads unchanged, and at position 0 the filler alone fills the window.
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
-        let ids = self.tokenize(texts)?;
+        self.embed_as(texts, Role::Plain)
+    }
+
+    fn role_variant(&self, role: Role) -> Option<String> {
+        self.prompts.for_role(role).map(|p| format!("prompt={p}"))
+    }
+
+    /// The folder's prompt for `role` is prepended to each text, as sentence-transformers'
+    /// `encode(prompt_name=...)` does.
+    fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
+        let prompt = self.prompts.for_role(role);
+        let prompted: Vec<String>;
+        let texts: Vec<&str> = match prompt {
+            Some(p) => {
+                prompted = texts.iter().map(|t| format!("{p}{t}")).collect();
+                prompted.iter().map(String::as_str).collect()
+            }
+            None => texts.to_vec(),
+        };
+        // sentence-transformers: prompt_length = len(tokenize(prompt)) - 1 (its [CLS] and
+        // words, not its [SEP])
+        let skip = match prompt {
+            Some(p) if !self.include_prompt => self.tokenize(&[p])?[0].len().saturating_sub(1),
+            _ => 0,
+        };
+        let ids = self.tokenize(&texts)?;
         let mut distinct: Vec<&Vec<u32>> = Vec::new();
         let mut first: HashMap<&[u32], usize> = HashMap::new();
         let row_of: Vec<usize> = ids
@@ -251,7 +296,7 @@ impl Embedder for SentenceTransformer {
         let mut vectors = Array2::zeros((distinct.len(), self.dimension()));
         for batch in plan_batches(&lengths, self.options.batch_tokens, self.options.max_batch) {
             let rows: Vec<&Vec<u32>> = batch.iter().map(|&i| distinct[i]).collect();
-            for (&i, vector) in batch.iter().zip(self.embed_batch(&rows)?) {
+            for (&i, vector) in batch.iter().zip(self.embed_batch(&rows, skip)?) {
                 vectors
                     .row_mut(i)
                     .assign(&ndarray::ArrayView1::from(&vector));
