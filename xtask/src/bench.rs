@@ -260,7 +260,7 @@ struct Outcome {
 pub fn bench_all(args: &[String]) -> Result<()> {
     let root = workspace_root();
     let mut config_path = None;
-    let (mut quick, mut overwrite) = (false, false);
+    let (mut quick, mut overwrite, mut plan_only) = (false, false, false);
     let mut out = root.join("results");
     let mut sage = None;
     let mut it = args.iter();
@@ -276,8 +276,9 @@ pub fn bench_all(args: &[String]) -> Result<()> {
             "--sage" => sage = Some(PathBuf::from(value()?)),
             "--quick" => quick = true,
             "--overwrite" => overwrite = true,
+            "--plan" => plan_only = true,
             other => bail!(
-                "unknown option {other:?} (bench-all takes --config FILE, --quick, --overwrite, --out DIR, --sage BIN)"
+                "unknown option {other:?} (bench-all takes --config FILE, --quick, --overwrite, --out DIR, --sage BIN, --plan)"
             ),
         }
     }
@@ -339,6 +340,9 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         max_cost_usd: config.remote.max_cost_usd,
         prices: config.remote.prices.clone(),
     };
+    if plan_only {
+        return print_plan(&jobs, &sage, &out, overwrite, &context);
+    }
     let outcomes = run_jobs(&jobs, &sage, &out, overwrite, &context);
 
     let manifest = json!({
@@ -361,7 +365,10 @@ pub fn bench_all(args: &[String]) -> Result<()> {
     print_timing_table(&outcomes);
 
     // a run whose every job was over budget (or failed) has nothing to report on
-    if outcomes.iter().any(|o| o.status == "done" || o.status == "kept") {
+    if outcomes
+        .iter()
+        .any(|o| o.status == "done" || o.status == "kept")
+    {
         let status = Command::new(&sage)
             .arg("report")
             .arg(&out)
@@ -745,7 +752,11 @@ fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
     if !output.status.success() {
         bail!(
             "planning failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim().lines().last().unwrap_or("no message")
+            String::from_utf8_lossy(&output.stderr)
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or("no message")
         );
     }
     let plan: Value = serde_json::from_slice(&output.stdout).context("sage --plan output")?;
@@ -757,13 +768,78 @@ fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
     })
 }
 
+/// `--plan`: what each remote job still to run would send and cost; runs nothing.
+fn print_plan(
+    jobs: &[Job],
+    sage: &Path,
+    out: &Path,
+    overwrite: bool,
+    context: &RunContext,
+) -> Result<()> {
+    let mut total = Some(0.0);
+    let mut remote_jobs = 0;
+    for job in jobs.iter().filter(|j| is_remote(&j.similarity.spec)) {
+        remote_jobs += 1;
+        let name = format!("{} {}/{}", job.similarity.label, job.suite, job.task);
+        let path = out
+            .join(&job.similarity.label)
+            .join(job.suite)
+            .join(format!("{}.json", job.task));
+        if path.exists() && !overwrite {
+            println!("{name}: kept (result exists), sends nothing");
+            continue;
+        }
+        let output = Command::new(sage)
+            .args(&job.args)
+            .args(context.price_args(&job.similarity.spec))
+            .arg("--plan")
+            .output()
+            .with_context(|| format!("running {}", sage.display()))?;
+        if !output.status.success() {
+            bail!(
+                "{name}: planning failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+                    .trim()
+                    .lines()
+                    .last()
+                    .unwrap_or("no message")
+            );
+        }
+        let plan: Value = serde_json::from_slice(&output.stdout).context("sage --plan output")?;
+        let model = &plan["plan"][0];
+        let cost = plan["estimated_cost_usd"].as_f64();
+        println!(
+            "{name}: {} texts, {} tokens to send ({} cached): {}",
+            model["texts_to_send"],
+            model["tokens_to_send"],
+            model["cached_texts"],
+            cost.map_or("no price".to_owned(), |c| format!("${c:.4}"))
+        );
+        total = total.zip(cost).map(|(t, c)| t + c);
+    }
+    match (remote_jobs, total) {
+        (0, _) => println!("no remote-model jobs: nothing would be sent"),
+        (_, Some(t)) => println!(
+            "total: about ${t:.4} (an upper bound: a text several jobs share is counted in each){}",
+            context
+                .max_cost_usd
+                .map(|m| format!("; remote.max_cost_usd = ${m}"))
+                .unwrap_or_default()
+        ),
+        (_, None) => println!("total: unknown (a model has no price: set it in [remote.prices])"),
+    }
+    Ok(())
+}
+
 /// The cost a finished result file records (its `remote_usage`), 0 when none.
 fn recorded_cost(path: &Path) -> f64 {
     std::fs::read(path)
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         .and_then(|v| v["report"]["remote_usage"].as_array().cloned())
-        .map_or(0.0, |usage| usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum())
+        .map_or(0.0, |usage| {
+            usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum()
+        })
 }
 
 fn bar_style() -> ProgressStyle {
@@ -1011,7 +1087,9 @@ mod tests {
         assert!(e.contains("my.toml") && e.contains("seed"), "{e}");
         let e = error(&DEFAULT_CONFIG.replace("[remote]\n", "[remote]\nsurprise = 1\n"));
         assert!(e.contains("surprise"), "{e}");
-        let e = error(&DEFAULT_CONFIG.replace("[remote.prices]\n", "[remote.prices]\n\"x\" = \"cheap\"\n"));
+        let e = error(
+            &DEFAULT_CONFIG.replace("[remote.prices]\n", "[remote.prices]\n\"x\" = \"cheap\"\n"),
+        );
         assert!(e.contains("remote.prices") || e.contains("cheap"), "{e}");
         let e = error(&DEFAULT_CONFIG.replace("[pteb]\n", "[pteb]\nllm_attention = \"pool\"\n"));
         assert!(

@@ -18,7 +18,7 @@ const HELP: &str = "\
 cargo xtask <task> [options]
 
 Tasks:
-  bench-all [--config bench.toml] [--quick] [--overwrite] [--out DIR] [--sage BIN]
+  bench-all [--config bench.toml] [--quick] [--overwrite] [--out DIR] [--sage BIN] [--plan]
       Every suite (SAGE's five tasks, EvalRank, ALIGN-SIM, PTEB) on every
       similarity (the classical metrics and the models `sage models` finds, or those the config
       names), through the release `sage` binary (BIN: use that one instead of building).
@@ -27,7 +27,9 @@ Tasks:
       results), written atomically; existing files are kept unless --overwrite, so a killed run
       resumes. --quick: the small samples of the config's [quick] table. Ends with
       `sage report DIR` (report.md, summary.csv, report.html). The commented default
-      configuration is bench.toml at the repository root.
+      configuration is bench.toml at the repository root. --plan: run nothing; print, per
+      remote-model job, the texts and tokens it would send after the embedding cache and its
+      estimated cost ([remote] in the config), and the total.
   metrics-throughput [--input pairs.jsonl] [--repeat N] [--out DIR]
       Build the release `sage` binary and time `sage score` for every classical metric on a
       JSON-lines file of {\"text1\",\"text2\"} pairs (default: STS-B test from $SAGE_DATA_DIR,

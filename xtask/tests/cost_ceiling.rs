@@ -24,11 +24,16 @@ fn stand_in(req: &Request) -> Reply {
             for b in t.as_str().unwrap().bytes() {
                 h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
             }
-            let v: Vec<f64> = (0..8).map(|k| ((h >> (k * 8)) & 0xff) as f64 / 255.0 - 0.5).collect();
+            let v: Vec<f64> = (0..8)
+                .map(|k| ((h >> (k * 8)) & 0xff) as f64 / 255.0 - 0.5)
+                .collect();
             json!({"object": "embedding", "index": i, "embedding": v})
         })
         .collect();
-    Reply::json(200, &json!({"object": "list", "data": data, "usage": {"total_tokens": 1}}))
+    Reply::json(
+        200,
+        &json!({"object": "list", "data": data, "usage": {"total_tokens": 1}}),
+    )
 }
 
 fn bench(config: &str, scratch: &Path, out: &Path) -> std::process::Output {
@@ -74,10 +79,47 @@ fn a_job_over_the_cost_ceiling_is_not_started() {
     let results = scratch.path().join("results");
     let result = results.join("openai:stand-in/sage/sensitivity.json");
 
+    // the plan of the whole config: every remote job priced, nothing sent, nothing written
+    let planned = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(workspace())
+        .args(["bench-all", "--quick", "--plan", "--sage"])
+        .arg(sage())
+        .arg("--config")
+        .arg({
+            let p = scratch.path().join("plan.toml");
+            std::fs::write(&p, config(0.0001)).unwrap();
+            p
+        })
+        .arg("--out")
+        .arg(&results)
+        .env("SAGE_CACHE_DIR", scratch.path().join("cache"))
+        .env_remove("SAGE_DATA_DIR")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&planned.stdout);
+    assert!(
+        planned.status.success(),
+        "{}",
+        String::from_utf8_lossy(&planned.stderr)
+    );
+    assert!(
+        said.contains("openai:stand-in sage/sensitivity:") && said.contains("tokens to send"),
+        "{said}"
+    );
+    assert!(said.contains("total: about $"), "{said}");
+    assert_eq!(server.requests(), 0);
+    assert!(!results.exists());
+
     let over = bench(&config(0.0001), scratch.path(), &results);
     let log = String::from_utf8_lossy(&over.stderr);
-    assert!(over.status.success(), "stopping at the ceiling is clean: {log}");
-    assert!(log.contains("not started") && log.contains("max_cost_usd"), "{log}");
+    assert!(
+        over.status.success(),
+        "stopping at the ceiling is clean: {log}"
+    );
+    assert!(
+        log.contains("not started") && log.contains("max_cost_usd"),
+        "{log}"
+    );
     assert!(!result.exists(), "no result for a job not started");
     assert_eq!(server.requests(), 0, "planning sends nothing");
 

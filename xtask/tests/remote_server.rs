@@ -99,14 +99,18 @@ fn healthy(port: u16) -> bool {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let asked = stream.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    let asked =
+        stream.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     let mut answer = String::new();
-    asked.is_ok() && stream.read_to_string(&mut answer).is_ok() && answer.starts_with("HTTP/1.1 200")
+    asked.is_ok()
+        && stream.read_to_string(&mut answer).is_ok()
+        && answer.starts_with("HTTP/1.1 200")
 }
 
 /// 200 texts: the fixture pairs, Unicode, an empty one, and some over the model's 256 tokens.
 fn texts() -> Vec<String> {
-    let pairs = std::fs::read_to_string(workspace().join("data/fixtures/metric_pairs.jsonl")).unwrap();
+    let pairs =
+        std::fs::read_to_string(workspace().join("data/fixtures/metric_pairs.jsonl")).unwrap();
     let mut base: Vec<String> = Vec::new();
     for line in pairs.lines() {
         let v: Value = serde_json::from_str(line).unwrap();
@@ -186,7 +190,11 @@ type Log = Arc<Mutex<Vec<Vec<String>>>>;
 fn request_texts(req: &Request) -> Vec<String> {
     req.json()["input"]
         .as_array()
-        .map(|a| a.iter().map(|t| t.as_str().unwrap_or("").to_owned()).collect())
+        .map(|a| {
+            a.iter()
+                .map(|t| t.as_str().unwrap_or("").to_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -219,7 +227,16 @@ fn a_real_openai_compatible_server() {
     let cache = s.join("cache");
     for (m, out) in [(spec.as_str(), &remote_out), (model_arg, &local_out)] {
         run_sage(
-            &["embed", "--no-cache", "--model", m, "--input", input_arg, "--output", out.to_str().unwrap()],
+            &[
+                "embed",
+                "--no-cache",
+                "--model",
+                m,
+                "--input",
+                input_arg,
+                "--output",
+                out.to_str().unwrap(),
+            ],
             &cache,
         );
     }
@@ -230,7 +247,10 @@ fn a_real_openai_compatible_server() {
         .zip(&local)
         .map(|(a, b)| cosine(a, b))
         .fold(f64::INFINITY, f64::min);
-    eprintln!("remote_server: lowest cosine server vs local over {} texts: {lowest:.7}", texts.len());
+    eprintln!(
+        "remote_server: lowest cosine server vs local over {} texts: {lowest:.7}",
+        texts.len()
+    );
     assert!(lowest >= 0.999, "lowest cosine {lowest}");
 
     // 2. SAGE categories through the server equal the local model's
@@ -241,8 +261,18 @@ fn a_real_openai_compatible_server() {
         for m in [spec.as_str(), model_arg] {
             let out = s.join(format!("{task}.json"));
             run_sage(
-                &["run", task, "--similarity", m, "--max-rows", "3", "--data-dir", &data_dir,
-                  "--output", out.to_str().unwrap()],
+                &[
+                    "run",
+                    task,
+                    "--similarity",
+                    m,
+                    "--max-rows",
+                    "3",
+                    "--data-dir",
+                    &data_dir,
+                    "--output",
+                    out.to_str().unwrap(),
+                ],
                 &cache,
             );
             let report: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
@@ -257,13 +287,26 @@ fn a_real_openai_compatible_server() {
             }
             scores.push(report["score"].as_f64().unwrap());
         }
-        eprintln!("remote_server: {task}: server {:.6}, local {:.6}", scores[0], scores[1]);
+        eprintln!(
+            "remote_server: {task}: server {:.6}, local {:.6}",
+            scores[0], scores[1]
+        );
         assert!((scores[0] - scores[1]).abs() <= 0.005, "{task}: {scores:?}");
     }
 
     // 3. the plan of a finished run sends nothing and costs nothing more
     let planned = run_sage(
-        &["run", "sensitivity", "--similarity", &spec, "--max-rows", "3", "--data-dir", &data_dir, "--plan"],
+        &[
+            "run",
+            "sensitivity",
+            "--similarity",
+            &spec,
+            "--max-rows",
+            "3",
+            "--data-dir",
+            &data_dir,
+            "--plan",
+        ],
         &cache,
     );
     let plan: Value = serde_json::from_slice(&planned.stdout).unwrap();
@@ -307,9 +350,24 @@ fn a_real_openai_compatible_server() {
 
     // 5. faults between sage and the server: same vectors, one retry per fault
     let clean_out = s.join("clean.jsonl");
-    let flags = ["--request-batch", "16", "--concurrency", "1", "--request-timeout", "4"];
+    let flags = [
+        "--request-batch",
+        "16",
+        "--concurrency",
+        "1",
+        "--request-timeout",
+        "4",
+    ];
     let embed = |m: &str, out: &Path, cache: &Path, extra: &[&str]| {
-        let mut args = vec!["embed", "--model", m, "--input", input_arg, "--output", out.to_str().unwrap()];
+        let mut args = vec![
+            "embed",
+            "--model",
+            m,
+            "--input",
+            input_arg,
+            "--output",
+            out.to_str().unwrap(),
+        ];
         args.extend(flags);
         args.extend(extra);
         run_sage(&args, cache)
@@ -333,7 +391,10 @@ fn a_real_openai_compatible_server() {
             Some("drop") => Reply::Drop,
             Some("stall") => Reply::Stall(Duration::from_secs(6)),
             Some("truncate") => match forward(&up, req) {
-                Reply::Respond { body, .. } => Reply::Truncate { keep: body.len() / 3, body },
+                Reply::Respond { body, .. } => Reply::Truncate {
+                    keep: body.len() / 3,
+                    body,
+                },
                 other => other,
             },
             Some("count") => match forward(&up, req) {
@@ -364,7 +425,10 @@ fn a_real_openai_compatible_server() {
         .fold(0.0, f64::max);
     assert_eq!(worst, 0.0, "the faults changed a vector by {worst}");
     let said = String::from_utf8_lossy(&run.stderr);
-    assert!(said.contains(&format!("({} retried)", FAULTS.len())), "{said}");
+    assert!(
+        said.contains(&format!("({} retried)", FAULTS.len())),
+        "{said}"
+    );
 
     // 6. kill -9 mid-run, re-run: only the texts not stored are requested
     let log: Log = Arc::default();
@@ -382,7 +446,9 @@ fn a_real_openai_compatible_server() {
     let kill_cache = s.join("kill-cache");
     let killed_out = s.join("killed.jsonl");
     let mut child: Child = Command::new(sage())
-        .args(["embed", "--model", &spec_slow, "--input", input_arg, "--output"])
+        .args([
+            "embed", "--model", &spec_slow, "--input", input_arg, "--output",
+        ])
         .arg(&killed_out)
         .args(["--request-batch", "8", "--concurrency", "1"])
         .env("SAGE_CACHE_DIR", &kill_cache)
@@ -398,20 +464,41 @@ fn a_real_openai_compatible_server() {
     child.wait().unwrap();
     assert!(!killed_out.exists(), "a killed run leaves no output file");
     let first: Vec<Vec<String>> = log.lock().unwrap().drain(..).collect();
-    assert!(first.len() < texts.len().div_ceil(8), "killed before the end");
+    assert!(
+        first.len() < texts.len().div_ceil(8),
+        "killed before the end"
+    );
     slow.store(false, Ordering::SeqCst);
     let resumed_out = s.join("resumed.jsonl");
     run_sage(
-        &["embed", "--model", &spec_slow, "--input", input_arg, "--output",
-          resumed_out.to_str().unwrap(), "--request-batch", "8", "--concurrency", "1"],
+        &[
+            "embed",
+            "--model",
+            &spec_slow,
+            "--input",
+            input_arg,
+            "--output",
+            resumed_out.to_str().unwrap(),
+            "--request-batch",
+            "8",
+            "--concurrency",
+            "1",
+        ],
         &kill_cache,
     );
     let second: Vec<String> = log.lock().unwrap().iter().flatten().cloned().collect();
     let answered_before: HashSet<&String> = first.iter().flatten().collect();
     let distinct: HashSet<&String> = texts.iter().collect();
-    let resent: Vec<&String> = second.iter().filter(|t| answered_before.contains(t)).collect();
+    let resent: Vec<&String> = second
+        .iter()
+        .filter(|t| answered_before.contains(t))
+        .collect();
     // at most the batch answered in the instant of the kill was not stored yet
-    assert!(resent.len() <= 8, "re-sent {} texts answered before the kill", resent.len());
+    assert!(
+        resent.len() <= 8,
+        "re-sent {} texts answered before the kill",
+        resent.len()
+    );
     assert_eq!(
         answered_before.len() + second.len() - resent.len(),
         distinct.len(),

@@ -517,7 +517,10 @@ mod real_data {
     fn all_criteria_on_real_data() {
         let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
         else {
-            sage_core::test_support::skip(module_path!(), "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: ALIGN-SIM on real data not run");
+            sage_core::test_support::skip(
+                module_path!(),
+                "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: ALIGN-SIM on real data not run",
+            );
             return;
         };
         let wordnet = Arc::new(WordNet::open(root.root().join("wordnet/dict")).unwrap());

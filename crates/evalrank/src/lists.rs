@@ -264,7 +264,10 @@ mod tests {
     #[test]
     fn constructed_word_lists_equal_the_toolkits() {
         let Ok(root) = DataRoot::from_env() else {
-            sage_core::test_support::skip(module_path!(), "SAGE_DATA_DIR unset: EvalRank list construction not checked");
+            sage_core::test_support::skip(
+                module_path!(),
+                "SAGE_DATA_DIR unset: EvalRank list construction not checked",
+            );
             return;
         };
         let built = words_constructed(&root).unwrap();

@@ -149,7 +149,10 @@ mod tests {
                 &json!({"error": {"message": "failed for Authorization: Bearer sk-chat-secret-42"}}),
             )
         });
-        let url = format!("{}/v1", server.url().replace("http://", "http://bob:pa55word@"));
+        let url = format!(
+            "{}/v1",
+            server.url().replace("http://", "http://bob:pa55word@")
+        );
         let chat = OpenAiChat::new(
             &url,
             "m",

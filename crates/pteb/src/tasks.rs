@@ -223,7 +223,10 @@ impl TaskData {
             TaskData::Sts(rows) => {
                 let a: Vec<&str> = rows.iter().map(|(x, _, _)| rw(rewrite, x)).collect();
                 let b: Vec<&str> = rows.iter().map(|(_, y, _)| rw(rewrite, y)).collect();
-                let (ea, eb) = (embed(embedder, &a, Role::Plain)?, embed(embedder, &b, Role::Plain)?);
+                let (ea, eb) = (
+                    embed(embedder, &a, Role::Plain)?,
+                    embed(embedder, &b, Role::Plain)?,
+                );
                 let cos: Vec<f64> = (0..rows.len())
                     .map(|i| f64::from(cosine(ea.row(i), eb.row(i))))
                     .collect();
@@ -284,7 +287,10 @@ impl TaskData {
             TaskData::PairClassification(rows) => {
                 let a: Vec<&str> = rows.iter().map(|(x, _, _)| rw(rewrite, x)).collect();
                 let b: Vec<&str> = rows.iter().map(|(_, y, _)| rw(rewrite, y)).collect();
-                let (ea, eb) = (embed(embedder, &a, Role::Plain)?, embed(embedder, &b, Role::Plain)?);
+                let (ea, eb) = (
+                    embed(embedder, &a, Role::Plain)?,
+                    embed(embedder, &b, Role::Plain)?,
+                );
                 let cos: Vec<f64> = (0..rows.len())
                     .map(|i| f64::from(cosine(ea.row(i), eb.row(i))))
                     .collect();

@@ -16,7 +16,9 @@ fn load(dir: &std::path::Path) -> GgufChat {
 
 #[test]
 fn smollm2_renders_its_chat_template_and_paraphrases_deterministically() {
-    let Some(dir) = smollm2_dir("smollm2_renders_its_chat_template_and_paraphrases_deterministically") else {
+    let Some(dir) =
+        smollm2_dir("smollm2_renders_its_chat_template_and_paraphrases_deterministically")
+    else {
         return;
     };
     let model = load(&dir);
@@ -145,7 +147,8 @@ fn requests_decoded_together_answer_as_each_alone() {
 
 #[test]
 fn retries_join_the_running_batches_and_answer_as_each_asked_alone() {
-    let Some(dir) = smollm2_dir("retries_join_the_running_batches_and_answer_as_each_asked_alone") else {
+    let Some(dir) = smollm2_dir("retries_join_the_running_batches_and_answer_as_each_asked_alone")
+    else {
         return;
     };
     let messages = paraphrase_prompts(&VARIED_TEXTS[..5]);
@@ -190,7 +193,8 @@ fn retries_join_the_running_batches_and_answer_as_each_asked_alone() {
 
 #[test]
 fn pooled_attention_decodes_what_per_request_attention_decodes() {
-    let Some(dir) = smollm2_dir("pooled_attention_decodes_what_per_request_attention_decodes") else {
+    let Some(dir) = smollm2_dir("pooled_attention_decodes_what_per_request_attention_decodes")
+    else {
         return;
     };
     // Greedy answers: the pooled pass rounds differently in its last bits, which sampling at
@@ -313,7 +317,8 @@ fn serve(model: GgufChat) -> (String, std::thread::JoinHandle<usize>) {
 
 #[test]
 fn http_backend_against_a_loopback_server_matches_the_local_model() {
-    let Some(dir) = smollm2_dir("http_backend_against_a_loopback_server_matches_the_local_model") else {
+    let Some(dir) = smollm2_dir("http_backend_against_a_loopback_server_matches_the_local_model")
+    else {
         return;
     };
     let (url, server) = serve(load(&dir));

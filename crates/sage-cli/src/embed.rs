@@ -50,7 +50,8 @@ impl ModelArgs {
     /// Loads the model, wrapped in the cache unless disabled; reports cache use on stderr.
     pub fn load(&self, spec: &str) -> Result<Box<dyn Embedder>> {
         if crate::remote::is_remote(spec) {
-            let cache = (!self.no_cache).then(|| self.cache.clone().unwrap_or_else(default_cache_path));
+            let cache =
+                (!self.no_cache).then(|| self.cache.clone().unwrap_or_else(default_cache_path));
             return crate::remote::load(spec, &self.remote, cache);
         }
         if self.remote.plan {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use sage_core::Embedder;
-use sage_embed::remote::{PRICES_AS_OF, RemoteOptions, RemoteSpec};
+use sage_embed::remote::{RemoteOptions, RemoteSpec, PRICES_AS_OF};
 use sage_embed::{CachedEmbedder, RemoteEmbedder};
 use serde_json::{json, Value};
 
@@ -108,18 +108,33 @@ pub fn load(spec: &str, args: &RemoteArgs, cache: Option<PathBuf>) -> Result<Box
         };
         let counter = remote.token_counter();
         let planner = Arc::new(CachedEmbedder::planning(remote, cache, counter)?);
-        used.push(Used { display, price, cached: Some(planner.clone()), bare: None });
+        used.push(Used {
+            display,
+            price,
+            cached: Some(planner.clone()),
+            bare: None,
+        });
         return Ok(Box::new(planner));
     }
     match cache {
         Some(path) => {
             let cached = Arc::new(CachedEmbedder::open(remote, path)?);
-            used.push(Used { display, price, cached: Some(cached.clone()), bare: None });
+            used.push(Used {
+                display,
+                price,
+                cached: Some(cached.clone()),
+                bare: None,
+            });
             Ok(Box::new(cached))
         }
         None => {
             let bare = Arc::new(remote);
-            used.push(Used { display, price, cached: None, bare: Some(bare.clone()) });
+            used.push(Used {
+                display,
+                price,
+                cached: None,
+                bare: Some(bare.clone()),
+            });
             Ok(Box::new(bare))
         }
     }
@@ -194,8 +209,14 @@ pub fn finish(report: &impl serde::Serialize) -> Result<Value> {
             u.retries,
             u.texts,
             u.tokens,
-            if u.truncated > 0 { format!(", {} truncated", u.truncated) } else { String::new() },
-            u.cost_usd.map(|c| format!(", about ${c:.4}")).unwrap_or_default()
+            if u.truncated > 0 {
+                format!(", {} truncated", u.truncated)
+            } else {
+                String::new()
+            },
+            u.cost_usd
+                .map(|c| format!(", about ${c:.4}"))
+                .unwrap_or_default()
         );
     }
     if !usage.is_empty() {

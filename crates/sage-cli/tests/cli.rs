@@ -438,7 +438,10 @@ fn perturb_errors_are_clear() {
 #[test]
 fn perturb_with_real_wordnet() {
     let Some(data) = std::env::var_os("SAGE_DATA_DIR") else {
-        sage_core::test_support::skip(module_path!(), "SAGE_DATA_DIR unset: WordNet perturbation through the CLI not run");
+        sage_core::test_support::skip(
+            module_path!(),
+            "SAGE_DATA_DIR unset: WordNet perturbation through the CLI not run",
+        );
         return;
     };
     let wordnet = Path::new(&data).join("wordnet/dict");
@@ -469,7 +472,10 @@ fn models_dir() -> Option<PathBuf> {
 #[test]
 fn embed_writes_npy_and_jsonl_and_reuses_the_cache() {
     let Some(model) = models_dir() else {
-        sage_core::test_support::skip(module_path!(), "SAGE_MODELS_DIR/all-MiniLM-L6-v2 missing: sage embed not run");
+        sage_core::test_support::skip(
+            module_path!(),
+            "SAGE_MODELS_DIR/all-MiniLM-L6-v2 missing: sage embed not run",
+        );
         return;
     };
     let model = model.to_str().unwrap();
@@ -634,7 +640,10 @@ fn data_list_and_check_on_the_fixture_mirror() {
 #[test]
 fn run_align_sim_with_a_metric() {
     let Some(data) = std::env::var_os("SAGE_DATA_DIR") else {
-        sage_core::test_support::skip(module_path!(), "SAGE_DATA_DIR unset: sage run align-sim not run");
+        sage_core::test_support::skip(
+            module_path!(),
+            "SAGE_DATA_DIR unset: sage run align-sim not run",
+        );
         return;
     };
     let out = ok_json(&[

@@ -373,7 +373,8 @@ impl<E: Embedder> Similarity for EmbeddingSimilarity<E> {
     }
 
     fn score_matrix(&self, references: &[&str], candidates: &[&str]) -> Result<Array2<f32>> {
-        let (vectors, rows) = self.embed_distinct(references.iter().chain(candidates), Role::Plain)?;
+        let (vectors, rows) =
+            self.embed_distinct(references.iter().chain(candidates), Role::Plain)?;
         let (ref_rows, cand_rows) = rows.split_at(references.len());
         let left = vectors.select(Axis(0), ref_rows);
         let right = vectors.select(Axis(0), cand_rows);
@@ -488,6 +489,58 @@ mod tests {
             .iter()
             .zip(m.row(0))
             .all(|(a, b)| (a - b).abs() < 1e-6));
+    }
+
+    /// Embeds a text as one axis per role, so a score shows which roles its two texts had.
+    struct RoleAxes(EmbedderIdentity);
+
+    impl Embedder for RoleAxes {
+        fn identity(&self) -> &EmbedderIdentity {
+            &self.0
+        }
+        fn dimension(&self) -> usize {
+            3
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Array2<f32>> {
+            self.embed_as(texts, Role::Plain)
+        }
+        fn role_variant(&self, role: Role) -> Option<String> {
+            (role != Role::Plain).then(|| role.name().to_owned())
+        }
+        fn embed_as(&self, texts: &[&str], role: Role) -> Result<Array2<f32>> {
+            let axis = match role {
+                Role::Plain => 0,
+                Role::Query => 1,
+                Role::Document => 2,
+            };
+            Ok(Array2::from_shape_fn((texts.len(), 3), |(_, j)| {
+                if j == axis {
+                    1.0
+                } else {
+                    0.1
+                }
+            }))
+        }
+    }
+
+    #[test]
+    fn ranking_embeds_documents_and_queries_in_their_roles() {
+        let sim = EmbeddingSimilarity::cosine(RoleAxes(LetterCounts::new().identity));
+        // (document, query): different roles, so not the identical-vector score of 1
+        let ranked = sim.score_pairs_for_ranking(&[("d", "q")]).unwrap();
+        let plain = sim.score_pairs(&[("d", "q")]).unwrap();
+        assert!((plain[0] - 1.0).abs() < 1e-6, "plain texts share a role");
+        let expected = cosine(
+            ndarray::array![0.1, 0.1, 1.0].view(),
+            ndarray::array![0.1, 1.0, 0.1].view(),
+        );
+        assert!(
+            (ranked[0] - expected).abs() < 1e-6,
+            "{ranked:?} vs {expected}"
+        );
+        let id = LetterCounts::new().identity;
+        assert_ne!(id.cache_key_for(Some("query")), id.cache_key());
+        assert_eq!(id.cache_key_for(None), id.cache_key());
     }
 
     #[test]

@@ -27,7 +27,10 @@ pub fn env_dir(key: &str) -> Option<PathBuf> {
 pub fn data_dir_or_skip(what: &str) -> Option<PathBuf> {
     let dir = env_dir("SAGE_DATA_DIR");
     if dir.is_none() {
-        skip(what, "SAGE_DATA_DIR unset (the real data mirror; see ../shared/data)");
+        skip(
+            what,
+            "SAGE_DATA_DIR unset (the real data mirror; see ../shared/data)",
+        );
     }
     dir
 }
@@ -35,7 +38,7 @@ pub fn data_dir_or_skip(what: &str) -> Option<PathBuf> {
 /// The folder `name` under `$SAGE_MODELS_DIR`, or a skip line for `what` and `None`.
 pub fn model_dir_or_skip(name: &str, what: &str) -> Option<PathBuf> {
     let Some(root) = env_dir("SAGE_MODELS_DIR") else {
-        skip(what, &format!("SAGE_MODELS_DIR unset (needs model {name}; `cargo xtask fetch-models`)"));
+        skip(what, &format!("SAGE_MODELS_DIR unset (needs model {name}: a folder of model folders, as bash ../shared/tools/fetch-models.sh fills it)"));
         return None;
     };
     let dir = root.join(name);
@@ -44,7 +47,10 @@ pub fn model_dir_or_skip(name: &str, what: &str) -> Option<PathBuf> {
     } else {
         skip(
             what,
-            &format!("{} missing (`cargo xtask fetch-models`)", dir.display()),
+            &format!(
+                "{} missing (bash ../shared/tools/fetch-models.sh fills it)",
+                dir.display()
+            ),
         );
         None
     }

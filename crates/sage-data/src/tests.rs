@@ -358,7 +358,10 @@ fn grouped_sampling_takes_whole_groups_within_the_cap() {
 #[test]
 fn the_real_mirror_matches_its_manifest() {
     let Ok(root) = DataRoot::from_env() else {
-        sage_core::test_support::skip(module_path!(), "SAGE_DATA_DIR unset: the real mirror is not checked");
+        sage_core::test_support::skip(
+            module_path!(),
+            "SAGE_DATA_DIR unset: the real mirror is not checked",
+        );
         return;
     };
     let manifest_path = root.root().join("MANIFEST.tsv");

@@ -298,8 +298,10 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
                 }
             }
         }
-        self.hits
-            .fetch_add((texts.len() - missing.len() - repeats.len()) as u64, Ordering::Relaxed);
+        self.hits.fetch_add(
+            (texts.len() - missing.len() - repeats.len()) as u64,
+            Ordering::Relaxed,
+        );
         let mut rows = found.clone();
         if let Some(planner) = &self.planner {
             self.plan_missing(planner, texts, &keys, &found, &mut rows);
@@ -335,7 +337,11 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
         for (i, first) in repeats {
             rows[i] = rows[first].clone();
         }
-        let width = rows.iter().flatten().next().map_or(self.dimension(), Vec::len);
+        let width = rows
+            .iter()
+            .flatten()
+            .next()
+            .map_or(self.dimension(), Vec::len);
         let mut out = Array2::zeros((texts.len(), width));
         for (i, row) in rows.iter().enumerate() {
             let row = row.as_ref().ok_or_else(|| {
@@ -449,11 +455,15 @@ mod tests {
     #[test]
     fn a_text_repeated_in_one_call_is_embedded_once() {
         let dir = tempfile::tempdir().unwrap();
-        let cached = CachedEmbedder::open(Flaky::new(usize::MAX), dir.path().join("c.redb")).unwrap();
+        let cached =
+            CachedEmbedder::open(Flaky::new(usize::MAX), dir.path().join("c.redb")).unwrap();
         let got = cached.embed(&["a", "b", "a", "a"]).unwrap();
         assert_eq!(cached.inner().embedded.load(Ordering::SeqCst), 2);
         assert_eq!(got.row(0), got.row(2));
-        assert_eq!(got, Flaky::new(usize::MAX).embed(&["a", "b", "a", "a"]).unwrap());
+        assert_eq!(
+            got,
+            Flaky::new(usize::MAX).embed(&["a", "b", "a", "a"]).unwrap()
+        );
     }
 
     #[test]

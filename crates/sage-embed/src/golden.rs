@@ -44,7 +44,10 @@ fn rows(v: &Value) -> Vec<Vec<f32>> {
 /// The model folder, or None (and a message) when SAGE_MODELS_DIR lacks it.
 fn model_dir(name: &str) -> Option<PathBuf> {
     let Some(root) = std::env::var_os("SAGE_MODELS_DIR") else {
-        sage_core::test_support::skip(module_path!(), &format!("SAGE_MODELS_DIR unset: golden test of {name} not run"));
+        sage_core::test_support::skip(
+            module_path!(),
+            &format!("SAGE_MODELS_DIR unset: golden test of {name} not run"),
+        );
         return None;
     };
     let dir = PathBuf::from(root).join(name);
@@ -124,7 +127,9 @@ fn copy_folder(src: &Path, dst: &Path) {
 /// tests/reference/golden_prompts.py: sentence-transformers 3.4.1, torch 2.15.0).
 #[test]
 fn prompts_reach_the_model_through_roles_as_sentence_transformers_applies_them() {
-    let Some(src) = model_dir("all-MiniLM-L6-v2") else { return };
+    let Some(src) = model_dir("all-MiniLM-L6-v2") else {
+        return;
+    };
     let g: Value =
         serde_json::from_str(include_str!("../../../data/fixtures/prompts.golden.json")).unwrap();
     let texts = sentences(&g);
@@ -146,12 +151,22 @@ fn prompts_reach_the_model_through_roles_as_sentence_transformers_applies_them()
 
         let model =
             SentenceTransformer::load(&local(tmp.path()), TransformerOptions::default()).unwrap();
-        for (name, role) in [("query", Role::Query), ("document", Role::Document), ("plain", Role::Plain)] {
+        for (name, role) in [
+            ("query", Role::Query),
+            ("document", Role::Document),
+            ("plain", Role::Plain),
+        ] {
             let got = model.embed_as(&refs, role).unwrap();
             assert_matches(&got, &rows(&g[key][name]), &format!("{key} {name}"), &texts);
         }
-        assert_eq!(model.role_variant(Role::Query).as_deref(), Some("prompt=query: "));
-        assert_eq!(model.role_variant(Role::Document).as_deref(), Some("prompt=passage: "));
+        assert_eq!(
+            model.role_variant(Role::Query).as_deref(),
+            Some("prompt=query: ")
+        );
+        assert_eq!(
+            model.role_variant(Role::Document).as_deref(),
+            Some("prompt=passage: ")
+        );
         assert_eq!(model.role_variant(Role::Plain), None);
         // the roles change the vectors
         let q = model.embed_as(&refs[..1], Role::Query).unwrap();

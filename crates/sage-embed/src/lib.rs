@@ -8,7 +8,8 @@
 //!   sentence_bert_config.json) for BERT-family and MPNet checkpoints, on a candle encoder
 //!   ([`encoder`] explains why it is our own). Pooling and normalisation as the folder declares
 //!   (or overridden, e.g. EvalRank's first-last-avg); truncation at the real max_seq_length;
-//!   length-sorted batches under a token budget, results in input order.
+//!   length-sorted batches under a token budget, results in input order. The folder's prompts
+//!   (config_sentence_transformers.json) are applied through [`sage_core::Role`]s.
 //! - [`Glove`] (EvalRank's bag-of-words over GloVe text files) and [`Model2Vec`] static models.
 //! - [`resolve_model`]: a path, a folder under SAGE_MODELS_DIR, or a hub id from the HF cache
 //!   (HF_HUB_OFFLINE honoured) or the hub.
@@ -35,9 +36,9 @@ use std::io::Read;
 use std::path::Path;
 
 pub use cache::{default_cache_path, CacheStats, CachedEmbedder, PlanCounts, TokenCounter};
-pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 pub use config::{Architecture, Pooling, Prompts, SentenceTransformerConfig, TransformerConfig};
 pub use error::{EmbedError, Result};
+pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
 use sage_core::Embedder;
 pub use static_models::{bow_tokens, Glove, Model2Vec};
@@ -97,7 +98,10 @@ pub fn load_embedder(
 ) -> Result<Box<dyn Embedder>> {
     if RemoteSpec::looks_remote(spec) && !Path::new(spec).exists() {
         let remote = RemoteSpec::parse(spec)?;
-        return Ok(Box::new(RemoteEmbedder::new(remote, RemoteOptions::default())?));
+        return Ok(Box::new(RemoteEmbedder::new(
+            remote,
+            RemoteOptions::default(),
+        )?));
     }
     let model = resolve_model(spec, resolve)?;
     Ok(match detect_kind(&model)? {

@@ -196,7 +196,10 @@ fn long_unicode_strings_do_not_panic() {
 #[test]
 fn real_data_matches_reference() {
     let Some(root) = std::env::var_os("SAGE_DATA_DIR") else {
-        sage_core::test_support::skip(module_path!(), "SAGE_DATA_DIR unset: real-data golden comparison not run");
+        sage_core::test_support::skip(
+            module_path!(),
+            "SAGE_DATA_DIR unset: real-data golden comparison not run",
+        );
         return;
     };
     let root = std::path::PathBuf::from(root);

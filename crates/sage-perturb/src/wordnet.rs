@@ -418,7 +418,10 @@ pub(crate) mod tests {
         match WordNet::default_dir() {
             Some(dir) => Some(WordNet::open(dir).expect("SAGE_DATA_DIR/wordnet/dict opens")),
             None => {
-                sage_core::test_support::skip(module_path!(), "SAGE_DATA_DIR unset: WordNet tests on the real database not run");
+                sage_core::test_support::skip(
+                    module_path!(),
+                    "SAGE_DATA_DIR unset: WordNet tests on the real database not run",
+                );
                 None
             }
         }

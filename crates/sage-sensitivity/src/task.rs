@@ -473,7 +473,10 @@ mod tests {
     fn real_documents() {
         let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
         else {
-            sage_core::test_support::skip(module_path!(), "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 3 on real data not run");
+            sage_core::test_support::skip(
+                module_path!(),
+                "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 3 on real data not run",
+            );
             return;
         };
         let datasets = available(&root);

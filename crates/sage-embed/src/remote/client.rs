@@ -89,7 +89,10 @@ impl Client {
     fn error(&self, message: String) -> EmbedError {
         EmbedError::Remote {
             provider: format!("{} at {}", self.protocol.name(), self.host),
-            message: redact(&message, &self.secrets.iter().map(String::as_str).collect::<Vec<_>>()),
+            message: redact(
+                &message,
+                &self.secrets.iter().map(String::as_str).collect::<Vec<_>>(),
+            ),
         }
     }
 
@@ -134,7 +137,8 @@ impl Client {
             drop(tx);
             for (b, answer) in rx {
                 let (start, end) = batches[b];
-                let delivered = answer.and_then(|a| deliver(start, a, tokens[start..end].iter().sum()));
+                let delivered =
+                    answer.and_then(|a| deliver(start, a, tokens[start..end].iter().sum()));
                 if let Err(e) = delivered {
                     stop.store(true, Ordering::Relaxed);
                     first_error.get_or_insert(e);
@@ -228,7 +232,8 @@ impl Client {
             .initial_backoff
             .saturating_mul(1u32 << attempt.min(20))
             .min(self.max_backoff);
-        let unit = (splitmix64(self.seed ^ batch.rotate_left(20) ^ u64::from(attempt)) >> 11) as f64
+        let unit = (splitmix64(self.seed ^ batch.rotate_left(20) ^ u64::from(attempt)) >> 11)
+            as f64
             / (1u64 << 53) as f64;
         let jittered = ceiling.mul_f64(0.5 + 0.5 * unit);
         retry_after.map_or(jittered, |r| r.max(jittered))
@@ -250,8 +255,13 @@ fn url_password(url: &str) -> Option<String> {
     let rest = url.split_once("://")?.1;
     let authority = rest.split(['/', '?', '#']).next()?;
     let (userinfo, _) = authority.rsplit_once('@')?;
-    Some(userinfo.split_once(':').map_or(userinfo, |(_, p)| p).to_owned())
-        .filter(|p| !p.is_empty())
+    Some(
+        userinfo
+            .split_once(':')
+            .map_or(userinfo, |(_, p)| p)
+            .to_owned(),
+    )
+    .filter(|p| !p.is_empty())
 }
 
 fn splitmix64(mut z: u64) -> u64 {
@@ -326,7 +336,10 @@ mod tests {
         assert!(a[0] >= Duration::from_millis(250) && a[0] <= Duration::from_millis(500));
         assert!(a[7] <= Duration::from_secs(60));
         assert!(a[4] > a[0]);
-        assert_eq!(c.backoff(3, 0, Some(Duration::from_secs(7))), Duration::from_secs(7));
+        assert_eq!(
+            c.backoff(3, 0, Some(Duration::from_secs(7))),
+            Duration::from_secs(7)
+        );
     }
 
     #[test]

@@ -59,7 +59,10 @@ impl RemoteSpec {
     pub fn parse(spec: &str) -> Result<RemoteSpec> {
         let bad = |why: &str| EmbedError::Remote {
             provider: "spec".into(),
-            message: format!("{:?}: {why} (expected PROTOCOL:MODEL[@BASE_URL])", redact_url(spec)),
+            message: format!(
+                "{:?}: {why} (expected PROTOCOL:MODEL[@BASE_URL])",
+                redact_url(spec)
+            ),
         };
         let (protocol, rest) = spec.split_once(':').ok_or_else(|| bad("no protocol"))?;
         let protocol = Protocol::from_name(protocol)
@@ -67,7 +70,9 @@ impl RemoteSpec {
         let (model, base) = match rest.find("@http://").or_else(|| rest.find("@https://")) {
             Some(at) => (&rest[..at], Some(&rest[at + 1..])),
             None if rest.contains('@') => {
-                return Err(bad("the base URL after @ must start with http:// or https://"))
+                return Err(bad(
+                    "the base URL after @ must start with http:// or https://",
+                ))
             }
             None => (rest, None),
         };
@@ -88,7 +93,12 @@ impl RemoteSpec {
     /// The spec as it may be shown: a URL password replaced.
     pub fn display(&self) -> String {
         if self.custom_base {
-            format!("{}:{}@{}", self.protocol.name(), self.model, redact_url(&self.base_url))
+            format!(
+                "{}:{}@{}",
+                self.protocol.name(),
+                self.model,
+                redact_url(&self.base_url)
+            )
         } else {
             format!("{}:{}", self.protocol.name(), self.model)
         }
@@ -363,11 +373,15 @@ impl Embedder for RemoteEmbedder {
             }
             Ok(())
         })?;
-        let width = rows.first().and_then(|r| r.as_ref()).map_or(self.dimension(), Vec::len);
+        let width = rows
+            .first()
+            .and_then(|r| r.as_ref())
+            .map_or(self.dimension(), Vec::len);
         let mut out = Array2::zeros((texts.len(), width));
         for (i, row) in rows.into_iter().enumerate() {
-            out.row_mut(i)
-                .assign(&ndarray::ArrayView1::from(&row.expect("every row delivered")));
+            out.row_mut(i).assign(&ndarray::ArrayView1::from(
+                &row.expect("every row delivered"),
+            ));
         }
         Ok(out)
     }
@@ -407,17 +421,19 @@ impl Embedder for RemoteEmbedder {
                         provider: self.spec.protocol.name().into(),
                         message: format!(
                             "vectors {width} wide where {} were {}",
-                            if expected != 0 { "requested" } else { "earlier answers" },
+                            if expected != 0 {
+                                "requested"
+                            } else {
+                                "earlier answers"
+                            },
                             known.max(expected)
                         ),
                     });
                 }
                 self.texts
                     .fetch_add(answer.vectors.len() as u64, Ordering::Relaxed);
-                self.tokens.fetch_add(
-                    answer.tokens.unwrap_or(estimated_tokens),
-                    Ordering::Relaxed,
-                );
+                self.tokens
+                    .fetch_add(answer.tokens.unwrap_or(estimated_tokens), Ordering::Relaxed);
                 let n = answer.vectors.len();
                 let flat: Vec<f32> = answer.vectors.into_iter().flatten().collect();
                 let matrix = Array2::from_shape_vec((n, width), flat).expect("checked widths");

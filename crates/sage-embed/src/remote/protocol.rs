@@ -94,12 +94,20 @@ impl Protocol {
             Protocol::OpenAi => Limits {
                 max_inputs: 2048,
                 max_request_tokens: 300_000,
-                max_input_tokens: if model.contains("ada-002") { 8191 } else { 8192 },
+                max_input_tokens: if model.contains("ada-002") {
+                    8191
+                } else {
+                    8192
+                },
                 client_truncates: true,
             },
             Protocol::Voyage => Limits {
                 max_inputs: 1000,
-                max_request_tokens: if model.contains("large") { 120_000 } else { 320_000 },
+                max_request_tokens: if model.contains("large") {
+                    120_000
+                } else {
+                    320_000
+                },
                 max_input_tokens: 32_000,
                 client_truncates: false,
             },
@@ -158,7 +166,8 @@ impl Protocol {
         let role_field = self.role_field(role);
         match self {
             Protocol::OpenAi => {
-                let mut body = json!({ "model": model, "input": texts, "encoding_format": "float" });
+                let mut body =
+                    json!({ "model": model, "input": texts, "encoding_format": "float" });
                 if let Some(d) = dimensions {
                     body["dimensions"] = json!(d);
                 }
@@ -239,7 +248,10 @@ impl Protocol {
                     }
                     *slot = Some(floats(item.get("embedding"), index)?);
                 }
-                let vectors = slots.into_iter().map(|v| v.expect("every index filled")).collect();
+                let vectors = slots
+                    .into_iter()
+                    .map(|v| v.expect("every index filled"))
+                    .collect();
                 let usage = value.get("usage");
                 let tokens = usage
                     .and_then(|u| u.get("total_tokens").or_else(|| u.get("prompt_tokens")))
@@ -285,8 +297,16 @@ impl Protocol {
             if first.is_empty() {
                 return Err("vector 0 is empty".into());
             }
-            if let Some((i, v)) = vectors.iter().enumerate().find(|(_, v)| v.len() != first.len()) {
-                return Err(format!("vector {i} has {} values, vector 0 {}", v.len(), first.len()));
+            if let Some((i, v)) = vectors
+                .iter()
+                .enumerate()
+                .find(|(_, v)| v.len() != first.len())
+            {
+                return Err(format!(
+                    "vector {i} has {} values, vector 0 {}",
+                    v.len(),
+                    first.len()
+                ));
             }
         }
         Ok(Answer { vectors, tokens })
@@ -346,7 +366,10 @@ mod tests {
             json!({"model": "voyage-3-large", "input": ["a"], "truncation": true,
                    "input_type": "document", "output_dimension": 512})
         );
-        assert!(Protocol::Voyage.body("v", &["a"], Role::Plain, None).get("input_type").is_none());
+        assert!(Protocol::Voyage
+            .body("v", &["a"], Role::Plain, None)
+            .get("input_type")
+            .is_none());
         let b = Protocol::Cohere.body("embed-v4.0", &["a"], Role::Query, None);
         assert_eq!(
             b,
@@ -375,12 +398,30 @@ mod tests {
         assert_eq!(a.vectors, vec![vec![1.0, 2.0], vec![3.0, 4.0]]);
         assert_eq!(a.tokens, Some(5));
         let bad = [
-            (r#"{"data":[{"index":0,"embedding":[1,2]}]}"#, "1 vectors for 2"),
-            (r#"{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[2]}]}"#, "twice"),
-            (r#"{"data":[{"index":0,"embedding":[1]},{"index":5,"embedding":[2]}]}"#, "out of range"),
-            (r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[2,3]}]}"#, "values"),
-            (r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[1e39]}]}"#, "non-finite"),
-            (r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[null]}]}"#, "non-number"),
+            (
+                r#"{"data":[{"index":0,"embedding":[1,2]}]}"#,
+                "1 vectors for 2",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[2]}]}"#,
+                "twice",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":5,"embedding":[2]}]}"#,
+                "out of range",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[2,3]}]}"#,
+                "values",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[1e39]}]}"#,
+                "non-finite",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[null]}]}"#,
+                "non-number",
+            ),
             (r#"{"data":[{"index":0,"embedding":[1]},{"ind"#, "not JSON"),
         ];
         for (body, says) in bad {

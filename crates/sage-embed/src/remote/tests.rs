@@ -38,7 +38,9 @@ fn read_body(protocol: Protocol, body: &Value) -> (Vec<String>, Option<String>) 
         Protocol::OpenAi => (strings(&body["input"]), None),
         Protocol::Voyage => (
             strings(&body["input"]),
-            body.get("input_type").and_then(Value::as_str).map(String::from),
+            body.get("input_type")
+                .and_then(Value::as_str)
+                .map(String::from),
         ),
         Protocol::Cohere => (
             strings(&body["texts"]),
@@ -48,7 +50,12 @@ fn read_body(protocol: Protocol, body: &Value) -> (Vec<String>, Option<String>) 
             let requests = body["requests"].as_array().unwrap();
             let texts = requests
                 .iter()
-                .map(|r| r["content"]["parts"][0]["text"].as_str().unwrap().to_owned())
+                .map(|r| {
+                    r["content"]["parts"][0]["text"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
                 .collect();
             (texts, requests[0]["taskType"].as_str().map(String::from))
         }
@@ -73,16 +80,30 @@ fn provider(protocol: Protocol, model: &'static str) -> impl Fn(&Request) -> Rep
         };
         if !key_ok {
             let body = match protocol {
-                Protocol::OpenAi => json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),
+                Protocol::OpenAi => {
+                    json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+                }
                 Protocol::Voyage => json!({"detail": "Provided API key is invalid."}),
                 Protocol::Cohere => json!({"message": "invalid api token"}),
-                Protocol::Gemini => json!({"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}}),
+                Protocol::Gemini => {
+                    json!({"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}})
+                }
             };
-            return Reply::json(if protocol == Protocol::Gemini { 400 } else { 401 }, &body);
+            return Reply::json(
+                if protocol == Protocol::Gemini {
+                    400
+                } else {
+                    401
+                },
+                &body,
+            );
         }
         let body = req.json();
         let (texts, role) = read_body(protocol, &body);
-        let vectors: Vec<Vec<f32>> = texts.iter().map(|t| vector_of(t, role.as_deref())).collect();
+        let vectors: Vec<Vec<f32>> = texts
+            .iter()
+            .map(|t| vector_of(t, role.as_deref()))
+            .collect();
         let answer = match protocol {
             Protocol::OpenAi | Protocol::Voyage => {
                 let data: Vec<Value> = vectors
@@ -94,9 +115,13 @@ fn provider(protocol: Protocol, model: &'static str) -> impl Fn(&Request) -> Rep
                 json!({"object": "list", "data": data, "model": model,
                        "usage": {"prompt_tokens": texts.len() * 3, "total_tokens": texts.len() * 3}})
             }
-            Protocol::Cohere => json!({"id": "abc", "embeddings": {"float": vectors}, "texts": texts,
-                                        "meta": {"billed_units": {"input_tokens": texts.len() * 3}}}),
-            Protocol::Gemini => json!({"embeddings": vectors.iter().map(|v| json!({"values": v})).collect::<Vec<_>>()}),
+            Protocol::Cohere => {
+                json!({"id": "abc", "embeddings": {"float": vectors}, "texts": texts,
+                                        "meta": {"billed_units": {"input_tokens": texts.len() * 3}}})
+            }
+            Protocol::Gemini => {
+                json!({"embeddings": vectors.iter().map(|v| json!({"values": v})).collect::<Vec<_>>()})
+            }
         };
         Reply::json(200, &answer)
     }
@@ -131,7 +156,10 @@ fn specs_parse_and_never_show_a_password() {
     assert_eq!(s.model, "all-MiniLM-L6-v2");
     assert_eq!(s.base_url, "http://u:pw@127.0.0.1:7997/v1");
     assert!(s.custom_base);
-    assert_eq!(s.display(), "openai:all-MiniLM-L6-v2@http://u:***@127.0.0.1:7997/v1");
+    assert_eq!(
+        s.display(),
+        "openai:all-MiniLM-L6-v2@http://u:***@127.0.0.1:7997/v1"
+    );
     let c = RemoteSpec::parse("cohere:embed-v4.0").unwrap();
     assert_eq!(c.base_url, "https://api.cohere.com");
     assert!(!c.custom_base);
@@ -140,7 +168,9 @@ fn specs_parse_and_never_show_a_password() {
         assert!(RemoteSpec::parse(bad).is_err(), "{bad}");
     }
     assert!(RemoteSpec::looks_remote("gemini:gemini-embedding-001"));
-    assert!(!RemoteSpec::looks_remote("sentence-transformers/all-MiniLM-L6-v2"));
+    assert!(!RemoteSpec::looks_remote(
+        "sentence-transformers/all-MiniLM-L6-v2"
+    ));
     assert!(!RemoteSpec::looks_remote("http://host/x"));
 }
 
@@ -171,34 +201,61 @@ fn every_protocol_speaks_its_documented_wire_format() {
         ))
         .unwrap();
         // batches of 7: several requests, several in flight
-        let embedder =
-            RemoteEmbedder::new(spec, quick(RemoteOptions { batch_size: Some(7), ..Default::default() }))
-                .unwrap();
+        let embedder = RemoteEmbedder::new(
+            spec,
+            quick(RemoteOptions {
+                batch_size: Some(7),
+                ..Default::default()
+            }),
+        )
+        .unwrap();
         let texts = texts(30);
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         for role in [Role::Plain, Role::Query, Role::Document] {
             let got = embedder.embed_as(&refs, role).unwrap();
             let field = protocol.role_field(role);
             for (i, t) in refs.iter().enumerate() {
-                assert_eq!(got.row(i).to_vec(), vector_of(t, field), "{protocol:?} {role:?} {i}");
+                assert_eq!(
+                    got.row(i).to_vec(),
+                    vector_of(t, field),
+                    "{protocol:?} {role:?} {i}"
+                );
             }
         }
-        assert_eq!(server.requests(), 3 * 5, "{protocol:?}: 30 texts in batches of 7, 3 roles");
+        assert_eq!(
+            server.requests(),
+            3 * 5,
+            "{protocol:?}: 30 texts in batches of 7, 3 roles"
+        );
         let usage = embedder.remote_usage().unwrap();
         assert_eq!(usage.texts, 90);
         assert_eq!(usage.dimensions, 6);
         assert_eq!(usage.requests, 15);
         assert_eq!(usage.retries, 0);
         if protocol != Protocol::Gemini {
-            assert_eq!(usage.tokens, 270, "{protocol:?}: the server's own token count");
+            assert_eq!(
+                usage.tokens, 270,
+                "{protocol:?}: the server's own token count"
+            );
         }
-        assert_eq!(embedder.role_variant(Role::Plain).is_some(), protocol.role_field(Role::Plain).is_some());
+        assert_eq!(
+            embedder.role_variant(Role::Plain).is_some(),
+            protocol.role_field(Role::Plain).is_some()
+        );
 
         // a wrong key: the provider's reason and status, never the key
-        let spec = RemoteSpec::parse(&format!("{}:{model}@{}", protocol.name(), base(protocol, &server))).unwrap();
+        let spec = RemoteSpec::parse(&format!(
+            "{}:{model}@{}",
+            protocol.name(),
+            base(protocol, &server)
+        ))
+        .unwrap();
         let wrong = RemoteEmbedder::new(
             spec,
-            RemoteOptions { api_key: Some("sk-wrong-987654321".into()), ..quick(Default::default()) },
+            RemoteOptions {
+                api_key: Some("sk-wrong-987654321".into()),
+                ..quick(Default::default())
+            },
         )
         .unwrap();
         let e = wrong.embed(&["x"]).unwrap_err().to_string();
@@ -226,7 +283,10 @@ fn faulty(
             "drop" => Reply::Drop,
             "stall" => Reply::Stall(Duration::from_secs(3)),
             "truncate" => match good(req) {
-                Reply::Respond { body, .. } => Reply::Truncate { keep: body.len() / 2, body },
+                Reply::Respond { body, .. } => Reply::Truncate {
+                    keep: body.len() / 2,
+                    body,
+                },
                 other => other,
             },
             "count" => match good(req) {
@@ -247,7 +307,13 @@ fn faults_are_retried_and_the_result_is_the_clean_one() {
     let texts = texts(40);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let clean_server = Server::start(provider(Protocol::OpenAi, "m"));
-    let options = || quick(RemoteOptions { batch_size: Some(8), concurrency: 2, ..Default::default() });
+    let options = || {
+        quick(RemoteOptions {
+            batch_size: Some(8),
+            concurrency: 2,
+            ..Default::default()
+        })
+    };
     let clean = RemoteEmbedder::new(
         RemoteSpec::parse(&format!("openai:m@{}/v1", clean_server.url())).unwrap(),
         options(),
@@ -256,7 +322,9 @@ fn faults_are_retried_and_the_result_is_the_clean_one() {
     .embed(&refs)
     .unwrap();
 
-    const PLAN: &[&str] = &["429", "500", "drop", "stall", "truncate", "count", "ok", "500"];
+    const PLAN: &[&str] = &[
+        "429", "500", "drop", "stall", "truncate", "count", "ok", "500",
+    ];
     let server = Server::start(faulty(provider(Protocol::OpenAi, "m"), PLAN));
     let embedder = RemoteEmbedder::new(
         RemoteSpec::parse(&format!("openai:m@{}/v1", server.url())).unwrap(),
@@ -266,7 +334,11 @@ fn faults_are_retried_and_the_result_is_the_clean_one() {
     let got = embedder.embed(&refs).unwrap();
     assert_eq!(got, clean, "same vectors as the clean run");
     let faults = PLAN.iter().filter(|p| **p != "ok").count();
-    assert_eq!(server.requests(), 5 + faults, "each batch once, plus one retry per fault");
+    assert_eq!(
+        server.requests(),
+        5 + faults,
+        "each batch once, plus one retry per fault"
+    );
     let usage = embedder.remote_usage().unwrap();
     assert_eq!(usage.retries as usize, faults);
     assert_eq!(usage.texts, 40);
@@ -275,12 +347,18 @@ fn faults_are_retried_and_the_result_is_the_clean_one() {
 #[test]
 fn the_last_failure_names_provider_status_and_reason_and_no_secret() {
     let server = Server::start(|_: &Request| {
-        Reply::json(503, &json!({"error": {"message": "overloaded; you sent Bearer sk-test-0123456789"}}))
+        Reply::json(
+            503,
+            &json!({"error": {"message": "overloaded; you sent Bearer sk-test-0123456789"}}),
+        )
     });
     let url = server.url().replace("http://", "http://alice:hunter22@");
     let embedder = RemoteEmbedder::new(
         RemoteSpec::parse(&format!("openai:m@{url}/v1")).unwrap(),
-        quick(RemoteOptions { max_retries: 2, ..Default::default() }),
+        quick(RemoteOptions {
+            max_retries: 2,
+            ..Default::default()
+        }),
     )
     .unwrap();
     let e = embedder.embed(&["a"]).unwrap_err().to_string();
@@ -293,13 +371,18 @@ fn the_last_failure_names_provider_status_and_reason_and_no_secret() {
     assert!(!format!("{embedder:?}").contains(KEY));
     assert_eq!(server.requests(), 3);
     // a client error is not retried
-    let bad = Server::start(|_: &Request| Reply::json(400, &json!({"error": {"message": "bad input"}})));
+    let bad =
+        Server::start(|_: &Request| Reply::json(400, &json!({"error": {"message": "bad input"}})));
     let embedder = RemoteEmbedder::new(
         RemoteSpec::parse(&format!("openai:m@{}/v1", bad.url())).unwrap(),
         quick(RemoteOptions::default()),
     )
     .unwrap();
-    assert!(embedder.embed(&["a"]).unwrap_err().to_string().contains("bad input"));
+    assert!(embedder
+        .embed(&["a"])
+        .unwrap_err()
+        .to_string()
+        .contains("bad input"));
     assert_eq!(bad.requests(), 1);
 }
 
@@ -320,26 +403,40 @@ fn every_answer_is_cached_at_once_and_a_rerun_sends_only_the_rest() {
         if fail.load(Ordering::SeqCst) && n.fetch_add(1, Ordering::SeqCst) >= 3 {
             return Reply::json(400, &json!({"message": "quota exceeded"}));
         }
-        log.lock().unwrap().extend(read_body(Protocol::Cohere, &req.json()).0);
+        log.lock()
+            .unwrap()
+            .extend(read_body(Protocol::Cohere, &req.json()).0);
         good(req)
     });
     let open = || {
         let spec = RemoteSpec::parse(&format!("cohere:embed-v4.0@{}", server.url())).unwrap();
-        let options = quick(RemoteOptions { batch_size: Some(10), concurrency: 1, ..Default::default() });
+        let options = quick(RemoteOptions {
+            batch_size: Some(10),
+            concurrency: 1,
+            ..Default::default()
+        });
         CachedEmbedder::open(RemoteEmbedder::new(spec, options).unwrap(), &path).unwrap()
     };
     {
         let cached = open();
         let e = cached.embed_as(&refs, Role::Query).unwrap_err().to_string();
         assert!(e.contains("quota exceeded"), "{e}");
-        assert_eq!(cached.stats().misses, 30, "three answers stored before the failure");
+        assert_eq!(
+            cached.stats().misses,
+            30,
+            "three answers stored before the failure"
+        );
     }
     assert_eq!(*seen.lock().unwrap(), texts[..30].to_vec());
     seen.lock().unwrap().clear();
     failing.store(false, Ordering::SeqCst);
     let cached = open();
     let got = cached.embed_as(&refs, Role::Query).unwrap();
-    assert_eq!(*seen.lock().unwrap(), texts[30..].to_vec(), "only the missing texts");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        texts[30..].to_vec(),
+        "only the missing texts"
+    );
     for (i, t) in refs.iter().enumerate() {
         assert_eq!(got.row(i).to_vec(), vector_of(t, Some("search_query")));
     }
@@ -356,16 +453,31 @@ fn a_plan_counts_what_would_be_sent_and_sends_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("embeddings.redb");
     let server = Server::start(provider(Protocol::OpenAi, "text-embedding-3-small"));
-    let spec = || RemoteSpec::parse(&format!("openai:text-embedding-3-small@{}/v1", server.url())).unwrap();
+    let spec = || {
+        RemoteSpec::parse(&format!(
+            "openai:text-embedding-3-small@{}/v1",
+            server.url()
+        ))
+        .unwrap()
+    };
     let texts = texts(12);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     {
-        let real = CachedEmbedder::open(RemoteEmbedder::new(spec(), quick(Default::default())).unwrap(), &path).unwrap();
+        let real = CachedEmbedder::open(
+            RemoteEmbedder::new(spec(), quick(Default::default())).unwrap(),
+            &path,
+        )
+        .unwrap();
         real.embed(&refs[..4]).unwrap();
     }
     let sent = server.requests();
     let remote = RemoteEmbedder::new(spec(), quick(Default::default())).unwrap();
-    let planner = CachedEmbedder::planning(remote, &path, Box::new(|t: &str| sage_tokens::count(t) as u64)).unwrap();
+    let planner = CachedEmbedder::planning(
+        remote,
+        &path,
+        Box::new(|t: &str| sage_tokens::count(t) as u64),
+    )
+    .unwrap();
     let v = planner.embed(&refs).unwrap();
     planner.embed(&refs).unwrap();
     assert_eq!(v.nrows(), 12);
