@@ -63,8 +63,11 @@ impl ModelArgs {
             cuda: self.cuda,
             ..TransformerOptions::default()
         };
-        let model = load_embedder(spec, &ResolveOptions::from_env(), options)
+        let mut model = load_embedder(spec, &ResolveOptions::from_env(), options)
             .with_context(|| format!("loading model {spec:?}"))?;
+        if let Some(dimensions) = self.remote.dimensions {
+            model = Box::new(sage_embed::Truncated::new(model, dimensions)?);
+        }
         if self.no_cache {
             return Ok(model);
         }

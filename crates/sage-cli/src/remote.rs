@@ -18,7 +18,8 @@ use serde_json::{json, Value};
 /// Flags of remote models (`openai:`, `voyage:`, `cohere:`, `gemini:` specs).
 #[derive(Debug, Clone, clap::Args)]
 pub struct RemoteArgs {
-    /// Remote models: ask for vectors this wide (the provider truncates, Matryoshka-style).
+    /// Vectors this wide, Matryoshka-style: a remote model is asked for them (the provider
+    /// truncates); a local model's are cut to their first N values and renormalised.
     #[arg(long)]
     pub dimensions: Option<usize>,
     /// Remote models: most requests in flight.

@@ -57,12 +57,15 @@ pub enum Architecture {
     Bert,
     /// MPNet: RoBERTa-style positions, no token types, a shared relative-position bias.
     MpNet,
+    /// RoBERTa and XLM-RoBERTa: BERT's layers with RoBERTa-style positions (counted from after
+    /// the padding id) and a one-row token-type table.
+    Roberta,
 }
 
 /// `config.json` of a BERT or MPNet checkpoint (the fields the encoder needs).
 #[derive(Clone, Debug, Deserialize)]
 pub struct TransformerConfig {
-    /// "bert" or "mpnet".
+    /// "bert", "mpnet", "roberta" or "xlm-roberta".
     pub model_type: String,
     /// Vocabulary size.
     pub vocab_size: usize,
@@ -109,9 +112,12 @@ impl TransformerConfig {
         match self.model_type.as_str() {
             "bert" => Ok(Architecture::Bert),
             "mpnet" => Ok(Architecture::MpNet),
+            "roberta" | "xlm-roberta" => Ok(Architecture::Roberta),
             other => Err(config_error(
                 path,
-                format!("model_type {other:?} is not supported (bert, mpnet)"),
+                format!(
+                    "model_type {other:?} is not supported (bert, mpnet, roberta, xlm-roberta)"
+                ),
             )),
         }
     }
@@ -138,6 +144,84 @@ pub struct SentenceTransformerConfig {
     pub prompts: Prompts,
     /// 1_Pooling/config.json's `include_prompt` (false: prompt tokens are left out of pooling).
     pub include_prompt: bool,
+    /// Dense modules after pooling, in the order modules.json lists them.
+    pub dense: Vec<DenseModule>,
+}
+
+/// A sentence-transformers `Dense` module: `activation(W x + b)` on the pooled vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DenseModule {
+    /// The module's folder (config.json, model.safetensors).
+    pub dir: PathBuf,
+    /// Input width.
+    pub in_features: usize,
+    /// Output width.
+    pub out_features: usize,
+    /// Whether the layer has a bias.
+    pub bias: bool,
+    /// The activation after the linear map.
+    pub activation: DenseActivation,
+}
+
+/// Activations a `Dense` module may name (`activation_function`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DenseActivation {
+    /// `torch.nn.modules.linear.Identity`.
+    Identity,
+    /// `torch.nn.modules.activation.Tanh` (sentence-transformers' default).
+    Tanh,
+    /// `torch.nn.modules.activation.ReLU`.
+    Relu,
+    /// `torch.nn.modules.activation.GELU` (exact, erf).
+    Gelu,
+    /// `torch.nn.modules.activation.Sigmoid`.
+    Sigmoid,
+}
+
+#[derive(Deserialize)]
+struct DenseFile {
+    in_features: usize,
+    out_features: usize,
+    #[serde(default = "yes")]
+    bias: bool,
+    #[serde(default = "default_dense_activation")]
+    activation_function: String,
+}
+
+fn default_dense_activation() -> String {
+    "torch.nn.modules.activation.Tanh".into()
+}
+
+fn read_dense(dir: &Path) -> Result<DenseModule> {
+    let path = dir.join("config.json");
+    let d: DenseFile = read_json(&path)?;
+    let name = d.activation_function.rsplit('.').next().unwrap_or("");
+    let activation = match name {
+        "Identity" => DenseActivation::Identity,
+        "Tanh" => DenseActivation::Tanh,
+        "ReLU" => DenseActivation::Relu,
+        "GELU" => DenseActivation::Gelu,
+        "Sigmoid" => DenseActivation::Sigmoid,
+        other => {
+            return Err(config_error(
+                &path,
+                format!("activation_function {other:?} is not supported (Identity, Tanh, ReLU, GELU, Sigmoid)"),
+            ))
+        }
+    };
+    if !dir.join("model.safetensors").is_file() {
+        return Err(file_error(
+            dir.join("model.safetensors"),
+            "missing (Dense modules are read from safetensors)",
+        ));
+    }
+    Ok(DenseModule {
+        dir: dir.to_owned(),
+        in_features: d.in_features,
+        out_features: d.out_features,
+        bias: d.bias,
+        activation,
+    })
 }
 
 /// The prompts a sentence-transformers folder declares (`prompts`, `default_prompt_name` of
@@ -224,6 +308,7 @@ impl SentenceTransformerConfig {
         let architecture = transformer.architecture(&config_path)?;
         let modules_path = dir.join("modules.json");
         let (mut pooling, mut normalize, mut include_prompt) = (Pooling::Mean, false, true);
+        let mut dense = Vec::new();
         if modules_path.is_file() {
             let modules: Vec<Module> = read_json(&modules_path)?;
             for m in &modules {
@@ -234,12 +319,13 @@ impl SentenceTransformerConfig {
                         (pooling, include_prompt) =
                             read_pooling(&dir.join(&m.path).join("config.json"))?
                     }
+                    "Dense" => dense.push(read_dense(&dir.join(&m.path))?),
                     "Normalize" => normalize = true,
                     other => {
                         return Err(config_error(
                             &modules_path,
                             format!(
-                            "module {other:?} is not supported (Transformer, Pooling, Normalize)"
+                            "module {other:?} is not supported (Transformer, Pooling, Dense, Normalize)"
                         ),
                         ))
                     }
@@ -256,7 +342,7 @@ impl SentenceTransformerConfig {
         // RoBERTa-style position ids start after the padding id: the usable length is 2 shorter.
         let position_limit = match architecture {
             Architecture::Bert => transformer.max_position_embeddings,
-            Architecture::MpNet => {
+            Architecture::MpNet | Architecture::Roberta => {
                 transformer.max_position_embeddings - transformer.pad_token_id as usize - 1
             }
         };
@@ -288,6 +374,7 @@ impl SentenceTransformerConfig {
                 default_name: st.default_prompt_name,
             },
             include_prompt,
+            dense,
         })
     }
 }

@@ -1,4 +1,4 @@
-//! The transformer encoder shared by BERT and MPNet checkpoints, written on candle-nn.
+//! The transformer encoder shared by BERT, RoBERTa/XLM-RoBERTa and MPNet checkpoints, written on candle-nn.
 //!
 //! Why not candle-transformers' `BertModel`: its layers' forward passes are private, so it can
 //! return only the last layer (EvalRank's first-last-avg needs the first as well), and its
@@ -10,7 +10,8 @@
 //! (`padding_id + cumsum(non-padding)`, padding positions keep `padding_id`), no token-type
 //! embeddings, and a relative-position bias (T5-style bidirectional buckets, 32 buckets, max
 //! distance 128) computed once per forward pass from `encoder.relative_attention_bias` and added
-//! to the attention scores of every layer.
+//! to the attention scores of every layer. RoBERTa and XLM-RoBERTa are BERT's layers with
+//! MPNet's position ids and a one-row token-type table.
 //!
 //! On CPU in f32 the attention of batches up to 64 tokens and the dense layers' epilogues (bias +
 //! GELU, bias + residual + layer norm) run as fused kernels (`crate::fused`); elsewhere (GPU,
@@ -142,18 +143,22 @@ pub struct EncoderOutput {
 
 impl Encoder {
     /// Loads the weights under `vb` (sentence-transformers checkpoints have no prefix; a `bert.`
-    /// prefix is accepted too).
+    /// or `roberta.` prefix is accepted too).
     pub fn load(
         vb: VarBuilder,
         config: &TransformerConfig,
         architecture: Architecture,
     ) -> candle_core::Result<Encoder> {
-        let vb = if architecture == Architecture::Bert
-            && vb.contains_tensor("bert.embeddings.word_embeddings.weight")
-        {
-            vb.pp("bert")
-        } else {
-            vb
+        let vb = match architecture {
+            Architecture::Bert if vb.contains_tensor("bert.embeddings.word_embeddings.weight") => {
+                vb.pp("bert")
+            }
+            Architecture::Roberta
+                if vb.contains_tensor("roberta.embeddings.word_embeddings.weight") =>
+            {
+                vb.pp("roberta")
+            }
+            _ => vb,
         };
         let h = config.hidden_size;
         let eps = config.layer_norm_eps;
@@ -165,11 +170,9 @@ impl Encoder {
             emb.pp("position_embeddings"),
         )?;
         let token_type = match architecture {
-            Architecture::Bert if config.type_vocab_size > 0 => Some(embedding(
-                config.type_vocab_size,
-                h,
-                emb.pp("token_type_embeddings"),
-            )?),
+            Architecture::Bert | Architecture::Roberta if config.type_vocab_size > 0 => Some(
+                embedding(config.type_vocab_size, h, emb.pp("token_type_embeddings"))?,
+            ),
             _ => None,
         };
         let embedding_norm = layer_norm(h, eps, emb.pp("LayerNorm"))?;
@@ -178,7 +181,7 @@ impl Encoder {
             .map(|i| {
                 let l = enc.pp(format!("layer.{i}"));
                 let (query, key, value, attention_out, attention_norm) = match architecture {
-                    Architecture::Bert => {
+                    Architecture::Bert | Architecture::Roberta => {
                         let a = l.pp("attention");
                         (
                             linear(h, h, a.pp("self.query"))?,
@@ -225,7 +228,7 @@ impl Encoder {
                 config.num_attention_heads,
                 enc.pp("relative_attention_bias"),
             )?),
-            Architecture::Bert => None,
+            Architecture::Bert | Architecture::Roberta => None,
         };
         let exact_gelu = match config.hidden_act.as_str() {
             "gelu" => true,
@@ -262,7 +265,7 @@ impl Encoder {
         let flat_ids: Vec<u32> = ids.iter().flatten().copied().collect();
         let positions: Vec<u32> = match self.architecture {
             Architecture::Bert => (0..batch).flat_map(|_| 0..tokens as u32).collect(),
-            Architecture::MpNet => ids
+            Architecture::MpNet | Architecture::Roberta => ids
                 .iter()
                 .flat_map(|row| {
                     let mut seen = 0u32;

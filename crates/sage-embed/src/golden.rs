@@ -175,6 +175,84 @@ fn prompts_reach_the_model_through_roles_as_sentence_transformers_applies_them()
     }
 }
 
+/// A Python with torch, transformers and sentence-transformers: `$SAGE_PYTHON`, else the
+/// virtual environment .ci/run installs for the embedding server.
+fn reference_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SAGE_PYTHON").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let venv =
+        PathBuf::from(std::env::var_os("HOME")?).join(".cache/sage-rs/infinity-venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+/// Small random-initialised checkpoints of the families sage-embed loads (XLM-RoBERTa with CLS
+/// pooling, two Dense modules and a query prompt; RoBERTa with mean pooling and a short
+/// window), built and encoded by tests/reference/tiny_models.py with sentence-transformers, and
+/// compared: cosine ≥ 0.9999 on empty, Unicode and over-length texts, batch == single.
+#[test]
+fn small_random_checkpoints_of_each_family_match_sentence_transformers() {
+    let what = "tiny random checkpoints against sentence-transformers";
+    let Some(tokenizer) = model_dir("all-MiniLM-L6-v2") else {
+        return;
+    };
+    let Some(python) = reference_python() else {
+        sage_core::test_support::skip(
+            what,
+            "no Python with sentence-transformers (set SAGE_PYTHON; .ci/run installs one)",
+        );
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/reference/tiny_models.py");
+    let built = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(out.path())
+        .arg(&tokenizer)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("TRANSFORMERS_OFFLINE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let g: Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("golden.json")).unwrap()).unwrap();
+    let texts: Vec<String> = g["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let families = g["families"].as_object().unwrap();
+    assert_eq!(families.len(), 2);
+    for (family, vectors) in families {
+        let model = SentenceTransformer::load(
+            &local(&out.path().join(family)),
+            TransformerOptions::default(),
+        )
+        .unwrap();
+        for (role_name, role) in [("plain", Role::Plain), ("query", Role::Query)] {
+            let Some(want) = vectors.get(role_name) else {
+                continue;
+            };
+            let got = model.embed_as(&refs, role).unwrap();
+            assert_matches(&got, &rows(want), &format!("{family} {role_name}"), &texts);
+            for (i, text) in refs.iter().enumerate() {
+                let single = model.embed_as(&[text], role).unwrap();
+                let diff = max_abs_difference(single.row(0), got.row(i));
+                assert!(
+                    diff < 1e-5,
+                    "{family}: text {i} alone vs in a batch: {diff}"
+                );
+            }
+        }
+    }
+}
+
 /// Texts that differ only past the model's window (256 tokens here) are one forward pass, and
 /// get the vector the first of them gets alone.
 #[test]

@@ -27,6 +27,7 @@ mod config;
 pub mod encoder;
 mod error;
 mod fused;
+mod matryoshka;
 pub mod remote;
 mod resolve;
 mod static_models;
@@ -36,8 +37,12 @@ use std::io::Read;
 use std::path::Path;
 
 pub use cache::{default_cache_path, CacheStats, CachedEmbedder, PlanCounts, TokenCounter};
-pub use config::{Architecture, Pooling, Prompts, SentenceTransformerConfig, TransformerConfig};
+pub use config::{
+    Architecture, DenseActivation, DenseModule, Pooling, Prompts, SentenceTransformerConfig,
+    TransformerConfig,
+};
 pub use error::{EmbedError, Result};
+pub use matryoshka::Truncated;
 pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
 use sage_core::Embedder;

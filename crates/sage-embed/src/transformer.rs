@@ -10,7 +10,7 @@ use ndarray::{Array2, Axis};
 use sage_core::{Embedder, EmbedderIdentity, Role};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
-use crate::config::{Pooling, Prompts, SentenceTransformerConfig};
+use crate::config::{DenseActivation, Pooling, Prompts, SentenceTransformerConfig};
 use crate::encoder::{pool, Encoder};
 use crate::error::{file_error, EmbedError, Result};
 use crate::{file_digest, ResolvedModel};
@@ -53,6 +53,8 @@ pub struct SentenceTransformer {
     pad_id: u32,
     prompts: Prompts,
     include_prompt: bool,
+    /// The Dense modules after pooling, with their activations.
+    dense: Vec<(candle_nn::Linear, DenseActivation)>,
     options: TransformerOptions,
     /// Texts run through the encoder so far (after merging texts with the same token ids).
     encoded: AtomicUsize,
@@ -91,6 +93,30 @@ impl SentenceTransformer {
         let encoder = Encoder::load(vb, &config.transformer, config.architecture)
             .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?;
         let tokenizer = load_tokenizer(&model.dir.join("tokenizer.json"), config.max_seq_length)?;
+        let mut width = config.transformer.hidden_size;
+        let mut dense = Vec::new();
+        for module in &config.dense {
+            let file = module.dir.join("model.safetensors");
+            if module.in_features != width {
+                return Err(file_error(
+                    module.dir.join("config.json"),
+                    format!(
+                        "in_features {} where the vectors are {width} wide",
+                        module.in_features
+                    ),
+                ));
+            }
+            // SAFETY: as for the encoder's weights, a read-only mapping of a file left alone
+            let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&file], dtype, &device)? };
+            let linear = if module.bias {
+                candle_nn::linear(module.in_features, module.out_features, vb.pp("linear"))
+            } else {
+                candle_nn::linear_no_bias(module.in_features, module.out_features, vb.pp("linear"))
+            }
+            .map_err(|e| file_error(&file, format!("loading the Dense weights: {e}")))?;
+            dense.push((linear, module.activation));
+            width = module.out_features;
+        }
         let pooling = options.pooling.unwrap_or(config.pooling);
         let normalize = options.normalize.unwrap_or(config.normalize);
         let revision = match &model.revision {
@@ -113,6 +139,7 @@ impl SentenceTransformer {
             pad_id: config.transformer.pad_token_id,
             prompts: config.prompts,
             include_prompt: config.include_prompt,
+            dense,
             options,
             encoded: AtomicUsize::new(0),
         })
@@ -186,6 +213,17 @@ impl SentenceTransformer {
                 .collect();
             pool(&hidden, &pooling_mask, self.pooling)?
         };
+        for (linear, activation) in &self.dense {
+            let x = candle_nn::Module::forward(linear, &pooled.to_dtype(linear.weight().dtype())?)?;
+            pooled = match activation {
+                DenseActivation::Identity => x,
+                DenseActivation::Tanh => x.tanh()?,
+                DenseActivation::Relu => x.relu()?,
+                DenseActivation::Gelu => x.gelu_erf()?,
+                DenseActivation::Sigmoid => candle_nn::ops::sigmoid(&x)?,
+            }
+            .to_dtype(DType::F32)?;
+        }
         if self.normalize {
             // torch.nn.functional.normalize: x / max(‖x‖, 1e-12)
             let norms = pooled
@@ -247,7 +285,11 @@ impl Embedder for SentenceTransformer {
     }
 
     fn dimension(&self) -> usize {
-        self.encoder.hidden_size()
+        self.dense
+            .last()
+            .map_or(self.encoder.hidden_size(), |(linear, _)| {
+                linear.weight().dim(0).unwrap_or(0)
+            })
     }
 
     /// Texts whose token ids coincide once truncated at the model's window are encoded once:
