@@ -35,15 +35,31 @@ def small(config_class, **extra):
     return config_class(
         vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
         intermediate_size=64, max_position_embeddings=130, pad_token_id=0,
-        hidden_act="gelu", **extra)
+        hidden_act="gelu", initializer_range=0.2, **extra)
 
 
-def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq_length, prompts):
+def decoder(config_class, **extra):
+    base = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, intermediate_size=64, max_position_embeddings=256,
+                pad_token_id=0, rms_norm_eps=1e-6)
+    base.update(extra)
+    return config_class(**base)
+
+
+def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq_length, prompts,
+          padding_side="right"):
     torch.manual_seed(0)
     hf_dir = os.path.join(out, name + ".hf")
     model_class(config).save_pretrained(hf_dir, safe_serialization=True)
     for f in TOKENIZER_FILES:
         shutil.copy(os.path.join(tokenizer_dir, f), hf_dir)
+    if padding_side != "right":
+        path = os.path.join(hf_dir, "tokenizer_config.json")
+        with open(path) as f:
+            tc = json.load(f)
+        tc["padding_side"] = padding_side
+        with open(path, "w") as f:
+            json.dump(tc, f)
     modules = [models.Transformer(hf_dir, max_seq_length=max_seq_length),
                models.Pooling(config.hidden_size, pooling_mode=pooling)]
     width = config.hidden_size
@@ -57,6 +73,11 @@ def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq
     shutil.rmtree(hf_dir)
     st = SentenceTransformer(folder, device="cpu")
     vectors = {"plain": st.encode(TEXTS, batch_size=2).tolist()}
+    # a test is only as sharp as the vectors differ: no family may map texts alike
+    lowest = min(float(torch.nn.functional.cosine_similarity(
+        torch.tensor(a), torch.tensor(b), dim=0))
+        for i, a in enumerate(vectors["plain"]) for b in vectors["plain"][i + 1:])
+    assert lowest < 0.99, f"{name}: texts get near-identical vectors (lowest cosine {lowest})"
     if prompts:
         vectors["query"] = st.encode(TEXTS, batch_size=2, prompt_name="query").tolist()
     return vectors
@@ -70,15 +91,41 @@ def main():
                      "sentence-transformers": sentence_transformers.__version__},
         "texts": TEXTS,
         "families": {
-            # XLM-RoBERTa (paraphrase-multilingual-*, multilingual-e5-*): CLS, two Dense, a prompt
+            # XLM-RoBERTa (paraphrase-multilingual-*, multilingual-e5-*): mean, two Dense, a prompt
             "xlm-roberta": build(out, tokenizer_dir, "xlm-roberta", transformers.XLMRobertaModel,
-                                 small(transformers.XLMRobertaConfig, type_vocab_size=1), "cls",
+                                 small(transformers.XLMRobertaConfig, type_vocab_size=1), "mean",
                                  [(16, True, torch.nn.Tanh()), (8, False, torch.nn.Identity())],
                                  64, {"query": "query: "}),
             # RoBERTa (SimCSE-RoBERTa): mean pooling, a window shorter than the long text
             "roberta": build(out, tokenizer_dir, "roberta", transformers.RobertaModel,
                              small(transformers.RobertaConfig, type_vocab_size=1), "mean",
                              [], 40, None),
+            # Qwen3 (qwen3-embedding): last token, an instruction on queries, head_dim != width/heads
+            "qwen3": build(out, tokenizer_dir, "qwen3", transformers.Qwen3Model,
+                           decoder(transformers.Qwen3Config, head_dim=16, rope_theta=1e6),
+                           "lasttoken", [], 64,
+                           {"query": "Instruct: Given a query, find passages\nQuery: "}),
+            # Qwen2 (gte-Qwen2): biased q/k/v, last token, a left-padding tokenizer
+            "qwen2": build(out, tokenizer_dir, "qwen2", transformers.Qwen2Model,
+                           decoder(transformers.Qwen2Config), "lasttoken", [], 64, None,
+                           padding_side="left"),
+            # Mistral (e5-mistral, SGPT-style): weighted mean
+            "mistral": build(out, tokenizer_dir, "mistral", transformers.MistralModel,
+                             decoder(transformers.MistralConfig, sliding_window=None),
+                             "weightedmean", [], 64, None),
+            # LLaMA (ALIGN-SIM's LLaMA-2 encoder): mean pooling
+            "llama": build(out, tokenizer_dir, "llama", transformers.LlamaModel,
+                           decoder(transformers.LlamaConfig), "mean", [], 64, None),
+            # Gemma 3 bidirectional (embeddinggemma): mean, two Dense, sliding layers of width 4
+            "gemma3": build(out, tokenizer_dir, "gemma3", transformers.Gemma3TextModel,
+                            decoder(transformers.Gemma3TextConfig, head_dim=16,
+                                    query_pre_attn_scalar=16, sliding_window=4,
+                                    layer_types=["sliding_attention", "full_attention"],
+                                    rope_theta=1e6, rope_local_base_freq=1e4,
+                                    hidden_activation="gelu_pytorch_tanh",
+                                    use_bidirectional_attention=True),
+                            "mean", [(48, False, torch.nn.Identity()), (32, False, torch.nn.Identity())],
+                            64, {"query": "task: search result | query: "}),
         },
     }
     with open(os.path.join(out, "golden.json"), "w") as f:

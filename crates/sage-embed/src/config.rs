@@ -18,6 +18,10 @@ pub enum Pooling {
     Max,
     /// Sum over non-padding tokens divided by √(token count).
     MeanSqrtLen,
+    /// The last non-padding token of the last layer (decoder embedders).
+    LastToken,
+    /// Mean over non-padding tokens weighted by position (1, 2, ...), SGPT's.
+    WeightedMean,
     /// Mean over non-padding tokens of (first layer output + last layer output) / 2, SimCSE's
     /// and EvalRank's "first-last-avg" (first layer = output of transformer layer 1, not the
     /// embedding layer).
@@ -32,6 +36,8 @@ impl Pooling {
             Pooling::Cls => "cls",
             Pooling::Max => "max",
             Pooling::MeanSqrtLen => "mean-sqrt-len",
+            Pooling::LastToken => "lasttoken",
+            Pooling::WeightedMean => "weightedmean",
             Pooling::FirstLastAvg => "first-last-avg",
         }
     }
@@ -43,6 +49,8 @@ impl Pooling {
             Pooling::Cls,
             Pooling::Max,
             Pooling::MeanSqrtLen,
+            Pooling::LastToken,
+            Pooling::WeightedMean,
             Pooling::FirstLastAvg,
         ]
         .into_iter()
@@ -60,6 +68,8 @@ pub enum Architecture {
     /// RoBERTa and XLM-RoBERTa: BERT's layers with RoBERTa-style positions (counted from after
     /// the padding id) and a one-row token-type table.
     Roberta,
+    /// A decoder-only model used as an embedder ([`crate::decoder`]).
+    Decoder(crate::decoder::DecoderFamily),
 }
 
 /// `config.json` of a BERT or MPNet checkpoint (the fields the encoder needs).
@@ -88,12 +98,16 @@ pub struct TransformerConfig {
     /// LayerNorm epsilon.
     #[serde(default = "default_eps")]
     pub layer_norm_eps: f64,
-    /// Padding token id.
-    #[serde(default)]
+    /// Padding token id (0 when the config has none, as decoders often do).
+    #[serde(default, deserialize_with = "null_as_zero")]
     pub pad_token_id: u32,
     /// MPNet's relative-attention buckets.
     #[serde(default = "default_buckets")]
     pub relative_attention_num_buckets: usize,
+}
+
+fn null_as_zero<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<u32, D::Error> {
+    Ok(Option::<u32>::deserialize(d)?.unwrap_or(0))
 }
 
 fn default_act() -> String {
@@ -113,12 +127,17 @@ impl TransformerConfig {
             "bert" => Ok(Architecture::Bert),
             "mpnet" => Ok(Architecture::MpNet),
             "roberta" | "xlm-roberta" => Ok(Architecture::Roberta),
-            other => Err(config_error(
-                path,
-                format!(
-                    "model_type {other:?} is not supported (bert, mpnet, roberta, xlm-roberta)"
-                ),
-            )),
+            other => crate::decoder::DecoderFamily::of(other)
+                .map(Architecture::Decoder)
+                .ok_or_else(|| {
+                    config_error(
+                        path,
+                        format!(
+                            "model_type {other:?} is not supported (bert, mpnet, roberta, \
+                             xlm-roberta, qwen3, qwen2, mistral, llama, gemma3_text)"
+                        ),
+                    )
+                }),
         }
     }
 }
@@ -285,6 +304,10 @@ struct PoolingFile {
     pooling_mode_max_tokens: bool,
     #[serde(default)]
     pooling_mode_mean_sqrt_len_tokens: bool,
+    #[serde(default)]
+    pooling_mode_lasttoken: bool,
+    #[serde(default)]
+    pooling_mode_weightedmean_tokens: bool,
     #[serde(default = "yes")]
     include_prompt: bool,
 }
@@ -341,7 +364,7 @@ impl SentenceTransformerConfig {
         };
         // RoBERTa-style position ids start after the padding id: the usable length is 2 shorter.
         let position_limit = match architecture {
-            Architecture::Bert => transformer.max_position_embeddings,
+            Architecture::Bert | Architecture::Decoder(_) => transformer.max_position_embeddings,
             Architecture::MpNet | Architecture::Roberta => {
                 transformer.max_position_embeddings - transformer.pad_token_id as usize - 1
             }
@@ -381,20 +404,22 @@ impl SentenceTransformerConfig {
 
 fn read_pooling(path: &Path) -> Result<(Pooling, bool)> {
     let p: PoolingFile = read_json(path)?;
-    let pooling = match (
-        p.pooling_mode_cls_token,
-        p.pooling_mode_mean_tokens,
-        p.pooling_mode_max_tokens,
-        p.pooling_mode_mean_sqrt_len_tokens,
-    ) {
-        (true, false, false, false) => Ok(Pooling::Cls),
-        (false, true, false, false) => Ok(Pooling::Mean),
-        (false, false, true, false) => Ok(Pooling::Max),
-        (false, false, false, true) => Ok(Pooling::MeanSqrtLen),
-        _ => Err(config_error(
-            path,
-            "exactly one pooling mode must be enabled (combined poolings are not supported)",
-        )),
-    }?;
+    let modes = [
+        (p.pooling_mode_cls_token, Pooling::Cls),
+        (p.pooling_mode_mean_tokens, Pooling::Mean),
+        (p.pooling_mode_max_tokens, Pooling::Max),
+        (p.pooling_mode_mean_sqrt_len_tokens, Pooling::MeanSqrtLen),
+        (p.pooling_mode_lasttoken, Pooling::LastToken),
+        (p.pooling_mode_weightedmean_tokens, Pooling::WeightedMean),
+    ];
+    let mut chosen = modes.iter().filter(|(on, _)| *on).map(|(_, p)| *p);
+    let pooling =
+        match (chosen.next(), chosen.next()) {
+            (Some(one), None) => one,
+            _ => return Err(config_error(
+                path,
+                "exactly one pooling mode must be enabled (combined poolings are not supported)",
+            )),
+        };
     Ok((pooling, p.include_prompt))
 }

@@ -149,6 +149,9 @@ impl Encoder {
         config: &TransformerConfig,
         architecture: Architecture,
     ) -> candle_core::Result<Encoder> {
+        if let Architecture::Decoder(family) = architecture {
+            candle_core::bail!("{family:?} is a decoder: load it with crate::decoder::Decoder");
+        }
         let vb = match architecture {
             Architecture::Bert if vb.contains_tensor("bert.embeddings.word_embeddings.weight") => {
                 vb.pp("bert")
@@ -181,7 +184,8 @@ impl Encoder {
             .map(|i| {
                 let l = enc.pp(format!("layer.{i}"));
                 let (query, key, value, attention_out, attention_norm) = match architecture {
-                    Architecture::Bert | Architecture::Roberta => {
+                    // decoders were refused above
+                    Architecture::Bert | Architecture::Roberta | Architecture::Decoder(_) => {
                         let a = l.pp("attention");
                         (
                             linear(h, h, a.pp("self.query"))?,
@@ -228,7 +232,7 @@ impl Encoder {
                 config.num_attention_heads,
                 enc.pp("relative_attention_bias"),
             )?),
-            Architecture::Bert | Architecture::Roberta => None,
+            Architecture::Bert | Architecture::Roberta | Architecture::Decoder(_) => None,
         };
         let exact_gelu = match config.hidden_act.as_str() {
             "gelu" => true,
@@ -264,7 +268,9 @@ impl Encoder {
         let (batch, tokens) = (ids.len(), ids.first().map_or(0, Vec::len));
         let flat_ids: Vec<u32> = ids.iter().flatten().copied().collect();
         let positions: Vec<u32> = match self.architecture {
-            Architecture::Bert => (0..batch).flat_map(|_| 0..tokens as u32).collect(),
+            Architecture::Bert | Architecture::Decoder(_) => {
+                (0..batch).flat_map(|_| 0..tokens as u32).collect()
+            }
             Architecture::MpNet | Architecture::Roberta => ids
                 .iter()
                 .flat_map(|row| {
@@ -555,16 +561,40 @@ pub(crate) fn pool(
     use crate::Pooling;
     let (batch, tokens, _) = hidden.dims3()?;
     let hidden = hidden.to_dtype(DType::F32)?;
-    let mask_values: Vec<f32> = mask.iter().flatten().map(|&m| m as f32).collect();
+    let mask_values: Vec<f32> = match pooling {
+        // sentence-transformers: weights 1..=tokens by position, times the mask
+        Pooling::WeightedMean => mask
+            .iter()
+            .flat_map(|row| {
+                row.iter()
+                    .enumerate()
+                    .map(|(i, &m)| (m * (i as u32 + 1)) as f32)
+            })
+            .collect(),
+        _ => mask.iter().flatten().map(|&m| m as f32).collect(),
+    };
+    // each row's last real token, wherever the padding is
+    let last: Vec<usize> = mask
+        .iter()
+        .map(|row| row.iter().rposition(|&m| m != 0).unwrap_or(0))
+        .collect();
     let mask = Tensor::from_vec(mask_values, (batch, tokens, 1), hidden.device())?;
     match pooling {
+        Pooling::LastToken => {
+            let rows = last
+                .iter()
+                .enumerate()
+                .map(|(b, &t)| hidden.get(b)?.get(t))
+                .collect::<candle_core::Result<Vec<_>>>()?;
+            Tensor::stack(&rows, 0)
+        }
         Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1),
         Pooling::Max => {
             // sentence-transformers sets padding to -1e9 before the max
             let fill = ((mask.ones_like()? - &mask)? * -1e9)?;
             hidden.broadcast_add(&fill)?.max(1)
         }
-        Pooling::Mean | Pooling::FirstLastAvg | Pooling::MeanSqrtLen => {
+        Pooling::Mean | Pooling::FirstLastAvg | Pooling::MeanSqrtLen | Pooling::WeightedMean => {
             let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
             let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
             let counts = if pooling == Pooling::MeanSqrtLen {

@@ -24,6 +24,7 @@
 
 mod cache;
 mod config;
+pub mod decoder;
 pub mod encoder;
 mod error;
 mod fused;

@@ -10,7 +10,8 @@ use ndarray::{Array2, Axis};
 use sage_core::{Embedder, EmbedderIdentity, Role};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
-use crate::config::{DenseActivation, Pooling, Prompts, SentenceTransformerConfig};
+use crate::config::{Architecture, DenseActivation, Pooling, Prompts, SentenceTransformerConfig};
+use crate::decoder::{Decoder, DecoderConfig};
 use crate::encoder::{pool, Encoder};
 use crate::error::{file_error, EmbedError, Result};
 use crate::{file_digest, ResolvedModel};
@@ -46,7 +47,7 @@ impl Default for TransformerOptions {
 pub struct SentenceTransformer {
     identity: EmbedderIdentity,
     tokenizer: Tokenizer,
-    encoder: Encoder,
+    encoder: Backbone,
     pooling: Pooling,
     normalize: bool,
     do_lower_case: bool,
@@ -72,26 +73,45 @@ impl SentenceTransformer {
     /// Loads a resolved model folder.
     pub fn load(model: &ResolvedModel, options: TransformerOptions) -> Result<SentenceTransformer> {
         let config = SentenceTransformerConfig::read(&model.dir)?;
-        let weights = model.dir.join("model.safetensors");
-        if !weights.is_file() {
+        let files = weight_files(&model.dir)?;
+        let weights = files[0].clone();
+        let device = device(options.cuda)?;
+        let decoder = match config.architecture {
+            Architecture::Decoder(family) => Some(family),
+            _ => None,
+        };
+        // f32 on CPU (f16 and bf16 files are upcast); half precision on GPU, where the finite
+        // attention masks keep it NaN-free: f16 for encoders, bf16 for decoders (trained in it).
+        let dtype = match (device.is_cuda(), decoder.is_some()) {
+            (false, _) => DType::F32,
+            (true, false) => DType::F16,
+            (true, true) => DType::BF16,
+        };
+        check_memory(&files, dtype, &device)?;
+        let pooling = options.pooling.unwrap_or(config.pooling);
+        if decoder.is_some() && pooling == Pooling::FirstLastAvg {
             return Err(file_error(
                 &weights,
-                "missing (only safetensors weights are supported)",
+                "first-last-avg pooling is for encoders (a decoder's first layer is not SimCSE's)",
             ));
         }
-        let device = device(options.cuda)?;
-        // f32 on CPU (f16 files are upcast); half precision on GPU, where the finite attention
-        // mask of the encoder keeps it NaN-free.
-        let dtype = if device.is_cuda() {
-            DType::F16
-        } else {
-            DType::F32
+        // SAFETY: the weights files are memory-mapped read-only; they must not be modified while
+        // the model is alive, which is true of model folders and hub snapshots.
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&files, dtype, &device)? };
+        let encoder = match decoder {
+            Some(family) => {
+                let path = model.dir.join("config.json");
+                let decoder_config: DecoderConfig = crate::config::read_json(&path)?;
+                Backbone::Decoder(
+                    Decoder::load(vb, &decoder_config, family)
+                        .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?,
+                )
+            }
+            None => Backbone::Encoder(
+                Encoder::load(vb, &config.transformer, config.architecture)
+                    .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?,
+            ),
         };
-        // SAFETY: the weights file is memory-mapped read-only; it must not be modified while the
-        // model is alive, which is true of model folders and hub snapshots.
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], dtype, &device)? };
-        let encoder = Encoder::load(vb, &config.transformer, config.architecture)
-            .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?;
         let tokenizer = load_tokenizer(&model.dir.join("tokenizer.json"), config.max_seq_length)?;
         let mut width = config.transformer.hidden_size;
         let mut dense = Vec::new();
@@ -117,7 +137,6 @@ impl SentenceTransformer {
             dense.push((linear, module.activation));
             width = module.out_features;
         }
-        let pooling = options.pooling.unwrap_or(config.pooling);
         let normalize = options.normalize.unwrap_or(config.normalize);
         let revision = match &model.revision {
             Some(commit) => commit.clone(),
@@ -191,12 +210,18 @@ impl SentenceTransformer {
             .iter()
             .map(|row| (0..longest).map(|i| u32::from(i < row.len())).collect())
             .collect();
-        let out = self
-            .encoder
-            .forward(&ids, &mask, self.pooling == Pooling::FirstLastAvg)?;
-        let hidden = match (&out.first, self.pooling) {
-            (Some(first), Pooling::FirstLastAvg) => ((first + &out.last)? / 2.0)?,
-            _ => out.last,
+        let hidden = match &self.encoder {
+            Backbone::Encoder(encoder) => {
+                let out = encoder.forward(&ids, &mask, self.pooling == Pooling::FirstLastAvg)?;
+                match (&out.first, self.pooling) {
+                    (Some(first), Pooling::FirstLastAvg) => ((first + &out.last)? / 2.0)?,
+                    _ => out.last,
+                }
+            }
+            Backbone::Decoder(decoder) => {
+                let lengths: Vec<usize> = batch.iter().map(|row| row.len()).collect();
+                decoder.forward(&ids, &lengths)?
+            }
         };
         let mut pooled = if skip == 0 {
             pool(&hidden, &mask, self.pooling)?
@@ -234,6 +259,125 @@ impl SentenceTransformer {
             pooled = pooled.broadcast_div(&norms)?;
         }
         Ok(pooled.to_vec2::<f32>()?)
+    }
+}
+
+/// An encoder (BERT, RoBERTa, MPNet) or a decoder (Qwen, Mistral/LLaMA, Gemma 3).
+enum Backbone {
+    Encoder(Encoder),
+    Decoder(Decoder),
+}
+
+impl Backbone {
+    fn hidden_size(&self) -> usize {
+        match self {
+            Backbone::Encoder(e) => e.hidden_size(),
+            Backbone::Decoder(d) => d.hidden_size(),
+        }
+    }
+}
+
+/// The safetensors files of a folder: `model.safetensors`, or every shard that
+/// `model.safetensors.index.json` names.
+fn weight_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let single = dir.join("model.safetensors");
+    if single.is_file() {
+        return Ok(vec![single]);
+    }
+    let index = dir.join("model.safetensors.index.json");
+    if !index.is_file() {
+        return Err(file_error(
+            &single,
+            "missing, and no model.safetensors.index.json (only safetensors weights are supported)",
+        ));
+    }
+    let value: serde_json::Value = crate::config::read_json(&index)?;
+    let map = value
+        .get("weight_map")
+        .and_then(|m| m.as_object())
+        .ok_or_else(|| file_error(&index, "no weight_map object"))?;
+    let mut shards: Vec<String> = map
+        .values()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    shards.sort();
+    shards.dedup();
+    let files: Vec<std::path::PathBuf> = shards.iter().map(|s| dir.join(s)).collect();
+    if let Some(missing) = files.iter().find(|f| !f.is_file()) {
+        return Err(file_error(
+            missing,
+            format!("named by {} but missing", index.display()),
+        ));
+    }
+    if files.is_empty() {
+        return Err(file_error(&index, "weight_map names no file"));
+    }
+    Ok(files)
+}
+
+/// Values a safetensors file holds, from its header alone.
+fn tensor_values(path: &Path) -> Result<u64> {
+    use std::io::Read;
+    let mut file =
+        std::fs::File::open(path).map_err(|e| file_error(path, format!("cannot open: {e}")))?;
+    let mut size = [0u8; 8];
+    file.read_exact(&mut size)
+        .map_err(|e| file_error(path, format!("not a safetensors file: {e}")))?;
+    let size = u64::from_le_bytes(size);
+    if size > 100 << 20 {
+        return Err(file_error(
+            path,
+            "not a safetensors file (header too large)",
+        ));
+    }
+    let mut header = vec![0u8; size as usize];
+    file.read_exact(&mut header)
+        .map_err(|e| file_error(path, format!("not a safetensors file: {e}")))?;
+    let header: serde_json::Value = serde_json::from_slice(&header)
+        .map_err(|e| file_error(path, format!("not a safetensors header: {e}")))?;
+    Ok(header
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| *name != "__metadata__")
+        .filter_map(|(_, t)| t.get("shape")?.as_array().cloned())
+        .map(|shape| {
+            shape
+                .iter()
+                .map(|d| d.as_u64().unwrap_or(0))
+                .product::<u64>()
+        })
+        .sum())
+}
+
+/// Fails before loading when the weights, in the dtype they will be computed in, cannot fit in
+/// the memory this machine has free (CPU): a 7B model in f32 needs about 28 GiB.
+fn check_memory(files: &[std::path::PathBuf], dtype: DType, device: &Device) -> Result<()> {
+    if !device.is_cpu() {
+        return Ok(());
+    }
+    let values: u64 = files
+        .iter()
+        .map(|f| tensor_values(f))
+        .sum::<Result<u64>>()?;
+    let needed = values * dtype.size_in_bytes() as u64;
+    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+    });
+    match available {
+        Some(available) if needed > available => Err(file_error(
+            &files[0],
+            format!(
+                "the weights need {:.1} GiB in {dtype:?} and {:.1} GiB of memory is available: \
+                 use a machine with more memory or a GPU (--cuda)",
+                needed as f64 / (1u64 << 30) as f64,
+                available as f64 / (1u64 << 30) as f64
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
