@@ -401,7 +401,7 @@ fn glove_matches_numpy() {
         return;
     };
     let g = golden();
-    let glove = Glove::load(&local(&dir)).unwrap();
+    let glove = WordVectors::load(&local(&dir)).unwrap();
     assert_eq!(glove.vocabulary(), 400_000);
     let cos = cosine(glove.word("king").unwrap(), glove.word("queen").unwrap());
     assert!(

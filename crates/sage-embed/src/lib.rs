@@ -10,7 +10,8 @@
 //!   (or overridden, e.g. EvalRank's first-last-avg); truncation at the real max_seq_length;
 //!   length-sorted batches under a token budget, results in input order. The folder's prompts
 //!   (config_sentence_transformers.json) are applied through [`sage_core::Role`]s.
-//! - [`Glove`] (EvalRank's bag-of-words over GloVe text files) and [`Model2Vec`] static models.
+//! - [`WordVectors`] (EvalRank's bag-of-words over GloVe, fastText `.vec` or word2vec binary
+//!   files) and [`Model2Vec`] static models.
 //! - [`resolve_model`]: a path, a folder under SAGE_MODELS_DIR, or a hub id from the HF cache
 //!   (HF_HUB_OFFLINE honoured) or the hub.
 //! - [`remote`]: API models and embedding servers (`openai:`, `voyage:`, `cohere:`, `gemini:`
@@ -47,16 +48,16 @@ pub use matryoshka::Truncated;
 pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
 use sage_core::Embedder;
-pub use static_models::{bow_tokens, Glove, Model2Vec};
+pub use static_models::{bow_tokens, Model2Vec, WordVectors};
 pub use transformer::{SentenceTransformer, TransformerOptions};
 
 /// What kind of model a folder holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelKind {
-    /// A BERT/MPNet sentence-transformers folder.
+    /// A sentence-transformers folder (an encoder or a decoder).
     Transformer,
-    /// A GloVe text file.
-    Glove,
+    /// A word-vector file: GloVe text, fastText `.vec` or word2vec binary.
+    WordVectors,
     /// A model2vec static model.
     Model2Vec,
 }
@@ -64,27 +65,23 @@ pub enum ModelKind {
 /// Tells the kind of a resolved model folder from its files.
 pub fn detect_kind(model: &ResolvedModel) -> Result<ModelKind> {
     let dir = &model.dir;
-    let is_glove = |p: &Path| {
-        p.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("glove"))
-            && p.extension().is_some_and(|e| e == "txt")
-    };
     if dir.is_file() {
-        return if is_glove(dir) {
-            Ok(ModelKind::Glove)
+        return if static_models::is_word_vector_file(dir, true) {
+            Ok(ModelKind::WordVectors)
         } else {
             Err(error::file_error(
                 dir,
-                "not a model folder or a glove*.txt file",
+                "not a model folder or a word-vector file (glove*.txt, *.vec, word2vec *.bin)",
             ))
         };
     }
+    let binary_ok = !dir.join("config.json").exists();
     if std::fs::read_dir(dir)
         .map_err(|e| error::file_error(dir, e))?
         .filter_map(|e| e.ok())
-        .any(|e| is_glove(&e.path()))
+        .any(|e| static_models::is_word_vector_file(&e.path(), binary_ok))
     {
-        return Ok(ModelKind::Glove);
+        return Ok(ModelKind::WordVectors);
     }
     let config: serde_json::Value = config::read_json(&dir.join("config.json"))?;
     if config.get("model_type").is_some() {
@@ -112,7 +109,7 @@ pub fn load_embedder(
     let model = resolve_model(spec, resolve)?;
     Ok(match detect_kind(&model)? {
         ModelKind::Transformer => Box::new(SentenceTransformer::load(&model, options)?),
-        ModelKind::Glove => Box::new(Glove::load(&model)?),
+        ModelKind::WordVectors => Box::new(WordVectors::load(&model)?),
         ModelKind::Model2Vec => Box::new(Model2Vec::load(&model)?),
     })
 }

@@ -1,4 +1,5 @@
-//! Static (lookup-table) embedders: GloVe text files and model2vec-style models.
+//! Static (lookup-table) embedders: word vectors (GloVe, fastText, word2vec) and model2vec-style
+//! models.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,68 +12,44 @@ use tokenizers::Tokenizer;
 use crate::error::{config_error, file_error, EmbedError, Result};
 use crate::{file_digest, ResolvedModel};
 
-/// GloVe vectors in the standard text format (`word v1 … vd` per line), bag-of-words mean as
-/// EvalRank's `bow` model.
+/// Word vectors, bag-of-words mean as EvalRank's `bow` model, read from any of the three formats
+/// word vectors ship in: GloVe text (`word v1 … vd` per line), fastText `.vec` (the same after a
+/// `count dimension` header line) and word2vec binary (`count dimension` line, then per word its
+/// bytes, a space and `dimension` little-endian f32s).
 ///
 /// A text that is itself a vocabulary word (after lower-casing) gets that word's vector — the
 /// word-level lookup EvalRank does, which keeps "ad-hoc" whole. Any other text is lower-cased and split into tokens: maximal runs of letters and digits, and every
 /// other non-space character on its own (so "don't." is `don`, `'`, `t`, `.`). Its vector is the
-/// mean of its tokens' vectors, where an out-of-vocabulary token gets the **mean of all GloVe
+/// mean of its tokens' vectors, where an out-of-vocabulary token gets the **mean of all the
 /// vectors** (EvalRank's rule for OOV words); a text with no token gets the zero vector.
-pub struct Glove {
+pub struct WordVectors {
     identity: EmbedderIdentity,
     index: HashMap<String, u32>,
     vectors: Array2<f32>,
     mean: Array1<f32>,
 }
 
-impl Glove {
-    /// Loads `glove*.txt` from the resolved folder (or the file itself).
-    pub fn load(model: &ResolvedModel) -> Result<Glove> {
-        let file = glove_file(&model.dir)?;
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| file_error(&file, format!("cannot read: {e}")))?;
-        let lines: Vec<&str> = text.lines().collect();
-        let dim = lines
-            .first()
-            .map_or(0, |l| l.split(' ').count().saturating_sub(1));
-        if dim == 0 {
-            return Err(file_error(
-                &file,
-                "empty, or not in `word v1 ... vd` format",
-            ));
-        }
-        let rows: Vec<(&str, Vec<f32>)> = lines
-            .par_iter()
-            .enumerate()
-            .map(|(i, line)| {
-                let mut parts = line.split(' ');
-                let word = parts.next().unwrap_or_default();
-                let values = parts
-                    .map(|v| {
-                        v.parse::<f32>()
-                            .map_err(|e| file_error(&file, format!("line {}: {v:?}: {e}", i + 1)))
-                    })
-                    .collect::<Result<Vec<f32>>>()?;
-                if values.len() != dim {
-                    return Err(file_error(
-                        &file,
-                        format!("line {}: {} values, expected {dim}", i + 1, values.len()),
-                    ));
-                }
-                Ok((word, values))
-            })
-            .collect::<Result<_>>()?;
+impl WordVectors {
+    /// Loads the word-vector file of the resolved folder (or the file itself):
+    /// `glove*.txt`, `*.vec` or a word2vec `*.bin`.
+    pub fn load(model: &ResolvedModel) -> Result<WordVectors> {
+        let file = word_vector_file(&model.dir)?;
+        let rows = if file.extension().is_some_and(|e| e == "bin") {
+            read_word2vec_binary(&file)?
+        } else {
+            read_text_vectors(&file)?
+        };
+        let dim = rows.first().map_or(0, |(_, v)| v.len());
         let mut index = HashMap::with_capacity(rows.len());
         let mut vectors = Array2::zeros((rows.len(), dim));
         for (i, (word, values)) in rows.into_iter().enumerate() {
             // the first occurrence of a duplicated word wins, as in gensim's loader
-            index.entry(word.to_owned()).or_insert(i as u32);
+            index.entry(word).or_insert(i as u32);
             vectors.row_mut(i).assign(&Array1::from(values));
         }
         let mean = vectors.mean_axis(ndarray::Axis(0)).expect("non-empty");
         let revision = file_digest(&file)?;
-        Ok(Glove {
+        Ok(WordVectors {
             identity: EmbedderIdentity {
                 model_id: model.name.clone(),
                 revision: Some(revision),
@@ -97,25 +74,135 @@ impl Glove {
     }
 }
 
-fn glove_file(dir: &Path) -> Result<PathBuf> {
+/// `count dimension`, the header of fastText `.vec` and word2vec files.
+fn count_header(line: &str) -> Option<(usize, usize)> {
+    let mut parts = line.split_whitespace();
+    let count = parts.next()?.parse().ok()?;
+    let dim = parts.next()?.parse().ok()?;
+    parts.next().is_none().then_some((count, dim))
+}
+
+/// GloVe text, or fastText `.vec` (GloVe text after a `count dimension` line).
+fn read_text_vectors(file: &Path) -> Result<Vec<(String, Vec<f32>)>> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| file_error(file, format!("cannot read: {e}")))?;
+    let mut lines: Vec<(usize, &str)> = text.lines().enumerate().collect();
+    let header = lines.first().and_then(|(_, l)| count_header(l));
+    if header.is_some() {
+        lines.remove(0);
+    }
+    // fastText writes a space after the last value
+    let fields = |line: &str| line.trim_end().split(' ').count().saturating_sub(1);
+    let dim = header.map_or_else(|| lines.first().map_or(0, |(_, l)| fields(l)), |(_, d)| d);
+    if dim == 0 || lines.is_empty() {
+        return Err(file_error(file, "empty, or not in `word v1 ... vd` format"));
+    }
+    if let Some((count, _)) = header.filter(|(count, _)| *count != lines.len()) {
+        return Err(file_error(
+            file,
+            format!(
+                "line 1 announces {count} words, the file has {}",
+                lines.len()
+            ),
+        ));
+    }
+    lines
+        .par_iter()
+        .map(|&(i, line)| {
+            let mut parts = line.trim_end().split(' ');
+            let word = parts.next().unwrap_or_default().to_owned();
+            let values = parts
+                .map(|v| {
+                    v.parse::<f32>()
+                        .map_err(|e| file_error(file, format!("line {}: {v:?}: {e}", i + 1)))
+                })
+                .collect::<Result<Vec<f32>>>()?;
+            if values.len() != dim {
+                return Err(file_error(
+                    file,
+                    format!("line {}: {} values, expected {dim}", i + 1, values.len()),
+                ));
+            }
+            Ok((word, values))
+        })
+        .collect()
+}
+
+/// word2vec's binary format (`save_word2vec_format(binary=True)`).
+fn read_word2vec_binary(file: &Path) -> Result<Vec<(String, Vec<f32>)>> {
+    let bytes = std::fs::read(file).map_err(|e| file_error(file, format!("cannot read: {e}")))?;
+    let header_end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| file_error(file, "no `count dimension` header line"))?;
+    let (count, dim) = std::str::from_utf8(&bytes[..header_end])
+        .ok()
+        .and_then(count_header)
+        .ok_or_else(|| file_error(file, "line 1 is not `count dimension`"))?;
+    if dim == 0 {
+        return Err(file_error(file, "dimension 0"));
+    }
+    let mut at = header_end + 1;
+    let mut rows = Vec::with_capacity(count.min(1 << 24));
+    for n in 0..count {
+        // a record may start with the newline that ended the previous one
+        while bytes.get(at) == Some(&b'\n') {
+            at += 1;
+        }
+        let space = bytes[at.min(bytes.len())..]
+            .iter()
+            .position(|&b| b == b' ')
+            .ok_or_else(|| {
+                file_error(file, format!("word {}: cut off (no space after it)", n + 1))
+            })?;
+        let word = String::from_utf8_lossy(&bytes[at..at + space]).into_owned();
+        at += space + 1;
+        let values = bytes.get(at..at + 4 * dim).ok_or_else(|| {
+            file_error(file, format!("word {} ({word:?}): vector cut off", n + 1))
+        })?;
+        rows.push((
+            word,
+            values
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        ));
+        at += 4 * dim;
+    }
+    if rows.is_empty() {
+        return Err(file_error(file, "no words"));
+    }
+    Ok(rows)
+}
+
+/// Whether `path` is a word-vector file by its name: `glove*.txt`, `*.vec`, or (`binary_ok`) a
+/// word2vec `*.bin`.
+pub(crate) fn is_word_vector_file(path: &Path, binary_ok: bool) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    (name.starts_with("glove") && ext == "txt") || ext == "vec" || (binary_ok && ext == "bin")
+}
+
+fn word_vector_file(dir: &Path) -> Result<PathBuf> {
     if dir.is_file() {
         return Ok(dir.to_owned());
     }
     let entries =
         std::fs::read_dir(dir).map_err(|e| file_error(dir, format!("cannot list: {e}")))?;
+    // a .bin beside a config.json is a checkpoint, not word2vec
+    let binary_ok = !dir.join("config.json").exists();
     let mut found: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("glove"))
-                && p.extension().is_some_and(|e| e == "txt")
-        })
+        .filter(|p| is_word_vector_file(p, binary_ok))
         .collect();
     found.sort();
     found
         .into_iter()
         .next()
-        .ok_or_else(|| file_error(dir, "no glove*.txt file"))
+        .ok_or_else(|| file_error(dir, "no glove*.txt, *.vec or word2vec *.bin file"))
 }
 
 /// Lower-cased word tokens: runs of alphanumerics, and each other non-space character alone.
@@ -140,7 +227,7 @@ pub fn bow_tokens(text: &str) -> Vec<String> {
     tokens
 }
 
-impl Embedder for Glove {
+impl Embedder for WordVectors {
     fn identity(&self) -> &EmbedderIdentity {
         &self.identity
     }
@@ -420,5 +507,84 @@ mod tests {
         ] {
             assert_eq!(half_to_f32(bits), value, "{bits:#x}");
         }
+    }
+}
+
+#[cfg(test)]
+mod word_vector_tests {
+    use super::*;
+    use crate::{resolve_model, ResolveOptions};
+
+    const WORDS: [(&str, [f32; 3]); 4] = [
+        ("the", [0.5, -1.25, 3.0]),
+        ("cat", [1e-3, 2.5, -0.75]),
+        ("café", [4.0, 0.0, -2.0]),
+        ("sat", [-1.5, 0.25, 0.125]),
+    ];
+
+    fn load(path: &Path) -> Result<WordVectors> {
+        WordVectors::load(&resolve_model(
+            path.to_str().unwrap(),
+            &ResolveOptions::default(),
+        )?)
+    }
+
+    fn text_lines(trailing: &str) -> String {
+        WORDS
+            .iter()
+            .map(|(w, v)| format!("{w} {} {} {}{trailing}\n", v[0], v[1], v[2]))
+            .collect()
+    }
+
+    /// The three formats of the same vectors load to the same embedder: GloVe text, fastText
+    /// `.vec` (header line, a space after the last value) and word2vec binary.
+    #[test]
+    fn glove_fasttext_and_word2vec_files_give_the_same_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let glove = dir.path().join("glove.test.txt");
+        std::fs::write(&glove, text_lines("")).unwrap();
+        let vec = dir.path().join("cc.test.vec");
+        std::fs::write(&vec, format!("4 3\n{}", text_lines(" "))).unwrap();
+        let bin = dir.path().join("vectors.bin");
+        let mut bytes = b"4 3\n".to_vec();
+        for (w, v) in WORDS {
+            bytes.extend(w.as_bytes());
+            bytes.push(b' ');
+            bytes.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+            bytes.push(b'\n');
+        }
+        std::fs::write(&bin, bytes).unwrap();
+        let texts = ["the cat sat", "café", "unknown words only", ""];
+        let reference = load(&glove).unwrap().embed(&texts).unwrap();
+        for path in [&vec, &bin] {
+            let model = load(path).unwrap();
+            assert_eq!(model.vocabulary(), 4);
+            assert_eq!(model.word("café").unwrap().to_vec(), WORDS[2].1.to_vec());
+            assert_eq!(
+                model.embed(&texts).unwrap(),
+                reference,
+                "{}",
+                path.display()
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_files_name_the_file_and_the_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let vec = dir.path().join("short.vec");
+        std::fs::write(&vec, format!("5 3\n{}", text_lines(""))).unwrap();
+        let e = load(&vec).err().unwrap().to_string();
+        assert!(
+            e.contains("short.vec") && e.contains("announces 5 words"),
+            "{e}"
+        );
+        let bin = dir.path().join("cut.bin");
+        std::fs::write(&bin, b"2 3\nthe \x00\x00\x80\x3f").unwrap();
+        let e = load(&bin).err().unwrap().to_string();
+        assert!(
+            e.contains("cut.bin") && e.contains("word 1") && e.contains("cut off"),
+            "{e}"
+        );
     }
 }
