@@ -21,7 +21,8 @@ pub struct ModelArgs {
     /// PROTOCOL:MODEL[@BASE_URL] (openai, voyage, cohere, gemini).
     #[arg(long)]
     pub model: Option<String>,
-    /// Override the folder's pooling: mean | cls | max | mean-sqrt-len | first-last-avg.
+    /// Override the folder's pooling: mean | cls | max | mean-sqrt-len | lasttoken |
+    /// weightedmean | first-last-avg.
     #[arg(long, value_parser = parse_pooling)]
     pub pooling: Option<Pooling>,
     /// Most padded tokens per forward pass.
@@ -42,7 +43,9 @@ pub struct ModelArgs {
 
 fn parse_pooling(s: &str) -> Result<Pooling, String> {
     Pooling::from_name(s).ok_or_else(|| {
-        format!("unknown pooling {s:?} (mean, cls, max, mean-sqrt-len, first-last-avg)")
+        format!(
+            "unknown pooling {s:?} (mean, cls, max, mean-sqrt-len, lasttoken, weightedmean, first-last-avg)"
+        )
     })
 }
 
