@@ -62,3 +62,20 @@ pub fn data_and_model_or_skip(model: &str, what: &str) -> Option<(PathBuf, PathB
     let model = model_dir_or_skip(model, what)?;
     Some((data, model))
 }
+
+/// A Python with torch, transformers and sentence-transformers, for tests that build reference
+/// models: `$SAGE_PYTHON`, else the virtual environment `.ci/run` installs
+/// (`~/.cache/sage-rs/infinity-venv`); or a skip line for `what` and `None`.
+pub fn reference_python_or_skip(what: &str) -> Option<PathBuf> {
+    let found = env_dir("SAGE_PYTHON").or_else(|| {
+        let venv = env_dir("HOME")?.join(".cache/sage-rs/infinity-venv/bin/python");
+        venv.exists().then_some(venv)
+    });
+    if found.is_none() {
+        skip(
+            what,
+            "no Python with sentence-transformers (set SAGE_PYTHON; .ci/run installs one)",
+        );
+    }
+    found
+}

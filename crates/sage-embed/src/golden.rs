@@ -175,17 +175,6 @@ fn prompts_reach_the_model_through_roles_as_sentence_transformers_applies_them()
     }
 }
 
-/// A Python with torch, transformers and sentence-transformers: `$SAGE_PYTHON`, else the
-/// virtual environment .ci/run installs for the embedding server.
-fn reference_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("SAGE_PYTHON").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    let venv =
-        PathBuf::from(std::env::var_os("HOME")?).join(".cache/sage-rs/infinity-venv/bin/python");
-    venv.exists().then_some(venv)
-}
-
 /// Small random-initialised checkpoints of the families sage-embed loads, built and encoded by
 /// tests/reference/tiny_models.py with sentence-transformers: XLM-RoBERTa (mean, two Dense, a
 /// query prompt), RoBERTa (mean, a short window), Qwen3 (last token, an instruction), Qwen2
@@ -198,11 +187,7 @@ fn small_random_checkpoints_of_each_family_match_sentence_transformers() {
     let Some(tokenizer) = model_dir("all-MiniLM-L6-v2") else {
         return;
     };
-    let Some(python) = reference_python() else {
-        sage_core::test_support::skip(
-            what,
-            "no Python with sentence-transformers (set SAGE_PYTHON; .ci/run installs one)",
-        );
+    let Some(python) = sage_core::test_support::reference_python_or_skip(what) else {
         return;
     };
     let out = tempfile::tempdir().unwrap();
