@@ -47,19 +47,20 @@ def decoder(config_class, **extra):
 
 
 def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq_length, prompts,
-          padding_side="right"):
+          padding_side="right", model_input_names=None):
     torch.manual_seed(0)
     hf_dir = os.path.join(out, name + ".hf")
     model_class(config).save_pretrained(hf_dir, safe_serialization=True)
     for f in TOKENIZER_FILES:
         shutil.copy(os.path.join(tokenizer_dir, f), hf_dir)
-    if padding_side != "right":
-        path = os.path.join(hf_dir, "tokenizer_config.json")
-        with open(path) as f:
-            tc = json.load(f)
-        tc["padding_side"] = padding_side
-        with open(path, "w") as f:
-            json.dump(tc, f)
+    path = os.path.join(hf_dir, "tokenizer_config.json")
+    with open(path) as f:
+        tc = json.load(f)
+    tc["padding_side"] = padding_side
+    if model_input_names:
+        tc["model_input_names"] = model_input_names
+    with open(path, "w") as f:
+        json.dump(tc, f)
     modules = [models.Transformer(hf_dir, max_seq_length=max_seq_length),
                models.Pooling(config.hidden_size, pooling_mode=pooling)]
     width = config.hidden_size
@@ -100,6 +101,18 @@ def main():
             "roberta": build(out, tokenizer_dir, "roberta", transformers.RobertaModel,
                              small(transformers.RobertaConfig, type_vocab_size=1), "mean",
                              [], 40, None),
+            # ModernBERT (gte-modernbert): CLS, global and local layers (window 8) alternating
+            "modernbert": build(out, tokenizer_dir, "modernbert", transformers.ModernBertModel,
+                                transformers.ModernBertConfig(
+                                    vocab_size=30522, hidden_size=32, intermediate_size=48,
+                                    num_hidden_layers=3, num_attention_heads=4,
+                                    max_position_embeddings=256, pad_token_id=0, bos_token_id=101,
+                                    eos_token_id=102, cls_token_id=101, sep_token_id=102,
+                                    global_attn_every_n_layers=2, local_attention=8,
+                                    global_rope_theta=160000.0, local_rope_theta=10000.0,
+                                    initializer_range=0.2, attn_implementation="sdpa"),
+                                "cls", [], 64, None,
+                                model_input_names=["input_ids", "attention_mask"]),
             # Qwen3 (qwen3-embedding): last token, an instruction on queries, head_dim != width/heads
             "qwen3": build(out, tokenizer_dir, "qwen3", transformers.Qwen3Model,
                            decoder(transformers.Qwen3Config, head_dim=16, rope_theta=1e6),

@@ -70,6 +70,8 @@ pub enum Architecture {
     Roberta,
     /// A decoder-only model used as an embedder ([`crate::decoder`]).
     Decoder(crate::decoder::DecoderFamily),
+    /// ModernBERT ([`crate::modernbert`]).
+    ModernBert,
 }
 
 /// `config.json` of a BERT or MPNet checkpoint (the fields the encoder needs).
@@ -127,6 +129,7 @@ impl TransformerConfig {
             "bert" => Ok(Architecture::Bert),
             "mpnet" => Ok(Architecture::MpNet),
             "roberta" | "xlm-roberta" => Ok(Architecture::Roberta),
+            "modernbert" => Ok(Architecture::ModernBert),
             other => crate::decoder::DecoderFamily::of(other)
                 .map(Architecture::Decoder)
                 .ok_or_else(|| {
@@ -134,7 +137,7 @@ impl TransformerConfig {
                         path,
                         format!(
                             "model_type {other:?} is not supported (bert, mpnet, roberta, \
-                             xlm-roberta, qwen3, qwen2, mistral, llama, gemma3_text)"
+                             xlm-roberta, modernbert, qwen3, qwen2, mistral, llama, gemma3_text)"
                         ),
                     )
                 }),
@@ -364,7 +367,9 @@ impl SentenceTransformerConfig {
         };
         // RoBERTa-style position ids start after the padding id: the usable length is 2 shorter.
         let position_limit = match architecture {
-            Architecture::Bert | Architecture::Decoder(_) => transformer.max_position_embeddings,
+            Architecture::Bert | Architecture::Decoder(_) | Architecture::ModernBert => {
+                transformer.max_position_embeddings
+            }
             Architecture::MpNet | Architecture::Roberta => {
                 transformer.max_position_embeddings - transformer.pad_token_id as usize - 1
             }

@@ -109,6 +109,39 @@ fn default_theta() -> f64 {
     10_000.0
 }
 
+/// cos and sin tables [tokens, head_dim / 2] of rotary base `theta` (rotate-half layout, as
+/// transformers' LLaMA-family and ModernBERT models use).
+pub(crate) fn rotary_tables(
+    head_dim: usize,
+    tokens: usize,
+    theta: f64,
+    device: &Device,
+    dtype: DType,
+) -> candle_core::Result<(Tensor, Tensor)> {
+    let half = head_dim / 2;
+    let inv: Vec<f32> = (0..half)
+        .map(|i| (1.0 / theta.powf(2.0 * i as f64 / head_dim as f64)) as f32)
+        .collect();
+    let inv = Tensor::from_vec(inv, (1, half), device)?;
+    let positions = Tensor::arange(0u32, tokens as u32, device)?
+        .to_dtype(DType::F32)?
+        .reshape((tokens, 1))?;
+    let angles = positions.matmul(&inv)?;
+    Ok((
+        angles.cos()?.to_dtype(dtype)?,
+        angles.sin()?.to_dtype(dtype)?,
+    ))
+}
+
+/// A large finite negative for masked attention scores, so padded rows stay NaN-free in every
+/// dtype.
+pub(crate) fn masked_score(dtype: DType) -> f32 {
+    match dtype {
+        DType::F16 => -65_504f32,
+        _ => -1e30,
+    }
+}
+
 struct RmsNorm {
     weight: Tensor,
     eps: f64,
@@ -277,32 +310,15 @@ impl Decoder {
         self.hidden
     }
 
-    /// cos and sin tables [tokens, head_dim / 2] for rotary base `theta`.
     fn rotary(&self, tokens: usize, theta: f64) -> candle_core::Result<(Tensor, Tensor)> {
-        let half = self.head_dim / 2;
-        let inv: Vec<f32> = (0..half)
-            .map(|i| (1.0 / theta.powf(2.0 * i as f64 / self.head_dim as f64)) as f32)
-            .collect();
-        let inv = Tensor::from_vec(inv, (1, half), &self.device)?;
-        let positions = Tensor::arange(0u32, tokens as u32, &self.device)?
-            .to_dtype(DType::F32)?
-            .reshape((tokens, 1))?;
-        let angles = positions.matmul(&inv)?;
-        Ok((
-            angles.cos()?.to_dtype(self.dtype)?,
-            angles.sin()?.to_dtype(self.dtype)?,
-        ))
+        rotary_tables(self.head_dim, tokens, theta, &self.device, self.dtype)
     }
 
     /// Additive masks [batch, 1, tokens, tokens] for full and sliding layers: a key is seen when
     /// it is a real token, in the past (causal) or anywhere (bidirectional), and, in a sliding
     /// layer, within the window.
     fn masks(&self, lengths: &[usize], tokens: usize) -> candle_core::Result<(Tensor, Tensor)> {
-        // finite, so that padded rows stay NaN-free in every dtype
-        let hidden = match self.dtype {
-            DType::F16 => -65_504f32,
-            _ => -1e30,
-        };
+        let hidden = masked_score(self.dtype);
         let build = |sliding: bool| -> candle_core::Result<Tensor> {
             let mut values = Vec::with_capacity(lengths.len() * tokens * tokens);
             for &length in lengths {

@@ -149,8 +149,14 @@ impl Encoder {
         config: &TransformerConfig,
         architecture: Architecture,
     ) -> candle_core::Result<Encoder> {
-        if let Architecture::Decoder(family) = architecture {
-            candle_core::bail!("{family:?} is a decoder: load it with crate::decoder::Decoder");
+        match architecture {
+            Architecture::Decoder(family) => {
+                candle_core::bail!("{family:?} is a decoder: load it with crate::decoder::Decoder")
+            }
+            Architecture::ModernBert => {
+                candle_core::bail!("ModernBERT loads with crate::modernbert::ModernBert")
+            }
+            _ => {}
         }
         let vb = match architecture {
             Architecture::Bert if vb.contains_tensor("bert.embeddings.word_embeddings.weight") => {
@@ -184,8 +190,11 @@ impl Encoder {
             .map(|i| {
                 let l = enc.pp(format!("layer.{i}"));
                 let (query, key, value, attention_out, attention_norm) = match architecture {
-                    // decoders were refused above
-                    Architecture::Bert | Architecture::Roberta | Architecture::Decoder(_) => {
+                    // decoders and ModernBERT were refused above
+                    Architecture::Bert
+                    | Architecture::Roberta
+                    | Architecture::Decoder(_)
+                    | Architecture::ModernBert => {
                         let a = l.pp("attention");
                         (
                             linear(h, h, a.pp("self.query"))?,
@@ -232,7 +241,10 @@ impl Encoder {
                 config.num_attention_heads,
                 enc.pp("relative_attention_bias"),
             )?),
-            Architecture::Bert | Architecture::Roberta | Architecture::Decoder(_) => None,
+            Architecture::Bert
+            | Architecture::Roberta
+            | Architecture::Decoder(_)
+            | Architecture::ModernBert => None,
         };
         let exact_gelu = match config.hidden_act.as_str() {
             "gelu" => true,
@@ -268,7 +280,7 @@ impl Encoder {
         let (batch, tokens) = (ids.len(), ids.first().map_or(0, Vec::len));
         let flat_ids: Vec<u32> = ids.iter().flatten().copied().collect();
         let positions: Vec<u32> = match self.architecture {
-            Architecture::Bert | Architecture::Decoder(_) => {
+            Architecture::Bert | Architecture::Decoder(_) | Architecture::ModernBert => {
                 (0..batch).flat_map(|_| 0..tokens as u32).collect()
             }
             Architecture::MpNet | Architecture::Roberta => ids

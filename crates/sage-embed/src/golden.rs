@@ -177,7 +177,7 @@ fn prompts_reach_the_model_through_roles_as_sentence_transformers_applies_them()
 
 /// Small random-initialised checkpoints of the families sage-embed loads, built and encoded by
 /// tests/reference/tiny_models.py with sentence-transformers: XLM-RoBERTa (mean, two Dense, a
-/// query prompt), RoBERTa (mean, a short window), Qwen3 (last token, an instruction), Qwen2
+/// query prompt), RoBERTa (mean, a short window), ModernBERT (CLS, local and global layers), Qwen3 (last token, an instruction), Qwen2
 /// (biases, a left-padding tokenizer), Mistral (weighted mean), LLaMA (mean) and bidirectional
 /// Gemma 3 (sliding layers, two Dense). Cosine ≥ 0.9999 on empty, Unicode and over-length texts;
 /// batch == single.
@@ -215,7 +215,7 @@ fn small_random_checkpoints_of_each_family_match_sentence_transformers() {
         .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let families = g["families"].as_object().unwrap();
-    assert_eq!(families.len(), 7);
+    assert_eq!(families.len(), 8);
     for (family, vectors) in families {
         let model = SentenceTransformer::load(
             &local(&out.path().join(family)),

@@ -30,6 +30,7 @@ pub mod encoder;
 mod error;
 mod fused;
 mod matryoshka;
+pub mod modernbert;
 pub mod remote;
 mod resolve;
 mod static_models;

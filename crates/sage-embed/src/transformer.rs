@@ -14,6 +14,7 @@ use crate::config::{Architecture, DenseActivation, Pooling, Prompts, SentenceTra
 use crate::decoder::{Decoder, DecoderConfig};
 use crate::encoder::{pool, Encoder};
 use crate::error::{file_error, EmbedError, Result};
+use crate::modernbert::{ModernBert, ModernBertConfig};
 use crate::{file_digest, ResolvedModel};
 
 /// How to load and run a transformer model.
@@ -80,25 +81,39 @@ impl SentenceTransformer {
             Architecture::Decoder(family) => Some(family),
             _ => None,
         };
+        // trained in bf16, as the decoders were
+        let bf16_on_gpu = decoder.is_some() || config.architecture == Architecture::ModernBert;
         // f32 on CPU (f16 and bf16 files are upcast); half precision on GPU, where the finite
         // attention masks keep it NaN-free: f16 for encoders, bf16 for decoders (trained in it).
-        let dtype = match (device.is_cuda(), decoder.is_some()) {
+        let dtype = match (device.is_cuda(), bf16_on_gpu) {
             (false, _) => DType::F32,
             (true, false) => DType::F16,
             (true, true) => DType::BF16,
         };
         check_memory(&files, dtype, &device)?;
         let pooling = options.pooling.unwrap_or(config.pooling);
-        if decoder.is_some() && pooling == Pooling::FirstLastAvg {
+        if config.architecture != Architecture::Bert
+            && config.architecture != Architecture::MpNet
+            && config.architecture != Architecture::Roberta
+            && pooling == Pooling::FirstLastAvg
+        {
             return Err(file_error(
                 &weights,
-                "first-last-avg pooling is for encoders (a decoder's first layer is not SimCSE's)",
+                "first-last-avg pooling is for BERT, RoBERTa and MPNet (SimCSE's encoders)",
             ));
         }
         // SAFETY: the weights files are memory-mapped read-only; they must not be modified while
         // the model is alive, which is true of model folders and hub snapshots.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&files, dtype, &device)? };
         let encoder = match decoder {
+            None if config.architecture == Architecture::ModernBert => {
+                let path = model.dir.join("config.json");
+                let modern: ModernBertConfig = crate::config::read_json(&path)?;
+                Backbone::ModernBert(
+                    ModernBert::load(vb, &modern)
+                        .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?,
+                )
+            }
             Some(family) => {
                 let path = model.dir.join("config.json");
                 let decoder_config: DecoderConfig = crate::config::read_json(&path)?;
@@ -222,6 +237,10 @@ impl SentenceTransformer {
                 let lengths: Vec<usize> = batch.iter().map(|row| row.len()).collect();
                 decoder.forward(&ids, &lengths)?
             }
+            Backbone::ModernBert(model) => {
+                let lengths: Vec<usize> = batch.iter().map(|row| row.len()).collect();
+                model.forward(&ids, &lengths)?
+            }
         };
         let mut pooled = if skip == 0 {
             pool(&hidden, &mask, self.pooling)?
@@ -262,9 +281,10 @@ impl SentenceTransformer {
     }
 }
 
-/// An encoder (BERT, RoBERTa, MPNet) or a decoder (Qwen, Mistral/LLaMA, Gemma 3).
+/// An encoder (BERT, RoBERTa, MPNet), ModernBERT, or a decoder (Qwen, Mistral/LLaMA, Gemma 3).
 enum Backbone {
     Encoder(Encoder),
+    ModernBert(ModernBert),
     Decoder(Decoder),
 }
 
@@ -273,6 +293,7 @@ impl Backbone {
         match self {
             Backbone::Encoder(e) => e.hidden_size(),
             Backbone::Decoder(d) => d.hidden_size(),
+            Backbone::ModernBert(m) => m.hidden_size(),
         }
     }
 }
