@@ -388,14 +388,20 @@ fn check_memory(files: &[std::path::PathBuf], dtype: DType, device: &Device) -> 
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
             .map(|kib| kib * 1024)
     });
+    refuse_beyond(&files[0], needed, available, dtype)
+}
+
+/// The early, clear failure of a model that cannot fit: `needed` bytes against `available`.
+fn refuse_beyond(file: &Path, needed: u64, available: Option<u64>, dtype: DType) -> Result<()> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     match available {
         Some(available) if needed > available => Err(file_error(
-            &files[0],
+            file,
             format!(
                 "the weights need {:.1} GiB in {dtype:?} and {:.1} GiB of memory is available: \
                  use a machine with more memory or a GPU (--cuda)",
-                needed as f64 / (1u64 << 30) as f64,
-                available as f64 / (1u64 << 30) as f64
+                gib(needed),
+                gib(available)
             ),
         )),
         _ => Ok(()),
@@ -517,6 +523,60 @@ impl Embedder for SentenceTransformer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two shards named by an index load as the single file does; the memory check reads the
+    /// sizes from the headers and refuses, naming what is needed, before loading anything.
+    #[test]
+    fn shards_load_and_oversized_models_are_refused_early() {
+        use candle_core::{Device, Tensor};
+        let dir = tempfile::tempdir().unwrap();
+        let a = Tensor::arange(0f32, 6.0, &Device::Cpu)
+            .unwrap()
+            .reshape((2, 3))
+            .unwrap();
+        let b = Tensor::ones(4, DType::F32, &Device::Cpu).unwrap();
+        candle_core::safetensors::save(
+            &[("a", a.clone())].into_iter().collect(),
+            dir.path().join("model-00001-of-00002.safetensors"),
+        )
+        .unwrap();
+        candle_core::safetensors::save(
+            &[("b", b.clone())].into_iter().collect(),
+            dir.path().join("model-00002-of-00002.safetensors"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("model.safetensors.index.json"),
+            r#"{"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}"#,
+        )
+        .unwrap();
+        let files = weight_files(dir.path()).unwrap();
+        assert_eq!(files.len(), 2);
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&files, DType::F32, &Device::Cpu) }
+            .unwrap();
+        assert_eq!(
+            vb.get((2, 3), "a").unwrap().to_vec2::<f32>().unwrap(),
+            a.to_vec2::<f32>().unwrap()
+        );
+        assert_eq!(
+            vb.get(4, "b").unwrap().to_vec1::<f32>().unwrap(),
+            vec![1.0; 4]
+        );
+        let values: u64 = files.iter().map(|f| tensor_values(f).unwrap()).sum();
+        assert_eq!(values, 10);
+        assert!(check_memory(&files, DType::F32, &Device::Cpu).is_ok());
+        let e = refuse_beyond(&files[0], 28 << 30, Some(20 << 30), DType::F32)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("need 28.0 GiB") && e.contains("20.0 GiB"), "{e}");
+        // a shard the index names but the folder lacks
+        std::fs::remove_file(dir.path().join("model-00002-of-00002.safetensors")).unwrap();
+        let e = weight_files(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("model-00002-of-00002.safetensors") && e.contains("missing"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn batches_respect_the_budget_and_cover_every_text() {
