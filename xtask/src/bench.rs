@@ -957,7 +957,7 @@ fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<
     let start = Instant::now();
     let output = Command::new(sage)
         .args(&job.args)
-        .args(&context.price_args(&job.similarity.spec))
+        .args(context.price_args(&job.similarity.spec))
         .arg("--output")
         .arg(&report_path)
         .output()

@@ -240,7 +240,7 @@ impl Decoder {
         let sliding_of = |i: usize| -> bool {
             match (&config.layer_types, config.sliding_window_pattern) {
                 (Some(types), _) => types.get(i).is_some_and(|t| t == "sliding_attention"),
-                (None, Some(p)) if gemma && p > 0 => (i + 1) % p != 0,
+                (None, Some(p)) if gemma && p > 0 => !(i + 1).is_multiple_of(p),
                 _ => false,
             }
         };
