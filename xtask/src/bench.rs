@@ -741,8 +741,8 @@ impl RunContext {
     }
 }
 
-/// What a remote job would cost by `sage ... --plan` (which sends nothing): USD, or why unknown.
-fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
+/// `sage ... --plan` of a remote job: what it would send and cost, sending nothing.
+fn job_plan(job: &Job, sage: &Path, context: &RunContext) -> Result<Value> {
     let output = Command::new(sage)
         .args(&job.args)
         .args(context.price_args(&job.similarity.spec))
@@ -759,13 +759,19 @@ fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
                 .unwrap_or("no message")
         );
     }
-    let plan: Value = serde_json::from_slice(&output.stdout).context("sage --plan output")?;
-    plan["estimated_cost_usd"].as_f64().with_context(|| {
-        format!(
-            "no price for {}: set it in [remote.prices] to run it under remote.max_cost_usd",
-            remote_name(&job.similarity.spec)
-        )
-    })
+    serde_json::from_slice(&output.stdout).context("sage --plan output")
+}
+
+/// What a remote job would cost: USD, or why unknown.
+fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
+    job_plan(job, sage, context)?["estimated_cost_usd"]
+        .as_f64()
+        .with_context(|| {
+            format!(
+                "no price for {}: set it in [remote.prices] to run it under remote.max_cost_usd",
+                remote_name(&job.similarity.spec)
+            )
+        })
 }
 
 /// `--plan`: what each remote job still to run would send and cost; runs nothing.
@@ -789,23 +795,7 @@ fn print_plan(
             println!("{name}: kept (result exists), sends nothing");
             continue;
         }
-        let output = Command::new(sage)
-            .args(&job.args)
-            .args(context.price_args(&job.similarity.spec))
-            .arg("--plan")
-            .output()
-            .with_context(|| format!("running {}", sage.display()))?;
-        if !output.status.success() {
-            bail!(
-                "{name}: planning failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-                    .trim()
-                    .lines()
-                    .last()
-                    .unwrap_or("no message")
-            );
-        }
-        let plan: Value = serde_json::from_slice(&output.stdout).context("sage --plan output")?;
+        let plan = job_plan(job, sage, context).with_context(|| name.clone())?;
         let model = &plan["plan"][0];
         let cost = plan["estimated_cost_usd"].as_f64();
         println!(

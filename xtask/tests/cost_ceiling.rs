@@ -3,13 +3,12 @@
 //! The remote model is a loopback stand-in that speaks OpenAI's embeddings protocol.
 
 use std::path::Path;
-use std::process::Command;
 
 use sage_embed::remote::loopback::{Reply, Request, Server};
 use serde_json::{json, Value};
 
 mod common;
-use common::{sage, workspace};
+use common::{bench_all_quick, workspace};
 
 /// OpenAI's answer shape with 8 values per text from a hash of it.
 fn stand_in(req: &Request) -> Reply {
@@ -39,19 +38,7 @@ fn stand_in(req: &Request) -> Reply {
 fn bench(config: &str, scratch: &Path, out: &Path) -> std::process::Output {
     let path = scratch.join("bench.toml");
     std::fs::write(&path, config).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .current_dir(workspace())
-        .args(["bench-all", "--quick", "--sage"])
-        .arg(sage())
-        .arg("--config")
-        .arg(&path)
-        .arg("--out")
-        .arg(out)
-        .env("SAGE_CACHE_DIR", scratch.join("cache"))
-        .env_remove("SAGE_DATA_DIR")
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .unwrap()
+    bench_all_quick(&path, out, &scratch.join("cache"), &[])
 }
 
 #[test]
@@ -80,22 +67,14 @@ fn a_job_over_the_cost_ceiling_is_not_started() {
     let result = results.join("openai:stand-in/sage/sensitivity.json");
 
     // the plan of the whole config: every remote job priced, nothing sent, nothing written
-    let planned = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .current_dir(workspace())
-        .args(["bench-all", "--quick", "--plan", "--sage"])
-        .arg(sage())
-        .arg("--config")
-        .arg({
-            let p = scratch.path().join("plan.toml");
-            std::fs::write(&p, config(0.0001)).unwrap();
-            p
-        })
-        .arg("--out")
-        .arg(&results)
-        .env("SAGE_CACHE_DIR", scratch.path().join("cache"))
-        .env_remove("SAGE_DATA_DIR")
-        .output()
-        .unwrap();
+    let plan_config = scratch.path().join("plan.toml");
+    std::fs::write(&plan_config, config(0.0001)).unwrap();
+    let planned = bench_all_quick(
+        &plan_config,
+        &results,
+        &scratch.path().join("cache"),
+        &["--plan"],
+    );
     let said = String::from_utf8_lossy(&planned.stdout);
     assert!(
         planned.status.success(),

@@ -9,20 +9,10 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{sage, workspace};
+use common::{run_sage, workspace};
 
 fn run(args: &[&str], cache: &Path) -> String {
-    let out = Command::new(sage())
-        .args(args)
-        .env("SAGE_CACHE_DIR", cache)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "sage {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(run_sage(args, cache).stdout).unwrap()
 }
 
 #[test]

@@ -142,6 +142,25 @@ pub(crate) fn masked_score(dtype: DType) -> f32 {
     }
 }
 
+/// Scaled dot-product attention of `q`, `k`, `v` [batch, heads, tokens, head_dim] under an
+/// additive `mask` [batch, 1, tokens, tokens], softmax in f32: [batch, tokens, heads × head_dim].
+pub(crate) fn attend(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: &Tensor,
+    scale: f64,
+) -> candle_core::Result<Tensor> {
+    let (batch, heads, tokens, head_dim) = q.dims4()?;
+    let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(mask)?;
+    let probs =
+        candle_nn::ops::softmax_last_dim(&scores.to_dtype(DType::F32)?)?.to_dtype(q.dtype())?;
+    probs
+        .matmul(&v.contiguous()?)?
+        .transpose(1, 2)?
+        .reshape((batch, tokens, heads * head_dim))
+}
+
 struct RmsNorm {
     weight: Tensor,
     eps: f64,
@@ -393,14 +412,7 @@ impl Decoder {
                     .reshape((b, n * groups, s, d))
             };
             let (k, v) = (repeat(k)?, repeat(v)?);
-            let scores = (q.matmul(&k.t()?)? * self.scale)?.broadcast_add(mask)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores.to_dtype(DType::F32)?)?
-                .to_dtype(self.dtype)?;
-            let context = probs.matmul(&v.contiguous()?)?.transpose(1, 2)?.reshape((
-                batch,
-                tokens,
-                self.heads * self.head_dim,
-            ))?;
+            let context = attend(&q, &k, &v, mask, self.scale)?;
             let attended = layer.o.forward(&context)?;
             x = match self.family {
                 DecoderFamily::Gemma3 => {

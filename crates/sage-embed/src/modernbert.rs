@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, linear_b, Embedding, LayerNorm, Linear, VarBuilder};
 use serde::Deserialize;
 
-use crate::decoder::{masked_score, rotary_tables};
+use crate::decoder::{attend, masked_score, rotary_tables};
 
 /// The fields of a ModernBERT config.json this module reads.
 #[derive(Clone, Debug, Deserialize)]
@@ -234,15 +234,7 @@ impl ModernBert {
             let q = candle_nn::rotary_emb::rope(&part(0)?, cos, sin)?;
             let k = candle_nn::rotary_emb::rope(&part(1)?, cos, sin)?;
             let v = part(2)?;
-            let scale = (self.head_dim as f64).powf(-0.5);
-            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(mask)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores.to_dtype(DType::F32)?)?
-                .to_dtype(self.dtype)?;
-            let context =
-                probs
-                    .matmul(&v)?
-                    .transpose(1, 2)?
-                    .reshape((batch, tokens, self.hidden))?;
+            let context = attend(&q, &k, &v, mask, (self.head_dim as f64).powf(-0.5))?;
             x = (x + layer.out.forward(&context)?)?;
             let h = layer.mlp_norm.forward(&x)?;
             let wi = layer.wi.forward(&h)?;

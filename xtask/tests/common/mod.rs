@@ -31,3 +31,45 @@ pub fn sage() -> PathBuf {
     }
     bin
 }
+
+/// `sage ARGS` with the embedding cache at `cache` and no OpenAI key in the environment; fails
+/// the test, with sage's message, when it fails.
+pub fn run_sage(args: &[&str], cache: &Path) -> std::process::Output {
+    let out = Command::new(sage())
+        .args(args)
+        .env("SAGE_CACHE_DIR", cache)
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "sage {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `cargo xtask bench-all --quick` of `config` (a file's path) through the debug `sage`, results
+/// in `out`, the embedding cache at `cache`, on the fixtures.
+pub fn bench_all_quick(
+    config: &Path,
+    out: &Path,
+    cache: &Path,
+    extra: &[&str],
+) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(workspace())
+        .args(["bench-all", "--quick"])
+        .args(extra)
+        .arg("--sage")
+        .arg(sage())
+        .arg("--config")
+        .arg(config)
+        .arg("--out")
+        .arg(out)
+        .env("SAGE_CACHE_DIR", cache)
+        .env_remove("SAGE_DATA_DIR")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap()
+}
