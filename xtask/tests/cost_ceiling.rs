@@ -8,7 +8,7 @@ use sage_embed::remote::loopback::{Reply, Request, Server};
 use serde_json::{json, Value};
 
 mod common;
-use common::{bench_all_quick, workspace};
+use common::{bench_all_quick, sensitivity_only_config};
 
 /// OpenAI's answer shape with 8 values per text from a hash of it.
 fn stand_in(req: &Request) -> Reply {
@@ -46,16 +46,7 @@ fn a_job_over_the_cost_ceiling_is_not_started() {
     let server = Server::start(stand_in);
     let spec = format!("openai:stand-in@{}/v1", server.url());
     let config = |ceiling: f64| {
-        std::fs::read_to_string(workspace().join("bench.toml"))
-            .unwrap()
-            .replace("models = [\"auto\"]", &format!("models = [{spec:?}]"))
-            .replace("metrics = [\"levenshtein\", \"rouge\", \"jaccard\", \"bm25\"]", "metrics = []")
-            .replace(
-                "tasks = [\"human-pref\", \"robustness\", \"sensitivity\", \"clustering\", \"retrieval\"]",
-                "tasks = [\"sensitivity\"]",
-            )
-            .replace("levels = [\"word\", \"sentence\"]", "levels = []")
-            .replace("enabled = true", "enabled = false")
+        sensitivity_only_config(&spec)
             .replace("# max_cost_usd = 5.0", &format!("max_cost_usd = {ceiling}"))
             .replace(
                 "# \"openai:text-embedding-3-small\" = 0.02",

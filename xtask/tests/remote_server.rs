@@ -21,7 +21,7 @@ use sage_embed::remote::loopback::{forward, Reply, Request, Server};
 use serde_json::Value;
 
 mod common;
-use common::{bench_all_quick, run_sage, sage, workspace};
+use common::{bench_all_quick, run_sage, sage, sensitivity_only_config, workspace};
 
 /// A running Infinity server, killed by PID when dropped (also when a check panics).
 struct Infinity {
@@ -299,16 +299,7 @@ fn a_real_openai_compatible_server() {
     assert!(plan["plan"][0]["cached_texts"].as_u64().unwrap() > 0);
 
     // 4. the same spec in a bench-all config
-    let config = std::fs::read_to_string(workspace().join("bench.toml"))
-        .unwrap()
-        .replace("models = [\"auto\"]", &format!("models = [{spec:?}]"))
-        .replace("metrics = [\"levenshtein\", \"rouge\", \"jaccard\", \"bm25\"]", "metrics = []")
-        .replace(
-            "tasks = [\"human-pref\", \"robustness\", \"sensitivity\", \"clustering\", \"retrieval\"]",
-            "tasks = [\"sensitivity\"]",
-        )
-        .replace("levels = [\"word\", \"sentence\"]", "levels = []")
-        .replace("enabled = true", "enabled = false");
+    let config = sensitivity_only_config(&spec);
     let config_path = s.join("bench.toml");
     std::fs::write(&config_path, config).unwrap();
     let results = s.join("results");

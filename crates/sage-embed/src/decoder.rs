@@ -133,6 +133,31 @@ pub(crate) fn rotary_tables(
     ))
 }
 
+/// An additive attention mask [batch, 1, tokens, tokens] for right-padded texts of `lengths`:
+/// 0 where `seen(query, key)` and the key is a real token, a large finite negative elsewhere.
+pub(crate) fn additive_mask(
+    lengths: &[usize],
+    tokens: usize,
+    device: &Device,
+    dtype: DType,
+    seen: impl Fn(usize, usize) -> bool,
+) -> candle_core::Result<Tensor> {
+    let hidden = masked_score(dtype);
+    let mut values = Vec::with_capacity(lengths.len() * tokens * tokens);
+    for &length in lengths {
+        for q in 0..tokens {
+            for k in 0..tokens {
+                values.push(if k < length && seen(q, k) {
+                    0.0
+                } else {
+                    hidden
+                });
+            }
+        }
+    }
+    Tensor::from_vec(values, (lengths.len(), 1, tokens, tokens), device)?.to_dtype(dtype)
+}
+
 /// A large finite negative for masked attention scores, so padded rows stay NaN-free in every
 /// dtype.
 pub(crate) fn masked_score(dtype: DType) -> f32 {
@@ -337,26 +362,12 @@ impl Decoder {
     /// it is a real token, in the past (causal) or anywhere (bidirectional), and, in a sliding
     /// layer, within the window.
     fn masks(&self, lengths: &[usize], tokens: usize) -> candle_core::Result<(Tensor, Tensor)> {
-        let hidden = masked_score(self.dtype);
-        let build = |sliding: bool| -> candle_core::Result<Tensor> {
-            let mut values = Vec::with_capacity(lengths.len() * tokens * tokens);
-            for &length in lengths {
-                for q in 0..tokens {
-                    for k in 0..tokens {
-                        let mut seen = k < length && (self.bidirectional || k <= q);
-                        if sliding {
-                            if let Some(w) = self.window {
-                                // transformers' sliding overlays: causal kv > q - w;
-                                // bidirectional |q - kv| < w
-                                seen &= (q as i64 - k as i64).unsigned_abs() < w as u64;
-                            }
-                        }
-                        values.push(if seen { 0.0 } else { hidden });
-                    }
-                }
-            }
-            Tensor::from_vec(values, (lengths.len(), 1, tokens, tokens), &self.device)?
-                .to_dtype(self.dtype)
+        let build = |sliding: bool| {
+            additive_mask(lengths, tokens, &self.device, self.dtype, |q, k| {
+                // transformers' sliding overlays: causal kv > q - w; bidirectional |q - kv| < w
+                let in_window = !sliding || self.window.is_none_or(|w| q.abs_diff(k) < w);
+                (self.bidirectional || k <= q) && in_window
+            })
         };
         Ok((build(false)?, build(true)?))
     }

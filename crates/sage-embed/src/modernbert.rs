@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, linear_b, Embedding, LayerNorm, Linear, VarBuilder};
 use serde::Deserialize;
 
-use crate::decoder::{attend, masked_score, rotary_tables};
+use crate::decoder::{additive_mask, attend, rotary_tables};
 
 /// The fields of a ModernBERT config.json this module reads.
 #[derive(Clone, Debug, Deserialize)]
@@ -170,20 +170,11 @@ impl ModernBert {
     /// Additive masks [batch, 1, tokens, tokens]: global (every real key) and local (real keys
     /// within `local_attention / 2` either side).
     fn masks(&self, lengths: &[usize], tokens: usize) -> candle_core::Result<(Tensor, Tensor)> {
-        let hidden = masked_score(self.dtype);
-        let build = |local: bool| -> candle_core::Result<Tensor> {
-            let reach = self.window / 2;
-            let mut values = Vec::with_capacity(lengths.len() * tokens * tokens);
-            for &length in lengths {
-                for q in 0..tokens {
-                    for k in 0..tokens {
-                        let seen = k < length && (!local || q.abs_diff(k) <= reach);
-                        values.push(if seen { 0.0 } else { hidden });
-                    }
-                }
-            }
-            Tensor::from_vec(values, (lengths.len(), 1, tokens, tokens), &self.device)?
-                .to_dtype(self.dtype)
+        let reach = self.window / 2;
+        let build = |local: bool| {
+            additive_mask(lengths, tokens, &self.device, self.dtype, |q, k| {
+                !local || q.abs_diff(k) <= reach
+            })
         };
         Ok((build(false)?, build(true)?))
     }

@@ -73,3 +73,18 @@ pub fn bench_all_quick(
         .output()
         .unwrap()
 }
+
+/// The shipped bench.toml cut down to `model` alone on SAGE sensitivity (no metric, no EvalRank,
+/// no PTEB): one job, or one job and ALIGN-SIM's.
+pub fn sensitivity_only_config(model: &str) -> String {
+    std::fs::read_to_string(workspace().join("bench.toml"))
+        .unwrap()
+        .replace("models = [\"auto\"]", &format!("models = [{model:?}]"))
+        .replace("metrics = [\"levenshtein\", \"rouge\", \"jaccard\", \"bm25\"]", "metrics = []")
+        .replace(
+            "tasks = [\"human-pref\", \"robustness\", \"sensitivity\", \"clustering\", \"retrieval\"]",
+            "tasks = [\"sensitivity\"]",
+        )
+        .replace("levels = [\"word\", \"sentence\"]", "levels = []")
+        .replace("enabled = true", "enabled = false")
+}
