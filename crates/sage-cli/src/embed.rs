@@ -18,7 +18,7 @@ use crate::output::Output;
 pub struct ModelArgs {
     /// Embedding model: a folder, a folder name under $SAGE_MODELS_DIR, a hub id (resolved in
     /// the Hugging Face cache; downloaded unless HF_HUB_OFFLINE=1), or a remote model
-    /// PROTOCOL:MODEL[@BASE_URL] (openai, voyage, cohere, gemini).
+    /// PROTOCOL:MODEL or PROTOCOL:MODEL@BASE_URL (openai, voyage, cohere, gemini).
     #[arg(long)]
     pub model: Option<String>,
     /// Override the folder's pooling: mean | cls | max | mean-sqrt-len | lasttoken |
