@@ -482,18 +482,14 @@ fn transformer_bytes(dir: &Path) -> u64 {
 /// Whether `spec` names a remote model (`openai:`, `voyage:`, `cohere:`, `gemini:`), as
 /// `sage` decides it.
 fn is_remote(spec: &str) -> bool {
-    spec.split_once(':').is_some_and(|(p, rest)| {
-        matches!(p, "openai" | "voyage" | "cohere" | "gemini") && !rest.starts_with("//")
-    }) && !Path::new(spec).exists()
+    sage_core::remote_model_name(spec).is_some() && !Path::new(spec).exists()
 }
 
 /// `protocol:model` of a remote spec: its label and its key in `[remote.prices]`.
 fn remote_name(spec: &str) -> String {
-    let model_end = spec
-        .find("@http://")
-        .or_else(|| spec.find("@https://"))
-        .unwrap_or(spec.len());
-    spec[..model_end].to_owned()
+    sage_core::remote_model_name(spec)
+        .unwrap_or(spec)
+        .to_owned()
 }
 
 /// A results-folder name for a spec: the hub id with `/` as `--`, the folder name, or a

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use sage_core::Embedder;
 use sage_embed::remote::{RemoteOptions, RemoteSpec, PRICES_AS_OF};
-use sage_embed::{CachedEmbedder, RemoteEmbedder};
+use sage_embed::{CachedEmbedder, PlanCounts, RemoteEmbedder};
 use serde_json::{json, Value};
 
 /// Flags of remote models (`openai:`, `voyage:`, `cohere:`, `gemini:` specs).
@@ -77,16 +77,36 @@ impl RemoteArgs {
     }
 }
 
-/// A remote model this process loaded.
+/// A remote model this process loaded, behind the cache (real or planning) or bare.
+enum Handle {
+    Cached(Arc<CachedEmbedder<RemoteEmbedder>>),
+    Bare(Arc<RemoteEmbedder>),
+}
+
 struct Used {
     display: String,
     price: Option<f64>,
-    cached: Option<Arc<CachedEmbedder<RemoteEmbedder>>>,
-    bare: Option<Arc<RemoteEmbedder>>,
+    handle: Handle,
+}
+
+impl Used {
+    /// What a planning cache counted; `None` unless this run only plans.
+    fn plan(&self) -> Option<PlanCounts> {
+        match &self.handle {
+            Handle::Cached(c) => c.plan(),
+            Handle::Bare(_) => None,
+        }
+    }
+
+    fn usage(&self) -> Option<sage_core::RemoteUsage> {
+        match &self.handle {
+            Handle::Cached(c) => c.remote_usage(),
+            Handle::Bare(b) => b.remote_usage(),
+        }
+    }
 }
 
 static USED: Mutex<Vec<Used>> = Mutex::new(Vec::new());
-static PLANNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Whether `spec` names a remote model (and no file of that name exists).
 pub fn is_remote(spec: &str) -> bool {
@@ -101,49 +121,33 @@ pub fn load(spec: &str, args: &RemoteArgs, cache: Option<PathBuf>) -> Result<Box
     let remote = RemoteEmbedder::new(parsed, args.options()?)
         .with_context(|| format!("remote model {display}"))?;
     let price = remote.price_per_million_tokens();
-    let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
-    if args.plan {
-        PLANNING.store(true, std::sync::atomic::Ordering::SeqCst);
-        let Some(cache) = cache else {
-            bail!("--plan counts what the embedding cache lacks: drop --no-cache");
-        };
-        let counter = remote.token_counter();
-        let planner = Arc::new(CachedEmbedder::planning(remote, cache, counter)?);
-        used.push(Used {
-            display,
-            price,
-            cached: Some(planner.clone()),
-            bare: None,
-        });
-        return Ok(Box::new(planner));
-    }
-    match cache {
-        Some(path) => {
-            let cached = Arc::new(CachedEmbedder::open(remote, path)?);
-            used.push(Used {
-                display,
-                price,
-                cached: Some(cached.clone()),
-                bare: None,
-            });
-            Ok(Box::new(cached))
+    let handle = match (args.plan, cache) {
+        (true, None) => bail!("--plan counts what the embedding cache lacks: drop --no-cache"),
+        (true, Some(path)) => {
+            let counter = remote.token_counter();
+            Handle::Cached(Arc::new(CachedEmbedder::planning(remote, path, counter)?))
         }
-        None => {
-            let bare = Arc::new(remote);
-            used.push(Used {
-                display,
-                price,
-                cached: None,
-                bare: Some(bare.clone()),
-            });
-            Ok(Box::new(bare))
-        }
-    }
+        (false, Some(path)) => Handle::Cached(Arc::new(CachedEmbedder::open(remote, path)?)),
+        (false, None) => Handle::Bare(Arc::new(remote)),
+    };
+    let embedder: Box<dyn Embedder> = match &handle {
+        Handle::Cached(c) => Box::new(c.clone()),
+        Handle::Bare(b) => Box::new(b.clone()),
+    };
+    USED.lock().unwrap_or_else(|e| e.into_inner()).push(Used {
+        display,
+        price,
+        handle,
+    });
+    Ok(embedder)
 }
 
 /// Whether this run only plans (`--plan` on a remote model).
 pub fn planning() -> bool {
-    PLANNING.load(std::sync::atomic::Ordering::SeqCst)
+    USED.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|u| u.plan().is_some())
 }
 
 /// The plan of every remote model loaded: texts and tokens to send, estimated cost.
@@ -154,7 +158,7 @@ pub fn plan() -> Value {
     let models: Vec<Value> = used
         .iter()
         .filter_map(|u| {
-            let counts = u.cached.as_ref()?.plan()?;
+            let counts = u.plan()?;
             let cost = u.price.map(|p| counts.tokens_to_send as f64 * p / 1e6);
             match cost {
                 Some(c) => total += c,
@@ -181,13 +185,7 @@ pub fn plan() -> Value {
 /// The usage record of every remote model loaded (empty when none).
 pub fn usage() -> Vec<sage_core::RemoteUsage> {
     let used = USED.lock().unwrap_or_else(|e| e.into_inner());
-    used.iter()
-        .filter_map(|u| match (&u.cached, &u.bare) {
-            (Some(c), _) => c.remote_usage(),
-            (None, Some(b)) => b.remote_usage(),
-            (None, None) => None,
-        })
-        .collect()
+    used.iter().filter_map(Used::usage).collect()
 }
 
 /// What a command writes as its JSON result: the plan when planning, else `report` with a

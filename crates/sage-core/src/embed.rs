@@ -51,6 +51,24 @@ impl Role {
     }
 }
 
+/// The wire protocols a remote model spec `PROTOCOL:MODEL[@BASE_URL]` may name.
+pub const REMOTE_PROTOCOLS: [&str; 4] = ["openai", "voyage", "cohere", "gemini"];
+
+/// `PROTOCOL:MODEL` of a spec written as a remote model (`openai:m@http://host/v1` gives
+/// `openai:m`), never its URL; `None` for anything else (a path, a hub id, a URL). The one
+/// reading of the spec's shape that the parser (sage-embed) and bench-all's labels share.
+pub fn remote_model_name(spec: &str) -> Option<&str> {
+    let (protocol, rest) = spec.split_once(':')?;
+    if !REMOTE_PROTOCOLS.contains(&protocol) || rest.starts_with("//") {
+        return None;
+    }
+    let end = spec
+        .find("@http://")
+        .or_else(|| spec.find("@https://"))
+        .unwrap_or(spec.len());
+    Some(&spec[..end])
+}
+
 /// What a remote embedder was asked for and what it cost: recorded in every result that used one.
 /// Local models have none.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

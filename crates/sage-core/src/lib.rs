@@ -30,8 +30,8 @@ pub mod test_support;
 mod timings;
 
 pub use embed::{
-    cosine, l2_similarity, normalize_rows, BatchSink, Embedder, EmbedderIdentity,
-    EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity,
+    cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
+    EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
 pub use error::{Result, SageError};
 pub use seed::{ExperimentRng, RunSeed};

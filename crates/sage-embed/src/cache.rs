@@ -217,23 +217,24 @@ impl<E: Embedder> CachedEmbedder<E> {
         txn.commit().map_err(|e| cache_error(&self.path, e))
     }
 
-    /// Counts `missing` for the plan and gives each a stand-in vector derived from its key.
+    /// Counts the texts `rows` lacks (those the cache did not have) for the plan and gives each
+    /// a stand-in vector derived from its key.
     fn plan_missing(
         &self,
         planner: &Planner,
         texts: &[&str],
         keys: &[[u8; 32]],
-        found: &[Option<Vec<f32>>],
         rows: &mut [Option<Vec<f32>>],
     ) {
         let width = match self.inner.dimension() {
-            0 => found.iter().flatten().next().map_or(16, Vec::len),
+            0 => rows.iter().flatten().next().map_or(16, Vec::len),
             d => d,
         };
         let mut seen = planner.seen.lock().unwrap_or_else(|e| e.into_inner());
         for (i, key) in keys.iter().enumerate() {
             let first_time = seen.0.insert(*key);
-            if found[i].is_some() {
+            // rows are filled in index order, so rows[i] is still what the cache had
+            if rows[i].is_some() {
                 seen.1.cached_texts += u64::from(first_time);
                 continue;
             }
@@ -284,12 +285,12 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
             .iter()
             .map(|t| self.key(t, variant.as_deref()))
             .collect();
-        let found = self.lookup(&keys)?;
+        let mut rows = self.lookup(&keys)?;
         // a text repeated within the call is embedded (and paid for) once
         let mut first_of: std::collections::HashMap<[u8; 32], usize> = Default::default();
         let mut repeats: Vec<(usize, usize)> = Vec::new();
         let mut missing: Vec<usize> = Vec::new();
-        for i in (0..texts.len()).filter(|&i| found[i].is_none()) {
+        for i in (0..texts.len()).filter(|&i| rows[i].is_none()) {
             match first_of.entry(keys[i]) {
                 std::collections::hash_map::Entry::Occupied(e) => repeats.push((i, *e.get())),
                 std::collections::hash_map::Entry::Vacant(e) => {
@@ -302,9 +303,8 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
             (texts.len() - missing.len() - repeats.len()) as u64,
             Ordering::Relaxed,
         );
-        let mut rows = found.clone();
         if let Some(planner) = &self.planner {
-            self.plan_missing(planner, texts, &keys, &found, &mut rows);
+            self.plan_missing(planner, texts, &keys, &mut rows);
         } else {
             // a remote embedder gets everything at once (its own batches, in flight together)
             // and every answer is stored as it arrives; a local one is fed in chunks, each

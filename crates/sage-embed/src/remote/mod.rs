@@ -51,8 +51,7 @@ pub struct RemoteSpec {
 impl RemoteSpec {
     /// Whether `spec` is written as a remote spec (`openai:`, `voyage:`, `cohere:`, `gemini:`).
     pub fn looks_remote(spec: &str) -> bool {
-        spec.split_once(':')
-            .is_some_and(|(p, rest)| Protocol::from_name(p).is_some() && !rest.starts_with("//"))
+        sage_core::remote_model_name(spec).is_some()
     }
 
     /// Parses `spec`; the error says what is wrong with it.
@@ -282,13 +281,9 @@ impl RemoteEmbedder {
         self.price
     }
 
-    /// The client's token estimate of `text` as sent: cl100k, which is OpenAI's own tokenizer
-    /// and within a few percent of the others on English, capped at the input limit.
-    pub fn estimate_tokens(&self, text: &str) -> u64 {
-        sage_tokens::count(text).min(self.limits.max_input_tokens) as u64
-    }
-
-    /// [`RemoteEmbedder::estimate_tokens`] as a function of its own, for a planning cache.
+    /// The client's token estimate of a text as sent, for a planning cache: cl100k, which is
+    /// OpenAI's own tokenizer and within a few percent of the others on English, capped at the
+    /// input limit.
     pub fn token_counter(&self) -> crate::TokenCounter {
         let max = self.limits.max_input_tokens;
         Box::new(move |text| sage_tokens::count(text).min(max) as u64)
