@@ -4,7 +4,8 @@ Real weights of most families cannot be fetched where sage-rs is tested, so each
 here from its transformers class with a shrunk config (2 layers, width 32) and a fixed torch
 seed, wrapped in the sentence-transformers module chain it is used with, saved as a folder, and
 encoded by sentence-transformers. The tokenizer is all-MiniLM-L6-v2's (BERT WordPiece; the
-architecture, not the vocabulary, is under test). Writes OUT/<family>/ and OUT/golden.json.
+architecture, not the vocabulary, is under test). NomicBERT, whose modelling code lives only on
+the hub, is nomic_bert.py beside this file. Writes OUT/<family>/ and OUT/golden.json.
 
     python tests/reference/tiny_models.py OUT $SAGE_MODELS_DIR/all-MiniLM-L6-v2
 
@@ -20,6 +21,8 @@ import sentence_transformers
 import torch
 import transformers
 from sentence_transformers import SentenceTransformer, models
+
+import nomic_bert  # registers NomicBERT with transformers' Auto classes
 
 TEXTS = [
     "A man is playing a guitar.",
@@ -46,8 +49,14 @@ def decoder(config_class, **extra):
     return config_class(**base)
 
 
+def nomic_config(**extra):
+    return nomic_bert.NomicBertConfig(
+        vocab_size=30522, n_embd=32, n_head=4, n_layer=2, n_inner=64, n_positions=256,
+        layer_norm_epsilon=1e-12, initializer_range=0.2, pad_token_id=0, **extra)
+
+
 def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq_length, prompts,
-          padding_side="right", model_input_names=None):
+          padding_side="right", model_input_names=None, batch_size=2):
     torch.manual_seed(0)
     hf_dir = os.path.join(out, name + ".hf")
     model_class(config).save_pretrained(hf_dir, safe_serialization=True)
@@ -73,14 +82,15 @@ def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq
     st.save(folder, safe_serialization=True)
     shutil.rmtree(hf_dir)
     st = SentenceTransformer(folder, device="cpu")
-    vectors = {"plain": st.encode(TEXTS, batch_size=2).tolist()}
+    vectors = {"plain": st.encode(TEXTS, batch_size=batch_size).tolist()}
     # a test is only as sharp as the vectors differ: no family may map texts alike
     lowest = min(float(torch.nn.functional.cosine_similarity(
         torch.tensor(a), torch.tensor(b), dim=0))
         for i, a in enumerate(vectors["plain"]) for b in vectors["plain"][i + 1:])
     assert lowest < 0.99, f"{name}: texts get near-identical vectors (lowest cosine {lowest})"
-    if prompts:
-        vectors["query"] = st.encode(TEXTS, batch_size=2, prompt_name="query").tolist()
+    for role in ("query", "document"):
+        if prompts and role in prompts:
+            vectors[role] = st.encode(TEXTS, batch_size=batch_size, prompt_name=role).tolist()
     return vectors
 
 
@@ -139,6 +149,25 @@ def main():
                                     use_bidirectional_attention=True),
                             "mean", [(48, False, torch.nn.Identity()), (32, False, torch.nn.Identity())],
                             64, {"query": "task: search result | query: "}),
+            # NomicBERT as nomic-embed-text-v1.5 shapes it (rotary base 1000, SwiGLU, no biases):
+            # mean pooling, its task prefixes as query and document prompts
+            "nomic-bert": build(out, tokenizer_dir, "nomic-bert", nomic_bert.NomicBertModel,
+                                nomic_config(rotary_emb_fraction=1.0, rotary_emb_base=1000,
+                                             qkv_proj_bias=False, mlp_fc1_bias=False,
+                                             mlp_fc2_bias=False, activation_function="swiglu"),
+                                "mean", [], 64,
+                                {"query": "search_query: ", "document": "search_document: "}),
+            # the rest of what the modelling file reads: half the head rotary, interleaved, GeGLU
+            # with biases, and dynamic NTK scaling past 16 trained positions (one text per call:
+            # the modelling file scales by the padded length of the call)
+            "nomic-bert-variants": build(out, tokenizer_dir, "nomic-bert-variants",
+                                         nomic_bert.NomicBertModel,
+                                         nomic_config(rotary_emb_fraction=0.5,
+                                                      rotary_emb_interleaved=True,
+                                                      activation_function="geglu",
+                                                      rotary_scaling_factor=2.0,
+                                                      max_trained_positions=16),
+                                         "cls", [], 64, None, batch_size=1),
         },
     }
     with open(os.path.join(out, "golden.json"), "w") as f:

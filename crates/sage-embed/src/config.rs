@@ -72,33 +72,41 @@ pub enum Architecture {
     Decoder(crate::decoder::DecoderFamily),
     /// ModernBERT ([`crate::modernbert`]).
     ModernBert,
+    /// NomicBERT ([`crate::nomic_bert`]).
+    NomicBert,
 }
 
-/// `config.json` of a BERT or MPNet checkpoint (the fields the encoder needs).
+/// The fields of `config.json` every architecture has: BERT's names, or the GPT-2 names
+/// NomicBERT's config uses for the same things.
 #[derive(Clone, Debug, Deserialize)]
 pub struct TransformerConfig {
-    /// "bert", "mpnet", "roberta" or "xlm-roberta".
+    /// "bert", "mpnet", "roberta", "xlm-roberta", "modernbert", "nomic_bert" or a decoder's.
     pub model_type: String,
     /// Vocabulary size.
     pub vocab_size: usize,
     /// Hidden width.
+    #[serde(alias = "n_embd")]
     pub hidden_size: usize,
     /// Number of layers.
+    #[serde(alias = "n_layer")]
     pub num_hidden_layers: usize,
     /// Attention heads.
+    #[serde(alias = "n_head")]
     pub num_attention_heads: usize,
-    /// Feed-forward width.
+    /// Feed-forward width (0 where the config leaves it to a default, as GPT-2-style ones may).
+    #[serde(default, alias = "n_inner", deserialize_with = "null_as_zero_usize")]
     pub intermediate_size: usize,
     /// Activation ("gelu").
     #[serde(default = "default_act")]
     pub hidden_act: String,
     /// Position table size.
+    #[serde(alias = "n_positions")]
     pub max_position_embeddings: usize,
     /// Token-type table size (BERT).
     #[serde(default)]
     pub type_vocab_size: usize,
     /// LayerNorm epsilon.
-    #[serde(default = "default_eps")]
+    #[serde(default = "default_eps", alias = "layer_norm_epsilon")]
     pub layer_norm_eps: f64,
     /// Padding token id (0 when the config has none, as decoders often do).
     #[serde(default, deserialize_with = "null_as_zero")]
@@ -110,6 +118,12 @@ pub struct TransformerConfig {
 
 fn null_as_zero<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<u32, D::Error> {
     Ok(Option::<u32>::deserialize(d)?.unwrap_or(0))
+}
+
+fn null_as_zero_usize<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<usize, D::Error> {
+    Ok(Option::<usize>::deserialize(d)?.unwrap_or(0))
 }
 
 fn default_act() -> String {
@@ -130,6 +144,7 @@ impl TransformerConfig {
             "mpnet" => Ok(Architecture::MpNet),
             "roberta" | "xlm-roberta" => Ok(Architecture::Roberta),
             "modernbert" => Ok(Architecture::ModernBert),
+            "nomic_bert" => Ok(Architecture::NomicBert),
             other => crate::decoder::DecoderFamily::of(other)
                 .map(Architecture::Decoder)
                 .ok_or_else(|| {
@@ -137,7 +152,7 @@ impl TransformerConfig {
                         path,
                         format!(
                             "model_type {other:?} is not supported (bert, mpnet, roberta, \
-                             xlm-roberta, modernbert, qwen3, qwen2, mistral, llama, gemma3_text)"
+                             xlm-roberta, modernbert, nomic_bert, qwen3, qwen2, mistral, llama, gemma3_text)"
                         ),
                     )
                 }),
@@ -367,12 +382,10 @@ impl SentenceTransformerConfig {
         };
         // RoBERTa-style position ids start after the padding id: the usable length is 2 shorter.
         let position_limit = match architecture {
-            Architecture::Bert | Architecture::Decoder(_) | Architecture::ModernBert => {
-                transformer.max_position_embeddings
-            }
             Architecture::MpNet | Architecture::Roberta => {
                 transformer.max_position_embeddings - transformer.pad_token_id as usize - 1
             }
+            _ => transformer.max_position_embeddings,
         };
         let max_seq_length = max_seq.unwrap_or(position_limit).min(position_limit);
         let st_path = dir.join("config_sentence_transformers.json");

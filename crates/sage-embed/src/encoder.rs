@@ -150,13 +150,10 @@ impl Encoder {
         architecture: Architecture,
     ) -> candle_core::Result<Encoder> {
         match architecture {
-            Architecture::Decoder(family) => {
-                candle_core::bail!("{family:?} is a decoder: load it with crate::decoder::Decoder")
-            }
-            Architecture::ModernBert => {
-                candle_core::bail!("ModernBERT loads with crate::modernbert::ModernBert")
-            }
-            _ => {}
+            Architecture::Bert | Architecture::MpNet | Architecture::Roberta => {}
+            other => candle_core::bail!(
+                "{other:?} is not a BERT-family encoder: crate::transformer loads it with its own module"
+            ),
         }
         let vb = match architecture {
             Architecture::Bert if vb.contains_tensor("bert.embeddings.word_embeddings.weight") => {
@@ -190,11 +187,7 @@ impl Encoder {
             .map(|i| {
                 let l = enc.pp(format!("layer.{i}"));
                 let (query, key, value, attention_out, attention_norm) = match architecture {
-                    // decoders and ModernBERT were refused above
-                    Architecture::Bert
-                    | Architecture::Roberta
-                    | Architecture::Decoder(_)
-                    | Architecture::ModernBert => {
+                    Architecture::Bert | Architecture::Roberta => {
                         let a = l.pp("attention");
                         (
                             linear(h, h, a.pp("self.query"))?,
@@ -214,6 +207,7 @@ impl Encoder {
                             layer_norm(h, eps, a.pp("LayerNorm"))?,
                         )
                     }
+                    other => candle_core::bail!("{other:?} was refused above"),
                 };
                 let qkv = Linear::new(
                     Tensor::cat(&[query.weight(), key.weight(), value.weight()], 0)?,
@@ -241,10 +235,7 @@ impl Encoder {
                 config.num_attention_heads,
                 enc.pp("relative_attention_bias"),
             )?),
-            Architecture::Bert
-            | Architecture::Roberta
-            | Architecture::Decoder(_)
-            | Architecture::ModernBert => None,
+            _ => None,
         };
         let exact_gelu = match config.hidden_act.as_str() {
             "gelu" => true,
@@ -280,9 +271,6 @@ impl Encoder {
         let (batch, tokens) = (ids.len(), ids.first().map_or(0, Vec::len));
         let flat_ids: Vec<u32> = ids.iter().flatten().copied().collect();
         let positions: Vec<u32> = match self.architecture {
-            Architecture::Bert | Architecture::Decoder(_) | Architecture::ModernBert => {
-                (0..batch).flat_map(|_| 0..tokens as u32).collect()
-            }
             Architecture::MpNet | Architecture::Roberta => ids
                 .iter()
                 .flat_map(|row| {
@@ -299,6 +287,7 @@ impl Encoder {
                         .collect::<Vec<_>>()
                 })
                 .collect(),
+            _ => (0..batch).flat_map(|_| 0..tokens as u32).collect(),
         };
         let bias = match &self.relative_bias {
             Some(table) => Some(self.position_bias(table, tokens)?),

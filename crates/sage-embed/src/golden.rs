@@ -178,9 +178,10 @@ fn prompts_reach_the_model_through_roles_as_sentence_transformers_applies_them()
 /// Small random-initialised checkpoints of the families sage-embed loads, built and encoded by
 /// tests/reference/tiny_models.py with sentence-transformers: XLM-RoBERTa (mean, two Dense, a
 /// query prompt), RoBERTa (mean, a short window), ModernBERT (CLS, local and global layers), Qwen3 (last token, an instruction), Qwen2
-/// (biases, a left-padding tokenizer), Mistral (weighted mean), LLaMA (mean) and bidirectional
-/// Gemma 3 (sliding layers, two Dense). Cosine ≥ 0.9999 on empty, Unicode and over-length texts;
-/// batch == single.
+/// (biases, a left-padding tokenizer), Mistral (weighted mean), LLaMA (mean), bidirectional
+/// Gemma 3 (sliding layers, two Dense), NomicBERT as nomic-embed-text-v1.5 (query and document
+/// prompts) and NomicBERT's other options (partial interleaved rotary, GeGLU, dynamic NTK
+/// scaling). Cosine ≥ 0.9999 on empty, Unicode and over-length texts; batch == single.
 #[test]
 fn small_random_checkpoints_of_each_family_match_sentence_transformers() {
     let what = "tiny random checkpoints against sentence-transformers";
@@ -215,14 +216,18 @@ fn small_random_checkpoints_of_each_family_match_sentence_transformers() {
         .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let families = g["families"].as_object().unwrap();
-    assert_eq!(families.len(), 8);
+    assert_eq!(families.len(), 10);
     for (family, vectors) in families {
         let model = SentenceTransformer::load(
             &local(&out.path().join(family)),
             TransformerOptions::default(),
         )
         .unwrap();
-        for (role_name, role) in [("plain", Role::Plain), ("query", Role::Query)] {
+        for (role_name, role) in [
+            ("plain", Role::Plain),
+            ("query", Role::Query),
+            ("document", Role::Document),
+        ] {
             let Some(want) = vectors.get(role_name) else {
                 continue;
             };

@@ -31,6 +31,7 @@ mod error;
 mod fused;
 mod matryoshka;
 pub mod modernbert;
+pub mod nomic_bert;
 pub mod remote;
 mod resolve;
 mod static_models;

@@ -15,6 +15,7 @@ use crate::decoder::{Decoder, DecoderConfig};
 use crate::encoder::{pool, Encoder};
 use crate::error::{file_error, EmbedError, Result};
 use crate::modernbert::{ModernBert, ModernBertConfig};
+use crate::nomic_bert::{NomicBert, NomicBertConfig};
 use crate::{file_digest, ResolvedModel};
 
 /// How to load and run a transformer model.
@@ -82,7 +83,11 @@ impl SentenceTransformer {
             _ => None,
         };
         // trained in bf16, as the decoders were
-        let bf16_on_gpu = decoder.is_some() || config.architecture == Architecture::ModernBert;
+        let bf16_on_gpu = decoder.is_some()
+            || matches!(
+                config.architecture,
+                Architecture::ModernBert | Architecture::NomicBert
+            );
         // f32 on CPU (f16 and bf16 files are upcast); half precision on GPU, where the finite
         // attention masks keep it NaN-free: f16 for encoders, bf16 for decoders (trained in it).
         let dtype = match (device.is_cuda(), bf16_on_gpu) {
@@ -111,6 +116,14 @@ impl SentenceTransformer {
                 let modern: ModernBertConfig = crate::config::read_json(&path)?;
                 Backbone::ModernBert(
                     ModernBert::load(vb, &modern)
+                        .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?,
+                )
+            }
+            None if config.architecture == Architecture::NomicBert => {
+                let path = model.dir.join("config.json");
+                let nomic: NomicBertConfig = crate::config::read_json(&path)?;
+                Backbone::NomicBert(
+                    NomicBert::load(vb, &nomic)
                         .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?,
                 )
             }
@@ -241,6 +254,10 @@ impl SentenceTransformer {
                 let lengths: Vec<usize> = batch.iter().map(|row| row.len()).collect();
                 model.forward(&ids, &lengths)?
             }
+            Backbone::NomicBert(model) => {
+                let lengths: Vec<usize> = batch.iter().map(|row| row.len()).collect();
+                model.forward(&ids, &lengths)?
+            }
         };
         let mut pooled = if skip == 0 {
             pool(&hidden, &mask, self.pooling)?
@@ -281,10 +298,12 @@ impl SentenceTransformer {
     }
 }
 
-/// An encoder (BERT, RoBERTa, MPNet), ModernBERT, or a decoder (Qwen, Mistral/LLaMA, Gemma 3).
+/// An encoder (BERT, RoBERTa, MPNet), ModernBERT, NomicBERT, or a decoder (Qwen, Mistral/LLaMA,
+/// Gemma 3).
 enum Backbone {
     Encoder(Encoder),
     ModernBert(ModernBert),
+    NomicBert(NomicBert),
     Decoder(Decoder),
 }
 
@@ -294,6 +313,7 @@ impl Backbone {
             Backbone::Encoder(e) => e.hidden_size(),
             Backbone::Decoder(d) => d.hidden_size(),
             Backbone::ModernBert(m) => m.hidden_size(),
+            Backbone::NomicBert(m) => m.hidden_size(),
         }
     }
 }
