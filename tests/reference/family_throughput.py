@@ -1,6 +1,7 @@
 """CPU throughput of sage against sentence-transformers (f32, same texts, same machine, same
 sitting) for model families at MiniLM-like size (6 layers, width 384, 12 heads), random weights:
-Qwen3 (last token) and ModernBERT (CLS), plus BERT (all-MiniLM-L6-v2's shape) as the yardstick.
+Qwen3 (last token), ModernBERT (CLS) and NomicBERT (mean; sentence-transformers runs
+nomic_bert.py, our reading of Nomic's modelling file, with the same SDPA attention), plus BERT (all-MiniLM-L6-v2's shape) as the yardstick.
 Issue 26's benchmark; a measurement, not a test. Prints one JSON line per family.
 
 sage's time is `sage embed --no-cache` on all texts minus the same on one text (process start and
@@ -19,6 +20,8 @@ import time
 import torch
 import transformers
 from sentence_transformers import SentenceTransformer, models
+
+import nomic_bert  # registers NomicBERT with transformers' Auto classes
 
 TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"]
 
@@ -70,6 +73,12 @@ def main():
                                               global_attn_every_n_layers=3, local_attention=128,
                                               attn_implementation="sdpa", **size)), "cls",
                 ["input_ids", "attention_mask"]),
+            "nomic-bert": build(tmp, tokenizer, "nomic-bert", nomic_bert.NomicBertModel(
+                nomic_bert.NomicBertConfig(
+                    vocab_size=30522, n_embd=384, n_layer=6, n_head=12, n_inner=1536,
+                    n_positions=512, rotary_emb_fraction=1.0, rotary_emb_base=1000,
+                    qkv_proj_bias=False, mlp_fc1_bias=False, mlp_fc2_bias=False,
+                    activation_function="swiglu", pad_token_id=0)), "mean"),
         }
         path = os.path.join(tmp, "texts.jsonl")
         one = os.path.join(tmp, "one.jsonl")
