@@ -6,13 +6,14 @@
 //! apart.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 mod bench;
+mod throughput;
 
 const HELP: &str = "\
 cargo xtask <task> [options]
@@ -30,21 +31,26 @@ Tasks:
       configuration is bench.toml at the repository root. --plan: run nothing; print, per
       remote-model job, the texts and tokens it would send after the embedding cache and its
       estimated cost ([remote] in the config), and the total.
-  metrics-throughput [--input pairs.jsonl] [--repeat N] [--out DIR]
-      Build the release `sage` binary and time `sage score` for every classical metric on a
-      JSON-lines file of {\"text1\",\"text2\"} pairs (default: STS-B test from $SAGE_DATA_DIR,
-      else data/fixtures/metric_pairs.jsonl). Writes DIR/throughput/metrics.json
-      (default DIR: results) with pairs/s per metric, host and git revision.
+  metrics-throughput [--input pairs.jsonl] [--repeat N] [--threads N] [--python PY] [--sage BIN]
+                     [--out DIR]
+      Build the release `sage` binary (BIN: use that one instead) and time `sage score` (RAYON_NUM_THREADS=N, default 1)
+      for every classical metric against the Python references SAGE used
+      (tests/reference/metrics_throughput.py: python-Levenshtein, rouge_score, rank_bm25,
+      tiktoken; PY, else $SAGE_METRICS_PYTHON, else ~/.cache/sage-rs/metrics-venv), whole
+      processes on the same file, best of N (default 3), and compare their scores. Input: a
+      JSON-lines file of {\"text1\",\"text2\"} pairs; default: CNN/DailyMail from $SAGE_DATA_DIR
+      (each article's first 2,000 characters against its summary, a word-shuffled and an
+      upper-cased copy), else data/fixtures/metric_pairs.jsonl. Prints the table with each
+      target ratio and writes DIR/throughput/metrics.json (default DIR: results) with host and
+      git revision.
   help
       This text.
 ";
 
-const METRICS: [&str; 4] = ["bm25", "jaccard", "levenshtein", "rouge"];
-
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("metrics-throughput") => metrics_throughput(&args[1..]),
+        Some("metrics-throughput") => throughput::metrics_throughput(&args[1..]),
         Some("bench-all") => bench::bench_all(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
@@ -73,68 +79,6 @@ fn options(args: &[String], known: &[&str]) -> Result<Vec<(String, String)>> {
         out.push((name.to_owned(), value.clone()));
     }
     Ok(out)
-}
-
-fn metrics_throughput(args: &[String]) -> Result<()> {
-    let root = workspace_root();
-    let (mut input, mut repeat, mut out_dir) = (None, 3usize, root.join("results"));
-    for (name, value) in options(args, &["input", "repeat", "out"])? {
-        match name.as_str() {
-            "input" => input = Some(PathBuf::from(value)),
-            "repeat" => {
-                repeat = value
-                    .parse()
-                    .context("--repeat must be a positive integer")?
-            }
-            _ => out_dir = PathBuf::from(value),
-        }
-    }
-    let input = input.unwrap_or_else(|| match std::env::var_os("SAGE_DATA_DIR") {
-        Some(dir) => PathBuf::from(dir).join("sts/stsb/test.jsonl"),
-        None => root.join("data/fixtures/metric_pairs.jsonl"),
-    });
-    let pairs = std::fs::read_to_string(&input)
-        .with_context(|| format!("{}: cannot read", input.display()))?
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .count();
-    let sage = build_sage(&root)?;
-    let mut results = Vec::new();
-    for metric in METRICS {
-        let mut best = f64::INFINITY;
-        for _ in 0..repeat.max(1) {
-            let start = Instant::now();
-            let status = Command::new(&sage)
-                .args(["score", "--metric", metric, "--input"])
-                .arg(&input)
-                .stdout(Stdio::null())
-                .status()
-                .with_context(|| format!("running {}", sage.display()))?;
-            if !status.success() {
-                bail!("sage score --metric {metric} failed on {}", input.display());
-            }
-            best = best.min(start.elapsed().as_secs_f64());
-        }
-        eprintln!(
-            "{metric:12} {:>12.0} pairs/s  ({pairs} pairs, best of {repeat}: {best:.3} s)",
-            pairs as f64 / best
-        );
-        results.push(json!({"metric": metric, "pairs": pairs, "seconds": best, "pairs_per_second": pairs as f64 / best}));
-    }
-    let report = json!({
-        "schema": "sage-rs/metrics-throughput/1",
-        "harness_version": env!("CARGO_PKG_VERSION"),
-        "git_revision": git_revision(&root),
-        "timestamp": utc_timestamp(),
-        "host": host(),
-        "input": input.display().to_string(),
-        "note": "wall time of the whole `sage score` process (load, tokenize, score, write), all cores",
-        "results": results,
-    });
-    let path = out_dir.join("throughput/metrics.json");
-    write_atomically(&path, &serde_json::to_vec_pretty(&report)?)?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
 }
 
 fn build_sage(root: &Path) -> Result<PathBuf> {

@@ -160,7 +160,7 @@ impl NomicBertConfig {
         if let Some((_, name)) = refused.iter().find(|(set, _)| *set) {
             candle_core::bail!("NomicBERT option {name} is not supported");
         }
-        if self.n_head == 0 || self.n_embd % self.n_head != 0 {
+        if self.n_head == 0 || !self.n_embd.is_multiple_of(self.n_head) {
             candle_core::bail!(
                 "n_embd {} is not a multiple of n_head {}",
                 self.n_embd,

@@ -1,8 +1,7 @@
 //! cl100k_base tokenization and the batch machinery shared by the token-based metrics.
 
-use std::collections::HashMap;
-
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 use sage_core::Result;
 
 pub use sage_tokens::encode as cl100k;
@@ -22,7 +21,9 @@ pub(crate) fn score_token_pairs<M: TokenPairMetric>(
     metric: &M,
     pairs: &[(&str, &str)],
 ) -> Result<Vec<f64>> {
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(pairs.len());
+    // Fx, not SipHash: the keys are whole documents, hashed once per pair side
+    let mut index: FxHashMap<&str, usize> =
+        FxHashMap::with_capacity_and_hasher(pairs.len(), Default::default());
     let mut distinct: Vec<&str> = Vec::new();
     let rows: Vec<(usize, usize)> = pairs
         .iter()

@@ -4,28 +4,49 @@
 //! and Jaccard compare cl100k ids, the needle filler is measured in cl100k tokens, token removal
 //! cuts cl100k spans. One crate so that every user encodes and decodes the same way.
 //!
-//! Encoding is ours and gives tiktoken's ids exactly: the pattern split is done without a regex
-//! engine ([`pretokenize`] says how), a piece that is one token (most are) is one hash lookup,
-//! and the rest go through tiktoken-rs's byte-pair merge. That is several times tiktoken-rs's own
-//! `encode_ordinary`, whose fancy-regex split is most of its time. The ranks and decoding are
-//! tiktoken-rs's (embedded; nothing is downloaded); both are built once per process and shared
-//! by all threads.
+//! Ours, and it gives tiktoken's ids exactly (the tests hold it to tiktoken-rs, which this crate
+//! uses only as that oracle):
+//! - the pattern split is done without a regex engine ([`pretokenize`] says how); it was most
+//!   of tiktoken-rs's `encode_ordinary` time;
+//! - a piece that is one token (most are) is one lookup of its bytes packed in an integer;
+//!   the rest are merged pair by pair as tiktoken merges them;
+//! - the ranks are `assets/cl100k_base.ranks`: tiktoken's `cl100k_base.tiktoken` (MIT, OpenAI)
+//!   as one length byte and the token's bytes per rank, 744 KB embedded in the binary. Building
+//!   the lookup tables from it takes a few milliseconds, where tiktoken-rs's base64 file and
+//!   regex compilation take ~60 ms, which dominated a short `sage score` run.
 #![deny(missing_docs)]
 
 mod pretokenize;
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
 
-/// The ranks of cl100k_base's ordinary tokens.
+/// cl100k_base's ordinary tokens by rank: `[length, bytes...]` for rank 0, 1, ... 100,255.
+static TABLE: &[u8] = include_bytes!("../assets/cl100k_base.ranks");
+
+/// Ordinary tokens; ids past them are the special tokens.
+const ORDINARY: u32 = 100_256;
+
+/// cl100k_base's special tokens, which decode to their names (encoding never produces them).
+const SPECIAL: [(u32, &str); 5] = [
+    (100_257, "<|endoftext|>"),
+    (100_258, "<|fim_prefix|>"),
+    (100_259, "<|fim_middle|>"),
+    (100_260, "<|fim_suffix|>"),
+    (100_276, "<|endofprompt|>"),
+];
+
+/// The ranks of cl100k_base's ordinary tokens, in the forms encoding and decoding need.
 struct Ranks {
-    /// Byte string → rank of every token, in the map type tiktoken-rs's merge takes.
-    all: FxHashMap<Vec<u8>, u32>,
-    /// The tokens of up to 15 bytes (nearly all) keyed by [`packed`]: a lookup reads no
-    /// pointer, where `all` follows one to each key's bytes.
-    short: FxHashMap<u128, u32>,
+    /// Rank → where its `[length, bytes...]` starts in [`TABLE`].
+    starts: Vec<u32>,
+    /// The tokens of up to 15 bytes (all but ~1,000), by [`packed`] key.
+    short: ShortTokens,
+    /// The longer ones.
+    long: FxHashMap<&'static [u8], u32>,
     /// The rank of every two-byte token at `first << 8 | second` (`u32::MAX` where there is
     /// none): merging looks these up most.
     pairs: Vec<u32>,
@@ -41,32 +62,109 @@ fn packed(bytes: &[u8]) -> Option<u128> {
     })
 }
 
+/// An open-addressing table of packed token bytes → rank. Why not a `HashMap<u128, u32>`: with
+/// FxHash its 100,000 inserts took 13 ms (the packed keys collide), which a one-pair `sage
+/// score` run would pay in full; this one fills in ~2 ms and probes a 1 MB array.
+struct ShortTokens {
+    /// rank + 1 per slot (0: empty), at [`spread`]`(key)` or the next free slot after it.
+    slots: Vec<u32>,
+    /// The key of each rank (0 for ranks not stored here).
+    keys: Vec<u128>,
+}
+
+/// A 64-bit mix of a packed key: every input bit reaches the low bits the table indexes by.
+fn spread(key: u128) -> u64 {
+    let x = (key as u64) ^ ((key >> 64) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let x = (x ^ (x >> 32)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    x ^ (x >> 32)
+}
+
+impl ShortTokens {
+    fn with_room_for(tokens: usize) -> ShortTokens {
+        // load ≤ 0.4: probes stay short
+        let size = (tokens * 5 / 2).next_power_of_two();
+        ShortTokens {
+            slots: vec![0; size],
+            keys: vec![0; tokens],
+        }
+    }
+
+    fn insert(&mut self, key: u128, rank: u32) {
+        let mask = self.slots.len() - 1;
+        let mut at = spread(key) as usize & mask;
+        while self.slots[at] != 0 {
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = rank + 1;
+        self.keys[rank as usize] = key;
+    }
+
+    fn get(&self, key: u128) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut at = spread(key) as usize & mask;
+        loop {
+            match self.slots[at] {
+                0 => return None,
+                slot if self.keys[slot as usize - 1] == key => return Some(slot - 1),
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+}
+
+/// Where each rank's entry starts in a rank table.
+fn table_starts(table: &[u8]) -> Vec<u32> {
+    let mut starts = Vec::with_capacity(ORDINARY as usize);
+    let mut at = 0;
+    while at < table.len() {
+        starts.push(at as u32);
+        at += 1 + usize::from(table[at]);
+    }
+    starts
+}
+
+/// The bytes of the entry at `start` of a rank table.
+fn table_token(table: &[u8], start: u32) -> &[u8] {
+    let start = start as usize;
+    &table[start + 1..start + 1 + usize::from(table[start])]
+}
+
 static RANKS: LazyLock<Ranks> = LazyLock::new(|| {
-    let bpe = tiktoken_rs::cl100k_base_singleton();
-    // 100,256 ordinary tokens; ranks past them are special tokens (or gaps), not text
-    let all: FxHashMap<Vec<u8>, u32> = (0..100_256u32)
-        .filter_map(|rank| bpe.decode_bytes(&[rank]).ok().map(|bytes| (bytes, rank)))
-        .collect();
-    let short = all
-        .iter()
-        .filter_map(|(bytes, &rank)| Some((packed(bytes)?, rank)))
-        .collect();
+    let starts = table_starts(TABLE);
+    assert_eq!(
+        starts.len(),
+        ORDINARY as usize,
+        "assets/cl100k_base.ranks is cut short"
+    );
+    let mut short = ShortTokens::with_room_for(starts.len());
+    let mut long = FxHashMap::default();
     let mut pairs = vec![u32::MAX; 1 << 16];
-    for (bytes, &rank) in &all {
+    for (rank, &start) in (0u32..).zip(&starts) {
+        let bytes = table_token(TABLE, start);
+        match packed(bytes) {
+            Some(key) => short.insert(key, rank),
+            None => {
+                long.insert(bytes, rank);
+            }
+        }
         if let [first, second] = bytes[..] {
             pairs[usize::from(first) << 8 | usize::from(second)] = rank;
         }
     }
-    Ranks { all, short, pairs }
+    Ranks {
+        starts,
+        short,
+        long,
+        pairs,
+    }
 });
 
 impl Ranks {
     fn get(&self, bytes: &[u8]) -> Option<u32> {
         match packed(bytes) {
-            Some(key) => self.short.get(&key),
-            None => self.all.get(bytes),
+            Some(key) => self.short.get(key),
+            None => self.long.get(bytes).copied(),
         }
-        .copied()
     }
 
     /// Byte-pair merging of a piece that is not one token, as tiktoken's `_byte_pair_merge`
@@ -113,8 +211,39 @@ impl Ranks {
     }
 }
 
+/// A hasher for packed keys that only runs [`spread`] (FxHash collides on them).
+#[derive(Default)]
+struct SpreadHasher(u64);
+
+impl std::hash::Hasher for SpreadHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // only u128 keys are hashed with this; anything else still gets a sound hash
+        for &b in bytes {
+            self.0 = spread(u128::from(self.0) << 8 | u128::from(b));
+        }
+    }
+
+    fn write_u128(&mut self, key: u128) {
+        self.0 = spread(key);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Merged pieces this thread has seen, by packed key: a word that is not one token (an
+/// upper-cased or misspelt one) is usually met again, and merging it costs ten lookups.
+struct MergeMemo {
+    ids: HashMap<u128, Box<[u32]>, std::hash::BuildHasherDefault<SpreadHasher>>,
+}
+
+/// Enough for a corpus's vocabulary of merged words; past it the memo starts over, so memory
+/// stays bounded on hostile input.
+const MEMO_LIMIT: usize = 1 << 17;
+
 thread_local! {
-    static SCRATCH: RefCell<pretokenize::Scratch> = const { RefCell::new(Vec::new()) };
+    static MEMO: RefCell<MergeMemo> = RefCell::new(MergeMemo { ids: HashMap::default() });
 }
 
 /// cl100k_base token ids of `text`, as Python tiktoken's `encode(text, disallowed_special=())`:
@@ -122,12 +251,28 @@ thread_local! {
 pub fn encode(text: &str) -> Vec<u32> {
     let ranks = &*RANKS;
     let mut ids = Vec::with_capacity(text.len() / 4 + 1);
-    SCRATCH.with(|scratch| {
-        pretokenize::pieces(text, &mut scratch.borrow_mut(), |piece| {
+    MEMO.with(|memo| {
+        let memo = &mut memo.borrow_mut().ids;
+        pretokenize::pieces(text, |piece| {
             let bytes = piece.as_bytes();
-            match ranks.get(bytes) {
-                Some(rank) => ids.push(rank),
-                None => ranks.merge(bytes, &mut ids),
+            let Some(key) = packed(bytes) else {
+                match ranks.long.get(bytes) {
+                    Some(&rank) => ids.push(rank),
+                    None => ranks.merge(bytes, &mut ids),
+                }
+                return;
+            };
+            if let Some(rank) = ranks.short.get(key) {
+                ids.push(rank);
+            } else if let Some(merged) = memo.get(&key) {
+                ids.extend_from_slice(merged);
+            } else {
+                let from = ids.len();
+                ranks.merge(bytes, &mut ids);
+                if memo.len() >= MEMO_LIMIT {
+                    memo.clear();
+                }
+                memo.insert(key, ids[from..].into());
             }
         });
     });
@@ -153,9 +298,18 @@ impl std::error::Error for UnknownToken {}
 
 /// The bytes a sequence of token ids stands for (may end or start inside a UTF-8 character).
 pub fn decode_bytes(tokens: &[u32]) -> Result<Vec<u8>, UnknownToken> {
-    tiktoken_rs::cl100k_base_singleton()
-        .decode_bytes(tokens)
-        .map_err(|e| UnknownToken(e.to_string()))
+    let ranks = &*RANKS;
+    let mut bytes = Vec::with_capacity(tokens.len() * 4);
+    for &id in tokens {
+        match ranks.starts.get(id as usize) {
+            Some(&start) => bytes.extend_from_slice(table_token(TABLE, start)),
+            None => match SPECIAL.iter().find(|(special, _)| *special == id) {
+                Some((_, name)) => bytes.extend_from_slice(name.as_bytes()),
+                None => return Err(UnknownToken(id.to_string())),
+            },
+        }
+    }
+    Ok(bytes)
 }
 
 /// Decodes a *contiguous slice* of a text's tokens to a string.
@@ -246,6 +400,42 @@ mod tests {
             assert!(!head.contains('\u{FFFD}') && !tail.contains('\u{FFFD}'));
             assert!(text.starts_with(&head), "{head:?}");
             assert!(text.ends_with(&tail), "{tail:?}");
+        }
+    }
+
+    /// The embedded rank table is tiktoken's, rank by rank. With SAGE_TOKENS_WRITE_TABLE set,
+    /// rewrites assets/cl100k_base.ranks from tiktoken-rs first (then rebuild to embed it).
+    #[test]
+    fn the_embedded_rank_table_is_tiktokens() {
+        let bpe = tiktoken_rs::cl100k_base_singleton();
+        let expected: Vec<Vec<u8>> = (0..ORDINARY)
+            .map(|rank| bpe.decode_bytes(&[rank]).unwrap())
+            .collect();
+        if std::env::var_os("SAGE_TOKENS_WRITE_TABLE").is_some() {
+            let mut table = Vec::new();
+            for token in &expected {
+                table.push(u8::try_from(token.len()).unwrap());
+                table.extend_from_slice(token);
+            }
+            let path =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/cl100k_base.ranks");
+            std::fs::write(path, table).unwrap();
+        }
+        let embedded = table_starts(TABLE);
+        assert_eq!(embedded.len(), expected.len());
+        for (rank, (&start, theirs)) in embedded.iter().zip(&expected).enumerate() {
+            assert_eq!(table_token(TABLE, start), theirs, "rank {rank}");
+        }
+        assert!(
+            bpe.decode_bytes(&[ORDINARY]).is_err(),
+            "cl100k grew past 100,256 tokens"
+        );
+        for (id, name) in SPECIAL {
+            assert_eq!(
+                decode_bytes(&[id]).unwrap(),
+                bpe.decode_bytes(&[id]).unwrap(),
+                "{name}"
+            );
         }
     }
 
@@ -396,7 +586,7 @@ mod tests {
             .map(|m| m.unwrap().as_str().to_owned())
             .collect();
         let mut ours = Vec::new();
-        pretokenize::pieces(text, &mut Vec::new(), |p| ours.push(p.to_owned()));
+        pretokenize::pieces(text, |p| ours.push(p.to_owned()));
         (ours, theirs)
     }
 

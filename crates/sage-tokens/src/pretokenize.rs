@@ -92,104 +92,176 @@ fn class_of(c: char, classes: &Classes) -> Class {
     }
 }
 
-/// One character of the text being split.
-#[derive(Clone, Copy)]
-pub(crate) struct Char {
-    start: usize,
-    value: char,
-    class: Class,
+/// The class of each ASCII character, without a table lookup through [`CLASSES`].
+const ASCII: [Class; 128] = {
+    let mut table = [Class::Other; 128];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        table[c] = if b.is_ascii_alphabetic() {
+            Class::Letter
+        } else if b.is_ascii_digit() {
+            Class::Number
+        } else if b == b'\r' || b == b'\n' {
+            Class::Newline
+        } else if matches!(b, b' ' | b'\t' | 0x0B | 0x0C) {
+            Class::Space
+        } else {
+            Class::Other
+        };
+        c += 1;
+    }
+    table
+};
+
+/// The text being split, read a character at a time from byte positions.
+struct Text<'a> {
+    bytes: &'a [u8],
+    text: &'a str,
+    classes: &'a Classes,
 }
 
-/// `'(?i:[sdmt]|ll|ve|re)` after the apostrophe at `chars[i]`: the contraction's length in
-/// characters, apostrophe included. Unicode case folding makes `ſ` (U+017F) an `s`.
-fn contraction(chars: &[Char], i: usize) -> Option<usize> {
-    let at = |k: usize| chars.get(i + k).map(|c| c.value);
-    match at(1)? {
-        's' | 'S' | 'ſ' | 'd' | 'D' | 'm' | 'M' | 't' | 'T' => Some(2),
-        first => {
-            let second = at(2)?;
-            let pair = (first.to_ascii_lowercase(), second.to_ascii_lowercase());
-            matches!(pair, ('l', 'l') | ('v', 'e') | ('r', 'e')).then_some(3)
+impl Text<'_> {
+    /// The character at byte `at` (a character boundary), its class and the next position.
+    #[inline]
+    fn at(&self, at: usize) -> Option<(char, Class, usize)> {
+        let &first = self.bytes.get(at)?;
+        if first < 0x80 {
+            return Some((char::from(first), ASCII[usize::from(first)], at + 1));
+        }
+        let c = self.text[at..].chars().next()?;
+        Some((c, class_of(c, self.classes), at + c.len_utf8()))
+    }
+
+    fn class(&self, at: usize) -> Option<Class> {
+        self.at(at).map(|(_, class, _)| class)
+    }
+
+    /// The end of the run of characters of `class` starting at byte `from`.
+    fn run_end(&self, mut from: usize, class: impl Fn(Class) -> bool) -> usize {
+        while let Some((_, k, next)) = self.at(from) {
+            if !class(k) {
+                break;
+            }
+            from = next;
+        }
+        from
+    }
+
+    /// `'(?i:[sdmt]|ll|ve|re)` after the apostrophe ending at `after`: the contraction's end.
+    /// Unicode case folding makes `ſ` (U+017F) an `s`.
+    fn contraction(&self, after: usize) -> Option<usize> {
+        let (first, _, next) = self.at(after)?;
+        match first {
+            's' | 'S' | 'ſ' | 'd' | 'D' | 'm' | 'M' | 't' | 'T' => Some(next),
+            _ => {
+                let (second, _, end) = self.at(next)?;
+                let pair = (first.to_ascii_lowercase(), second.to_ascii_lowercase());
+                matches!(pair, ('l', 'l') | ('v', 'e') | ('r', 'e')).then_some(end)
+            }
         }
     }
-}
 
-/// The end (exclusive, in characters) of the run of `class` starting at `from`.
-fn run_end(chars: &[Char], from: usize, class: impl Fn(Class) -> bool) -> usize {
-    from + chars[from..].iter().take_while(|c| class(c.class)).count()
-}
-
-/// The piece that starts at `chars[i]`: its end, in characters.
-fn piece_end(chars: &[Char], i: usize) -> usize {
-    let n = chars.len();
-    let class = chars[i].class;
-    let next = chars.get(i + 1).map(|c| c.class);
-    // '(?i:[sdmt]|ll|ve|re)
-    if chars[i].value == '\'' {
-        if let Some(len) = contraction(chars, i) {
-            return i + len;
+    /// The end of the piece that starts at byte `i`.
+    fn piece_end(&self, i: usize) -> usize {
+        let n = self.bytes.len();
+        let (value, class, after) = self.at(i).expect("i is inside the text");
+        let next = self.class(after);
+        // '(?i:[sdmt]|ll|ve|re)
+        if value == '\'' {
+            if let Some(end) = self.contraction(after) {
+                return end;
+            }
         }
-    }
-    // [^\r\n\p{L}\p{N}]?+\p{L}++ : a letter run, or one non-newline, non-letter, non-number
-    // character and a letter run (possessive: once that character is taken, letters must follow)
-    if class == Class::Letter {
-        return run_end(chars, i, |k| k == Class::Letter);
-    }
-    if matches!(class, Class::Space | Class::Other) && next == Some(Class::Letter) {
-        return run_end(chars, i + 1, |k| k == Class::Letter);
-    }
-    // \p{N}{1,3}+
-    if class == Class::Number {
-        return run_end(chars, i, |k| k == Class::Number).min(i + 3);
-    }
-    // ` ?[^\s\p{L}\p{N}]++[\r\n]*+` : the optional space only helps when such a run follows it
-    let symbols_from = if class == Class::Other {
-        Some(i)
-    } else if chars[i].value == ' ' && next == Some(Class::Other) {
-        Some(i + 1)
-    } else {
-        None
-    };
-    if let Some(from) = symbols_from {
-        let end = run_end(chars, from, |k| k == Class::Other);
-        return run_end(chars, end, |k| k == Class::Newline);
-    }
-    // white space from here on
-    let end = run_end(chars, i, |k| matches!(k, Class::Space | Class::Newline));
-    // \s++$
-    if end == n {
-        return n;
-    }
-    // \s*[\r\n] : backtracking gives up spaces until a newline ends the match: the last one
-    if let Some(last) = (i..end).rev().find(|&k| chars[k].class == Class::Newline) {
-        return last + 1;
-    }
-    // \s+(?!\S) : all but the last space before the non-space; else \s : one
-    if end - i >= 2 {
-        end - 1
-    } else {
-        i + 1
+        // [^\r\n\p{L}\p{N}]?+\p{L}++ : a letter run, or one non-newline, non-letter,
+        // non-number character and a letter run (possessive: once that character is taken,
+        // letters must follow)
+        if class == Class::Letter {
+            return self.run_end(after, |k| k == Class::Letter);
+        }
+        if matches!(class, Class::Space | Class::Other) && next == Some(Class::Letter) {
+            return self.run_end(after, |k| k == Class::Letter);
+        }
+        // \p{N}{1,3}+
+        if class == Class::Number {
+            let mut end = after;
+            for _ in 0..2 {
+                match self.at(end) {
+                    Some((_, Class::Number, following)) => end = following,
+                    _ => break,
+                }
+            }
+            return end;
+        }
+        // ` ?[^\s\p{L}\p{N}]++[\r\n]*+` : the optional space only helps when such a run
+        // follows it
+        let symbols_from = if class == Class::Other {
+            Some(i)
+        } else if value == ' ' && next == Some(Class::Other) {
+            Some(after)
+        } else {
+            None
+        };
+        if let Some(from) = symbols_from {
+            let end = self.run_end(from, |k| k == Class::Other);
+            return self.run_end(end, |k| k == Class::Newline);
+        }
+        // white space from here on: its run, and the end of its last newline
+        let (mut end, mut newline_end, mut last_start) = (i, None, i);
+        while let Some((_, k, following)) = self.at(end) {
+            match k {
+                Class::Newline => newline_end = Some(following),
+                Class::Space => {}
+                _ => break,
+            }
+            last_start = end;
+            end = following;
+        }
+        // \s++$
+        if end == n {
+            return n;
+        }
+        // \s*[\r\n] : backtracking gives up spaces until a newline ends the match: the last
+        if let Some(end) = newline_end {
+            return end;
+        }
+        // \s+(?!\S) : all but the last space before the non-space; else \s : one
+        if last_start > i {
+            last_start
+        } else {
+            after
+        }
     }
 }
 
 /// Calls `each` with the pieces of `text`, in order, as cl100k_base's pattern splits it.
-pub(crate) fn pieces(text: &str, scratch: &mut Vec<Char>, mut each: impl FnMut(&str)) {
-    let classes = &*CLASSES;
-    scratch.clear();
-    scratch.extend(text.char_indices().map(|(start, value)| Char {
-        start,
-        value,
-        class: class_of(value, classes),
-    }));
-    let chars = &scratch[..];
+pub(crate) fn pieces(text: &str, mut each: impl FnMut(&str)) {
+    let text = Text {
+        bytes: text.as_bytes(),
+        text,
+        classes: &CLASSES,
+    };
     let mut i = 0;
-    while i < chars.len() {
-        let end = piece_end(chars, i);
-        let to = chars.get(end).map_or(text.len(), |c| c.start);
-        each(&text[chars[i].start..to]);
+    while i < text.bytes.len() {
+        let end = text.piece_end(i);
+        each(&text.text[i..end]);
         i = end;
     }
 }
 
-/// Scratch space for [`pieces`].
-pub(crate) type Scratch = Vec<Char>;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ASCII shortcut agrees with the Unicode tables (\x1C-\x1F are not `\s` there, though
+    /// Python's `isspace` says they are).
+    #[test]
+    fn ascii_classes_agree_with_the_unicode_tables() {
+        let mut classes: Vec<Class> = (0u8..128)
+            .map(|b| class_of(char::from(b), &CLASSES))
+            .collect();
+        classes[usize::from(b'\r')] = Class::Newline;
+        classes[usize::from(b'\n')] = Class::Newline;
+        assert_eq!(classes, ASCII.to_vec());
+    }
+}
