@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
@@ -37,7 +37,9 @@ pub fn v_measure<T: Eq + Hash, P: Eq + Hash>(
     let n_clusters = clusters.iter().max().map_or(0, |m| m + 1);
     let mut class_count = vec![0u64; n_classes];
     let mut cluster_count = vec![0u64; n_clusters];
-    let mut joint: HashMap<(usize, usize), u64> = HashMap::new();
+    // ordered: the mutual information is a float sum, and a hash map's per-process order made
+    // its last bits differ run to run
+    let mut joint: BTreeMap<(usize, usize), u64> = BTreeMap::new();
     for (&c, &k) in classes.iter().zip(&clusters) {
         class_count[c] += 1;
         cluster_count[k] += 1;
@@ -99,6 +101,19 @@ fn dense_ids<L: Eq + Hash>(labels: &[L]) -> Vec<usize> {
 mod tests {
     use super::*;
     use crate::measures::assert_close;
+
+    /// Same labels, same bits: every call, every process.
+    #[test]
+    fn is_bit_identical_across_calls() {
+        let truth: Vec<usize> = (0..3000).map(|i| (i * 7919) % 23).collect();
+        let predicted: Vec<usize> = (0..3000).map(|i| (i * 104_729 + i / 5) % 31).collect();
+        let first = v_measure(&truth, &predicted).unwrap();
+        for _ in 0..20 {
+            let again = v_measure(&truth, &predicted).unwrap();
+            assert_eq!(again.v_measure.to_bits(), first.v_measure.to_bits());
+            assert_eq!(again.homogeneity.to_bits(), first.homogeneity.to_bits());
+        }
+    }
 
     #[test]
     fn matches_sklearn() {
