@@ -219,14 +219,17 @@ fn shuffle<T>(items: &mut [T], state: &mut u64) {
     }
 }
 
-/// `$SAGE_METRICS_PYTHON`, else the virtual environment `.ci/run` installs the references in.
+/// `$SAGE_METRICS_PYTHON`, else the virtual environment `.ci/run` installs the references in
+/// (once complete).
 fn reference_python() -> Option<PathBuf> {
     if let Some(python) = std::env::var_os("SAGE_METRICS_PYTHON").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(python));
     }
-    let venv =
-        PathBuf::from(std::env::var_os("HOME")?).join(".cache/sage-rs/metrics-venv/bin/python");
-    venv.exists().then_some(venv)
+    let venv = PathBuf::from(std::env::var_os("HOME")?).join(".cache/sage-rs/metrics-venv");
+    // .ci/run marks the venv complete once every package installed
+    venv.join(".complete")
+        .exists()
+        .then(|| venv.join("bin/python"))
 }
 
 /// tiktoken-rs's rank files (golden_metrics.py gives Python tiktoken the identical cl100k file).
