@@ -137,6 +137,20 @@ impl Text<'_> {
         self.at(at).map(|(_, class, _)| class)
     }
 
+    /// The end of the run of letters starting at byte `from`: ASCII letters a byte at a time,
+    /// the rest through [`Text::at`].
+    fn letters_end(&self, mut from: usize) -> usize {
+        loop {
+            while self.bytes.get(from).is_some_and(u8::is_ascii_alphabetic) {
+                from += 1;
+            }
+            match self.at(from) {
+                Some((c, Class::Letter, next)) if !c.is_ascii() => from = next,
+                _ => return from,
+            }
+        }
+    }
+
     /// The end of the run of characters of `class` starting at byte `from`.
     fn run_end(&self, mut from: usize, class: impl Fn(Class) -> bool) -> usize {
         while let Some((_, k, next)) = self.at(from) {
@@ -176,11 +190,10 @@ impl Text<'_> {
         // [^\r\n\p{L}\p{N}]?+\p{L}++ : a letter run, or one non-newline, non-letter,
         // non-number character and a letter run (possessive: once that character is taken,
         // letters must follow)
-        if class == Class::Letter {
-            return self.run_end(after, |k| k == Class::Letter);
-        }
-        if matches!(class, Class::Space | Class::Other) && next == Some(Class::Letter) {
-            return self.run_end(after, |k| k == Class::Letter);
+        if class == Class::Letter
+            || (matches!(class, Class::Space | Class::Other) && next == Some(Class::Letter))
+        {
+            return self.letters_end(after);
         }
         // \p{N}{1,3}+
         if class == Class::Number {
