@@ -11,7 +11,7 @@
 //! | [`Bm25Plus`] | `rank_bm25.BM25Plus`, one-document corpus, min–max over the batch | cl100k_base ids |
 //!
 //! Design: the token metrics share one batch path — each distinct text of a batch is tokenized
-//! once (tiktoken-rs, ranks embedded, nothing downloaded) and reduced to sorted token or bigram
+//! once (sage-tokens: tiktoken's ids, ranks embedded, nothing downloaded) and reduced to sorted token or bigram
 //! arrays, then pairs are compared by merging sorted arrays, in parallel with rayon. No hash maps
 //! in the hot loop. The Levenshtein ratio uses a bit-parallel LCS with thread-local buffers.
 //!
