@@ -9,58 +9,15 @@ tiktoken needs the cl100k_base file; tiktoken-rs ships the identical file. Run w
     TIKTOKEN_RS_ASSETS=~/.cargo/registry/src/*/tiktoken-rs-0.12.1/assets python3 tests/reference/golden_metrics.py
 and this script places it in a tiktoken cache directory.
 """
-import hashlib
 import json
 import os
 import sys
-import tempfile
 from importlib.metadata import version
-
-ASSETS = os.environ["TIKTOKEN_RS_ASSETS"]
-URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
-cache = tempfile.mkdtemp()
-with open(os.path.join(ASSETS, "cl100k_base.tiktoken"), "rb") as src, open(
-    os.path.join(cache, hashlib.sha1(URL.encode()).hexdigest()), "wb"
-) as dst:
-    dst.write(src.read())
-os.environ["TIKTOKEN_CACHE_DIR"] = cache
 
 import Levenshtein
 import numpy as np
-import tiktoken
-from rank_bm25 import BM25Plus
-from rouge_score import rouge_scorer
 
-enc = tiktoken.get_encoding("cl100k_base")
-
-
-def tokens(text):
-    return enc.encode(text, disallowed_special=())
-
-
-class Cl100kTokenizer:
-    def tokenize(self, text):
-        return tokens(text)
-
-
-scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2"], tokenizer=Cl100kTokenizer())
-
-
-def rouge(a, b):
-    s = scorer.score(a, b)
-    return (s["rouge1"].fmeasure + s["rouge2"].fmeasure) / 2
-
-
-def jaccard(a, b):
-    sa, sb = set(tokens(a)), set(tokens(b))
-    return 1.0 if not (sa | sb) else len(sa & sb) / len(sa | sb)
-
-
-def bm25_raw(a, b):
-    ta = tokens(a)
-    if not ta:
-        return 0.0  # rank_bm25 gives NaN (0/0 average length); sage-rs documents 0
-    return float(BM25Plus([ta]).get_scores(tokens(b))[0])
+from reference_metrics import bm25_raw, jaccard, rouge, tokens  # noqa: F401 (throughput.py uses them)
 
 
 # Real data from SAGE_DATA_DIR: only the scores and line numbers are written, never the texts.

@@ -5,9 +5,9 @@ scores them: one call per pair, tokenizing inside each call, on one thread.
 
 Writes one {"score": s} line per pair to OUTPUT. `cargo xtask metrics-throughput` times this whole
 process (start, imports, reading, scoring, writing) against `sage score` on the same file, and
-compares the scores. Each metric imports only its own stack, so that start-up is not charged to
-the fast ones: python-Levenshtein for levenshtein; golden_metrics.py's rouge_score / tiktoken /
-rank_bm25 set-up (TIKTOKEN_RS_ASSETS) for the others.
+compares the scores. Each metric imports only its own stack (reference_metrics.py), so that no
+metric is charged another's imports: python-Levenshtein; rouge_score and tiktoken; tiktoken;
+rank_bm25 and tiktoken (TIKTOKEN_RS_ASSETS locates the cl100k file).
 """
 import json
 import sys
@@ -22,7 +22,7 @@ def main():
         import Levenshtein
         scores = [Levenshtein.ratio(a, b) for a, b in pairs]
     else:
-        import golden_metrics as g
+        import reference_metrics as g
         if metric == "rouge":
             scores = [g.rouge(a, b) for a, b in pairs]
         elif metric == "jaccard":
