@@ -116,11 +116,40 @@ fn bad_input_names_file_and_line() {
     let missing = write(
         &dir,
         "missing.jsonl",
-        "{\"text1\":\"a\",\"text2\":\"b\"}\n\n{\"text1\":\"a\"}\n",
+        "{\"text1\":\"a\",\"text2\":\"b\"}\n{\"text1\":\"a\"}\n",
     );
     fails_with(
         &["score", "--metric", "jaccard", "--input", &missing],
-        "missing.jsonl:3: missing key \"text2\"",
+        "missing.jsonl:2: missing key \"text2\"",
+    );
+    // output line i answers input line i: a blank line is not skipped silently
+    let blank = write(
+        &dir,
+        "blank.jsonl",
+        "{\"text1\":\"a\",\"text2\":\"b\"}\n  \n{\"text1\":\"a\",\"text2\":\"c\"}\n",
+    );
+    fails_with(
+        &["score", "--metric", "jaccard", "--input", &blank],
+        "blank.jsonl:2: blank line",
+    );
+    // which copy of a repeated key wins differs between parsers: refuse it, at any depth
+    let twice = write(
+        &dir,
+        "twice.jsonl",
+        "{\"text1\":\"a\",\"text2\":\"b\",\"meta\":{\"k\":1,\"k\":2}}\n",
+    );
+    fails_with(
+        &["score", "--metric", "jaccard", "--input", &twice],
+        "twice.jsonl:1: not valid JSON: key \"k\" appears twice",
+    );
+    let top_twice = write(
+        &dir,
+        "top.jsonl",
+        "{\"text1\":\"a\",\"text2\":\"b\",\"text1\":\"z\"}\n",
+    );
+    fails_with(
+        &["score", "--metric", "jaccard", "--input", &top_twice],
+        "top.jsonl:1: not valid JSON: key \"text1\" appears twice",
     );
     let garbage = write(
         &dir,
@@ -318,6 +347,36 @@ fn score_reads_standard_input() {
     // Levenshtein.ratio("kitten", "sitting") = 0.6153846153846154 (python-Levenshtein 0.27.5)
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!((v["score"].as_f64().unwrap() - 0.615_384_615_384_615_4).abs() < 1e-6);
+}
+
+/// Files saved by editors that write a UTF-8 byte-order mark, and with Windows line ends, read
+/// as the same records.
+#[test]
+fn a_byte_order_mark_and_crlf_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let marked = write(
+        &dir,
+        "bom.jsonl",
+        "\u{FEFF}{\"text1\":\"kitten\",\"text2\":\"sitting\"}\r\n{\"text1\":\"a\",\"text2\":\"a\"}\r\n",
+    );
+    let out = sage(&["score", "--metric", "levenshtein", "--input", &marked]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let scores: Vec<f64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["score"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(scores.len(), 2);
+    assert!((scores[0] - 0.615_384_615_384_615_4).abs() < 1e-6);
+    assert_eq!(scores[1], 1.0);
 }
 
 #[test]

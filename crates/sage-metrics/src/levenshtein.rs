@@ -135,6 +135,8 @@ fn lcs_len(s: &mut Scratch) -> usize {
 /// One text character through every word of the state: `S ← (S + (S & M)) | (S & !M)` as one
 /// multi-word addition.
 #[inline]
+// `_addcarry_u64` is a safe call on newer compilers and an unsafe one on older ones the MSRV allows
+#[allow(unused_unsafe)]
 fn advance(state: &mut [u64], masks: &[u64]) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -151,7 +153,7 @@ fn advance(state: &mut [u64], masks: &[u64]) {
             let u: [u64; BLOCK] = std::array::from_fn(|k| w[k] & m[k]);
             let mut sum = [0u64; BLOCK];
             for k in 0..BLOCK {
-                // SAFETY: `_addcarry_u64` is part of x86-64's baseline instruction set
+                // SAFETY: `_addcarry_u64` needs only x86-64's baseline instruction set
                 carry = unsafe { _addcarry_u64(carry, w[k], u[k], &mut sum[k]) };
             }
             for k in 0..BLOCK {
