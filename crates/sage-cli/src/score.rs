@@ -44,6 +44,15 @@ pub fn run(
         return out.finish();
     }
     crate::remote::finish(&())?;
+    // a score that is not a number would print as null: say which pair instead
+    if let Some((record, score)) = records.iter().zip(&scores).find(|(_, s)| !s.is_finite()) {
+        anyhow::bail!(
+            "{}:{}: {} gave {score} for this pair: not a similarity",
+            crate::jsonl::shown(input),
+            record.line,
+            similarity.name()
+        );
+    }
     for s in scores {
         serde_json::to_writer(&mut out, &serde_json::json!({ "score": s }))?;
         out.write_all(b"\n")?;

@@ -220,6 +220,31 @@ fn bad_input_names_file_and_line() {
     );
 }
 
+/// Values at the ends of f64's range: r is scale-free, so these give the r of the same data at
+/// ordinary scale (scipy: 0.9376778201773178 for x, y of golden.py). Before, 1e155 printed 0.0,
+/// near f64::MAX null, and subnormal data was called constant.
+#[test]
+fn pearson_is_right_at_the_ends_of_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = [0.1, 0.4, 0.35, 0.8, 0.8, 0.2, 0.95, 0.5, 0.5, 0.5];
+    let y = [1.0, 2.0, 2.5, 4.0, 3.5, 1.5, 5.0, 2.0, 3.0, 2.0];
+    for (name, scale, tolerance) in [
+        ("big", 1e155, 1e-12),
+        ("max", f64::MAX / 5.0, 1e-12),
+        ("subnormal", 1e-315, 1e-3),
+    ] {
+        let lines: String = x
+            .iter()
+            .zip(&y)
+            .map(|(a, b)| format!("{{\"x\":{:e},\"y\":{:e}}}\n", a * scale, b * scale))
+            .collect();
+        let input = write(&dir, &format!("{name}.jsonl"), &lines);
+        let v = ok_json(&["measure", "pearson", "--input", &input]);
+        let r = v["value"].as_f64().unwrap_or_else(|| panic!("{name}: {v}"));
+        assert!((r - 0.937_677_820_177_318).abs() < tolerance, "{name}: {r}");
+    }
+}
+
 #[test]
 fn correlation_measures_match_scipy() {
     // Golden: tests/reference/golden.py, correlation.rs section (scipy 1.17.1)

@@ -9,11 +9,15 @@ use crate::{Result, SageError};
 pub fn pearson(x: &[f64], y: &[f64]) -> Result<f64> {
     ensure_same_len("pearson", x.len(), y.len())?;
     ensure_at_least("pearson", 2, x.len())?;
+    // r does not change when x or y is scaled: compute it where squares neither overflow
+    // (values near 1e155) nor vanish (subnormal values)
+    let (x, _) = super::scaled_near_one(x);
+    let (y, _) = super::scaled_near_one(y);
     let n = x.len() as f64;
     let mx = x.iter().sum::<f64>() / n;
     let my = y.iter().sum::<f64>() / n;
     let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (&a, &b) in x.iter().zip(y) {
+    for (&a, &b) in x.iter().zip(&y) {
         let (da, db) = (a - mx, b - my);
         sxy += da * db;
         sxx += da * da;
@@ -74,6 +78,22 @@ mod tests {
     #[test]
     fn pearson_matches_scipy() {
         assert_close(pearson(&X, &Y).unwrap(), 0.937_677_820_177_318, 1e-12);
+    }
+
+    /// The same data at the ends of f64's range has the same r: squares of 1e155 overflowed to
+    /// infinity (r printed 0), sums near f64::MAX to NaN (printed null), and squares of
+    /// subnormals vanished (called "constant").
+    #[test]
+    fn pearson_holds_at_the_ends_of_the_range() {
+        let want = pearson(&X, &Y).unwrap();
+        for scale in [1e155, 1e300, f64::MAX / 2.0, 1e-310, 5e-324 * 1e3] {
+            let x: Vec<f64> = X.iter().map(|v| v * scale).collect();
+            let y: Vec<f64> = Y.iter().map(|v| v * (scale / 5.0)).collect();
+            let got = pearson(&x, &y).unwrap();
+            // subnormal inputs keep fewer digits of the data itself
+            let tolerance = if scale < 1e-300 { 1e-3 } else { 1e-12 };
+            assert_close(got, want, tolerance);
+        }
     }
 
     #[test]

@@ -25,6 +25,38 @@ pub use stats::{
     HodgesLehmann, HolmAdjusted, MeanStd, Wilcoxon, WilcoxonMethod, BOOTSTRAP_RESAMPLES,
 };
 
+/// `values` times the power of two that brings the largest magnitude near 1, and that power's
+/// exponent `e` (so `value = scaled · 2^e`).
+///
+/// Multiplying by a power of two is exact, so a measure that does not depend on scale (a
+/// correlation) gives the same bits on ordinary inputs, while squares and sums of values near the
+/// ends of f64's range (1e155 squared overflows; subnormals squared vanish) stay finite and
+/// non-zero.
+pub(crate) fn scaled_near_one(values: &[f64]) -> (Vec<f64>, i32) {
+    let largest = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if largest == 0.0 || !largest.is_finite() {
+        return (values.to_vec(), 0);
+    }
+    let exponent = largest.log2().floor() as i32 + 1;
+    (
+        values
+            .iter()
+            .map(|&v| times_power_of_two(v, -exponent))
+            .collect(),
+        exponent,
+    )
+}
+
+/// `x · 2^e`, in steps whose factors are normal f64s (2^±1000 at most).
+pub(crate) fn times_power_of_two(mut x: f64, mut e: i32) -> f64 {
+    while e != 0 {
+        let step = e.clamp(-1000, 1000);
+        x *= f64::from_bits(((1023 + step) as u64) << 52);
+        e -= step;
+    }
+    x
+}
+
 #[cfg(test)]
 pub(crate) fn assert_close(got: f64, want: f64, tol: f64) {
     assert!(

@@ -7,9 +7,26 @@ use crate::seed::RunSeed;
 use crate::{Result, SageError};
 
 /// Arithmetic mean. Errors on empty input.
+///
+/// Summed at a power-of-two scale (exact), so values near f64::MAX do not overflow the sum.
 pub fn mean(values: &[f64]) -> Result<f64> {
     ensure_at_least("mean", 1, values.len())?;
-    Ok(values.iter().sum::<f64>() / values.len() as f64)
+    let (scaled, exponent) = super::scaled_near_one(values);
+    let m = scaled.iter().sum::<f64>() / values.len() as f64;
+    finite("mean", super::times_power_of_two(m, exponent))
+}
+
+/// `value`, or an error saying `what` is not a finite number (never a NaN or an infinity passed
+/// on to be printed as null).
+fn finite(what: &'static str, value: f64) -> Result<f64> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(SageError::undefined(
+            what,
+            format!("the result ({value}) is not a finite number: an input is infinite or NaN, or the result exceeds f64's range"),
+        ))
+    }
 }
 
 /// Mean and standard deviation.
@@ -29,10 +46,17 @@ pub struct MeanStd {
 pub fn mean_std(values: &[f64], ddof: usize) -> Result<MeanStd> {
     ensure_at_least("standard deviation", ddof + 1, values.len())?;
     let m = mean(values)?;
-    let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
+    // deviations squared at a power-of-two scale: near 1e155 they overflow, near 1e-160 vanish
+    let (scaled, exponent) = super::scaled_near_one(values);
+    let scaled_mean = super::times_power_of_two(m, -exponent);
+    let ss: f64 = scaled
+        .iter()
+        .map(|v| (v - scaled_mean) * (v - scaled_mean))
+        .sum();
+    let std = super::times_power_of_two((ss / (values.len() - ddof) as f64).sqrt(), exponent);
     Ok(MeanStd {
         mean: m,
-        std: (ss / (values.len() - ddof) as f64).sqrt(),
+        std: finite("standard deviation", std)?,
         ddof,
         n: values.len(),
     })
@@ -49,7 +73,18 @@ pub fn harmonic_mean(values: &[f64]) -> Result<f64> {
     if values.contains(&0.0) {
         return Ok(0.0);
     }
-    Ok(values.len() as f64 / values.iter().map(|v| 1.0 / v).sum::<f64>())
+    // reciprocals at a power-of-two scale that brings the smallest value near 1: 1/v of a
+    // subnormal v is infinite, which made the mean 0
+    let smallest = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let exponent = smallest.log2().floor() as i32;
+    let sum: f64 = values
+        .iter()
+        .map(|&v| 1.0 / super::times_power_of_two(v, -exponent))
+        .sum();
+    finite(
+        "harmonic mean",
+        super::times_power_of_two(values.len() as f64 / sum, exponent),
+    )
 }
 
 /// The `q`-th percentile (0–100) with linear interpolation, as `numpy.percentile` (default
@@ -462,6 +497,24 @@ mod tests {
         assert_close(harmonic_mean(&v).unwrap(), GOLD_HMEAN, 1e-12);
         assert_eq!(harmonic_mean(&[0.5, 0.0]).unwrap(), 0.0);
         assert!(harmonic_mean(&[-1.0]).is_err());
+    }
+
+    /// The same values scaled to the ends of f64's range give the same results scaled: sums
+    /// near f64::MAX overflowed, squares of 1e155 overflowed, reciprocals of subnormals were
+    /// infinite (a harmonic mean of 0).
+    #[test]
+    fn means_hold_at_the_ends_of_the_range() {
+        let v = [0.2, 0.5, 0.9, 0.4];
+        for scale in [f64::MAX, 1e155, 1e-310] {
+            let x: Vec<f64> = v.iter().map(|a| a * scale).collect();
+            let ms = mean_std(&x, 0).unwrap();
+            let tolerance = if scale < 1e-300 { 1e-3 } else { 1e-12 };
+            assert_close(ms.mean / scale, 0.5, tolerance);
+            assert_close(ms.std / scale, GOLD_STD0, tolerance);
+            assert_close(harmonic_mean(&x).unwrap() / scale, GOLD_HMEAN, tolerance);
+        }
+        assert_eq!(mean(&[f64::MAX, f64::MAX]).unwrap(), f64::MAX);
+        assert!(mean(&[f64::INFINITY, 1.0]).is_err());
     }
 
     #[test]
