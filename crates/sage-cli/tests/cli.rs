@@ -519,6 +519,62 @@ fn perturb_errors_are_clear() {
     );
 }
 
+/// Parameters outside their documented range are refused before any text is read, naming the
+/// parameter, the value and the range. Before: p=1e9 wrote a 6.5 GB line, p=1e20 panicked
+/// ("capacity overflow"), every=0 silently became 1.
+#[test]
+fn perturbation_parameters_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "t.jsonl", "{\"text\":\"a b c d e f\"}\n");
+    for (kind, param, needle) in [
+        (
+            "needle-insertion",
+            "p=1e9",
+            "parameter p = 1000000000: expected a number in [0, 10]",
+        ),
+        (
+            "needle-insertion",
+            "p=1e20",
+            "parameter p = 100000000000000000000",
+        ),
+        ("needle-insertion", "p=-0.5", "parameter p = -0.5"),
+        ("needle-insertion", "pos=NaN", "parameter pos = NaN"),
+        (
+            "character-deletion",
+            "every=0",
+            "parameter every = 0: expected a whole number in [1, 1e9]",
+        ),
+        ("character-deletion", "every=2.5", "parameter every = 2.5"),
+        (
+            "jumbling",
+            "n=1e12",
+            "parameter n = 1000000000000: expected a whole number in [0, 1e6]",
+        ),
+        ("random-capitalisation", "p=inf", "parameter p = inf"),
+    ] {
+        fails_with(
+            &[
+                "perturb", "--kind", kind, "--param", param, "--input", &input,
+            ],
+            needle,
+        );
+    }
+    // the largest documented needle still works
+    let lines = ok_lines(&[
+        "perturb",
+        "--kind",
+        "needle-insertion",
+        "--param",
+        "p=10",
+        "--input",
+        &input,
+    ]);
+    assert_eq!(
+        lines[0]["needle_tokens"].as_u64().unwrap(),
+        10 * lines[0]["document_tokens"].as_u64().unwrap()
+    );
+}
+
 #[test]
 fn perturb_with_real_wordnet() {
     let Some(data) = std::env::var_os("SAGE_DATA_DIR") else {

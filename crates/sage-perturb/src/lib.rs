@@ -224,17 +224,20 @@ pub struct PerturbationSpec {
 impl PerturbationSpec {
     /// Every kind with its parameters and defaults.
     pub const KINDS: [(&'static str, &'static str); 11] = [
-        ("random-capitalisation", "p=0.25"),
-        ("character-deletion", "every=10"),
+        ("random-capitalisation", "p=0.25 (0 to 1)"),
+        ("character-deletion", "every=10 (whole, 1 to 1e9)"),
         ("numerisation", ""),
         ("negation-toggle", ""),
         ("sentence-shuffle", ""),
         ("word-shuffle", ""),
-        ("needle-insertion", "p=0.15 pos=0.5"),
-        ("token-removal", "size=0.15 pos=0.5"),
-        ("synonym-replacement", "n=1 (needs WordNet)"),
+        ("needle-insertion", "p=0.15 (0 to 10) pos=0.5 (0 to 1)"),
+        ("token-removal", "size=0.15 (0 to 1) pos=0.5 (0 to 1)"),
+        (
+            "synonym-replacement",
+            "n=1 (whole, 0 to 1e6; needs WordNet)",
+        ),
         ("antonym-replacement", "(needs WordNet)"),
-        ("jumbling", "n=1"),
+        ("jumbling", "n=1 (whole, 0 to 1e6)"),
     ];
 
     /// Builds the perturbation; `wordnet` is opened only for the kinds that need it.
@@ -259,14 +262,15 @@ impl PerturbationSpec {
             needle::check_unit(name, value, max)?;
             Ok(value)
         };
-        let count = |x: f64, name: &'static str| -> Result<usize> {
-            if x >= 0.0 && x.fract() == 0.0 {
+        // counts are bounded too: a typo must not become hours of work or memory
+        let count = |x: f64, name: &'static str, min: f64, max: f64| -> Result<usize> {
+            if x.fract() == 0.0 && (min..=max).contains(&x) {
                 Ok(x as usize)
             } else {
                 Err(PerturbError::InvalidParameter {
                     name,
                     value: x.to_string(),
-                    expected: "a whole number".into(),
+                    expected: format!("a whole number in [{min}, {max:e}]"),
                 })
             }
         };
@@ -275,14 +279,14 @@ impl PerturbationSpec {
                 probability: number("p", 0.25, 1.0)?,
             }),
             "character-deletion" => Box::new(CharacterDeletion {
-                every: count(number("every", 10.0, f64::MAX)?, "every")?.max(1),
+                every: count(number("every", 10.0, f64::MAX)?, "every", 1.0, 1e9)?,
             }),
             "numerisation" => Box::new(Numerisation),
             "negation-toggle" => Box::new(NegationToggle),
             "sentence-shuffle" => Box::new(SentenceShuffle),
             "word-shuffle" => Box::new(WordShuffle),
             "needle-insertion" => Box::new(NeedleInsertion {
-                proportion: number("p", 0.15, f64::MAX)?,
+                proportion: number("p", 0.15, needle::MAX_NEEDLE_PROPORTION)?,
                 position: number("pos", 0.5, 1.0)?,
             }),
             "token-removal" => Box::new(TokenRemoval {
@@ -290,10 +294,10 @@ impl PerturbationSpec {
                 position: number("pos", 0.5, 1.0)?,
             }),
             "jumbling" => Box::new(Jumbling {
-                swaps: count(number("n", 1.0, f64::MAX)?, "n")?,
+                swaps: count(number("n", 1.0, f64::MAX)?, "n", 0.0, 1e6)?,
             }),
             "synonym-replacement" => {
-                let words = count(number("n", 1.0, f64::MAX)?, "n")?;
+                let words = count(number("n", 1.0, f64::MAX)?, "n", 0.0, 1e6)?;
                 Box::new(SynonymReplacement {
                     wordnet: wordnet()?,
                     words,

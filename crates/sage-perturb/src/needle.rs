@@ -25,6 +25,11 @@ pub fn filler(k: usize) -> Result<String> {
     Ok(sage_tokens::decode_slice(&ids)?)
 }
 
+/// The largest needle, as a share of the document: 10 documents' worth of filler (SAGE uses at
+/// most 1). Bounded so that a typo (`p=1e9`) is an error before any work, not a 6 GB line or an
+/// allocation failure.
+pub const MAX_NEEDLE_PROPORTION: f64 = 10.0;
+
 /// `value` in [0, max], else an error naming the parameter.
 pub(crate) fn check_unit(name: &'static str, value: f64, max: f64) -> Result<()> {
     if (0.0..=max).contains(&value) {
@@ -59,7 +64,7 @@ impl Perturbation for NeedleInsertion {
     }
 
     fn apply(&self, text: &str, _rng: &mut ExperimentRng) -> Result<Perturbed> {
-        check_unit("proportion", self.proportion, f64::MAX)?;
+        check_unit("proportion", self.proportion, MAX_NEEDLE_PROPORTION)?;
         check_unit("position", self.position, 1.0)?;
         let document_tokens = sage_tokens::count(text);
         // same float expression as the reference: int(p * N), int(pos * len(text))
