@@ -56,6 +56,11 @@ enum Command {
         /// Output file (written atomically); standard output when absent.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// Run Levenshtein even when the input needs more than 5·10¹⁰ bit-parallel steps (about
+        /// a minute per core): above that it is refused with its size, as a pair of 5 MB texts
+        /// would otherwise run for minutes unannounced.
+        #[arg(long)]
+        allow_long: bool,
     },
     /// Embed texts with a local model: {"text"} lines in, an .npy matrix or {"embedding"} lines
     /// out (one row per line, same order).
@@ -158,7 +163,8 @@ fn main() -> ExitCode {
             model,
             input,
             output,
-        } => score::run(metric, raw, &model, &input, output),
+            allow_long,
+        } => score::run(metric, raw, &model, &input, output, allow_long),
         Command::Embed {
             model,
             input,

@@ -11,12 +11,19 @@ use crate::embed::ModelArgs;
 use crate::jsonl::read_records;
 use crate::output::Output;
 
+/// Bit-parallel steps of Levenshtein work run without `--allow-long` (about a minute per core).
+const LEVENSHTEIN_LIMIT: u64 = 50_000_000_000;
+
+/// Above this many steps the size is announced before the work starts.
+const LEVENSHTEIN_ANNOUNCE: u64 = 1_000_000_000;
+
 pub fn run(
     metric: Option<Metric>,
     raw: bool,
     model: &ModelArgs,
     input: &Path,
     output: Option<PathBuf>,
+    allow_long: bool,
 ) -> Result<()> {
     let records = read_records(input)?;
     // Validate every line before scoring anything: a bad line costs nothing computed.
@@ -24,6 +31,9 @@ pub fn run(
         .iter()
         .map(|r| Ok((r.str("text1")?, r.str("text2")?)))
         .collect::<Result<_>>()?;
+    if metric == Some(Metric::Levenshtein) {
+        check_levenshtein_work(&texts, input, allow_long)?;
+    }
     let similarity: Box<dyn Similarity> = match (metric, raw, &model.model) {
         (Some(Metric::Bm25), true, _) => Box::new(Bm25Plus::raw()),
         (Some(m), true, _) => {
@@ -58,4 +68,36 @@ pub fn run(
         out.write_all(b"\n")?;
     }
     out.finish()
+}
+
+/// States the size of a long Levenshtein run before it starts, and refuses one past
+/// [`LEVENSHTEIN_LIMIT`] unless allowed.
+fn check_levenshtein_work(texts: &[(&str, &str)], input: &Path, allow_long: bool) -> Result<()> {
+    let (steps, heaviest) = texts
+        .iter()
+        .enumerate()
+        .map(|(i, (a, b))| (sage_metrics::levenshtein_work(a, b), i))
+        .fold((0u64, (0u64, 0usize)), |(total, worst), (w, i)| {
+            (total.saturating_add(w), worst.max((w, i)))
+        });
+    if steps <= LEVENSHTEIN_ANNOUNCE {
+        return Ok(());
+    }
+    let cores = rayon::current_num_threads() as f64;
+    let size = format!(
+        "{}: levenshtein on {} pairs needs ~{steps:.1e} bit-parallel steps (the largest pair, line \
+         {}, ~{:.1e}): about {:.0} s on {cores} cores",
+        crate::jsonl::shown(input),
+        texts.len(),
+        heaviest.1 + 1,
+        heaviest.0 as f64,
+        steps as f64 / 1e9 / cores,
+    );
+    if steps > LEVENSHTEIN_LIMIT && !allow_long {
+        anyhow::bail!(
+            "{size}; the limit is {LEVENSHTEIN_LIMIT:.0e} steps: pass --allow-long to run it"
+        );
+    }
+    eprintln!("sage: {size}");
+    Ok(())
 }

@@ -575,6 +575,45 @@ fn perturbation_parameters_are_bounded() {
     );
 }
 
+/// Levenshtein work is bounded: its size is said before a long run starts, and past the limit
+/// the run is refused unless --allow-long (two 5 MB texts ran for minutes, unannounced).
+#[test]
+fn long_levenshtein_work_is_announced_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let pair = |n: usize| {
+        let a: String = "abcdefghij".repeat(n / 10);
+        let b: String = "bcdefghija".repeat(n / 10);
+        format!("{{\"text1\":\"{a}\",\"text2\":\"{b}\"}}\n")
+    };
+    let huge = write(
+        &dir,
+        "huge.jsonl",
+        &format!("{{\"text1\":\"a\",\"text2\":\"b\"}}\n{}", pair(2_000_000)),
+    );
+    fails_with(
+        &["score", "--metric", "levenshtein", "--input", &huge],
+        "huge.jsonl: levenshtein on 2 pairs needs ~6.3e10 bit-parallel steps (the largest pair, line 2",
+    );
+    fails_with(
+        &["score", "--metric", "levenshtein", "--input", &huge],
+        "pass --allow-long to run it",
+    );
+    let long = write(&dir, "long.jsonl", &pair(260_000));
+    let out = sage(&["score", "--metric", "levenshtein", "--input", &long]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("levenshtein on 1 pairs needs ~1.1e9"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let score: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(score["score"].as_f64().unwrap() > 0.8);
+}
+
 #[test]
 fn perturb_with_real_wordnet() {
     let Some(data) = std::env::var_os("SAGE_DATA_DIR") else {

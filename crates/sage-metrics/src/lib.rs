@@ -30,7 +30,7 @@ use std::str::FromStr;
 
 pub use bm25::{min_max, Bm25Normalisation, Bm25Plus};
 pub use jaccard::Jaccard;
-pub use levenshtein::{levenshtein_ratio, LevenshteinRatio};
+pub use levenshtein::{levenshtein_ratio, levenshtein_work, LevenshteinRatio};
 pub use rouge::Rouge;
 use sage_core::Similarity;
 pub use tokens::cl100k;
