@@ -105,6 +105,14 @@ impl Drop for ReportingCache {
             s.hits,
             s.misses
         );
+        if let Some(why) = self.0.corruption() {
+            eprintln!(
+                "sage: warning: embedding cache {}: {} corrupt entries recomputed and overwritten \
+                 (first: {why})",
+                self.0.path().display(),
+                s.corrupt
+            );
+        }
     }
 }
 

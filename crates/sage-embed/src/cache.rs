@@ -2,7 +2,13 @@
 //!
 //! Key: SHA-256 of the embedder identity's cache key (model id, weights revision, pooling,
 //! normalisation, max length), what the text's role changes (a prompt, an `input_type`) and the
-//! text; value: the vector as little-endian f32. Misses are
+//! text; value: an 8-byte checksum, then the vector as little-endian f32.
+//!
+//! The cache does not trust its bytes: the checksum is SHA-256 of the key and the vector, so an
+//! entry whose bytes changed, or that sits under another key (another identity or text), fails
+//! it, as does a wrong width or a value that is not finite. Such an entry is counted as corrupt
+//! ([`CacheStats::corrupt`], with the first failure in [`CachedEmbedder::corruption`]) and
+//! recomputed and overwritten like a miss: never returned. Misses are
 //! embedded and committed in chunks, each chunk its own durable transaction, so a killed process
 //! loses at most the chunk in flight and a re-run embeds only what is missing.
 
@@ -18,7 +24,52 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{EmbedError, Result};
 
-const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("embeddings-v1");
+/// v2: checksummed values (v1 entries, unchecked, are left alone and recomputed once).
+const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("embeddings-v2");
+
+/// Bytes of checksum before each stored vector.
+const CHECKSUM: usize = 8;
+
+/// The first bytes of SHA-256(key ‖ vector bytes).
+fn checksum(key: &[u8], vector: &[u8]) -> [u8; CHECKSUM] {
+    let digest = Sha256::new()
+        .chain_update(key)
+        .chain_update(vector)
+        .finalize();
+    let mut out = [0u8; CHECKSUM];
+    out.copy_from_slice(&digest[..CHECKSUM]);
+    out
+}
+
+/// The vector stored under `key`, or why the stored bytes are not one (`dim` 0: any width).
+fn decode_entry(key: &[u8], bytes: &[u8], dim: usize) -> std::result::Result<Vec<f32>, String> {
+    if bytes.len() < CHECKSUM + 4 || (bytes.len() - CHECKSUM) % 4 != 0 {
+        return Err(format!(
+            "an entry of {} bytes is not a checksum and a vector",
+            bytes.len()
+        ));
+    }
+    let (sum, vector) = bytes.split_at(CHECKSUM);
+    if dim != 0 && vector.len() != dim * 4 {
+        return Err(format!(
+            "an entry of {} values where the model gives {dim}",
+            vector.len() / 4
+        ));
+    }
+    if sum != checksum(key, vector) {
+        return Err(
+            "an entry fails its checksum (changed bytes, or stored under another key)".into(),
+        );
+    }
+    let values: Vec<f32> = vector
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    if values.iter().any(|v| !v.is_finite()) {
+        return Err("an entry holds a value that is not a finite number".into());
+    }
+    Ok(values)
+}
 
 /// Hits and misses since the cache was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -27,6 +78,8 @@ pub struct CacheStats {
     pub hits: u64,
     /// Texts embedded (and stored).
     pub misses: u64,
+    /// Entries found corrupt (and recomputed, so also counted in `misses`).
+    pub corrupt: u64,
 }
 
 /// What a planned run would send: distinct texts found in the cache and not, and the tokens of
@@ -57,6 +110,9 @@ pub struct CachedEmbedder<E> {
     chunk: usize,
     hits: AtomicU64,
     misses: AtomicU64,
+    corrupt: AtomicU64,
+    /// What the first corrupt entry failed.
+    first_corruption: Mutex<Option<String>>,
     planner: Option<Planner>,
 }
 
@@ -106,6 +162,8 @@ impl<E: Embedder> CachedEmbedder<E> {
             chunk: 256,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            corrupt: AtomicU64::new(0),
+            first_corruption: Mutex::new(None),
             planner: None,
         })
     }
@@ -141,6 +199,7 @@ impl<E: Embedder> CachedEmbedder<E> {
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
+            corrupt: self.corrupt.load(Ordering::Relaxed),
         }
     }
 
@@ -162,8 +221,8 @@ impl<E: Embedder> CachedEmbedder<E> {
         h.finalize().into()
     }
 
-    /// The cached vector of each key, `None` where there is none. With a known width, a value
-    /// of another size (a truncated write, a colliding key) counts as missing and is overwritten.
+    /// The cached vector of each key, `None` where there is none or where the entry is corrupt
+    /// (counted, then recomputed and overwritten by the caller).
     fn lookup(&self, keys: &[[u8; 32]]) -> Result<Vec<Option<Vec<f32>>>> {
         let dim = self.inner.dimension();
         let txn = self
@@ -180,20 +239,22 @@ impl<E: Embedder> CachedEmbedder<E> {
                 let found = table
                     .get(key.as_slice())
                     .map_err(|e| cache_error(&self.path, e))?;
-                Ok(found.and_then(|v| {
-                    let bytes = v.value();
-                    let fits = !bytes.is_empty()
-                        && bytes.len() % 4 == 0
-                        && (dim == 0 || bytes.len() == dim * 4);
-                    fits.then(|| {
-                        bytes
-                            .chunks_exact(4)
-                            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                            .collect()
-                    })
+                Ok(found.and_then(|v| match decode_entry(key, v.value(), dim) {
+                    Ok(vector) => Some(vector),
+                    Err(why) => {
+                        self.corrupt.fetch_add(1, Ordering::Relaxed);
+                        let mut first = self.first_corruption.lock().expect("not poisoned");
+                        first.get_or_insert(why);
+                        None
+                    }
                 }))
             })
             .collect()
+    }
+
+    /// What the first corrupt entry found since the cache was opened failed, if any.
+    pub fn corruption(&self) -> Option<String> {
+        self.first_corruption.lock().expect("not poisoned").clone()
     }
 
     fn store(&self, keys: &[[u8; 32]], rows: &[usize], vectors: &Array2<f32>) -> Result<()> {
@@ -205,10 +266,13 @@ impl<E: Embedder> CachedEmbedder<E> {
             let mut table = txn
                 .open_table(TABLE)
                 .map_err(|e| cache_error(&self.path, e))?;
-            let mut bytes = Vec::with_capacity(vectors.ncols() * 4);
+            let mut bytes = Vec::with_capacity(CHECKSUM + vectors.ncols() * 4);
             for (k, &row) in rows.iter().enumerate() {
                 bytes.clear();
+                bytes.extend([0u8; CHECKSUM]);
                 bytes.extend(vectors.row(k).iter().flat_map(|x| x.to_le_bytes()));
+                let sum = checksum(&keys[row], &bytes[CHECKSUM..]);
+                bytes[..CHECKSUM].copy_from_slice(&sum);
                 table
                     .insert(keys[row].as_slice(), bytes.as_slice())
                     .map_err(|e| cache_error(&self.path, e))?;
@@ -415,6 +479,76 @@ mod tests {
         }
     }
 
+    /// Overwrites the stored value of `text` (under `embedder`'s identity) with `bytes`.
+    fn tamper(path: &Path, key: [u8; 32], bytes: &[u8]) {
+        let db = Database::create(path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(TABLE)
+            .unwrap()
+            .insert(key.as_slice(), bytes)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+
+    /// A changed byte, a value moved under another text's key, a NaN stored with a valid
+    /// checksum, a cut entry: each is reported as corrupt and recomputed, never returned
+    /// (before, four overwritten bytes returned a changed vector and a NaN printed as null).
+    #[test]
+    fn corrupt_entries_are_recomputed_never_returned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("embeddings.redb");
+        let texts = ["alpha text", "beta text", "gamma text", "delta text"];
+        let fresh = Flaky::new(usize::MAX).embed(&texts).unwrap();
+        let (keys, stored): (Vec<[u8; 32]>, Vec<Vec<u8>>) = {
+            let cached = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
+            cached.embed(&texts).unwrap();
+            let keys: Vec<[u8; 32]> = texts.iter().map(|t| cached.key(t, None)).collect();
+            let txn = cached.db.begin_read().unwrap();
+            let table = txn.open_table(TABLE).unwrap();
+            let stored = keys
+                .iter()
+                .map(|k| table.get(k.as_slice()).unwrap().unwrap().value().to_vec())
+                .collect();
+            (keys, stored)
+        };
+        let mut flipped = stored[0].clone();
+        flipped[CHECKSUM + 2] ^= 0x40;
+        tamper(&path, keys[0], &flipped);
+        tamper(&path, keys[1], &stored[2]);
+        let mut nan = stored[3][CHECKSUM..].to_vec();
+        nan[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+        let mut with_sum = checksum(&keys[3], &nan).to_vec();
+        with_sum.extend(&nan);
+        tamper(&path, keys[3], &with_sum);
+        let cached = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
+        let got = cached.embed(&texts).unwrap();
+        assert_eq!(got, fresh, "every vector as the embedder gives it");
+        assert_eq!(
+            cached.stats(),
+            CacheStats {
+                hits: 1,
+                misses: 3,
+                corrupt: 3
+            }
+        );
+        assert!(cached.corruption().unwrap().contains("checksum"));
+        drop(cached);
+        // overwritten: the next run finds them sound
+        let again = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
+        assert_eq!(again.embed(&texts).unwrap(), fresh);
+        assert_eq!(again.stats().corrupt, 0);
+        drop(again);
+        tamper(&path, keys[2], &stored[2][..CHECKSUM + 6]);
+        let cut = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
+        assert_eq!(cut.embed(&texts).unwrap(), fresh);
+        assert_eq!(cut.stats().corrupt, 1);
+        assert!(
+            cut.corruption().unwrap().contains("bytes"),
+            "{:?}",
+            cut.corruption()
+        );
+    }
+
     #[test]
     fn a_killed_run_resumes_with_only_the_missing_texts() {
         let dir = tempfile::tempdir().unwrap();
@@ -427,13 +561,27 @@ mod tests {
                 .unwrap()
                 .with_chunk(3);
             assert!(cached.embed(&refs).is_err());
-            assert_eq!(cached.stats(), CacheStats { hits: 0, misses: 6 });
+            assert_eq!(
+                cached.stats(),
+                CacheStats {
+                    hits: 0,
+                    misses: 6,
+                    corrupt: 0
+                }
+            );
         }
         let cached = CachedEmbedder::open(Flaky::new(usize::MAX), &path)
             .unwrap()
             .with_chunk(3);
         let resumed = cached.embed(&refs).unwrap();
-        assert_eq!(cached.stats(), CacheStats { hits: 6, misses: 4 });
+        assert_eq!(
+            cached.stats(),
+            CacheStats {
+                hits: 6,
+                misses: 4,
+                corrupt: 0
+            }
+        );
         assert_eq!(
             cached.inner().embedded.load(Ordering::SeqCst),
             4,
@@ -447,7 +595,8 @@ mod tests {
             cached.stats(),
             CacheStats {
                 hits: 16,
-                misses: 4
+                misses: 4,
+                corrupt: 0
             }
         );
     }
@@ -478,6 +627,13 @@ mod tests {
         other.identity.revision = Some("r2".into());
         let b = CachedEmbedder::open(other, &path).unwrap();
         b.embed(&["x"]).unwrap();
-        assert_eq!(b.stats(), CacheStats { hits: 0, misses: 1 });
+        assert_eq!(
+            b.stats(),
+            CacheStats {
+                hits: 0,
+                misses: 1,
+                corrupt: 0
+            }
+        );
     }
 }
