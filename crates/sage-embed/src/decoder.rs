@@ -167,6 +167,24 @@ pub(crate) fn masked_score(dtype: DType) -> f32 {
     }
 }
 
+/// Queries, keys and values [batch, heads, tokens, head_dim] from a fused projection's output
+/// [batch, tokens, 3 × heads × head_dim] (ModernBERT's and NomicBERT's `Wqkv`).
+pub(crate) fn split_fused_qkv(
+    fused: &Tensor,
+    heads: usize,
+    head_dim: usize,
+) -> candle_core::Result<(Tensor, Tensor, Tensor)> {
+    let (batch, tokens, _) = fused.dims3()?;
+    let qkv = fused.reshape((batch, tokens, 3, heads, head_dim))?;
+    let part = |i: usize| -> candle_core::Result<Tensor> {
+        qkv.narrow(2, i, 1)?
+            .squeeze(2)?
+            .transpose(1, 2)?
+            .contiguous()
+    };
+    Ok((part(0)?, part(1)?, part(2)?))
+}
+
 /// Scaled dot-product attention of `q`, `k`, `v` [batch, heads, tokens, head_dim] under an
 /// additive `mask` [batch, 1, tokens, tokens], softmax in f32: [batch, tokens, heads × head_dim].
 pub(crate) fn attend(

@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, linear_b, Embedding, LayerNorm, Linear, VarBuilder};
 use serde::Deserialize;
 
-use crate::decoder::{additive_mask, attend, rotary_tables};
+use crate::decoder::{additive_mask, attend, rotary_tables, split_fused_qkv};
 
 /// The fields of a ModernBERT config.json this module reads.
 #[derive(Clone, Debug, Deserialize)]
@@ -211,20 +211,9 @@ impl ModernBert {
                 Some(n) => n.forward(&x)?,
                 None => x.clone(),
             };
-            let qkv =
-                layer
-                    .qkv
-                    .forward(&h)?
-                    .reshape((batch, tokens, 3, self.heads, self.head_dim))?;
-            let part = |i: usize| -> candle_core::Result<Tensor> {
-                qkv.narrow(2, i, 1)?
-                    .squeeze(2)?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let q = candle_nn::rotary_emb::rope(&part(0)?, cos, sin)?;
-            let k = candle_nn::rotary_emb::rope(&part(1)?, cos, sin)?;
-            let v = part(2)?;
+            let (q, k, v) = split_fused_qkv(&layer.qkv.forward(&h)?, self.heads, self.head_dim)?;
+            let q = candle_nn::rotary_emb::rope(&q, cos, sin)?;
+            let k = candle_nn::rotary_emb::rope(&k, cos, sin)?;
             let context = attend(&q, &k, &v, mask, (self.head_dim as f64).powf(-0.5))?;
             x = (x + layer.out.forward(&context)?)?;
             let h = layer.mlp_norm.forward(&x)?;

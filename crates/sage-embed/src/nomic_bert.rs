@@ -20,7 +20,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, linear_b, Embedding, LayerNorm, Linear, VarBuilder};
 use serde::Deserialize;
 
-use crate::decoder::{additive_mask, attend, rotary_tables};
+use crate::decoder::{additive_mask, attend, rotary_tables, split_fused_qkv};
 
 /// The fields of a NomicBERT config.json this module reads (GPT-2-style names; defaults are
 /// those of Nomic's `NomicBertConfig`).
@@ -366,23 +366,13 @@ impl NomicBert {
         let mask = additive_mask(lengths, tokens, &self.device, self.dtype, |_, _| true)?;
         let scale = (self.head_dim as f64).powf(-0.5);
         for layer in &self.layers {
-            let qkv =
-                layer
-                    .qkv
-                    .forward(&x)?
-                    .reshape((batch, tokens, 3, self.heads, self.head_dim))?;
-            let part = |i: usize| -> candle_core::Result<Tensor> {
-                qkv.narrow(2, i, 1)?
-                    .squeeze(2)?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let (mut q, mut k) = (part(0)?, part(1)?);
+            let (mut q, mut k, v) =
+                split_fused_qkv(&layer.qkv.forward(&x)?, self.heads, self.head_dim)?;
             if self.rotary_dim > 0 {
                 q = self.rotate(&q, lengths, tokens)?;
                 k = self.rotate(&k, lengths, tokens)?;
             }
-            let context = attend(&q, &k, &part(2)?, &mask, scale)?;
+            let context = attend(&q, &k, &v, &mask, scale)?;
             x = layer.norm1.forward(&(layer.out.forward(&context)? + &x)?)?;
             let y = layer.fc1.forward(&x)?;
             let y = match (&layer.gate, self.feedforward) {

@@ -10,6 +10,7 @@ use ndarray::{Array2, Axis};
 use sage_core::{Embedder, EmbedderIdentity, Role};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use crate::config::read_json;
 use crate::config::{Architecture, DenseActivation, Pooling, Prompts, SentenceTransformerConfig};
 use crate::decoder::{Decoder, DecoderConfig};
 use crate::encoder::{pool, Encoder};
@@ -110,34 +111,24 @@ impl SentenceTransformer {
         // SAFETY: the weights files are memory-mapped read-only; they must not be modified while
         // the model is alive, which is true of model folders and hub snapshots.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&files, dtype, &device)? };
-        let encoder = match decoder {
-            None if config.architecture == Architecture::ModernBert => {
-                let path = model.dir.join("config.json");
-                let modern: ModernBertConfig = crate::config::read_json(&path)?;
-                Backbone::ModernBert(
-                    ModernBert::load(vb, &modern)
-                        .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?,
-                )
-            }
-            None if config.architecture == Architecture::NomicBert => {
-                let path = model.dir.join("config.json");
-                let nomic: NomicBertConfig = crate::config::read_json(&path)?;
-                Backbone::NomicBert(
-                    NomicBert::load(vb, &nomic)
-                        .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?,
-                )
-            }
-            Some(family) => {
-                let path = model.dir.join("config.json");
-                let decoder_config: DecoderConfig = crate::config::read_json(&path)?;
-                Backbone::Decoder(
-                    Decoder::load(vb, &decoder_config, family)
-                        .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?,
-                )
-            }
-            None => Backbone::Encoder(
-                Encoder::load(vb, &config.transformer, config.architecture)
-                    .map_err(|e| file_error(&weights, format!("loading weights: {e}")))?,
+        // each backbone reads the config.json fields it needs, in its own struct
+        let config_path = model.dir.join("config.json");
+        let loading = |e: candle_core::Error| file_error(&weights, format!("loading weights: {e}"));
+        let encoder = match (decoder, config.architecture) {
+            (Some(family), _) => Backbone::Decoder(
+                Decoder::load(vb, &read_json::<DecoderConfig>(&config_path)?, family)
+                    .map_err(loading)?,
+            ),
+            (None, Architecture::ModernBert) => Backbone::ModernBert(
+                ModernBert::load(vb, &read_json::<ModernBertConfig>(&config_path)?)
+                    .map_err(loading)?,
+            ),
+            (None, Architecture::NomicBert) => Backbone::NomicBert(
+                NomicBert::load(vb, &read_json::<NomicBertConfig>(&config_path)?)
+                    .map_err(loading)?,
+            ),
+            (None, architecture) => Backbone::Encoder(
+                Encoder::load(vb, &config.transformer, architecture).map_err(loading)?,
             ),
         };
         let tokenizer = load_tokenizer(&model.dir.join("tokenizer.json"), config.max_seq_length)?;
