@@ -3,6 +3,7 @@
 //! Line-oriented and scriptable: JSON lines in, JSON out, errors on stderr naming the file and
 //! line, exit status 1 on any error. Never a panic on bad input.
 
+mod cache;
 mod data;
 mod embed;
 mod jsonl;
@@ -109,6 +110,11 @@ enum Command {
         #[command(subcommand)]
         measure: measure::MeasureCommand,
     },
+    /// Check or repair the embedding cache offline.
+    Cache {
+        #[command(subcommand)]
+        command: cache::CacheCommand,
+    },
 }
 
 /// Fixes the worker count once, before any thread starts. candle asks for it on every CPU
@@ -152,7 +158,21 @@ fn keep_large_buffers_in_the_heap() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn keep_large_buffers_in_the_heap() {}
 
+/// Keeps redb's panics off the terminal: sage-embed catches them (a structurally broken cache
+/// file) and reports an error that says what to do, so the default "thread panicked" text would
+/// only read as a crash. Every other panic is printed as usual.
+fn quiet_caught_cache_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let in_redb = info.location().is_some_and(|l| l.file().contains("/redb-"));
+        if !in_redb {
+            default(info);
+        }
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_caught_cache_panics();
     keep_large_buffers_in_the_heap();
     fix_thread_count();
     let cli = Cli::parse();
@@ -184,6 +204,7 @@ fn main() -> ExitCode {
                     Ok(())
                 })
         }
+        Command::Cache { command } => cache::run(command),
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
             use std::io::Write;
             writeln!(std::io::stdout(), "{}", serde_json::to_string(&value)?)?;

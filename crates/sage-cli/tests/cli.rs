@@ -614,6 +614,49 @@ fn long_levenshtein_work_is_announced_or_refused() {
     assert!(score["score"].as_f64().unwrap() > 0.8);
 }
 
+/// `sage cache verify` / `repair` on what a user may have: a missing file, a file redb cannot
+/// read (an error and exit 1, never a panic; repair moves it aside), a sound cache.
+#[test]
+fn cache_verify_and_repair() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none.redb");
+    fails_with(
+        &["cache", "verify", "--cache", missing.to_str().unwrap()],
+        "none.redb: no such cache file",
+    );
+    let garbage = write(&dir, "garbage.redb", &"not a redb file at all ".repeat(400));
+    fails_with(&["cache", "verify", "--cache", &garbage], "garbage.redb");
+    let repaired = ok_json(&["cache", "repair", "--cache", &garbage]);
+    let aside = repaired["moved_to"].as_str().expect("moved aside");
+    assert!(Path::new(aside).exists() && !Path::new(&garbage).exists());
+    let Some(model) = models_dir() else {
+        sage_core::test_support::skip(
+            "cache_verify_and_repair",
+            "SAGE_MODELS_DIR lacks all-MiniLM-L6-v2: the sound-cache part not run",
+        );
+        return;
+    };
+    let cache = dir.path().join("sound.redb");
+    let texts = write(&dir, "t.jsonl", "{\"text\":\"one\"}\n{\"text\":\"two\"}\n");
+    let out = sage(&[
+        "embed",
+        "--model",
+        model.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--input",
+        &texts,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sound = ok_json(&["cache", "verify", "--cache", cache.to_str().unwrap()]);
+    assert_eq!(sound["entries"], 2);
+    assert_eq!(sound["corrupt"], 0);
+}
+
 #[test]
 fn perturb_with_real_wordnet() {
     let Some(data) = std::env::var_os("SAGE_DATA_DIR") else {

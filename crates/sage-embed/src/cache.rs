@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use ndarray::Array2;
-use redb::{Database, ReadableDatabase, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use sage_core::{Embedder, EmbedderIdentity, RemoteUsage, Role, SageError};
 use sha2::{Digest, Sha256};
 
@@ -138,6 +138,128 @@ fn cache_error(path: &Path, e: impl std::fmt::Display) -> EmbedError {
     }
 }
 
+/// Runs `work` on the redb file at `path`, turning a panic inside redb (it panics on some
+/// structurally broken files: a truncated one, overwritten page headers) into an error that says
+/// what to do.
+fn guarded<T>(path: &Path, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        Err(cache_error(
+            path,
+            format!(
+                "the file is structurally broken (redb: {what}); `sage cache repair --cache {}` \
+                 moves it aside, or pass --no-cache",
+                path.display()
+            ),
+        ))
+    })
+}
+
+/// What [`check_cache`] found in a cache file, and what repairing it did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CacheCheck {
+    /// The file.
+    pub path: PathBuf,
+    /// Checksummed entries read.
+    pub entries: u64,
+    /// Entries that failed their checks (see the module documentation).
+    pub corrupt: u64,
+    /// What the first corrupt entry failed.
+    pub first_failure: Option<String>,
+    /// Entries from before checksums (never returned; recomputed when next needed).
+    pub unchecked_old_entries: u64,
+    /// Repair: corrupt entries removed (they are recomputed when next needed).
+    pub removed: u64,
+    /// Repair: the file could not be read and was moved here; the next run starts a new cache.
+    pub moved_to: Option<PathBuf>,
+}
+
+/// The entries of the v1 (unchecksummed) table, which this version never reads.
+const OLD_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("embeddings-v1");
+
+/// Checks every entry of the cache file at `path` offline (`sage cache verify`); with `repair`,
+/// also runs redb's integrity check, removes the corrupt entries, and moves a file that cannot
+/// be read at all aside (`sage cache repair`). Without `repair` nothing is written.
+pub fn check_cache(path: &Path, repair: bool) -> Result<CacheCheck> {
+    if !path.is_file() {
+        return Err(cache_error(path, "no such cache file"));
+    }
+    let inspected = guarded(path, || {
+        let mut db = Database::open(path).map_err(|e| cache_error(path, e))?;
+        if repair {
+            db.check_integrity()
+                .map_err(|e| cache_error(path, format!("integrity check: {e}")))?;
+        }
+        let mut check = CacheCheck {
+            path: path.to_owned(),
+            ..CacheCheck::default()
+        };
+        let mut bad_keys = Vec::new();
+        {
+            let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
+            match txn.open_table(TABLE) {
+                Ok(table) => {
+                    for item in table.iter().map_err(|e| cache_error(path, e))? {
+                        let (key, value) = item.map_err(|e| cache_error(path, e))?;
+                        check.entries += 1;
+                        if let Err(why) = decode_entry(key.value(), value.value(), 0) {
+                            check.corrupt += 1;
+                            check.first_failure.get_or_insert(why);
+                            bad_keys.push(key.value().to_vec());
+                        }
+                    }
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => {}
+                Err(e) => return Err(cache_error(path, e)),
+            }
+            match txn.open_table(OLD_TABLE) {
+                Ok(old) => {
+                    check.unchecked_old_entries = old.len().map_err(|e| cache_error(path, e))?
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => {}
+                Err(e) => return Err(cache_error(path, e)),
+            }
+        }
+        if repair && !bad_keys.is_empty() {
+            let txn = db.begin_write().map_err(|e| cache_error(path, e))?;
+            {
+                let mut table = txn.open_table(TABLE).map_err(|e| cache_error(path, e))?;
+                for key in &bad_keys {
+                    table
+                        .remove(key.as_slice())
+                        .map_err(|e| cache_error(path, e))?;
+                }
+            }
+            txn.commit().map_err(|e| cache_error(path, e))?;
+            check.removed = bad_keys.len() as u64;
+        }
+        Ok(check)
+    });
+    match inspected {
+        Err(broken) if repair => {
+            let aside = path.with_extension(format!(
+                "broken-{}.redb",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs())
+            ));
+            std::fs::rename(path, &aside)
+                .map_err(|e| cache_error(path, format!("{broken}; moving it aside failed: {e}")))?;
+            Ok(CacheCheck {
+                path: path.to_owned(),
+                first_failure: Some(broken.to_string()),
+                moved_to: Some(aside),
+                ..CacheCheck::default()
+            })
+        }
+        other => other,
+    }
+}
+
 impl<E: Embedder> CachedEmbedder<E> {
     /// Wraps `inner` with the cache file at `path` (created, with its folder, if missing).
     /// Misses are committed every 256 texts, or, for an embedder that delivers batches (a remote
@@ -148,12 +270,14 @@ impl<E: Embedder> CachedEmbedder<E> {
             std::fs::create_dir_all(dir)
                 .map_err(|e| cache_error(&path, format!("cannot create folder: {e}")))?;
         }
-        let db = Database::create(&path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => cache_error(
-                &path,
-                "in use by another process (run one at a time, pass another --cache file, or --no-cache)",
-            ),
-            other => cache_error(&path, other),
+        let db = guarded(&path, || {
+            Database::create(&path).map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => cache_error(
+                    &path,
+                    "in use by another process (run one at a time, pass another --cache file, or --no-cache)",
+                ),
+                other => cache_error(&path, other),
+            })
         })?;
         Ok(CachedEmbedder {
             inner,
@@ -224,6 +348,10 @@ impl<E: Embedder> CachedEmbedder<E> {
     /// The cached vector of each key, `None` where there is none or where the entry is corrupt
     /// (counted, then recomputed and overwritten by the caller).
     fn lookup(&self, keys: &[[u8; 32]]) -> Result<Vec<Option<Vec<f32>>>> {
+        guarded(&self.path, || self.lookup_unguarded(keys))
+    }
+
+    fn lookup_unguarded(&self, keys: &[[u8; 32]]) -> Result<Vec<Option<Vec<f32>>>> {
         let dim = self.inner.dimension();
         let txn = self
             .db
@@ -258,6 +386,15 @@ impl<E: Embedder> CachedEmbedder<E> {
     }
 
     fn store(&self, keys: &[[u8; 32]], rows: &[usize], vectors: &Array2<f32>) -> Result<()> {
+        guarded(&self.path, || self.store_unguarded(keys, rows, vectors))
+    }
+
+    fn store_unguarded(
+        &self,
+        keys: &[[u8; 32]],
+        rows: &[usize],
+        vectors: &Array2<f32>,
+    ) -> Result<()> {
         let txn = self
             .db
             .begin_write()
@@ -546,6 +683,64 @@ mod tests {
             cut.corruption().unwrap().contains("bytes"),
             "{:?}",
             cut.corruption()
+        );
+    }
+
+    /// `sage cache verify` counts what a run would find corrupt and writes nothing; `repair`
+    /// removes those entries; a file redb cannot read (truncated, overwritten) is an error,
+    /// never a panic, and repair moves it aside so that the next run starts afresh.
+    #[test]
+    fn verify_and_repair_offline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("embeddings.redb");
+        let texts = ["one", "two", "three"];
+        let key = {
+            let cached = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
+            cached.embed(&texts).unwrap();
+            cached.key("two", None)
+        };
+        let clean = check_cache(&path, false).unwrap();
+        assert_eq!((clean.entries, clean.corrupt), (3, 0));
+        tamper(&path, key, &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0x80, 0x7f]);
+        let found = check_cache(&path, false).unwrap();
+        assert_eq!((found.entries, found.corrupt, found.removed), (3, 1, 0));
+        assert!(found.first_failure.unwrap().contains("checksum"));
+        assert_eq!(
+            check_cache(&path, false).unwrap().corrupt,
+            1,
+            "verify writes nothing"
+        );
+        let repaired = check_cache(&path, true).unwrap();
+        assert_eq!((repaired.corrupt, repaired.removed), (1, 1));
+        let after = check_cache(&path, false).unwrap();
+        assert_eq!((after.entries, after.corrupt), (2, 0));
+
+        // cut the file short: whatever redb makes of it, no panic escapes
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 3]).unwrap();
+        let opened = std::panic::catch_unwind(|| {
+            CachedEmbedder::open(Flaky::new(usize::MAX), &path)
+                .and_then(|c| c.embed(&texts).map_err(Into::into))
+        })
+        .expect("no panic");
+        if let Err(e) = opened {
+            assert!(e.to_string().contains("embeddings.redb"), "{e}");
+        }
+        // overwrite the header region with garbage
+        let mut garbage = bytes.clone();
+        for b in garbage.iter_mut().take(4096) {
+            *b = 0xA5;
+        }
+        std::fs::write(&path, &garbage).unwrap();
+        let verified = std::panic::catch_unwind(|| check_cache(&path, false)).expect("no panic");
+        assert!(verified.is_err(), "{verified:?}");
+        let moved = check_cache(&path, true).unwrap();
+        let aside = moved.moved_to.expect("moved aside");
+        assert!(aside.exists() && !path.exists());
+        let fresh = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
+        assert_eq!(
+            fresh.embed(&texts).unwrap(),
+            Flaky::new(usize::MAX).embed(&texts).unwrap()
         );
     }
 

@@ -40,7 +40,10 @@ mod transformer;
 use std::io::Read;
 use std::path::Path;
 
-pub use cache::{default_cache_path, CacheStats, CachedEmbedder, PlanCounts, TokenCounter};
+pub use cache::{
+    check_cache, default_cache_path, CacheCheck, CacheStats, CachedEmbedder, PlanCounts,
+    TokenCounter,
+};
 pub use config::{
     Architecture, DenseActivation, DenseModule, Pooling, Prompts, SentenceTransformerConfig,
     TransformerConfig,

@@ -6,7 +6,7 @@
 //!
 //! Ours, and it gives tiktoken's ids exactly (the tests hold it to tiktoken-rs, which this crate
 //! uses only as that oracle):
-//! - the pattern split is done without a regex engine ([`pretokenize`] says how); it was most
+//! - the pattern split is done without a regex engine (`pretokenize.rs` says how); it was most
 //!   of tiktoken-rs's `encode_ordinary` time;
 //! - a piece that is one token (most are) is one lookup of its bytes packed in an integer;
 //!   the rest are merged pair by pair as tiktoken merges them;

@@ -1,0 +1,47 @@
+//! `sage cache verify` and `sage cache repair`: the embedding cache's checks, offline.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Subcommand;
+use sage_embed::{check_cache, default_cache_path};
+
+#[derive(Subcommand, Debug)]
+pub enum CacheCommand {
+    /// Check every entry of the embedding cache (checksum of key and vector, width, finite
+    /// values) and print what was found as one JSON object; writes nothing. Exit status 1 when
+    /// an entry is corrupt or the file cannot be read.
+    Verify {
+        /// Cache file (default: $SAGE_CACHE_DIR or ~/.cache/sage-rs, embeddings.redb).
+        #[arg(long)]
+        cache: Option<PathBuf>,
+    },
+    /// Verify, run redb's integrity check, and remove corrupt entries (they are recomputed when
+    /// next needed); a file that cannot be read at all is moved aside (`*.broken-<time>.redb`)
+    /// so that the next run starts a new cache. Prints what was done as one JSON object.
+    Repair {
+        /// Cache file (default: $SAGE_CACHE_DIR or ~/.cache/sage-rs, embeddings.redb).
+        #[arg(long)]
+        cache: Option<PathBuf>,
+    },
+}
+
+pub fn run(command: CacheCommand) -> Result<()> {
+    let (path, repair) = match command {
+        CacheCommand::Verify { cache } => (cache, false),
+        CacheCommand::Repair { cache } => (cache, true),
+    };
+    let path = path.unwrap_or_else(default_cache_path);
+    let check = check_cache(&path, repair)?;
+    println!("{}", serde_json::to_string(&check)?);
+    if !repair && check.corrupt > 0 {
+        bail!(
+            "{}: {} of {} entries corrupt (first: {}); `sage cache repair` removes them",
+            path.display(),
+            check.corrupt,
+            check.entries,
+            check.first_failure.as_deref().unwrap_or("?")
+        );
+    }
+    Ok(())
+}
