@@ -26,8 +26,8 @@ pub enum Task {
         /// Paraphrase datasets as name/split (default: mrpc/test and paws-wiki/test, those local).
         #[arg(long = "dataset")]
         datasets: Vec<String>,
-        /// Rows sampled per dataset (seeded).
-        #[arg(long, default_value_t = 1750)]
+        /// Rows sampled per dataset (seeded; 1 to 10,000,000).
+        #[arg(long, default_value_t = 1750, value_parser = within(1..=10_000_000))]
         max_rows: usize,
         /// Run seed (sampling, random pairs, perturbations).
         #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
@@ -58,8 +58,9 @@ pub enum Task {
     Robustness {
         #[command(flatten)]
         task: TaskArgs,
-        /// Truncate documents to their first N cl100k tokens first (default: whole documents).
-        #[arg(long)]
+        /// Truncate documents to their first N cl100k tokens first (1 to 1,000,000; default:
+        /// whole documents).
+        #[arg(long, value_parser = within(1..=1_000_000))]
         truncate_tokens: Option<usize>,
     },
     /// SAGE task 3, information sensitivity: needle insertion and token removal against the
@@ -67,8 +68,9 @@ pub enum Task {
     Sensitivity {
         #[command(flatten)]
         task: TaskArgs,
-        /// Truncate documents to their first N cl100k tokens first (the authors' 2,048).
-        #[arg(long, default_value_t = 2048, conflicts_with = "whole_documents")]
+        /// Truncate documents to their first N cl100k tokens first (the authors' 2,048; 1 to
+        /// 1,000,000).
+        #[arg(long, default_value_t = 2048, conflicts_with = "whole_documents", value_parser = within(1..=1_000_000))]
         truncate_tokens: usize,
         /// Do not truncate.
         #[arg(long)]
@@ -79,14 +81,15 @@ pub enum Task {
     Clustering {
         #[command(flatten)]
         task: TaskArgs,
-        /// Subsets per dataset.
-        #[arg(long, default_value_t = sage_cluster::Options::default().subsets)]
+        /// Subsets per dataset (1 to 1,000).
+        #[arg(long, default_value_t = sage_cluster::Options::default().subsets, value_parser = within(1..=1_000))]
         subsets: usize,
-        /// Texts per subset, at most (memory grows with its square).
-        #[arg(long, default_value_t = sage_cluster::Options::default().max_texts)]
+        /// Texts per subset, at most (2 to 50,000: memory grows with its square, ~5 GB at
+        /// 50,000).
+        #[arg(long, default_value_t = sage_cluster::Options::default().max_texts, value_parser = within(2..=50_000))]
         max_texts: usize,
-        /// Classes per subset, at most.
-        #[arg(long, default_value_t = sage_cluster::Options::default().max_classes)]
+        /// Classes per subset, at most (2 to 10,000).
+        #[arg(long, default_value_t = sage_cluster::Options::default().max_classes, value_parser = within(2..=10_000))]
         max_classes: usize,
     },
     /// SAGE task 5, retrieval robustness: NDCG@10 retention on 18 perturbed copies of a BEIR
@@ -97,14 +100,15 @@ pub enum Task {
         /// distractor: originals + perturbed copies; replace: perturbed copies only.
         #[arg(long, value_enum, default_value_t = RetrievalModeArg::Distractor)]
         mode: RetrievalModeArg,
-        /// Corpus documents sampled (every relevant one kept).
-        #[arg(long)]
+        /// Corpus documents sampled (every relevant one kept; 1 to 10,000,000).
+        #[arg(long, value_parser = within(1..=10_000_000))]
         max_docs: Option<usize>,
-        /// Queries sampled.
-        #[arg(long)]
+        /// Queries sampled (1 to 1,000,000).
+        #[arg(long, value_parser = within(1..=1_000_000))]
         max_queries: Option<usize>,
-        /// Most query-document pairs scored at once (bounds memory: about 50 bytes a pair).
-        #[arg(long, default_value_t = sage_retrieval::Options::default().pair_budget)]
+        /// Most query-document pairs scored at once (bounds memory: about 50 bytes a pair;
+        /// 1,000 to 100,000,000).
+        #[arg(long, default_value_t = sage_retrieval::Options::default().pair_budget, value_parser = within(1_000..=100_000_000))]
         pair_budget: usize,
     },
     /// PTEB (Frank & Afli): MTEB tasks scored on the original data and on paraphrases an LLM
@@ -127,8 +131,8 @@ pub enum Task {
         /// --abtt-k principal components).
         #[arg(long, value_enum, default_value_t = PostArg::None)]
         post: PostArg,
-        /// Components removed by --post abtt.
-        #[arg(long, default_value_t = 2)]
+        /// Components removed by --post abtt (1 to 1,000).
+        #[arg(long, default_value_t = 2, value_parser = within(1..=1_000))]
         abtt_k: usize,
         #[command(flatten)]
         model: ModelArgs,
@@ -139,6 +143,12 @@ pub enum Task {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+}
+
+/// A whole-number flag within its documented range, checked before any work: clap's error names
+/// the flag, the value and the range.
+fn within(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(range)
 }
 
 /// What every SAGE task takes: a similarity, datasets, a sample size, a seed, where to write.
@@ -153,8 +163,8 @@ pub struct TaskArgs {
     /// Datasets as name/split (default: the task's paper datasets that are local).
     #[arg(long = "dataset")]
     datasets: Vec<String>,
-    /// Rows sampled per dataset (seeded; default: all).
-    #[arg(long)]
+    /// Rows sampled per dataset (seeded; 1 to 10,000,000; default: all).
+    #[arg(long, value_parser = within(1..=10_000_000))]
     max_rows: Option<usize>,
     /// Run seed (sampling, perturbations).
     #[arg(long, default_value_t = sage_core::RunSeed::default().0)]

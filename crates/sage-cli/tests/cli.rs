@@ -657,6 +657,63 @@ fn cache_verify_and_repair() {
     assert_eq!(sound["corrupt"], 0);
 }
 
+/// Task parameters outside their documented range are refused before any data is read, the
+/// flag, the value and the range named (a 1,000,000-text clustering subset asked for ~4 TB).
+#[test]
+fn task_parameters_are_bounded() {
+    for (args, needle) in [
+        (
+            &[
+                "run",
+                "clustering",
+                "--similarity",
+                "jaccard",
+                "--max-texts",
+                "1000000",
+            ][..],
+            "invalid value '1000000' for '--max-texts <MAX_TEXTS>': 1000000 is not in 2..=50000",
+        ),
+        (
+            &[
+                "run",
+                "clustering",
+                "--similarity",
+                "jaccard",
+                "--subsets",
+                "0",
+            ][..],
+            "'--subsets <SUBSETS>': 0 is not in 1..=1000",
+        ),
+        (
+            &[
+                "run",
+                "retrieval",
+                "--similarity",
+                "bm25",
+                "--pair-budget",
+                "0",
+            ][..],
+            "'--pair-budget <PAIR_BUDGET>': 0 is not in 1000..=100000000",
+        ),
+        (
+            &[
+                "run",
+                "sensitivity",
+                "--similarity",
+                "rouge",
+                "--max-rows",
+                "0",
+            ][..],
+            "'--max-rows <MAX_ROWS>': 0 is not in 1..=10000000",
+        ),
+    ] {
+        let out = sage(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn perturb_with_real_wordnet() {
     let Some(data) = std::env::var_os("SAGE_DATA_DIR") else {
