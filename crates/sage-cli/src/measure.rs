@@ -55,8 +55,8 @@ pub struct HodgesLehmannArgs {
     /// Coverage of the confidence interval.
     #[arg(long, default_value_t = 0.95)]
     confidence: f64,
-    /// Bootstrap resamples.
-    #[arg(long, default_value_t = 1000)]
+    /// Bootstrap resamples (1 to 1,000,000).
+    #[arg(long, default_value_t = 1000, value_parser = crate::run::within(1..=1_000_000))]
     resamples: usize,
     /// Run seed of the bootstrap.
     #[arg(long, default_value_t = RunSeed::default().0)]
@@ -78,8 +78,9 @@ pub struct MeanStdArgs {
     /// JSON-lines input with a number "x" per line.
     #[arg(long)]
     input: PathBuf,
-    /// Delta degrees of freedom of the standard deviation (0 = population, numpy's default).
-    #[arg(long, default_value_t = 0)]
+    /// Delta degrees of freedom of the standard deviation (0 = population, numpy's default;
+    /// at most 1,000).
+    #[arg(long, default_value_t = 0, value_parser = crate::run::within(0..=1_000))]
     ddof: usize,
 }
 
@@ -93,8 +94,9 @@ pub struct RankingArgs {
     /// TREC qrels (`query-id 0 doc-id relevance`).
     #[arg(long)]
     qrels: PathBuf,
-    /// Rank cutoff (required for ndcg; optional MRR@k for mrr; not used by map).
-    #[arg(long)]
+    /// Rank cutoff (required for ndcg; optional MRR@k for mrr; not used by map; 1 to
+    /// 1,000,000).
+    #[arg(long, value_parser = crate::run::within(1..=1_000_000))]
     k: Option<usize>,
     /// Also print the value of every query.
     #[arg(long)]

@@ -147,7 +147,9 @@ pub enum Task {
 
 /// A whole-number flag within its documented range, checked before any work: clap's error names
 /// the flag, the value and the range.
-fn within(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<usize> {
+pub(crate) fn within(
+    range: std::ops::RangeInclusive<u64>,
+) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(range)
 }
 

@@ -706,6 +706,17 @@ fn task_parameters_are_bounded() {
             ][..],
             "'--max-rows <MAX_ROWS>': 0 is not in 1..=10000000",
         ),
+        (
+            &[
+                "measure",
+                "hodges-lehmann",
+                "--input",
+                "xy.jsonl",
+                "--resamples",
+                "1000000000000",
+            ][..],
+            "'--resamples <RESAMPLES>': 1000000000000 is not in 1..=1000000",
+        ),
     ] {
         let out = sage(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
