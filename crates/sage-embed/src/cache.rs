@@ -142,21 +142,51 @@ fn cache_error(path: &Path, e: impl std::fmt::Display) -> EmbedError {
 /// structurally broken files: a truncated one, overwritten page headers) into an error that says
 /// what to do.
 fn guarded<T>(path: &Path, work: impl FnOnce() -> Result<T>) -> Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("a panic");
-        Err(cache_error(
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|panic| Err(broken_file(path, &panic.as_ref())))
+}
+
+/// The error for a file redb panicked on (`panic` is the panic's payload).
+fn broken_file(path: &Path, panic: &&(dyn std::any::Any + Send)) -> EmbedError {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic");
+    cache_error(
+        path,
+        format!(
+            "the file is structurally broken (redb: {what}); `sage cache repair --cache {}` \
+             moves it aside, or pass --no-cache",
+            path.display()
+        ),
+    )
+}
+
+/// A failure to open the cache file, said the way a user can act on it.
+fn open_error(path: &Path, e: redb::DatabaseError) -> EmbedError {
+    match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => cache_error(
             path,
-            format!(
-                "the file is structurally broken (redb: {what}); `sage cache repair --cache {}` \
-                 moves it aside, or pass --no-cache",
-                path.display()
-            ),
-        ))
-    })
+            "in use by another process (run one at a time, pass another --cache file, or --no-cache)",
+        ),
+        other => cache_error(path, other),
+    }
+}
+
+/// Why [`check_cache`] could not finish reading a file.
+enum Unread {
+    /// The file itself is damaged (redb says it is corrupted, or could not repair it): repair
+    /// moves it aside.
+    Broken(EmbedError),
+    /// Anything else (in use by another process, an I/O error): the file is left where it is.
+    Other(EmbedError),
+}
+
+impl From<EmbedError> for Unread {
+    fn from(e: EmbedError) -> Self {
+        Unread::Other(e)
+    }
 }
 
 /// What [`check_cache`] found in a cache file, and what repairing it did.
@@ -188,76 +218,105 @@ pub fn check_cache(path: &Path, repair: bool) -> Result<CacheCheck> {
     if !path.is_file() {
         return Err(cache_error(path, "no such cache file"));
     }
-    let inspected = guarded(path, || {
-        let mut db = Database::open(path).map_err(|e| cache_error(path, e))?;
-        if repair {
-            db.check_integrity()
-                .map_err(|e| cache_error(path, format!("integrity check: {e}")))?;
+    let inspected =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inspect_cache(path, repair)));
+    let broken = match inspected {
+        Ok(Ok(check)) => return Ok(check),
+        Ok(Err(Unread::Other(e))) => return Err(e),
+        Ok(Err(Unread::Broken(e))) => e,
+        Err(panic) => broken_file(path, &panic.as_ref()),
+    };
+    if !repair {
+        return Err(broken);
+    }
+    let aside = path.with_extension(format!(
+        "broken-{}.redb",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    ));
+    std::fs::rename(path, &aside)
+        .map_err(|e| cache_error(path, format!("{broken}; moving it aside failed: {e}")))?;
+    Ok(CacheCheck {
+        path: path.to_owned(),
+        first_failure: Some(broken.to_string()),
+        moved_to: Some(aside),
+        ..CacheCheck::default()
+    })
+}
+
+/// [`check_cache`]'s reading (and, with `repair`, removing), panics left to the caller.
+fn inspect_cache(path: &Path, repair: bool) -> std::result::Result<CacheCheck, Unread> {
+    // what redb reports for bytes that are not a database (a garbage header reads as invalid
+    // data); an I/O failure of another kind (permissions, a full disk) is not the file's fault
+    let corrupted = |e: &redb::DatabaseError| match e {
+        redb::DatabaseError::RepairAborted
+        | redb::DatabaseError::Storage(redb::StorageError::Corrupted(_)) => true,
+        redb::DatabaseError::Storage(redb::StorageError::Io(io)) => matches!(
+            io.kind(),
+            std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof
+        ),
+        _ => false,
+    };
+    let mut db = Database::open(path).map_err(|e| {
+        if corrupted(&e) {
+            Unread::Broken(open_error(path, e))
+        } else {
+            Unread::Other(open_error(path, e))
         }
-        let mut check = CacheCheck {
-            path: path.to_owned(),
-            ..CacheCheck::default()
-        };
-        let mut bad_keys = Vec::new();
-        {
-            let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
-            match txn.open_table(TABLE) {
-                Ok(table) => {
-                    for item in table.iter().map_err(|e| cache_error(path, e))? {
-                        let (key, value) = item.map_err(|e| cache_error(path, e))?;
-                        check.entries += 1;
-                        if let Err(why) = decode_entry(key.value(), value.value(), 0) {
-                            check.corrupt += 1;
-                            check.first_failure.get_or_insert(why);
-                            bad_keys.push(key.value().to_vec());
-                        }
+    })?;
+    if repair {
+        db.check_integrity().map_err(|e| {
+            let error = cache_error(path, format!("integrity check: {e}"));
+            if corrupted(&e) {
+                Unread::Broken(error)
+            } else {
+                Unread::Other(error)
+            }
+        })?;
+    }
+    let mut check = CacheCheck {
+        path: path.to_owned(),
+        ..CacheCheck::default()
+    };
+    let mut bad_keys = Vec::new();
+    {
+        let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
+        match txn.open_table(TABLE) {
+            Ok(table) => {
+                for item in table.iter().map_err(|e| cache_error(path, e))? {
+                    let (key, value) = item.map_err(|e| cache_error(path, e))?;
+                    check.entries += 1;
+                    if let Err(why) = decode_entry(key.value(), value.value(), 0) {
+                        check.corrupt += 1;
+                        check.first_failure.get_or_insert(why);
+                        bad_keys.push(key.value().to_vec());
                     }
                 }
-                Err(redb::TableError::TableDoesNotExist(_)) => {}
-                Err(e) => return Err(cache_error(path, e)),
             }
-            match txn.open_table(OLD_TABLE) {
-                Ok(old) => {
-                    check.unchecked_old_entries = old.len().map_err(|e| cache_error(path, e))?
-                }
-                Err(redb::TableError::TableDoesNotExist(_)) => {}
-                Err(e) => return Err(cache_error(path, e)),
-            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(cache_error(path, e).into()),
         }
-        if repair && !bad_keys.is_empty() {
-            let txn = db.begin_write().map_err(|e| cache_error(path, e))?;
-            {
-                let mut table = txn.open_table(TABLE).map_err(|e| cache_error(path, e))?;
-                for key in &bad_keys {
-                    table
-                        .remove(key.as_slice())
-                        .map_err(|e| cache_error(path, e))?;
-                }
-            }
-            txn.commit().map_err(|e| cache_error(path, e))?;
-            check.removed = bad_keys.len() as u64;
+        match txn.open_table(OLD_TABLE) {
+            Ok(old) => check.unchecked_old_entries = old.len().map_err(|e| cache_error(path, e))?,
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(cache_error(path, e).into()),
         }
-        Ok(check)
-    });
-    match inspected {
-        Err(broken) if repair => {
-            let aside = path.with_extension(format!(
-                "broken-{}.redb",
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs())
-            ));
-            std::fs::rename(path, &aside)
-                .map_err(|e| cache_error(path, format!("{broken}; moving it aside failed: {e}")))?;
-            Ok(CacheCheck {
-                path: path.to_owned(),
-                first_failure: Some(broken.to_string()),
-                moved_to: Some(aside),
-                ..CacheCheck::default()
-            })
-        }
-        other => other,
     }
+    if repair && !bad_keys.is_empty() {
+        let txn = db.begin_write().map_err(|e| cache_error(path, e))?;
+        {
+            let mut table = txn.open_table(TABLE).map_err(|e| cache_error(path, e))?;
+            for key in &bad_keys {
+                table
+                    .remove(key.as_slice())
+                    .map_err(|e| cache_error(path, e))?;
+            }
+        }
+        txn.commit().map_err(|e| cache_error(path, e))?;
+        check.removed = bad_keys.len() as u64;
+    }
+    Ok(check)
 }
 
 impl<E: Embedder> CachedEmbedder<E> {
@@ -271,13 +330,7 @@ impl<E: Embedder> CachedEmbedder<E> {
                 .map_err(|e| cache_error(&path, format!("cannot create folder: {e}")))?;
         }
         let db = guarded(&path, || {
-            Database::create(&path).map_err(|e| match e {
-                redb::DatabaseError::DatabaseAlreadyOpen => cache_error(
-                    &path,
-                    "in use by another process (run one at a time, pass another --cache file, or --no-cache)",
-                ),
-                other => cache_error(&path, other),
-            })
+            Database::create(&path).map_err(|e| open_error(&path, e))
         })?;
         Ok(CachedEmbedder {
             inner,
@@ -714,6 +767,14 @@ mod tests {
         assert_eq!((repaired.corrupt, repaired.removed), (1, 1));
         let after = check_cache(&path, false).unwrap();
         assert_eq!((after.entries, after.corrupt), (2, 0));
+        // a cache another process has open is left where it is, not moved aside as broken
+        {
+            let running = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
+            let busy = check_cache(&path, true).unwrap_err().to_string();
+            assert!(busy.contains("in use by another process"), "{busy}");
+            assert!(path.exists());
+            drop(running);
+        }
 
         // cut the file short: whatever redb makes of it, no panic escapes
         let bytes = std::fs::read(&path).unwrap();
