@@ -12,8 +12,15 @@ use crate::{Result, SageError};
 pub fn mean(values: &[f64]) -> Result<f64> {
     ensure_at_least("mean", 1, values.len())?;
     let (scaled, exponent) = super::scaled_near_one(values);
-    let m = scaled.iter().sum::<f64>() / values.len() as f64;
-    finite("mean", super::times_power_of_two(m, exponent))
+    finite(
+        "mean",
+        super::times_power_of_two(plain_mean(&scaled), exponent),
+    )
+}
+
+/// Σ values / n, for values already brought near 1.
+fn plain_mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// `value`, or an error saying `what` is not a finite number (never a NaN or an infinity passed
@@ -45,10 +52,11 @@ pub struct MeanStd {
 /// Mean and standard deviation as `numpy.mean` and `numpy.std(ddof=ddof)`.
 pub fn mean_std(values: &[f64], ddof: usize) -> Result<MeanStd> {
     ensure_at_least("standard deviation", ddof + 1, values.len())?;
-    let m = mean(values)?;
-    // deviations squared at a power-of-two scale: near 1e155 they overflow, near 1e-160 vanish
+    // mean and deviations at one power-of-two scale: near 1e155 squares overflow, near 1e-160
+    // they vanish
     let (scaled, exponent) = super::scaled_near_one(values);
-    let scaled_mean = super::times_power_of_two(m, -exponent);
+    let scaled_mean = plain_mean(&scaled);
+    let m = finite("mean", super::times_power_of_two(scaled_mean, exponent))?;
     let ss: f64 = scaled
         .iter()
         .map(|v| (v - scaled_mean) * (v - scaled_mean))
