@@ -5,6 +5,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
+use sage_data::lines;
 use serde_json::{Map, Value};
 
 /// Where input comes from: a file, or standard input for `-`.
@@ -81,23 +82,19 @@ impl Record {
 
 /// Reads every line of a JSON-lines file as an object: output line i answers input line i, so a
 /// blank line is an error naming it (one final newline is not a line), as is a key repeated in
-/// an object (JSON parsers disagree on which copy wins). A UTF-8 byte-order mark at the start is
-/// accepted. Errors on the first bad line (naming file and line) and on a file with no records.
+/// an object (see [`sage_data::lines`]). A UTF-8 byte-order mark at the start is accepted.
+/// Errors on the first bad line (naming file and line) and on a file with no records.
 pub fn read_records(path: &Path) -> Result<Vec<Record>> {
     let mut records = Vec::new();
     for (i, line) in lines(path)? {
-        if line.trim().is_empty() {
+        if lines::is_blank(&line) {
             bail!(
                 "{}:{i}: blank line: each line must be one JSON object (output line i answers \
                  input line i)",
                 shown(path)
             );
         }
-        let Strict(value) = serde_json::from_str(&line)
-            .map_err(|e| anyhow!("{}:{}: not valid JSON: {e}", shown(path), i))?;
-        let Value::Object(object) = value else {
-            bail!("{}:{}: expected a JSON object", shown(path), i);
-        };
+        let object = lines::json_object(&line).map_err(|e| anyhow!("{}:{i}: {e}", shown(path)))?;
         records.push(Record {
             path: path.to_owned(),
             line: i,
@@ -115,104 +112,21 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
 pub fn read_lines(path: &Path) -> Result<Vec<(usize, String)>> {
     Ok(lines(path)?
         .into_iter()
-        .filter(|(_, text)| !text.trim().is_empty())
+        .filter(|(_, text)| !lines::is_blank(text))
         .collect())
 }
 
-/// Every line with its 1-based number (none after a final newline), `\r\n` endings and a leading
-/// UTF-8 byte-order mark removed. Invalid UTF-8 is an error naming the line.
+/// Every line with its 1-based number, read as [`lines::numbered_lines`] reads it.
 fn lines(path: &Path) -> Result<Vec<(usize, String)>> {
     let mut reader = open(path)?;
     let mut bytes = Vec::new();
     reader
         .read_to_end(&mut bytes)
         .with_context(|| format!("{}: cannot read", shown(path)))?;
-    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-    let body = body.strip_suffix(b"\n").unwrap_or(body);
-    if body.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut lines = Vec::new();
-    for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let text = std::str::from_utf8(raw)
-            .map_err(|e| anyhow!("{}:{}: not valid UTF-8: {e}", shown(path), i + 1))?;
-        lines.push((i + 1, text.to_owned()));
-    }
-    Ok(lines)
-}
-
-/// A JSON value whose objects never repeat a key (at any depth).
-struct Strict(Value);
-
-impl<'de> serde::Deserialize<'de> for Strict {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_any(StrictVisitor).map(Strict)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> serde::de::Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(
-        self,
-        mut seq: A,
-    ) -> std::result::Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(Strict(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(
-        self,
-        mut map: A,
-    ) -> std::result::Result<Value, A::Error> {
-        let mut object = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let Strict(value) = map.next_value()?;
-            if object.contains_key(&key) {
-                return Err(serde::de::Error::custom(format_args!(
-                    "key {key:?} appears twice in one object"
-                )));
-            }
-            object.insert(key, value);
-        }
-        Ok(Value::Object(object))
-    }
+    let numbered = lines::numbered_lines(&bytes)
+        .map_err(|e| anyhow!("{}:{}: not valid UTF-8: {}", shown(path), e.line, e.message))?;
+    Ok(numbered
+        .into_iter()
+        .map(|(i, text)| (i, text.to_owned()))
+        .collect())
 }

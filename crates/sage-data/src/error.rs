@@ -76,6 +76,7 @@ pub enum DataError {
     #[error("no data directory: set SAGE_DATA_DIR or pass --data-dir")]
     NoRoot,
     /// A hub file could not be had.
+    #[cfg(feature = "fetch")]
     #[error("{dataset}: {source}")]
     Hub {
         /// The dataset.

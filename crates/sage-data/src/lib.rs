@@ -13,20 +13,26 @@
 //!
 //! - [`fetch()`]: `sage data fetch` — a registered dataset from the Hugging Face hub (through
 //!   sage-hub: cache first, offline mode honoured) converted into the local layout; Parquet is
-//!   read with polars.
+//!   read with polars. Behind the default feature `fetch`: without it polars and the hub client
+//!   stay out of the build, and the loaders read the local mirror only.
+//! - [`lines`]: how any line-oriented file splits into numbered lines and how a JSON line becomes
+//!   an object (a repeated key is an error), shared with the `sage` command's readers.
 //!
 //! JSON lines are parsed line by line with serde_json: that is what lets every error name its
 //! line, and it reads the largest mirror file (StackExchange, 217k rows) in well under a second.
 #![deny(missing_docs)]
 
 mod error;
+#[cfg(feature = "fetch")]
 pub mod fetch;
+pub mod lines;
 mod load;
 mod registry;
 mod rows;
 pub mod sample;
 
 pub use error::{DataError, Result};
+#[cfg(feature = "fetch")]
 pub use fetch::{fetch, map_record, Fetched};
 pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, Loaded, SplitReport};
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
@@ -35,6 +41,7 @@ pub use rows::{
     NegationPair, RerankingQuery, Row, StsPair, SummaryComparison, SummaryDocument, SummaryRating,
     TextPair, WordPair,
 };
+#[cfg(feature = "fetch")]
 pub use sage_hub::HubSettings;
 pub use sample::{sample, sample_grouped, sample_indices, RowSelection};
 

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use sage_core::RunSeed;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::{parse_error, DataError, Result};
+use crate::lines;
 use crate::registry::{entry, DatasetEntry, DatasetKind};
 use crate::rows::{
     sealed::ReadRow, At, BeirDocument, BeirQuery, Document, DocumentSummary, Line, Row, TextPair,
@@ -472,26 +472,22 @@ fn with_empty_lines<T: Row>(rows: Vec<(usize, T)>) -> (Vec<(usize, T)>, Vec<usiz
     (rows, empty)
 }
 
-fn read_text(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| DataError::Io {
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| DataError::Io {
         path: path.to_owned(),
         message: format!("cannot read: {e}"),
-    })?;
-    String::from_utf8(bytes).map_err(|e| {
-        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
-        parse_error(path, line, "not valid UTF-8")
     })
 }
 
-/// Non-blank lines with 1-based numbers; CR line ends accepted.
-fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.split('\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
-        .filter(|(_, l)| !l.trim().is_empty())
+/// Non-blank lines with 1-based numbers (a dataset file is a set of rows), read the way
+/// [`crate::lines`] reads every file.
+fn numbered_lines<'a>(path: &Path, bytes: &'a [u8]) -> Result<Vec<(usize, &'a str)>> {
+    let lines = lines::numbered_lines(bytes)
+        .map_err(|e| parse_error(path, e.line, format!("not valid UTF-8: {}", e.message)))?;
+    Ok(lines
+        .into_iter()
+        .filter(|(_, l)| !lines::is_blank(l))
+        .collect())
 }
 
 fn non_empty<T>(path: &Path, rows: Vec<(usize, T)>) -> Result<Vec<(usize, T)>> {
@@ -506,14 +502,10 @@ fn non_empty<T>(path: &Path, rows: Vec<(usize, T)>) -> Result<Vec<(usize, T)>> {
 
 /// JSON lines, one object a row.
 pub(crate) fn read_jsonl<T: ReadRow>(path: &Path, extra: &[&str]) -> Result<Vec<(usize, T)>> {
-    let text = read_text(path)?;
+    let bytes = read_bytes(path)?;
     let mut rows = Vec::new();
-    for (line, raw) in numbered_lines(&text) {
-        let value: Value = serde_json::from_str(raw)
-            .map_err(|e| parse_error(path, line, format!("not valid JSON: {e}")))?;
-        let Value::Object(object) = value else {
-            return Err(parse_error(path, line, "expected a JSON object"));
-        };
+    for (line, raw) in numbered_lines(path, &bytes)? {
+        let object = lines::json_object(raw).map_err(|e| parse_error(path, line, e))?;
         rows.push((
             line,
             T::from_json(
@@ -546,9 +538,9 @@ fn tab_fields<'a>(path: &Path, line: usize, raw: &'a str, want: usize) -> Result
 
 /// `word1<TAB>word2<TAB>score` lines.
 pub(crate) fn read_tsv_word_pairs(path: &Path) -> Result<Vec<(usize, WordPair)>> {
-    let text = read_text(path)?;
+    let bytes = read_bytes(path)?;
     let mut rows = Vec::new();
-    for (line, raw) in numbered_lines(&text) {
+    for (line, raw) in numbered_lines(path, &bytes)? {
         let f = tab_fields(path, line, raw, 3)?;
         let score = f[2]
             .trim()
@@ -568,9 +560,9 @@ pub(crate) fn read_tsv_word_pairs(path: &Path) -> Result<Vec<(usize, WordPair)>>
 
 /// `a<TAB>b` lines.
 pub(crate) fn read_tab_pairs(path: &Path) -> Result<Vec<(usize, TextPair)>> {
-    let text = read_text(path)?;
+    let bytes = read_bytes(path)?;
     let mut rows = Vec::new();
-    for (line, raw) in numbered_lines(&text) {
+    for (line, raw) in numbered_lines(path, &bytes)? {
         let f = tab_fields(path, line, raw, 2)?;
         rows.push((
             line,
@@ -585,8 +577,9 @@ pub(crate) fn read_tab_pairs(path: &Path) -> Result<Vec<(usize, TextPair)>> {
 
 /// One row a non-blank line.
 pub(crate) fn read_lines(path: &Path) -> Result<Vec<(usize, Line)>> {
-    let text = read_text(path)?;
-    let rows = numbered_lines(&text)
+    let bytes = read_bytes(path)?;
+    let rows = numbered_lines(path, &bytes)?
+        .into_iter()
         .map(|(line, raw)| {
             (
                 line,
@@ -600,9 +593,9 @@ pub(crate) fn read_lines(path: &Path) -> Result<Vec<(usize, Line)>> {
 }
 
 fn read_qrels(path: &Path) -> Result<Vec<(usize, String, String, i32)>> {
-    let text = read_text(path)?;
+    let bytes = read_bytes(path)?;
     let mut out = Vec::new();
-    for (line, raw) in numbered_lines(&text) {
+    for (line, raw) in numbered_lines(path, &bytes)? {
         let f = tab_fields(path, line, raw, 3)?;
         let rel = match f[2].trim().parse::<i32>() {
             Ok(r) => r,

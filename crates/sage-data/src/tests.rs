@@ -435,6 +435,12 @@ fn reranking_rows_load_with_their_candidate_lists() {
     assert_eq!((rows[0].positive.len(), rows[0].negative.len()), (2, 3));
     assert_eq!(rows[1].texts().len(), 5);
     // MTEB's hub records keep their lists through the column mapping
+    #[cfg(feature = "fetch")]
+    hub_records_keep_their_candidate_lists();
+}
+
+#[cfg(feature = "fetch")]
+fn hub_records_keep_their_candidate_lists() {
     let record = serde_json::json!({"query": "q", "positive": ["a"], "negative": ["b", "c"]});
     let mapped = crate::map_record(
         &record,

@@ -1,0 +1,160 @@
+//! The one reading of line-oriented text that every loader and the `sage` command share: how a
+//! file splits into numbered lines, and how one line of JSON becomes an object.
+//!
+//! Both are strict where leniency would change a number silently: invalid UTF-8 is an error
+//! naming its line, and a key repeated in a JSON object is an error (serde_json keeps the last
+//! copy, Python's json keeps the last, some tools keep the first: the same file would mean
+//! different rows to different readers). What is only spelling is accepted: a UTF-8 byte-order
+//! mark at the start, `\r\n` line ends, and one final newline (which ends a line rather than
+//! starting an empty one). Whether a blank line is an error or nothing is the caller's choice:
+//! the `sage` command answers input line i on output line i, so for it a blank line is an error;
+//! a dataset file is a set of rows, so its loaders pass over them.
+
+use serde_json::{Map, Value};
+
+/// A line that is not valid UTF-8.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotUtf8 {
+    /// 1-based number of the line.
+    pub line: usize,
+    /// What the decoder said.
+    pub message: String,
+}
+
+/// Every line of `bytes` with its 1-based number: a leading byte-order mark and one final newline
+/// removed, `\r\n` read as `\n`. An empty input has no lines.
+pub fn numbered_lines(bytes: &[u8]) -> Result<Vec<(usize, &str)>, NotUtf8> {
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let body = body.strip_suffix(b"\n").unwrap_or(body);
+    if body.is_empty() {
+        return Ok(Vec::new());
+    }
+    body.split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, raw)| {
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            std::str::from_utf8(raw)
+                .map(|text| (i + 1, text))
+                .map_err(|e| NotUtf8 {
+                    line: i + 1,
+                    message: e.to_string(),
+                })
+        })
+        .collect()
+}
+
+/// True for a line with nothing but white space.
+pub fn is_blank(line: &str) -> bool {
+    line.trim().is_empty()
+}
+
+/// One line of JSON as an object. The error says what is wrong in words, without the file and
+/// line, which the caller knows: not JSON, not an object, or a key that appears twice.
+pub fn json_object(line: &str) -> Result<Map<String, Value>, String> {
+    let Strict(value) = serde_json::from_str(line).map_err(|e| format!("not valid JSON: {e}"))?;
+    match value {
+        Value::Object(object) => Ok(object),
+        _ => Err("expected a JSON object".to_owned()),
+    }
+}
+
+/// A JSON value whose objects never repeat a key (at any depth).
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Strict(value) = map.next_value()?;
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "key {key:?} appears twice in one object"
+                )));
+            }
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_numbered_from_one_with_their_spelling_removed() {
+        let lines = numbered_lines(b"\xEF\xBB\xBFa\r\n\nb\n").unwrap();
+        assert_eq!(lines, vec![(1, "a"), (2, ""), (3, "b")]);
+        assert!(numbered_lines(b"").unwrap().is_empty());
+        assert!(numbered_lines(b"\n").unwrap().is_empty());
+        // a second final newline is an empty line of its own
+        assert_eq!(numbered_lines(b"a\n\n").unwrap(), vec![(1, "a"), (2, "")]);
+    }
+
+    #[test]
+    fn invalid_utf8_names_its_line() {
+        let e = numbered_lines(b"ok\nok\n\xFFbad\n").unwrap_err();
+        assert_eq!(e.line, 3);
+    }
+
+    #[test]
+    fn a_repeated_key_is_an_error_at_any_depth() {
+        assert!(json_object(r#"{"a":1,"a":2}"#)
+            .unwrap_err()
+            .contains("\"a\" appears twice"));
+        assert!(json_object(r#"{"x":[{"b":1,"b":1}]}"#).is_err());
+        assert!(json_object(r#"{"a":{"a":1}}"#).is_ok());
+        assert_eq!(json_object("[1]").unwrap_err(), "expected a JSON object");
+        assert!(json_object("{").unwrap_err().starts_with("not valid JSON"));
+    }
+}
