@@ -1,14 +1,16 @@
-use crate::error::{ensure_at_least, ensure_same_len};
+use crate::error::{ensure_at_least, ensure_finite, ensure_same_len};
 use crate::{Result, SageError};
 
 /// Pearson's r, as `scipy.stats.pearsonr(x, y).statistic`.
 ///
 /// Errors when the lengths differ, when there are fewer than 2 points, or when either input is
 /// constant (scipy returns NaN there; a NaN inside a report is worse than a clear error, and the
-/// caller decides what a constant similarity scores).
+/// caller decides what a constant similarity scores), or when a value is NaN or infinite.
 pub fn pearson(x: &[f64], y: &[f64]) -> Result<f64> {
     ensure_same_len("pearson", x.len(), y.len())?;
     ensure_at_least("pearson", 2, x.len())?;
+    ensure_finite("pearson", x)?;
+    ensure_finite("pearson", y)?;
     // r does not change when x or y is scaled: compute it where squares neither overflow
     // (values near 1e155) nor vanish (subnormal values)
     let (x, _) = super::scaled_near_one(x);
@@ -78,6 +80,14 @@ mod tests {
     #[test]
     fn pearson_matches_scipy() {
         assert_close(pearson(&X, &Y).unwrap(), 0.937_677_820_177_318, 1e-12);
+    }
+
+    /// Found by the measures fuzz target: a NaN among the inputs gave Ok(NaN).
+    #[test]
+    fn pearson_refuses_nan_and_infinity() {
+        let e = pearson(&[f64::NAN, 5e-323], &[9e-188, 0.0]).unwrap_err();
+        assert!(e.to_string().contains("value 0 is NaN"), "{e}");
+        assert!(pearson(&[1.0, 2.0], &[f64::INFINITY, 0.0]).is_err());
     }
 
     /// The same data at the ends of f64's range has the same r: squares of 1e155 overflowed to

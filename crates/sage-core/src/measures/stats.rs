@@ -2,7 +2,7 @@ use rand::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ensure_at_least, ensure_same_len};
+use crate::error::{ensure_at_least, ensure_finite, ensure_same_len};
 use crate::seed::RunSeed;
 use crate::{Result, SageError};
 
@@ -97,8 +97,10 @@ pub fn harmonic_mean(values: &[f64]) -> Result<f64> {
 
 /// The `q`-th percentile (0–100) with linear interpolation, as `numpy.percentile` (default
 /// method, including its interpolation formula).
+/// Errors on a NaN or infinite value, which has no place in an interpolated percentile.
 pub fn percentile(values: &[f64], q: f64) -> Result<f64> {
     ensure_at_least("percentile", 1, values.len())?;
+    ensure_finite("percentile", values)?;
     if !(0.0..=100.0).contains(&q) {
         return Err(SageError::InvalidArgument(format!(
             "percentile must be in [0, 100], got {q}"
@@ -115,6 +117,11 @@ fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     let hi = (lo + 1).min(sorted.len() - 1);
     let (a, b, t) = (sorted[lo], sorted[hi], h - lo as f64);
     let diff = b - a;
+    if !diff.is_finite() && a.is_finite() && b.is_finite() {
+        // a and b on either side of ±f64::MAX / 2: their difference overflows, a weighted sum
+        // does not (numpy returns inf or NaN here)
+        return a * (1.0 - t) + b * t;
+    }
     if t >= 0.5 {
         b - diff * (1.0 - t)
     } else {
@@ -145,14 +152,14 @@ pub struct HodgesLehmann {
 /// `(d_i + d_j) / 2` over `i ≤ j`. Uses O(n²) memory: n = 10,000 needs 400 MB.
 pub fn hodges_lehmann(differences: &[f64]) -> Result<f64> {
     ensure_at_least("Hodges-Lehmann", 1, differences.len())?;
-    if differences.iter().any(|d| d.is_nan()) {
-        return Err(SageError::InvalidArgument("Hodges-Lehmann of NaN".into()));
-    }
+    ensure_finite("Hodges-Lehmann", differences)?;
     let n = differences.len();
     let mut walsh = Vec::with_capacity(n * (n + 1) / 2);
+    // f64::midpoint is (a + b) / 2 to the bit where that sum is finite, and a / 2 + b / 2 where
+    // it would overflow (values beyond f64::MAX / 2)
     for i in 0..n {
         for j in i..n {
-            walsh.push((differences[i] + differences[j]) / 2.0);
+            walsh.push(differences[i].midpoint(differences[j]));
         }
     }
     Ok(median_in_place(&mut walsh))
@@ -166,7 +173,7 @@ fn median_in_place(v: &mut [f64]) -> f64 {
         upper
     } else {
         let lower = v[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (lower + upper) / 2.0
+        lower.midpoint(upper)
     }
 }
 
@@ -523,6 +530,27 @@ mod tests {
         }
         assert_eq!(mean(&[f64::MAX, f64::MAX]).unwrap(), f64::MAX);
         assert!(mean(&[f64::INFINITY, 1.0]).is_err());
+    }
+
+    #[test]
+    fn hodges_lehmann_survives_values_past_half_of_f64_max() {
+        // found by the measures fuzz target: Walsh averages (a + b) / 2 overflowed to -inf
+        let big = -1.4e308;
+        assert_eq!(hodges_lehmann(&[big]).unwrap(), big);
+        // Walsh averages big ×3, big/2 ×2, 1: the median is halfway between big and big/2
+        assert_eq!(hodges_lehmann(&[big, big, 1.0]).unwrap(), 0.75 * big);
+        assert!(hodges_lehmann(&[f64::INFINITY]).is_err());
+    }
+
+    #[test]
+    fn percentile_refuses_non_finite_values_and_survives_extremes() {
+        // found by the measures fuzz target: [NaN] gave Ok(NaN), [-1e308, 1e308] gave NaN
+        assert!(percentile(&[f64::NAN], 50.0).is_err());
+        assert!(percentile(&[1.0, f64::INFINITY], 50.0).is_err());
+        let mid = percentile(&[-1e308, 1e308], 50.0).unwrap();
+        assert_eq!(mid, 0.0);
+        let quarter = percentile(&[-1e308, 1e308], 25.0).unwrap();
+        assert!(quarter.is_finite() && quarter < 0.0);
     }
 
     #[test]
