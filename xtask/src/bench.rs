@@ -343,6 +343,13 @@ pub fn bench_all(args: &[String]) -> Result<()> {
     if plan_only {
         return print_plan(&jobs, &sage, &out, overwrite, &context);
     }
+    let swept = sweep_stale_temporaries(&out);
+    if swept > 0 {
+        eprintln!(
+            "bench-all: removed {swept} temporary files a killed run left in {}",
+            out.display()
+        );
+    }
     let outcomes = run_jobs(&jobs, &sage, &out, overwrite, &context);
 
     let manifest = json!({
@@ -934,6 +941,45 @@ fn run_jobs(
     outcomes
 }
 
+/// Removes the temporary files a killed run left in the results tree: `NAME.<pid>.partial` and
+/// `NAME.<pid>.tmp` (bench-all's), `NAME.tmp-<pid>` and `.NAME.<pid>.tmp` (sage's), whose process
+/// is gone. Only on Linux, where /proc tells which processes live; elsewhere they stay, and
+/// nothing reads them. Returns how many were removed.
+fn sweep_stale_temporaries(out: &Path) -> usize {
+    fn pid_of(name: &str) -> Option<u32> {
+        if let Some((_, pid)) = name.rsplit_once(".tmp-") {
+            return pid.parse().ok();
+        }
+        let stem = name
+            .strip_suffix(".partial")
+            .or_else(|| name.strip_suffix(".tmp"))?;
+        stem.rsplit_once('.')?.1.parse().ok()
+    }
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return 0;
+    }
+    let mut removed = 0;
+    let mut stack = vec![out.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+                continue;
+            }
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(pid_of) else {
+                continue;
+            };
+            if !proc.join(pid.to_string()).exists() && std::fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
 /// Runs one job and writes its result file atomically; nothing is written on failure.
 fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<()> {
     let dir = path.parent().expect("a result path has a folder");
@@ -1163,6 +1209,42 @@ mod tests {
         };
         assert_eq!(context.price_args("cohere:embed-v4.0"), ["--price", "0.5"]);
         assert!(context.price_args("all-MiniLM-L6-v2").is_empty());
+    }
+
+    #[test]
+    fn a_killed_runs_temporaries_are_swept_and_a_living_ones_kept() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("bm25/sage");
+        std::fs::create_dir_all(&dir).unwrap();
+        // pid 2^22 + 1 is past Linux's pid_max: never a living process
+        let dead = 4_194_305;
+        let alive = std::process::id();
+        let names = [
+            format!("robustness.report.{dead}.partial"),
+            format!("robustness.json.{dead}.tmp"),
+            format!("robustness.report.tmp-{dead}"),
+            format!(".report.md.{dead}.tmp"),
+            format!("clustering.report.{alive}.partial"),
+            "robustness.json".to_owned(),
+            "notes.tmp".to_owned(),
+        ];
+        for name in &names {
+            std::fs::write(dir.join(name), b"x").unwrap();
+        }
+        assert_eq!(sweep_stale_temporaries(out.path()), 4);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                format!("clustering.report.{alive}.partial"),
+                "notes.tmp".to_owned(),
+                "robustness.json".to_owned()
+            ]
+        );
     }
 
     #[test]

@@ -223,7 +223,14 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().context("output path has no parent")?;
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
+    // synced before the rename: after a crash of the machine (not only of the process) the name
+    // points at the whole file or at the old one, never at an empty one
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut file, bytes)?;
+        file.sync_all()
+    };
+    write().with_context(|| format!("{}: cannot write", tmp.display()))?;
     std::fs::rename(&tmp, path)
         .with_context(|| format!("{}: cannot move into place", path.display()))
 }

@@ -9,54 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 mod common;
-use common::{sage, workspace};
-
-/// bench-all with the environment of a fresh clone: fixtures, an empty embedding cache and an
-/// offline, empty hub cache (models come from SAGE_MODELS_DIR when it has them).
-fn bench_all(out: &Path, scratch: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    c.current_dir(workspace())
-        .args(["bench-all", "--quick", "--sage"])
-        .arg(sage())
-        .arg("--out")
-        .arg(out)
-        .env_remove("SAGE_DATA_DIR")
-        .env("SAGE_CACHE_DIR", scratch.join("cache"))
-        .env("HF_HOME", scratch.join("hf"))
-        .env("HF_HUB_OFFLINE", "1");
-    c
-}
-
-fn result_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") && p.parent() != Some(dir) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// A result file without the fields that say when and where a job ran.
-fn stable(path: &Path) -> Value {
-    let mut v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let map = v.as_object_mut().unwrap();
-    map.remove("run");
-    if let Some(report) = map.get_mut("report").and_then(Value::as_object_mut) {
-        report.remove("timings");
-    }
-    v
-}
+use common::{fresh_clone_bench_all as bench_all, result_files, stable, workspace};
 
 #[test]
 fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {

@@ -88,3 +88,50 @@ pub fn sensitivity_only_config(model: &str) -> String {
         .replace("levels = [\"word\", \"sentence\"]", "levels = []")
         .replace("enabled = true", "enabled = false")
 }
+
+/// bench-all with the environment of a fresh clone: fixtures, an empty embedding cache and an
+/// offline, empty hub cache (models come from SAGE_MODELS_DIR when it has them).
+pub fn fresh_clone_bench_all(out: &Path, scratch: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    c.current_dir(workspace())
+        .args(["bench-all", "--quick", "--sage"])
+        .arg(sage())
+        .arg("--out")
+        .arg(out)
+        .env_remove("SAGE_DATA_DIR")
+        .env("SAGE_CACHE_DIR", scratch.join("cache"))
+        .env("HF_HOME", scratch.join("hf"))
+        .env("HF_HUB_OFFLINE", "1");
+    c
+}
+
+pub fn result_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") && p.parent() != Some(dir) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A result file without the fields that say when and where a job ran.
+pub fn stable(path: &Path) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let map = v.as_object_mut().unwrap();
+    map.remove("run");
+    if let Some(report) = map
+        .get_mut("report")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        report.remove("timings");
+    }
+    v
+}

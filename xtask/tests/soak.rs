@@ -1,0 +1,257 @@
+//! Soak: `cargo xtask bench-all --quick` killed with SIGKILL at seeded random moments, many
+//! times in a row, and then let finish. The process group goes down each time (bench-all and the
+//! `sage` job it is running), as when a node dies or a scheduler cancels a job.
+//!
+//! After every kill, no result file is corrupt (each `.json` in the tree parses whole) and the
+//! embedding cache passes `sage cache verify`. At the end the result files equal an
+//! uninterrupted run's (run metadata and timings aside) and no temporary file is left.
+//!
+//! SAGE_SOAK_KILLS (default 20: attempts, each killed unless it finished first) and
+//! SAGE_SOAK_SEED (default 1) change the kill count and the moments; the test prints both, with
+//! how many kills landed mid-job, on a line of its own.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{fresh_clone_bench_all, result_files, sage, stable};
+
+/// splitmix64: a seeded sequence of kill moments with no dependency.
+struct Moments(u64);
+
+impl Moments {
+    fn next_fraction(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn env_number(key: &str, default: u64) -> u64 {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Every file under `dir` that is not a finished file: the temporaries of a killed run.
+fn temporaries(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.ends_with(".partial") || name.ends_with(".tmp") || name.contains(".tmp-") {
+                    out.push(p.display().to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether a process of group `group` still has a living thread. SIGKILL is delivered
+/// asynchronously: `kill` returns, and the killed group's `sage` may hold the cache's lock a
+/// moment longer. Its main thread can already show as a zombie while other threads are still
+/// exiting with the open files, so every thread is looked at.
+fn group_alive(group: u32) -> bool {
+    let state_and_group = |stat: &str| -> Option<(String, String)> {
+        // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
+        let (_, rest) = stat.rsplit_once(") ")?;
+        let fields: Vec<&str> = rest.split(' ').collect();
+        Some((fields.first()?.to_string(), fields.get(2)?.to_string()))
+    };
+    std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|process| {
+        let Ok(stat) = std::fs::read_to_string(process.path().join("stat")) else {
+            return false;
+        };
+        if state_and_group(&stat).is_none_or(|(_, g)| g != group.to_string()) {
+            return false;
+        }
+        std::fs::read_dir(process.path().join("task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|thread| {
+                std::fs::read_to_string(thread.path().join("stat"))
+                    .ok()
+                    .and_then(|s| state_and_group(&s))
+                    .is_some_and(|(state, _)| state != "Z" && state != "X")
+            })
+    })
+}
+
+/// Whether a `sage` job of group `group` is running (its process exists and is not a zombie).
+fn job_running(group: u32) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                return false;
+            };
+            let (Some((_, comm_on)), Some((_, rest))) =
+                (stat.split_once(" ("), stat.rsplit_once(") "))
+            else {
+                return false;
+            };
+            let fields: Vec<&str> = rest.split(' ').collect();
+            comm_on.starts_with("sage)")
+                && fields.len() > 2
+                && fields[0] != "Z"
+                && fields[2] == group.to_string()
+        })
+}
+
+/// No result file is half-written, and the cache files hold only sound entries.
+fn assert_nothing_corrupt(out: &Path, cache_dir: &Path, after: &str) {
+    for file in result_files(out) {
+        let bytes = std::fs::read(&file).unwrap();
+        let parsed: Result<serde_json::Value, _> = serde_json::from_slice(&bytes);
+        assert!(
+            parsed.is_ok_and(|v| v["schema"] == "sage-rs/result/1"),
+            "{after}: {} is not a whole result file",
+            file.display()
+        );
+    }
+    for entry in std::fs::read_dir(cache_dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "embeddings.redb") {
+            let verified = Command::new(sage())
+                .args(["cache", "verify", "--cache"])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                verified.status.success(),
+                "{after}: sage cache verify {}: {}{}",
+                path.display(),
+                String::from_utf8_lossy(&verified.stdout),
+                String::from_utf8_lossy(&verified.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn bench_all_killed_again_and_again_ends_with_the_same_files() {
+    let kills_wanted = env_number("SAGE_SOAK_KILLS", 20);
+    let seed = env_number("SAGE_SOAK_SEED", 1);
+    let tmp = tempfile::tempdir().unwrap();
+
+    let whole = tmp.path().join("whole");
+    let start = Instant::now();
+    let output = fresh_clone_bench_all(&whole, &tmp.path().join("a"))
+        .output()
+        .unwrap();
+    let uninterrupted = start.elapsed();
+    assert!(
+        output.status.success(),
+        "bench-all --quick failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let files = result_files(&whole);
+    // the same run again, every result kept: what an attempt spends before and after its jobs
+    let start = Instant::now();
+    let output = fresh_clone_bench_all(&whole, &tmp.path().join("a"))
+        .output()
+        .unwrap();
+    let overhead = start.elapsed();
+    assert!(output.status.success());
+
+    // Kill moments up to the overhead plus two K-ths of the jobs' time: most attempts are
+    // killed, the jobs' time is spread over all of them, and many kills land inside a job (a
+    // `sage` child writing its report, a cache commit, a rename).
+    let jobs_time = uninterrupted.saturating_sub(overhead).as_secs_f64();
+    let longest = overhead.as_secs_f64() + 2.0 * jobs_time / kills_wanted.max(1) as f64;
+    let mut moments = Moments(seed);
+    let soaked = tmp.path().join("soaked");
+    let scratch = tmp.path().join("b");
+    let (mut kills, mut mid_job) = (0u64, 0u64);
+    for attempt in 0..=kills_wanted {
+        let mut run = fresh_clone_bench_all(&soaked, &scratch);
+        run.stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let mut child = run.spawn().unwrap();
+        if attempt == kills_wanted {
+            assert!(child.wait().unwrap().success(), "the final run failed");
+            break;
+        }
+        let moment = Duration::from_secs_f64(longest * moments.next_fraction());
+        let started = Instant::now();
+        while started.elapsed() < moment && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if child.try_wait().unwrap().is_some() {
+            continue; // it finished first (late attempts have little left to do)
+        }
+        if job_running(child.id()) {
+            mid_job += 1;
+        }
+        let group = format!("-{}", child.id());
+        let killed = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .status()
+            .unwrap();
+        assert!(killed.success(), "kill -KILL -- {group}");
+        child.wait().unwrap();
+        let gone = Instant::now();
+        while group_alive(child.id()) {
+            assert!(
+                gone.elapsed() < Duration::from_secs(30),
+                "group {group} survived SIGKILL"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        kills += 1;
+        assert_nothing_corrupt(&soaked, &scratch.join("cache"), &format!("kill {kills}"));
+    }
+    assert!(
+        kills * 2 >= kills_wanted,
+        "only {kills} of {kills_wanted} attempts were killed"
+    );
+
+    assert_eq!(
+        temporaries(&soaked),
+        Vec::<String>::new(),
+        "the finished run left temporary files"
+    );
+    let again = result_files(&soaked);
+    assert_eq!(
+        again
+            .iter()
+            .map(|p| p.strip_prefix(&soaked).unwrap())
+            .collect::<Vec<_>>(),
+        files
+            .iter()
+            .map(|p| p.strip_prefix(&whole).unwrap())
+            .collect::<Vec<_>>()
+    );
+    for (a, b) in files.iter().zip(&again) {
+        assert_eq!(stable(a), stable(b), "{} differs", b.display());
+    }
+    assert_eq!(
+        std::fs::read_to_string(whole.join("report.md")).unwrap(),
+        std::fs::read_to_string(soaked.join("report.md")).unwrap()
+    );
+    // past libtest's capture, like the skip lines: CI's log shows what the soak did
+    let line = format!(
+        "soak: bench-all --quick killed {kills} times (seed {seed}; {mid_job} with a `sage` job running, \
+         moments up to {longest:.2} s), then finished: {} result files equal an uninterrupted \
+         run's\n",
+        files.len()
+    );
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
