@@ -5,12 +5,14 @@
 //! The `sage` binary is the debug one `cargo test --workspace` builds for sage-cli's tests
 //! (built here when absent), passed with --sage so the test does not start a release build.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fresh_clone_bench_all as bench_all, result_files, stable, workspace};
+use common::{
+    assert_same_results, fresh_clone_bench_all as bench_all, result_files, stable, workspace,
+};
 
 #[test]
 fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
@@ -102,20 +104,7 @@ fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
         log.contains(": kept ("),
         "the re-run kept the finished results:\n{log}"
     );
-    let again = result_files(&resumed);
-    assert_eq!(
-        again
-            .iter()
-            .map(|p| p.strip_prefix(&resumed).unwrap())
-            .collect::<Vec<_>>(),
-        files
-            .iter()
-            .map(|p| p.strip_prefix(&whole).unwrap())
-            .collect::<Vec<_>>()
-    );
-    for (a, b) in files.iter().zip(&again) {
-        assert_eq!(stable(a), stable(b), "{} differs", b.display());
-    }
+    assert_same_results(&whole, &resumed);
 }
 
 /// report.html in headless Chromium: it renders (a non-empty screenshot, the tables and plots in

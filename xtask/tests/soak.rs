@@ -12,12 +12,12 @@
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fresh_clone_bench_all, result_files, sage, stable};
+use common::{assert_same_results, files_under, fresh_clone_bench_all, result_files, sage};
 
 /// splitmix64: a seeded sequence of kill moments with no dependency.
 struct Moments(u64);
@@ -40,24 +40,15 @@ fn env_number(key: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Every file under `dir` that is not a finished file: the temporaries of a killed run.
-fn temporaries(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if name.ends_with(".partial") || name.ends_with(".tmp") || name.contains(".tmp-") {
-                    out.push(p.display().to_string());
-                }
-            }
-        }
-    }
-    out
+/// The temporaries of a killed run under `dir`.
+fn temporaries(dir: &Path) -> Vec<PathBuf> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.ends_with(".partial") || name.ends_with(".tmp") || name.contains(".tmp-")
+        })
+        .collect()
 }
 
 /// Whether a process of group `group` still has a living thread. SIGKILL is delivered
@@ -71,24 +62,28 @@ fn group_alive(group: u32) -> bool {
         let fields: Vec<&str> = rest.split(' ').collect();
         Some((fields.first()?.to_string(), fields.get(2)?.to_string()))
     };
-    std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|process| {
-        let Ok(stat) = std::fs::read_to_string(process.path().join("stat")) else {
-            return false;
-        };
-        if state_and_group(&stat).is_none_or(|(_, g)| g != group.to_string()) {
-            return false;
-        }
-        std::fs::read_dir(process.path().join("task"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|thread| {
-                std::fs::read_to_string(thread.path().join("stat"))
-                    .ok()
-                    .and_then(|s| state_and_group(&s))
-                    .is_some_and(|(state, _)| state != "Z" && state != "X")
-            })
-    })
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|process| {
+            let Ok(stat) = std::fs::read_to_string(process.path().join("stat")) else {
+                return false;
+            };
+            if state_and_group(&stat).is_none_or(|(_, g)| g != group.to_string()) {
+                return false;
+            }
+            std::fs::read_dir(process.path().join("task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|thread| {
+                    std::fs::read_to_string(thread.path().join("stat"))
+                        .ok()
+                        .and_then(|s| state_and_group(&s))
+                        .is_some_and(|(state, _)| state != "Z" && state != "X")
+                })
+        })
 }
 
 /// Whether a `sage` job of group `group` is running (its process exists and is not a zombie).
@@ -225,23 +220,10 @@ fn bench_all_killed_again_and_again_ends_with_the_same_files() {
 
     assert_eq!(
         temporaries(&soaked),
-        Vec::<String>::new(),
+        Vec::<PathBuf>::new(),
         "the finished run left temporary files"
     );
-    let again = result_files(&soaked);
-    assert_eq!(
-        again
-            .iter()
-            .map(|p| p.strip_prefix(&soaked).unwrap())
-            .collect::<Vec<_>>(),
-        files
-            .iter()
-            .map(|p| p.strip_prefix(&whole).unwrap())
-            .collect::<Vec<_>>()
-    );
-    for (a, b) in files.iter().zip(&again) {
-        assert_eq!(stable(a), stable(b), "{} differs", b.display());
-    }
+    assert_same_results(&whole, &soaked);
     assert_eq!(
         std::fs::read_to_string(whole.join("report.md")).unwrap(),
         std::fs::read_to_string(soaked.join("report.md")).unwrap()

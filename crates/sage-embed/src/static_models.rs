@@ -83,6 +83,19 @@ fn count_header(line: &str) -> Option<(usize, usize)> {
 }
 
 /// GloVe text, or fastText `.vec` (GloVe text after a `count dimension` line).
+/// The largest magnitude a vector value may have. Trained embeddings stay far below it; a NaN, an
+/// infinity or a value near f32::MAX (which overflows the means taken over words) would come out
+/// of a similarity as `null` or a wrong number far from its cause, so the file is refused instead.
+pub const MAX_VECTOR_VALUE: f32 = 1e20;
+
+/// The first value of `values` that is not a number within ±[`MAX_VECTOR_VALUE`].
+fn out_of_range(values: &[f32]) -> Option<f32> {
+    values
+        .iter()
+        .copied()
+        .find(|v| !(v.abs() <= MAX_VECTOR_VALUE))
+}
+
 fn read_text_vectors(file: &Path) -> Result<Vec<(String, Vec<f32>)>> {
     let text =
         std::fs::read_to_string(file).map_err(|e| file_error(file, format!("cannot read: {e}")))?;
@@ -123,6 +136,15 @@ fn read_text_vectors(file: &Path) -> Result<Vec<(String, Vec<f32>)>> {
                     format!("line {}: {} values, expected {dim}", i + 1, values.len()),
                 ));
             }
+            if let Some(v) = out_of_range(&values) {
+                return Err(file_error(
+                    file,
+                    format!(
+                        "line {}: value {v:e} is not within ±{MAX_VECTOR_VALUE:e}",
+                        i + 1
+                    ),
+                ));
+            }
             Ok((word, values))
         })
         .collect()
@@ -157,17 +179,28 @@ fn read_word2vec_binary(file: &Path) -> Result<Vec<(String, Vec<f32>)>> {
             })?;
         let word = String::from_utf8_lossy(&bytes[at..at + space]).into_owned();
         at += space + 1;
-        let values = bytes.get(at..at + 4 * dim).ok_or_else(|| {
-            file_error(file, format!("word {} ({word:?}): vector cut off", n + 1))
-        })?;
-        rows.push((
-            word,
-            values
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-        ));
-        at += 4 * dim;
+        let cut_off = || file_error(file, format!("word {} ({word:?}): vector cut off", n + 1));
+        let end = dim
+            .checked_mul(4)
+            .and_then(|width| at.checked_add(width))
+            .ok_or_else(cut_off)?;
+        let values: Vec<f32> = bytes
+            .get(at..end)
+            .ok_or_else(cut_off)?
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        if let Some(v) = out_of_range(&values) {
+            return Err(file_error(
+                file,
+                format!(
+                    "word {} ({word:?}): value {v:e} is not within ±{MAX_VECTOR_VALUE:e}",
+                    n + 1
+                ),
+            ));
+        }
+        rows.push((word, values));
+        at = end;
     }
     if rows.is_empty() {
         return Err(file_error(file, "no words"));
@@ -586,5 +619,33 @@ mod word_vector_tests {
             e.contains("cut.bin") && e.contains("word 1") && e.contains("cut off"),
             "{e}"
         );
+    }
+
+    /// Found by the word_vectors fuzz target: `nan` (or `inf`, or a value near f32::MAX whose
+    /// means overflow) in a vector file loaded, and every text with that word embedded to NaN,
+    /// a `null` score far from its cause. Such files are refused, naming the line or the word.
+    #[test]
+    fn values_that_are_not_numbers_within_range_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for (value, shown) in [("nan", "NaN"), ("-inf", "-inf"), ("3e38", "value 3e38")] {
+            let glove = dir.path().join("glove.bad.txt");
+            std::fs::write(&glove, format!("the 0.1 0.2\ncat 0.5 {value}\n")).unwrap();
+            let e = load(&glove).err().unwrap().to_string();
+            assert!(
+                e.contains("glove.bad.txt") && e.contains("line 2") && e.contains(shown),
+                "{e}"
+            );
+        }
+        let bin = dir.path().join("vectors.bin");
+        let mut bytes = b"1 2\nthe ".to_vec();
+        bytes.extend(0.5f32.to_le_bytes());
+        bytes.extend(f32::NAN.to_le_bytes());
+        std::fs::write(&bin, bytes).unwrap();
+        let e = load(&bin).err().unwrap().to_string();
+        assert!(e.contains("word 1 (\"the\")") && e.contains("NaN"), "{e}");
+        // a header announcing more than the address space holds is cut off, not an overflow
+        std::fs::write(&bin, format!("1 {}\nthe \x00", usize::MAX / 2)).unwrap();
+        let e = load(&bin).err().unwrap().to_string();
+        assert!(e.contains("cut off"), "{e}");
     }
 }

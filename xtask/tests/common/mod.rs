@@ -105,7 +105,8 @@ pub fn fresh_clone_bench_all(out: &Path, scratch: &Path) -> Command {
     c
 }
 
-pub fn result_files(dir: &Path) -> Vec<PathBuf> {
+/// Every file under `dir`, at any depth, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
@@ -113,13 +114,38 @@ pub fn result_files(dir: &Path) -> Vec<PathBuf> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") && p.parent() != Some(dir) {
+            } else {
                 out.push(p);
             }
         }
     }
     out.sort();
     out
+}
+
+/// The per-job result files of a bench-all results tree (not its top-level manifest).
+pub fn result_files(dir: &Path) -> Vec<PathBuf> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.parent() != Some(dir))
+        .collect()
+}
+
+/// `actual` holds the same result files as `expected`, with the same contents apart from when
+/// and where each job ran.
+pub fn assert_same_results(expected: &Path, actual: &Path) {
+    let (want, got) = (result_files(expected), result_files(actual));
+    assert_eq!(
+        got.iter()
+            .map(|p| p.strip_prefix(actual).unwrap())
+            .collect::<Vec<_>>(),
+        want.iter()
+            .map(|p| p.strip_prefix(expected).unwrap())
+            .collect::<Vec<_>>()
+    );
+    for (a, b) in want.iter().zip(&got) {
+        assert_eq!(stable(a), stable(b), "{} differs", b.display());
+    }
 }
 
 /// A result file without the fields that say when and where a job ran.
