@@ -1,5 +1,5 @@
-//! Every perturbation on any text, with parameters drawn inside their documented ranges (and,
-//! for one input in four, any string at all): building either succeeds or names the parameter,
+//! Every perturbation on any text, with parameters drawn inside the ranges its kind documents
+//! (`PerturbationSpec::KINDS`; for one input in four, any strings at all): building either succeeds or names the parameter,
 //! applying never panics, and the same seed gives the same text twice. The WordNet kinds use the
 //! fixture mirror's WordNet.
 #![no_main]
@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use sage_core::RunSeed;
-use sage_perturb::{PerturbationSpec, WordNet};
+use sage_perturb::{Kind, Parameter, PerturbationSpec, WordNet};
 
 fn wordnet() -> Arc<WordNet> {
     static WORDNET: OnceLock<Arc<WordNet>> = OnceLock::new();
@@ -23,42 +23,30 @@ fn wordnet() -> Arc<WordNet> {
         .clone()
 }
 
-/// A value in `[0, max]`, ends included, from a fraction of 2^16.
-fn within(u: &mut Unstructured, max: f64) -> arbitrary::Result<String> {
-    let step = u16::arbitrary(u)?;
-    Ok((max * f64::from(step) / f64::from(u16::MAX)).to_string())
+/// A value inside the parameter's documented range (whole for a count); counts up to a million
+/// cost up to a million swaps a text, so large ones are drawn rarely.
+fn within(u: &mut Unstructured, p: &Parameter) -> arbitrary::Result<String> {
+    if p.whole {
+        let top = if u.ratio(1, 64)? { p.max } else { p.max.min(p.min + 64.0) };
+        let n = u.int_in_range(p.min as u64..=top as u64)?;
+        return Ok(n.to_string());
+    }
+    let step = f64::from(u16::arbitrary(u)?) / f64::from(u16::MAX);
+    Ok((p.min + (p.max - p.min) * step).to_string())
 }
 
-fn params(u: &mut Unstructured, kind: &str) -> arbitrary::Result<Vec<(String, String)>> {
+fn params(u: &mut Unstructured, kind: &Kind) -> arbitrary::Result<Vec<(String, String)>> {
     if u.ratio(1, 4)? {
         // anything at all: an error is fine, a panic or a runaway allocation is not
         return Vec::<(String, String)>::arbitrary(u);
     }
-    let mut p = Vec::new();
-    let mut set = |name: &str, value: String| p.push((name.to_owned(), value));
-    match kind {
-        "random-capitalisation" => set("p", within(u, 1.0)?),
-        "character-deletion" => set("every", u.int_in_range(1..=1_000_000_000u32)?.to_string()),
-        "needle-insertion" => {
-            set("p", within(u, 10.0)?);
-            set("pos", within(u, 1.0)?);
+    let mut params = Vec::new();
+    for p in kind.parameters {
+        if u.arbitrary()? {
+            params.push((p.name.to_owned(), within(u, p)?));
         }
-        "token-removal" => {
-            set("size", within(u, 1.0)?);
-            set("pos", within(u, 1.0)?);
-        }
-        // counts up to the documented 1e6 cost up to a million swaps a text: rarely that many
-        "jumbling" | "synonym-replacement" => {
-            let n = if u.ratio(1, 64)? {
-                u.int_in_range(0..=1_000_000u32)?
-            } else {
-                u.int_in_range(0..=64u32)?
-            };
-            set("n", n.to_string());
-        }
-        _ => {}
     }
-    Ok(p)
+    Ok(params)
 }
 
 fuzz_target!(|input: &[u8]| {
@@ -66,7 +54,7 @@ fuzz_target!(|input: &[u8]| {
     let Ok(pick) = u.choose_index(PerturbationSpec::KINDS.len()) else {
         return;
     };
-    let kind = PerturbationSpec::KINDS[pick].0;
+    let kind = &PerturbationSpec::KINDS[pick];
     let Ok(params) = params(&mut u, kind) else {
         return;
     };
@@ -75,7 +63,7 @@ fuzz_target!(|input: &[u8]| {
     };
     let text = String::from_utf8_lossy(u.take_rest()).into_owned();
     let spec = PerturbationSpec {
-        kind: kind.to_owned(),
+        kind: kind.name.to_owned(),
         params,
     };
     let Ok(perturbation) = spec.build(|| Ok(wordnet())) else {

@@ -94,8 +94,8 @@ pub fn run(args: PerturbArgs) -> Result<()> {
 /// The kinds and their parameters, for `--help`.
 pub fn kinds_help() -> String {
     let mut help = String::from("Kinds (default parameters):\n");
-    for (kind, params) in PerturbationSpec::KINDS {
-        help.push_str(&format!("  {kind:<24} {params}\n"));
+    for kind in PerturbationSpec::KINDS {
+        help.push_str(&format!("  {:<24} {}\n", kind.name, kind.describe()));
     }
     help
 }

@@ -221,23 +221,146 @@ pub struct PerturbationSpec {
     pub params: Vec<(String, String)>,
 }
 
+/// A numeric parameter of a perturbation kind with its documented range: the one place both
+/// `--help` and [`PerturbationSpec::build`] read it from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Parameter {
+    /// The name in `key=value`.
+    pub name: &'static str,
+    /// The value when none is given.
+    pub default: f64,
+    /// Smallest valid value.
+    pub min: f64,
+    /// Largest valid value: bounded so that a typo (`p=1e9`) is an error before any work, not
+    /// hours of it or a terabyte allocation.
+    pub max: f64,
+    /// Whether only whole numbers are valid (a count).
+    pub whole: bool,
+}
+
+impl Parameter {
+    const fn unit(name: &'static str, default: f64) -> Parameter {
+        Parameter {
+            name,
+            default,
+            min: 0.0,
+            max: 1.0,
+            whole: false,
+        }
+    }
+
+    const fn count(name: &'static str, default: f64, min: f64, max: f64) -> Parameter {
+        Parameter {
+            name,
+            default,
+            min,
+            max,
+            whole: true,
+        }
+    }
+
+    /// What a valid value is, in words: `a number in [0, 1]`, `a whole number in [1, 1e9]`.
+    pub fn expected(&self) -> String {
+        if self.whole {
+            format!("a whole number in [{}, {:e}]", self.min, self.max)
+        } else {
+            format!("a number in [{}, {}]", self.min, self.max)
+        }
+    }
+
+    /// `value` if it is valid, else the error naming the parameter, the value and the range.
+    pub fn check(&self, value: f64) -> Result<f64> {
+        let whole_enough = !self.whole || value.fract() == 0.0;
+        if (self.min..=self.max).contains(&value) && whole_enough {
+            Ok(value)
+        } else {
+            Err(PerturbError::InvalidParameter {
+                name: self.name,
+                value: value.to_string(),
+                expected: self.expected(),
+            })
+        }
+    }
+}
+
+/// A perturbation kind as the command line names it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Kind {
+    /// The name, e.g. `needle-insertion`.
+    pub name: &'static str,
+    /// Its parameters, in the order help shows them.
+    pub parameters: &'static [Parameter],
+    /// Whether it reads WordNet.
+    pub needs_wordnet: bool,
+}
+
+impl Kind {
+    /// `p=0.15 (0 to 10) pos=0.5 (0 to 1)`, and whether WordNet is needed, for `--help`.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .parameters
+            .iter()
+            .map(|p| {
+                let whole = if p.whole { "whole, " } else { "" };
+                if p.max >= 1e6 {
+                    format!("{}={} ({whole}{} to {:e})", p.name, p.default, p.min, p.max)
+                } else {
+                    format!("{}={} ({whole}{} to {})", p.name, p.default, p.min, p.max)
+                }
+            })
+            .collect();
+        if self.needs_wordnet {
+            parts.push("(needs WordNet)".into());
+        }
+        parts.join(" ")
+    }
+}
+
+const fn kind(name: &'static str, parameters: &'static [Parameter]) -> Kind {
+    Kind {
+        name,
+        parameters,
+        needs_wordnet: false,
+    }
+}
+
 impl PerturbationSpec {
-    /// Every kind with its parameters and defaults.
-    pub const KINDS: [(&'static str, &'static str); 11] = [
-        ("random-capitalisation", "p=0.25 (0 to 1)"),
-        ("character-deletion", "every=10 (whole, 1 to 1e9)"),
-        ("numerisation", ""),
-        ("negation-toggle", ""),
-        ("sentence-shuffle", ""),
-        ("word-shuffle", ""),
-        ("needle-insertion", "p=0.15 (0 to 10) pos=0.5 (0 to 1)"),
-        ("token-removal", "size=0.15 (0 to 1) pos=0.5 (0 to 1)"),
-        (
-            "synonym-replacement",
-            "n=1 (whole, 0 to 1e6; needs WordNet)",
+    /// Every kind with its parameters, defaults and ranges.
+    pub const KINDS: &'static [Kind] = &[
+        kind("random-capitalisation", &[Parameter::unit("p", 0.25)]),
+        kind(
+            "character-deletion",
+            &[Parameter::count("every", 10.0, 1.0, 1e9)],
         ),
-        ("antonym-replacement", "(needs WordNet)"),
-        ("jumbling", "n=1 (whole, 0 to 1e6)"),
+        kind("numerisation", &[]),
+        kind("negation-toggle", &[]),
+        kind("sentence-shuffle", &[]),
+        kind("word-shuffle", &[]),
+        kind(
+            "needle-insertion",
+            &[
+                Parameter {
+                    max: needle::MAX_NEEDLE_PROPORTION,
+                    ..Parameter::unit("p", 0.15)
+                },
+                Parameter::unit("pos", 0.5),
+            ],
+        ),
+        kind(
+            "token-removal",
+            &[Parameter::unit("size", 0.15), Parameter::unit("pos", 0.5)],
+        ),
+        Kind {
+            name: "synonym-replacement",
+            parameters: &[Parameter::count("n", 1.0, 0.0, 1e6)],
+            needs_wordnet: true,
+        },
+        Kind {
+            name: "antonym-replacement",
+            parameters: &[],
+            needs_wordnet: true,
+        },
+        kind("jumbling", &[Parameter::count("n", 1.0, 0.0, 1e6)]),
     ];
 
     /// Builds the perturbation; `wordnet` is opened only for the kinds that need it.
@@ -245,85 +368,78 @@ impl PerturbationSpec {
         &self,
         wordnet: impl FnOnce() -> Result<Arc<WordNet>>,
     ) -> Result<Box<dyn Perturbation>> {
-        let mut used = Vec::new();
-        // Every parameter is checked here, before any text is read: a bad one costs nothing.
-        let mut number = |name: &'static str, default: f64, max: f64| -> Result<f64> {
-            used.push(name);
-            let value = match self.params.iter().find(|(k, _)| k == name) {
-                None => default,
-                Some((_, v)) => v
-                    .parse::<f64>()
-                    .map_err(|_| PerturbError::InvalidParameter {
-                        name,
-                        value: v.clone(),
-                        expected: "a number".into(),
-                    })?,
-            };
-            needle::check_unit(name, value, max)?;
-            Ok(value)
-        };
-        // counts are bounded too: a typo must not become hours of work or memory
-        let count = |x: f64, name: &'static str, min: f64, max: f64| -> Result<usize> {
-            if x.fract() == 0.0 && (min..=max).contains(&x) {
-                Ok(x as usize)
-            } else {
-                Err(PerturbError::InvalidParameter {
-                    name,
-                    value: x.to_string(),
-                    expected: format!("a whole number in [{min}, {max:e}]"),
-                })
-            }
-        };
-        let built: Box<dyn Perturbation> = match self.kind.as_str() {
-            "random-capitalisation" => Box::new(RandomCapitalisation {
-                probability: number("p", 0.25, 1.0)?,
-            }),
-            "character-deletion" => Box::new(CharacterDeletion {
-                every: count(number("every", 10.0, f64::MAX)?, "every", 1.0, 1e9)?,
-            }),
-            "numerisation" => Box::new(Numerisation),
-            "negation-toggle" => Box::new(NegationToggle),
-            "sentence-shuffle" => Box::new(SentenceShuffle),
-            "word-shuffle" => Box::new(WordShuffle),
-            "needle-insertion" => Box::new(NeedleInsertion {
-                proportion: number("p", 0.15, needle::MAX_NEEDLE_PROPORTION)?,
-                position: number("pos", 0.5, 1.0)?,
-            }),
-            "token-removal" => Box::new(TokenRemoval {
-                size: number("size", 0.15, 1.0)?,
-                position: number("pos", 0.5, 1.0)?,
-            }),
-            "jumbling" => Box::new(Jumbling {
-                swaps: count(number("n", 1.0, f64::MAX)?, "n", 0.0, 1e6)?,
-            }),
-            "synonym-replacement" => {
-                let words = count(number("n", 1.0, f64::MAX)?, "n", 0.0, 1e6)?;
-                Box::new(SynonymReplacement {
-                    wordnet: wordnet()?,
-                    words,
-                })
-            }
-            "antonym-replacement" => Box::new(AntonymReplacement {
-                wordnet: wordnet()?,
-            }),
-            other => {
-                let kinds: Vec<&str> = Self::KINDS.iter().map(|(k, _)| *k).collect();
-                return Err(PerturbError::Spec(format!(
-                    "unknown perturbation {other:?}; kinds: {}",
-                    kinds.join(", ")
-                )));
-            }
+        let Some(kind) = Self::KINDS.iter().find(|k| k.name == self.kind) else {
+            let kinds: Vec<&str> = Self::KINDS.iter().map(|k| k.name).collect();
+            return Err(PerturbError::Spec(format!(
+                "unknown perturbation {:?}; kinds: {}",
+                self.kind,
+                kinds.join(", ")
+            )));
         };
         if let Some((k, _)) = self
             .params
             .iter()
-            .find(|(k, _)| !used.contains(&k.as_str()))
+            .find(|(k, _)| !kind.parameters.iter().any(|p| p.name == k))
         {
             return Err(PerturbError::Spec(format!(
                 "{} takes no parameter {k:?}",
                 self.kind
             )));
         }
+        // Every parameter is checked here, before any text is read: a bad one costs nothing.
+        let mut values = Vec::with_capacity(kind.parameters.len());
+        for parameter in kind.parameters {
+            let value = match self.params.iter().find(|(k, _)| k == parameter.name) {
+                None => parameter.default,
+                Some((_, v)) => v
+                    .parse::<f64>()
+                    .map_err(|_| PerturbError::InvalidParameter {
+                        name: parameter.name,
+                        value: v.clone(),
+                        expected: parameter.expected(),
+                    })?,
+            };
+            values.push(parameter.check(value)?);
+        }
+        let value = |name: &str| -> f64 {
+            let i = kind
+                .parameters
+                .iter()
+                .position(|p| p.name == name)
+                .expect("a parameter of the kind's table");
+            values[i]
+        };
+        // whole and within their range: exact as usize
+        let count = |name: &str| value(name) as usize;
+        let built: Box<dyn Perturbation> = match kind.name {
+            "random-capitalisation" => Box::new(RandomCapitalisation {
+                probability: value("p"),
+            }),
+            "character-deletion" => Box::new(CharacterDeletion {
+                every: count("every"),
+            }),
+            "numerisation" => Box::new(Numerisation),
+            "negation-toggle" => Box::new(NegationToggle),
+            "sentence-shuffle" => Box::new(SentenceShuffle),
+            "word-shuffle" => Box::new(WordShuffle),
+            "needle-insertion" => Box::new(NeedleInsertion {
+                proportion: value("p"),
+                position: value("pos"),
+            }),
+            "token-removal" => Box::new(TokenRemoval {
+                size: value("size"),
+                position: value("pos"),
+            }),
+            "jumbling" => Box::new(Jumbling { swaps: count("n") }),
+            "synonym-replacement" => Box::new(SynonymReplacement {
+                wordnet: wordnet()?,
+                words: count("n"),
+            }),
+            "antonym-replacement" => Box::new(AntonymReplacement {
+                wordnet: wordnet()?,
+            }),
+            other => unreachable!("{other} is in KINDS but not built"),
+        };
         Ok(built)
     }
 }

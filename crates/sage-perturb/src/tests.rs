@@ -67,9 +67,9 @@ fn specs_parse_and_reject() {
         .to_string()
         .contains("unknown perturbation"));
     assert!(spec("antonym-replacement", &[]).build(no_wordnet).is_err());
-    for (kind, _) in PerturbationSpec::KINDS {
-        if !kind.ends_with("-replacement") {
-            spec(kind, &[]).build(no_wordnet).unwrap();
+    for kind in PerturbationSpec::KINDS {
+        if !kind.needs_wordnet {
+            spec(kind.name, &[]).build(no_wordnet).unwrap();
         }
     }
 }
