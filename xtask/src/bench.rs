@@ -7,8 +7,9 @@
 //! writes it atomically. A result file that exists is the proof that its job finished, so a
 //! killed run re-run with the same configuration skips what is done and writes the rest: the
 //! files come out the same as an uninterrupted run's except for the `run` block (timestamp, wall
-//! time, host, revision) and the report's own `timings`, the only fields that depend on when and
-//! where a job ran.
+//! time, host, revision), the report's own `timings` and PTEB's paraphrase `cache_hits` (a run
+//! resumed after a kill finds what the killed one cached), the only fields that depend on when
+//! and where a job ran.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
