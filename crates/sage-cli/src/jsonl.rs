@@ -107,22 +107,18 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
     Ok(records)
 }
 
-/// Non-blank lines with their 1-based numbers, for files whose rows are a set (TREC runs and
-/// qrels). Invalid UTF-8 is an error naming the line.
-pub fn read_lines(path: &Path) -> Result<Vec<(usize, String)>> {
-    Ok(lines(path)?
-        .into_iter()
-        .filter(|(_, text)| !lines::is_blank(text))
-        .collect())
+/// Every byte of `path` (standard input for `-`).
+pub fn read_input(path: &Path) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open(path)?
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}: cannot read", shown(path)))?;
+    Ok(bytes)
 }
 
 /// Every line with its 1-based number, read as [`lines::numbered_lines`] reads it.
 fn lines(path: &Path) -> Result<Vec<(usize, String)>> {
-    let mut reader = open(path)?;
-    let mut bytes = Vec::new();
-    reader
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("{}: cannot read", shown(path)))?;
+    let bytes = read_input(path)?;
     let numbered = lines::numbered_lines(&bytes)
         .map_err(|e| anyhow!("{}:{}: not valid UTF-8: {}", shown(path), e.line, e.message))?;
     Ok(numbered

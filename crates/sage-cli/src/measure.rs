@@ -9,7 +9,7 @@ use sage_core::measures::{self, RankedDoc};
 use sage_core::RunSeed;
 use serde_json::{json, Value};
 
-use crate::jsonl::{read_lines, read_records, shown, Record};
+use crate::jsonl::{read_input, read_records, shown, Record};
 
 /// Which measure, and its input.
 #[derive(Debug, Subcommand)]
@@ -272,71 +272,20 @@ fn ranking(
     Ok(out)
 }
 
+/// A TREC run by query, documents in file order (see [`sage_data::trec`]).
 fn read_run(path: &Path) -> Result<Run> {
     let mut run: Run = BTreeMap::new();
-    let mut seen: HashMap<(String, String), usize> = HashMap::new();
-    for (line, text) in read_lines(path)? {
-        let cols: Vec<&str> = text.split_whitespace().collect();
-        let at = || format!("{}:{line}", shown(path));
-        if cols.len() != 6 {
-            bail!(
-                "{}: expected 6 columns `query-id Q0 doc-id rank score tag`, got {}",
-                at(),
-                cols.len()
-            );
-        }
-        let score: f64 = cols[4]
-            .parse()
-            .ok()
-            .filter(|s: &f64| s.is_finite())
-            .ok_or_else(|| anyhow!("{}: score {:?} is not a finite number", at(), cols[4]))?;
-        if let Some(first) = seen.insert((cols[0].to_owned(), cols[2].to_owned()), line) {
-            bail!(
-                "{}: document {} retrieved twice for query {} (first on line {first})",
-                at(),
-                cols[2],
-                cols[0]
-            );
-        }
-        run.entry(cols[0].to_owned())
-            .or_default()
-            .push((cols[2].to_owned(), score));
-    }
-    if run.is_empty() {
-        bail!("{}: no input lines", shown(path));
+    for r in sage_data::trec::parse_run(Path::new(&shown(path)), &read_input(path)?)? {
+        run.entry(r.query).or_default().push((r.doc, r.score));
     }
     Ok(run)
 }
 
+/// Judgements by query and document (see [`sage_data::trec`]).
 fn read_qrels(path: &Path) -> Result<Qrels> {
     let mut qrels: Qrels = HashMap::new();
-    for (line, text) in read_lines(path)? {
-        let cols: Vec<&str> = if text.contains('\t') {
-            text.split('\t').collect()
-        } else {
-            text.split_whitespace().collect()
-        };
-        let (query, doc, rel) = match cols.as_slice() {
-            [q, d, r] => (*q, *d, *r),
-            [q, _, d, r] => (*q, *d, *r),
-            _ => bail!("{}:{line}: expected `query-id corpus-id score` or `query-id 0 doc-id relevance`, got {} columns", shown(path), cols.len()),
-        };
-        let rel: i32 = match rel.trim().parse() {
-            Ok(r) => r,
-            // BEIR files start with a header row
-            Err(_) if line == 1 && qrels.is_empty() => continue,
-            Err(_) => bail!(
-                "{}:{line}: relevance {rel:?} is not an integer",
-                shown(path)
-            ),
-        };
-        qrels
-            .entry(query.to_owned())
-            .or_default()
-            .insert(doc.to_owned(), rel);
-    }
-    if qrels.is_empty() {
-        bail!("{}: no judgements", shown(path));
+    for j in sage_data::trec::parse_qrels(Path::new(&shown(path)), &read_input(path)?)? {
+        qrels.entry(j.query).or_default().insert(j.doc, j.relevance);
     }
     Ok(qrels)
 }

@@ -17,6 +17,8 @@
 //!   stay out of the build, and the loaders read the local mirror only.
 //! - [`lines`]: how any line-oriented file splits into numbered lines and how a JSON line becomes
 //!   an object (a repeated key is an error), shared with the `sage` command's readers.
+//! - [`trec`]: qrels (BEIR's and trec_eval's) and TREC runs, for the retrieval loader and
+//!   `sage measure`.
 //!
 //! JSON lines are parsed line by line with serde_json: that is what lets every error name its
 //! line, and it reads the largest mirror file (StackExchange, 217k rows) in well under a second.
@@ -30,6 +32,7 @@ mod load;
 mod registry;
 mod rows;
 pub mod sample;
+pub mod trec;
 
 pub use error::{DataError, Result};
 #[cfg(feature = "fetch")]

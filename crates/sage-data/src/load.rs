@@ -397,10 +397,13 @@ impl DataRoot {
             with_empty_lines(read_jsonl::<BeirQuery>(&queries_path, &[])?);
         let queries = self.apply_policy(&queries_path, queries, &empty_queries)?;
         let qrels_path = dir.join("qrels").join(format!("{split}.tsv"));
-        let qrels = read_qrels(&qrels_path)?;
+        let qrels = crate::trec::read_qrels(&qrels_path)?;
         let doc_ids: HashSet<&str> = corpus.iter().map(|d| d.id.as_str()).collect();
         let query_ids: HashSet<&str> = queries.iter().map(|q| q.id.as_str()).collect();
-        for (line, query, doc, _) in &qrels {
+        for crate::trec::Judgement {
+            line, query, doc, ..
+        } in &qrels
+        {
             if !query_ids.contains(query.as_str()) {
                 return Err(parse_error(
                     &qrels_path,
@@ -417,8 +420,11 @@ impl DataRoot {
             }
         }
         let mut judged: BTreeMap<String, BTreeMap<String, i32>> = BTreeMap::new();
-        for (_, q, d, rel) in qrels {
-            judged.entry(q).or_default().insert(d, rel);
+        for j in qrels {
+            judged
+                .entry(j.query)
+                .or_default()
+                .insert(j.doc, j.relevance);
         }
         let queries = queries
             .into_iter()
@@ -590,30 +596,4 @@ pub(crate) fn read_lines(path: &Path) -> Result<Vec<(usize, Line)>> {
         })
         .collect();
     non_empty(path, rows)
-}
-
-fn read_qrels(path: &Path) -> Result<Vec<(usize, String, String, i32)>> {
-    let bytes = read_bytes(path)?;
-    let mut out = Vec::new();
-    for (line, raw) in numbered_lines(path, &bytes)? {
-        let f = tab_fields(path, line, raw, 3)?;
-        let rel = match f[2].trim().parse::<i32>() {
-            Ok(r) => r,
-            Err(_) if line == 1 => continue, // the BEIR header: query-id corpus-id score
-            Err(_) => {
-                return Err(parse_error(
-                    path,
-                    line,
-                    format!("relevance {:?} is not an integer", f[2]),
-                ))
-            }
-        };
-        out.push((line, f[0].to_owned(), f[1].to_owned(), rel));
-    }
-    if out.is_empty() {
-        return Err(DataError::Empty {
-            path: path.to_owned(),
-        });
-    }
-    Ok(out)
 }
