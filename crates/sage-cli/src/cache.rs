@@ -1,10 +1,10 @@
-//! `sage cache verify` and `sage cache repair`: the embedding cache's checks, offline.
+//! `sage cache verify`, `repair` and `merge`: the embedding cache's checks and upkeep, offline.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Subcommand;
-use sage_embed::{check_cache, default_cache_path};
+use sage_embed::{check_cache, default_cache_path, merge_caches};
 
 #[derive(Subcommand, Debug)]
 pub enum CacheCommand {
@@ -24,12 +24,30 @@ pub enum CacheCommand {
         #[arg(long)]
         cache: Option<PathBuf>,
     },
+    /// Fold other cache files (other machines', other shards') into the cache: every entry is
+    /// checked and copied when the cache lacks its key; corrupt ones are skipped and counted.
+    /// Idempotent; the sources are only read. Prints what was done as one JSON object.
+    Merge {
+        /// Cache file merged into (default: $SAGE_CACHE_DIR or ~/.cache/sage-rs,
+        /// embeddings.redb); created if missing.
+        #[arg(long)]
+        cache: Option<PathBuf>,
+        /// Cache files to fold in.
+        #[arg(required = true)]
+        sources: Vec<PathBuf>,
+    },
 }
 
 pub fn run(command: CacheCommand) -> Result<()> {
     let (path, repair) = match command {
         CacheCommand::Verify { cache } => (cache, false),
         CacheCommand::Repair { cache } => (cache, true),
+        CacheCommand::Merge { cache, sources } => {
+            let into = cache.unwrap_or_else(default_cache_path);
+            let merged = merge_caches(&into, &sources)?;
+            println!("{}", serde_json::to_string(&merged)?);
+            return Ok(());
+        }
     };
     let path = path.unwrap_or_else(default_cache_path);
     let check = check_cache(&path, repair)?;

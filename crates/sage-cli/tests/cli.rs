@@ -655,6 +655,40 @@ fn cache_verify_and_repair() {
     let sound = ok_json(&["cache", "verify", "--cache", cache.to_str().unwrap()]);
     assert_eq!(sound["entries"], 2);
     assert_eq!(sound["corrupt"], 0);
+
+    // `sage cache merge` folds it into another cache, once
+    let merged = dir.path().join("merged.redb");
+    let merge = |source: &str| {
+        ok_json(&[
+            "cache",
+            "merge",
+            "--cache",
+            merged.to_str().unwrap(),
+            source,
+        ])
+    };
+    let first = merge(cache.to_str().unwrap());
+    assert_eq!(
+        (first["copied"].as_u64(), first["sources"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let again = merge(cache.to_str().unwrap());
+    assert_eq!(
+        (again["copied"].as_u64(), again["already_present"].as_u64()),
+        (Some(0), Some(2))
+    );
+    fails_with(
+        &[
+            "cache",
+            "merge",
+            "--cache",
+            merged.to_str().unwrap(),
+            &aside.to_owned(),
+        ],
+        aside,
+    );
+    let merged_check = ok_json(&["cache", "verify", "--cache", merged.to_str().unwrap()]);
+    assert_eq!(merged_check["entries"], 2);
 }
 
 /// Task parameters outside their documented range are refused before any data is read, the

@@ -324,6 +324,93 @@ fn inspect_cache(path: &Path, repair: bool) -> std::result::Result<CacheCheck, U
     Ok(check)
 }
 
+/// What [`merge_caches`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CacheMerge {
+    /// The file merged into.
+    pub into: PathBuf,
+    /// Source files read.
+    pub sources: usize,
+    /// Entries copied into the target (keys it did not have).
+    pub copied: u64,
+    /// Entries the target already held with the same bytes.
+    pub already_present: u64,
+    /// Entries the target held with other (sound) bytes: same identity and text, another vector
+    /// (say, computed on another device). The target's is kept.
+    pub differing: u64,
+    /// Source entries that failed their checks: never copied.
+    pub corrupt_skipped: u64,
+}
+
+/// Folds the entries of the cache files `sources` into the cache file `into` (created if
+/// missing): every source entry is checked (checksum of key and vector, width, finite values)
+/// and copied when the target lacks its key; a corrupt one is skipped and counted. Idempotent:
+/// merging again copies nothing. The sources are only read; all copies are one transaction, so
+/// a killed merge leaves the target as it was.
+pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
+    if let Some(dir) = into.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| cache_error(into, format!("cannot create folder: {e}")))?;
+    }
+    let mut merge = CacheMerge {
+        into: into.to_owned(),
+        sources: sources.len(),
+        ..CacheMerge::default()
+    };
+    guarded(into, || {
+        let target = Database::create(into).map_err(|e| open_error(into, e))?;
+        let txn = target.begin_write().map_err(|e| cache_error(into, e))?;
+        {
+            let mut table = txn.open_table(TABLE).map_err(|e| cache_error(into, e))?;
+            for source in sources {
+                if source == into {
+                    return Err(cache_error(source, "is the merge's target too"));
+                }
+                guarded(source, || {
+                    let db =
+                        redb::ReadOnlyDatabase::open(source).map_err(|e| open_error(source, e))?;
+                    let read = db.begin_read().map_err(|e| cache_error(source, e))?;
+                    let entries = match read.open_table(TABLE) {
+                        Ok(t) => t,
+                        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+                        Err(e) => return Err(cache_error(source, e)),
+                    };
+                    for item in entries.iter().map_err(|e| cache_error(source, e))? {
+                        let (key, value) = item.map_err(|e| cache_error(source, e))?;
+                        let (key, value) = (key.value(), value.value());
+                        if decode_entry(key, value, 0).is_err() {
+                            merge.corrupt_skipped += 1;
+                            continue;
+                        }
+                        let held = table
+                            .get(key)
+                            .map_err(|e| cache_error(into, e))?
+                            .map(|v| v.value().to_vec());
+                        match held {
+                            None => {
+                                table.insert(key, value).map_err(|e| cache_error(into, e))?;
+                                merge.copied += 1;
+                            }
+                            Some(bytes) if bytes == value => merge.already_present += 1,
+                            Some(bytes) if decode_entry(key, &bytes, 0).is_err() => {
+                                // the target's own entry is corrupt: the sound one replaces it
+                                table.insert(key, value).map_err(|e| cache_error(into, e))?;
+                                merge.copied += 1;
+                            }
+                            Some(_) => merge.differing += 1,
+                        }
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        txn.commit().map_err(|e| cache_error(into, e))?;
+        drop(target);
+        Ok(())
+    })?;
+    Ok(merge)
+}
+
 impl<E: Embedder> CachedEmbedder<E> {
     /// Wraps `inner` with the cache file at `path` (created, with its folder, if missing).
     /// Misses are committed every 256 texts, or, for an embedder that delivers batches (a remote
@@ -702,6 +789,48 @@ mod tests {
             .insert(key.as_slice(), bytes)
             .unwrap();
         txn.commit().unwrap();
+    }
+
+    /// Two caches filled by different runs fold into a third: the union, each vector as the
+    /// embedder gives it; a corrupt source entry is skipped; merging again copies nothing.
+    #[test]
+    fn merging_caches_is_a_checked_idempotent_union() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, merged) = (
+            dir.path().join("shard-0.redb"),
+            dir.path().join("shard-1.redb"),
+            dir.path().join("embeddings.redb"),
+        );
+        let fill = |path: &Path, texts: &[&str]| {
+            let cache = CachedEmbedder::open(Flaky::new(usize::MAX), path).unwrap();
+            cache.embed(texts).unwrap();
+            texts.iter().map(|t| cache.key(t, None)).collect::<Vec<_>>()
+        };
+        fill(&a, &["one", "two", "three"]);
+        let keys_b = fill(&b, &["three", "four"]);
+        tamper(&b, keys_b[1], b"not a checksum and a vector");
+        let report = merge_caches(&merged, &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(
+            (
+                report.copied,
+                report.already_present,
+                report.differing,
+                report.corrupt_skipped
+            ),
+            (3, 1, 0, 1)
+        );
+        let again = merge_caches(&merged, &[a.clone(), b.clone()]).unwrap();
+        assert_eq!((again.copied, again.already_present), (0, 4));
+        // the merged file answers from its entries, and the corrupt one is recomputed
+        let texts = ["one", "two", "three", "four"];
+        let cache = CachedEmbedder::open(Flaky::new(1), &merged).unwrap();
+        let got = cache.embed(&texts).unwrap();
+        assert_eq!(got, Flaky::new(usize::MAX).embed(&texts).unwrap());
+        assert_eq!((cache.stats().hits, cache.stats().misses), (3, 1));
+        assert!(
+            merge_caches(&a, &[a.clone()]).is_err(),
+            "a file into itself"
+        );
     }
 
     /// Found by the cache fuzz target: one byte of a cache file's header changed (offset 257 set
