@@ -51,62 +51,56 @@ fn temporaries(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The fields of a /proc `stat` file that the soak reads: comm, state and process group.
+fn comm_state_group(stat: &str) -> Option<(&str, &str, &str)> {
+    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
+    let (_, comm_on) = stat.split_once(" (")?;
+    let (comm, rest) = comm_on.rsplit_once(") ")?;
+    let fields: Vec<&str> = rest.split(' ').collect();
+    Some((comm, fields.first()?, fields.get(2)?))
+}
+
+/// The processes of group `group`: their /proc folder, comm and state.
+fn processes_of(group: u32) -> Vec<(std::path::PathBuf, String, String)> {
+    let group = group.to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (comm, state, pgrp) = comm_state_group(&stat)?;
+            (pgrp == group).then(|| (e.path(), comm.to_owned(), state.to_owned()))
+        })
+        .collect()
+}
+
 /// Whether a process of group `group` still has a living thread. SIGKILL is delivered
 /// asynchronously: `kill` returns, and the killed group's `sage` may hold the cache's lock a
 /// moment longer. Its main thread can already show as a zombie while other threads are still
 /// exiting with the open files, so every thread is looked at.
 fn group_alive(group: u32) -> bool {
-    let state_and_group = |stat: &str| -> Option<(String, String)> {
-        // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
-        let (_, rest) = stat.rsplit_once(") ")?;
-        let fields: Vec<&str> = rest.split(' ').collect();
-        Some((fields.first()?.to_string(), fields.get(2)?.to_string()))
-    };
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|process| {
-            let Ok(stat) = std::fs::read_to_string(process.path().join("stat")) else {
-                return false;
-            };
-            if state_and_group(&stat).is_none_or(|(_, g)| g != group.to_string()) {
-                return false;
-            }
-            std::fs::read_dir(process.path().join("task"))
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|thread| {
-                    std::fs::read_to_string(thread.path().join("stat"))
-                        .ok()
-                        .and_then(|s| state_and_group(&s))
-                        .is_some_and(|(state, _)| state != "Z" && state != "X")
-                })
-        })
+    processes_of(group).iter().any(|(dir, _, _)| {
+        std::fs::read_dir(dir.join("task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|thread| {
+                std::fs::read_to_string(thread.path().join("stat"))
+                    .ok()
+                    .and_then(|s| {
+                        comm_state_group(&s).map(|(_, state, _)| state != "Z" && state != "X")
+                    })
+                    .unwrap_or(false)
+            })
+    })
 }
 
 /// Whether a `sage` job of group `group` is running (its process exists and is not a zombie).
 fn job_running(group: u32) -> bool {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| {
-            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-                return false;
-            };
-            let (Some((_, comm_on)), Some((_, rest))) =
-                (stat.split_once(" ("), stat.rsplit_once(") "))
-            else {
-                return false;
-            };
-            let fields: Vec<&str> = rest.split(' ').collect();
-            comm_on.starts_with("sage)")
-                && fields.len() > 2
-                && fields[0] != "Z"
-                && fields[2] == group.to_string()
-        })
+    processes_of(group)
+        .iter()
+        .any(|(_, comm, state)| comm == "sage" && state != "Z")
 }
 
 /// No result file is half-written, and the cache files hold only sound entries.

@@ -478,7 +478,7 @@ fn with_empty_lines<T: Row>(rows: Vec<(usize, T)>) -> (Vec<(usize, T)>, Vec<usiz
     (rows, empty)
 }
 
-fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| DataError::Io {
         path: path.to_owned(),
         message: format!("cannot read: {e}"),
@@ -487,7 +487,7 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 
 /// Non-blank lines with 1-based numbers (a dataset file is a set of rows), read the way
 /// [`crate::lines`] reads every file.
-fn numbered_lines<'a>(path: &Path, bytes: &'a [u8]) -> Result<Vec<(usize, &'a str)>> {
+pub(crate) fn numbered_lines<'a>(path: &Path, bytes: &'a [u8]) -> Result<Vec<(usize, &'a str)>> {
     let lines = lines::numbered_lines(bytes)
         .map_err(|e| parse_error(path, e.line, format!("not valid UTF-8: {}", e.message)))?;
     Ok(lines

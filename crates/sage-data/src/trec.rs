@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{parse_error, DataError, Result};
-use crate::lines;
+use crate::load::{numbered_lines, read_bytes};
 
 /// One relevance judgement and the line it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,22 +39,6 @@ pub struct Retrieved {
     pub score: f64,
 }
 
-fn non_blank_lines<'a>(path: &Path, bytes: &'a [u8]) -> Result<Vec<(usize, &'a str)>> {
-    let numbered = lines::numbered_lines(bytes)
-        .map_err(|e| parse_error(path, e.line, format!("not valid UTF-8: {}", e.message)))?;
-    Ok(numbered
-        .into_iter()
-        .filter(|(_, l)| !lines::is_blank(l))
-        .collect())
-}
-
-fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| DataError::Io {
-        path: path.to_owned(),
-        message: format!("cannot read: {e}"),
-    })
-}
-
 /// The judgements of the qrels file at `path`, in file order.
 pub fn read_qrels(path: &Path) -> Result<Vec<Judgement>> {
     parse_qrels(path, &read_bytes(path)?)
@@ -64,7 +48,7 @@ pub fn read_qrels(path: &Path) -> Result<Vec<Judgement>> {
 pub fn parse_qrels(path: &Path, bytes: &[u8]) -> Result<Vec<Judgement>> {
     let mut judgements: Vec<Judgement> = Vec::new();
     let mut first_line: HashMap<(&str, &str), usize> = HashMap::new();
-    for (line, text) in non_blank_lines(path, bytes)? {
+    for (line, text) in numbered_lines(path, bytes)? {
         let cols: Vec<&str> = if text.contains('\t') {
             text.split('\t').collect()
         } else {
@@ -127,7 +111,7 @@ pub fn read_run(path: &Path) -> Result<Vec<Retrieved>> {
 pub fn parse_run(path: &Path, bytes: &[u8]) -> Result<Vec<Retrieved>> {
     let mut run = Vec::new();
     let mut first_line: HashMap<(&str, &str), usize> = HashMap::new();
-    for (line, text) in non_blank_lines(path, bytes)? {
+    for (line, text) in numbered_lines(path, bytes)? {
         let cols: Vec<&str> = text.split_whitespace().collect();
         if cols.len() != 6 {
             return Err(parse_error(
