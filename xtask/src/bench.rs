@@ -23,6 +23,7 @@ use sage_core::redact::redact_url;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::shard::{self, Shard};
 use crate::{git_revision, host, utc_timestamp, workspace_root, write_atomically};
 
 /// The commented default configuration, embedded so that a run with no --config uses it.
@@ -33,7 +34,7 @@ pub const RESULT_SCHEMA: &str = "sage-rs/result/1";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     seed: u64,
     #[serde(default)]
     data_dir: String,
@@ -224,21 +225,36 @@ impl Config {
 
 /// A similarity to evaluate: a metric or a model spec.
 #[derive(Clone, Debug)]
-struct Similarity {
+pub(crate) struct Similarity {
     /// Folder name under the results directory.
-    label: String,
+    pub label: String,
     spec: String,
-    is_model: bool,
+    pub is_model: bool,
 }
 
 /// One unit of work and its result file.
 #[derive(Debug)]
-struct Job {
-    similarity: Similarity,
-    suite: &'static str,
-    task: String,
+pub(crate) struct Job {
+    pub similarity: Similarity,
+    pub suite: &'static str,
+    pub task: String,
     /// `sage` arguments, without --output.
     args: Vec<String>,
+}
+
+impl Job {
+    /// `<similarity>/<suite>/<task>`: the job's name everywhere (job lists, shards, logs) and
+    /// its result file's path under the results folder, without `.json`.
+    pub fn id(&self) -> String {
+        format!("{}/{}/{}", self.similarity.label, self.suite, self.task)
+    }
+
+    /// The job's result file under `out`.
+    pub fn result_path(&self, out: &Path) -> PathBuf {
+        out.join(&self.similarity.label)
+            .join(self.suite)
+            .join(format!("{}.json", self.task))
+    }
 }
 
 /// A job not run, and why.
@@ -258,58 +274,198 @@ struct Outcome {
     seconds: f64,
 }
 
-pub fn bench_all(args: &[String]) -> Result<()> {
-    let root = workspace_root();
-    let mut config_path = None;
-    let (mut quick, mut overwrite, mut plan_only) = (false, false, false);
-    let mut out = root.join("results");
-    let mut sage = None;
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .with_context(|| format!("{flag} needs a value"))
-        };
-        match flag.as_str() {
-            "--config" => config_path = Some(PathBuf::from(value()?)),
-            "--out" => out = PathBuf::from(value()?),
-            "--sage" => sage = Some(PathBuf::from(value()?)),
-            "--quick" => quick = true,
-            "--overwrite" => overwrite = true,
-            "--plan" => plan_only = true,
-            other => bail!(
-                "unknown option {other:?} (bench-all takes --config FILE, --quick, --overwrite, --out DIR, --sage BIN, --plan)"
-            ),
-        }
-    }
-    let config = match &config_path {
-        Some(p) => Config::parse(
-            &std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?,
-            &p.display().to_string(),
-        )?,
-        None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,
-    };
-    let config = if quick { config.quick() } else { config };
+/// What a bench-all command line asks for.
+#[derive(Debug, Default)]
+pub(crate) struct Invocation {
+    pub config_path: Option<PathBuf>,
+    pub quick: bool,
+    pub overwrite: bool,
+    pub plan_only: bool,
+    pub list_jobs: bool,
+    pub gather: bool,
+    /// `--jobs FILE`: run only the jobs listed there.
+    pub jobs_file: Option<PathBuf>,
+    pub shard: Option<Shard>,
+    /// `--costs FILE`: a finished run's bench-all.json, for the estimates.
+    pub costs_file: Option<PathBuf>,
+    pub out: PathBuf,
+    pub sage: Option<PathBuf>,
+}
 
-    let data_dir = if !config.data_dir.is_empty() {
-        PathBuf::from(&config.data_dir)
-    } else if let Some(d) = std::env::var_os("SAGE_DATA_DIR").filter(|d| !d.is_empty()) {
-        PathBuf::from(d)
-    } else {
-        root.join("data/fixtures/mirror")
-    };
-    if !data_dir.is_dir() {
-        bail!("data directory {} does not exist", data_dir.display());
+impl Invocation {
+    fn parse(args: &[String]) -> Result<Invocation> {
+        let mut inv = Invocation {
+            out: workspace_root().join("results"),
+            ..Invocation::default()
+        };
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let mut value = || {
+                it.next()
+                    .cloned()
+                    .with_context(|| format!("{flag} needs a value"))
+            };
+            match flag.as_str() {
+                "--config" => inv.config_path = Some(PathBuf::from(value()?)),
+                "--out" => inv.out = PathBuf::from(value()?),
+                "--sage" => inv.sage = Some(PathBuf::from(value()?)),
+                "--jobs" => inv.jobs_file = Some(PathBuf::from(value()?)),
+                "--costs" => inv.costs_file = Some(PathBuf::from(value()?)),
+                "--shard" => inv.shard = Some(Shard::parse(&value()?)?),
+                "--quick" => inv.quick = true,
+                "--overwrite" => inv.overwrite = true,
+                "--plan" => inv.plan_only = true,
+                "--list-jobs" => inv.list_jobs = true,
+                "--gather" => inv.gather = true,
+                other => bail!(
+                    "unknown option {other:?} (bench-all takes --config FILE, --quick, --overwrite, --out DIR, --sage BIN, --plan, --list-jobs, --jobs FILE, --shard I/N, --costs FILE, --gather)"
+                ),
+            }
+        }
+        if inv.gather && inv.shard.is_some() {
+            bail!("--gather folds every shard's work together: it takes no --shard");
+        }
+        Ok(inv)
     }
-    let sage = match sage {
-        Some(s) => s,
-        None => crate::build_sage_with(&root, config.device == Device::Cuda)?,
+}
+
+/// A bench-all invocation resolved: configuration, data, `sage`, and the jobs selected (all of
+/// the configuration's, or those `--jobs` lists), each with its estimated seconds.
+pub(crate) struct Prepared {
+    pub config: Config,
+    pub data_dir: PathBuf,
+    pub sage: PathBuf,
+    similarities: Vec<Similarity>,
+    skipped: Vec<Skipped>,
+    pub jobs: Vec<Job>,
+    pub estimates: Vec<f64>,
+    context: RunContext,
+}
+
+impl Prepared {
+    /// Resolves `inv`: reads the configuration, builds `sage` unless given, plans the jobs.
+    pub fn new(inv: &Invocation) -> Result<Prepared> {
+        let root = workspace_root();
+        let config = match &inv.config_path {
+            Some(p) => Config::parse(
+                &std::fs::read_to_string(p)
+                    .with_context(|| format!("{}: cannot read", p.display()))?,
+                &p.display().to_string(),
+            )?,
+            None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,
+        };
+        let config = if inv.quick { config.quick() } else { config };
+        let data_dir = if !config.data_dir.is_empty() {
+            PathBuf::from(&config.data_dir)
+        } else if let Some(d) = std::env::var_os("SAGE_DATA_DIR").filter(|d| !d.is_empty()) {
+            PathBuf::from(d)
+        } else {
+            root.join("data/fixtures/mirror")
+        };
+        if !data_dir.is_dir() {
+            bail!("data directory {} does not exist", data_dir.display());
+        }
+        let sage = match &inv.sage {
+            Some(s) => s.clone(),
+            None => crate::build_sage_with(&root, config.device == Device::Cuda)?,
+        };
+        let (similarities, mut skipped) = similarities(&config, &sage, inv.quick)?;
+        let mut jobs = plan(&config, &similarities, &data_dir, &mut skipped);
+        let measured = match &inv.costs_file {
+            Some(path) => shard::read_costs(path)?,
+            None => BTreeMap::new(),
+        };
+        let mut estimates: Vec<f64> = jobs
+            .iter()
+            .map(|job| {
+                let weight = shard::similarity_weight(
+                    (job.similarity.is_model && !is_remote(&job.similarity.spec))
+                        .then(|| model_bytes(&job.similarity.spec))
+                        .flatten(),
+                );
+                shard::estimate(job, weight, inv.quick, &measured)
+            })
+            .collect();
+        if let Some(file) = &inv.jobs_file {
+            let listed = shard::read_job_file(file)?;
+            let known: Vec<String> = jobs.iter().map(Job::id).collect();
+            if let Some((unknown, _)) = listed.iter().find(|(id, _)| !known.contains(id)) {
+                bail!(
+                    "{}: job {unknown:?} is not one this configuration plans (`--list-jobs` prints those)",
+                    file.display()
+                );
+            }
+            // the listed estimates win: every shard reading the file balances the same costs
+            let mut kept = Vec::new();
+            let mut kept_estimates = Vec::new();
+            for (job, estimate) in jobs.into_iter().zip(estimates) {
+                if let Some((_, listed_estimate)) = listed.iter().find(|(id, _)| *id == job.id()) {
+                    kept_estimates.push(listed_estimate.unwrap_or(estimate));
+                    kept.push(job);
+                }
+            }
+            jobs = kept;
+            estimates = kept_estimates;
+        }
+        let context = RunContext {
+            revision: git_revision(&root),
+            host: host(),
+            seed: config.seed,
+            data_dir: data_dir.clone(),
+            quick: inv.quick,
+            max_cost_usd: config.remote.max_cost_usd,
+            prices: config.remote.prices.clone(),
+            caches: None,
+        };
+        Ok(Prepared {
+            config,
+            data_dir,
+            sage,
+            similarities,
+            skipped,
+            jobs,
+            estimates,
+            context,
+        })
+    }
+}
+
+pub fn bench_all(args: &[String]) -> Result<()> {
+    let inv = Invocation::parse(args)?;
+    let Prepared {
+        config: _,
+        data_dir,
+        sage,
+        similarities,
+        skipped,
+        jobs,
+        estimates,
+        mut context,
+    } = Prepared::new(&inv)?;
+    let out = &inv.out;
+    if inv.list_jobs {
+        for (job, estimate) in jobs.iter().zip(&estimates) {
+            let done = job.result_path(out).exists();
+            println!("{}", shard::job_line(job, *estimate, done));
+        }
+        return Ok(());
+    }
+    if inv.gather {
+        return gather(&inv, &jobs, &sage);
+    }
+    let selected: Vec<&Job> = match inv.shard {
+        Some(shard) => shard::assign(&estimates, shard)
+            .into_iter()
+            .map(|i| &jobs[i])
+            .collect(),
+        None => jobs.iter().collect(),
     };
-    let (similarities, mut skipped) = similarities(&config, &sage, quick)?;
-    let jobs = plan(&config, &similarities, &data_dir, &mut skipped);
+    let share = inv
+        .shard
+        .map(|s| format!(" (shard {}/{}: {} of {} jobs)", s.index, s.count, selected.len(), jobs.len()))
+        .unwrap_or_default();
     eprintln!(
-        "bench-all: data {}{}; {} similarities ({}); {} jobs; results in {}",
+        "bench-all: data {}{}; {} similarities ({}); {} jobs{share}; results in {}",
         data_dir.display(),
         if data_dir.ends_with("data/fixtures/mirror") {
             " (fixtures: SAGE_DATA_DIR unset)"
@@ -322,7 +478,7 @@ pub fn bench_all(args: &[String]) -> Result<()> {
             .map(|s| s.label.as_str())
             .collect::<Vec<_>>()
             .join(", "),
-        jobs.len(),
+        selected.len(),
         out.display()
     );
     for s in &skipped {
@@ -331,27 +487,20 @@ pub fn bench_all(args: &[String]) -> Result<()> {
             s.similarity, s.suite, s.task, s.reason
         );
     }
-
-    let context = RunContext {
-        revision: git_revision(&root),
-        host: host(),
-        seed: config.seed,
-        data_dir: data_dir.clone(),
-        quick,
-        max_cost_usd: config.remote.max_cost_usd,
-        prices: config.remote.prices.clone(),
-    };
-    if plan_only {
-        return print_plan(&jobs, &sage, &out, overwrite, &context);
+    if inv.plan_only {
+        return print_plan(&selected, &sage, out, inv.overwrite, &context);
     }
-    let swept = sweep_stale_temporaries(&out);
+    if let Some(shard) = inv.shard {
+        context.caches = Some((shard, sage_core::cache_dir()));
+    }
+    let swept = sweep_stale_temporaries(out);
     if swept > 0 {
         eprintln!(
             "bench-all: removed {swept} temporary files a killed run left in {}",
             out.display()
         );
     }
-    let outcomes = run_jobs(&jobs, &sage, &out, overwrite, &context);
+    let outcomes = run_jobs(&selected, &sage, out, inv.overwrite, &context);
 
     let manifest = json!({
         "schema": "sage-rs/bench-all/1",
@@ -359,33 +508,32 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         "git_revision": context.revision,
         "timestamp": utc_timestamp(),
         "host": context.host,
-        "config": config_path.map_or("embedded bench.toml".to_owned(), |p| p.display().to_string()),
-        "quick": quick,
+        "config": inv.config_path.as_ref().map_or("embedded bench.toml".to_owned(), |p| p.display().to_string()),
+        "quick": inv.quick,
+        "shard": inv.shard.map(|s| json!({"index": s.index, "count": s.count})),
         "data_dir": data_dir.display().to_string(),
         "similarities": similarities.iter().map(|s| json!({"label": s.label, "spec": redact_url(&s.spec), "kind": if s.is_model {"model"} else {"metric"}})).collect::<Vec<_>>(),
         "skipped": skipped,
         "jobs": outcomes.iter().map(|o| json!({"similarity": o.label, "suite": o.suite, "task": o.task, "status": o.status, "seconds": o.seconds})).collect::<Vec<_>>(),
     });
+    // a shard's own manifest: shards running together must not overwrite each other's
+    let manifest_name = match inv.shard {
+        Some(s) => format!("bench-all.shard-{}-of-{}.json", s.index, s.count),
+        None => "bench-all.json".to_owned(),
+    };
     write_atomically(
-        &out.join("bench-all.json"),
+        &out.join(manifest_name),
         &serde_json::to_vec_pretty(&manifest)?,
     )?;
     print_timing_table(&outcomes);
 
-    // a run whose every job was over budget (or failed) has nothing to report on
-    if outcomes
+    // a shard leaves the report to --gather, once every shard is done
+    let any_result = outcomes
         .iter()
-        .any(|o| o.status == "done" || o.status == "kept")
-    {
-        let status = Command::new(&sage)
-            .arg("report")
-            .arg(&out)
-            .status()
-            .with_context(|| format!("running {} report", sage.display()))?;
-        if !status.success() {
-            bail!("sage report {} failed", out.display());
-        }
-    } else {
+        .any(|o| o.status == "done" || o.status == "kept");
+    if inv.shard.is_none() && any_result {
+        report(&sage, out)?;
+    } else if !any_result {
         eprintln!("bench-all: no result files, so no report");
     }
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.status == "failed").collect();
@@ -402,6 +550,133 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `sage report DIR`.
+fn report(sage: &Path, out: &Path) -> Result<()> {
+    let status = Command::new(sage)
+        .arg("report")
+        .arg(out)
+        .status()
+        .with_context(|| format!("running {} report", sage.display()))?;
+    if !status.success() {
+        bail!("sage report {} failed", out.display());
+    }
+    Ok(())
+}
+
+/// `--gather`: after every shard ran, folds the shards' cache files into the shared caches
+/// (checked, idempotent; the shard files are removed once folded), checks that every selected
+/// job has its result, writes bench-all.json from the results and the shards' manifests, and
+/// runs `sage report`. A missing result is an error naming the job; nothing is reported then.
+fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> {
+    let out = &inv.out;
+    let cache_dir = sage_core::cache_dir();
+    for (stem, flag) in [("embeddings", None), ("paraphrases", Some("--paraphrases"))] {
+        let shards = shard::shard_caches(&cache_dir, stem);
+        if shards.is_empty() {
+            continue;
+        }
+        let merged = Command::new(sage)
+            .args(["cache", "merge", "--cache"])
+            .arg(cache_dir.join(format!("{stem}.redb")))
+            .args(flag)
+            .args(&shards)
+            .output()
+            .with_context(|| format!("running {} cache merge", sage.display()))?;
+        if !merged.status.success() {
+            bail!(
+                "sage cache merge of {} {stem} shard files failed (they are kept): {}",
+                shards.len(),
+                String::from_utf8_lossy(&merged.stderr).trim()
+            );
+        }
+        eprintln!(
+            "bench-all: {stem} caches folded: {}",
+            String::from_utf8_lossy(&merged.stdout).trim()
+        );
+        for file in &shards {
+            std::fs::remove_file(file)
+                .with_context(|| format!("{}: cannot remove once merged", file.display()))?;
+        }
+    }
+    let missing: Vec<String> = jobs
+        .iter()
+        .filter(|j| !j.result_path(out).exists())
+        .map(Job::id)
+        .collect();
+    // what each shard said of its jobs: a failure's status and time
+    let mut recorded: BTreeMap<String, (String, f64)> = BTreeMap::new();
+    let mut shard_manifests = Vec::new();
+    for entry in std::fs::read_dir(out).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("bench-all.shard-") && name.ends_with(".json")) {
+            continue;
+        }
+        let manifest: Value = std::fs::read(entry.path())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .with_context(|| format!("{}: not a bench-all manifest", entry.path().display()))?;
+        for j in manifest["jobs"].as_array().into_iter().flatten() {
+            let id = format!(
+                "{}/{}/{}",
+                j["similarity"].as_str().unwrap_or_default(),
+                j["suite"].as_str().unwrap_or_default(),
+                j["task"].as_str().unwrap_or_default()
+            );
+            recorded.insert(
+                id,
+                (
+                    j["status"].as_str().unwrap_or_default().to_owned(),
+                    j["seconds"].as_f64().unwrap_or(0.0),
+                ),
+            );
+        }
+        shard_manifests.push(name);
+    }
+    shard_manifests.sort();
+    let job_records: Vec<Value> = jobs
+        .iter()
+        .map(|j| {
+            let id = j.id();
+            let wall = std::fs::read(j.result_path(out))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .and_then(|v| v["run"]["wall_seconds"].as_f64());
+            let (status, seconds) = match (wall, recorded.get(&id)) {
+                (Some(w), _) => ("done".to_owned(), w),
+                (None, Some((status, seconds))) => (status.clone(), *seconds),
+                (None, None) => ("missing".to_owned(), 0.0),
+            };
+            json!({"similarity": j.similarity.label, "suite": j.suite, "task": j.task, "status": status, "seconds": seconds})
+        })
+        .collect();
+    let root = workspace_root();
+    let manifest = json!({
+        "schema": "sage-rs/bench-all/1",
+        "harness_version": env!("CARGO_PKG_VERSION"),
+        "git_revision": git_revision(&root),
+        "timestamp": utc_timestamp(),
+        "host": host(),
+        "config": inv.config_path.as_ref().map_or("embedded bench.toml".to_owned(), |p| p.display().to_string()),
+        "quick": inv.quick,
+        "gathered_from": shard_manifests,
+        "jobs": job_records,
+    });
+    write_atomically(
+        &out.join("bench-all.json"),
+        &serde_json::to_vec_pretty(&manifest)?,
+    )?;
+    if !missing.is_empty() {
+        bail!(
+            "{} of {} jobs have no result (re-run them: the same command without --gather, or `cargo xtask slurm` again): {}",
+            missing.len(),
+            jobs.len(),
+            missing.join(", ")
+        );
+    }
+    eprintln!("bench-all: all {} results present; reporting", jobs.len());
+    report(sage, out)
 }
 
 /// The metrics and models to run; "auto" expands to what `sage models` finds.
@@ -485,6 +760,19 @@ fn transformer_bytes(dir: &Path) -> u64 {
         .filter_map(|e| e.metadata().ok())
         .map(|m| m.len())
         .sum()
+}
+
+/// Transformer weight bytes of a local model spec (a folder, or a folder name under
+/// SAGE_MODELS_DIR); `None` when its folder is not found here (a hub id).
+fn model_bytes(spec: &str) -> Option<u64> {
+    let under_models = std::env::var_os("SAGE_MODELS_DIR")
+        .filter(|d| !d.is_empty())
+        .map(|d| PathBuf::from(d).join(spec));
+    [Some(PathBuf::from(spec)), under_models]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_dir())
+        .map(|dir| transformer_bytes(&dir))
 }
 
 /// Whether `spec` names a remote model (`openai:`, `voyage:`, `cohere:`, `gemini:`), as
@@ -730,9 +1018,39 @@ struct RunContext {
     quick: bool,
     max_cost_usd: Option<f64>,
     prices: BTreeMap<String, f64>,
+    /// A shard's own cache files, and the folder of the others it reads (see [`Shard`]).
+    caches: Option<(Shard, PathBuf)>,
 }
 
 impl RunContext {
+    /// A shard's cache flags for a model job: its own files, the others read. Not recorded in
+    /// the result (a sharded run's results equal an unsharded one's).
+    fn cache_args(&self, job: &Job) -> Vec<String> {
+        let Some((shard, dir)) = &self.caches else {
+            return Vec::new();
+        };
+        if !job.similarity.is_model {
+            return Vec::new();
+        }
+        let (embeddings, paraphrases) = shard.cache_files(dir);
+        let dir = dir.display().to_string();
+        let mut args = vec![
+            "--cache".to_owned(),
+            embeddings.display().to_string(),
+            "--read-caches".to_owned(),
+            dir.clone(),
+        ];
+        if job.suite == "pteb" {
+            args.extend([
+                "--paraphrase-cache".to_owned(),
+                paraphrases.display().to_string(),
+                "--read-paraphrase-caches".to_owned(),
+                dir,
+            ]);
+        }
+        args
+    }
+
     /// `--price P` for a remote model priced in `[remote.prices]`.
     fn price_args(&self, spec: &str) -> Vec<String> {
         if !is_remote(spec) {
@@ -780,7 +1098,7 @@ fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
 
 /// `--plan`: what each remote job still to run would send and cost; runs nothing.
 fn print_plan(
-    jobs: &[Job],
+    jobs: &[&Job],
     sage: &Path,
     out: &Path,
     overwrite: bool,
@@ -791,10 +1109,7 @@ fn print_plan(
     for job in jobs.iter().filter(|j| is_remote(&j.similarity.spec)) {
         remote_jobs += 1;
         let name = format!("{} {}/{}", job.similarity.label, job.suite, job.task);
-        let path = out
-            .join(&job.similarity.label)
-            .join(job.suite)
-            .join(format!("{}.json", job.task));
+        let path = job.result_path(out);
         if path.exists() && !overwrite {
             println!("{name}: kept (result exists), sends nothing");
             continue;
@@ -843,7 +1158,7 @@ fn bar_style() -> ProgressStyle {
 }
 
 fn run_jobs(
-    jobs: &[Job],
+    jobs: &[&Job],
     sage: &Path,
     out: &Path,
     overwrite: bool,
@@ -877,10 +1192,7 @@ fn run_jobs(
     // estimated spend of this run on remote models, against remote.max_cost_usd
     let mut spent = 0.0;
     for (i, job) in jobs.iter().enumerate() {
-        let path = out
-            .join(&job.similarity.label)
-            .join(job.suite)
-            .join(format!("{}.json", job.task));
+        let path = job.result_path(out);
         let name = format!("{} {}/{}", job.similarity.label, job.suite, job.task);
         let bar_s = &by_similarity[&job.similarity.label];
         let bar_t = &by_suite[job.suite];
@@ -991,6 +1303,7 @@ fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<
     let output = Command::new(sage)
         .args(&job.args)
         .args(context.price_args(&job.similarity.spec))
+        .args(context.cache_args(job))
         .arg("--output")
         .arg(&report_path)
         .output()
@@ -1191,6 +1504,50 @@ mod tests {
         assert_eq!(transformer_bytes(&root.join("missing")), 0);
     }
 
+    /// A shard's model jobs write their own cache files and read the others'; metric jobs touch
+    /// no cache; an unsharded run passes nothing (sage's default cache). None of it is in the
+    /// recorded arguments.
+    #[test]
+    fn shard_cache_flags_go_to_model_jobs_only() {
+        let mut config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
+        let llm = tempfile::tempdir().unwrap();
+        config.pteb.paraphraser = llm.path().display().to_string();
+        let similarities: Vec<Similarity> = ["bm25", "model-a"]
+            .iter()
+            .map(|&spec| Similarity {
+                label: spec.into(),
+                spec: spec.into(),
+                is_model: spec.starts_with("model"),
+            })
+            .collect();
+        let jobs = plan(&config, &similarities, Path::new("data"), &mut Vec::new());
+        let mut context = RunContext {
+            revision: Value::Null,
+            host: Value::Null,
+            seed: 1,
+            data_dir: PathBuf::new(),
+            quick: false,
+            max_cost_usd: None,
+            prices: BTreeMap::new(),
+            caches: None,
+        };
+        assert!(jobs.iter().all(|j| context.cache_args(j).is_empty()));
+        context.caches = Some((Shard { index: 2, count: 3 }, PathBuf::from("/c")));
+        for job in &jobs {
+            let args = context.cache_args(job).join(" ");
+            match (job.similarity.is_model, job.suite) {
+                (false, _) => assert!(args.is_empty(), "{args}"),
+                (true, "pteb") => assert_eq!(
+                    args,
+                    "--cache /c/embeddings.shard-2.redb --read-caches /c \
+                     --paraphrase-cache /c/paraphrases.shard-2.redb --read-paraphrase-caches /c"
+                ),
+                (true, _) => assert_eq!(args, "--cache /c/embeddings.shard-2.redb --read-caches /c"),
+            }
+            assert!(!job.args.iter().any(|a| a.contains("shard")));
+        }
+    }
+
     #[test]
     fn remote_labels_and_result_specs_hold_no_url_or_password() {
         let spec = "openai:BAAI/bge-small@http://u:pw@127.0.0.1:7997/v1";
@@ -1207,6 +1564,7 @@ mod tests {
             quick: false,
             max_cost_usd: None,
             prices: [("cohere:embed-v4.0".to_owned(), 0.5)].into(),
+            caches: None,
         };
         assert_eq!(context.price_args("cohere:embed-v4.0"), ["--price", "0.5"]);
         assert!(context.price_args("all-MiniLM-L6-v2").is_empty());

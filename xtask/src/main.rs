@@ -13,6 +13,8 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 mod bench;
+mod shard;
+mod slurm;
 mod throughput;
 
 const HELP: &str = "\
@@ -31,6 +33,22 @@ Tasks:
       configuration is bench.toml at the repository root. --plan: run nothing; print, per
       remote-model job, the texts and tokens it would send after the embedding cache and its
       estimated cost ([remote] in the config), and the total.
+      Sharding (other machines, other processes; see the README's \"Beyond one box\"):
+      --list-jobs: print the jobs as JSON lines (id, result file, estimated seconds, done) and
+      run nothing. --jobs FILE: only the jobs FILE lists (lines as --list-jobs prints them).
+      --shard I/N: only share I of N, balanced by estimated cost (--costs FILE: a finished
+      run's bench-all.json gives measured times), the same share in every process; its model
+      jobs write their own cache files in the cache folder and read the others'; no report.
+      --gather: after the shards, fold their cache files into the shared ones, check every
+      result is there (an error names the missing ones) and write bench-all.json and the report.
+  slurm [--config bench.toml] [--quick] [--out DIR] [--sage BIN] [--costs FILE] [--shards N]
+        [--partition P] [--gpus-per-task G] [--cpus-per-task C] [--array-limit K] [--time T]
+        [--dry-run] [--no-wait]
+      The jobs of bench-all whose results are missing as a Slurm job array of N shards
+      (default 8, at most one per job; K at a time), plus a gather job after them
+      (afterok; cancelled if a task fails). Job file, scripts and logs in DIR/slurm/<time>/.
+      Waits for both and names each failed task with its Slurm id and log; submitting again
+      runs only what is still missing. --dry-run: write and print the scripts, submit nothing.
   metrics-throughput [--input pairs.jsonl] [--repeat N] [--threads N] [--python PY] [--sage BIN]
                      [--out DIR]
       Build the release `sage` binary (BIN: use that one instead) and time `sage score` (RAYON_NUM_THREADS=N, default 1)
@@ -52,6 +70,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("metrics-throughput") => throughput::metrics_throughput(&args[1..]),
         Some("bench-all") => bench::bench_all(&args[1..]),
+        Some("slurm") => slurm::slurm(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
             Ok(())

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadableDatabase, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -20,22 +20,18 @@ const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("paraphrases-v
 pub struct ParaphraseCache {
     db: Database,
     path: PathBuf,
+    /// The folder whose other `paraphrases*.redb` files are read for what this one lacks.
+    siblings: Option<PathBuf>,
 }
 
-/// `SAGE_CACHE_DIR`, else `$XDG_CACHE_HOME/sage-rs`, else `~/.cache/sage-rs`:
-/// `paraphrases.redb` there.
+/// `paraphrases.redb` in [`sage_core::cache_dir`].
 pub fn default_cache_path() -> PathBuf {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    env("SAGE_CACHE_DIR")
-        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("sage-rs")))
-        .or_else(|| env("HOME").map(|h| h.join(".cache/sage-rs")))
-        .unwrap_or_else(|| PathBuf::from(".sage-cache"))
-        .join("paraphrases.redb")
+    sage_core::cache_dir().join("paraphrases.redb")
 }
+
+/// How long opening the cache for writing waits for a sibling's momentary read lock
+/// ([`ParaphraseCache::reading_siblings`]).
+const OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The key of a request: SHA-256 of its parts, each followed by a 0 byte.
 pub fn request_key(parts: &[&str]) -> [u8; 32] {
@@ -59,14 +55,58 @@ impl ParaphraseCache {
             std::fs::create_dir_all(dir)
                 .map_err(|e| error(format!("cannot create folder: {e}")))?;
         }
-        let db = Database::create(&path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => error(
-                "in use by another process (run one at a time, or pass another --paraphrase-cache)"
-                    .into(),
-            ),
-            other => error(other.to_string()),
-        })?;
-        Ok(ParaphraseCache { db, path })
+        let started = std::time::Instant::now();
+        let db = loop {
+            match Database::create(&path) {
+                Ok(db) => break db,
+                // a sibling's read lock lasts one lookup; a writer's lasts its whole run
+                Err(redb::DatabaseError::DatabaseAlreadyOpen)
+                    if started.elapsed() < OPEN_PATIENCE =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(50))
+                }
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                    return Err(error(
+                        "in use by another process (run one at a time, or pass another --paraphrase-cache)"
+                            .into(),
+                    ))
+                }
+                Err(other) => return Err(error(other.to_string())),
+            }
+        };
+        Ok(ParaphraseCache {
+            db,
+            path,
+            siblings: None,
+        })
+    }
+
+    /// Also look up what this cache lacks in the other `paraphrases*.redb` files of `dir` (a
+    /// sharded run's other shards, the merged cache), copying what is found into this file.
+    /// A sibling is opened read-only for one lookup, and skipped while its writer holds it or
+    /// when it cannot be read: the paraphrase is then generated here, the same one (seeded).
+    pub fn reading_siblings(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.siblings = Some(dir.into());
+        self
+    }
+
+    /// The bytes stored under `key` in the first readable sibling that has them.
+    fn sibling_bytes(&self, key: &[u8; 32]) -> Option<Vec<u8>> {
+        let dir = self.siblings.as_ref()?;
+        sage_core::sibling_caches(dir, "paraphrases", &self.path)
+            .into_iter()
+            .find_map(|sibling| {
+                // redb panics on some broken files; a sibling is optional, so it is skipped
+                std::panic::catch_unwind(|| {
+                    let db = redb::ReadOnlyDatabase::open(&sibling).ok()?;
+                    let txn = db.begin_read().ok()?;
+                    let table = txn.open_table(TABLE).ok()?;
+                    let bytes = table.get(key.as_slice()).ok()??.value().to_vec();
+                    Some(bytes)
+                })
+                .ok()
+                .flatten()
+            })
     }
 
     /// The cache file.
@@ -81,9 +121,16 @@ impl ParaphraseCache {
         }
     }
 
-    /// The stored value of `key`; `None` when absent or unreadable (then it is recomputed and
-    /// overwritten).
+    /// The stored value of `key` (here, else in a readable sibling, then copied here); `None`
+    /// when absent or unreadable (then it is recomputed and overwritten).
     pub fn get<T: DeserializeOwned>(&self, key: &[u8; 32]) -> Result<Option<T>> {
+        match self.get_own(key)? {
+            Some(found) => Ok(Some(found)),
+            None => self.get_from_siblings(key),
+        }
+    }
+
+    fn get_own<T: DeserializeOwned>(&self, key: &[u8; 32]) -> Result<Option<T>> {
         let txn = self.db.begin_read().map_err(|e| self.error(e))?;
         let table = match txn.open_table(TABLE) {
             Ok(t) => t,
@@ -94,16 +141,168 @@ impl ParaphraseCache {
         Ok(value.and_then(|v| serde_json::from_slice(v.value()).ok()))
     }
 
+    fn get_from_siblings<T: DeserializeOwned>(&self, key: &[u8; 32]) -> Result<Option<T>> {
+        let Some(bytes) = self.sibling_bytes(key) else {
+            return Ok(None);
+        };
+        let Ok(found) = serde_json::from_slice::<T>(&bytes) else {
+            return Ok(None);
+        };
+        self.put_bytes(key, &bytes)?;
+        Ok(Some(found))
+    }
+
     /// Stores `value` under `key` durably.
     pub fn put<T: Serialize>(&self, key: &[u8; 32], value: &T) -> Result<()> {
         let bytes = serde_json::to_vec(value).map_err(|e| self.error(e))?;
+        self.put_bytes(key, &bytes)
+    }
+
+    fn put_bytes(&self, key: &[u8; 32], bytes: &[u8]) -> Result<()> {
         let txn = self.db.begin_write().map_err(|e| self.error(e))?;
         {
             let mut table = txn.open_table(TABLE).map_err(|e| self.error(e))?;
             table
-                .insert(key.as_slice(), bytes.as_slice())
+                .insert(key.as_slice(), bytes)
                 .map_err(|e| self.error(e))?;
         }
         txn.commit().map_err(|e| self.error(e))
+    }
+}
+
+/// Folds the paraphrase cache files `sources` into the one at `into` (created if missing):
+/// an entry is copied when `into` lacks its key, or holds bytes there that are not an outcome
+/// (JSON); a source entry that is not one is skipped and counted. Idempotent; the sources are
+/// only read; all copies are one transaction, so a killed merge leaves the target as it was.
+pub fn merge_paraphrase_caches(into: &Path, sources: &[PathBuf]) -> Result<sage_core::CacheMerge> {
+    let error = |path: &Path, e: &dyn std::fmt::Display| PtebError::Cache {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    let target = ParaphraseCache::open(into)?;
+    let mut merge = sage_core::CacheMerge {
+        into: into.to_owned(),
+        sources: sources.len(),
+        ..sage_core::CacheMerge::default()
+    };
+    let is_outcome = |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).is_ok();
+    let txn = target.db.begin_write().map_err(|e| error(into, &e))?;
+    {
+        let mut table = txn.open_table(TABLE).map_err(|e| error(into, &e))?;
+        for source in sources {
+            if source == into {
+                return Err(error(source, &"is the merge's target too"));
+            }
+            let db = redb::ReadOnlyDatabase::open(source).map_err(|e| error(source, &e))?;
+            let read = db.begin_read().map_err(|e| error(source, &e))?;
+            let entries = match read.open_table(TABLE) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => continue,
+                Err(e) => return Err(error(source, &e)),
+            };
+            for item in entries.iter().map_err(|e| error(source, &e))? {
+                let (key, value) = item.map_err(|e| error(source, &e))?;
+                let (key, value) = (key.value(), value.value());
+                if !is_outcome(value) {
+                    merge.corrupt_skipped += 1;
+                    continue;
+                }
+                let held = table
+                    .get(key)
+                    .map_err(|e| error(into, &e))?
+                    .map(|v| v.value().to_vec());
+                match held {
+                    Some(bytes) if bytes == value => merge.already_present += 1,
+                    Some(bytes) if is_outcome(&bytes) => merge.differing += 1,
+                    _ => {
+                        table.insert(key, value).map_err(|e| error(into, &e))?;
+                        merge.copied += 1;
+                    }
+                }
+            }
+        }
+    }
+    txn.commit().map_err(|e| error(into, &e))?;
+    Ok(merge)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(path: &Path, entries: &[(&str, &str)]) {
+        let cache = ParaphraseCache::open(path).unwrap();
+        for (text, paraphrase) in entries {
+            cache.put(&request_key(&[text]), &paraphrase.to_string()).unwrap();
+        }
+    }
+
+    /// Shards' paraphrase files fold into one: the union; a source entry that is not JSON is
+    /// skipped; the target's own differing entry is kept; merging again copies nothing.
+    #[test]
+    fn merging_paraphrase_caches_is_a_checked_idempotent_union() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, into) = (
+            dir.path().join("paraphrases.shard-0.redb"),
+            dir.path().join("paraphrases.shard-1.redb"),
+            dir.path().join("paraphrases.redb"),
+        );
+        put(&a, &[("one", "uno"), ("two", "dos")]);
+        put(&b, &[("two", "dos"), ("three", "tres")]);
+        put(&into, &[("three", "drei")]);
+        {
+            let db = Database::create(&b).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(TABLE)
+                .unwrap()
+                .insert(request_key(&["four"]).as_slice(), b"{not json".as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        let merged = merge_paraphrase_caches(&into, &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(
+            (
+                merged.copied,
+                merged.already_present,
+                merged.differing,
+                merged.corrupt_skipped
+            ),
+            (2, 1, 1, 1)
+        );
+        let again = merge_paraphrase_caches(&into, &[a.clone(), b.clone()]).unwrap();
+        assert_eq!((again.copied, again.already_present), (0, 3));
+        let cache = ParaphraseCache::open(&into).unwrap();
+        let get = |t: &str| cache.get::<String>(&request_key(&[t])).unwrap();
+        assert_eq!(get("one").as_deref(), Some("uno"));
+        assert_eq!(get("three").as_deref(), Some("drei"));
+        assert_eq!(get("four"), None);
+        assert!(merge_paraphrase_caches(&a, &[a.clone()]).is_err());
+    }
+
+    /// A shard's cache answers from a finished sibling (and keeps the answer), and skips one
+    /// whose writer holds it.
+    #[test]
+    fn a_shard_reads_its_siblings_paraphrases() {
+        let dir = tempfile::tempdir().unwrap();
+        put(&dir.path().join("paraphrases.shard-0.redb"), &[("one", "uno")]);
+        let busy = ParaphraseCache::open(dir.path().join("paraphrases.shard-2.redb")).unwrap();
+        busy.put(&request_key(&["two"]), &"dos".to_string()).unwrap();
+        let own = dir.path().join("paraphrases.shard-1.redb");
+        let shard = ParaphraseCache::open(&own)
+            .unwrap()
+            .reading_siblings(dir.path());
+        assert_eq!(
+            shard.get::<String>(&request_key(&["one"])).unwrap().as_deref(),
+            Some("uno")
+        );
+        assert_eq!(shard.get::<String>(&request_key(&["two"])).unwrap(), None);
+        drop(shard);
+        drop(busy);
+        let alone = ParaphraseCache::open(&own).unwrap();
+        assert_eq!(
+            alone.get::<String>(&request_key(&["one"])).unwrap().as_deref(),
+            Some("uno"),
+            "copied into the shard's own file"
+        );
     }
 }

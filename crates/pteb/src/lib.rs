@@ -41,7 +41,7 @@ mod prompt;
 mod qmatmul;
 mod tasks;
 
-pub use cache::{default_cache_path, request_key, ParaphraseCache};
+pub use cache::{default_cache_path, merge_paraphrase_caches, request_key, ParaphraseCache};
 pub use chat::{ChatMessage, ChatModel, Completion, Retry, Sampling};
 pub use evaluate::{
     compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Pooled,

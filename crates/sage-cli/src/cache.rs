@@ -35,6 +35,10 @@ pub enum CacheCommand {
         /// Cache files to fold in.
         #[arg(required = true)]
         sources: Vec<PathBuf>,
+        /// The files are paraphrase caches (PTEB's `paraphrases*.redb`; default target
+        /// paraphrases.redb), not embedding caches.
+        #[arg(long)]
+        paraphrases: bool,
     },
 }
 
@@ -42,9 +46,17 @@ pub fn run(command: CacheCommand) -> Result<()> {
     let (path, repair) = match command {
         CacheCommand::Verify { cache } => (cache, false),
         CacheCommand::Repair { cache } => (cache, true),
-        CacheCommand::Merge { cache, sources } => {
-            let into = cache.unwrap_or_else(default_cache_path);
-            let merged = merge_caches(&into, &sources)?;
+        CacheCommand::Merge {
+            cache,
+            sources,
+            paraphrases,
+        } => {
+            let merged = if paraphrases {
+                let into = cache.unwrap_or_else(pteb::default_cache_path);
+                pteb::merge_paraphrase_caches(&into, &sources)?
+            } else {
+                merge_caches(&cache.unwrap_or_else(default_cache_path), &sources)?
+            };
             println!("{}", serde_json::to_string(&merged)?);
             return Ok(());
         }

@@ -34,6 +34,11 @@ pub struct ModelArgs {
     /// Do not read or write the embedding cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// Also read the other embedding cache files (`embeddings*.redb`) in this folder for what
+    /// the cache lacks, copying what is found into it: how the shards of a sharded run (each
+    /// writing its own --cache file) share their work.
+    #[arg(long, value_name = "DIR")]
+    pub read_caches: Option<PathBuf>,
     /// Run on the first CUDA GPU (binary built with --features cuda).
     #[arg(long)]
     pub cuda: bool,
@@ -55,7 +60,7 @@ impl ModelArgs {
         if crate::remote::is_remote(spec) {
             let cache =
                 (!self.no_cache).then(|| self.cache.clone().unwrap_or_else(default_cache_path));
-            return crate::remote::load(spec, &self.remote, cache);
+            return crate::remote::load(spec, &self.remote, cache, self.read_caches.clone());
         }
         if self.remote.plan {
             bail!("--plan is for remote models (PROTOCOL:MODEL[@BASE_URL]); {spec:?} is local");
@@ -75,15 +80,19 @@ impl ModelArgs {
             return Ok(model);
         }
         let path = self.cache.clone().unwrap_or_else(default_cache_path);
-        Ok(Box::new(ReportingCache(CachedEmbedder::open(
-            model, &path,
-        )?)))
+        let mut cache = CachedEmbedder::open(model, &path)?;
+        if let Some(dir) = &self.read_caches {
+            cache = cache.reading_siblings(dir);
+        }
+        Ok(Box::new(ReportingCache(cache)))
     }
 }
 
 /// Prints the cache's hits and misses when dropped, i.e. once the command is done with it.
 struct ReportingCache(CachedEmbedder<Box<dyn Embedder>>);
 
+// Every method forwarded: a role's prompt (a query's `search_query: `) must reach the model and
+// the cache key; the trait's defaults would embed every role as plain text.
 impl Embedder for ReportingCache {
     fn identity(&self) -> &sage_core::EmbedderIdentity {
         self.0.identity()
@@ -94,15 +103,40 @@ impl Embedder for ReportingCache {
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
         self.0.embed(texts)
     }
+    fn role_variant(&self, role: sage_core::Role) -> Option<String> {
+        self.0.role_variant(role)
+    }
+    fn embed_as(&self, texts: &[&str], role: sage_core::Role) -> sage_core::Result<Array2<f32>> {
+        self.0.embed_as(texts, role)
+    }
+    fn embed_batches(
+        &self,
+        texts: &[&str],
+        role: sage_core::Role,
+        sink: &mut sage_core::BatchSink<'_>,
+    ) -> sage_core::Result<()> {
+        self.0.embed_batches(texts, role, sink)
+    }
+    fn delivers_batches(&self) -> bool {
+        self.0.delivers_batches()
+    }
+    fn remote_usage(&self) -> Option<sage_core::RemoteUsage> {
+        self.0.remote_usage()
+    }
 }
 
 impl Drop for ReportingCache {
     fn drop(&mut self) {
         let s = self.0.stats();
         eprintln!(
-            "sage: embedding cache {}: {} hits, {} embedded",
+            "sage: embedding cache {}: {} hits{}, {} embedded",
             self.0.path().display(),
             s.hits,
+            if s.from_siblings > 0 {
+                format!(" ({} from other cache files)", s.from_siblings)
+            } else {
+                String::new()
+            },
             s.misses
         );
         if let Some(why) = self.0.corruption() {

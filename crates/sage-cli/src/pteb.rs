@@ -99,6 +99,10 @@ pub struct PtebArgs {
     /// Neither read nor write the paraphrase cache.
     #[arg(long)]
     no_paraphrase_cache: bool,
+    /// Also read the other paraphrase cache files (`paraphrases*.redb`) in this folder for what
+    /// the cache lacks (a sharded run's shards each write their own --paraphrase-cache).
+    #[arg(long, value_name = "DIR")]
+    read_paraphrase_caches: Option<PathBuf>,
     /// Data root (default: $SAGE_DATA_DIR).
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -224,7 +228,11 @@ pub fn run(args: PtebArgs) -> Result<()> {
             .paraphrase_cache
             .clone()
             .unwrap_or_else(pteb::default_cache_path);
-        Some(Arc::new(ParaphraseCache::open(&path)?))
+        let mut cache = ParaphraseCache::open(&path)?;
+        if let Some(dir) = &args.read_paraphrase_caches {
+            cache = cache.reading_siblings(dir);
+        }
+        Some(Arc::new(cache))
     };
     let settings = ParaphraseSettings {
         prompt: if args.multilingual {

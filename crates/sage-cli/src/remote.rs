@@ -113,9 +113,14 @@ pub fn is_remote(spec: &str) -> bool {
     RemoteSpec::looks_remote(spec) && !Path::new(spec).exists()
 }
 
-/// Loads the remote model `spec`, behind the cache at `cache` (or none); registered for the
-/// report's usage record and for `--plan`.
-pub fn load(spec: &str, args: &RemoteArgs, cache: Option<PathBuf>) -> Result<Box<dyn Embedder>> {
+/// Loads the remote model `spec`, behind the cache at `cache` (or none; also reading the other
+/// cache files in `siblings`); registered for the report's usage record and for `--plan`.
+pub fn load(
+    spec: &str,
+    args: &RemoteArgs,
+    cache: Option<PathBuf>,
+    siblings: Option<PathBuf>,
+) -> Result<Box<dyn Embedder>> {
     let parsed = RemoteSpec::parse(spec)?;
     let display = parsed.display();
     let remote = RemoteEmbedder::new(parsed, args.options()?)
@@ -127,7 +132,13 @@ pub fn load(spec: &str, args: &RemoteArgs, cache: Option<PathBuf>) -> Result<Box
             let counter = remote.token_counter();
             Handle::Cached(Arc::new(CachedEmbedder::planning(remote, path, counter)?))
         }
-        (false, Some(path)) => Handle::Cached(Arc::new(CachedEmbedder::open(remote, path)?)),
+        (false, Some(path)) => {
+            let mut cache = CachedEmbedder::open(remote, path)?;
+            if let Some(dir) = siblings {
+                cache = cache.reading_siblings(dir);
+            }
+            Handle::Cached(Arc::new(cache))
+        }
         (false, None) => Handle::Bare(Arc::new(remote)),
     };
     let embedder: Box<dyn Embedder> = match &handle {

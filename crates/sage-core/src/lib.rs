@@ -11,6 +11,7 @@
 //! - [`RunSeed`] — the one documented way experiments derive their random generators, so results
 //!   do not depend on thread count.
 //! - [`Role`] — what a text is for (query, document, plain), so asymmetric embedders get it.
+//! - [`cache_dir`] — the folder every cache file lives in by default.
 //! - [`redact`] — the one rule for what may be shown of a server URL or answer.
 //! - [`measures`] — every evaluation measure (Pearson, Spearman, V-measure, NDCG, MRR, MAP,
 //!   Wilcoxon, Hodges–Lehmann, Holm, ...) written once, each matching a named reference
@@ -20,6 +21,7 @@
 //! report. This crate owns the middle of that chain; it reads no datasets and loads no models.
 #![deny(missing_docs)]
 
+mod cache_dir;
 mod embed;
 mod error;
 pub mod measures;
@@ -29,6 +31,7 @@ mod similarity;
 pub mod test_support;
 mod timings;
 
+pub use cache_dir::{cache_dir, sibling_caches, CacheMerge};
 pub use embed::{
     cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 use ndarray::Array2;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
-use sage_core::{Embedder, EmbedderIdentity, RemoteUsage, Role, SageError};
+use sage_core::{CacheMerge, Embedder, EmbedderIdentity, RemoteUsage, Role, SageError};
 use sha2::{Digest, Sha256};
 
 use crate::error::{EmbedError, Result};
@@ -80,6 +80,9 @@ pub struct CacheStats {
     pub misses: u64,
     /// Entries found corrupt (and recomputed, so also counted in `misses`).
     pub corrupt: u64,
+    /// Of the hits, texts found in another cache file ([`CachedEmbedder::reading_siblings`])
+    /// and copied into this one.
+    pub from_siblings: u64,
 }
 
 /// What a planned run would send: distinct texts found in the cache and not, and the tokens of
@@ -112,25 +115,22 @@ pub struct CachedEmbedder<E> {
     hits: AtomicU64,
     misses: AtomicU64,
     corrupt: AtomicU64,
+    from_siblings: AtomicU64,
+    /// The folder whose other `embeddings*.redb` files are read for what this one lacks.
+    siblings: Option<PathBuf>,
     /// What the first corrupt entry failed.
     first_corruption: Mutex<Option<String>>,
     planner: Option<Planner>,
 }
 
-/// `SAGE_CACHE_DIR`, else `$XDG_CACHE_HOME/sage-rs`, else `~/.cache/sage-rs`: the folder of
-/// `embeddings.redb`.
+/// `embeddings.redb` in [`sage_core::cache_dir`].
 pub fn default_cache_path() -> PathBuf {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let dir = env("SAGE_CACHE_DIR")
-        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("sage-rs")))
-        .or_else(|| env("HOME").map(|h| h.join(".cache/sage-rs")))
-        .unwrap_or_else(|| PathBuf::from(".sage-cache"));
-    dir.join("embeddings.redb")
+    sage_core::cache_dir().join("embeddings.redb")
 }
+
+/// How long opening a cache file for writing waits for a reader to let go of it: another
+/// process may be reading it for a moment ([`CachedEmbedder::reading_siblings`]).
+const OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn cache_error(path: &Path, e: impl std::fmt::Display) -> EmbedError {
     EmbedError::Cache {
@@ -324,24 +324,6 @@ fn inspect_cache(path: &Path, repair: bool) -> std::result::Result<CacheCheck, U
     Ok(check)
 }
 
-/// What [`merge_caches`] did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct CacheMerge {
-    /// The file merged into.
-    pub into: PathBuf,
-    /// Source files read.
-    pub sources: usize,
-    /// Entries copied into the target (keys it did not have).
-    pub copied: u64,
-    /// Entries the target already held with the same bytes.
-    pub already_present: u64,
-    /// Entries the target held with other (sound) bytes: same identity and text, another vector
-    /// (say, computed on another device). The target's is kept.
-    pub differing: u64,
-    /// Source entries that failed their checks: never copied.
-    pub corrupt_skipped: u64,
-}
-
 /// Folds the entries of the cache files `sources` into the cache file `into` (created if
 /// missing): every source entry is checked (checksum of key and vector, width, finite values)
 /// and copied when the target lacks its key; a corrupt one is skipped and counted. Idempotent:
@@ -421,9 +403,20 @@ impl<E: Embedder> CachedEmbedder<E> {
             std::fs::create_dir_all(dir)
                 .map_err(|e| cache_error(&path, format!("cannot create folder: {e}")))?;
         }
-        let db = guarded(&path, || {
-            Database::create(&path).map_err(|e| open_error(&path, e))
-        })?;
+        let started = std::time::Instant::now();
+        let db = loop {
+            match guarded(&path, || Ok(Database::create(&path)))? {
+                Ok(db) => break db,
+                // a sibling's momentary read lock (see `reading_siblings`) goes away; a writer's
+                // lock lasts its whole run, so waiting longer would not help
+                Err(redb::DatabaseError::DatabaseAlreadyOpen)
+                    if started.elapsed() < OPEN_PATIENCE =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(50))
+                }
+                Err(e) => return Err(open_error(&path, e)),
+            }
+        };
         Ok(CachedEmbedder {
             inner,
             db: Some(db),
@@ -432,6 +425,8 @@ impl<E: Embedder> CachedEmbedder<E> {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             corrupt: AtomicU64::new(0),
+            from_siblings: AtomicU64::new(0),
+            siblings: None,
             first_corruption: Mutex::new(None),
             planner: None,
         })
@@ -457,6 +452,19 @@ impl<E: Embedder> CachedEmbedder<E> {
             .map(|p| p.seen.lock().unwrap_or_else(|e| e.into_inner()).1)
     }
 
+    /// Also look up what this cache lacks in the other `embeddings*.redb` files of `dir` (a
+    /// sharded run's other shards, the merged cache), and copy what is found (checked like any
+    /// entry) into this file, so that each shard's file ends up holding everything its jobs used.
+    ///
+    /// redb allows one writer per file, so shards that run together each write their own file;
+    /// a sibling is opened read-only for the length of one lookup and skipped while its writer
+    /// holds it (a shard still running) or when it cannot be read (a killed shard's file waits
+    /// for its owner's repair).
+    pub fn reading_siblings(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.siblings = Some(dir.into());
+        self
+    }
+
     /// Commit misses every `texts` texts (the most a crash can lose).
     pub fn with_chunk(mut self, texts: usize) -> Self {
         self.chunk = texts.max(1);
@@ -469,6 +477,7 @@ impl<E: Embedder> CachedEmbedder<E> {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             corrupt: self.corrupt.load(Ordering::Relaxed),
+            from_siblings: self.from_siblings.load(Ordering::Relaxed),
         }
     }
 
@@ -523,6 +532,67 @@ impl<E: Embedder> CachedEmbedder<E> {
                 }))
             })
             .collect()
+    }
+
+    /// Fills the rows still `None` from the sibling cache files that can be read now, and stores
+    /// what was found in this file.
+    fn fill_from_siblings(&self, keys: &[[u8; 32]], rows: &mut [Option<Vec<f32>>]) -> Result<()> {
+        let Some(dir) = &self.siblings else {
+            return Ok(());
+        };
+        let dim = self.inner.dimension();
+        let mut found_rows = Vec::new();
+        let mut found = Vec::new();
+        for sibling in sage_core::sibling_caches(dir, "embeddings", &self.path) {
+            if rows.iter().all(Option::is_some) {
+                break;
+            }
+            // unreadable for now (its writer holds it, or it needs its owner's repair): the
+            // text is embedded here instead, which gives the same vector
+            let _ = guarded(&sibling, || {
+                let Ok(db) = redb::ReadOnlyDatabase::open(&sibling) else {
+                    return Ok(());
+                };
+                let txn = db.begin_read().map_err(|e| cache_error(&sibling, e))?;
+                let Ok(table) = txn.open_table(TABLE) else {
+                    return Ok(());
+                };
+                for (i, key) in keys.iter().enumerate() {
+                    if rows[i].is_some() {
+                        continue;
+                    }
+                    let entry = table
+                        .get(key.as_slice())
+                        .map_err(|e| cache_error(&sibling, e))?;
+                    if let Some(vector) = entry.and_then(|v| decode_entry(key, v.value(), dim).ok())
+                    {
+                        found.push(vector.clone());
+                        found_rows.push(i);
+                        rows[i] = Some(vector);
+                    }
+                }
+                Ok(())
+            });
+        }
+        if found.is_empty() {
+            return Ok(());
+        }
+        let width = found[0].len();
+        if found.iter().any(|v| v.len() != width) {
+            return Err(cache_error(
+                &self.path,
+                "sibling cache files hold vectors of different widths under one model identity",
+            ));
+        }
+        let flat: Vec<f32> = found.into_iter().flatten().collect();
+        let vectors = Array2::from_shape_vec((found_rows.len(), width), flat)
+            .expect("rows of one width");
+        let order: Vec<usize> = (0..found_rows.len()).collect();
+        let found_keys: Vec<[u8; 32]> = found_rows.iter().map(|&i| keys[i]).collect();
+        self.store(&found_keys, &order, &vectors)?;
+        self.from_siblings
+            .fetch_add(found_rows.len() as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     fn db(&self) -> &Database {
@@ -651,6 +721,9 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
             .map(|t| self.key(t, variant.as_deref()))
             .collect();
         let mut rows = self.lookup(&keys)?;
+        if self.planner.is_none() {
+            self.fill_from_siblings(&keys, &mut rows)?;
+        }
         // a text repeated within the call is embedded (and paid for) once
         let mut first_of: std::collections::HashMap<[u8; 32], usize> = Default::default();
         let mut repeats: Vec<(usize, usize)> = Vec::new();
@@ -833,6 +906,46 @@ mod tests {
         );
     }
 
+    /// Shards of one run: a cache reading its siblings takes what a finished sibling holds
+    /// (checked: a corrupt sibling entry is recomputed), copies it into its own file, skips a
+    /// sibling whose writer still holds it, and never writes a sibling.
+    #[test]
+    fn a_shard_reads_what_its_siblings_hold_and_skips_a_busy_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        let done = CachedEmbedder::open(Flaky::new(usize::MAX), path("embeddings.shard-0.redb"))
+            .unwrap();
+        done.embed(&["one", "two", "bad"]).unwrap();
+        let bad_key = done.key("bad", None);
+        drop(done);
+        tamper(&path("embeddings.shard-0.redb"), bad_key, b"short");
+        let sibling_bytes = std::fs::read(path("embeddings.shard-0.redb")).unwrap();
+        // a shard still running: its writer holds the file
+        let busy = CachedEmbedder::open(Flaky::new(usize::MAX), path("embeddings.shard-2.redb"))
+            .unwrap();
+        busy.embed(&["three"]).unwrap();
+        // "one" and "two" from shard 0; "bad" and "three" embedded here: 2 texts allowed
+        let texts = ["one", "two", "bad", "three"];
+        let shard = CachedEmbedder::open(Flaky::new(2), path("embeddings.shard-1.redb"))
+            .unwrap()
+            .reading_siblings(dir.path());
+        let got = shard.embed(&texts).unwrap();
+        assert_eq!(got, Flaky::new(usize::MAX).embed(&texts).unwrap());
+        let stats = shard.stats();
+        assert_eq!((stats.hits, stats.from_siblings, stats.misses), (2, 2, 2));
+        drop(shard);
+        drop(busy);
+        assert_eq!(
+            std::fs::read(path("embeddings.shard-0.redb")).unwrap(),
+            sibling_bytes,
+            "a sibling is only read"
+        );
+        // what was found is now in the shard's own file: it answers alone
+        let alone = CachedEmbedder::open(Flaky::new(0), path("embeddings.shard-1.redb")).unwrap();
+        assert_eq!(alone.embed(&texts).unwrap(), got);
+        assert_eq!(alone.stats().hits, 4);
+    }
+
     /// Found by the cache fuzz target: one byte of a cache file's header changed (offset 257 set
     /// to 24) made redb panic in `Database::drop`, after the run's vectors were computed, killing
     /// the process. Closing the cache now survives it, and what it returned is still right.
@@ -900,7 +1013,8 @@ mod tests {
             CacheStats {
                 hits: 1,
                 misses: 3,
-                corrupt: 3
+                corrupt: 3,
+                from_siblings: 0
             }
         );
         assert!(cached.corruption().unwrap().contains("checksum"));
@@ -1004,7 +1118,8 @@ mod tests {
                 CacheStats {
                     hits: 0,
                     misses: 6,
-                    corrupt: 0
+                    corrupt: 0,
+                from_siblings: 0
                 }
             );
         }
@@ -1017,7 +1132,8 @@ mod tests {
             CacheStats {
                 hits: 6,
                 misses: 4,
-                corrupt: 0
+                corrupt: 0,
+                from_siblings: 0
             }
         );
         assert_eq!(
@@ -1034,7 +1150,8 @@ mod tests {
             CacheStats {
                 hits: 16,
                 misses: 4,
-                corrupt: 0
+                corrupt: 0,
+                from_siblings: 0
             }
         );
     }
@@ -1070,7 +1187,8 @@ mod tests {
             CacheStats {
                 hits: 0,
                 misses: 1,
-                corrupt: 0
+                corrupt: 0,
+                from_siblings: 0
             }
         );
     }

@@ -41,7 +41,7 @@ use std::io::Read;
 use std::path::Path;
 
 pub use cache::{
-    check_cache, default_cache_path, merge_caches, CacheCheck, CacheMerge, CacheStats,
+    check_cache, default_cache_path, merge_caches, CacheCheck, CacheStats,
     CachedEmbedder, PlanCounts, TokenCounter,
 };
 pub use config::{
@@ -148,3 +148,5 @@ pub(crate) fn file_digest(path: &Path) -> Result<String> {
 
 #[cfg(test)]
 mod golden;
+/// What [`merge_caches`] did (one shape for every kind of cache file).
+pub use sage_core::CacheMerge;

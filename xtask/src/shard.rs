@@ -1,0 +1,316 @@
+//! Splitting bench-all's job list over many processes: the job list as data (`--list-jobs`), a
+//! subset of it (`--jobs FILE`), a balanced deterministic share (`--shard I/N`), and the step
+//! that folds the shards' caches and results back into one set (`--gather`).
+//!
+//! A share must come out the same in every process that computes it, whenever it starts: it is
+//! taken from the whole job list (finished or not) and from estimated costs that depend only on
+//! the configuration, the model files and, when given, a cost file every shard reads
+//! (`--costs`, a finished run's bench-all.json). Never from what other shards have written so
+//! far.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use crate::bench::Job;
+
+/// `--shard I/N`: this process runs share `index` of `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// Parses `I/N` (0 ≤ I < N).
+    pub fn parse(text: &str) -> Result<Shard> {
+        let parsed = text
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+        match parsed {
+            Some((index, count)) if index < count => Ok(Shard { index, count }),
+            _ => bail!("--shard {text:?}: expected I/N with 0 <= I < N (e.g. 0/4)"),
+        }
+    }
+
+    /// This shard's own embedding and paraphrase cache files in `dir`: redb allows one writer
+    /// per file, so shards running together never share one.
+    pub fn cache_files(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        (
+            dir.join(format!("embeddings.shard-{}.redb", self.index)),
+            dir.join(format!("paraphrases.shard-{}.redb", self.index)),
+        )
+    }
+}
+
+/// Seconds a job takes on the 2-core CPU this project is developed on, at the default sizes of
+/// bench.toml on the shipped data, for a metric and for a transformer the size of
+/// all-MiniLM-L6-v2 (90.9 MB of weights).
+///
+/// Measured with `cargo xtask bench-all` on /work/shared/data on 2026-11-24: the metric column
+/// is the mean of the four classical metrics' job times, the model column all-MiniLM-L6-v2's
+/// (PTEB: 0.08 s per paraphrase at the default 5 runs over the default datasets, see the
+/// README). Only their ratios matter for balancing; the absolute values make `--list-jobs`
+/// readable.
+fn reference_seconds(suite: &str, task: &str) -> (f64, f64) {
+    match (suite, task) {
+        ("sage", "human-pref") => (0.7, 41.0),
+        ("sage", "robustness") => (3.2, 296.0),
+        ("sage", "sensitivity") => (1.0, 168.0),
+        ("sage", "clustering") => (4.6, 139.0),
+        ("sage", "retrieval") => (4.5, 288.0),
+        ("evalrank", _) => (0.0, 52.0),
+        ("align-sim", _) => (1.6, 62.0),
+        ("pteb", _) => (0.0, 2400.0),
+        _ => (1.0, 100.0),
+    }
+}
+
+/// Weight bytes of all-MiniLM-L6-v2, the model the reference times are for.
+const REFERENCE_MODEL_BYTES: f64 = 90_868_376.0;
+
+/// `--quick` jobs against default ones: the quick run of the same model on the same data took
+/// this share of the default run's time (measured alongside [`reference_seconds`]).
+const QUICK_SHARE: f64 = 0.02;
+
+/// What a similarity weighs against the reference: transformer weight bytes against
+/// all-MiniLM-L6-v2's (a floor for static models, which have none), 1 for a metric or a remote
+/// model (its cost is the server's).
+pub fn similarity_weight(weight_bytes: Option<u64>) -> f64 {
+    match weight_bytes {
+        None => 1.0,
+        Some(bytes) => (bytes as f64 / REFERENCE_MODEL_BYTES).max(0.05),
+    }
+}
+
+/// A job's estimated seconds: the recorded time of the same job in `measured` (a finished
+/// run's bench-all.json, `--costs`) when it has one, else the reference table scaled by the
+/// similarity's weight.
+pub fn estimate(job: &Job, weight: f64, quick: bool, measured: &BTreeMap<String, f64>) -> f64 {
+    if let Some(&seconds) = measured.get(&job.id()) {
+        return seconds;
+    }
+    let (metric, model) = reference_seconds(job.suite, &job.task);
+    let base = if job.similarity.is_model { model } else { metric };
+    base * weight * if quick { QUICK_SHARE } else { 1.0 }
+}
+
+/// The recorded seconds of every finished job in a bench-all.json (`--costs FILE`).
+pub fn read_costs(path: &Path) -> Result<BTreeMap<String, f64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let manifest: Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let jobs = manifest["jobs"]
+        .as_array()
+        .with_context(|| format!("{}: no \"jobs\" list (not a bench-all.json)", path.display()))?;
+    Ok(jobs
+        .iter()
+        .filter(|j| j["status"] == "done")
+        .filter_map(|j| {
+            let id = format!(
+                "{}/{}/{}",
+                j["similarity"].as_str()?,
+                j["suite"].as_str()?,
+                j["task"].as_str()?
+            );
+            Some((id, j["seconds"].as_f64()?))
+        })
+        .collect())
+}
+
+/// The share of `costs` (one per job, in job order) that shard `shard.index` runs: longest
+/// job first to the least-loaded shard (ties to the lower index), so every share is within one
+/// job of the mean. Indices come back in job order.
+pub fn assign(costs: &[f64], shard: Shard) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..costs.len()).collect();
+    order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
+    let mut loads = vec![0.0f64; shard.count];
+    let mut mine = Vec::new();
+    for job in order {
+        let least = (0..shard.count)
+            .min_by(|&a, &b| loads[a].total_cmp(&loads[b]).then(a.cmp(&b)))
+            .expect("at least one shard");
+        loads[least] += costs[job];
+        if least == shard.index {
+            mine.push(job);
+        }
+    }
+    mine.sort_unstable();
+    mine
+}
+
+/// One `--list-jobs` line.
+pub fn job_line(job: &Job, estimated_seconds: f64, done: bool) -> Value {
+    json!({
+        "id": job.id(),
+        "similarity": job.similarity.label,
+        "suite": job.suite,
+        "task": job.task,
+        "result": format!("{}.json", job.id()),
+        "estimated_seconds": (estimated_seconds * 10.0).round() / 10.0,
+        "done": done,
+    })
+}
+
+/// The job ids a `--jobs FILE` lists (JSON lines with an "id", as `--list-jobs` prints them),
+/// with the estimated seconds the line carries, if any. Errors name the file and line.
+pub fn read_job_file(path: &Path) -> Result<Vec<(String, Option<f64>)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let where_ = || format!("{}:{}", path.display(), n + 1);
+        let value: Value = serde_json::from_str(line).with_context(|| format!("{}: not JSON", where_()))?;
+        let id = value["id"]
+            .as_str()
+            .with_context(|| format!("{}: no \"id\" (lines as --list-jobs prints them)", where_()))?;
+        if out.iter().any(|(seen, _)| seen == id) {
+            bail!("{}: job {id:?} listed twice", where_());
+        }
+        out.push((id.to_owned(), value["estimated_seconds"].as_f64()));
+    }
+    Ok(out)
+}
+
+/// The shard cache files in `dir` (`<stem>.shard-*.redb`), sorted.
+pub fn shard_caches(dir: &Path, stem: &str) -> Vec<PathBuf> {
+    let prefix = format!("{stem}.shard-");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "redb")
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_refuse_what_is_not_one() {
+        assert_eq!(Shard::parse("2/5").unwrap(), Shard { index: 2, count: 5 });
+        for bad in ["5/5", "1", "-1/3", "a/b", "0/0", ""] {
+            let e = Shard::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("I/N"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_job_lands_in_exactly_one_balanced_share() {
+        // seeded costs: a few long jobs among many short ones, as PTEB among the rest
+        let mut state = 7u64;
+        let costs: Vec<f64> = (0..61)
+            .map(|i| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let short = (state >> 40) as f64 / (1u64 << 24) as f64 * 10.0;
+                if i % 20 == 0 {
+                    500.0 + short
+                } else {
+                    short
+                }
+            })
+            .collect();
+        for count in [1, 2, 3, 7, 64] {
+            let shares: Vec<Vec<usize>> = (0..count)
+                .map(|index| assign(&costs, Shard { index, count }))
+                .collect();
+            let mut all: Vec<usize> = shares.iter().flatten().copied().collect();
+            all.sort_unstable();
+            assert_eq!(all, (0..costs.len()).collect::<Vec<_>>(), "{count} shards");
+            let loads: Vec<f64> = shares
+                .iter()
+                .map(|s| s.iter().map(|&j| costs[j]).sum())
+                .collect();
+            let mean = costs.iter().sum::<f64>() / count as f64;
+            let longest = costs.iter().copied().fold(0.0, f64::max);
+            // the greedy bound: no share exceeds the mean by more than one job
+            for load in &loads {
+                assert!(*load <= mean + longest + 1e-9, "{count}: {loads:?}");
+            }
+            // in job order, so a shard keeps bench-all's order (PTEB last)
+            for share in &shares {
+                assert!(share.windows(2).all(|w| w[0] < w[1]));
+            }
+            // the same in every process that computes it
+            assert_eq!(shares[0], assign(&costs, Shard { index: 0, count }));
+        }
+    }
+
+    #[test]
+    fn balancing_is_by_cost_not_by_count() {
+        // one long job and four short ones over two shards: the long one alone, the rest
+        // together
+        let costs = [1.0, 1.0, 10.0, 1.0, 1.0];
+        assert_eq!(assign(&costs, Shard { index: 0, count: 2 }), vec![2]);
+        assert_eq!(
+            assign(&costs, Shard { index: 1, count: 2 }),
+            vec![0, 1, 3, 4]
+        );
+    }
+
+    #[test]
+    fn job_files_name_the_line_of_a_bad_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.jsonl");
+        std::fs::write(
+            &path,
+            "{\"id\":\"a/sage/human-pref\",\"estimated_seconds\":2.5}\n\n{\"id\":\"b/sage/x\"}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_job_file(&path).unwrap(),
+            vec![
+                ("a/sage/human-pref".to_owned(), Some(2.5)),
+                ("b/sage/x".to_owned(), None)
+            ]
+        );
+        for (text, line, what) in [
+            ("{\"id\":\"a\"}\nnot json\n", 2, "not JSON"),
+            ("{\"id\":\"a\"}\n{\"job\":1}\n", 2, "no \"id\""),
+            ("{\"id\":\"a\"}\n{\"id\":\"b\"}\n{\"id\":\"a\"}\n", 3, "twice"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let e = format!("{:#}", read_job_file(&path).unwrap_err());
+            assert!(
+                e.contains(&format!("jobs.jsonl:{line}")) && e.contains(what),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn costs_come_from_a_finished_runs_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench-all.json");
+        std::fs::write(
+            &path,
+            r#"{"jobs": [
+                {"similarity": "rouge", "suite": "sage", "task": "clustering", "status": "done", "seconds": 4.5},
+                {"similarity": "rouge", "suite": "sage", "task": "retrieval", "status": "failed", "seconds": 0.1}
+            ]}"#,
+        )
+        .unwrap();
+        let costs = read_costs(&path).unwrap();
+        assert_eq!(costs.len(), 1);
+        assert_eq!(costs["rouge/sage/clustering"], 4.5);
+        std::fs::write(&path, "{}").unwrap();
+        assert!(format!("{:#}", read_costs(&path).unwrap_err()).contains("not a bench-all.json"));
+    }
+}
