@@ -46,7 +46,7 @@ Tasks:
         [--dry-run] [--no-wait]
       The jobs of bench-all whose results are missing as a Slurm job array of N shards
       (default 8, at most one per job; K at a time), plus a gather job after them
-      (afterok; cancelled if a task fails). Job file, scripts and logs in DIR/slurm/<time>/.
+      (afterok; cancelled if a task fails). Job file, scripts and logs in DIR/.slurm/<time>/.
       Waits for both and names each failed task with its Slurm id and log; submitting again
       runs only what is still missing. --dry-run: write and print the scripts, submit nothing.
   metrics-throughput [--input pairs.jsonl] [--repeat N] [--threads N] [--python PY] [--sage BIN]

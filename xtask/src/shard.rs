@@ -150,7 +150,7 @@ pub fn job_line(job: &Job, estimated_seconds: f64, done: bool) -> Value {
         "suite": job.suite,
         "task": job.task,
         "result": format!("{}.json", job.id()),
-        "estimated_seconds": (estimated_seconds * 10.0).round() / 10.0,
+        "estimated_seconds": (estimated_seconds * 1000.0).round() / 1000.0,
         "done": done,
     })
 }

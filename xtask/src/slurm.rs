@@ -172,7 +172,8 @@ fn scripts(options: &SlurmOptions, xtask: &Path, sage: &Path, dir: &Path, shards
 /// A fresh folder for this submission's job file, scripts and logs.
 fn submission_dir(out: &Path) -> Result<PathBuf> {
     let stamp = utc_timestamp().replace([':', '-'], "");
-    let base = out.join("slurm");
+    // hidden: `sage report` reads every other folder as a similarity
+    let base = out.join(".slurm");
     for n in 0.. {
         let dir = base.join(if n == 0 {
             stamp.clone()
@@ -324,7 +325,7 @@ pub fn slurm(args: &[String]) -> Result<()> {
     std::fs::write(&gather_script, &scripts.gather)?;
     let estimated: f64 = pending.iter().map(|&i| prepared.estimates[i]).sum();
     eprintln!(
-        "slurm: {} jobs (about {:.0} s of work) in {shards} array tasks; job file, scripts and logs in {}",
+        "slurm: {} jobs (about {:.1} s of work) in {shards} array tasks; job file, scripts and logs in {}",
         pending.len(),
         estimated,
         dir.display()

@@ -289,7 +289,7 @@ fn a_slurm_array_gives_the_unsharded_results() {
     assert_same_results(&expected, &out);
     assert_eq!(report(&expected), report(&out));
     // every task logged its share; the gather folded what the shards cached
-    let submission = std::fs::read_dir(out.join("slurm")).unwrap().next().unwrap().unwrap().path();
+    let submission = std::fs::read_dir(out.join(".slurm")).unwrap().next().unwrap().unwrap().path();
     for i in 0..3 {
         let shard_log = std::fs::read_to_string(submission.join(format!("shard-{i}.log"))).unwrap();
         assert!(shard_log.contains(&format!("(shard {i}/3: ")), "{shard_log}");

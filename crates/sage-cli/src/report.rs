@@ -100,7 +100,8 @@ fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// Every result file under `dir` (three levels: similarity/suite/task.json).
+/// Every result file under `dir` (three levels: similarity/suite/task.json). Hidden folders
+/// are not similarities: `cargo xtask slurm` keeps its job files and logs in `.slurm/`.
 fn load(dir: &Path) -> Result<Vec<ResultFile>> {
     let mut files = Vec::new();
     let list = |d: &Path| -> Result<Vec<PathBuf>> {
@@ -111,7 +112,15 @@ fn load(dir: &Path) -> Result<Vec<ResultFile>> {
         v.sort();
         Ok(v)
     };
-    for similarity in list(dir)?.into_iter().filter(|p| p.is_dir()) {
+    let hidden = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'))
+    };
+    for similarity in list(dir)?
+        .into_iter()
+        .filter(|p| p.is_dir() && !hidden(p))
+    {
         for suite in list(&similarity)?.into_iter().filter(|p| p.is_dir()) {
             for path in list(&suite)? {
                 if path.extension().is_none_or(|e| e != "json") {

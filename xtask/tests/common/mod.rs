@@ -124,14 +124,14 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The per-job result files of a bench-all results tree (not its top-level manifests, nor the
-/// job files and logs `cargo xtask slurm` keeps under `slurm/`).
+/// job files and logs `cargo xtask slurm` keeps under `.slurm/`).
 pub fn result_files(dir: &Path) -> Vec<PathBuf> {
     files_under(dir)
         .into_iter()
         .filter(|p| {
             p.extension().is_some_and(|x| x == "json")
                 && p.parent() != Some(dir)
-                && !p.starts_with(dir.join("slurm"))
+                && !p.starts_with(dir.join(".slurm"))
         })
         .collect()
 }
