@@ -211,3 +211,66 @@ fn write_npy(out: &mut impl Write, m: &Array2<f32>) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sage_core::{EmbedderIdentity, Role};
+
+    /// An embedder with a query prompt: a query's vector differs from the plain text's.
+    struct Prompted(EmbedderIdentity);
+
+    impl Embedder for Prompted {
+        fn identity(&self) -> &EmbedderIdentity {
+            &self.0
+        }
+        fn dimension(&self) -> usize {
+            2
+        }
+        fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
+            self.embed_as(texts, Role::Plain)
+        }
+        fn role_variant(&self, role: Role) -> Option<String> {
+            (role == Role::Query).then(|| "prompt=query: ".to_owned())
+        }
+        fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
+            let shift = if role == Role::Query { 100.0 } else { 0.0 };
+            Ok(Array2::from_shape_fn((texts.len(), 2), |(i, j)| {
+                texts[i].len() as f32 + shift * (j + 1) as f32
+            }))
+        }
+    }
+
+    /// The cache `sage run` wraps every local model in passes a text's role through: before,
+    /// it forwarded only `embed`, so queries were embedded (and cached) without their prompt.
+    #[test]
+    fn the_reporting_cache_keeps_a_querys_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = || {
+            Prompted(EmbedderIdentity {
+                model_id: "test/prompted".into(),
+                revision: None,
+                pooling: "mean".into(),
+                normalize: false,
+                max_length: 8,
+            })
+        };
+        let cached = ReportingCache(
+            CachedEmbedder::open(Box::new(model()) as Box<dyn Embedder>, dir.path().join("c.redb"))
+                .unwrap(),
+        );
+        let texts = ["what is it", "a document"];
+        for role in [Role::Query, Role::Document, Role::Plain] {
+            assert_eq!(
+                cached.embed_as(&texts, role).unwrap(),
+                model().embed_as(&texts, role).unwrap(),
+                "{role:?}"
+            );
+            assert_eq!(cached.role_variant(role), model().role_variant(role));
+        }
+        assert_ne!(
+            cached.embed_as(&texts, Role::Query).unwrap(),
+            cached.embed(&texts).unwrap()
+        );
+    }
+}
