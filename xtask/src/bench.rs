@@ -293,18 +293,14 @@ pub(crate) struct Invocation {
 }
 
 impl Invocation {
-    fn parse(args: &[String]) -> Result<Invocation> {
+    pub fn parse(args: &[String]) -> Result<Invocation> {
         let mut inv = Invocation {
             out: workspace_root().join("results"),
             ..Invocation::default()
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
-            let mut value = || {
-                it.next()
-                    .cloned()
-                    .with_context(|| format!("{flag} needs a value"))
-            };
+            let mut value = || crate::flag_value(&mut it, flag);
             match flag.as_str() {
                 "--config" => inv.config_path = Some(PathBuf::from(value()?)),
                 "--out" => inv.out = PathBuf::from(value()?),
@@ -332,7 +328,6 @@ impl Invocation {
 /// A bench-all invocation resolved: configuration, data, `sage`, and the jobs selected (all of
 /// the configuration's, or those `--jobs` lists), each with its estimated seconds.
 pub(crate) struct Prepared {
-    pub config: Config,
     pub data_dir: PathBuf,
     pub sage: PathBuf,
     similarities: Vec<Similarity>,
@@ -418,7 +413,6 @@ impl Prepared {
             caches: None,
         };
         Ok(Prepared {
-            config,
             data_dir,
             sage,
             similarities,
@@ -433,7 +427,6 @@ impl Prepared {
 pub fn bench_all(args: &[String]) -> Result<()> {
     let inv = Invocation::parse(args)?;
     let Prepared {
-        config: _,
         data_dir,
         sage,
         similarities,
@@ -1457,14 +1450,7 @@ mod tests {
         // a paraphraser given as a path that exists
         let llm = tempfile::tempdir().unwrap();
         config.pteb.paraphraser = llm.path().display().to_string();
-        let similarities: Vec<Similarity> = ["bm25", "model-a", "model-b"]
-            .iter()
-            .map(|&spec| Similarity {
-                label: spec.into(),
-                spec: spec.into(),
-                is_model: spec.starts_with("model"),
-            })
-            .collect();
+        let similarities = test_similarities(&["bm25", "model-a", "model-b"]);
         let mut skipped = Vec::new();
         let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
         let first_pteb = jobs.iter().position(|j| j.suite == "pteb").unwrap();
@@ -1504,6 +1490,31 @@ mod tests {
         assert_eq!(transformer_bytes(&root.join("missing")), 0);
     }
 
+    /// Similarities by spec; those named `model...` are models.
+    fn test_similarities(specs: &[&str]) -> Vec<Similarity> {
+        specs
+            .iter()
+            .map(|&spec| Similarity {
+                label: spec.into(),
+                spec: spec.into(),
+                is_model: spec.starts_with("model"),
+            })
+            .collect()
+    }
+
+    fn test_context(prices: BTreeMap<String, f64>) -> RunContext {
+        RunContext {
+            revision: Value::Null,
+            host: Value::Null,
+            seed: 1,
+            data_dir: PathBuf::new(),
+            quick: false,
+            max_cost_usd: None,
+            prices,
+            caches: None,
+        }
+    }
+
     /// A shard's model jobs write their own cache files and read the others'; metric jobs touch
     /// no cache; an unsharded run passes nothing (sage's default cache). None of it is in the
     /// recorded arguments.
@@ -1512,25 +1523,9 @@ mod tests {
         let mut config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
         let llm = tempfile::tempdir().unwrap();
         config.pteb.paraphraser = llm.path().display().to_string();
-        let similarities: Vec<Similarity> = ["bm25", "model-a"]
-            .iter()
-            .map(|&spec| Similarity {
-                label: spec.into(),
-                spec: spec.into(),
-                is_model: spec.starts_with("model"),
-            })
-            .collect();
+        let similarities = test_similarities(&["bm25", "model-a"]);
         let jobs = plan(&config, &similarities, Path::new("data"), &mut Vec::new());
-        let mut context = RunContext {
-            revision: Value::Null,
-            host: Value::Null,
-            seed: 1,
-            data_dir: PathBuf::new(),
-            quick: false,
-            max_cost_usd: None,
-            prices: BTreeMap::new(),
-            caches: None,
-        };
+        let mut context = test_context(BTreeMap::new());
         assert!(jobs.iter().all(|j| context.cache_args(j).is_empty()));
         context.caches = Some((Shard { index: 2, count: 3 }, PathBuf::from("/c")));
         for job in &jobs {
@@ -1556,16 +1551,7 @@ mod tests {
         assert_eq!(remote_name(spec), "openai:BAAI/bge-small");
         assert_eq!(label_of("cohere:embed-v4.0"), "cohere:embed-v4.0");
         assert!(!redact_url(spec).contains("pw"));
-        let context = RunContext {
-            revision: Value::Null,
-            host: Value::Null,
-            seed: 1,
-            data_dir: PathBuf::new(),
-            quick: false,
-            max_cost_usd: None,
-            prices: [("cohere:embed-v4.0".to_owned(), 0.5)].into(),
-            caches: None,
-        };
+        let context = test_context([("cohere:embed-v4.0".to_owned(), 0.5)].into());
         assert_eq!(context.price_args("cohere:embed-v4.0"), ["--price", "0.5"]);
         assert!(context.price_args("all-MiniLM-L6-v2").is_empty());
     }

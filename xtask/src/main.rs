@@ -86,6 +86,16 @@ pub(crate) fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
+/// The value after `flag` on the command line.
+pub(crate) fn flag_value<'a>(
+    it: &mut impl Iterator<Item = &'a String>,
+    flag: &str,
+) -> Result<String> {
+    it.next()
+        .cloned()
+        .with_context(|| format!("{flag} needs a value"))
+}
+
 /// `--name value` options; anything else is an error.
 fn options(args: &[String], known: &[&str]) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();

@@ -180,21 +180,7 @@ pub fn read_job_file(path: &Path) -> Result<Vec<(String, Option<f64>)>> {
 
 /// The shard cache files in `dir` (`<stem>.shard-*.redb`), sorted.
 pub fn shard_caches(dir: &Path, stem: &str) -> Vec<PathBuf> {
-    let prefix = format!("{stem}.shard-");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "redb")
-                && p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&prefix))
-        })
-        .collect();
-    found.sort();
-    found
+    sage_core::sibling_caches(dir, &format!("{stem}.shard-"), Path::new(""))
 }
 
 #[cfg(test)]

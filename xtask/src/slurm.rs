@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use crate::bench::{Invocation, Prepared};
-use crate::{shard, utc_timestamp, workspace_root, write_atomically};
+use crate::{shard, utc_timestamp, write_atomically};
 
 /// What the command line asks of `cargo xtask slurm`.
 #[derive(Debug)]
@@ -39,10 +39,7 @@ struct SlurmOptions {
 
 fn parse(args: &[String]) -> Result<SlurmOptions> {
     let mut options = SlurmOptions {
-        bench: Invocation {
-            out: workspace_root().join("results"),
-            ..Invocation::default()
-        },
+        bench: Invocation::default(),
         shards: 8,
         partition: None,
         gpus_per_task: None,
@@ -52,13 +49,11 @@ fn parse(args: &[String]) -> Result<SlurmOptions> {
         dry_run: false,
         wait: true,
     };
+    // bench-all's own options (--config, --quick, --out, --sage, --costs) go to its parser
+    let mut bench_args = Vec::new();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .with_context(|| format!("{flag} needs a value"))
-        };
+        let mut value = || crate::flag_value(&mut it, flag);
         let number = |v: String| -> Result<usize> {
             v.parse()
                 .ok()
@@ -66,11 +61,6 @@ fn parse(args: &[String]) -> Result<SlurmOptions> {
                 .with_context(|| format!("{flag} {v:?}: expected a positive whole number"))
         };
         match flag.as_str() {
-            "--config" => options.bench.config_path = Some(absolute(value()?)?),
-            "--out" => options.bench.out = absolute(value()?)?,
-            "--sage" => options.bench.sage = Some(absolute(value()?)?),
-            "--costs" => options.bench.costs_file = Some(absolute(value()?)?),
-            "--quick" => options.bench.quick = true,
             "--shards" => options.shards = number(value()?)?,
             "--partition" => options.partition = Some(value()?),
             "--gpus-per-task" => options.gpus_per_task = Some(value()?),
@@ -79,17 +69,28 @@ fn parse(args: &[String]) -> Result<SlurmOptions> {
             "--time" => options.time = Some(value()?),
             "--dry-run" => options.dry_run = true,
             "--no-wait" => options.wait = false,
+            "--quick" => bench_args.push(flag.clone()),
+            "--config" | "--out" | "--sage" | "--costs" => {
+                bench_args.extend([flag.clone(), value()?])
+            }
             other => bail!(
                 "unknown option {other:?} (slurm takes --config FILE, --quick, --out DIR, --sage BIN, --costs FILE, --shards N, --partition P, --gpus-per-task G, --cpus-per-task C, --array-limit K, --time T, --dry-run, --no-wait)"
             ),
         }
     }
+    let mut bench = Invocation::parse(&bench_args)?;
+    // array tasks run on other machines, in another folder: every path they get is absolute
+    let absolute =
+        |p: &Path| std::path::absolute(p).with_context(|| format!("{}: cannot make it absolute", p.display()));
+    bench.out = absolute(&bench.out)?;
+    for path in [&mut bench.config_path, &mut bench.sage, &mut bench.costs_file]
+        .into_iter()
+        .flatten()
+    {
+        *path = absolute(path)?;
+    }
+    options.bench = bench;
     Ok(options)
-}
-
-/// Array tasks run on other machines, in another folder: every path they get is absolute.
-fn absolute(path: String) -> Result<PathBuf> {
-    std::path::absolute(&path).with_context(|| format!("{path}: cannot make it absolute"))
 }
 
 /// `'text'` for bash, whatever the text holds.
