@@ -455,7 +455,15 @@ pub fn bench_all(args: &[String]) -> Result<()> {
     };
     let share = inv
         .shard
-        .map(|s| format!(" (shard {}/{}: {} of {} jobs)", s.index, s.count, selected.len(), jobs.len()))
+        .map(|s| {
+            format!(
+                " (shard {}/{}: {} of {} jobs)",
+                s.index,
+                s.count,
+                selected.len(),
+                jobs.len()
+            )
+        })
         .unwrap_or_default();
     eprintln!(
         "bench-all: data {}{}; {} similarities ({}); {} jobs{share}; results in {}",
@@ -1537,7 +1545,9 @@ mod tests {
                     "--cache /c/embeddings.shard-2.redb --read-caches /c \
                      --paraphrase-cache /c/paraphrases.shard-2.redb --read-paraphrase-caches /c"
                 ),
-                (true, _) => assert_eq!(args, "--cache /c/embeddings.shard-2.redb --read-caches /c"),
+                (true, _) => {
+                    assert_eq!(args, "--cache /c/embeddings.shard-2.redb --read-caches /c")
+                }
             }
             assert!(!job.args.iter().any(|a| a.contains("shard")));
         }

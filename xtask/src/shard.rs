@@ -93,19 +93,26 @@ pub fn estimate(job: &Job, weight: f64, quick: bool, measured: &BTreeMap<String,
         return seconds;
     }
     let (metric, model) = reference_seconds(job.suite, &job.task);
-    let base = if job.similarity.is_model { model } else { metric };
+    let base = if job.similarity.is_model {
+        model
+    } else {
+        metric
+    };
     base * weight * if quick { QUICK_SHARE } else { 1.0 }
 }
 
 /// The recorded seconds of every finished job in a bench-all.json (`--costs FILE`).
 pub fn read_costs(path: &Path) -> Result<BTreeMap<String, f64>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
     let manifest: Value =
         serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
-    let jobs = manifest["jobs"]
-        .as_array()
-        .with_context(|| format!("{}: no \"jobs\" list (not a bench-all.json)", path.display()))?;
+    let jobs = manifest["jobs"].as_array().with_context(|| {
+        format!(
+            "{}: no \"jobs\" list (not a bench-all.json)",
+            path.display()
+        )
+    })?;
     Ok(jobs
         .iter()
         .filter(|j| j["status"] == "done")
@@ -158,18 +165,19 @@ pub fn job_line(job: &Job, estimated_seconds: f64, done: bool) -> Value {
 /// The job ids a `--jobs FILE` lists (JSON lines with an "id", as `--list-jobs` prints them),
 /// with the estimated seconds the line carries, if any. Errors name the file and line.
 pub fn read_job_file(path: &Path) -> Result<Vec<(String, Option<f64>)>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let where_ = || format!("{}:{}", path.display(), n + 1);
-        let value: Value = serde_json::from_str(line).with_context(|| format!("{}: not JSON", where_()))?;
-        let id = value["id"]
-            .as_str()
-            .with_context(|| format!("{}: no \"id\" (lines as --list-jobs prints them)", where_()))?;
+        let value: Value =
+            serde_json::from_str(line).with_context(|| format!("{}: not JSON", where_()))?;
+        let id = value["id"].as_str().with_context(|| {
+            format!("{}: no \"id\" (lines as --list-jobs prints them)", where_())
+        })?;
         if out.iter().any(|(seen, _)| seen == id) {
             bail!("{}: job {id:?} listed twice", where_());
         }
@@ -270,7 +278,11 @@ mod tests {
         for (text, line, what) in [
             ("{\"id\":\"a\"}\nnot json\n", 2, "not JSON"),
             ("{\"id\":\"a\"}\n{\"job\":1}\n", 2, "no \"id\""),
-            ("{\"id\":\"a\"}\n{\"id\":\"b\"}\n{\"id\":\"a\"}\n", 3, "twice"),
+            (
+                "{\"id\":\"a\"}\n{\"id\":\"b\"}\n{\"id\":\"a\"}\n",
+                3,
+                "twice",
+            ),
         ] {
             std::fs::write(&path, text).unwrap();
             let e = format!("{:#}", read_job_file(&path).unwrap_err());

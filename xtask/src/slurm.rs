@@ -80,12 +80,17 @@ fn parse(args: &[String]) -> Result<SlurmOptions> {
     }
     let mut bench = Invocation::parse(&bench_args)?;
     // array tasks run on other machines, in another folder: every path they get is absolute
-    let absolute =
-        |p: &Path| std::path::absolute(p).with_context(|| format!("{}: cannot make it absolute", p.display()));
+    let absolute = |p: &Path| {
+        std::path::absolute(p).with_context(|| format!("{}: cannot make it absolute", p.display()))
+    };
     bench.out = absolute(&bench.out)?;
-    for path in [&mut bench.config_path, &mut bench.sage, &mut bench.costs_file]
-        .into_iter()
-        .flatten()
+    for path in [
+        &mut bench.config_path,
+        &mut bench.sage,
+        &mut bench.costs_file,
+    ]
+    .into_iter()
+    .flatten()
     {
         *path = absolute(path)?;
     }
@@ -108,7 +113,13 @@ struct Scripts {
     gather: String,
 }
 
-fn scripts(options: &SlurmOptions, xtask: &Path, sage: &Path, dir: &Path, shards: usize) -> Scripts {
+fn scripts(
+    options: &SlurmOptions,
+    xtask: &Path,
+    sage: &Path,
+    dir: &Path,
+    shards: usize,
+) -> Scripts {
     let bench = &options.bench;
     let mut common = format!(
         "--out {} --sage {}",
@@ -207,7 +218,12 @@ fn sbatch(args: &[String], script: &Path) -> Result<String> {
     }
     // `ID` or `ID;CLUSTER`
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let id = stdout.trim().split(';').next().unwrap_or_default().to_owned();
+    let id = stdout
+        .trim()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
         bail!("sbatch {} printed no job id: {stdout:?}", script.display());
     }
@@ -249,7 +265,9 @@ fn scontrol(id: &str) -> Vec<TaskState> {
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map_or_else(Vec::new, |o| parse_scontrol(&String::from_utf8_lossy(&o.stdout)))
+        .map_or_else(Vec::new, |o| {
+            parse_scontrol(&String::from_utf8_lossy(&o.stdout))
+        })
 }
 
 /// Waits until Slurm lists none of `ids` as pending or running.
@@ -372,8 +390,7 @@ pub fn slurm(args: &[String]) -> Result<()> {
         let failed = match state {
             Some(t) => t.state != "COMPLETED",
             // forgotten by slurmctld already: the shard's manifest says how its jobs went
-            None => std::fs::read_to_string(&manifest)
-                .map_or(true, |m| m.contains("\"failed\"")),
+            None => std::fs::read_to_string(&manifest).map_or(true, |m| m.contains("\"failed\"")),
         };
         if failed {
             failures.push(format!(
@@ -403,7 +420,11 @@ pub fn slurm(args: &[String]) -> Result<()> {
     if failures.is_empty() {
         bail!(
             "gather job {gather_id} ended {}; log: {}\n    {}",
-            if gather_state.is_empty() { "without a record" } else { &gather_state },
+            if gather_state.is_empty() {
+                "without a record"
+            } else {
+                &gather_state
+            },
             gather_log.display(),
             log_tail(&gather_log)
         );
@@ -472,7 +493,11 @@ mod tests {
         assert!(s.array.contains("#SBATCH --gpus-per-task=1\n"));
         assert!(s.array.contains("#SBATCH --time=02:00:00\n"));
         assert!(s.array.contains("#SBATCH --output=/tmp/sub/shard-%a.log\n"));
-        assert!(s.array.contains(r"--out '/tmp/it'\''s here'"), "{}", s.array);
+        assert!(
+            s.array.contains(r"--out '/tmp/it'\''s here'"),
+            "{}",
+            s.array
+        );
         assert!(s.array.contains("--shard \"$SLURM_ARRAY_TASK_ID/3\""));
         assert!(s.array.contains("--quick"));
         assert!(s.gather.contains("--gather") && !s.gather.contains("--array"));

@@ -136,18 +136,29 @@ fn list_jobs_shard_and_gather_without_a_cluster() {
             "a shard",
         );
         assert!(log.contains(&format!("(shard {index}/3: ")), "{log}");
-        assert!(!out.join("report.md").exists(), "a shard leaves the report to --gather");
+        assert!(
+            !out.join("report.md").exists(),
+            "a shard leaves the report to --gather"
+        );
         let manifest: serde_json::Value = serde_json::from_slice(
             &std::fs::read(out.join(format!("bench-all.shard-{index}-of-3.json"))).unwrap(),
         )
         .unwrap();
         for j in manifest["jobs"].as_array().unwrap() {
             assert_eq!(j["status"], "done", "{j}");
-            ran.push(format!("{}/{}/{}", j["similarity"].as_str().unwrap(), j["suite"].as_str().unwrap(), j["task"].as_str().unwrap()));
+            ran.push(format!(
+                "{}/{}/{}",
+                j["similarity"].as_str().unwrap(),
+                j["suite"].as_str().unwrap(),
+                j["task"].as_str().unwrap()
+            ));
         }
     }
     ran.sort();
-    let mut all: Vec<String> = jobs.iter().map(|j| j["id"].as_str().unwrap().to_owned()).collect();
+    let mut all: Vec<String> = jobs
+        .iter()
+        .map(|j| j["id"].as_str().unwrap().to_owned())
+        .collect();
     all.sort();
     assert_eq!(ran, all, "every job in exactly one shard");
 
@@ -157,7 +168,9 @@ fn list_jobs_shard_and_gather_without_a_cluster() {
             .unwrap(),
         "--gather",
     );
-    let with_model = jobs.iter().any(|j| j["id"].as_str().unwrap().starts_with("static"));
+    let with_model = jobs
+        .iter()
+        .any(|j| j["id"].as_str().unwrap().starts_with("static"));
     if with_model {
         assert!(log.contains("embeddings caches folded"), "{log}");
         assert!(cache.join("embeddings.redb").is_file());
@@ -168,7 +181,10 @@ fn list_jobs_shard_and_gather_without_a_cluster() {
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().contains(".shard-"))
         .collect();
-    assert!(left.is_empty(), "shard caches removed once folded: {left:?}");
+    assert!(
+        left.is_empty(),
+        "shard caches removed once folded: {left:?}"
+    );
     assert_same_results(&expected, &out);
     assert_eq!(report(&expected), report(&out));
     // every job is listed as done now
@@ -198,7 +214,10 @@ fn gather_names_the_missing_jobs() {
         .unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{log}");
-    assert!(log.contains("jobs have no result") && log.contains("/sage/"), "{log}");
+    assert!(
+        log.contains("jobs have no result") && log.contains("/sage/"),
+        "{log}"
+    );
     assert!(!out.join("report.md").exists());
 }
 
@@ -211,7 +230,12 @@ struct Cluster {
 impl Cluster {
     fn up(dir: &Path) -> Option<Cluster> {
         let script = workspace().join("xtask/tests/slurm/cluster.sh");
-        let output = Command::new("bash").arg(&script).arg("up").arg(dir).output().unwrap();
+        let output = Command::new("bash")
+            .arg(&script)
+            .arg("up")
+            .arg(dir)
+            .output()
+            .unwrap();
         if !output.status.success() {
             let why = String::from_utf8_lossy(&output.stderr);
             if output.status.code() == Some(3) {
@@ -221,7 +245,11 @@ impl Cluster {
             panic!("the test cluster did not start:\n{why}");
         }
         let stdout = String::from_utf8(output.stdout).unwrap();
-        let conf = stdout.trim().strip_prefix("export SLURM_CONF=").unwrap().to_owned();
+        let conf = stdout
+            .trim()
+            .strip_prefix("export SLURM_CONF=")
+            .unwrap()
+            .to_owned();
         Some(Cluster {
             dir: dir.to_owned(),
             conf,
@@ -283,21 +311,38 @@ fn a_slurm_array_gives_the_unsharded_results() {
     let config = config(tmp.path());
     let expected = unsharded(&config, tmp.path());
     let (out, cache) = (tmp.path().join("sharded"), tmp.path().join("cache"));
-    let log = ok(slurm(&cluster, &config, &out, &cache, &sage()), "xtask slurm");
+    let log = ok(
+        slurm(&cluster, &config, &out, &cache, &sage()),
+        "xtask slurm",
+    );
     assert!(log.contains("in 3 array tasks"), "{log}");
     assert!(log.contains("completed; report in"), "{log}");
     assert_same_results(&expected, &out);
     assert_eq!(report(&expected), report(&out));
     // every task logged its share; the gather folded what the shards cached
-    let submission = std::fs::read_dir(out.join(".slurm")).unwrap().next().unwrap().unwrap().path();
+    let submission = std::fs::read_dir(out.join(".slurm"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     for i in 0..3 {
         let shard_log = std::fs::read_to_string(submission.join(format!("shard-{i}.log"))).unwrap();
-        assert!(shard_log.contains(&format!("(shard {i}/3: ")), "{shard_log}");
+        assert!(
+            shard_log.contains(&format!("(shard {i}/3: ")),
+            "{shard_log}"
+        );
     }
     let gather_log = std::fs::read_to_string(submission.join("gather.log")).unwrap();
-    assert!(gather_log.contains("results present; reporting"), "{gather_log}");
+    assert!(
+        gather_log.contains("results present; reporting"),
+        "{gather_log}"
+    );
     // nothing left to do: submitting again submits nothing
-    let log = ok(slurm(&cluster, &config, &out, &cache, &sage()), "xtask slurm again");
+    let log = ok(
+        slurm(&cluster, &config, &out, &cache, &sage()),
+        "xtask slurm again",
+    );
     assert!(log.contains("nothing to submit"), "{log}");
 }
 
@@ -320,21 +365,33 @@ fn a_failed_task_cancels_the_gather_and_a_resubmission_completes_the_set() {
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{log}");
     assert!(log.contains("1 of 3 array tasks failed"), "{log}");
-    assert!(log.contains("was cancelled"), "the gather job is cancelled:\n{log}");
+    assert!(
+        log.contains("was cancelled"),
+        "the gather job is cancelled:\n{log}"
+    );
     let task_line = log
         .lines()
         .find(|l| l.contains("array task ") && l.contains("FAILED"))
         .unwrap_or_else(|| panic!("no failed task named:\n{log}"));
     let log_path = task_line.rsplit("log: ").next().unwrap().trim();
-    assert!(task_line.contains("(Slurm job ") && log_path.ends_with(".log"), "{task_line}");
+    assert!(
+        task_line.contains("(Slurm job ") && log_path.ends_with(".log"),
+        "{task_line}"
+    );
     let task_log = std::fs::read_to_string(log_path).unwrap();
     assert!(task_log.contains("made to fail by the test"), "{task_log}");
-    assert!(log.contains("jaccard sage/clustering"), "the failed job is named:\n{log}");
+    assert!(
+        log.contains("jaccard sage/clustering"),
+        "the failed job is named:\n{log}"
+    );
     assert!(!out.join("report.md").exists());
     let done_before = result_files(&out).len();
 
     std::fs::remove_file(&flag).unwrap();
-    let log = ok(slurm(&cluster, &config, &out, &cache, &sage_bin), "the resubmission");
+    let log = ok(
+        slurm(&cluster, &config, &out, &cache, &sage_bin),
+        "the resubmission",
+    );
     assert!(
         log.contains(&format!(", 1 without a result")) && log.contains("1 jobs"),
         "only the missing job is submitted:\n{log}"

@@ -233,7 +233,9 @@ mod tests {
     fn put(path: &Path, entries: &[(&str, &str)]) {
         let cache = ParaphraseCache::open(path).unwrap();
         for (text, paraphrase) in entries {
-            cache.put(&request_key(&[text]), &paraphrase.to_string()).unwrap();
+            cache
+                .put(&request_key(&[text]), &paraphrase.to_string())
+                .unwrap();
         }
     }
 
@@ -284,15 +286,22 @@ mod tests {
     #[test]
     fn a_shard_reads_its_siblings_paraphrases() {
         let dir = tempfile::tempdir().unwrap();
-        put(&dir.path().join("paraphrases.shard-0.redb"), &[("one", "uno")]);
+        put(
+            &dir.path().join("paraphrases.shard-0.redb"),
+            &[("one", "uno")],
+        );
         let busy = ParaphraseCache::open(dir.path().join("paraphrases.shard-2.redb")).unwrap();
-        busy.put(&request_key(&["two"]), &"dos".to_string()).unwrap();
+        busy.put(&request_key(&["two"]), &"dos".to_string())
+            .unwrap();
         let own = dir.path().join("paraphrases.shard-1.redb");
         let shard = ParaphraseCache::open(&own)
             .unwrap()
             .reading_siblings(dir.path());
         assert_eq!(
-            shard.get::<String>(&request_key(&["one"])).unwrap().as_deref(),
+            shard
+                .get::<String>(&request_key(&["one"]))
+                .unwrap()
+                .as_deref(),
             Some("uno")
         );
         assert_eq!(shard.get::<String>(&request_key(&["two"])).unwrap(), None);
@@ -300,7 +309,10 @@ mod tests {
         drop(busy);
         let alone = ParaphraseCache::open(&own).unwrap();
         assert_eq!(
-            alone.get::<String>(&request_key(&["one"])).unwrap().as_deref(),
+            alone
+                .get::<String>(&request_key(&["one"]))
+                .unwrap()
+                .as_deref(),
             Some("uno"),
             "copied into the shard's own file"
         );

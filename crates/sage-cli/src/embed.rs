@@ -256,8 +256,11 @@ mod tests {
             })
         };
         let cached = ReportingCache(
-            CachedEmbedder::open(Box::new(model()) as Box<dyn Embedder>, dir.path().join("c.redb"))
-                .unwrap(),
+            CachedEmbedder::open(
+                Box::new(model()) as Box<dyn Embedder>,
+                dir.path().join("c.redb"),
+            )
+            .unwrap(),
         );
         let texts = ["what is it", "a document"];
         for role in [Role::Query, Role::Document, Role::Plain] {

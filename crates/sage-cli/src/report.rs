@@ -117,10 +117,7 @@ fn load(dir: &Path) -> Result<Vec<ResultFile>> {
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with('.'))
     };
-    for similarity in list(dir)?
-        .into_iter()
-        .filter(|p| p.is_dir() && !hidden(p))
-    {
+    for similarity in list(dir)?.into_iter().filter(|p| p.is_dir() && !hidden(p)) {
         for suite in list(&similarity)?.into_iter().filter(|p| p.is_dir()) {
             for path in list(&suite)? {
                 if path.extension().is_none_or(|e| e != "json") {

@@ -585,8 +585,8 @@ impl<E: Embedder> CachedEmbedder<E> {
             ));
         }
         let flat: Vec<f32> = found.into_iter().flatten().collect();
-        let vectors = Array2::from_shape_vec((found_rows.len(), width), flat)
-            .expect("rows of one width");
+        let vectors =
+            Array2::from_shape_vec((found_rows.len(), width), flat).expect("rows of one width");
         let order: Vec<usize> = (0..found_rows.len()).collect();
         let found_keys: Vec<[u8; 32]> = found_rows.iter().map(|&i| keys[i]).collect();
         self.store(&found_keys, &order, &vectors)?;
@@ -913,16 +913,16 @@ mod tests {
     fn a_shard_reads_what_its_siblings_hold_and_skips_a_busy_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name);
-        let done = CachedEmbedder::open(Flaky::new(usize::MAX), path("embeddings.shard-0.redb"))
-            .unwrap();
+        let done =
+            CachedEmbedder::open(Flaky::new(usize::MAX), path("embeddings.shard-0.redb")).unwrap();
         done.embed(&["one", "two", "bad"]).unwrap();
         let bad_key = done.key("bad", None);
         drop(done);
         tamper(&path("embeddings.shard-0.redb"), bad_key, b"short");
         let sibling_bytes = std::fs::read(path("embeddings.shard-0.redb")).unwrap();
         // a shard still running: its writer holds the file
-        let busy = CachedEmbedder::open(Flaky::new(usize::MAX), path("embeddings.shard-2.redb"))
-            .unwrap();
+        let busy =
+            CachedEmbedder::open(Flaky::new(usize::MAX), path("embeddings.shard-2.redb")).unwrap();
         busy.embed(&["three"]).unwrap();
         // "one" and "two" from shard 0; "bad" and "three" embedded here: 2 texts allowed
         let texts = ["one", "two", "bad", "three"];
@@ -1119,7 +1119,7 @@ mod tests {
                     hits: 0,
                     misses: 6,
                     corrupt: 0,
-                from_siblings: 0
+                    from_siblings: 0
                 }
             );
         }

@@ -41,8 +41,8 @@ use std::io::Read;
 use std::path::Path;
 
 pub use cache::{
-    check_cache, default_cache_path, merge_caches, CacheCheck, CacheStats,
-    CachedEmbedder, PlanCounts, TokenCounter,
+    check_cache, default_cache_path, merge_caches, CacheCheck, CacheStats, CachedEmbedder,
+    PlanCounts, TokenCounter,
 };
 pub use config::{
     Architecture, DenseActivation, DenseModule, Pooling, Prompts, SentenceTransformerConfig,
