@@ -46,24 +46,27 @@ impl Shard {
 }
 
 /// Seconds a job takes on the 2-core CPU this project is developed on, at the default sizes of
-/// bench.toml on the shipped data, for a metric and for a transformer the size of
-/// all-MiniLM-L6-v2 (90.9 MB of weights).
+/// bench.toml on the shipped data: (a classical metric, a transformer the size of
+/// all-MiniLM-L6-v2, 90.9 MB of weights).
 ///
-/// Measured with `cargo xtask bench-all` on /work/shared/data on 2026-11-24: the metric column
-/// is the mean of the four classical metrics' job times, the model column all-MiniLM-L6-v2's
-/// (PTEB: 0.08 s per paraphrase at the default 5 runs over the default datasets, see the
-/// README). Only their ratios matter for balancing; the absolute values make `--list-jobs`
-/// readable.
+/// Metrics: the mean of the four classical metrics' job times in one default run
+/// (2026-11-24). Model, SAGE tasks: all-MiniLM-L6-v2's job times in a default run the same
+/// day, taken while the machine also compiled (so about twice what an idle machine takes; the
+/// ratios hold); retrieval was stopped after 2,200 s unfinished. EvalRank and ALIGN-SIM: the
+/// same model's `sage run` alone, idle machine. PTEB: paraphrasing dominates, 0.08 s per
+/// paraphrase (README) × about 63,000 texts of the default datasets × 5 runs. Only the ratios
+/// matter for balancing; `--costs` replaces all of it with a finished run's own times.
 fn reference_seconds(suite: &str, task: &str) -> (f64, f64) {
     match (suite, task) {
-        ("sage", "human-pref") => (0.7, 41.0),
-        ("sage", "robustness") => (3.2, 296.0),
-        ("sage", "sensitivity") => (1.0, 168.0),
-        ("sage", "clustering") => (4.6, 139.0),
-        ("sage", "retrieval") => (4.5, 288.0),
-        ("evalrank", _) => (0.0, 52.0),
-        ("align-sim", _) => (1.6, 62.0),
-        ("pteb", _) => (0.0, 2400.0),
+        ("sage", "human-pref") => (0.7, 77.0),
+        ("sage", "robustness") => (3.2, 257.0),
+        ("sage", "sensitivity") => (1.0, 1255.0),
+        ("sage", "clustering") => (4.6, 154.0),
+        ("sage", "retrieval") => (4.5, 2200.0),
+        ("evalrank", "word") => (0.0, EVALRANK_WORD),
+        ("evalrank", _) => (0.0, EVALRANK_SENTENCE),
+        ("align-sim", _) => (1.6, ALIGN_SIM),
+        ("pteb", _) => (0.0, 25_000.0),
         _ => (1.0, 100.0),
     }
 }
@@ -71,9 +74,26 @@ fn reference_seconds(suite: &str, task: &str) -> (f64, f64) {
 /// Weight bytes of all-MiniLM-L6-v2, the model the reference times are for.
 const REFERENCE_MODEL_BYTES: f64 = 90_868_376.0;
 
-/// `--quick` jobs against default ones: the quick run of the same model on the same data took
-/// this share of the default run's time (measured alongside [`reference_seconds`]).
-const QUICK_SHARE: f64 = 0.02;
+/// all-MiniLM-L6-v2's `sage run evalrank --level word`, idle machine, 2026-11-24.
+const EVALRANK_WORD: f64 = 14.7;
+/// The same, `--level sentence`.
+const EVALRANK_SENTENCE: f64 = 71.6;
+/// The same, `sage run align-sim --max-rows 1750`.
+const ALIGN_SIM: f64 = 89.0;
+
+/// What share of a default job's time the same job takes under `--quick`, by suite: its
+/// sample sizes against the default's (bench.toml's [quick] table). SAGE's tasks: 30 rows, 2
+/// clustering subsets of 200 texts and 60 retrieval documents are 1/25 to 1/100 of the
+/// defaults; EvalRank has no quick sizes; ALIGN-SIM 60 of 1,750 rows; PTEB 10 STS-B pairs and 2
+/// runs of about 63,000 texts and 5 runs.
+fn quick_share(suite: &str) -> f64 {
+    match suite {
+        "evalrank" => 1.0,
+        "align-sim" => 60.0 / 1750.0,
+        "pteb" => 20.0 * 2.0 / (63_000.0 * 5.0),
+        _ => 0.02,
+    }
+}
 
 /// What a similarity weighs against the reference: transformer weight bytes against
 /// all-MiniLM-L6-v2's (a floor for static models, which have none), 1 for a metric or a remote
@@ -98,7 +118,7 @@ pub fn estimate(job: &Job, weight: f64, quick: bool, measured: &BTreeMap<String,
     } else {
         metric
     };
-    base * weight * if quick { QUICK_SHARE } else { 1.0 }
+    base * weight * if quick { quick_share(job.suite) } else { 1.0 }
 }
 
 /// The recorded seconds of every finished job in a bench-all.json (`--costs FILE`).
