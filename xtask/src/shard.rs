@@ -82,7 +82,7 @@ const EVALRANK_SENTENCE: f64 = 71.6;
 const ALIGN_SIM: f64 = 89.0;
 
 /// What share of a default job's time the same job takes under `--quick`, by suite: its
-/// sample sizes against the default's (bench.toml's [quick] table). SAGE's tasks: 30 rows, 2
+/// sample sizes against the default's (bench.toml's `[quick]` table). SAGE's tasks: 30 rows, 2
 /// clustering subsets of 200 texts and 60 retrieval documents are 1/25 to 1/100 of the
 /// defaults; EvalRank has no quick sizes; ALIGN-SIM 60 of 1,750 rows; PTEB 10 STS-B pairs and 2
 /// runs of about 63,000 texts and 5 runs.
