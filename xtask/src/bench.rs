@@ -370,21 +370,28 @@ impl Prepared {
             Some(path) => shard::read_costs(path)?,
             None => BTreeMap::new(),
         };
+        // once per similarity: a model's folder is read once, not once per job
+        let weights: BTreeMap<&str, f64> = similarities
+            .iter()
+            .map(|s| {
+                let bytes = (s.is_model && !is_remote(&s.spec))
+                    .then(|| model_bytes(&s.spec))
+                    .flatten();
+                (s.label.as_str(), shard::similarity_weight(bytes))
+            })
+            .collect();
         let mut estimates: Vec<f64> = jobs
             .iter()
             .map(|job| {
-                let weight = shard::similarity_weight(
-                    (job.similarity.is_model && !is_remote(&job.similarity.spec))
-                        .then(|| model_bytes(&job.similarity.spec))
-                        .flatten(),
-                );
+                let weight = weights[job.similarity.label.as_str()];
                 shard::estimate(job, weight, inv.quick, &measured)
             })
             .collect();
         if let Some(file) = &inv.jobs_file {
-            let listed = shard::read_job_file(file)?;
+            let listed: BTreeMap<String, Option<f64>> =
+                shard::read_job_file(file)?.into_iter().collect();
             let known: Vec<String> = jobs.iter().map(Job::id).collect();
-            if let Some((unknown, _)) = listed.iter().find(|(id, _)| !known.contains(id)) {
+            if let Some(unknown) = listed.keys().find(|id| !known.contains(id)) {
                 bail!(
                     "{}: job {unknown:?} is not one this configuration plans (`--list-jobs` prints those)",
                     file.display()
@@ -394,7 +401,7 @@ impl Prepared {
             let mut kept = Vec::new();
             let mut kept_estimates = Vec::new();
             for (job, estimate) in jobs.into_iter().zip(estimates) {
-                if let Some((_, listed_estimate)) = listed.iter().find(|(id, _)| *id == job.id()) {
+                if let Some(listed_estimate) = listed.get(&job.id()) {
                     kept_estimates.push(listed_estimate.unwrap_or(estimate));
                     kept.push(job);
                 }

@@ -29,10 +29,6 @@ pub fn default_cache_path() -> PathBuf {
     sage_core::cache_dir().join("paraphrases.redb")
 }
 
-/// How long opening the cache for writing waits for a sibling's momentary read lock
-/// ([`ParaphraseCache::reading_siblings`]).
-const OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// The key of a request: SHA-256 of its parts, each followed by a 0 byte.
 pub fn request_key(parts: &[&str]) -> [u8; 32] {
     let mut h = Sha256::new();
@@ -55,25 +51,18 @@ impl ParaphraseCache {
             std::fs::create_dir_all(dir)
                 .map_err(|e| error(format!("cannot create folder: {e}")))?;
         }
-        let started = std::time::Instant::now();
-        let db = loop {
-            match Database::create(&path) {
-                Ok(db) => break db,
-                // a sibling's read lock lasts one lookup; a writer's lasts its whole run
-                Err(redb::DatabaseError::DatabaseAlreadyOpen)
-                    if started.elapsed() < OPEN_PATIENCE =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(50))
-                }
-                Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-                    return Err(error(
-                        "in use by another process (run one at a time, or pass another --paraphrase-cache)"
-                            .into(),
-                    ))
-                }
-                Err(other) => return Err(error(other.to_string())),
-            }
-        };
+        // a sibling's momentary read lock (see `reading_siblings`) is waited out
+        let db = sage_core::open_when_free(
+            || Database::create(&path),
+            |e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
+        )
+        .map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => error(
+                "in use by another process (run one at a time, or pass another --paraphrase-cache)"
+                    .into(),
+            ),
+            other => error(other.to_string()),
+        })?;
         Ok(ParaphraseCache {
             db,
             path,

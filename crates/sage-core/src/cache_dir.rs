@@ -38,6 +38,28 @@ pub fn sibling_caches(dir: &std::path::Path, stem: &str, own: &std::path::Path) 
     found
 }
 
+/// How long opening a cache file for writing waits for another process to let go of it: a
+/// sibling reading it (a sharded run's other shard) holds it for one lookup. A writer holds its
+/// file for its whole run, so waiting longer would not help.
+pub const CACHE_OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `attempt`, tried again every 50 ms while its error `is_busy` (another process holds the
+/// file), for up to [`CACHE_OPEN_PATIENCE`]; then its last result.
+pub fn open_when_free<T, E>(
+    mut attempt: impl FnMut() -> Result<T, E>,
+    is_busy: impl Fn(&E) -> bool,
+) -> Result<T, E> {
+    let started = std::time::Instant::now();
+    loop {
+        match attempt() {
+            Err(e) if is_busy(&e) && started.elapsed() < CACHE_OPEN_PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            done => return done,
+        }
+    }
+}
+
 /// What folding cache files into one did (`sage cache merge`): the same counts for every kind
 /// of cache file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -55,4 +77,35 @@ pub struct CacheMerge {
     pub differing: u64,
     /// Source entries that failed their checks: never copied.
     pub corrupt_skipped: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_file_is_tried_again_and_another_error_returned_at_once() {
+        let mut tries = 0;
+        let opened = open_when_free(
+            || {
+                tries += 1;
+                if tries < 3 {
+                    Err("busy")
+                } else {
+                    Ok(tries)
+                }
+            },
+            |e| *e == "busy",
+        );
+        assert_eq!(opened, Ok(3));
+        let mut tries = 0;
+        let failed: Result<(), &str> = open_when_free(
+            || {
+                tries += 1;
+                Err("broken")
+            },
+            |e| *e == "busy",
+        );
+        assert_eq!((failed, tries), (Err("broken"), 1));
+    }
 }

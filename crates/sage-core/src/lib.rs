@@ -31,7 +31,7 @@ mod similarity;
 pub mod test_support;
 mod timings;
 
-pub use cache_dir::{cache_dir, sibling_caches, CacheMerge};
+pub use cache_dir::{cache_dir, open_when_free, sibling_caches, CacheMerge, CACHE_OPEN_PATIENCE};
 pub use embed::{
     cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,

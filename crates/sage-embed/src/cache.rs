@@ -128,10 +128,6 @@ pub fn default_cache_path() -> PathBuf {
     sage_core::cache_dir().join("embeddings.redb")
 }
 
-/// How long opening a cache file for writing waits for a reader to let go of it: another
-/// process may be reading it for a moment ([`CachedEmbedder::reading_siblings`]).
-const OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
-
 fn cache_error(path: &Path, e: impl std::fmt::Display) -> EmbedError {
     EmbedError::Cache {
         path: path.to_owned(),
@@ -403,20 +399,14 @@ impl<E: Embedder> CachedEmbedder<E> {
             std::fs::create_dir_all(dir)
                 .map_err(|e| cache_error(&path, format!("cannot create folder: {e}")))?;
         }
-        let started = std::time::Instant::now();
-        let db = loop {
-            match guarded(&path, || Ok(Database::create(&path)))? {
-                Ok(db) => break db,
-                // a sibling's momentary read lock (see `reading_siblings`) goes away; a writer's
-                // lock lasts its whole run, so waiting longer would not help
-                Err(redb::DatabaseError::DatabaseAlreadyOpen)
-                    if started.elapsed() < OPEN_PATIENCE =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(50))
-                }
-                Err(e) => return Err(open_error(&path, e)),
-            }
-        };
+        // a sibling's momentary read lock (see `reading_siblings`) is waited out
+        let db = guarded(&path, || {
+            sage_core::open_when_free(
+                || Database::create(&path),
+                |e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
+            )
+            .map_err(|e| open_error(&path, e))
+        })?;
         Ok(CachedEmbedder {
             inner,
             db: Some(db),
