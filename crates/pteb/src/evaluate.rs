@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use sage_core::measures::{
-    hodges_lehmann_bootstrap, holm, mean, mean_std, normalized_word_edit_distance, spearman,
-    wilcoxon, HodgesLehmann, MeanStd, Wilcoxon, BOOTSTRAP_RESAMPLES,
+    hodges_lehmann_bootstrap, holm, mean, mean_std, spearman, wilcoxon, HodgesLehmann, MeanStd,
+    Wilcoxon, BOOTSTRAP_RESAMPLES,
 };
 use sage_core::{Embedder, EmbedderIdentity, RunSeed, Timings};
 use sage_data::{
@@ -16,6 +16,9 @@ use sage_data::{
 use serde::{Deserialize, Serialize};
 
 use crate::paraphrase::{Judge, Paraphraser, ParaphraserIdentity};
+use crate::quality::{
+    judge_sts_spearman, mean_figures, measure_run, DatasetQuality, QualityGate, RunQuality,
+};
 use crate::tasks::{group_summaries, RerankingSample, TaskData, TaskKind};
 use crate::{PtebError, Result};
 
@@ -54,6 +57,10 @@ pub struct Options {
     pub paraphrase_train: bool,
     /// Pairs the judge rates per dataset and run 0 (when a judge is given).
     pub judge_pairs: usize,
+    /// What a dataset's paraphrases must meet for its numbers to count.
+    pub gate: QualityGate,
+    /// Pool and compare datasets whose paraphrases failed the gate too.
+    pub pool_unqualified: bool,
 }
 
 impl Default for Options {
@@ -65,6 +72,8 @@ impl Default for Options {
             max_train_rows: None,
             paraphrase_train: false,
             judge_pairs: 100,
+            gate: QualityGate::default(),
+            pool_unqualified: false,
         }
     }
 }
@@ -76,8 +85,8 @@ pub struct RunResult {
     pub seed: u64,
     /// The task's main score on the paraphrased data.
     pub score: f64,
-    /// Mean normalised word edit distance between each distinct text and its paraphrase.
-    pub edit_distance: f64,
+    /// How faithful and how different this run's paraphrases are.
+    pub quality: RunQuality,
     /// Distinct texts paraphrased.
     pub texts: u64,
     /// Texts that kept their original wording after every attempt failed.
@@ -125,14 +134,12 @@ pub struct DatasetResult {
     pub paraphrased: MeanStd,
     /// `paraphrased.mean − original`.
     pub delta: f64,
-    /// Mean edit distance over runs.
-    pub edit_distance: f64,
     /// Fallbacks over all runs.
     pub fallbacks: u64,
     /// Three (original, paraphrase) examples from run 0, for the reader.
     pub examples: Vec<(String, String)>,
-    /// The judge's figures, when a judge was given.
-    pub judge: Option<JudgeResult>,
+    /// Whether the paraphrases can be trusted: figures over the runs, the judge's, the verdict.
+    pub quality: DatasetQuality,
 }
 
 /// Pooled over datasets × runs: paraphrased − original.
@@ -140,6 +147,8 @@ pub struct DatasetResult {
 pub struct Pooled {
     /// (dataset, run) pairs.
     pub n: usize,
+    /// Datasets whose paraphrases failed the gate are in it ([`Options::pool_unqualified`]).
+    pub includes_unqualified: bool,
     /// Mean delta.
     pub mean_delta: f64,
     /// Hodges–Lehmann shift with its 95% percentile-bootstrap interval.
@@ -163,8 +172,10 @@ pub struct PtebReport {
     pub seeds: Vec<u64>,
     /// Per dataset.
     pub datasets: Vec<DatasetResult>,
-    /// Pooled statistics (`None` with fewer than 2 dataset-runs).
+    /// Pooled statistics (`None` with fewer than 2 dataset-runs to pool).
     pub pooled: Option<Pooled>,
+    /// `name/split` of the datasets whose paraphrases failed the gate.
+    pub unqualified: Vec<String>,
     /// Fallbacks over every dataset and run.
     pub fallbacks: u64,
     /// Where time went.
@@ -320,11 +331,22 @@ pub trait Progress: Sync {
 pub struct Silent;
 impl Progress for Silent {}
 
+/// What rewrites a dataset and what checks the rewrites: the paraphraser, an optional LLM
+/// judge, and the reference encoder of [`crate::quality`] (fixed, never the encoder under test).
+#[derive(Clone, Copy)]
+pub struct Paraphrasing<'a> {
+    /// Writes the paraphrases.
+    pub paraphraser: &'a Paraphraser,
+    /// Rates them 0–5 on run 0 and is itself checked against STS gold.
+    pub judge: Option<&'a Judge>,
+    /// Compares each original with its paraphrase.
+    pub reference: &'a dyn Embedder,
+}
+
 /// Runs PTEB for `encoder` on `datasets` (loaded with [`load_task`]).
 pub fn evaluate(
     encoder: &dyn Embedder,
-    paraphraser: &Paraphraser,
-    judge: Option<&Judge>,
+    paraphrasing: Paraphrasing<'_>,
     root: &DataRoot,
     datasets: &[(&str, &str)],
     options: &Options,
@@ -333,9 +355,17 @@ pub fn evaluate(
     if options.runs == 0 {
         return Err(PtebError::Task("runs must be at least 1".into()));
     }
+    options.gate.check()?;
+    let Paraphrasing {
+        paraphraser,
+        judge,
+        reference,
+    } = paraphrasing;
     let mut timings = Timings::default();
     let seeds: Vec<u64> = (0..options.runs as u64).map(|r| options.seed + r).collect();
-    let mut results = Vec::new();
+    // (result without its verdict, the judge's figures): verdicts wait for the judge's STS
+    // agreement over every dataset
+    let mut measured = Vec::new();
     for (index, &(name, split)) in datasets.iter().enumerate() {
         progress.dataset(name, index, datasets.len());
         let (task, rows) = timings.time(format!("load {name}"), || {
@@ -349,6 +379,11 @@ pub fn evaluate(
             task.score(encoder, None, task_seed)
         })?;
         let texts = task.paraphrased_texts();
+        // the distinct texts in sorted order: a sum in hash-map order would differ in its last
+        // bits from run to run
+        let mut distinct: Vec<&str> = texts.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
         let mut runs = Vec::new();
         let mut examples = Vec::new();
         let mut run0: Option<HashMap<String, String>> = None;
@@ -363,15 +398,16 @@ pub fn evaluate(
                 .zip(&paraphrases)
                 .map(|(t, p)| ((*t).to_owned(), p.text.clone()))
                 .collect();
-            // over the distinct texts in sorted order: a sum in hash-map order would differ in
-            // its last bits from run to run
-            let mut distinct: Vec<&str> = texts.clone();
-            distinct.sort_unstable();
-            distinct.dedup();
-            let distances: Vec<f64> = distinct
-                .iter()
-                .map(|o| normalized_word_edit_distance(o, &rewrite[*o]))
-                .collect();
+            let rewritten: Vec<&str> = distinct.iter().map(|o| rewrite[*o].as_str()).collect();
+            let quality = timings.time(format!("quality {name}"), || {
+                measure_run(
+                    reference,
+                    &options.gate,
+                    &distinct,
+                    &rewritten,
+                    stats.fallbacks,
+                )
+            })?;
             let score = timings.time(format!("score {name} paraphrased"), || {
                 task.score(encoder, Some(&rewrite), task_seed)
             })?;
@@ -385,7 +421,7 @@ pub fn evaluate(
             runs.push(RunResult {
                 seed,
                 score,
-                edit_distance: mean(&distances)?,
+                quality,
                 texts: stats.unique_texts,
                 fallbacks: stats.fallbacks,
                 retries: stats.retries,
@@ -403,24 +439,48 @@ pub fn evaluate(
         };
         let scores: Vec<f64> = runs.iter().map(|r| r.score).collect();
         let paraphrased = mean_std(&scores, usize::from(scores.len() > 1))?;
-        let distances: Vec<f64> = runs.iter().map(|r| r.edit_distance).collect();
-        results.push(DatasetResult {
-            dataset: name.to_owned(),
-            split: split.to_owned(),
-            task: task.kind(),
-            metric: task.kind().metric().to_owned(),
-            rows,
-            original,
-            delta: paraphrased.mean - original,
-            paraphrased,
-            edit_distance: mean(&distances)?,
-            fallbacks: runs.iter().map(|r| r.fallbacks).sum(),
-            runs,
-            examples,
-            judge: judged,
-        });
+        let figures = mean_figures(&runs.iter().map(|r| &r.quality).collect::<Vec<_>>())?;
+        measured.push((
+            DatasetResult {
+                dataset: name.to_owned(),
+                split: split.to_owned(),
+                task: task.kind(),
+                metric: task.kind().metric().to_owned(),
+                rows,
+                original,
+                delta: paraphrased.mean - original,
+                paraphrased,
+                fallbacks: runs.iter().map(|r| r.fallbacks).sum(),
+                runs,
+                examples,
+                quality: DatasetQuality {
+                    reference_encoder: reference.identity().model_id.clone(),
+                    figures,
+                    judge: None,
+                    verdict: Default::default(),
+                },
+            },
+            judged,
+        ));
     }
-    let pooled = pooled(&results, RunSeed(options.seed))?;
+    let judge_spearman = judge_sts_spearman(measured.iter().filter_map(|(_, j)| j.as_ref()));
+    let results: Vec<DatasetResult> = measured
+        .into_iter()
+        .map(|(mut d, judged)| {
+            d.quality.verdict =
+                options
+                    .gate
+                    .verdict(&d.quality.figures, judged.as_ref(), judge_spearman);
+            d.quality.judge = judged;
+            d
+        })
+        .collect();
+    let unqualified: Vec<String> = results
+        .iter()
+        .filter(|d| !d.quality.verdict.qualified)
+        .map(|d| format!("{}/{}", d.dataset, d.split))
+        .collect();
+    let pooled = pooled(&results, options, RunSeed(options.seed))?;
     Ok(PtebReport {
         suite: "pteb".into(),
         encoder: encoder.identity().clone(),
@@ -430,8 +490,14 @@ pub fn evaluate(
         fallbacks: results.iter().map(|d| d.fallbacks).sum(),
         datasets: results,
         pooled,
+        unqualified,
         timings,
     })
+}
+
+/// Whether a dataset's numbers enter pooled statistics and comparisons.
+fn counts(d: &DatasetResult, options: &Options) -> bool {
+    options.pool_unqualified || d.quality.verdict.qualified
 }
 
 fn judge_dataset(
@@ -493,10 +559,11 @@ fn judge_dataset(
     })
 }
 
-/// Pooled paraphrased − original over every (dataset, run).
-fn pooled(results: &[DatasetResult], seed: RunSeed) -> Result<Option<Pooled>> {
+/// Pooled paraphrased − original over every (dataset, run) that counts.
+fn pooled(results: &[DatasetResult], options: &Options, seed: RunSeed) -> Result<Option<Pooled>> {
     let (paraphrased, original): (Vec<f64>, Vec<f64>) = results
         .iter()
+        .filter(|d| counts(d, options))
         .flat_map(|d| d.runs.iter().map(move |r| (r.score, d.original)))
         .unzip();
     if paraphrased.len() < 2 {
@@ -510,6 +577,8 @@ fn pooled(results: &[DatasetResult], seed: RunSeed) -> Result<Option<Pooled>> {
     let all_zero = deltas.iter().all(|d| *d == 0.0);
     Ok(Some(Pooled {
         n: deltas.len(),
+        includes_unqualified: options.pool_unqualified
+            && results.iter().any(|d| !d.quality.verdict.qualified),
         mean_delta: mean(&deltas)?,
         hodges_lehmann: hodges_lehmann_bootstrap(
             &paraphrased,
@@ -546,15 +615,19 @@ pub struct Comparison {
 }
 
 /// The paper's Table 7: every report in `others` against `baseline`, paired on the PTEB scores
-/// of the (dataset, seed) runs both have; Holm-corrected across the comparisons.
+/// of the (dataset, seed) runs both have; Holm-corrected across the comparisons. Datasets whose
+/// paraphrases failed the gate in either report are left out unless the baseline's options
+/// pool them.
 pub fn compare(
     baseline: &PtebReport,
     others: &[&PtebReport],
     seed: RunSeed,
 ) -> Result<Vec<Comparison>> {
+    let options = &baseline.options;
     let runs = |r: &PtebReport| -> HashMap<(String, String, u64), f64> {
         r.datasets
             .iter()
+            .filter(|d| counts(d, options))
             .flat_map(|d| {
                 d.runs
                     .iter()
@@ -570,8 +643,13 @@ pub fn compare(
             theirs.keys().filter(|k| base.contains_key(*k)).collect();
         keys.sort();
         if keys.len() < 2 {
+            let gated = if options.pool_unqualified {
+                ""
+            } else {
+                " whose paraphrases passed the quality gate"
+            };
             return Err(PtebError::Task(format!(
-                "{} and {} share fewer than 2 (dataset, seed) runs",
+                "{} and {} share fewer than 2 (dataset, seed) runs{gated}",
                 other.encoder.model_id, baseline.encoder.model_id
             )));
         }
@@ -613,6 +691,16 @@ pub fn compare(
 mod tests {
     use super::*;
     use crate::paraphrase::ParaphraseSettings;
+    use crate::quality::{QualityFigures, Verdict};
+
+    fn figures() -> QualityFigures {
+        QualityFigures {
+            reference_cosine: 0.9,
+            share_below: 0.0,
+            edit_distance: 0.5,
+            fallback_share: 0.05,
+        }
+    }
 
     fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebReport {
         let datasets: Vec<DatasetResult> = scores
@@ -639,7 +727,7 @@ mod tests {
                     .map(|(r, &score)| RunResult {
                         seed: 1337 + r as u64,
                         score,
-                        edit_distance: 0.5,
+                        quality: figures(),
                         texts: 20,
                         fallbacks: 1,
                         retries: 0,
@@ -648,13 +736,21 @@ mod tests {
                     .collect(),
                 paraphrased: mean_std(runs, 1).unwrap(),
                 delta: mean(runs).unwrap() - original,
-                edit_distance: 0.5,
                 fallbacks: 3,
                 examples: vec![],
-                judge: None,
+                quality: DatasetQuality {
+                    reference_encoder: "words".into(),
+                    figures: figures(),
+                    judge: None,
+                    verdict: Verdict {
+                        qualified: !name.starts_with("unqualified"),
+                        ..Verdict::default()
+                    },
+                },
             })
             .collect();
-        let pooled = pooled(&datasets, RunSeed(1337)).unwrap();
+        let options = Options::default();
+        let pooled = pooled(&datasets, &options, RunSeed(1337)).unwrap();
         PtebReport {
             suite: "pteb".into(),
             encoder: EmbedderIdentity {
@@ -669,9 +765,14 @@ mod tests {
                 settings: ParaphraseSettings::default(),
                 instruction: "x".into(),
             },
-            options: Options::default(),
+            options,
             seeds: vec![1337, 1338, 1339],
             fallbacks: 3 * datasets.len() as u64,
+            unqualified: datasets
+                .iter()
+                .filter(|d| !d.quality.verdict.qualified)
+                .map(|d| format!("{}/{}", d.dataset, d.split))
+                .collect(),
             datasets,
             pooled,
             timings: Timings::default(),
@@ -721,5 +822,93 @@ mod tests {
         assert!(c[0].significant && c[0].p_holm.unwrap() < 0.05);
         // identical scores: no test, nothing significant
         assert!(c[1].wilcoxon.is_none() && !c[1].significant);
+    }
+
+    /// PTEB on the fixture mirror's STS-B with a scripted paraphraser and the bag-of-words
+    /// encoder as both the encoder and the reference.
+    fn fixture_run(answer: fn(&str, u64) -> (String, bool), pool_unqualified: bool) -> PtebReport {
+        let root = DataRoot::new(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"),
+        );
+        let words = crate::testing::Words::new();
+        let paraphraser = Paraphraser::new(
+            Box::new(crate::testing::Scripted {
+                answer,
+                calls: Default::default(),
+            }),
+            ParaphraseSettings::default(),
+            None,
+        );
+        let paraphrasing = Paraphrasing {
+            paraphraser: &paraphraser,
+            judge: None,
+            reference: &words,
+        };
+        let options = Options {
+            runs: 2,
+            pool_unqualified,
+            ..Options::default()
+        };
+        evaluate(
+            &words,
+            paraphrasing,
+            &root,
+            &[("stsb", "test")],
+            &options,
+            &Silent,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn unfaithful_paraphrases_are_marked_and_kept_out_of_pooling_and_comparisons() {
+        // the words reversed: the same bag of words (cosine 1), a different wording
+        let faithful = fixture_run(
+            |t, _| {
+                (
+                    t.split_whitespace().rev().collect::<Vec<_>>().join(" "),
+                    false,
+                )
+            },
+            false,
+        );
+        let q = &faithful.datasets[0].quality;
+        assert!(q.verdict.qualified, "{q:?}");
+        assert!((q.figures.reference_cosine - 1.0).abs() < 1e-6);
+        assert!(q.figures.edit_distance > 0.5);
+        assert!(faithful.unqualified.is_empty());
+        assert_eq!(faithful.pooled.as_ref().map(|p| p.n), Some(2));
+
+        // every word replaced by a token of its length: nothing left of the meaning
+        fn unrelated(text: &str, _: u64) -> (String, bool) {
+            let tokens: Vec<String> = text
+                .split_whitespace()
+                .map(|w| format!("x{}", w.len()))
+                .collect();
+            (tokens.join(" "), false)
+        }
+        let unfaithful = fixture_run(unrelated, false);
+        let q = &unfaithful.datasets[0].quality;
+        assert!(!q.verdict.qualified);
+        assert_eq!(q.figures.share_below, 1.0);
+        assert!(
+            q.verdict.reasons[0].starts_with("reference cosine 0.000 < 0.78"),
+            "{q:?}"
+        );
+        assert_eq!(unfaithful.unqualified, ["stsb/test"]);
+        // its numbers stay in the report, but nothing is pooled from them
+        assert_eq!(unfaithful.datasets[0].runs.len(), 2);
+        assert!(unfaithful.pooled.is_none());
+        let error = compare(&unfaithful, &[&unfaithful], RunSeed(1)).unwrap_err();
+        assert!(
+            error.to_string().contains("passed the quality gate"),
+            "{error}"
+        );
+
+        // asked to, the pooled statistics take it in and say so
+        let pooled_anyway = fixture_run(unrelated, true);
+        let pooled = pooled_anyway.pooled.unwrap();
+        assert!(pooled.includes_unqualified && pooled.n == 2);
+        assert_eq!(pooled_anyway.unqualified, ["stsb/test"]);
     }
 }

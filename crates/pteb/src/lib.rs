@@ -8,8 +8,10 @@
 //! Data flows one way: a [`sage_data`] dataset → [`Paraphraser`] (any [`ChatModel`]: a local GGUF
 //! model through candle, [`GgufChat`], or an OpenAI-compatible server, [`OpenAiChat`]) → the
 //! encoder ([`sage_core::Embedder`]) → the task's MTEB measure (from [`sage_core::measures`]) →
-//! [`PtebReport`] with per-dataset original score, mean ± std over runs, delta, paraphrase edit
-//! distance and fallbacks, and the pooled Hodges–Lehmann shift with its bootstrap interval and
+//! [`PtebReport`] with per-dataset original score, mean ± std over runs, delta, the
+//! paraphrases' quality against a gate ([`QualityGate`]: a fixed reference encoder's agreement
+//! between each original and its paraphrase, edit distance, fallbacks, an optional LLM judge),
+//! and the pooled Hodges–Lehmann shift with its bootstrap interval and
 //! the Wilcoxon signed-rank test. [`compare`] sets several encoders against a baseline with Holm's
 //! correction, as the paper's Table 7.
 //!
@@ -39,13 +41,16 @@ mod llama;
 mod paraphrase;
 mod prompt;
 mod qmatmul;
+mod quality;
 mod tasks;
+#[cfg(test)]
+mod testing;
 
 pub use cache::{default_cache_path, merge_paraphrase_caches, request_key, ParaphraseCache};
 pub use chat::{ChatMessage, ChatModel, Completion, Retry, Sampling};
 pub use evaluate::{
-    compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Pooled,
-    Progress, PtebReport, RunResult, Silent, DEFAULT_DATASETS,
+    compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Paraphrasing,
+    Pooled, Progress, PtebReport, RunResult, Silent, DEFAULT_DATASETS,
 };
 pub use gguf::{locate_gguf, sample_top_p, GgufChat, DEFAULT_BATCH_CPU, DEFAULT_BATCH_CUDA};
 pub use http::OpenAiChat;
@@ -54,6 +59,10 @@ pub use paraphrase::{
 };
 pub use prompt::{
     clean_answer, echoes_instruction, judge_messages, parse_rating, strip_reasoning, PromptStyle,
+};
+pub use quality::{
+    judge_sts_spearman, mean_figures, measure_run, DatasetQuality, QualityFigures, QualityGate,
+    RunQuality, Verdict, DEFAULT_REFERENCE_ENCODER, NOT_QUALIFIED_ADVICE,
 };
 pub use tasks::{group_summaries, RerankingSample, SummarizationSample, TaskData, TaskKind};
 

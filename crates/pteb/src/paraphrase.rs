@@ -418,28 +418,8 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::chat::{ChatMessage, Completion};
 
-    /// Answers from a script keyed by the request seed; records the requests.
-    struct Scripted {
-        answer: fn(&str, u64) -> (String, bool),
-        calls: Mutex<Vec<u64>>,
-    }
-
-    impl ChatModel for Scripted {
-        fn identity(&self) -> String {
-            "scripted".into()
-        }
-        fn count_tokens(&self, text: &str) -> Result<usize> {
-            Ok(text.split_whitespace().count())
-        }
-        fn complete(&self, m: &[ChatMessage], s: &Sampling) -> Result<Completion> {
-            self.calls.lock().unwrap().push(s.seed);
-            let text = m[1].content.rsplit("Text: ").next().unwrap();
-            let (text, truncated) = (self.answer)(text, s.seed);
-            Ok(Completion { text, truncated })
-        }
-    }
+    use crate::testing::Scripted;
 
     fn paraphraser(answer: fn(&str, u64) -> (String, bool)) -> Paraphraser {
         Paraphraser::new(

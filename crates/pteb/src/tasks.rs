@@ -424,45 +424,8 @@ pub fn group_summaries(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::Array2;
-    use sage_core::EmbedderIdentity;
 
-    /// Bag of hashed words: texts sharing words are close, texts sharing none are orthogonal
-    /// (with 256 bins, for these few words).
-    struct Words(EmbedderIdentity);
-
-    impl Words {
-        fn new() -> Words {
-            Words(EmbedderIdentity {
-                model_id: "words".into(),
-                revision: None,
-                pooling: "sum".into(),
-                normalize: false,
-                max_length: 0,
-            })
-        }
-    }
-
-    impl Embedder for Words {
-        fn identity(&self) -> &EmbedderIdentity {
-            &self.0
-        }
-        fn dimension(&self) -> usize {
-            256
-        }
-        fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
-            let mut m = Array2::zeros((texts.len(), 256));
-            for (i, t) in texts.iter().enumerate() {
-                for w in t.split_whitespace() {
-                    let h = w.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-                    });
-                    m[[i, (h % 256) as usize]] += 1.0;
-                }
-            }
-            Ok(m)
-        }
-    }
+    use crate::testing::Words;
 
     fn s(x: &str) -> String {
         x.to_owned()

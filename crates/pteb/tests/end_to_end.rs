@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pteb::{GgufChat, Options, ParaphraseCache, ParaphraseSettings, Paraphraser, Silent};
+use pteb::{
+    GgufChat, Options, ParaphraseCache, ParaphraseSettings, Paraphraser, Paraphrasing, Silent,
+};
 use sage_embed::{load_embedder, ResolveOptions, TransformerOptions};
 
 fn env_dir(key: &str) -> Option<PathBuf> {
@@ -51,10 +53,15 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
         )
     };
     let paraphraser = make();
+    // the reference encoder of the quality record is the default one, all-MiniLM-L6-v2 too
+    let paraphrasing = |paraphraser| Paraphrasing {
+        paraphraser,
+        judge: None,
+        reference: encoder.as_ref(),
+    };
     let report = pteb::evaluate(
         encoder.as_ref(),
-        &paraphraser,
-        None,
+        paraphrasing(&paraphraser),
         &root,
         &[("stsb", "test")],
         &options,
@@ -77,8 +84,23 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
         assert!(run.fallbacks <= run.texts);
         assert!(run.score.is_finite());
         // real rewrites: on average a sizeable share of the words changes
-        assert!(run.edit_distance > 0.1, "{run:?}");
+        assert!(run.quality.edit_distance > 0.1, "{run:?}");
+        assert!(
+            (-1.0..=1.0).contains(&run.quality.reference_cosine)
+                && (0.0..=1.0).contains(&run.quality.share_below),
+            "{run:?}"
+        );
     }
+    // the verdict is the gate applied to the figures, and decides what is pooled
+    let q = &d.quality;
+    assert_eq!(q.reference_encoder, "all-MiniLM-L6-v2");
+    assert_eq!(
+        q.verdict,
+        options.gate.verdict(&q.figures, None, None),
+        "{q:?}"
+    );
+    assert_eq!(report.unqualified.is_empty(), q.verdict.qualified);
+    assert_eq!(report.pooled.is_some(), q.verdict.qualified);
     // most paraphrases differ from their original (fallbacks and copies are the exception)
     let texts: Vec<&str> = report.datasets[0]
         .examples
@@ -109,20 +131,25 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
         report.fallbacks,
         d.runs.iter().map(|r| r.fallbacks).sum::<u64>()
     );
-    let pooled = report.pooled.as_ref().expect("2 dataset-runs are pooled");
-    assert_eq!(pooled.n, 2);
 
-    // a re-run with a fresh paraphraser object: every text from the cache, the same numbers
+    // a re-run with a fresh paraphraser object: every text from the cache, the same numbers;
+    // asked to pool whatever the verdict, it pools both runs
+    let pool_all = Options {
+        pool_unqualified: true,
+        ..options.clone()
+    };
     let again = pteb::evaluate(
         encoder.as_ref(),
-        &make(),
-        None,
+        paraphrasing(&make()),
         &root,
         &[("stsb", "test")],
-        &options,
+        &pool_all,
         &Silent,
     )
     .unwrap();
+    let pooled = again.pooled.as_ref().expect("2 dataset-runs are pooled");
+    assert_eq!(pooled.n, 2);
+    assert_eq!(pooled.includes_unqualified, !q.verdict.qualified);
     let d2 = &again.datasets[0];
     for (a, b) in d.runs.iter().zip(&d2.runs) {
         assert_eq!(
@@ -130,7 +157,7 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
             "re-run must hit the paraphrase cache"
         );
         assert_eq!(a.score, b.score);
-        assert_eq!(a.edit_distance, b.edit_distance);
+        assert_eq!(a.quality, b.quality);
     }
     assert_eq!(d.original, d2.original);
 }
