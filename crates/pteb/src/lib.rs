@@ -41,6 +41,7 @@ mod llama;
 mod paraphrase;
 mod prompt;
 mod qmatmul;
+mod qualify;
 mod quality;
 mod tasks;
 #[cfg(test)]
@@ -59,6 +60,10 @@ pub use paraphrase::{
 };
 pub use prompt::{
     clean_answer, echoes_instruction, judge_messages, parse_rating, strip_reasoning, PromptStyle,
+};
+pub use qualify::{
+    qualification_tables, qualify, JudgeCandidate, ParaphraserCandidate, ParaphraserOnDataset,
+    Qualification,
 };
 pub use quality::{
     judge_sts_spearman, mean_figures, measure_run, DatasetQuality, QualityFigures, QualityGate,

@@ -31,7 +31,7 @@ pub const DEFAULT_REFERENCE_ENCODER: &str = "all-MiniLM-L6-v2";
 pub const NOT_QUALIFIED_ADVICE: &str = "use a stronger paraphraser: a larger local instruct GGUF \
      (--paraphraser <folder or .gguf>; bench.toml [pteb] paraphraser) or a served model through \
      the OpenAI-compatible backend (--paraphraser http://host:port/v1 --llm-model NAME); \
-     `sage pteb-qualify` scores candidates side by side";
+     `sage pteb qualify` scores candidates side by side";
 
 /// Thresholds a dataset's paraphrases must meet.
 ///
