@@ -110,11 +110,25 @@ enum Command {
         #[command(subcommand)]
         measure: measure::MeasureCommand,
     },
+    /// PTEB's paraphraser selection: `sage pteb qualify`.
+    Pteb {
+        #[command(subcommand)]
+        command: PtebCommand,
+    },
     /// Check or repair the embedding cache offline.
     Cache {
         #[command(subcommand)]
         command: cache::CacheCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum PtebCommand {
+    /// Score candidate judges against STS gold ratings and candidate paraphrasers on a sample
+    /// (judge similarity, edit distance, runtime, the judge-free quality figures and the
+    /// quality gate's verdict per dataset): the PTEB paper's selection step, so a paraphraser is
+    /// picked with evidence.
+    Qualify(Box<pteb::QualifyArgs>),
 }
 
 /// Fixes the worker count once, before any thread starts. candle asks for it on every CPU
@@ -205,6 +219,9 @@ fn main() -> ExitCode {
                 })
         }
         Command::Cache { command } => cache::run(command),
+        Command::Pteb {
+            command: PtebCommand::Qualify(args),
+        } => pteb::qualify(*args),
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
             use std::io::Write;
             writeln!(std::io::stdout(), "{}", serde_json::to_string(&value)?)?;

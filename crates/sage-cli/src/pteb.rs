@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use pteb::{
     ChatModel, GgufChat, Judge, OpenAiChat, Options, ParaphraseCache, ParaphraseSettings,
-    Paraphraser, PromptStyle, PtebReport,
+    Paraphraser, Paraphrasing, PromptStyle, PtebReport, QualityGate,
 };
 use serde::Serialize;
 
@@ -30,6 +30,47 @@ pub struct PtebArgs {
     /// (http://localhost:11434/v1 for Ollama) with --llm-model.
     #[arg(long)]
     paraphraser: String,
+    #[command(flatten)]
+    llm: LlmArgs,
+    #[command(flatten)]
+    quality: QualityArgs,
+    /// Pool and compare datasets whose paraphrases failed the quality gate too (their numbers
+    /// are always reported, marked).
+    #[arg(long)]
+    pool_unqualified: bool,
+    /// Paraphrase runs; run r uses seed + r.
+    #[arg(long, default_value_t = Options::default().runs)]
+    runs: usize,
+    /// Seed of run 0 (also sampling and bootstrap).
+    #[arg(long, default_value_t = Options::default().seed)]
+    seed: u64,
+    /// Datasets as name/split (default: the paper's English datasets that are local).
+    #[arg(long = "dataset")]
+    datasets: Vec<String>,
+    /// Rows sampled per dataset (pairs, test texts, queries, summaries by document; default: all).
+    #[arg(long)]
+    max_rows: Option<usize>,
+    /// Classification training texts sampled (default: all).
+    #[arg(long)]
+    max_train_rows: Option<usize>,
+    /// Paraphrase classification training texts too.
+    #[arg(long)]
+    paraphrase_train: bool,
+    /// An LLM judge (same forms as --paraphraser) rating paraphrases 0-5 and checked against STS
+    /// gold scores; off by default (slow).
+    #[arg(long)]
+    judge: Option<String>,
+    /// Pairs the judge rates per dataset.
+    #[arg(long, default_value_t = Options::default().judge_pairs)]
+    judge_pairs: usize,
+    /// Write the report here (atomically) instead of standard output.
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+/// How an LLM (paraphraser or judge) is reached and run.
+#[derive(Debug, clap::Args)]
+pub struct LlmArgs {
     /// The model name a server is asked for (HTTP paraphraser or judge).
     #[arg(long)]
     llm_model: Option<String>,
@@ -56,24 +97,6 @@ pub struct PtebArgs {
     /// Seconds before an HTTP request is abandoned.
     #[arg(long, default_value_t = 300)]
     http_timeout: u64,
-    /// Paraphrase runs; run r uses seed + r.
-    #[arg(long, default_value_t = Options::default().runs)]
-    runs: usize,
-    /// Seed of run 0 (also sampling and bootstrap).
-    #[arg(long, default_value_t = Options::default().seed)]
-    seed: u64,
-    /// Datasets as name/split (default: the paper's English datasets that are local).
-    #[arg(long = "dataset")]
-    datasets: Vec<String>,
-    /// Rows sampled per dataset (pairs, test texts, queries, summaries by document; default: all).
-    #[arg(long)]
-    max_rows: Option<usize>,
-    /// Classification training texts sampled (default: all).
-    #[arg(long)]
-    max_train_rows: Option<usize>,
-    /// Paraphrase classification training texts too.
-    #[arg(long)]
-    paraphrase_train: bool,
     /// The multilingual prompt (the paraphrase stays in the input's language).
     #[arg(long)]
     multilingual: bool,
@@ -83,13 +106,6 @@ pub struct PtebArgs {
     /// Nucleus mass.
     #[arg(long, default_value_t = ParaphraseSettings::default().top_p)]
     top_p: f64,
-    /// An LLM judge (same forms as --paraphraser) rating paraphrases 0-5 and checked against STS
-    /// gold scores; off by default (slow).
-    #[arg(long)]
-    judge: Option<String>,
-    /// Pairs the judge rates per dataset.
-    #[arg(long, default_value_t = Options::default().judge_pairs)]
-    judge_pairs: usize,
     /// Most tokens of a judge answer (raise it for reasoning models).
     #[arg(long, default_value_t = 16)]
     judge_max_tokens: usize,
@@ -106,13 +122,65 @@ pub struct PtebArgs {
     /// Data root (default: $SAGE_DATA_DIR).
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Write the report here (atomically) instead of standard output.
-    #[arg(long)]
-    output: Option<PathBuf>,
 }
 
-impl PtebArgs {
-    fn chat_model(&self, spec: &str) -> Result<Box<dyn ChatModel>> {
+impl LlmArgs {
+    /// The data root: --data-dir or $SAGE_DATA_DIR.
+    fn root(&self) -> Result<sage_data::DataRoot> {
+        crate::data::root(self.data_dir.clone())
+    }
+
+    /// The paraphrase cache, unless --no-paraphrase-cache.
+    fn cache(&self) -> Result<Option<Arc<ParaphraseCache>>> {
+        if self.no_paraphrase_cache {
+            return Ok(None);
+        }
+        let path = self
+            .paraphrase_cache
+            .clone()
+            .unwrap_or_else(pteb::default_cache_path);
+        let mut cache = ParaphraseCache::open(&path)?;
+        if let Some(dir) = &self.read_paraphrase_caches {
+            cache = cache.reading_siblings(dir);
+        }
+        Ok(Some(Arc::new(cache)))
+    }
+
+    /// The paraphraser `spec` names, with the prompt and sampling flags.
+    fn paraphraser(
+        &self,
+        spec: &str,
+        cuda: bool,
+        cache: &Option<Arc<ParaphraseCache>>,
+    ) -> Result<Paraphraser> {
+        let settings = ParaphraseSettings {
+            prompt: if self.multilingual {
+                PromptStyle::Multilingual
+            } else {
+                PromptStyle::English
+            },
+            temperature: self.temperature,
+            top_p: self.top_p,
+            ..ParaphraseSettings::default()
+        };
+        Ok(Paraphraser::new(
+            self.chat_model(spec, cuda)?,
+            settings,
+            cache.clone(),
+        ))
+    }
+
+    /// The judge `spec` names.
+    fn judge(&self, spec: &str, cuda: bool, cache: &Option<Arc<ParaphraseCache>>) -> Result<Judge> {
+        Ok(Judge::new(
+            self.chat_model(spec, cuda)?,
+            cache.clone(),
+            self.judge_max_tokens,
+        ))
+    }
+
+    /// The chat model `spec` names: a server (with --llm-model) or a local GGUF.
+    pub fn chat_model(&self, spec: &str, cuda: bool) -> Result<Box<dyn ChatModel>> {
         if spec.starts_with("http://") || spec.starts_with("https://") {
             let Some(model) = &self.llm_model else {
                 bail!("{spec} is a server: name the model it should run with --llm-model")
@@ -127,7 +195,7 @@ impl PtebArgs {
                 Duration::from_secs(self.http_timeout.max(1)),
             )));
         }
-        let model = GgufChat::load(spec, self.model.cuda)
+        let model = GgufChat::load(spec, cuda)
             .with_context(|| format!("loading the LLM {spec:?}"))?;
         let model = match self.llm_batch {
             Some(batch) => model.with_batch(batch),
@@ -141,6 +209,75 @@ impl PtebArgs {
             Some(attention) => model.with_pooled_attention(attention == LlmAttention::Pooled),
             None => model,
         }))
+    }
+}
+
+/// The reference encoder and the thresholds of the paraphrase-quality gate (pteb's
+/// `QualityGate`: its documentation says where each default comes from).
+#[derive(Debug, clap::Args)]
+pub struct QualityArgs {
+    /// The fixed encoder that compares each original with its paraphrase (never the encoder
+    /// under test): same forms as --model; loaded with its own defaults, uncached.
+    #[arg(long, default_value = pteb::DEFAULT_REFERENCE_ENCODER)]
+    quality_encoder: String,
+    /// Least mean reference cosine of (original, paraphrase).
+    #[arg(long, default_value_t = QualityGate::default().min_reference_cosine)]
+    min_reference_cosine: f64,
+    /// A paraphrase below this reference cosine counts as unfaithful.
+    #[arg(long, default_value_t = QualityGate::default().low_cosine)]
+    low_cosine: f64,
+    /// Largest share of paraphrases below --low-cosine.
+    #[arg(long, default_value_t = QualityGate::default().max_share_below)]
+    max_share_below: f64,
+    /// Least mean normalised word edit distance.
+    #[arg(long, default_value_t = QualityGate::default().min_edit_distance)]
+    min_edit_distance: f64,
+    /// Largest share of texts that fell back to their original wording.
+    #[arg(long, default_value_t = QualityGate::default().max_fallback_share)]
+    max_fallback_share: f64,
+    /// Least mean judge rating (0-5), counted when the judge qualifies.
+    #[arg(long, default_value_t = QualityGate::default().min_judge_rating)]
+    min_judge_rating: f64,
+    /// Least Spearman of the judge with STS gold for its rating to count.
+    #[arg(long, default_value_t = QualityGate::default().min_judge_sts_spearman)]
+    min_judge_sts_spearman: f64,
+}
+
+impl QualityArgs {
+    fn gate(&self) -> QualityGate {
+        QualityGate {
+            min_reference_cosine: self.min_reference_cosine,
+            low_cosine: self.low_cosine,
+            max_share_below: self.max_share_below,
+            min_edit_distance: self.min_edit_distance,
+            max_fallback_share: self.max_fallback_share,
+            min_judge_rating: self.min_judge_rating,
+            min_judge_sts_spearman: self.min_judge_sts_spearman,
+        }
+    }
+
+    /// The reference encoder, with its own defaults: the user's pooling or truncation of the
+    /// encoder under test must not change the yardstick.
+    fn reference(
+        &self,
+        cuda: bool,
+        remote: &crate::remote::RemoteArgs,
+    ) -> Result<Box<dyn sage_core::Embedder>> {
+        let spec = self.quality_encoder.as_str();
+        if crate::remote::is_remote(spec) {
+            return crate::remote::load(spec, remote, None, None);
+        }
+        let options = sage_embed::TransformerOptions {
+            cuda,
+            ..sage_embed::TransformerOptions::default()
+        };
+        sage_embed::load_embedder(spec, &sage_embed::ResolveOptions::from_env(), options)
+            .with_context(|| {
+                format!(
+                    "loading the reference encoder {spec:?} of the paraphrase-quality record \
+                     (fetch it, or name another with --quality-encoder)"
+                )
+            })
     }
 }
 
@@ -208,7 +345,7 @@ pub fn run(args: PtebArgs) -> Result<()> {
     let Some(baseline_spec) = args.model.model.clone() else {
         bail!("--model is required (the encoder; with --compare, the baseline)")
     };
-    let root = crate::data::root(args.data_dir.clone())?;
+    let root = args.llm.root()?;
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
         crate::run::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
             .into_iter()
@@ -221,37 +358,12 @@ pub fn run(args: PtebArgs) -> Result<()> {
         .iter()
         .map(|(n, s)| (n.as_str(), s.as_str()))
         .collect();
-    let cache = if args.no_paraphrase_cache {
-        None
-    } else {
-        let path = args
-            .paraphrase_cache
-            .clone()
-            .unwrap_or_else(pteb::default_cache_path);
-        let mut cache = ParaphraseCache::open(&path)?;
-        if let Some(dir) = &args.read_paraphrase_caches {
-            cache = cache.reading_siblings(dir);
-        }
-        Some(Arc::new(cache))
-    };
-    let settings = ParaphraseSettings {
-        prompt: if args.multilingual {
-            PromptStyle::Multilingual
-        } else {
-            PromptStyle::English
-        },
-        temperature: args.temperature,
-        top_p: args.top_p,
-        ..ParaphraseSettings::default()
-    };
-    let paraphraser =
-        Paraphraser::new(args.chat_model(&args.paraphraser)?, settings, cache.clone());
+    let cache = args.llm.cache()?;
+    let paraphraser = args
+        .llm
+        .paraphraser(&args.paraphraser, args.model.cuda, &cache)?;
     let judge = match &args.judge {
-        Some(spec) => Some(Judge::new(
-            args.chat_model(spec)?,
-            cache.clone(),
-            args.judge_max_tokens,
-        )),
+        Some(spec) => Some(args.llm.judge(spec, args.model.cuda, &cache)?),
         None => None,
     };
     let options = Options {
@@ -261,7 +373,12 @@ pub fn run(args: PtebArgs) -> Result<()> {
         max_train_rows: args.max_train_rows,
         paraphrase_train: args.paraphrase_train,
         judge_pairs: args.judge_pairs,
+        gate: args.quality.gate(),
+        pool_unqualified: args.pool_unqualified,
     };
+    let reference = args
+        .quality
+        .reference(args.model.cuda, &args.model.remote)?;
     let progress = StderrProgress {
         current: Default::default(),
         last_tenth: AtomicU64::new(u64::MAX),
@@ -269,10 +386,14 @@ pub fn run(args: PtebArgs) -> Result<()> {
     };
     let evaluate = |spec: &str| -> Result<PtebReport> {
         let encoder = args.model.load(spec)?;
+        let paraphrasing = Paraphrasing {
+            paraphraser: &paraphraser,
+            judge: judge.as_ref(),
+            reference: reference.as_ref(),
+        };
         let report = pteb::evaluate(
             encoder.as_ref(),
-            &paraphraser,
-            judge.as_ref(),
+            paraphrasing,
             &root,
             &refs,
             &options,
@@ -285,6 +406,19 @@ pub fn run(args: PtebArgs) -> Result<()> {
             report.datasets.len(),
             options.runs
         );
+        for d in report.datasets.iter().filter(|d| !d.quality.verdict.qualified) {
+            eprintln!(
+                "sage: pteb: {}/{}: paraphraser not qualified ({}){}",
+                d.dataset,
+                d.split,
+                d.quality.verdict.reasons.join("; "),
+                if options.pool_unqualified {
+                    ""
+                } else {
+                    ": left out of the pooled statistics"
+                }
+            );
+        }
         Ok(report)
     };
     let baseline = evaluate(&baseline_spec)?;
@@ -311,4 +445,108 @@ pub fn run(args: PtebArgs) -> Result<()> {
     }
     out.write_all(b"\n")?;
     out.finish()
+}
+
+/// The arguments of `sage pteb qualify`.
+#[derive(Debug, clap::Args)]
+pub struct QualifyArgs {
+    /// A candidate paraphraser (same forms as `sage run pteb --paraphraser`); repeat for more.
+    #[arg(long = "paraphraser")]
+    paraphrasers: Vec<String>,
+    /// A candidate judge (same forms); repeat for more. The one that agrees best with the STS
+    /// gold scores rates the paraphrases.
+    #[arg(long = "judge")]
+    judges: Vec<String>,
+    #[command(flatten)]
+    llm: LlmArgs,
+    #[command(flatten)]
+    quality: QualityArgs,
+    /// Datasets as name/split (default: the paper's STS datasets that are local).
+    #[arg(long = "dataset")]
+    datasets: Vec<String>,
+    /// Rows sampled per dataset.
+    #[arg(long, default_value_t = 25)]
+    max_rows: usize,
+    /// The paraphrasing seed (also the sampling seed).
+    #[arg(long, default_value_t = Options::default().seed)]
+    seed: u64,
+    /// Pairs each judge rates per dataset.
+    #[arg(long, default_value_t = Options::default().judge_pairs)]
+    judge_pairs: usize,
+    /// Run local LLMs and the reference encoder on the first CUDA GPU.
+    #[arg(long)]
+    cuda: bool,
+    #[command(flatten)]
+    remote: crate::remote::RemoteArgs,
+    /// Also write the figures as JSON here (atomically).
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+/// `sage pteb qualify`: the selection table on stdout, the figures as JSON with --output.
+pub fn qualify(args: QualifyArgs) -> Result<()> {
+    if args.paraphrasers.is_empty() && args.judges.is_empty() {
+        bail!("give at least one --paraphraser or --judge to qualify");
+    }
+    let root = args.llm.root()?;
+    let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
+        crate::run::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
+            .into_iter()
+            .filter(|(name, _)| {
+                sage_data::entry(name).is_some_and(|e| e.kind == sage_data::DatasetKind::StsPairs)
+            })
+            .map(|(n, s)| (n.to_owned(), s.to_owned()))
+            .collect()
+    } else {
+        crate::run::parse_datasets(&args.datasets)?
+    };
+    if datasets.is_empty() {
+        bail!("no STS dataset in the data mirror: name datasets with --dataset");
+    }
+    let refs: Vec<(&str, &str)> = datasets
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.as_str()))
+        .collect();
+    let cache = args.llm.cache()?;
+    let paraphrasers: Vec<Paraphraser> = args
+        .paraphrasers
+        .iter()
+        .map(|spec| args.llm.paraphraser(spec, args.cuda, &cache))
+        .collect::<Result<_>>()?;
+    let judges: Vec<Judge> = args
+        .judges
+        .iter()
+        .map(|spec| args.llm.judge(spec, args.cuda, &cache))
+        .collect::<Result<_>>()?;
+    let options = Options {
+        runs: 1,
+        seed: args.seed,
+        max_rows: Some(args.max_rows),
+        judge_pairs: args.judge_pairs,
+        gate: args.quality.gate(),
+        ..Options::default()
+    };
+    let reference = args.quality.reference(args.cuda, &args.remote)?;
+    let progress = StderrProgress {
+        current: Default::default(),
+        last_tenth: AtomicU64::new(u64::MAX),
+        runs: 1,
+    };
+    let qualification = pteb::qualify(
+        &paraphrasers.iter().collect::<Vec<_>>(),
+        &judges.iter().collect::<Vec<_>>(),
+        reference.as_ref(),
+        &root,
+        &refs,
+        &options,
+        &progress,
+    )?;
+    if let Some(path) = &args.output {
+        let mut out = Output::create(Some(path.clone()))?;
+        serde_json::to_writer_pretty(&mut out, &qualification)?;
+        out.write_all(b"\n")?;
+        out.finish()?;
+    }
+    print!("{}", pteb::qualification_tables(&qualification));
+    Ok(())
 }
