@@ -128,6 +128,54 @@ struct PtebSuite {
     max_rows: usize,
     #[serde(default)]
     datasets: Vec<String>,
+    #[serde(default)]
+    quality: PtebQuality,
+}
+
+/// `[pteb.quality]`: the paraphrase-quality record's reference encoder and the gate's
+/// thresholds; an absent threshold is `sage`'s default (pteb's `QualityGate`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PtebQuality {
+    /// `sage run pteb --quality-encoder`; empty: `sage`'s default (all-MiniLM-L6-v2).
+    #[serde(default)]
+    encoder: String,
+    min_reference_cosine: Option<f64>,
+    low_cosine: Option<f64>,
+    max_share_below: Option<f64>,
+    min_edit_distance: Option<f64>,
+    max_fallback_share: Option<f64>,
+    min_judge_rating: Option<f64>,
+    min_judge_sts_spearman: Option<f64>,
+    #[serde(default)]
+    pool_unqualified: bool,
+}
+
+impl PtebQuality {
+    /// The `sage run pteb` flags that say what is set.
+    fn flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        if !self.encoder.is_empty() {
+            flags.extend(["--quality-encoder".to_owned(), self.encoder.clone()]);
+        }
+        for (flag, value) in [
+            ("--min-reference-cosine", self.min_reference_cosine),
+            ("--low-cosine", self.low_cosine),
+            ("--max-share-below", self.max_share_below),
+            ("--min-edit-distance", self.min_edit_distance),
+            ("--max-fallback-share", self.max_fallback_share),
+            ("--min-judge-rating", self.min_judge_rating),
+            ("--min-judge-sts-spearman", self.min_judge_sts_spearman),
+        ] {
+            if let Some(value) = value {
+                flags.extend([flag.to_owned(), value.to_string()]);
+            }
+        }
+        if self.pool_unqualified {
+            flags.push("--pool-unqualified".to_owned());
+        }
+        flags
+    }
 }
 
 /// `sage run pteb --llm-attention`.
@@ -975,6 +1023,7 @@ fn plan(
                     for dataset in &config.pteb.datasets {
                         args.extend(["--dataset".into(), dataset.clone()]);
                     }
+                    args.extend(config.pteb.quality.flags());
                     args.extend(model_flags.iter().cloned());
                     jobs.push(Job {
                         similarity: s.clone(),
@@ -993,9 +1042,23 @@ fn plan(
     jobs
 }
 
-/// Whether the configured paraphraser is there: a server URL is taken on trust (the run says
-/// so if it is down); a model must exist as a path or under SAGE_MODELS_DIR.
+/// Whether the configured paraphraser and the quality record's reference encoder are there: a
+/// server URL (or a remote encoder, a hub id) is taken on trust, the run says so if it is not
+/// there; a model must exist as a path or under SAGE_MODELS_DIR.
 fn pteb_paraphraser(pteb: &PtebSuite) -> std::result::Result<(), String> {
+    let encoder = match pteb.quality.encoder.as_str() {
+        "" => "all-MiniLM-L6-v2",
+        named => named,
+    };
+    let path_like = encoder.starts_with(['/', '.', '~']);
+    let remote_or_hub = !path_like && encoder.contains([':', '/']);
+    if !remote_or_hub && !local_model(encoder) {
+        return Err(format!(
+            "the reference encoder of PTEB's paraphrase-quality record, {encoder:?}, not found \
+             (a path, or a folder under $SAGE_MODELS_DIR: bash ../shared/tools/fetch-models.sh \
+             minilm; or set pteb.quality.encoder)"
+        ));
+    }
     let spec = &pteb.paraphraser;
     if spec.starts_with("http://") || spec.starts_with("https://") {
         return if pteb.llm_model.is_empty() {
@@ -1006,16 +1069,21 @@ fn pteb_paraphraser(pteb: &PtebSuite) -> std::result::Result<(), String> {
             Ok(())
         };
     }
-    let under_models = std::env::var_os("SAGE_MODELS_DIR")
-        .filter(|d| !d.is_empty())
-        .map(|d| PathBuf::from(d).join(spec));
-    if Path::new(spec).exists() || under_models.is_some_and(|p| p.exists()) {
+    if local_model(spec) {
         Ok(())
     } else {
         Err(format!(
             "paraphraser {spec:?} not found (a path, or a folder under $SAGE_MODELS_DIR: bash ../shared/tools/fetch-models.sh smollm2)"
         ))
     }
+}
+
+/// A model given as a path, or as a folder name under SAGE_MODELS_DIR, that is there.
+fn local_model(spec: &str) -> bool {
+    let under_models = std::env::var_os("SAGE_MODELS_DIR")
+        .filter(|d| !d.is_empty())
+        .map(|d| PathBuf::from(d).join(spec));
+    Path::new(spec).exists() || under_models.is_some_and(|p| p.exists())
 }
 
 struct RunContext {
@@ -1462,11 +1530,22 @@ mod tests {
     #[test]
     fn pteb_runs_after_every_other_suite() {
         let mut config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
-        // a paraphraser given as a path that exists
+        // a paraphraser and a reference encoder given as paths that exist
         let llm = tempfile::tempdir().unwrap();
         config.pteb.paraphraser = llm.path().display().to_string();
         let similarities = test_similarities(&["bm25", "model-a", "model-b"]);
         let mut skipped = Vec::new();
+        config.pteb.quality.encoder = llm.path().join("missing-encoder").display().to_string();
+        let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
+        assert!(jobs.iter().all(|j| j.suite != "pteb"));
+        assert!(
+            skipped
+                .iter()
+                .any(|s| s.suite == "pteb" && s.reason.contains("reference encoder")),
+            "{skipped:?}"
+        );
+        config.pteb.quality.encoder = llm.path().display().to_string();
+        skipped.clear();
         let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
         let first_pteb = jobs.iter().position(|j| j.suite == "pteb").unwrap();
         assert!(jobs[first_pteb..].iter().all(|j| j.suite == "pteb"));
@@ -1488,6 +1567,19 @@ mod tests {
             args.contains("--llm-batch 128 --llm-lanes 3 --llm-attention per-request"),
             "{args}"
         );
+        // bench.toml's gate reaches `sage`, each threshold as its flag
+        assert!(
+            args.contains("--min-reference-cosine 0.78 --low-cosine 0.66 --max-share-below 0.2"),
+            "{args}"
+        );
+        assert!(!args.contains("--pool-unqualified"));
+        config.pteb.quality.pool_unqualified = true;
+        let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
+        assert!(jobs
+            .last()
+            .unwrap()
+            .args
+            .contains(&"--pool-unqualified".to_owned()));
     }
 
     #[test]

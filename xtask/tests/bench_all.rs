@@ -57,10 +57,25 @@ fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
         assert_eq!(d["dataset"], "stsb");
         assert_eq!(d["runs"].as_array().unwrap().len(), 2);
         assert!(d["original"].as_f64().is_some() && d["fallbacks"].as_u64().is_some());
+        // the paraphrase-quality record and its verdict, and the report's mark when it fails
+        let quality = &d["quality"];
+        assert_eq!(quality["reference_encoder"], "all-MiniLM-L6-v2");
+        assert!(quality["reference_cosine"].as_f64().is_some());
+        let qualified = quality["verdict"]["qualified"].as_bool().unwrap();
         let report = std::fs::read_to_string(whole.join("report.md")).unwrap();
         assert!(
             report.contains("PTEB — original vs paraphrased"),
             "{report}"
+        );
+        assert_eq!(
+            report.contains("paraphraser not qualified"),
+            !qualified,
+            "{report}"
+        );
+    } else {
+        sage_core::test_support::skip(
+            "quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files (PTEB part)",
+            "all-MiniLM-L6-v2 or SmolLM2-135M-Instruct-GGUF not under SAGE_MODELS_DIR",
         );
     }
     let report = std::fs::read_to_string(whole.join("report.md")).unwrap();

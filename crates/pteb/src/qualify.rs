@@ -276,6 +276,11 @@ fn judge_against_gold(
     })
 }
 
+/// A model identity without its file checksum, for a table cell (the JSON keeps it whole).
+fn short(identity: &str) -> &str {
+    identity.split("@sha256:").next().unwrap_or(identity)
+}
+
 /// The tables `sage pteb qualify` prints: judges, then paraphrasers (the paper's Table 4
 /// columns first), then each paraphraser per dataset.
 pub fn qualification_tables(q: &Qualification) -> String {
@@ -285,7 +290,8 @@ pub fn qualification_tables(q: &Qualification) -> String {
     let gate = &q.options.gate;
     if !q.judges.is_empty() {
         out.push_str(&format!(
-            "Judges against STS gold ({} pairs per dataset; qualified at Spearman ≥ {}):\n\n",
+            "Judges against STS gold (at most {} pairs per dataset; qualified at Spearman ≥ \
+             {}):\n\n",
             q.options.judge_pairs, gate.min_judge_sts_spearman
         ));
         out.push_str("| judge | STS Spearman | unparsable | s/pair | qualified |\n");
@@ -293,7 +299,7 @@ pub fn qualification_tables(q: &Qualification) -> String {
         for j in &q.judges {
             out.push_str(&format!(
                 "| {} | {} | {}/{} | {} | {} |\n",
-                j.judge,
+                short(&j.judge),
                 number(j.sts_spearman, 3),
                 j.unparsable,
                 j.pairs,
@@ -309,7 +315,7 @@ pub fn qualification_tables(q: &Qualification) -> String {
     out.push_str(&format!(
         "Paraphrasers (seed {}; judge: {}; reference encoder: {}):\n\n",
         q.options.seed,
-        q.chosen_judge.as_deref().unwrap_or("none"),
+        q.chosen_judge.as_deref().map_or("none", short),
         q.reference_encoder
     ));
     out.push_str(
@@ -320,7 +326,7 @@ pub fn qualification_tables(q: &Qualification) -> String {
     for p in &q.paraphrasers {
         out.push_str(&format!(
             "| {} | {} | {:.3} | {} | {:.3} | {:.0}% | {:.0}% | {}/{} |\n",
-            p.paraphraser,
+            short(&p.paraphraser),
             number(p.judge_rating, 2),
             p.figures.edit_distance,
             number(p.seconds_per_text, 2),
@@ -352,7 +358,7 @@ pub fn qualification_tables(q: &Qualification) -> String {
             };
             out.push_str(&format!(
                 "| {} | {} | {} | {:.3} | {:.0}% | {:.3} | {} | {} |\n",
-                p.paraphraser,
+                short(&p.paraphraser),
                 d.dataset,
                 d.texts,
                 d.figures.reference_cosine,

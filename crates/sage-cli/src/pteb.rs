@@ -195,8 +195,8 @@ impl LlmArgs {
                 Duration::from_secs(self.http_timeout.max(1)),
             )));
         }
-        let model = GgufChat::load(spec, cuda)
-            .with_context(|| format!("loading the LLM {spec:?}"))?;
+        let model =
+            GgufChat::load(spec, cuda).with_context(|| format!("loading the LLM {spec:?}"))?;
         let model = match self.llm_batch {
             Some(batch) => model.with_batch(batch),
             None => model,
@@ -406,7 +406,11 @@ pub fn run(args: PtebArgs) -> Result<()> {
             report.datasets.len(),
             options.runs
         );
-        for d in report.datasets.iter().filter(|d| !d.quality.verdict.qualified) {
+        for d in report
+            .datasets
+            .iter()
+            .filter(|d| !d.quality.verdict.qualified)
+        {
             eprintln!(
                 "sage: pteb: {}/{}: paraphraser not qualified ({}){}",
                 d.dataset,

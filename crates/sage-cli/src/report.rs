@@ -455,10 +455,17 @@ fn align_sim_table(files: &[ResultFile], sink: &mut Sink) -> Table {
 fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     let pteb: Vec<&ResultFile> = files.iter().filter(|f| f.suite == "pteb").collect();
     let mut rows = Vec::new();
+    let mut unqualified_anywhere = false;
     for r in &pteb {
         let rep = r.report();
         for d in items(rep, "datasets") {
             let name = text(d, "dataset");
+            let quality = &d["quality"];
+            // a result without the record (made before it existed) is not called qualified
+            let qualified = quality["verdict"]["qualified"].as_bool() == Some(true);
+            unqualified_anywhere |= !qualified;
+            // the paraphrased numbers of an unqualified dataset carry a mark to the note
+            let mark = if qualified { "" } else { " †" };
             let mut row = vec![
                 r.similarity.clone(),
                 name.to_owned(),
@@ -472,53 +479,107 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                 num(d, &["paraphrased", "mean"]),
             );
             let std = sink.cell(r, name, "paraphrased std", num(d, &["paraphrased", "std"]));
-            row.push(format!("{mean} ± {std}"));
-            row.push(sink.cell(r, name, "delta", num(d, &["delta"])));
-            row.push(sink.cell(r, name, "edit distance", num(d, &["edit_distance"])));
+            row.push(format!("{mean} ± {std}{mark}"));
+            let delta = sink.cell(r, name, "delta", num(d, &["delta"]));
+            row.push(format!("{delta}{mark}"));
+            row.push(sink.cell(r, name, "edit distance", num(quality, &["edit_distance"])));
+            let cosine = sink.cell(
+                r,
+                name,
+                "reference cosine",
+                num(quality, &["reference_cosine"]),
+            );
+            let below = num(quality, &["share_below"])
+                .map_or("—".to_owned(), |v| format!("{:.0}%", 100.0 * v));
+            row.push(format!("{cosine} ({below} low)"));
             row.push(format!("{}", d["fallbacks"]));
+            let reasons: Vec<&str> = items(&quality["verdict"], "reasons")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            row.push(match (qualified, quality.is_null()) {
+                (true, _) => "qualified".into(),
+                (false, true) => "not measured".into(),
+                (false, false) => format!("paraphraser not qualified: {}", reasons.join("; ")),
+            });
             rows.push(row);
         }
-        if let Some(p) = rep.get("pooled").filter(|p| !p.is_null()) {
-            let hl = sink.cell(
-                r,
-                "pooled",
-                "hodges-lehmann",
-                num(p, &["hodges_lehmann", "estimate"]),
-            );
-            let lo = sink.cell(
-                r,
-                "pooled",
-                "hl ci low",
-                num(p, &["hodges_lehmann", "ci_low"]),
-            );
-            let hi = sink.cell(
-                r,
-                "pooled",
-                "hl ci high",
-                num(p, &["hodges_lehmann", "ci_high"]),
-            );
-            let pv =
-                num(p, &["wilcoxon", "p_value"]).map_or("—".into(), |v| format!("p = {v:.2e}"));
-            rows.push(vec![
+        match rep.get("pooled").filter(|p| !p.is_null()) {
+            Some(p) => {
+                let hl = sink.cell(
+                    r,
+                    "pooled",
+                    "hodges-lehmann",
+                    num(p, &["hodges_lehmann", "estimate"]),
+                );
+                let lo = sink.cell(
+                    r,
+                    "pooled",
+                    "hl ci low",
+                    num(p, &["hodges_lehmann", "ci_low"]),
+                );
+                let hi = sink.cell(
+                    r,
+                    "pooled",
+                    "hl ci high",
+                    num(p, &["hodges_lehmann", "ci_high"]),
+                );
+                let pv = num(p, &["wilcoxon", "p_value"])
+                    .map_or("—".into(), |v| format!("p = {v:.2e}"));
+                let over = if p["includes_unqualified"].as_bool() == Some(true) {
+                    "unqualified datasets included"
+                } else {
+                    "qualified datasets"
+                };
+                rows.push(vec![
+                    r.similarity.clone(),
+                    "pooled".into(),
+                    format!("n = {}", p["n"]),
+                    "".into(),
+                    "".into(),
+                    format!("HL {hl} [{lo}, {hi}]"),
+                    pv,
+                    "".into(),
+                    format!("{}", rep["fallbacks"]),
+                    over.into(),
+                ]);
+            }
+            None if !items(rep, "unqualified").is_empty() => rows.push(vec![
                 r.similarity.clone(),
                 "pooled".into(),
-                format!("n = {}", p["n"]),
+                "—".into(),
                 "".into(),
                 "".into(),
-                format!("HL {hl} [{lo}, {hi}]"),
-                pv,
+                "".into(),
+                "".into(),
+                "".into(),
                 format!("{}", rep["fallbacks"]),
-            ]);
+                "nothing pooled: too few qualified dataset runs".into(),
+            ]),
+            None => {}
         }
+    }
+    let mut note =
+        "Main score per dataset on the original texts and on LLM paraphrases (mean ± std \
+                    over runs); delta = paraphrased − original; edit distance: normalised \
+                    word-level; reference cosine: a fixed encoder's cosine of each original with \
+                    its paraphrase (the paraphrases' faithfulness, whatever the model under test), \
+                    with the share below the gate's per-text threshold; fallbacks: texts kept as \
+                    they were after 5 rejected answers. Pooled: Hodges–Lehmann shift over dataset \
+                    × run with its 95% bootstrap interval, Wilcoxon signed-rank p."
+            .to_owned();
+    if unqualified_anywhere {
+        note.push_str(&format!(
+            " † paraphraser not qualified: the paraphrases of this dataset missed the quality \
+             gate (bench.toml [pteb.quality]), so its drop may be the paraphraser's failure, not \
+             the model's; it is left out of the pooled statistics and the comparisons. To fix: \
+             {}.",
+            pteb::NOT_QUALIFIED_ADVICE
+        ));
     }
     let mut out = vec![Table {
         title: "PTEB — original vs paraphrased".into(),
-        note: "Main score per dataset on the original texts and on LLM paraphrases (mean ± std \
-               over runs); delta = paraphrased − original; edit distance: normalised word-level; \
-               fallbacks: texts kept as they were after 5 rejected answers. Pooled: \
-               Hodges–Lehmann shift over dataset × run with its 95% bootstrap interval, \
-               Wilcoxon signed-rank p."
-            .into(),
+        note,
         header: [
             "Model",
             "Dataset",
@@ -527,7 +588,9 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
             "Paraphrased",
             "Delta",
             "Edit dist.",
+            "Ref. cosine",
             "Fallbacks",
+            "Paraphrases",
         ]
         .map(String::from)
         .to_vec(),
@@ -550,40 +613,46 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
             .map(|(_, (_, p))| p)
             .collect();
         let seed = sage_core::RunSeed(reports[base].1.options.seed);
-        if let Ok(comparisons) = pteb::compare(&reports[base].1, &others, seed) {
-            let rows = comparisons
-                .iter()
-                .map(|c| {
-                    vec![
-                        c.model.clone(),
-                        c.n.to_string(),
-                        format!(
-                            "{:+.3} [{:+.3}, {:+.3}]",
-                            c.hodges_lehmann.estimate,
-                            c.hodges_lehmann.ci_low,
-                            c.hodges_lehmann.ci_high
-                        ),
-                        c.wilcoxon
-                            .map_or("—".into(), |w| format!("{:.2e}", w.p_value)),
-                        c.p_holm.map_or("—".into(), |p| format!("{p:.2e}")),
-                    ]
-                })
-                .collect();
-            out.push(Table {
-                title: format!(
-                    "PTEB — against the baseline {} (Table 7 layout)",
-                    reports[base].0.similarity
-                ),
-                note: "Paired on the paraphrased scores of the (dataset, seed) runs both have: \
-                       Hodges–Lehmann shift model − baseline with its 95% bootstrap interval, \
-                       Wilcoxon signed-rank p, Holm-corrected over the models."
-                    .into(),
-                header: ["Model", "n", "HL [95% CI]", "p", "p (Holm)"]
-                    .map(String::from)
-                    .to_vec(),
-                rows,
-            });
-        }
+        let note = "Paired on the paraphrased scores of the (dataset, seed) runs both have \
+                    (datasets whose paraphrases passed the quality gate, unless the run pools \
+                    them all): Hodges–Lehmann shift model − baseline with its 95% bootstrap \
+                    interval, Wilcoxon signed-rank p, Holm-corrected over the models.";
+        let (note, rows) = match pteb::compare(&reports[base].1, &others, seed) {
+            Ok(comparisons) => (
+                note.to_owned(),
+                comparisons
+                    .iter()
+                    .map(|c| {
+                        vec![
+                            c.model.clone(),
+                            c.n.to_string(),
+                            format!(
+                                "{:+.3} [{:+.3}, {:+.3}]",
+                                c.hodges_lehmann.estimate,
+                                c.hodges_lehmann.ci_low,
+                                c.hodges_lehmann.ci_high
+                            ),
+                            c.wilcoxon
+                                .map_or("—".into(), |w| format!("{:.2e}", w.p_value)),
+                            c.p_holm.map_or("—".into(), |p| format!("{p:.2e}")),
+                        ]
+                    })
+                    .collect(),
+            ),
+            // say why there is no comparison rather than leave the table out unexplained
+            Err(why) => (format!("Not computed: {why}."), Vec::new()),
+        };
+        out.push(Table {
+            title: format!(
+                "PTEB — against the baseline {} (Table 7 layout)",
+                reports[base].0.similarity
+            ),
+            note,
+            header: ["Model", "n", "HL [95% CI]", "p", "p (Holm)"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        });
     }
     out
 }

@@ -1053,3 +1053,80 @@ fn pteb_names_what_is_missing() {
         "m.gguf",
     );
 }
+
+/// The report marks a dataset whose paraphrases failed PTEB's quality gate, says why and what to
+/// use instead, and says the pooled statistics are over the qualified datasets.
+#[test]
+fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = |name: &str, original: f64, mean: f64, cosine: f64, reasons: &[&str]| {
+        serde_json::json!({
+            "dataset": name, "split": "test", "task": "sts", "metric": "cosine_spearman",
+            "original": original, "paraphrased": {"mean": mean, "std": 0.01, "n": 2, "ddof": 1},
+            "delta": mean - original, "fallbacks": 0, "runs": [], "examples": [],
+            "quality": {
+                "reference_encoder": "all-MiniLM-L6-v2", "reference_cosine": cosine,
+                "share_below": if reasons.is_empty() { 0.05 } else { 0.4 },
+                "edit_distance": 0.5, "fallback_share": 0.0, "judge": null,
+                "verdict": {"qualified": reasons.is_empty(), "reasons": reasons, "notes": []}
+            }
+        })
+    };
+    let envelope = serde_json::json!({
+        "schema": "sage-rs/result/1",
+        "similarity": {"name": "all-MiniLM-L6-v2", "kind": "model"},
+        "suite": "pteb", "task": "mteb",
+        "report": {
+            "suite": "pteb",
+            "datasets": [
+                dataset("stsb", 0.85, 0.80, 0.86, &[]),
+                dataset("biosses", 0.80, 0.51, 0.70, &["reference cosine 0.700 < 0.78"]),
+            ],
+            "pooled": {
+                "n": 2, "includes_unqualified": false, "mean_delta": -0.05,
+                "hodges_lehmann": {"estimate": -0.05, "ci_low": -0.06, "ci_high": -0.04},
+                "wilcoxon": null
+            },
+            "unqualified": ["biosses/test"],
+            "fallbacks": 0
+        }
+    });
+    let suite = dir.path().join("all-MiniLM-L6-v2/pteb");
+    std::fs::create_dir_all(&suite).unwrap();
+    std::fs::write(suite.join("mteb.json"), envelope.to_string()).unwrap();
+    let out = sage(&["report", dir.path().to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| all-MiniLM-L6-v2 | {name} |")))
+            .unwrap_or_else(|| panic!("no {name} row in\n{md}"))
+            .to_owned()
+    };
+    let biosses = row("biosses");
+    assert!(biosses.contains("0.510 ± 0.010 †"), "{biosses}");
+    assert!(
+        biosses.contains("paraphraser not qualified: reference cosine 0.700 < 0.78"),
+        "{biosses}"
+    );
+    assert!(biosses.contains("0.700 (40% low)"), "{biosses}");
+    let stsb = row("stsb");
+    assert!(
+        stsb.contains("| qualified |") && !stsb.contains('†'),
+        "{stsb}"
+    );
+    assert!(row("pooled").contains("qualified datasets"), "{md}");
+    assert!(md.contains("† paraphraser not qualified"), "{md}");
+    assert!(md.contains("sage pteb qualify"), "{md}");
+    let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    assert!(
+        csv.contains("all-MiniLM-L6-v2,pteb,mteb,biosses,reference cosine,0.7"),
+        "{csv}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("paraphraser not qualified"));
+}
