@@ -423,6 +423,9 @@ pub fn run(args: PtebArgs) -> Result<()> {
                 }
             );
         }
+        if !report.unqualified.is_empty() {
+            eprintln!("sage: pteb: {}", pteb::NOT_QUALIFIED_ADVICE);
+        }
         Ok(report)
     };
     let baseline = evaluate(&baseline_spec)?;

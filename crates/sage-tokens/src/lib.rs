@@ -11,24 +11,26 @@
 //! - a piece that is one token (most are) is one lookup of its bytes packed in an integer;
 //!   the rest are merged pair by pair as tiktoken merges them;
 //! - the ranks are `assets/cl100k_base.ranks`: tiktoken's `cl100k_base.tiktoken` (MIT, OpenAI)
-//!   as one length byte and the token's bytes per rank, 744 KB embedded in the binary. Building
-//!   the lookup tables from it takes a few milliseconds, where tiktoken-rs's base64 file and
-//!   regex compilation take ~60 ms, which dominated a short `sage score` run.
+//!   as one length byte and the token's bytes per rank, 744 KB embedded in the binary. build.rs
+//!   lays the lookup tables and the pattern's character classes out from it at compile time, so
+//!   a process encodes from its first call; tiktoken-rs's base64 file and regex compilation take
+//!   ~60 ms, which dominated a short `sage score` run.
 #![deny(missing_docs)]
 
 mod pretokenize;
+mod tables;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
+use tables::{first_slot, packed, spread, table_token};
+#[cfg(test)]
+use tables::{table_starts, ORDINARY};
 
 /// cl100k_base's ordinary tokens by rank: `[length, bytes...]` for rank 0, 1, ... 100,255.
 static TABLE: &[u8] = include_bytes!("../assets/cl100k_base.ranks");
-
-/// Ordinary tokens; ids past them are the special tokens.
-const ORDINARY: u32 = 100_256;
 
 /// cl100k_base's special tokens, which decode to their names (encoding never produces them).
 const SPECIAL: [(u32, &str); 5] = [
@@ -39,89 +41,48 @@ const SPECIAL: [(u32, &str); 5] = [
     (100_276, "<|endofprompt|>"),
 ];
 
-/// The ranks of cl100k_base's ordinary tokens, in the forms encoding and decoding need.
+/// Bytes aligned for any integer slice view of them.
+#[repr(C, align(16))]
+struct Aligned<B: ?Sized>(B);
+
+/// One of build.rs's tables, as a slice of the integers it holds.
+macro_rules! built_table {
+    ($file:literal, $int:ty) => {{
+        static BYTES: &$crate::Aligned<[u8]> =
+            &$crate::Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/", $file)));
+        bytemuck::cast_slice::<u8, $int>(&BYTES.0)
+    }};
+}
+pub(crate) use built_table;
+
+/// The ranks of cl100k_base's ordinary tokens, in the forms encoding and decoding need; laid
+/// out by build.rs (`tables.rs` says how and why).
 struct Ranks {
     /// Rank → where its `[length, bytes...]` starts in [`TABLE`].
-    starts: Vec<u32>,
+    starts: &'static [u32],
     /// The tokens of up to 15 bytes (all but ~1,000), by [`packed`] key.
     short: ShortTokens,
     /// The longer ones.
     long: FxHashMap<&'static [u8], u32>,
     /// The rank of every two-byte token at `first << 8 | second` (`u32::MAX` where there is
     /// none): merging looks these up most.
-    pairs: Vec<u32>,
+    pairs: &'static [u32],
 }
 
-/// Up to 15 bytes and their length in one integer.
-///
-/// Byte `i` of the piece is byte `i` of the little-endian integer, byte 15 is the length. Read
-/// with two overlapping loads rather than a copy (a call to memmove per piece).
-#[inline]
-fn packed(bytes: &[u8]) -> Option<u128> {
-    let n = bytes.len();
-    let load8 = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-    let load4 = |at: usize| {
-        u64::from(u32::from_le_bytes(
-            bytes[at..at + 4].try_into().expect("4 bytes"),
-        ))
-    };
-    let (low, high) = match n {
-        // the overlapping loads agree on the bytes they share
-        9..=15 => (load8(0), load8(n - 8) >> (8 * (16 - n))),
-        8 => (load8(0), 0),
-        4..=7 => (load4(0) | load4(n - 4) << (8 * (n - 4)), 0),
-        0..=3 => (
-            bytes
-                .iter()
-                .enumerate()
-                .fold(0u64, |v, (i, &b)| v | u64::from(b) << (8 * i)),
-            0,
-        ),
-        _ => return None,
-    };
-    Some(u128::from(low) | u128::from(high) << 64 | (n as u128) << 120)
-}
-
-/// An open-addressing table of packed token bytes → rank. Why not a `HashMap<u128, u32>`: with
-/// FxHash its 100,000 inserts took 13 ms (the packed keys collide), which a one-pair `sage
-/// score` run would pay in full; this one fills in ~2 ms and probes a 1 MB array.
+/// An open-addressing table of packed token bytes → rank (why not a `HashMap<u128, u32>`: with
+/// FxHash the packed keys collide).
 struct ShortTokens {
-    /// rank + 1 per slot (0: empty), at [`spread`]`(key)` or the next free slot after it.
-    slots: Vec<u32>,
+    /// rank + 1 per slot (0: empty), at [`tables::first_slot`] or the next free slot after it.
+    slots: &'static [u32],
     /// The key of each rank (0 for ranks not stored here).
-    keys: Vec<u128>,
-}
-
-/// A 64-bit mix of a packed key: every input bit reaches the low bits the table indexes by.
-fn spread(key: u128) -> u64 {
-    let x = (key as u64) ^ ((key >> 64) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let x = (x ^ (x >> 32)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    x ^ (x >> 32)
+    keys: &'static [u128],
 }
 
 impl ShortTokens {
-    fn with_room_for(tokens: usize) -> ShortTokens {
-        // load ≤ 0.4: probes stay short
-        let size = (tokens * 5 / 2).next_power_of_two();
-        ShortTokens {
-            slots: vec![0; size],
-            keys: vec![0; tokens],
-        }
-    }
-
-    fn insert(&mut self, key: u128, rank: u32) {
-        let mask = self.slots.len() - 1;
-        let mut at = spread(key) as usize & mask;
-        while self.slots[at] != 0 {
-            at = (at + 1) & mask;
-        }
-        self.slots[at] = rank + 1;
-        self.keys[rank as usize] = key;
-    }
-
+    #[inline]
     fn get(&self, key: u128) -> Option<u32> {
         let mask = self.slots.len() - 1;
-        let mut at = spread(key) as usize & mask;
+        let mut at = first_slot(key, self.slots.len());
         loop {
             match self.slots[at] {
                 0 => return None,
@@ -132,50 +93,20 @@ impl ShortTokens {
     }
 }
 
-/// Where each rank's entry starts in a rank table.
-fn table_starts(table: &[u8]) -> Vec<u32> {
-    let mut starts = Vec::with_capacity(ORDINARY as usize);
-    let mut at = 0;
-    while at < table.len() {
-        starts.push(at as u32);
-        at += 1 + usize::from(table[at]);
-    }
-    starts
-}
-
-/// The bytes of the entry at `start` of a rank table.
-fn table_token(table: &[u8], start: u32) -> &[u8] {
-    let start = start as usize;
-    &table[start + 1..start + 1 + usize::from(table[start])]
-}
-
 static RANKS: LazyLock<Ranks> = LazyLock::new(|| {
-    let starts = table_starts(TABLE);
-    assert_eq!(
-        starts.len(),
-        ORDINARY as usize,
-        "assets/cl100k_base.ranks is cut short"
-    );
-    let mut short = ShortTokens::with_room_for(starts.len());
-    let mut long = FxHashMap::default();
-    let mut pairs = vec![u32::MAX; 1 << 16];
-    for (rank, &start) in (0u32..).zip(&starts) {
-        let bytes = table_token(TABLE, start);
-        match packed(bytes) {
-            Some(key) => short.insert(key, rank),
-            None => {
-                long.insert(bytes, rank);
-            }
-        }
-        if let [first, second] = bytes[..] {
-            pairs[usize::from(first) << 8 | usize::from(second)] = rank;
-        }
-    }
+    let starts = built_table!("starts.bin", u32);
+    let long = built_table!("long.bin", u32)
+        .iter()
+        .map(|&rank| (table_token(TABLE, starts[rank as usize]), rank))
+        .collect();
     Ranks {
         starts,
-        short,
+        short: ShortTokens {
+            slots: built_table!("slots.bin", u32),
+            keys: built_table!("keys.bin", u128),
+        },
         long,
-        pairs,
+        pairs: built_table!("pairs.bin", u32),
     }
 });
 

@@ -8,10 +8,12 @@
 //! alternative is a short rule over those classes, so [`pieces`] walks the text once and
 //! applies the alternatives in the regex's order, with the regex's backtracking worked out by
 //! hand (comments at each rule). The classes come from regex-syntax, the same Unicode tables
-//! tiktoken-rs's fancy-regex uses. Tests hold the result to tiktoken-rs on the shipped corpora
+//! tiktoken-rs's fancy-regex uses, laid out by build.rs. Tests hold the result to tiktoken-rs on the shipped corpora
 //! and on random hostile Unicode.
 
 use std::sync::LazyLock;
+
+use crate::tables::class;
 
 /// What the pattern tells characters apart by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,58 +29,36 @@ enum Class {
     Other,
 }
 
+/// The class table of build.rs (`tables::class` values).
 struct Classes {
     /// The class of every code point below U+10000.
-    basic: Vec<Class>,
-    /// Classes other than `Other` above U+FFFF, as sorted `(first, last, class)` ranges.
-    astral: Vec<(u32, u32, Class)>,
+    basic: &'static [u8],
+    /// Classes other than `Other` above U+FFFF, as sorted `[first, last, class]` ranges.
+    astral: &'static [[u32; 3]],
 }
 
-fn ranges(pattern: &str) -> Vec<(u32, u32)> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(pattern)
-        .expect("a Unicode class pattern");
-    match hir.kind() {
-        regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(class)) => class
-            .ranges()
-            .iter()
-            .map(|r| (u32::from(r.start()), u32::from(r.end())))
-            .collect(),
-        other => unreachable!("{pattern} parses to a class, not {other:?}"),
-    }
-}
-
-static CLASSES: LazyLock<Classes> = LazyLock::new(|| {
-    let mut basic = vec![Class::Other; 0x1_0000];
-    let mut astral = Vec::new();
-    // later assignments win; letters, numbers and white space are disjoint in Unicode anyway
-    for (pattern, class) in [
-        (r"\s", Class::Space),
-        (r"\p{N}", Class::Number),
-        (r"\p{L}", Class::Letter),
-    ] {
-        for (first, last) in ranges(pattern) {
-            for c in first..=last.min(0xFFFF) {
-                basic[c as usize] = class;
-            }
-            if last > 0xFFFF {
-                astral.push((first.max(0x1_0000), last, class));
-            }
-        }
-    }
-    basic['\r' as usize] = Class::Newline;
-    basic['\n' as usize] = Class::Newline;
-    astral.sort_unstable_by_key(|r| r.0);
-    Classes { basic, astral }
+static CLASSES: LazyLock<Classes> = LazyLock::new(|| Classes {
+    basic: crate::built_table!("classes_basic.bin", u8),
+    astral: bytemuck::cast_slice(crate::built_table!("classes_astral.bin", u32)),
 });
+
+/// A class from its table value.
+fn from_table(value: u32) -> Class {
+    match value as u8 {
+        class::LETTER => Class::Letter,
+        class::NUMBER => Class::Number,
+        class::NEWLINE => Class::Newline,
+        class::SPACE => Class::Space,
+        _ => Class::Other,
+    }
+}
 
 fn class_of(c: char, classes: &Classes) -> Class {
     let code = u32::from(c);
     if code < 0x1_0000 {
-        return classes.basic[code as usize];
+        return from_table(u32::from(classes.basic[code as usize]));
     }
-    match classes.astral.binary_search_by(|&(first, last, _)| {
+    match classes.astral.binary_search_by(|&[first, last, _]| {
         if last < code {
             std::cmp::Ordering::Less
         } else if first > code {
@@ -87,7 +67,7 @@ fn class_of(c: char, classes: &Classes) -> Class {
             std::cmp::Ordering::Equal
         }
     }) {
-        Ok(i) => classes.astral[i].2,
+        Ok(i) => from_table(classes.astral[i][2]),
         Err(_) => Class::Other,
     }
 }
