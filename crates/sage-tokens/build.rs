@@ -23,7 +23,14 @@ fn main() {
     let u32s = |values: &[u32]| -> Vec<Vec<u8>> {
         values
             .iter()
-            .map(|v| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() }.to_vec())
+            .map(|v| {
+                if big_endian {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                }
+                .to_vec()
+            })
             .collect()
     };
 
@@ -62,9 +69,14 @@ fn main() {
     write("long.bin", &mut u32s(&long).into_iter());
     write(
         "keys.bin",
-        &mut keys
-            .iter()
-            .map(|k| if big_endian { k.to_be_bytes() } else { k.to_le_bytes() }.to_vec()),
+        &mut keys.iter().map(|k| {
+            if big_endian {
+                k.to_be_bytes()
+            } else {
+                k.to_le_bytes()
+            }
+            .to_vec()
+        }),
     );
 
     // The class of every code point below U+10000, and the classes other than OTHER above it

@@ -85,16 +85,19 @@ impl Record {
 /// an object (see [`sage_data::lines`]). A UTF-8 byte-order mark at the start is accepted.
 /// Errors on the first bad line (naming file and line) and on a file with no records.
 pub fn read_records(path: &Path) -> Result<Vec<Record>> {
-    let mut records = Vec::new();
-    for (i, line) in lines(path)? {
-        if lines::is_blank(&line) {
+    let bytes = read_input(path)?;
+    let numbered = lines::numbered_lines(&bytes)
+        .map_err(|e| anyhow!("{}:{}: not valid UTF-8: {}", shown(path), e.line, e.message))?;
+    let mut records = Vec::with_capacity(numbered.len());
+    for (i, line) in numbered {
+        if lines::is_blank(line) {
             bail!(
                 "{}:{i}: blank line: each line must be one JSON object (output line i answers \
                  input line i)",
                 shown(path)
             );
         }
-        let object = lines::json_object(&line).map_err(|e| anyhow!("{}:{i}: {e}", shown(path)))?;
+        let object = lines::json_object(line).map_err(|e| anyhow!("{}:{i}: {e}", shown(path)))?;
         records.push(Record {
             path: path.to_owned(),
             line: i,
@@ -109,20 +112,11 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
 
 /// Every byte of `path` (standard input for `-`).
 pub fn read_input(path: &Path) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
+    // sized once from the file's length: growing by doubling copies a large input several times
+    let size = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
+    let mut bytes = Vec::with_capacity(size + 1);
     open(path)?
         .read_to_end(&mut bytes)
         .with_context(|| format!("{}: cannot read", shown(path)))?;
     Ok(bytes)
-}
-
-/// Every line with its 1-based number, read as [`lines::numbered_lines`] reads it.
-fn lines(path: &Path) -> Result<Vec<(usize, String)>> {
-    let bytes = read_input(path)?;
-    let numbered = lines::numbered_lines(&bytes)
-        .map_err(|e| anyhow!("{}:{}: not valid UTF-8: {}", shown(path), e.line, e.message))?;
-    Ok(numbered
-        .into_iter()
-        .map(|(i, text)| (i, text.to_owned()))
-        .collect())
 }
