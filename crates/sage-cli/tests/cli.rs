@@ -1054,6 +1054,66 @@ fn pteb_names_what_is_missing() {
     );
 }
 
+/// `sage pteb qualify` on the fixture STS-B with the real SmolLM2 as paraphraser and judge and
+/// MiniLM as the reference encoder: the selection tables on stdout, the figures as JSON; a
+/// missing reference encoder is named.
+#[test]
+fn pteb_qualify_prints_the_selection_table() {
+    let what = "pteb_qualify_prints_the_selection_table";
+    let Some(llm) = sage_core::test_support::model_dir_or_skip("SmolLM2-135M-Instruct-GGUF", what)
+    else {
+        return;
+    };
+    let Some(minilm) = sage_core::test_support::model_dir_or_skip("all-MiniLM-L6-v2", what) else {
+        return;
+    };
+    let mirror = fixtures().join("mirror");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("qualify.json");
+    let llm = llm.to_str().unwrap();
+    let mut args = vec![
+        "pteb",
+        "qualify",
+        "--paraphraser",
+        llm,
+        "--judge",
+        llm,
+        "--dataset",
+        "stsb/test",
+        "--max-rows",
+        "3",
+        "--data-dir",
+        mirror.to_str().unwrap(),
+        "--no-paraphrase-cache",
+        "--quality-encoder",
+        minilm.to_str().unwrap(),
+    ];
+    let out = sage(&[args.as_slice(), &["--output", json.to_str().unwrap()]].concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for header in [
+        "| judge | STS Spearman | unparsable | s/pair | qualified |",
+        "| paraphraser | judge similarity | edit distance | s/text | reference cosine |",
+        "| gguf:SmolLM2-135M-Instruct.Q4_1.gguf | stsb/test | 6 |",
+    ] {
+        assert!(stdout.contains(header), "{header:?} missing from\n{stdout}");
+    }
+    let figures: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let candidate = &figures["paraphrasers"][0];
+    assert_eq!(candidate["datasets"][0]["texts"], 6);
+    let cosine = candidate["figures"]["reference_cosine"].as_f64().unwrap();
+    assert!((-1.0..=1.0).contains(&cosine), "{candidate}");
+    assert_eq!(figures["judges"][0]["pairs"], 3);
+    // the yardstick must be there
+    let last = args.len() - 1;
+    args[last] = "/no/such/encoder";
+    fails_with(&args, "/no/such/encoder");
+}
+
 /// The report marks a dataset whose paraphrases failed PTEB's quality gate, says why and what to
 /// use instead, and says the pooled statistics are over the qualified datasets.
 #[test]
