@@ -332,7 +332,8 @@ pub struct Silent;
 impl Progress for Silent {}
 
 /// What rewrites a dataset and what checks the rewrites: the paraphraser, an optional LLM
-/// judge, and the reference encoder of [`crate::quality`] (fixed, never the encoder under test).
+/// judge, and the reference encoder of the paraphrase-quality record ([`crate::QualityGate`];
+/// fixed, never the encoder under test).
 #[derive(Clone, Copy)]
 pub struct Paraphrasing<'a> {
     /// Writes the paraphrases.

@@ -4,10 +4,10 @@
 //! As in the paper (§3.2): each judge rates the original STS pairs and is scored by the Spearman
 //! of its ratings with the gold scores; the best judge then rates each paraphraser's
 //! (original, paraphrase) pairs, and each paraphraser gets the paper's columns — judge
-//! similarity, normalised edit distance, runtime — plus the judge-free figures of
-//! [`crate::quality`] and the gate's verdict per dataset. A paraphraser qualifies on the
-//! datasets whose verdict passes; its runtime is seconds per text generated now (texts answered
-//! by the paraphrase cache cost nothing and are not counted).
+//! similarity, normalised edit distance, runtime — plus the judge-free figures of the quality
+//! record ([`crate::QualityFigures`]) and the gate's verdict per dataset. A paraphraser
+//! qualifies on the datasets whose verdict passes; its runtime is seconds per text generated
+//! now (texts answered by the paraphrase cache cost nothing and are not counted).
 
 use std::time::Instant;
 
