@@ -145,6 +145,9 @@ fn quantize_block(block: &[f32; BLOCK]) -> Q8_1Block {
 
 /// [`quantize_block`] with AVX-512: every step is exact or correctly rounded (the maximum, one
 /// product per value, rounding half away from zero), so the quants and scales are the same.
+///
+/// # Safety
+/// The CPU must have AVX-512F: callers reach this only after `is_x86_feature_detected!` says so.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn quantize_block_avx512(block: &[f32; BLOCK]) -> Q8_1Block {
@@ -432,6 +435,9 @@ fn quad(block: &Q8_1Block, c: usize) -> i32 {
 /// A block's eight `vpmaddubsw` results are summed as i16 and widened once: each i16 lane is
 /// at most 8 chunks · 2 products · 15 · 128 = 30,720 in magnitude, below 32,767, so the sum
 /// is exact, and the multiply unit does one instruction per 32 products instead of two.
+///
+/// # Safety
+/// The CPU must have AVX2: callers reach this only after `is_x86_feature_detected!` says so.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn group_dots_avx2(
@@ -475,6 +481,10 @@ unsafe fn group_dots_avx2(
 }
 
 /// [`group_dots_avx2`] with AVX-512 VNNI: sixteen rows per instruction.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 VNNI: callers reach this only after
+/// `is_x86_feature_detected!` says so.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vnni")]
 unsafe fn group_dots_vnni(
@@ -516,6 +526,10 @@ unsafe fn group_dots_vnni(
 /// AVX-512 VNNI. Per lane, candle's AVX2 `vec_dot_q8_0_q8_0`: per block, `d_w · d_a` fused into
 /// eight accumulators times the eight partial sums of four values; at the end its tree
 /// `((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))`.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 VNNI: callers reach this only after
+/// `is_x86_feature_detected!` says so.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vnni")]
 unsafe fn q8_0_dots_vnni(
@@ -550,6 +564,10 @@ unsafe fn q8_0_dots_vnni(
 /// [`q8_0_dots_vnni`] with AVX2, eight rows per register. Per lane, candle's AVX2
 /// `vec_dot_q8_0_q8_0` exactly: |w| times the activation with w's sign (`vpmaddubsw` cannot
 /// saturate: |w|, |a| ≤ 128 and 127), eight accumulators of four values each, the same tree.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA: callers reach this only after
+/// `is_x86_feature_detected!` says so.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn q8_0_dots_avx2(
