@@ -133,7 +133,7 @@ impl QualityGate {
         }
         if quality.share_below > self.max_share_below {
             reasons.push(format!(
-                "{:.0}% of paraphrases below cosine {} (most {:.0}%)",
+                "{:.1}% of paraphrases below cosine {} (most {:.1}%)",
                 100.0 * quality.share_below,
                 self.low_cosine,
                 100.0 * self.max_share_below
@@ -147,7 +147,7 @@ impl QualityGate {
         }
         if quality.fallback_share > self.max_fallback_share {
             reasons.push(format!(
-                "{:.0}% fallbacks to the original text (most {:.0}%)",
+                "{:.1}% fallbacks to the original text (most {:.1}%)",
                 100.0 * quality.fallback_share,
                 100.0 * self.max_fallback_share
             ));
@@ -312,7 +312,7 @@ mod tests {
                 "30% of paraphrases below cosine 0.66",
             ),
             (figures(0.85, 0.1, 0.1, 0.0), "edit distance 0.100 < 0.25"),
-            (figures(0.85, 0.1, 0.6, 0.2), "20% fallbacks"),
+            (figures(0.85, 0.1, 0.6, 0.2), "20.0% fallbacks"),
         ] {
             let verdict = gate.verdict(&bad, None, None);
             assert!(!verdict.qualified);
