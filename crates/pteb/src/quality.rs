@@ -309,7 +309,7 @@ mod tests {
             ),
             (
                 figures(0.85, 0.3, 0.6, 0.0),
-                "30% of paraphrases below cosine 0.66",
+                "30.0% of paraphrases below cosine 0.66",
             ),
             (figures(0.85, 0.1, 0.1, 0.0), "edit distance 0.100 < 0.25"),
             (figures(0.85, 0.1, 0.6, 0.2), "20.0% fallbacks"),
