@@ -20,6 +20,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use sage_core::redact::redact_url;
+use sage_core::{
+    Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -28,9 +31,6 @@ use crate::{git_revision, host, utc_timestamp, workspace_root, write_atomically}
 
 /// The commented default configuration, embedded so that a run with no --config uses it.
 pub const DEFAULT_CONFIG: &str = include_str!("../../bench.toml");
-
-/// Version of the result-file layout; bumped when a field changes meaning.
-pub const RESULT_SCHEMA: &str = "sage-rs/result/1";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -697,8 +697,8 @@ fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> {
             let id = j.id();
             let wall = std::fs::read(j.result_path(out))
                 .ok()
-                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                .and_then(|v| v["run"]["wall_seconds"].as_f64());
+                .and_then(|b| serde_json::from_slice::<ResultEnvelope>(&b).ok())
+                .map(|e| e.run.wall_seconds);
             let (status, seconds) = match (wall, recorded.get(&id)) {
                 (Some(w), _) => ("done".to_owned(), w),
                 (None, Some((status, seconds))) => (status.clone(), *seconds),
@@ -1087,8 +1087,8 @@ fn local_model(spec: &str) -> bool {
 }
 
 struct RunContext {
-    revision: Value,
-    host: Value,
+    revision: Option<String>,
+    host: sage_core::Host,
     seed: u64,
     data_dir: PathBuf,
     quick: bool,
@@ -1220,8 +1220,8 @@ fn print_plan(
 fn recorded_cost(path: &Path) -> f64 {
     std::fs::read(path)
         .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v["report"]["remote_usage"].as_array().cloned())
+        .and_then(|b| serde_json::from_slice::<ResultEnvelope>(&b).ok())
+        .and_then(|e| e.report["remote_usage"].as_array().cloned())
         .map_or(0.0, |usage| {
             usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum()
         })
@@ -1406,38 +1406,42 @@ fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<
         .collect();
     let mut datasets = Vec::new();
     collect_datasets(&report, &mut datasets);
-    let envelope = json!({
-        "schema": RESULT_SCHEMA,
-        "harness_version": env!("CARGO_PKG_VERSION"),
-        "similarity": {
-            "name": job.similarity.label,
-            "spec": redact_url(&job.similarity.spec),
-            "kind": if job.similarity.is_model { "model" } else { "metric" },
+    let envelope = ResultEnvelope {
+        schema: RESULT_SCHEMA.to_owned(),
+        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
+        similarity: SimilarityRecord {
+            name: job.similarity.label.clone(),
+            spec: redact_url(&job.similarity.spec),
+            kind: if job.similarity.is_model {
+                SimilarityKind::Model
+            } else {
+                SimilarityKind::Metric
+            },
         },
-        "suite": job.suite,
-        "task": job.task,
-        "seed": context.seed,
-        "quick": context.quick,
-        "parameters": {
-            "sage_args": job.args.iter().map(|a| redact_url(a)).collect::<Vec<_>>(),
-            "data_dir": context.data_dir.display().to_string(),
+        suite: job.suite.to_owned(),
+        task: job.task.clone(),
+        seed: context.seed,
+        quick: context.quick,
+        parameters: Parameters {
+            sage_args: job.args.iter().map(|a| redact_url(a)).collect(),
+            data_dir: context.data_dir.display().to_string(),
         },
-        "datasets": datasets,
-        "notes": notes,
-        "score": report.get("score").cloned().unwrap_or(Value::Null),
-        "report": report,
-        "run": {
-            "timestamp": utc_timestamp(),
-            "git_revision": context.revision,
-            "host": context.host,
-            "wall_seconds": wall_seconds,
+        datasets,
+        notes: notes.into_iter().map(str::to_owned).collect(),
+        score: report.get("score").and_then(Value::as_f64),
+        report,
+        run: RunRecord {
+            timestamp: utc_timestamp(),
+            git_revision: context.revision.clone(),
+            host: context.host.clone(),
+            wall_seconds,
         },
-    });
+    };
     write_atomically(path, &serde_json::to_vec_pretty(&envelope)?)
 }
 
 /// Every row-selection record in a report (an object with a checksum): which rows were used.
-fn collect_datasets(value: &Value, out: &mut Vec<Value>) {
+fn collect_datasets(value: &Value, out: &mut Vec<serde_json::Map<String, Value>>) {
     match value {
         Value::Object(map) => {
             let has_checksum = map.contains_key("checksum") || map.contains_key("corpus_checksum");
@@ -1447,8 +1451,8 @@ fn collect_datasets(value: &Value, out: &mut Vec<Value>) {
                     .filter(|(_, v)| !v.is_object() && !v.is_array())
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                if !out.contains(&Value::Object(scalars.clone())) {
-                    out.push(Value::Object(scalars));
+                if !out.contains(&scalars) {
+                    out.push(scalars);
                 }
             }
             map.values().for_each(|v| collect_datasets(v, out));
@@ -1611,8 +1615,8 @@ mod tests {
 
     fn test_context(prices: BTreeMap<String, f64>) -> RunContext {
         RunContext {
-            revision: Value::Null,
-            host: Value::Null,
+            revision: None,
+            host: crate::host(),
             seed: 1,
             data_dir: PathBuf::new(),
             quick: false,
@@ -1722,6 +1726,7 @@ mod tests {
         });
         let mut out = Vec::new();
         collect_datasets(&report, &mut out);
+        let out: Vec<Value> = out.into_iter().map(Value::Object).collect();
         assert_eq!(
             out,
             [

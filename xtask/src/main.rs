@@ -10,7 +10,6 @@ use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
 
 mod bench;
 mod shard;
@@ -145,7 +144,7 @@ pub(crate) fn build_sage_with(root: &Path, cuda: bool) -> Result<PathBuf> {
 
 /// The commit of the tree at `root`, `<commit>-dirty` when tracked files differ from it;
 /// without a repository, `$SAGE_GIT_REVISION` when set; else null.
-pub(crate) fn git_revision(root: &Path) -> Value {
+pub(crate) fn git_revision(root: &Path) -> Option<String> {
     let git = |args: &[&str]| {
         Command::new("git")
             .current_dir(root)
@@ -160,7 +159,7 @@ pub(crate) fn git_revision(root: &Path) -> Value {
         Some(commit) => {
             let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
                 .is_some_and(|changes| !changes.is_empty());
-            Value::String(if dirty {
+            Some(if dirty {
                 format!("{commit}-dirty")
             } else {
                 commit
@@ -170,30 +169,29 @@ pub(crate) fn git_revision(root: &Path) -> Value {
         // say which commit it is
         None => std::env::var("SAGE_GIT_REVISION")
             .ok()
-            .filter(|r| !r.trim().is_empty())
-            .map_or(Value::Null, Value::String),
+            .filter(|r| !r.trim().is_empty()),
     }
 }
 
-pub(crate) fn host() -> Value {
+pub(crate) fn host() -> sage_core::Host {
     let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
         s.lines()
             .find(|l| l.starts_with("model name"))
             .and_then(|l| l.split(':').nth(1))
             .map(|m| m.trim().to_owned())
     });
-    json!({
-        "os": std::env::consts::OS,
-        "arch": std::env::consts::ARCH,
-        "cpu": cpu,
-        "cores": std::thread::available_parallelism().map(|n| n.get()).ok(),
-        "gpus": gpus(),
-    })
+    sage_core::Host {
+        os: std::env::consts::OS.to_owned(),
+        arch: std::env::consts::ARCH.to_owned(),
+        cpu,
+        cores: std::thread::available_parallelism().map(|n| n.get()).ok(),
+        gpus: gpus(),
+    }
 }
 
 /// The NVIDIA GPUs `nvidia-smi` lists (none where it is absent or fails): a result timed on a
 /// GPU box must say which card it ran on, whatever device the run was configured for.
-fn gpus() -> Vec<Value> {
+fn gpus() -> Vec<sage_core::Gpu> {
     Command::new("nvidia-smi")
         .args([
             "--query-gpu=name,memory.total,driver_version",
@@ -209,16 +207,16 @@ fn gpus() -> Vec<Value> {
 
 /// One object per line of `nvidia-smi --query-gpu=name,memory.total,driver_version
 /// --format=csv,noheader,nounits`; lines that do not have the three fields are skipped.
-fn parse_gpus(csv: &str) -> Vec<Value> {
+fn parse_gpus(csv: &str) -> Vec<sage_core::Gpu> {
     csv.lines()
         .filter_map(|line| {
             let fields: Vec<&str> = line.split(',').map(str::trim).collect();
             match fields.as_slice() {
-                [name, memory, driver] if !name.is_empty() => Some(json!({
-                    "name": name,
-                    "memory_mib": memory.parse::<u64>().ok(),
-                    "driver": driver,
-                })),
+                [name, memory, driver] if !name.is_empty() => Some(sage_core::Gpu {
+                    name: (*name).to_owned(),
+                    memory_mib: memory.parse::<u64>().ok(),
+                    driver: (*driver).to_owned(),
+                }),
                 _ => None,
             }
         })
@@ -295,13 +293,13 @@ mod tests {
         git(&["add", "a.txt"]);
         git(&["commit", "-qm", "one"]);
         let clean = git_revision(repo);
-        let commit = clean.as_str().unwrap().to_owned();
+        let commit = clean.clone().unwrap();
         assert_eq!(commit.len(), 40, "{commit}");
         // an untracked file does not make the tree dirty; a changed tracked file does
         std::fs::write(repo.join("b.txt"), "new").unwrap();
         assert_eq!(git_revision(repo), clean);
         std::fs::write(repo.join("a.txt"), "two").unwrap();
-        assert_eq!(git_revision(repo), Value::String(format!("{commit}-dirty")));
+        assert_eq!(git_revision(repo), Some(format!("{commit}-dirty")));
     }
 
     #[test]
@@ -310,9 +308,9 @@ mod tests {
         let csv = "NVIDIA H100 80GB HBM3, 81559, 580.159.04\n\nNVIDIA H200, 143771, 580.159.03\n";
         let gpus = parse_gpus(csv);
         assert_eq!(gpus.len(), 2);
-        assert_eq!(gpus[0]["name"], "NVIDIA H100 80GB HBM3");
-        assert_eq!(gpus[0]["memory_mib"], 81_559);
-        assert_eq!(gpus[1]["driver"], "580.159.03");
+        assert_eq!(gpus[0].name, "NVIDIA H100 80GB HBM3");
+        assert_eq!(gpus[0].memory_mib, Some(81_559));
+        assert_eq!(gpus[1].driver, "580.159.03");
         assert!(parse_gpus("").is_empty());
         assert!(parse_gpus("No devices were found").is_empty());
     }

@@ -12,10 +12,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use sage_core::{ResultEnvelope, SimilarityKind, RESULT_SCHEMA};
 use serde_json::Value;
-
-/// The result-file schema this reader understands (xtask's `RESULT_SCHEMA`).
-const RESULT_SCHEMA: &str = "sage-rs/result/1";
 
 /// SAGE's categories, in Table 1's order: (task, column title).
 pub(crate) const SAGE_COLUMNS: [(&str, &str); 5] = [
@@ -29,15 +27,14 @@ pub(crate) const SAGE_COLUMNS: [(&str, &str); 5] = [
 /// One result file.
 struct ResultFile {
     similarity: String,
-    kind: String,
     suite: String,
     task: String,
-    envelope: Value,
+    envelope: ResultEnvelope,
 }
 
 impl ResultFile {
     fn report(&self) -> &Value {
-        &self.envelope["report"]
+        &self.envelope.report
     }
 }
 
@@ -125,20 +122,22 @@ fn load(dir: &Path) -> Result<Vec<ResultFile>> {
                 }
                 let bytes = std::fs::read(&path)
                     .with_context(|| format!("{}: cannot read", path.display()))?;
-                let envelope: Value = serde_json::from_slice(&bytes)
+                let value: Value = serde_json::from_slice(&bytes)
                     .with_context(|| format!("{}: not a JSON result file", path.display()))?;
-                if envelope["schema"] != RESULT_SCHEMA {
+                // the schema first: a file of another layout should say so, not fail on a field
+                if value["schema"] != RESULT_SCHEMA {
                     bail!(
                         "{}: schema {} is not {RESULT_SCHEMA:?} (made by another harness version?)",
                         path.display(),
-                        envelope["schema"]
+                        value["schema"]
                     );
                 }
+                let envelope: ResultEnvelope = serde_json::from_value(value)
+                    .with_context(|| format!("{}: not a {RESULT_SCHEMA} file", path.display()))?;
                 files.push(ResultFile {
-                    similarity: text(&envelope["similarity"], "name").to_owned(),
-                    kind: text(&envelope["similarity"], "kind").to_owned(),
-                    suite: text(&envelope, "suite").to_owned(),
-                    task: text(&envelope, "task").to_owned(),
+                    similarity: envelope.similarity.name.clone(),
+                    suite: envelope.suite.clone(),
+                    task: envelope.task.clone(),
                     envelope,
                 });
             }
@@ -146,7 +145,8 @@ fn load(dir: &Path) -> Result<Vec<ResultFile>> {
     }
     // metrics first, then models, each by name: Table 1's grouping
     files.sort_by(|a, b| {
-        (a.kind != "metric", &a.similarity).cmp(&(b.kind != "metric", &b.similarity))
+        let model = |f: &ResultFile| f.envelope.similarity.kind == SimilarityKind::Model;
+        (model(a), &a.similarity).cmp(&(model(b), &b.similarity))
     });
     Ok(files)
 }
@@ -740,30 +740,28 @@ fn summary_csv(sink: &Sink) -> String {
 
 /// Where the results came from: revisions, hosts, data, sample mode, notes.
 fn provenance(files: &[ResultFile]) -> Vec<String> {
-    let distinct = |key: &dyn Fn(&Value) -> String| -> Vec<String> {
+    let distinct = |key: &dyn Fn(&ResultEnvelope) -> String| -> Vec<String> {
         let mut v: Vec<String> = files.iter().map(|f| key(&f.envelope)).collect();
         v.sort();
         v.dedup();
         v
     };
     let revisions = distinct(&|e| {
-        e["run"]["git_revision"]
-            .as_str()
+        e.run
+            .git_revision
+            .as_deref()
             .unwrap_or("unknown")
             .chars()
             .take(12)
             .collect()
     });
     let hosts = distinct(&|e| {
-        let h = &e["run"]["host"];
-        let gpus: Vec<&str> = items(h, "gpus")
-            .iter()
-            .filter_map(|g| g["name"].as_str())
-            .collect();
+        let h = &e.run.host;
+        let gpus: Vec<&str> = h.gpus.iter().map(|g| g.name.as_str()).collect();
         format!(
             "{} ({} cores){}",
-            h["cpu"].as_str().unwrap_or("unknown CPU"),
-            h["cores"],
+            h.cpu.as_deref().unwrap_or("unknown CPU"),
+            h.cores.map_or("?".to_owned(), |c| c.to_string()),
             if gpus.is_empty() {
                 String::new()
             } else {
@@ -771,20 +769,13 @@ fn provenance(files: &[ResultFile]) -> Vec<String> {
             }
         )
     });
-    let data = distinct(&|e| {
-        e["parameters"]["data_dir"]
-            .as_str()
-            .unwrap_or("?")
-            .to_owned()
-    });
+    let data = distinct(&|e| e.parameters.data_dir.clone());
     let devices = distinct(&|e| {
-        let on_gpu = items(&e["parameters"], "sage_args")
-            .iter()
-            .any(|a| a == "--cuda");
+        let on_gpu = e.parameters.sage_args.iter().any(|a| a == "--cuda");
         if on_gpu { "CUDA (f16 models)" } else { "CPU" }.to_owned()
     });
     let quick = distinct(&|e| {
-        if e["quick"] == true {
+        if e.quick {
             "quick samples".into()
         } else {
             "configured samples".into()
@@ -801,7 +792,7 @@ fn provenance(files: &[ResultFile]) -> Vec<String> {
     // a note (a default dataset that is not local, ...) is usually the same for every similarity
     let mut notes: Vec<(String, usize)> = Vec::new();
     for f in files {
-        for note in items(&f.envelope, "notes").iter().filter_map(Value::as_str) {
+        for note in &f.envelope.notes {
             match notes.iter_mut().find(|(n, _)| n == note) {
                 Some((_, count)) => *count += 1,
                 None => notes.push((note.to_owned(), 1)),

@@ -1134,8 +1134,15 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
     };
     let envelope = serde_json::json!({
         "schema": "sage-rs/result/1",
-        "similarity": {"name": "all-MiniLM-L6-v2", "kind": "model"},
-        "suite": "pteb", "task": "mteb",
+        "harness_version": "0.1.0",
+        "similarity": {"name": "all-MiniLM-L6-v2", "kind": "model", "spec": "all-MiniLM-L6-v2"},
+        "suite": "pteb", "task": "mteb", "seed": 1337, "quick": true, "score": null,
+        "datasets": [], "notes": [],
+        "parameters": {"data_dir": "data", "sage_args": ["run", "pteb"]},
+        "run": {
+            "git_revision": null, "timestamp": "2026-11-24T19:00:00Z", "wall_seconds": 1.0,
+            "host": {"arch": "x86_64", "cores": 2, "cpu": null, "gpus": [], "os": "linux"}
+        },
         "report": {
             "suite": "pteb",
             "datasets": [

@@ -13,6 +13,7 @@
 //! - [`Role`] — what a text is for (query, document, plain), so asymmetric embedders get it.
 //! - [`cache_dir`] — the folder every cache file lives in by default.
 //! - [`redact`] — the one rule for what may be shown of a server URL or answer.
+//! - [`ResultEnvelope`] — the result file every suite's report is written in, and read from.
 //! - [`measures`] — every evaluation measure (Pearson, Spearman, V-measure, NDCG, MRR, MAP,
 //!   Wilcoxon, Hodges–Lehmann, Holm, ...) written once, each matching a named reference
 //!   implementation.
@@ -26,6 +27,7 @@ mod embed;
 mod error;
 pub mod measures;
 pub mod redact;
+mod result;
 mod seed;
 mod similarity;
 pub mod test_support;
@@ -37,6 +39,10 @@ pub use embed::{
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
 pub use error::{Result, SageError};
+pub use result::{
+    Gpu, Host, Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord,
+    RESULT_SCHEMA,
+};
 pub use seed::{ExperimentRng, RunSeed};
 pub use similarity::Similarity;
 pub use timings::{Phase, Timings};
