@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use sage_core::measures::{
-    hodges_lehmann_bootstrap, holm, mean, mean_std, spearman, wilcoxon, HodgesLehmann, MeanStd,
-    Wilcoxon, BOOTSTRAP_RESAMPLES,
+    hodges_lehmann_bootstrap, holm, mean, mean_std, wilcoxon, HodgesLehmann, MeanStd, Wilcoxon,
+    BOOTSTRAP_RESAMPLES,
 };
 use sage_core::{Embedder, EmbedderIdentity, RunSeed, Timings};
 use sage_data::{
@@ -434,7 +434,14 @@ pub fn evaluate(
         }
         let judged = match (judge, &run0) {
             (Some(judge), Some(rewrite)) => Some(timings.time(format!("judge {name}"), || {
-                judge_dataset(judge, &task, rewrite, options.judge_pairs, progress)
+                judge_dataset(
+                    judge,
+                    &task,
+                    &distinct,
+                    rewrite,
+                    options.judge_pairs,
+                    progress,
+                )
             })?),
             _ => None,
         };
@@ -464,7 +471,11 @@ pub fn evaluate(
             judged,
         ));
     }
-    let judge_spearman = judge_sts_spearman(measured.iter().filter_map(|(_, j)| j.as_ref()));
+    let judge_spearman = judge_sts_spearman(
+        measured
+            .iter()
+            .map(|(_, j)| j.as_ref().and_then(|j| j.sts_spearman)),
+    );
     let results: Vec<DatasetResult> = measured
         .into_iter()
         .map(|(mut d, judged)| {
@@ -501,61 +512,42 @@ fn counts(d: &DatasetResult, options: &Options) -> bool {
     options.pool_unqualified || d.quality.verdict.qualified
 }
 
+/// The judge's mean rating of the first `pairs` (original, paraphrase) of run 0 (`distinct`: the
+/// dataset's distinct texts, sorted) and, on an STS dataset, its agreement with the gold scores.
 fn judge_dataset(
     judge: &Judge,
     task: &TaskData,
+    distinct: &[&str],
     rewrite: &HashMap<String, String>,
     pairs: usize,
     progress: &dyn Progress,
 ) -> Result<JudgeResult> {
-    let mut originals: Vec<&str> = task.paraphrased_texts();
-    originals.sort_unstable();
-    originals.dedup();
-    let sample: Vec<(&str, &str)> = originals
+    let sample: Vec<(&str, &str)> = distinct
         .iter()
         .take(pairs)
         .map(|o| (*o, rewrite[*o].as_str()))
         .collect();
-    let gold_pairs: Vec<(&str, &str)> = match task {
-        TaskData::Sts(rows) => rows
-            .iter()
-            .take(pairs)
-            .map(|(a, b, _)| (a.as_str(), b.as_str()))
-            .collect(),
-        _ => Vec::new(),
+    let gold: &[(String, String, f64)] = match task {
+        TaskData::Sts(rows) => &rows[..rows.len().min(pairs)],
+        _ => &[],
     };
-    let total = (sample.len() + gold_pairs.len()) as u64;
-    let ratings = judge.rate_all(&sample, &|done, _| progress.judged(done, total))?;
-    let mut unparsable = ratings.iter().filter(|r| r.is_none()).count();
-    let rated: Vec<f64> = ratings.iter().flatten().copied().collect();
-    let sts_spearman = match task {
-        TaskData::Sts(rows) => {
-            let first = sample.len() as u64;
-            let judged =
-                judge.rate_all(&gold_pairs, &|done, _| progress.judged(first + done, total))?;
-            unparsable += judged.iter().filter(|r| r.is_none()).count();
-            let (x, y): (Vec<f64>, Vec<f64>) = judged
-                .iter()
-                .zip(rows)
-                .filter_map(|(j, r)| j.map(|j| (j, r.2)))
-                .unzip();
-            if x.len() >= 3 {
-                spearman(&x, &y).ok()
-            } else {
-                None
-            }
-        }
-        _ => None,
+    let total = (sample.len() + gold.len()) as u64;
+    let (paraphrase_similarity, mut unparsable) =
+        judge.mean_rating(&sample, &|done, _| progress.judged(done, total))?;
+    let sts_spearman = if gold.is_empty() {
+        None
+    } else {
+        let first = sample.len() as u64;
+        let (rho, missed) =
+            judge.gold_agreement(gold, &|done, _| progress.judged(first + done, total))?;
+        unparsable += missed;
+        rho
     };
     Ok(JudgeResult {
         judge: judge.identity(),
         pairs: sample.len(),
         unparsable,
-        paraphrase_similarity: if rated.is_empty() {
-            None
-        } else {
-            Some(mean(&rated)?)
-        },
+        paraphrase_similarity,
         sts_spearman,
     })
 }

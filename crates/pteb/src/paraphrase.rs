@@ -14,6 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use rand::RngCore;
+use sage_core::measures::{mean, spearman};
 use sage_core::RunSeed;
 use serde::{Deserialize, Serialize};
 
@@ -350,6 +351,43 @@ impl Judge {
     /// The judge's model identity.
     pub fn identity(&self) -> String {
         self.model.identity()
+    }
+
+    /// The mean rating of `pairs` (`None` when no answer held a rating) and how many answers
+    /// held none.
+    pub(crate) fn mean_rating(
+        &self,
+        pairs: &[(&str, &str)],
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<(Option<f64>, usize)> {
+        let ratings = self.rate_all(pairs, progress)?;
+        let rated: Vec<f64> = ratings.iter().flatten().copied().collect();
+        Ok((mean(&rated).ok(), ratings.len() - rated.len()))
+    }
+
+    /// The paper's check of a judge: the Spearman of its ratings of STS pairs with their gold
+    /// scores (`None` with fewer than 3 ratings), and how many answers held no rating.
+    pub(crate) fn gold_agreement(
+        &self,
+        rows: &[(String, String, f64)],
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<(Option<f64>, usize)> {
+        let pairs: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|(a, b, _)| (a.as_str(), b.as_str()))
+            .collect();
+        let ratings = self.rate_all(&pairs, progress)?;
+        let (x, y): (Vec<f64>, Vec<f64>) = ratings
+            .iter()
+            .zip(rows)
+            .filter_map(|(rating, row)| rating.map(|r| (r, row.2)))
+            .unzip();
+        let rho = if x.len() >= 3 {
+            spearman(&x, &y).ok()
+        } else {
+            None
+        };
+        Ok((rho, ratings.len() - x.len()))
     }
 
     /// Ratings of each pair, in order; `None` where the answer held no number in 0–5.

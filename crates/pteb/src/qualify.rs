@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use sage_core::measures::{mean, spearman};
+use sage_core::measures::mean;
 use sage_core::Embedder;
 use sage_data::{DataRoot, RowSelection};
 use serde::{Deserialize, Serialize};
@@ -173,14 +173,13 @@ pub fn qualify(
                         .take(options.judge_pairs)
                         .collect();
                     let total = pairs.len() as u64;
-                    let ratings =
-                        judge.rate_all(&pairs, &|done, _| progress.judged(done, total))?;
-                    let rated: Vec<f64> = ratings.iter().flatten().copied().collect();
+                    let (paraphrase_similarity, unparsable) =
+                        judge.mean_rating(&pairs, &|done, _| progress.judged(done, total))?;
                     Some(JudgeResult {
                         judge: judge.identity(),
                         pairs: pairs.len(),
-                        unparsable: ratings.len() - rated.len(),
-                        paraphrase_similarity: mean(&rated).ok(),
+                        unparsable,
+                        paraphrase_similarity,
                         sts_spearman: None,
                     })
                 }
@@ -227,44 +226,23 @@ fn judge_against_gold(
     options: &Options,
     progress: &dyn Progress,
 ) -> Result<JudgeCandidate> {
-    let (mut datasets, mut results) = (Vec::new(), Vec::new());
+    let mut datasets = Vec::new();
     let (mut pairs_rated, mut unparsable, mut seconds) = (0usize, 0usize, 0.0f64);
     for (index, (name, task)) in tasks.iter().enumerate() {
         let TaskData::Sts(rows) = task else {
             continue;
         };
         progress.dataset(name, index, tasks.len());
-        let pairs: Vec<(&str, &str)> = rows
-            .iter()
-            .take(options.judge_pairs)
-            .map(|(a, b, _)| (a.as_str(), b.as_str()))
-            .collect();
-        let total = pairs.len() as u64;
+        let rows = &rows[..rows.len().min(options.judge_pairs)];
+        let total = rows.len() as u64;
         let started = Instant::now();
-        let ratings = judge.rate_all(&pairs, &|done, _| progress.judged(done, total))?;
+        let (rho, missed) = judge.gold_agreement(rows, &|done, _| progress.judged(done, total))?;
         seconds += started.elapsed().as_secs_f64();
-        let (x, y): (Vec<f64>, Vec<f64>) = ratings
-            .iter()
-            .zip(rows)
-            .filter_map(|(rating, row)| rating.map(|r| (r, row.2)))
-            .unzip();
-        let rho = if x.len() >= 3 {
-            spearman(&x, &y).ok()
-        } else {
-            None
-        };
-        pairs_rated += pairs.len();
-        unparsable += ratings.len() - x.len();
+        pairs_rated += rows.len();
+        unparsable += missed;
         datasets.push((name.clone(), rho));
-        results.push(JudgeResult {
-            judge: judge.identity(),
-            pairs: pairs.len(),
-            unparsable: ratings.len() - x.len(),
-            paraphrase_similarity: None,
-            sts_spearman: rho,
-        });
     }
-    let sts_spearman = judge_sts_spearman(&results);
+    let sts_spearman = judge_sts_spearman(datasets.iter().map(|(_, rho)| *rho));
     Ok(JudgeCandidate {
         judge: judge.identity(),
         datasets,

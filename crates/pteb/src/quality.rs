@@ -268,9 +268,9 @@ pub fn mean_figures(runs: &[&QualityFigures]) -> Result<QualityFigures> {
 }
 
 /// The judge's agreement with STS gold over an evaluation: the mean of its per-dataset
-/// Spearmans, `None` when it rated no STS dataset.
-pub fn judge_sts_spearman<'a>(judges: impl IntoIterator<Item = &'a JudgeResult>) -> Option<f64> {
-    let rhos: Vec<f64> = judges.into_iter().filter_map(|j| j.sts_spearman).collect();
+/// Spearmans (`None` for a dataset without one), `None` when no dataset has one.
+pub fn judge_sts_spearman(per_dataset: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let rhos: Vec<f64> = per_dataset.into_iter().flatten().collect();
     mean(&rhos).ok()
 }
 

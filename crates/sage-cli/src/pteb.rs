@@ -321,6 +321,15 @@ impl pteb::Progress for StderrProgress {
 }
 
 impl StderrProgress {
+    /// Progress of an evaluation of `runs` paraphrase runs per dataset.
+    fn new(runs: usize) -> StderrProgress {
+        StderrProgress {
+            current: Default::default(),
+            last_tenth: AtomicU64::new(u64::MAX),
+            runs,
+        }
+    }
+
     /// The current dataset's name when `done` of `total` starts a new tenth (a line is due).
     fn new_tenth(&self, done: u64, total: u64) -> Option<String> {
         let tenth = done * 10 / total.max(1);
@@ -379,11 +388,7 @@ pub fn run(args: PtebArgs) -> Result<()> {
     let reference = args
         .quality
         .reference(args.model.cuda, &args.model.remote)?;
-    let progress = StderrProgress {
-        current: Default::default(),
-        last_tenth: AtomicU64::new(u64::MAX),
-        runs: args.runs,
-    };
+    let progress = StderrProgress::new(args.runs);
     let evaluate = |spec: &str| -> Result<PtebReport> {
         let encoder = args.model.load(spec)?;
         let paraphrasing = Paraphrasing {
@@ -534,11 +539,7 @@ pub fn qualify(args: QualifyArgs) -> Result<()> {
         ..Options::default()
     };
     let reference = args.quality.reference(args.cuda, &args.remote)?;
-    let progress = StderrProgress {
-        current: Default::default(),
-        last_tenth: AtomicU64::new(u64::MAX),
-        runs: 1,
-    };
+    let progress = StderrProgress::new(1);
     let qualification = pteb::qualify(
         &paraphrasers.iter().collect::<Vec<_>>(),
         &judges.iter().collect::<Vec<_>>(),
