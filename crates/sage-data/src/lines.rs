@@ -157,4 +157,15 @@ mod tests {
         assert_eq!(json_object("[1]").unwrap_err(), "expected a JSON object");
         assert!(json_object("{").unwrap_err().starts_with("not valid JSON"));
     }
+
+    #[test]
+    fn a_long_number_survives_a_write_and_read_back() {
+        // the fuzz target `lines` found this: without correctly rounded parsing the 89-digit
+        // integer read as 7.888888888888889e88 and, written and read again, as 7.88888888888889e88
+        let line = format!(r#"{{"6-": 7{}}}"#, "8".repeat(88));
+        let object = json_object(&line).unwrap();
+        let again = serde_json::to_string(&object).unwrap();
+        assert_eq!(json_object(&again).unwrap(), object);
+        assert_eq!(object["6-"].as_f64(), Some(7.888888888888889e88));
+    }
 }
