@@ -7,13 +7,13 @@ use sage_core::{
     VectorSimilarity,
 };
 use sage_data::{DataRoot, StsPair};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::lists::{self, Lists};
 use crate::{evaluate, EvalRankScores, PostProcess, Result};
 
 /// Word or sentence level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     /// Word pairs from the word-similarity sets.
@@ -23,10 +23,11 @@ pub enum Level {
 }
 
 /// Which lists to rank.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ListSource {
     /// The toolkit's shipped lists.
+    #[default]
     Shipped,
     /// Built from the raw datasets.
     Constructed,

@@ -90,6 +90,9 @@ enum Command {
         #[command(subcommand)]
         task: run::Task,
     },
+    /// List the evaluation suites `sage run` takes from the suite registry: one JSON line each
+    /// ({"name", "summary", "default_datasets", "takes_metrics"}), for scripts and bench-all.
+    Suites,
     /// The dataset registry and the local data mirror.
     Data {
         #[command(subcommand)]
@@ -208,6 +211,22 @@ fn main() -> ExitCode {
         Command::Data { command } => data::run(command),
         Command::Run { task } => run::run(task),
         Command::Report { dir } => report::run(&dir),
+        Command::Suites => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            sage_suites::registry()
+                .iter()
+                .try_for_each(|s| -> anyhow::Result<()> {
+                    let line = serde_json::json!({
+                        "name": s.name(),
+                        "summary": s.summary(),
+                        "default_datasets": s.default_datasets(),
+                        "takes_metrics": s.takes_metrics(),
+                    });
+                    writeln!(out, "{line}")?;
+                    Ok(())
+                })
+        }
         Command::Models => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();

@@ -3,11 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Subcommand, ValueEnum};
-use evalrank::{Level, ListSource, PostProcess};
-use sage_core::VectorSimilarity;
-use sage_human_pref::Source as HumanPrefSource;
+use sage_suites::{Request, Subject};
+use serde_json::{json, Value};
 
 use crate::embed::ModelArgs;
 use crate::output::Output;
@@ -180,91 +179,73 @@ pub struct TaskArgs {
 }
 
 impl TaskArgs {
-    /// The similarity named by --similarity (a metric name first, else a model) or --model.
-    fn similarity(&self) -> Result<Box<dyn sage_core::Similarity>> {
+    /// The subject named by --similarity (a metric name first, else a model) or --model.
+    fn subject(&self) -> Result<Subject> {
         let spec = match (&self.similarity, &self.model.model) {
             (Some(_), Some(_)) => bail!("give --similarity or --model, not both"),
             (Some(s), None) | (None, Some(s)) => s,
             (None, None) => bail!("give --similarity"),
         };
         if let Ok(metric) = spec.parse::<sage_metrics::Metric>() {
-            return Ok(metric.similarity());
+            return Ok(Subject::Metric(metric));
         }
-        Ok(Box::new(sage_core::EmbeddingSimilarity::cosine(
-            self.model.load(spec)?,
-        )))
+        Ok(Subject::Model(self.model.load(spec)?.into()))
     }
 
-    fn datasets(&self) -> Result<Vec<(String, String)>> {
-        parse_datasets(&self.datasets)
-    }
-
-    fn seed(&self) -> sage_core::RunSeed {
-        sage_core::RunSeed(self.seed)
-    }
-
-    fn write(&self, report: &impl serde::Serialize) -> Result<()> {
-        let mut out = Output::create(self.output.clone())?;
-        serde_json::to_writer_pretty(&mut out, &crate::remote::finish(report)?)?;
-        out.write_all(b"\n")?;
-        out.finish()
+    /// Runs the registered suite `name` with these arguments and the suite's `options`.
+    fn run(&self, name: &str, options: Value) -> Result<()> {
+        let root = crate::data::root(self.data_dir.clone())?;
+        let request = Request {
+            datasets: parse_datasets(&self.datasets)?,
+            seed: sage_core::RunSeed(self.seed),
+            options: options_object(options),
+            ..Request::new(&root)
+        };
+        run_registered(name, &self.subject()?, &request, self.output.clone())
     }
 }
 
-/// `summarize-from-feedback/<any>` names the two feedback tables; any other name a rating
-/// dataset, with `margin` overriding its default.
-fn human_pref_source(dataset: String, split: String, margin: Option<f64>) -> HumanPrefSource {
-    let default_margin = match dataset.as_str() {
-        "summarize-from-feedback" => return HumanPrefSource::summarize_from_feedback(),
-        "summeval" => Some(0.4),
-        "realsumm" => Some(0.1),
-        _ => None,
-    };
-    HumanPrefSource::Ratings {
-        dataset,
-        split,
-        margin: margin.or(default_margin),
+fn options_object(options: Value) -> serde_json::Map<String, Value> {
+    match options {
+        Value::Object(map) => map,
+        _ => unreachable!("suite options are built as JSON objects"),
     }
+}
+
+/// Runs a registered suite, prints its notes on stderr, and writes its report.
+fn run_registered(
+    name: &str,
+    subject: &Subject,
+    request: &Request,
+    output: Option<PathBuf>,
+) -> Result<()> {
+    let suite = sage_suites::find(name)?;
+    let outcome = suite.run(subject, request)?;
+    for note in &outcome.notes {
+        eprintln!("sage: note: {name}: {note}");
+    }
+    let mut out = Output::create(output)?;
+    serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&outcome.report)?)?;
+    out.write_all(b"\n")?;
+    out.finish()
 }
 
 pub(crate) fn parse_datasets(datasets: &[String]) -> Result<Vec<(String, String)>> {
-    datasets
-        .iter()
-        .map(|d| {
-            d.split_once('/')
-                .map(|(n, s)| (n.to_owned(), s.to_owned()))
-                .ok_or_else(|| anyhow::anyhow!("--dataset {d:?}: expected name/split"))
-        })
-        .collect()
+    sage_suites::parse_datasets(datasets).map_err(|e| anyhow::anyhow!("--{e}"))
 }
 
 /// The task's default datasets that are in the local mirror; the others are named on stderr
 /// (with how to get them), and none at all is an error listing every reason.
 pub(crate) fn local_defaults(
     root: &sage_data::DataRoot,
-    task: &str,
+    task: &'static str,
     defaults: &[(&'static str, &'static str)],
 ) -> Result<Vec<(&'static str, &'static str)>> {
-    let (present, missing) = root.partition_local(defaults);
-    let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
-    if present.is_empty() {
-        bail!(
-            "{task}: none of its datasets is in the local mirror {}:\n  {}",
-            root.root().display(),
-            missing.join("\n  ")
-        );
-    }
-    for reason in &missing {
-        eprintln!("sage: note: {task}: skipped: {reason}");
+    let (present, notes) = sage_suites::local_datasets(task, root, defaults)?;
+    for note in &notes {
+        eprintln!("sage: note: {task}: {note}");
     }
     Ok(present)
-}
-
-fn as_refs(datasets: &[(String, String)]) -> Vec<(&str, &str)> {
-    datasets
-        .iter()
-        .map(|(n, s)| (n.as_str(), s.as_str()))
-        .collect()
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -311,146 +292,55 @@ pub fn run(task: Task) -> Result<()> {
             data_dir,
             output,
         } => {
-            let root = crate::data::root(data_dir)?;
-            let similarity: Box<dyn sage_core::Similarity> = match (similarity, &model.model) {
-                (Some(metric), _) => metric.similarity(),
-                (None, Some(spec)) => {
-                    Box::new(sage_core::EmbeddingSimilarity::cosine(model.load(spec)?))
-                }
+            let subject = match (similarity, &model.model) {
+                (Some(metric), _) => Subject::Metric(metric),
+                (None, Some(spec)) => Subject::Model(model.load(spec)?.into()),
                 (None, None) => bail!("give --similarity or --model"),
             };
-            let wordnet = sage_perturb::WordNet::open(
-                wordnet.unwrap_or_else(|| root.root().join("wordnet/dict")),
-            )?;
-            let datasets: Vec<(String, String)> = if datasets.is_empty() {
-                local_defaults(
-                    &root,
-                    "align-sim",
-                    &[("mrpc", "test"), ("paws-wiki", "test")],
-                )?
-                .into_iter()
-                .map(|(n, s)| (n.to_owned(), s.to_owned()))
-                .collect()
-            } else {
-                parse_datasets(&datasets)?
+            let root = crate::data::root(data_dir)?;
+            let request = Request {
+                datasets: parse_datasets(&datasets)?,
+                seed: sage_core::RunSeed(seed),
+                options: options_object(json!({ "max_rows": max_rows, "wordnet": wordnet })),
+                ..Request::new(&root)
             };
-            let refs = as_refs(&datasets);
-            let report = align_sim::evaluate(
-                similarity.as_ref(),
-                &root,
-                std::sync::Arc::new(wordnet),
-                &refs,
-                Some(max_rows),
-                sage_core::RunSeed(seed),
-            )
-            .context("ALIGN-SIM")?;
-            let mut out = Output::create(output)?;
-            serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&report)?)?;
-            out.write_all(b"\n")?;
-            out.finish()
+            run_registered("align-sim", &subject, &request, output)
         }
-        Task::HumanPref { task, margin } => {
-            let root = crate::data::root(task.data_dir.clone())?;
-            let sources: Vec<HumanPrefSource> = if task.datasets.is_empty() {
-                HumanPrefSource::available(&root)
-            } else {
-                task.datasets()?
-                    .into_iter()
-                    .map(|(dataset, split)| human_pref_source(dataset, split, margin))
-                    .collect()
-            };
-            let similarity = task.similarity()?;
-            let report = sage_human_pref::evaluate(
-                similarity.as_ref(),
-                &root,
-                &sources,
-                task.max_rows,
-                task.seed(),
-            )
-            .context("human-preference alignment")?;
-            task.write(&report)
-        }
+        Task::HumanPref { task, margin } => task.run(
+            "human-pref",
+            json!({ "max_rows": task.max_rows, "margin": margin }),
+        ),
         Task::Robustness {
             task,
             truncate_tokens,
-        } => {
-            let root = crate::data::root(task.data_dir.clone())?;
-            let named = task.datasets()?;
-            let datasets = if named.is_empty() {
-                local_defaults(&root, "robustness", &sage_robustness::DEFAULT_DATASETS)?
-            } else {
-                as_refs(&named)
-            };
-            let similarity = task.similarity()?;
-            let report = sage_robustness::evaluate(
-                similarity.as_ref(),
-                &root,
-                &datasets,
-                sage_robustness::Options {
-                    max_rows: task.max_rows,
-                    truncate_tokens,
-                    seed: task.seed(),
-                },
-            )
-            .context("transformation robustness")?;
-            task.write(&report)
-        }
+        } => task.run(
+            "robustness",
+            json!({ "max_rows": task.max_rows, "truncate_tokens": truncate_tokens }),
+        ),
         Task::Sensitivity {
             task,
             truncate_tokens,
             whole_documents,
-        } => {
-            let root = crate::data::root(task.data_dir.clone())?;
-            let named = task.datasets()?;
-            let datasets = if named.is_empty() {
-                local_defaults(&root, "sensitivity", &sage_sensitivity::DEFAULT_DATASETS)?
-            } else {
-                as_refs(&named)
-            };
-            let similarity = task.similarity()?;
-            let report = sage_sensitivity::evaluate(
-                similarity.as_ref(),
-                &root,
-                &datasets,
-                sage_sensitivity::Options {
-                    max_rows: task.max_rows,
-                    truncate_tokens: (!whole_documents).then_some(truncate_tokens),
-                    seed: task.seed(),
-                },
-            )
-            .context("information sensitivity")?;
-            task.write(&report)
-        }
+        } => task.run(
+            "sensitivity",
+            json!({
+                "max_rows": task.max_rows,
+                "truncate_tokens": (!whole_documents).then_some(truncate_tokens),
+            }),
+        ),
         Task::Clustering {
             task,
             subsets,
             max_texts,
             max_classes,
         } => {
-            let root = crate::data::root(task.data_dir.clone())?;
-            let named = task.datasets()?;
-            let datasets = if named.is_empty() {
-                local_defaults(&root, "clustering", &sage_cluster::DEFAULT_DATASETS)?
-            } else {
-                as_refs(&named)
-            };
             if task.max_rows.is_some() {
                 bail!("clustering samples subsets: use --max-texts and --subsets");
             }
-            let similarity = task.similarity()?;
-            let report = sage_cluster::evaluate(
-                similarity.as_ref(),
-                &root,
-                &datasets,
-                sage_cluster::Options {
-                    subsets,
-                    max_texts,
-                    max_classes,
-                    seed: task.seed(),
-                },
+            task.run(
+                "clustering",
+                json!({ "subsets": subsets, "max_texts": max_texts, "max_classes": max_classes }),
             )
-            .context("clustering")?;
-            task.write(&report)
         }
         Task::Retrieval {
             task,
@@ -459,34 +349,21 @@ pub fn run(task: Task) -> Result<()> {
             max_queries,
             pair_budget,
         } => {
-            let root = crate::data::root(task.data_dir.clone())?;
-            let named = task.datasets()?;
-            let datasets = if named.is_empty() {
-                local_defaults(&root, "retrieval", &sage_retrieval::DEFAULT_DATASETS)?
-            } else {
-                as_refs(&named)
-            };
             if task.max_rows.is_some() {
                 bail!("retrieval samples with --max-docs and --max-queries");
             }
-            let similarity = task.similarity()?;
-            let report = sage_retrieval::evaluate(
-                similarity.as_ref(),
-                &root,
-                &datasets,
-                sage_retrieval::Options {
-                    mode: match mode {
-                        RetrievalModeArg::Distractor => sage_retrieval::Mode::Distractor,
-                        RetrievalModeArg::Replace => sage_retrieval::Mode::Replace,
+            task.run(
+                "retrieval",
+                json!({
+                    "mode": match mode {
+                        RetrievalModeArg::Distractor => "distractor",
+                        RetrievalModeArg::Replace => "replace",
                     },
-                    max_docs,
-                    max_queries,
-                    pair_budget: pair_budget.max(1),
-                    seed: task.seed(),
-                },
+                    "max_docs": max_docs,
+                    "max_queries": max_queries,
+                    "pair_budget": pair_budget,
+                }),
             )
-            .context("retrieval robustness")?;
-            task.write(&report)
         }
         Task::Evalrank {
             level,
@@ -502,30 +379,31 @@ pub fn run(task: Task) -> Result<()> {
                 bail!("--model is required")
             };
             let root = crate::data::root(data_dir)?;
-            let embedder = model.load(spec)?;
-            let level = match level {
-                LevelArg::Word => Level::Word,
-                LevelArg::Sentence => Level::Sentence,
+            let subject = Subject::Model(model.load(spec)?.into());
+            let request = Request {
+                options: options_object(json!({
+                    "level": match level {
+                        LevelArg::Word => "word",
+                        LevelArg::Sentence => "sentence",
+                    },
+                    "similarity": match similarity {
+                        SimilarityArg::Cos => "cosine",
+                        SimilarityArg::L2 => "l2",
+                    },
+                    "lists": match lists {
+                        ListsArg::Shipped => "shipped",
+                        ListsArg::Constructed => "constructed",
+                    },
+                    "post": match post {
+                        PostArg::None => "none",
+                        PostArg::Whitening => "whitening",
+                        PostArg::Abtt => "abtt",
+                    },
+                    "abtt_k": abtt_k,
+                })),
+                ..Request::new(&root)
             };
-            let source = match lists {
-                ListsArg::Shipped => ListSource::Shipped,
-                ListsArg::Constructed => ListSource::Constructed,
-            };
-            let similarity = match similarity {
-                SimilarityArg::Cos => VectorSimilarity::Cosine,
-                SimilarityArg::L2 => VectorSimilarity::L2,
-            };
-            let post = match post {
-                PostArg::None => PostProcess::None,
-                PostArg::Whitening => PostProcess::Whitening,
-                PostArg::Abtt => PostProcess::Abtt { k: abtt_k },
-            };
-            let report = evalrank::run(&root, embedder.as_ref(), level, source, similarity, post)
-                .context("EvalRank")?;
-            let mut out = Output::create(output)?;
-            serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&report)?)?;
-            out.write_all(b"\n")?;
-            out.finish()
+            run_registered("evalrank", &subject, &request, output)
         }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use rand::seq::index;
 use sage_core::{measures, RunSeed, Similarity, Timings};
 use sage_data::{DataRoot, LabeledText};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::linkage::{complete_linkage, cut};
 use crate::{ClusterError, Result};
@@ -19,7 +19,10 @@ pub const DEFAULT_DATASETS: [(&str, &str); 3] = [
 ];
 
 /// Run options.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+// Read from a suite request (sage-suites): absent fields keep their defaults, unknown ones are an
+// error naming them, and the seed comes from the request, never from the options.
+#[serde(default, deny_unknown_fields)]
 pub struct Options {
     /// Subsets per dataset.
     pub subsets: usize,
@@ -28,6 +31,7 @@ pub struct Options {
     /// Classes per subset, at most.
     pub max_classes: usize,
     /// Run seed.
+    #[serde(skip_deserializing)]
     pub seed: RunSeed,
 }
 

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use sage_core::{measures, RunSeed, Similarity, Timings};
 use sage_data::{Beir, DataRoot};
 use sage_perturb::retrieval_set;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::topk::TopK;
 use crate::{Result, RetrievalError};
@@ -16,7 +16,7 @@ use crate::{Result, RetrievalError};
 pub const DEFAULT_DATASETS: [(&str, &str); 2] = [("nfcorpus", "test"), ("scifact", "test")];
 
 /// How a perturbed corpus is built.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Originals plus perturbed copies; only originals relevant.
@@ -27,7 +27,10 @@ pub enum Mode {
 }
 
 /// Run options.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+// Read from a suite request (sage-suites): absent fields keep their defaults, unknown ones are an
+// error naming them, and the seed comes from the request, never from the options.
+#[serde(default, deny_unknown_fields)]
 pub struct Options {
     /// Distractor or replace.
     pub mode: Mode,
@@ -38,6 +41,7 @@ pub struct Options {
     /// Most query–document pairs scored in one batch.
     pub pair_budget: usize,
     /// Run seed (sampling, perturbations).
+    #[serde(skip_deserializing)]
     pub seed: RunSeed,
 }
 

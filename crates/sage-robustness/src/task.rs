@@ -4,7 +4,7 @@ use rayon::prelude::*;
 use sage_core::{measures, RunSeed, Similarity, Timings};
 use sage_data::{sample_indices, DataRoot, DocumentSummary, RowSelection};
 use sage_perturb::robustness_set;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Result, RobustnessError};
 
@@ -16,13 +16,17 @@ pub const DEFAULT_DATASETS: [(&str, &str); 3] = [
 ];
 
 /// Run options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+// Read from a suite request (sage-suites): absent fields keep their defaults, unknown ones are an
+// error naming them, and the seed comes from the request, never from the options.
+#[serde(default, deny_unknown_fields)]
 pub struct Options {
     /// Documents sampled per dataset (seeded); all when `None`.
     pub max_rows: Option<usize>,
     /// Truncate documents to their first n cl100k tokens before perturbing; whole when `None`.
     pub truncate_tokens: Option<usize>,
     /// Run seed (sampling and perturbations).
+    #[serde(skip_deserializing)]
     pub seed: RunSeed,
 }
 

@@ -4,7 +4,7 @@ use rayon::prelude::*;
 use sage_core::{RunSeed, Similarity, Timings};
 use sage_data::{sample_indices, DataRoot, RowSelection};
 use sage_perturb::{sensitivity_set, Perturbation, Provenance};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Result, SensitivityError};
 
@@ -19,7 +19,10 @@ pub const DEFAULT_DATASETS: [(&str, &str); 6] = [
 ];
 
 /// Run options.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+// Read from a suite request (sage-suites): absent fields keep their defaults, unknown ones are an
+// error naming them, and the seed comes from the request, never from the options.
+#[serde(default, deny_unknown_fields)]
 pub struct Options {
     /// Documents sampled per dataset (seeded); all when `None`.
     pub max_rows: Option<usize>,
@@ -27,6 +30,7 @@ pub struct Options {
     /// authors do); whole when `None`.
     pub truncate_tokens: Option<usize>,
     /// Run seed (sampling).
+    #[serde(skip_deserializing)]
     pub seed: RunSeed,
 }
 

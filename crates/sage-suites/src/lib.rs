@@ -1,0 +1,306 @@
+//! # sage-suites
+//!
+//! Every evaluation suite of sage-rs behind one [`Suite`] trait, and the one [`registry`] of
+//! them. `sage run <suite>`, `sage suites` and the Python package's `sage_rs.run` all start here,
+//! so a suite is run the same way whoever asks.
+//!
+//! A run is a [`Subject`] (a classical metric or an embedding model) and a [`Request`]: the data
+//! root, the datasets (empty: the suite's paper datasets that are in the local mirror), the run
+//! seed, and the suite's options as a JSON object. Each suite reads its options into its own
+//! typed struct, so a misspelt option is an error that names it, and an absent one keeps the
+//! suite's documented default. The report comes back as JSON (the suite's typed report,
+//! serialised), with notes for what was skipped.
+//!
+//! Adding a suite is one `impl Suite` and one line in [`registry`].
+#![deny(missing_docs)]
+
+mod suites;
+
+use std::sync::Arc;
+
+use sage_core::{Embedder, EmbeddingSimilarity, RunSeed, Similarity};
+use sage_data::DataRoot;
+use sage_metrics::Metric;
+use serde_json::{Map, Value};
+
+pub use suites::{AlignSim, Clustering, EvalRank, HumanPref, Retrieval, Robustness, Sensitivity};
+
+/// Errors of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SuiteError {
+    /// A suite name that is not in the registry.
+    #[error("unknown suite {name:?}; known suites: {known}")]
+    UnknownSuite {
+        /// The name given.
+        name: String,
+        /// Every registered name, comma-separated.
+        known: String,
+    },
+    /// The options could not be read into the suite's options.
+    #[error("{suite}: options: {message}")]
+    Options {
+        /// The suite.
+        suite: &'static str,
+        /// What was wrong (serde's message names the field).
+        message: String,
+    },
+    /// A dataset argument that is not `name/split`, or datasets given to a suite that takes none.
+    #[error("{suite}: {message}")]
+    Datasets {
+        /// The suite.
+        suite: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+    /// None of the suite's default datasets is in the local mirror.
+    #[error("{suite}: none of its datasets is in the local mirror {root}:\n  {}", missing.join("\n  "))]
+    NoLocalData {
+        /// The suite.
+        suite: &'static str,
+        /// The data root.
+        root: String,
+        /// Why each default dataset is absent, with how to get it.
+        missing: Vec<String>,
+    },
+    /// The subject cannot run this suite (a classical metric given to a suite of vectors).
+    #[error("{suite}: {why}")]
+    Subject {
+        /// The suite.
+        suite: &'static str,
+        /// Why.
+        why: String,
+    },
+    /// The suite itself failed.
+    #[error("{suite}: {source}")]
+    Run {
+        /// The suite.
+        suite: &'static str,
+        /// The suite crate's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An error from sage-core (reading the WordNet folder, ...).
+    #[error(transparent)]
+    Core(#[from] sage_core::SageError),
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = SuiteError> = std::result::Result<T, E>;
+
+/// What is evaluated.
+#[derive(Clone)]
+pub enum Subject {
+    /// A classical metric.
+    Metric(Metric),
+    /// An embedding model, compared by cosine where a suite compares texts.
+    Model(Arc<dyn Embedder>),
+}
+
+impl Subject {
+    /// The subject as a similarity of two texts.
+    pub fn similarity(&self) -> Box<dyn Similarity> {
+        match self {
+            Subject::Metric(metric) => metric.similarity(),
+            Subject::Model(model) => Box::new(EmbeddingSimilarity::cosine(model.clone())),
+        }
+    }
+
+    /// The embedding model, for suites that compare vectors themselves.
+    fn model(&self, suite: &'static str) -> Result<&Arc<dyn Embedder>> {
+        match self {
+            Subject::Model(model) => Ok(model),
+            Subject::Metric(metric) => Err(SuiteError::Subject {
+                suite,
+                why: format!(
+                    "ranks embedding vectors: give an embedding model, not the metric {}",
+                    metric.name()
+                ),
+            }),
+        }
+    }
+}
+
+/// One run's inputs besides the subject.
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    /// The data mirror.
+    pub root: &'a DataRoot,
+    /// Datasets as `(name, split)`; empty: the suite's default datasets that are local.
+    pub datasets: Vec<(String, String)>,
+    /// The run seed (sampling, perturbations).
+    pub seed: RunSeed,
+    /// The suite's options as JSON (see each suite's options type); empty: every default.
+    pub options: Map<String, Value>,
+}
+
+impl<'a> Request<'a> {
+    /// Every default on `root`.
+    pub fn new(root: &'a DataRoot) -> Request<'a> {
+        Request {
+            root,
+            datasets: Vec::new(),
+            seed: RunSeed::default(),
+            options: Map::new(),
+        }
+    }
+
+    /// Reads `name/split` arguments (as `--dataset` takes them).
+    pub fn with_datasets<S: AsRef<str>>(mut self, datasets: &[S]) -> Result<Self, String> {
+        self.datasets = parse_datasets(datasets)?;
+        Ok(self)
+    }
+}
+
+/// `name/split` arguments as pairs; the error names the malformed one.
+pub fn parse_datasets<S: AsRef<str>>(datasets: &[S]) -> Result<Vec<(String, String)>, String> {
+    datasets
+        .iter()
+        .map(|d| {
+            let d = d.as_ref();
+            d.split_once('/')
+                .filter(|(n, s)| !n.is_empty() && !s.is_empty())
+                .map(|(n, s)| (n.to_owned(), s.to_owned()))
+                .ok_or_else(|| format!("dataset {d:?}: expected name/split"))
+        })
+        .collect()
+}
+
+/// A finished run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The suite's report, serialised.
+    pub report: Value,
+    /// What the run left out and why (default datasets missing from the mirror, ...).
+    pub notes: Vec<String>,
+}
+
+/// One evaluation suite.
+pub trait Suite: Sync {
+    /// The name `sage run` takes (`sensitivity`, `align-sim`, ...).
+    fn name(&self) -> &'static str;
+
+    /// One line: what the suite measures.
+    fn summary(&self) -> &'static str;
+
+    /// The datasets a run without datasets uses (those that are local), as `name/split`.
+    fn default_datasets(&self) -> Vec<String>;
+
+    /// Whether a classical metric can be the subject (else only an embedding model).
+    fn takes_metrics(&self) -> bool {
+        true
+    }
+
+    /// Runs the suite.
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome>;
+}
+
+/// Every suite, in the order of the reports. PTEB, whose subject is an embedding model and a
+/// paraphrasing LLM, is run by its own command for now.
+pub fn registry() -> &'static [&'static dyn Suite] {
+    &[
+        &HumanPref,
+        &Robustness,
+        &Sensitivity,
+        &Clustering,
+        &Retrieval,
+        &AlignSim,
+        &EvalRank,
+    ]
+}
+
+/// The registered suite called `name`.
+pub fn find(name: &str) -> Result<&'static dyn Suite> {
+    registry()
+        .iter()
+        .copied()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| SuiteError::UnknownSuite {
+            name: name.to_owned(),
+            known: registry()
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// Reads a suite's options; serde names the unknown or mistyped field.
+fn options<T: serde::de::DeserializeOwned>(
+    suite: &'static str,
+    options: &Map<String, Value>,
+) -> Result<T> {
+    serde_json::from_value(Value::Object(options.clone())).map_err(|e| SuiteError::Options {
+        suite,
+        message: e.to_string(),
+    })
+}
+
+/// The datasets asked for, else the defaults that are local (the others become notes); none
+/// local is an error listing every reason.
+fn datasets_or_local_defaults(
+    suite: &'static str,
+    request: &Request,
+    defaults: &[(&'static str, &'static str)],
+    notes: &mut Vec<String>,
+) -> Result<Vec<(String, String)>> {
+    if !request.datasets.is_empty() {
+        return Ok(request.datasets.clone());
+    }
+    let (present, skipped) = local_datasets(suite, request.root, defaults)?;
+    notes.extend(skipped);
+    Ok(present
+        .into_iter()
+        .map(|(n, s)| (n.to_owned(), s.to_owned()))
+        .collect())
+}
+
+/// Those of `defaults` that are in the local mirror, and a `skipped: <why>` note for each of the
+/// others; none local is an error listing every reason.
+pub fn local_datasets(
+    suite: &'static str,
+    root: &DataRoot,
+    defaults: &[(&'static str, &'static str)],
+) -> Result<(Vec<(&'static str, &'static str)>, Vec<String>)> {
+    let (present, missing) = root.partition_local(defaults);
+    let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    if present.is_empty() {
+        return Err(SuiteError::NoLocalData {
+            suite,
+            root: root.root().display().to_string(),
+            missing,
+        });
+    }
+    Ok((
+        present,
+        missing
+            .into_iter()
+            .map(|m| format!("skipped: {m}"))
+            .collect(),
+    ))
+}
+
+fn report(suite: &'static str, report: &impl serde::Serialize) -> Result<Value> {
+    serde_json::to_value(report).map_err(|e| SuiteError::Run {
+        suite,
+        source: Box::new(e),
+    })
+}
+
+fn failed<E: std::error::Error + Send + Sync + 'static>(
+    suite: &'static str,
+) -> impl Fn(E) -> SuiteError {
+    move |e| SuiteError::Run {
+        suite,
+        source: Box::new(e),
+    }
+}
+
+fn as_refs(datasets: &[(String, String)]) -> Vec<(&str, &str)> {
+    datasets
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.as_str()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

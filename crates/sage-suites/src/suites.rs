@@ -1,0 +1,392 @@
+//! The registered suites: each reads its options and calls its crate.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use evalrank::{Level, ListSource, PostProcess};
+use sage_core::VectorSimilarity;
+use sage_human_pref::Source;
+use serde::Deserialize;
+
+use crate::{
+    as_refs, datasets_or_local_defaults, failed, options, report, Outcome, Request, Result,
+    Subject, Suite, SuiteError,
+};
+
+fn names(datasets: &[(&str, &str)]) -> Vec<String> {
+    datasets.iter().map(|(n, s)| format!("{n}/{s}")).collect()
+}
+
+/// SAGE task 1, human-preference alignment ([`sage_human_pref`]). Options: `max_rows`, `margin`
+/// (least mean-rating difference for two summaries to become a comparison; default per dataset:
+/// SummEval 0.4, REALSumm 0.1, others 10% of the observed range).
+pub struct HumanPref;
+
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct HumanPrefOptions {
+    max_rows: Option<usize>,
+    margin: Option<f64>,
+}
+
+impl Default for HumanPrefOptions {
+    fn default() -> Self {
+        HumanPrefOptions {
+            max_rows: None,
+            margin: None,
+        }
+    }
+}
+
+/// `summarize-from-feedback/<any>` names the two feedback tables; any other name a rating
+/// dataset, with `margin` overriding its default.
+fn human_pref_source(dataset: &str, split: &str, margin: Option<f64>) -> Source {
+    let default_margin = match dataset {
+        "summarize-from-feedback" => return Source::summarize_from_feedback(),
+        "summeval" => Some(0.4),
+        "realsumm" => Some(0.1),
+        _ => None,
+    };
+    Source::Ratings {
+        dataset: dataset.to_owned(),
+        split: split.to_owned(),
+        margin: margin.or(default_margin),
+    }
+}
+
+impl Suite for HumanPref {
+    fn name(&self) -> &'static str {
+        "human-pref"
+    }
+    fn summary(&self) -> &'static str {
+        "SAGE task 1: agreement with human preferences and ratings of summaries"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        vec![
+            "summarize-from-feedback/validation".into(),
+            "summeval/ratings".into(),
+            "realsumm/ratings".into(),
+        ]
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let o: HumanPrefOptions = options(suite, &request.options)?;
+        let sources: Vec<Source> = if request.datasets.is_empty() {
+            let sources = Source::available(request.root);
+            if sources.is_empty() {
+                return Err(SuiteError::NoLocalData {
+                    suite,
+                    root: request.root.root().display().to_string(),
+                    missing: self.default_datasets(),
+                });
+            }
+            sources
+        } else {
+            request
+                .datasets
+                .iter()
+                .map(|(d, s)| human_pref_source(d, s, o.margin))
+                .collect()
+        };
+        let similarity = subject.similarity();
+        let r = sage_human_pref::evaluate(
+            similarity.as_ref(),
+            request.root,
+            &sources,
+            o.max_rows,
+            request.seed,
+        )
+        .map_err(failed(suite))?;
+        Ok(Outcome {
+            report: report(suite, &r)?,
+            notes: Vec::new(),
+        })
+    }
+}
+
+/// SAGE task 2, transformation robustness ([`sage_robustness`]); options:
+/// [`sage_robustness::Options`].
+pub struct Robustness;
+
+impl Suite for Robustness {
+    fn name(&self) -> &'static str {
+        "robustness"
+    }
+    fn summary(&self) -> &'static str {
+        "SAGE task 2: superficial > summary > semantic perturbations of documents"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&sage_robustness::DEFAULT_DATASETS)
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let o = sage_robustness::Options {
+            seed: request.seed,
+            ..options(suite, &request.options)?
+        };
+        let mut notes = Vec::new();
+        let datasets = datasets_or_local_defaults(
+            suite,
+            request,
+            &sage_robustness::DEFAULT_DATASETS,
+            &mut notes,
+        )?;
+        let similarity = subject.similarity();
+        let r =
+            sage_robustness::evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
+                .map_err(failed(suite))?;
+        Ok(Outcome {
+            report: report(suite, &r)?,
+            notes,
+        })
+    }
+}
+
+/// SAGE task 3, information sensitivity ([`sage_sensitivity`]); options:
+/// [`sage_sensitivity::Options`] (`truncate_tokens: null` keeps whole documents).
+pub struct Sensitivity;
+
+impl Suite for Sensitivity {
+    fn name(&self) -> &'static str {
+        "sensitivity"
+    }
+    fn summary(&self) -> &'static str {
+        "SAGE task 3: similarity against the expected degradation of needle insertion and token removal"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&sage_sensitivity::DEFAULT_DATASETS)
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let o = sage_sensitivity::Options {
+            seed: request.seed,
+            ..options(suite, &request.options)?
+        };
+        let mut notes = Vec::new();
+        let datasets = datasets_or_local_defaults(
+            suite,
+            request,
+            &sage_sensitivity::DEFAULT_DATASETS,
+            &mut notes,
+        )?;
+        let similarity = subject.similarity();
+        let r =
+            sage_sensitivity::evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
+                .map_err(failed(suite))?;
+        Ok(Outcome {
+            report: report(suite, &r)?,
+            notes,
+        })
+    }
+}
+
+/// SAGE task 4, clustering ([`sage_cluster`]); options: [`sage_cluster::Options`].
+pub struct Clustering;
+
+impl Suite for Clustering {
+    fn name(&self) -> &'static str {
+        "clustering"
+    }
+    fn summary(&self) -> &'static str {
+        "SAGE task 4: complete-linkage clustering of seeded subsets, V-measure"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&sage_cluster::DEFAULT_DATASETS)
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let o = sage_cluster::Options {
+            seed: request.seed,
+            ..options(suite, &request.options)?
+        };
+        let mut notes = Vec::new();
+        let datasets = datasets_or_local_defaults(
+            suite,
+            request,
+            &sage_cluster::DEFAULT_DATASETS,
+            &mut notes,
+        )?;
+        let similarity = subject.similarity();
+        let r = sage_cluster::evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
+            .map_err(failed(suite))?;
+        Ok(Outcome {
+            report: report(suite, &r)?,
+            notes,
+        })
+    }
+}
+
+/// SAGE task 5, retrieval robustness ([`sage_retrieval`]); options: [`sage_retrieval::Options`]
+/// (`mode`: `distractor` or `replace`).
+pub struct Retrieval;
+
+impl Suite for Retrieval {
+    fn name(&self) -> &'static str {
+        "retrieval"
+    }
+    fn summary(&self) -> &'static str {
+        "SAGE task 5: NDCG@10 retention on perturbed copies of BEIR corpora"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&sage_retrieval::DEFAULT_DATASETS)
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let mut o = sage_retrieval::Options {
+            seed: request.seed,
+            ..options(suite, &request.options)?
+        };
+        o.pair_budget = o.pair_budget.max(1);
+        let mut notes = Vec::new();
+        let datasets = datasets_or_local_defaults(
+            suite,
+            request,
+            &sage_retrieval::DEFAULT_DATASETS,
+            &mut notes,
+        )?;
+        let similarity = subject.similarity();
+        let r = sage_retrieval::evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
+            .map_err(failed(suite))?;
+        Ok(Outcome {
+            report: report(suite, &r)?,
+            notes,
+        })
+    }
+}
+
+/// ALIGN-SIM's five criteria ([`align_sim`]). Options: `max_rows` (rows sampled per dataset,
+/// default 1,750), `wordnet` (the WordNet 3.0 dict folder; default `wordnet/dict` under the data
+/// root).
+pub struct AlignSim;
+
+const ALIGN_SIM_DATASETS: [(&str, &str); 2] = [("mrpc", "test"), ("paws-wiki", "test")];
+
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct AlignSimOptions {
+    max_rows: usize,
+    wordnet: Option<PathBuf>,
+}
+
+impl Default for AlignSimOptions {
+    fn default() -> Self {
+        AlignSimOptions {
+            max_rows: 1750,
+            wordnet: None,
+        }
+    }
+}
+
+impl Suite for AlignSim {
+    fn name(&self) -> &'static str {
+        "align-sim"
+    }
+    fn summary(&self) -> &'static str {
+        "ALIGN-SIM: paraphrase, synonym, antonym, negation and jumbling criteria"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&ALIGN_SIM_DATASETS)
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let o: AlignSimOptions = options(suite, &request.options)?;
+        let wordnet = sage_perturb::WordNet::open(
+            o.wordnet
+                .unwrap_or_else(|| request.root.root().join("wordnet/dict")),
+        )
+        .map_err(failed(suite))?;
+        let mut notes = Vec::new();
+        let datasets = datasets_or_local_defaults(suite, request, &ALIGN_SIM_DATASETS, &mut notes)?;
+        let similarity = subject.similarity();
+        let r = align_sim::evaluate(
+            similarity.as_ref(),
+            request.root,
+            Arc::new(wordnet),
+            &as_refs(&datasets),
+            Some(o.max_rows),
+            request.seed,
+        )
+        .map_err(failed(suite))?;
+        Ok(Outcome {
+            report: report(suite, &r)?,
+            notes,
+        })
+    }
+}
+
+/// EvalRank ([`evalrank`]): positive pairs ranked against a background set. Options: `level`
+/// (`word` or `sentence`, required), `similarity` (`cosine` or `l2`), `lists` (`shipped` or
+/// `constructed`), `post` (`none`, `whitening` or `abtt`), `abtt_k` (default 2). Takes no
+/// datasets (the level names them) and no seed (nothing is sampled).
+pub struct EvalRank;
+
+#[derive(Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum PostName {
+    #[default]
+    None,
+    Whitening,
+    Abtt,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EvalRankOptions {
+    level: Level,
+    #[serde(default)]
+    similarity: VectorSimilarity,
+    #[serde(default)]
+    lists: ListSource,
+    #[serde(default)]
+    post: PostName,
+    #[serde(default = "two")]
+    abtt_k: usize,
+}
+
+fn two() -> usize {
+    2
+}
+
+impl Suite for EvalRank {
+    fn name(&self) -> &'static str {
+        "evalrank"
+    }
+    fn summary(&self) -> &'static str {
+        "EvalRank: MRR and Hits@k of positive pairs against a background set"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn takes_metrics(&self) -> bool {
+        false
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let model = subject.model(suite)?;
+        if !request.datasets.is_empty() {
+            return Err(SuiteError::Datasets {
+                suite,
+                message: "takes no datasets: the level (word or sentence) names its lists".into(),
+            });
+        }
+        let o: EvalRankOptions = options(suite, &request.options)?;
+        let post = match o.post {
+            PostName::None => PostProcess::None,
+            PostName::Whitening => PostProcess::Whitening,
+            PostName::Abtt => PostProcess::Abtt { k: o.abtt_k },
+        };
+        let r = evalrank::run(
+            request.root,
+            model.as_ref(),
+            o.level,
+            o.lists,
+            o.similarity,
+            post,
+        )
+        .map_err(failed(suite))?;
+        Ok(Outcome {
+            report: report(suite, &r)?,
+            notes: Vec::new(),
+        })
+    }
+}

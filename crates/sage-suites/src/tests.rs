@@ -1,0 +1,190 @@
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::*;
+
+fn fixtures() -> DataRoot {
+    DataRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"))
+}
+
+fn without_timings(mut report: Value) -> Value {
+    report.as_object_mut().unwrap().remove("timings");
+    report
+}
+
+/// A one-dimensional embedder: the text's length.
+struct Lengths(sage_core::EmbedderIdentity);
+
+impl Default for Lengths {
+    fn default() -> Self {
+        Lengths(sage_core::EmbedderIdentity {
+            model_id: "lengths".into(),
+            revision: None,
+            pooling: "none".into(),
+            normalize: false,
+            max_length: 0,
+        })
+    }
+}
+
+impl Embedder for Lengths {
+    fn identity(&self) -> &sage_core::EmbedderIdentity {
+        &self.0
+    }
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<ndarray::Array2<f32>> {
+        Ok(ndarray::Array2::from_shape_fn(
+            (texts.len(), 1),
+            |(i, _)| texts[i].len() as f32,
+        ))
+    }
+    fn dimension(&self) -> usize {
+        1
+    }
+}
+
+#[test]
+fn every_suite_is_found_by_its_name_once() {
+    let names: Vec<&str> = registry().iter().map(|s| s.name()).collect();
+    for name in &names {
+        assert_eq!(find(name).unwrap().name(), *name);
+        assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name}");
+    }
+    let e = find("sensitivty").err().unwrap().to_string();
+    assert!(
+        e.contains("\"sensitivty\"") && e.contains("sensitivity, clustering"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_registered_run_is_the_suite_crates_run_with_the_requests_seed_and_options() {
+    let root = fixtures();
+    let mut request = Request::new(&root)
+        .with_datasets(&["cnn-dailymail/sample"])
+        .unwrap();
+    request.seed = RunSeed(7);
+    request.options = json!({"max_rows": 3, "truncate_tokens": 64})
+        .as_object()
+        .unwrap()
+        .clone();
+    let outcome = find("sensitivity")
+        .unwrap()
+        .run(&Subject::Metric(Metric::Jaccard), &request)
+        .unwrap();
+    let direct = sage_sensitivity::evaluate(
+        Metric::Jaccard.similarity().as_ref(),
+        &root,
+        &[("cnn-dailymail", "sample")],
+        sage_sensitivity::Options {
+            max_rows: Some(3),
+            truncate_tokens: Some(64),
+            seed: RunSeed(7),
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        without_timings(outcome.report),
+        without_timings(serde_json::to_value(direct).unwrap())
+    );
+    assert!(outcome.notes.is_empty());
+}
+
+#[test]
+fn absent_options_keep_the_suites_defaults_and_null_clears_one() {
+    let defaults: sage_sensitivity::Options = options("sensitivity", &Map::new()).unwrap();
+    assert_eq!(defaults, sage_sensitivity::Options::default());
+    let whole: sage_sensitivity::Options = options(
+        "sensitivity",
+        json!({"truncate_tokens": null}).as_object().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(whole.truncate_tokens, None);
+    let replace: sage_retrieval::Options =
+        options("retrieval", json!({"mode": "replace"}).as_object().unwrap()).unwrap();
+    assert_eq!(replace.mode, sage_retrieval::Mode::Replace);
+}
+
+#[test]
+fn a_misspelt_or_mistyped_option_is_named() {
+    let root = fixtures();
+    let mut request = Request::new(&root);
+    request.options = json!({"max_row": 3}).as_object().unwrap().clone();
+    let e = find("robustness")
+        .unwrap()
+        .run(&Subject::Metric(Metric::Rouge), &request)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("robustness: options:") && e.contains("max_row"),
+        "{e}"
+    );
+    // the seed is the request's, never an option
+    request.options = json!({"seed": 3}).as_object().unwrap().clone();
+    let e = find("clustering")
+        .unwrap()
+        .run(&Subject::Metric(Metric::Rouge), &request)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("seed"), "{e}");
+    request.options = json!({"level": "paragraph"}).as_object().unwrap().clone();
+    let model: Arc<dyn Embedder> = Arc::new(Lengths::default());
+    let e = find("evalrank")
+        .unwrap()
+        .run(&Subject::Model(model), &request)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("paragraph"), "{e}");
+}
+
+#[test]
+fn malformed_datasets_and_misfit_subjects_are_refused() {
+    let root = fixtures();
+    assert!(Request::new(&root)
+        .with_datasets(&["mrpc"])
+        .unwrap_err()
+        .contains("\"mrpc\": expected name/split"));
+    assert!(Request::new(&root).with_datasets(&["/test"]).is_err());
+    let mut request = Request::new(&root);
+    request.options = json!({"level": "word"}).as_object().unwrap().clone();
+    let e = find("evalrank")
+        .unwrap()
+        .run(&Subject::Metric(Metric::Bm25), &request)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("give an embedding model, not the metric bm25"),
+        "{e}"
+    );
+    assert!(!find("evalrank").unwrap().takes_metrics());
+}
+
+#[test]
+fn missing_default_datasets_become_notes_and_none_local_is_an_error() {
+    let root = fixtures();
+    let request = Request::new(&root);
+    let mut notes = Vec::new();
+    let present = datasets_or_local_defaults(
+        "test",
+        &request,
+        &[("cnn-dailymail", "sample"), ("no-such-set", "test")],
+        &mut notes,
+    )
+    .unwrap();
+    assert_eq!(present, vec![("cnn-dailymail".into(), "sample".into())]);
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].starts_with("skipped: ") && notes[0].contains("no-such-set"),
+        "{notes:?}"
+    );
+    let empty = DataRoot::new(std::env::temp_dir().join("sage-suites-no-mirror"));
+    let e = find("robustness")
+        .unwrap()
+        .run(&Subject::Metric(Metric::Rouge), &Request::new(&empty))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("none of its datasets is in the local mirror"),
+        "{e}"
+    );
+}
