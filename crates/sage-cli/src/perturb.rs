@@ -2,12 +2,10 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use anyhow::{anyhow, Context, Result};
-use rayon::prelude::*;
+use anyhow::{anyhow, Result};
 use sage_core::RunSeed;
-use sage_perturb::{PerturbationSpec, WordNet};
+use sage_perturb::PerturbationSpec;
 use serde_json::Value;
 
 use crate::jsonl::{read_records, shown};
@@ -49,32 +47,21 @@ pub fn run(args: PerturbArgs) -> Result<()> {
         kind: args.kind.clone(),
         params,
     };
-    let wordnet_dir = args.wordnet.clone();
-    let perturbation = spec.build(|| {
-        let dir = wordnet_dir.or_else(WordNet::default_dir).ok_or_else(|| {
-            sage_perturb::PerturbError::Spec(format!(
-                "{} needs WordNet: pass --wordnet DIR or set SAGE_DATA_DIR (uses $SAGE_DATA_DIR/wordnet/dict)",
-                args.kind
-            ))
-        })?;
-        Ok(Arc::new(WordNet::open(dir)?))
-    })?;
+    let perturbation = spec.build_with_wordnet_dir(args.wordnet.clone())?;
     let records = read_records(&args.input)?;
     let texts: Vec<&str> = records
         .iter()
         .map(|r| r.str("text"))
         .collect::<Result<_>>()?;
     let id = perturbation.id();
-    let seed = RunSeed(args.seed);
-    let perturbed = texts
-        .par_iter()
-        .enumerate()
-        .map(|(i, text)| {
-            perturbation
-                .apply(text, &mut seed.rng_for_item(&id, i as u64))
-                .with_context(|| format!("{}:{}: {id}", shown(&args.input), records[i].line))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let perturbed = sage_perturb::perturb_texts(perturbation.as_ref(), &texts, RunSeed(args.seed))
+        .map_err(|(i, e)| {
+            anyhow::Error::new(e).context(format!(
+                "{}:{}: {id}",
+                shown(&args.input),
+                records[i].line
+            ))
+        })?;
     let mut out = Output::create(args.output)?;
     for (record, p) in records.iter().zip(perturbed) {
         let mut object = record.object.clone();

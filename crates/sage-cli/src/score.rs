@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use sage_core::{EmbeddingSimilarity, Similarity};
-use sage_metrics::{Bm25Plus, Metric};
+use sage_metrics::Metric;
 
 use crate::embed::ModelArgs;
 use crate::jsonl::read_records;
@@ -35,10 +35,7 @@ pub fn run(
         check_levenshtein_work(&texts, input, allow_long)?;
     }
     let similarity: Box<dyn Similarity> = match (metric, raw, &model.model) {
-        (Some(Metric::Bm25), true, _) => Box::new(Bm25Plus::raw()),
-        (Some(m), true, _) => {
-            anyhow::bail!("--raw only applies to bm25 ({m} has no batch normalisation)")
-        }
+        (Some(m), true, _) => m.raw_similarity()?,
         (Some(m), false, _) => m.similarity(),
         (None, true, _) => anyhow::bail!("--raw only applies to bm25"),
         (None, false, Some(spec)) => Box::new(EmbeddingSimilarity::cosine(model.load(spec)?)),

@@ -183,7 +183,7 @@ fn bad_input_names_file_and_line() {
     let ok = write(&dir, "ok.jsonl", "{\"text1\":\"a\",\"text2\":\"b\"}\n");
     fails_with(
         &["score", "--metric", "rouge", "--raw", "--input", &ok],
-        "--raw only applies to bm25",
+        "raw scores only apply to bm25 (rouge has no batch normalisation)",
     );
     let nan = write(
         &dir,

@@ -45,6 +45,12 @@ pub enum MetricsError {
         /// The name given.
         name: String,
     },
+    /// Raw scores asked of a metric that has no batch normalisation to leave out.
+    #[error("raw scores only apply to bm25 ({metric} has no batch normalisation)")]
+    NoRawScores {
+        /// The metric asked.
+        metric: Metric,
+    },
     /// An error from sage-core.
     #[error(transparent)]
     Core(#[from] sage_core::SageError),
@@ -89,6 +95,15 @@ impl Metric {
             Metric::Rouge => Box::new(Rouge),
             Metric::Jaccard => Box::new(Jaccard),
             Metric::Bm25 => Box::new(Bm25Plus::default()),
+        }
+    }
+
+    /// The metric without batch normalisation: raw BM25Plus scores. Only BM25 normalises over
+    /// its batch, so any other metric is an error rather than a silent no-op.
+    pub fn raw_similarity(self) -> Result<Box<dyn Similarity>, MetricsError> {
+        match self {
+            Metric::Bm25 => Ok(Box::new(Bm25Plus::raw())),
+            metric => Err(MetricsError::NoRawScores { metric }),
         }
     }
 }

@@ -93,6 +93,27 @@ pub trait Perturbation: Send + Sync {
     fn apply(&self, text: &str, rng: &mut ExperimentRng) -> Result<Perturbed>;
 }
 
+/// Perturbs every text, text `i` with the generator derived from `(seed, perturbation id, i)`:
+/// the same seed gives the same bytes on any machine and any number of threads. An error comes
+/// with the index of the text that caused it.
+pub fn perturb_texts(
+    perturbation: &dyn Perturbation,
+    texts: &[&str],
+    seed: sage_core::RunSeed,
+) -> std::result::Result<Vec<Perturbed>, (usize, PerturbError)> {
+    use rayon::prelude::*;
+    let id = perturbation.id();
+    texts
+        .par_iter()
+        .enumerate()
+        .map(|(i, text)| {
+            perturbation
+                .apply(text, &mut seed.rng_for_item(&id, i as u64))
+                .map_err(|e| (i, e))
+        })
+        .collect()
+}
+
 /// A perturbed text with its provenance.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Perturbed {
@@ -362,6 +383,23 @@ impl PerturbationSpec {
         },
         kind("jumbling", &[Parameter::count("n", 1.0, 0.0, 1e6)]),
     ];
+
+    /// Builds the perturbation, opening WordNet (for the kinds that need it) from `wordnet_dir`,
+    /// else from `$SAGE_DATA_DIR/wordnet/dict`.
+    pub fn build_with_wordnet_dir(
+        &self,
+        wordnet_dir: Option<PathBuf>,
+    ) -> Result<Box<dyn Perturbation>> {
+        self.build(|| {
+            let dir = wordnet_dir.or_else(WordNet::default_dir).ok_or_else(|| {
+                PerturbError::Spec(format!(
+                    "{} needs WordNet: give the WordNet 3.0 dict folder (--wordnet DIR, wordnet=) or set SAGE_DATA_DIR (uses $SAGE_DATA_DIR/wordnet/dict)",
+                    self.kind
+                ))
+            })?;
+            Ok(Arc::new(WordNet::open(dir)?))
+        })
+    }
 
     /// Builds the perturbation; `wordnet` is opened only for the kinds that need it.
     pub fn build(
