@@ -13,6 +13,39 @@ use crate::{
     Subject, Suite, SuiteError,
 };
 
+/// A SAGE task over documents: its crate's `Options` read from the request (the request's seed put
+/// in by `seed`), its datasets or the local defaults, and its crate's `evaluate`.
+fn document_task<O, R, E>(
+    suite: &'static str,
+    subject: &Subject,
+    request: &Request,
+    defaults: &[(&'static str, &'static str)],
+    seed: impl FnOnce(&mut O, sage_core::RunSeed),
+    evaluate: impl FnOnce(
+        &dyn sage_core::Similarity,
+        &sage_data::DataRoot,
+        &[(&str, &str)],
+        O,
+    ) -> std::result::Result<R, E>,
+) -> Result<Outcome>
+where
+    O: serde::de::DeserializeOwned,
+    R: serde::Serialize,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let mut o: O = options(suite, &request.options)?;
+    seed(&mut o, request.seed);
+    let mut notes = Vec::new();
+    let datasets = datasets_or_local_defaults(suite, request, defaults, &mut notes)?;
+    let similarity = subject.similarity();
+    let r = evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
+        .map_err(failed(suite))?;
+    Ok(Outcome {
+        report: report(suite, &r)?,
+        notes,
+    })
+}
+
 fn names(datasets: &[(&str, &str)]) -> Vec<String> {
     datasets.iter().map(|(n, s)| format!("{n}/{s}")).collect()
 }
@@ -119,26 +152,14 @@ impl Suite for Robustness {
         names(&sage_robustness::DEFAULT_DATASETS)
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        let suite = self.name();
-        let o = sage_robustness::Options {
-            seed: request.seed,
-            ..options(suite, &request.options)?
-        };
-        let mut notes = Vec::new();
-        let datasets = datasets_or_local_defaults(
-            suite,
+        document_task(
+            self.name(),
+            subject,
             request,
             &sage_robustness::DEFAULT_DATASETS,
-            &mut notes,
-        )?;
-        let similarity = subject.similarity();
-        let r =
-            sage_robustness::evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
-                .map_err(failed(suite))?;
-        Ok(Outcome {
-            report: report(suite, &r)?,
-            notes,
-        })
+            |o: &mut sage_robustness::Options, seed| o.seed = seed,
+            sage_robustness::evaluate,
+        )
     }
 }
 
@@ -157,26 +178,14 @@ impl Suite for Sensitivity {
         names(&sage_sensitivity::DEFAULT_DATASETS)
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        let suite = self.name();
-        let o = sage_sensitivity::Options {
-            seed: request.seed,
-            ..options(suite, &request.options)?
-        };
-        let mut notes = Vec::new();
-        let datasets = datasets_or_local_defaults(
-            suite,
+        document_task(
+            self.name(),
+            subject,
             request,
             &sage_sensitivity::DEFAULT_DATASETS,
-            &mut notes,
-        )?;
-        let similarity = subject.similarity();
-        let r =
-            sage_sensitivity::evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
-                .map_err(failed(suite))?;
-        Ok(Outcome {
-            report: report(suite, &r)?,
-            notes,
-        })
+            |o: &mut sage_sensitivity::Options, seed| o.seed = seed,
+            sage_sensitivity::evaluate,
+        )
     }
 }
 
@@ -194,25 +203,14 @@ impl Suite for Clustering {
         names(&sage_cluster::DEFAULT_DATASETS)
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        let suite = self.name();
-        let o = sage_cluster::Options {
-            seed: request.seed,
-            ..options(suite, &request.options)?
-        };
-        let mut notes = Vec::new();
-        let datasets = datasets_or_local_defaults(
-            suite,
+        document_task(
+            self.name(),
+            subject,
             request,
             &sage_cluster::DEFAULT_DATASETS,
-            &mut notes,
-        )?;
-        let similarity = subject.similarity();
-        let r = sage_cluster::evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
-            .map_err(failed(suite))?;
-        Ok(Outcome {
-            report: report(suite, &r)?,
-            notes,
-        })
+            |o: &mut sage_cluster::Options, seed| o.seed = seed,
+            sage_cluster::evaluate,
+        )
     }
 }
 
@@ -231,26 +229,14 @@ impl Suite for Retrieval {
         names(&sage_retrieval::DEFAULT_DATASETS)
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        let suite = self.name();
-        let mut o = sage_retrieval::Options {
-            seed: request.seed,
-            ..options(suite, &request.options)?
-        };
-        o.pair_budget = o.pair_budget.max(1);
-        let mut notes = Vec::new();
-        let datasets = datasets_or_local_defaults(
-            suite,
+        document_task(
+            self.name(),
+            subject,
             request,
             &sage_retrieval::DEFAULT_DATASETS,
-            &mut notes,
-        )?;
-        let similarity = subject.similarity();
-        let r = sage_retrieval::evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
-            .map_err(failed(suite))?;
-        Ok(Outcome {
-            report: report(suite, &r)?,
-            notes,
-        })
+            |o: &mut sage_retrieval::Options, seed| o.seed = seed,
+            sage_retrieval::evaluate,
+        )
     }
 }
 

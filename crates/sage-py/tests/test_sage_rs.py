@@ -1,0 +1,293 @@
+"""The sage_rs package against the references and against the `sage` command."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import sage_rs
+from sage_rs import measures
+
+from conftest import FIXTURES, MIRROR
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def without(report, *keys):
+    return {k: v for k, v in report.items() if k not in keys}
+
+
+def assert_close(a, b, tolerance, where="report"):
+    """Equal structure; numbers within `tolerance` (absolute)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for k in a:
+            assert_close(a[k], b[k], tolerance, f"{where}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_close(x, y, tolerance, f"{where}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=0, abs_tol=tolerance), f"{where}: {a} vs {b}"
+    else:
+        assert a == b, f"{where}: {a!r} vs {b!r}"
+
+
+# --- metrics -----------------------------------------------------------------------------------
+
+
+def test_metrics_equal_the_python_references():
+    # golden values: tests/reference/golden_metrics.py (python-Levenshtein, rouge_score,
+    # rank_bm25, tiktoken), the file the Rust parity tests read
+    pairs = [(r["text1"], r["text2"]) for r in read_jsonl(FIXTURES / "metric_pairs.jsonl")]
+    golden = read_jsonl(FIXTURES / "metric_pairs.golden.jsonl")
+    assert sorted(sage_rs.metrics()) == ["bm25", "jaccard", "levenshtein", "rouge"]
+    for metric in sage_rs.metrics():
+        scores = sage_rs.score_pairs(metric, pairs)
+        assert scores.dtype == np.float32 and scores.shape == (len(pairs),)
+        np.testing.assert_allclose(scores, [g[metric] for g in golden], atol=1e-6, err_msg=metric)
+    raw = sage_rs.score_pairs("bm25", pairs, raw=True)
+    np.testing.assert_allclose(raw, [g["bm25_raw"] for g in golden], rtol=1e-6)
+    a, b = pairs[0]
+    assert sage_rs.score("rouge", a, b) == pytest.approx(golden[0]["rouge"], abs=1e-6)
+
+
+def test_metric_errors_are_clear():
+    with pytest.raises(sage_rs.SageError, match=r"raw scores only apply to bm25 \(rouge"):
+        sage_rs.score_pairs("rouge", [("a", "b")], raw=True)
+    with pytest.raises(sage_rs.SageError, match="no-such-model"):
+        sage_rs.score_pairs("no-such-model", [("a", "b")])
+
+
+# --- perturbations -----------------------------------------------------------------------------
+
+TEXTS = [
+    "The committee approved the budget on Monday, but three members did not vote.",
+    "Researchers found 12 new species in 2019; none of them were insects.",
+    "It is not raining in London today.",
+]
+
+
+def test_perturbations_are_the_clis_bytes(sage_cli, tmp_path):
+    source = tmp_path / "texts.jsonl"
+    source.write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS))
+    cases = [
+        ("random-capitalisation", {}),
+        ("character-deletion", {}),
+        ("numerisation", {}),
+        ("negation-toggle", {}),
+        ("sentence-shuffle", {}),
+        ("word-shuffle", {}),
+        ("needle-insertion", {"p": 0.5, "pos": 0.25}),
+        ("token-removal", {"size": 0.3, "pos": 0.2}),
+        ("antonym-replacement", {}),
+        ("synonym-replacement", {}),
+        ("jumbling", {"n": 2}),
+    ]
+    wordnet = MIRROR / "wordnet" / "dict"
+    for kind, params in cases:
+        args = ["perturb", "--kind", kind, "--seed", 7, "--input", source, "--wordnet", wordnet]
+        for k, v in params.items():
+            args += ["--param", f"{k}={v}"]
+        cli = [json.loads(line) for line in sage_cli(*args).splitlines()]
+        ours = sage_rs.perturb(kind, TEXTS, seed=7, wordnet=wordnet, **params)
+        assert ours == cli, kind
+
+
+def test_perturbations_are_seeded():
+    first = sage_rs.perturb("word-shuffle", TEXTS, seed=3)
+    assert first == sage_rs.perturb("word-shuffle", TEXTS, seed=3)
+    assert first != sage_rs.perturb("word-shuffle", TEXTS, seed=4)
+    assert all(r["perturbation"] == "word-shuffle" and r["seed"] == 3 for r in first)
+    kinds = {k["name"]: k for k in sage_rs.perturbation_kinds()}
+    assert kinds["needle-insertion"]["parameters"][0]["name"] == "p"
+    assert kinds["synonym-replacement"]["needs_wordnet"]
+    with pytest.raises(sage_rs.SageError, match="unknown perturbation"):
+        sage_rs.perturb("no-such-kind", TEXTS)
+    with pytest.raises(TypeError, match="not one string"):
+        sage_rs.perturb("word-shuffle", "one text")
+
+
+# --- measures ----------------------------------------------------------------------------------
+
+
+def test_measures():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=50)
+    y = x + rng.normal(size=50)
+    assert measures.pearson(x, y) == pytest.approx(np.corrcoef(x, y)[0, 1], abs=1e-12)
+    ranks = lambda v: np.argsort(np.argsort(v))  # no ties in continuous draws
+    assert measures.spearman(x, y) == pytest.approx(
+        np.corrcoef(ranks(x), ranks(y))[0, 1], abs=1e-12
+    )
+    ms = measures.mean_std(x, ddof=1)
+    assert ms["mean"] == pytest.approx(x.mean()) and ms["std"] == pytest.approx(x.std(ddof=1))
+    assert measures.harmonic_mean([1, 2, 4]) == pytest.approx(3 / (1 + 0.5 + 0.25))
+    # statsmodels multipletests([0.01, 0.04, 0.03], method="holm")
+    holm = measures.holm([0.01, 0.04, 0.03])
+    assert holm["adjusted"] == pytest.approx([0.03, 0.06, 0.06])
+    assert measures.v_measure(["a", "a", "b"], [1, 1, 2])["v_measure"] == pytest.approx(1.0)
+    c = measures.binary_classification([True, False, True, True], [True, True, False, True])
+    assert c["accuracy"] == pytest.approx(0.5) and c["precision"] == pytest.approx(2 / 3)
+    run = [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)]
+    qrels = {"d2": 1, "d3": 1}
+    assert measures.reciprocal_rank(run, qrels) == pytest.approx(0.5)
+    assert measures.average_precision(run, qrels) == pytest.approx((1 / 2 + 2 / 3) / 2)
+    ideal = 1 + 1 / math.log2(3)
+    assert measures.ndcg_at_k(run, qrels, 10) == pytest.approx(
+        (1 / math.log2(3) + 1 / math.log2(4)) / ideal
+    )
+    hl = measures.hodges_lehmann(y, x, seed=1)
+    assert hl == measures.hodges_lehmann(y, x, seed=1)
+    w = measures.wilcoxon(y, x)
+    assert 0 <= w["p_value"] <= 1
+    with pytest.raises(sage_rs.SageError, match="pearson"):
+        measures.pearson([1, 1, 1], [1, 2, 3])
+
+
+# --- suites ------------------------------------------------------------------------------------
+
+
+def test_every_registered_suite_is_listed():
+    names = [s["name"] for s in sage_rs.suites()]
+    assert names[:5] == ["human-pref", "robustness", "sensitivity", "clustering", "retrieval"]
+    assert {"align-sim", "evalrank"} <= set(names)
+
+
+def test_a_suite_run_equals_the_clis_report(sage_cli):
+    for suite, cli_options, options in [
+        ("sensitivity", ["--max-rows", 3, "--truncate-tokens", 256], {"max_rows": 3, "truncate_tokens": 256}),
+        ("robustness", ["--max-rows", 3], {"max_rows": 3}),
+    ]:
+        cli = json.loads(
+            sage_cli(
+                "run", suite, "--similarity", "rouge", "--dataset", "cnn-dailymail/sample",
+                "--seed", 11, "--data-dir", MIRROR, *cli_options,
+            )
+        )
+        ours = sage_rs.run(
+            suite, "rouge", datasets=["cnn-dailymail/sample"], seed=11, data_dir=MIRROR, **options
+        )
+        assert without(ours, "timings") == without(cli, "timings"), suite
+
+
+def test_suite_errors_name_what_is_wrong():
+    with pytest.raises(sage_rs.SageError, match="unknown field `max_row`"):
+        sage_rs.run("sensitivity", "rouge", data_dir=MIRROR, max_row=3)
+    with pytest.raises(sage_rs.SageError, match='unknown suite "sensitivty"'):
+        sage_rs.run("sensitivty", "rouge", data_dir=MIRROR)
+    with pytest.raises(sage_rs.SageError, match="not a metric"):
+        sage_rs.run("evalrank", "rouge", data_dir=MIRROR, level="word")
+    with pytest.raises(sage_rs.SageError, match="expected name/split"):
+        sage_rs.run("sensitivity", "rouge", data_dir=MIRROR, datasets=["cnn-dailymail"])
+
+
+def test_missing_default_datasets_are_warnings():
+    with pytest.warns(sage_rs.SkippedWarning) as caught:
+        report = sage_rs.run("clustering", "jaccard", data_dir=MIRROR, subsets=1, max_texts=30)
+    skipped = sorted(str(w.message).split(" is not")[0] for w in caught)
+    assert skipped == [
+        "clustering: skipped: dataset reddit",
+        "clustering: skipped: dataset stackexchange",
+    ]
+    assert [d["dataset"] for d in report["datasets"]] == ["twentynewsgroups/test"]
+
+
+# --- Python encoders ---------------------------------------------------------------------------
+
+
+class LetterCounts:
+    """A deterministic toy model with SentenceTransformer's prompt interface; records what each
+    call was asked."""
+
+    prompts = {"query": "query: ", "document": "passage: "}
+
+    def __init__(self):
+        self.calls = []
+
+    def encode(self, sentences, prompt_name=None, batch_size=32):
+        self.calls.append((prompt_name, len(sentences)))
+        prefix = self.prompts.get(prompt_name, "")
+        return np.array(
+            [[(prefix + s).lower().count(c) for c in "etaoinshrdlu"] for s in sentences],
+            dtype=np.float64,
+        )
+
+
+def test_a_python_encoder_runs_a_suite_with_its_roles():
+    model = LetterCounts()
+    encoder = sage_rs.Encoder(model, name="letter-counts")
+    assert encoder.dimension == 12
+    assert encoder.role_variants == {
+        "plain": None,
+        "query": "prompt_name=query",
+        "document": "prompt_name=document",
+    }
+    report = sage_rs.run(
+        "retrieval", encoder, data_dir=MIRROR, datasets=["scifact/test"], max_queries=5,
+        max_docs=40,
+    )
+    assert report["similarity"].startswith("letter-counts")
+    roles = {name for name, _ in model.calls}
+    assert {"query", "document"} <= roles, model.calls
+    # a bare model works too, named after its class
+    plain = sage_rs.run("clustering", LetterCounts(), data_dir=MIRROR,
+                        datasets=["twentynewsgroups/test"], subsets=1, max_texts=30)
+    assert 0 <= plain["score"] <= 1
+
+
+def test_a_failing_encoder_is_reported_with_its_error():
+    class Broken:
+        def encode(self, sentences):
+            if len(sentences) > 1:
+                raise ValueError("the GPU is on fire")
+            return np.zeros((1, 3), dtype=np.float32)
+
+    with pytest.raises(sage_rs.SageError, match="the GPU is on fire") as e:
+        sage_rs.score_pairs(Broken(), [("a", "b"), ("c", "d")])
+    assert "Python encoder Broken" in str(e.value)
+
+    class Short:
+        def encode(self, sentences):
+            return np.zeros((1, 3), dtype=np.float32)
+
+    with pytest.raises(sage_rs.SageError, match=r"returned a 1x3 matrix for 4 texts"):
+        sage_rs.score_pairs(Short(), [("a", "b"), ("c", "d")])
+    with pytest.raises(TypeError, match="no encode method"):
+        sage_rs.Encoder(42)
+
+
+# --- real models -------------------------------------------------------------------------------
+
+
+def test_sage_model_vectors(minilm):
+    model = sage_rs.Model(str(minilm), cache=False)
+    texts = ["A man is playing a guitar.", "Ein Mann spielt Gitarre.", "The stock market fell."]
+    batch = model.embed(texts)
+    assert batch.dtype == np.float32 and batch.shape == (3, model.dimension) == (3, 384)
+    for i, text in enumerate(texts):
+        np.testing.assert_allclose(model.embed([text])[0], batch[i], atol=1e-5)
+    assert json.loads(model.identity_json)["pooling"] == "mean"
+
+
+def test_sensitivity_over_minilm_equals_the_cli(sage_cli, minilm):
+    common = ["--dataset", "cnn-dailymail/sample", "--max-rows", 3, "--truncate-tokens", 200,
+              "--data-dir", MIRROR]
+    cli = json.loads(sage_cli("run", "sensitivity", "--model", minilm, "--no-cache", *common))
+    options = dict(datasets=["cnn-dailymail/sample"], max_rows=3, truncate_tokens=200,
+                   data_dir=MIRROR)
+    # the same engine (sage's candle model): the same vectors, the same numbers
+    ours = sage_rs.run("sensitivity", sage_rs.Model(str(minilm), cache=False), **options)
+    assert_close(without(ours, "timings"), without(cli, "timings"), 1e-6)
+
+    # sentence-transformers (PyTorch) on the same weights: another engine, so the vectors agree
+    # to float32 rounding (cosine > 0.9999, as the embedding golden tests) and the scores to 1e-4
+    st = pytest.importorskip("sentence_transformers")
+    model = st.SentenceTransformer(str(minilm), device="cpu")
+    torch_report = sage_rs.run("sensitivity", model, name="all-MiniLM-L6-v2", **options)
+    assert_close(
+        without(torch_report, "timings", "similarity"), without(cli, "timings", "similarity"), 1e-4
+    )
