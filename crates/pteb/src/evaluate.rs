@@ -553,7 +553,11 @@ fn judge_dataset(
 }
 
 /// Pooled paraphrased − original over every (dataset, run) that counts.
-fn pooled(results: &[DatasetResult], options: &Options, seed: RunSeed) -> Result<Option<Pooled>> {
+pub(crate) fn pooled(
+    results: &[DatasetResult],
+    options: &Options,
+    seed: RunSeed,
+) -> Result<Option<Pooled>> {
     let (paraphrased, original): (Vec<f64>, Vec<f64>) = results
         .iter()
         .filter(|d| counts(d, options))
@@ -684,93 +688,7 @@ pub fn compare(
 mod tests {
     use super::*;
     use crate::paraphrase::ParaphraseSettings;
-    use crate::quality::{QualityFigures, Verdict};
-
-    fn figures() -> QualityFigures {
-        QualityFigures {
-            reference_cosine: 0.9,
-            share_below: 0.0,
-            edit_distance: 0.5,
-            fallback_share: 0.05,
-        }
-    }
-
-    fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebReport {
-        let datasets: Vec<DatasetResult> = scores
-            .iter()
-            .map(|(name, original, runs)| DatasetResult {
-                dataset: (*name).into(),
-                split: "test".into(),
-                task: TaskKind::Sts,
-                metric: "cosine_spearman".into(),
-                rows: RowSelection {
-                    dataset: (*name).into(),
-                    split: "test".into(),
-                    total_rows: 10,
-                    used_rows: 10,
-                    max_rows: None,
-                    seed: 1337,
-                    empty_text_rows: 0,
-                    checksum: "0".into(),
-                },
-                original: *original,
-                runs: runs
-                    .iter()
-                    .enumerate()
-                    .map(|(r, &score)| RunResult {
-                        seed: 1337 + r as u64,
-                        score,
-                        quality: figures(),
-                        texts: 20,
-                        fallbacks: 1,
-                        retries: 0,
-                        cache_hits: 0,
-                    })
-                    .collect(),
-                paraphrased: mean_std(runs, 1).unwrap(),
-                delta: mean(runs).unwrap() - original,
-                fallbacks: 3,
-                examples: vec![],
-                quality: DatasetQuality {
-                    reference_encoder: "words".into(),
-                    figures: figures(),
-                    judge: None,
-                    verdict: Verdict {
-                        qualified: !name.starts_with("unqualified"),
-                        ..Verdict::default()
-                    },
-                },
-            })
-            .collect();
-        let options = Options::default();
-        let pooled = pooled(&datasets, &options, RunSeed(1337)).unwrap();
-        PtebReport {
-            suite: "pteb".into(),
-            encoder: EmbedderIdentity {
-                model_id: model.into(),
-                revision: None,
-                pooling: "mean".into(),
-                normalize: true,
-                max_length: 256,
-            },
-            paraphraser: ParaphraserIdentity {
-                backend: "test".into(),
-                settings: ParaphraseSettings::default(),
-                instruction: "x".into(),
-            },
-            options,
-            seeds: vec![1337, 1338, 1339],
-            fallbacks: 3 * datasets.len() as u64,
-            unqualified: datasets
-                .iter()
-                .filter(|d| !d.quality.verdict.qualified)
-                .map(|d| format!("{}/{}", d.dataset, d.split))
-                .collect(),
-            datasets,
-            pooled,
-            timings: Timings::default(),
-        }
-    }
+    use crate::testing::report;
 
     #[test]
     fn pooled_shift_and_comparisons_with_holm() {

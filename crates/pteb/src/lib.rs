@@ -38,6 +38,7 @@ mod evaluate;
 mod gguf;
 mod http;
 mod llama;
+pub mod mteb;
 mod paraphrase;
 mod prompt;
 mod qmatmul;

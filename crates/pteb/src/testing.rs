@@ -6,8 +6,15 @@ use std::sync::Mutex;
 use ndarray::Array2;
 use sage_core::{Embedder, EmbedderIdentity};
 
+use sage_core::measures::{mean, mean_std};
+use sage_core::{RunSeed, Timings};
+use sage_data::RowSelection;
+
 use crate::chat::{ChatMessage, ChatModel, Completion, Sampling};
-use crate::Result;
+use crate::evaluate::pooled;
+use crate::paraphrase::ParaphraseSettings;
+use crate::quality::{DatasetQuality, QualityFigures, Verdict};
+use crate::{DatasetResult, Options, ParaphraserIdentity, PtebReport, Result, RunResult, TaskKind};
 
 /// Bag of hashed words: texts sharing words are close, texts sharing none are orthogonal
 /// (with 256 bins, for these few words).
@@ -64,5 +71,94 @@ impl ChatModel for Scripted {
         let text = m[1].content.rsplit("Text: ").next().unwrap();
         let (text, truncated) = (self.answer)(text, s.seed);
         Ok(Completion { text, truncated })
+    }
+}
+
+/// Quality figures that pass the default gate.
+pub(crate) fn figures() -> QualityFigures {
+    QualityFigures {
+        reference_cosine: 0.9,
+        share_below: 0.0,
+        edit_distance: 0.5,
+        fallback_share: 0.05,
+    }
+}
+
+/// A PTEB report of STS datasets `(name, original, three paraphrased scores)`; datasets whose
+/// name starts with `unqualified` fail the quality gate.
+pub(crate) fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebReport {
+    let datasets: Vec<DatasetResult> = scores
+        .iter()
+        .map(|(name, original, runs)| DatasetResult {
+            dataset: (*name).into(),
+            split: "test".into(),
+            task: TaskKind::Sts,
+            metric: "cosine_spearman".into(),
+            rows: RowSelection {
+                dataset: (*name).into(),
+                split: "test".into(),
+                total_rows: 10,
+                used_rows: 10,
+                max_rows: None,
+                seed: 1337,
+                empty_text_rows: 0,
+                checksum: "0".into(),
+            },
+            original: *original,
+            runs: runs
+                .iter()
+                .enumerate()
+                .map(|(r, &score)| RunResult {
+                    seed: 1337 + r as u64,
+                    score,
+                    quality: figures(),
+                    texts: 20,
+                    fallbacks: 1,
+                    retries: 0,
+                    cache_hits: 0,
+                })
+                .collect(),
+            paraphrased: mean_std(runs, 1).unwrap(),
+            delta: mean(runs).unwrap() - original,
+            fallbacks: 3,
+            examples: vec![],
+            quality: DatasetQuality {
+                reference_encoder: "words".into(),
+                figures: figures(),
+                judge: None,
+                verdict: Verdict {
+                    qualified: !name.starts_with("unqualified"),
+                    ..Verdict::default()
+                },
+            },
+        })
+        .collect();
+    let options = Options::default();
+    let pooled = pooled(&datasets, &options, RunSeed(1337)).unwrap();
+    PtebReport {
+        suite: "pteb".into(),
+        encoder: EmbedderIdentity {
+            model_id: model.into(),
+            revision: None,
+            pooling: "mean".into(),
+            normalize: true,
+            max_length: 256,
+        },
+        paraphraser: ParaphraserIdentity {
+            backend: "test".into(),
+            settings: ParaphraseSettings::default(),
+            instruction: "x".into(),
+        },
+        options,
+        seeds: vec![1337, 1338, 1339],
+        fallbacks: 3 * datasets.len() as u64,
+        unqualified: datasets
+            .iter()
+            .filter(|d| !d.quality.verdict.qualified)
+            .map(|d| format!("{}/{}", d.dataset, d.split))
+            .collect(),
+        datasets,
+        pooled,
+        timings: Timings::default(),
     }
 }

@@ -66,6 +66,11 @@ pub struct PtebArgs {
     /// Write the report here (atomically) instead of standard output.
     #[arg(long)]
     output: Option<PathBuf>,
+    /// Also write each model's original-condition scores as MTEB result files into the MTEB
+    /// result cache DIR (`DIR/results/<owner>__<model>/<revision>/<Task>.json` and
+    /// `model_meta.json`): `mteb.ResultCache(DIR).load_results()` reads them.
+    #[arg(long, value_name = "DIR")]
+    mteb_output: Option<PathBuf>,
 }
 
 /// How an LLM (paraphraser or judge) is reached and run.
@@ -430,6 +435,15 @@ pub fn run(args: PtebArgs) -> Result<()> {
         }
         if !report.unqualified.is_empty() {
             eprintln!("sage: pteb: {}", pteb::NOT_QUALIFIED_ADVICE);
+        }
+        if let Some(dir) = &args.mteb_output {
+            let written = pteb::mteb::write_original_scores(dir, &report)?;
+            eprintln!(
+                "sage: pteb: {} MTEB result files for {} under {}",
+                written.len(),
+                report.encoder.model_id,
+                dir.display()
+            );
         }
         Ok(report)
     };

@@ -48,12 +48,22 @@ def sage_cli():
     return run
 
 
+def model_folder(name, weights):
+    models = os.environ.get("SAGE_MODELS_DIR", os.path.expanduser("~/.cache/sage-models"))
+    folder = Path(models) / name
+    if not any(folder.glob(weights)):
+        pytest.skip(f"no {folder}: run `bash ../shared/tools/fetch-models.sh` to fetch it")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The SmolLM2-135M GGUF paraphraser folder under $SAGE_MODELS_DIR."""
+    return model_folder("SmolLM2-135M-Instruct-GGUF", "*.gguf")
+
+
 @pytest.fixture(scope="session")
 def minilm():
     """The all-MiniLM-L6-v2 folder under $SAGE_MODELS_DIR (what ../shared/tools/fetch-models.sh
     fills)."""
-    models = os.environ.get("SAGE_MODELS_DIR", os.path.expanduser("~/.cache/sage-models"))
-    folder = Path(models) / "all-MiniLM-L6-v2"
-    if not (folder / "model.safetensors").exists():
-        pytest.skip(f"no {folder}: run `bash ../shared/tools/fetch-models.sh` to fetch it")
-    return folder
+    return model_folder("all-MiniLM-L6-v2", "model.safetensors")

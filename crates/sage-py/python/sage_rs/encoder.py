@@ -74,11 +74,13 @@ class Encoder:
         self.dimension = int(dimension) if dimension is not None else self._dimension()
 
     def _dimension(self) -> int:
-        ask = getattr(self.model, "get_sentence_embedding_dimension", None)
-        if callable(ask):
-            width = ask()
-            if width:
-                return int(width)
+        # sentence-transformers 5 renamed get_sentence_embedding_dimension
+        for method in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
+            ask = getattr(self.model, method, None)
+            if callable(ask):
+                width = ask()
+                if width:
+                    return int(width)
         return int(self.encode(["dimension probe"], "plain").shape[1])
 
     def encode(self, texts: List[str], role: str = "plain") -> np.ndarray:

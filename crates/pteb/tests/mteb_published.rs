@@ -1,0 +1,76 @@
+//! PTEB's original-condition scores against MTEB's published ones: all-mpnet-base-v2 (sage's
+//! candle model) on the shipped BIOSSES and STS Benchmark test sets, scored as PTEB scores them,
+//! equals MTEB's leaderboard results to 0.1 points, and the files PTEB writes read back as those
+//! scores. Needs the data mirror and the model folder; says `skipped:` without them.
+
+use pteb::mteb::{read_results, write_results, OriginalScore};
+use pteb::{load_task, Options};
+use sage_core::RunSeed;
+use sage_data::DataRoot;
+use sage_embed::{load_embedder, ResolveOptions};
+
+/// MTEB's published main scores (0–1) for sentence-transformers/all-mpnet-base-v2, revision
+/// 84f2bcc00d77236f9e89c8a360a00fb1139bf47d, mteb 1.12.75: embeddings-benchmark/results,
+/// results/sentence-transformers__all-mpnet-base-v2/84f2bcc00d77236f9e89c8a360a00fb1139bf47d/
+/// BIOSSES.json (commit 87b30e96) and STSBenchmark.json (commit 319e81d6), "main_score" of the
+/// test split.
+const PUBLISHED: [(&str, &str, f64); 2] = [
+    ("biosses", "BIOSSES", 0.8043195317854409),
+    ("stsb", "STSBenchmark", 0.8342190973012376),
+];
+
+#[test]
+fn original_sts_scores_equal_mtebs_published_ones() {
+    let Some((data, model_dir)) = sage_core::test_support::data_and_model_or_skip(
+        "all-mpnet-base-v2",
+        "original_sts_scores_equal_mtebs_published_ones",
+    ) else {
+        return;
+    };
+    let root = DataRoot::new(data);
+    let model = load_embedder(
+        model_dir.to_str().unwrap(),
+        &ResolveOptions::from_env(),
+        Default::default(),
+    )
+    .unwrap();
+    let options = Options {
+        max_rows: None,
+        ..Options::default()
+    };
+    let mut datasets = Vec::new();
+    for (dataset, task_name, published) in PUBLISHED {
+        let (task, rows) = load_task(&root, dataset, "test", &options).unwrap();
+        assert_eq!(
+            rows.used_rows, rows.total_rows,
+            "{dataset}: every row, as MTEB"
+        );
+        let ours = task.score(model.as_ref(), None, RunSeed(1337)).unwrap();
+        eprintln!("{task_name}: sage {ours:.5}, MTEB published {published:.5}");
+        assert!(
+            (ours - published).abs() <= 0.001,
+            "{task_name}: sage {ours} vs MTEB published {published}"
+        );
+        datasets.push((dataset, task_name, ours));
+    }
+    // written as MTEB files, read back equal
+    let scores: Vec<OriginalScore> = datasets
+        .iter()
+        .map(|&(dataset, _, score)| OriginalScore {
+            dataset,
+            split: "test",
+            metric: "cosine_spearman",
+            score,
+            rows: 0,
+            checksum: "0",
+            seconds: 0.0,
+        })
+        .collect();
+    let out = tempfile::tempdir().unwrap();
+    write_results(out.path(), model.identity(), &scores).unwrap();
+    let read = read_results(out.path()).unwrap();
+    assert_eq!(read.len(), 2);
+    for ((_, task_name, ours), score) in datasets.iter().zip(&read) {
+        assert_eq!((score.task.as_str(), score.main_score), (*task_name, *ours));
+    }
+}
