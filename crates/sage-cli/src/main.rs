@@ -107,6 +107,11 @@ enum Command {
     Report {
         /// The results folder (similarity/suite/task.json files).
         dir: PathBuf,
+        /// An MTEB results folder (a clone of MTEB's results repository, or the cache `sage run
+        /// pteb --mteb-output` writes): each model's published scores go beside its PTEB
+        /// original scores.
+        #[arg(long, value_name = "DIR")]
+        mteb_results: Option<PathBuf>,
     },
     /// Compute an evaluation measure on line-oriented input and print one JSON object.
     Measure {
@@ -210,7 +215,7 @@ fn main() -> ExitCode {
         Command::Perturb(args) => perturb::run(args),
         Command::Data { command } => data::run(command),
         Command::Run { task } => run::run(task),
-        Command::Report { dir } => report::run(&dir),
+        Command::Report { dir, mteb_results } => report::run(&dir, mteb_results.as_deref()),
         Command::Suites => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();

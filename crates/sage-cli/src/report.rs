@@ -60,6 +60,22 @@ struct CsvLine {
 #[derive(Default)]
 struct Sink {
     csv: Vec<CsvLine>,
+    /// MTEB's published scores (`--mteb-results`), shown beside PTEB's original scores.
+    published: Vec<pteb::mteb::PublishedScore>,
+}
+
+/// Whether an MTEB model folder name (`sentence-transformers/all-mpnet-base-v2`) and a result's
+/// similarity label (a spec: a hub id, a folder name, a path) name the same model: the same last
+/// path segment, ignoring case.
+fn same_model(published: &str, similarity: &str) -> bool {
+    let last = |s: &str| {
+        s.trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_lowercase()
+    };
+    !last(published).is_empty() && last(published) == last(similarity)
 }
 
 impl Sink {
@@ -472,6 +488,18 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                 text(d, "task").to_owned(),
             ];
             row.push(sink.cell(r, name, "original", num(d, &["original"])));
+            if !sink.published.is_empty() {
+                let published = pteb::mteb::mteb_task_name(name).and_then(|task| {
+                    sink.published.iter().find(|p| {
+                        p.task == task
+                            && p.split == text(d, "split")
+                            && p.hf_subset == "default"
+                            && same_model(&p.model, &r.similarity)
+                    })
+                });
+                let score = published.map(|p| p.main_score);
+                row.push(sink.cell(r, name, "mteb published", score));
+            }
             let mean = sink.cell(
                 r,
                 name,
@@ -558,6 +586,12 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
             ]),
             None => {}
         }
+        // the pooled row has no published score
+        if !sink.published.is_empty() {
+            for row in rows.iter_mut().filter(|row| row.len() == 10) {
+                row.insert(4, String::new());
+            }
+        }
     }
     let mut note =
         "Main score per dataset on the original texts and on LLM paraphrases (mean ± std \
@@ -577,23 +611,32 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
             pteb::NOT_QUALIFIED_ADVICE
         ));
     }
+    let mut header: Vec<String> = [
+        "Model",
+        "Dataset",
+        "Task",
+        "Original",
+        "Paraphrased",
+        "Delta",
+        "Edit dist.",
+        "Ref. cosine",
+        "Fallbacks",
+        "Paraphrases",
+    ]
+    .map(String::from)
+    .to_vec();
+    if !sink.published.is_empty() {
+        header.insert(4, "MTEB published".into());
+        note.push_str(
+            " MTEB published: the model's main score on the same task and split in the MTEB \
+             results given with --mteb-results (all rows; a sampled original can differ by \
+             its sample).",
+        );
+    }
     let mut out = vec![Table {
         title: "PTEB — original vs paraphrased".into(),
         note,
-        header: [
-            "Model",
-            "Dataset",
-            "Task",
-            "Original",
-            "Paraphrased",
-            "Delta",
-            "Edit dist.",
-            "Ref. cosine",
-            "Fallbacks",
-            "Paraphrases",
-        ]
-        .map(String::from)
-        .to_vec(),
+        header,
         rows,
     }];
     // the paper's Table 7: every model against a baseline (all-mpnet-base-v2 when present)
@@ -886,7 +929,7 @@ fn html(tables: &[Table], charts: &[(String, String)], provenance: &[String]) ->
 }
 
 /// `sage report DIR`.
-pub fn run(dir: &Path) -> Result<()> {
+pub fn run(dir: &Path, mteb_results: Option<&Path>) -> Result<()> {
     let files = load(dir)?;
     if files.is_empty() {
         bail!(
@@ -895,6 +938,10 @@ pub fn run(dir: &Path) -> Result<()> {
         );
     }
     let mut sink = Sink::default();
+    if let Some(path) = mteb_results {
+        sink.published = pteb::mteb::read_results(path)
+            .with_context(|| format!("reading the MTEB results {}", path.display()))?;
+    }
     let tables = tables(&files, &mut sink);
     let provenance = provenance(&files);
     let charts = crate::plots::charts(

@@ -1196,4 +1196,70 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
     );
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("paraphraser not qualified"));
+
+    // with MTEB's published results beside: the model's STSBenchmark score goes next to its
+    // original stsb score; BIOSSES has none here
+    let mteb = tempfile::tempdir().unwrap();
+    let published = mteb
+        .path()
+        .join("results/sentence-transformers__all-MiniLM-L6-v2/8b3219a9");
+    std::fs::create_dir_all(&published).unwrap();
+    std::fs::write(
+        published.join("STSBenchmark.json"),
+        r#"{"task_name": "STSBenchmark", "scores": {"test": [{"main_score": 0.8203, "hf_subset": "default", "languages": ["eng-Latn"]}]}}"#,
+    )
+    .unwrap();
+    let out = sage(&[
+        "report",
+        dir.path().to_str().unwrap(),
+        "--mteb-results",
+        mteb.path().to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("| Original | MTEB published | Paraphrased |"),
+        "{md}"
+    );
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| all-MiniLM-L6-v2 | {name} |")))
+            .unwrap_or_else(|| panic!("no {name} row in\n{md}"))
+            .to_owned()
+    };
+    assert!(
+        row("stsb").contains("| 0.850 | 0.820 | 0.800 ± 0.010 |"),
+        "{}",
+        row("stsb")
+    );
+    assert!(
+        row("biosses").contains("| 0.800 | — | 0.510 ± 0.010 †"),
+        "{}",
+        row("biosses")
+    );
+    let cells = |line: String| line.matches('|').count();
+    assert_eq!(cells(row("pooled")), cells(row("stsb")), "{md}");
+    let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    assert!(
+        csv.contains("all-MiniLM-L6-v2,pteb,mteb,stsb,mteb published,0.8203"),
+        "{csv}"
+    );
+    // a broken MTEB file is named, and nothing is written over
+    std::fs::write(published.join("STS12.json"), "{").unwrap();
+    let out = sage(&[
+        "report",
+        dir.path().to_str().unwrap(),
+        "--mteb-results",
+        mteb.path().to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("STS12.json:1: not an MTEB task result"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
