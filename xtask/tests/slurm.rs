@@ -393,7 +393,7 @@ fn a_failed_task_cancels_the_gather_and_a_resubmission_completes_the_set() {
         "the resubmission",
     );
     assert!(
-        log.contains(&format!(", 1 without a result")) && log.contains("1 jobs"),
+        log.contains(", 1 without a result") && log.contains("1 jobs"),
         "only the missing job is submitted:\n{log}"
     );
     assert_eq!(result_files(&out).len(), done_before + 1);

@@ -267,7 +267,7 @@ mod tests {
         assert_eq!(get("one").as_deref(), Some("uno"));
         assert_eq!(get("three").as_deref(), Some("drei"));
         assert_eq!(get("four"), None);
-        assert!(merge_paraphrase_caches(&a, &[a.clone()]).is_err());
+        assert!(merge_paraphrase_caches(&a, std::slice::from_ref(&a)).is_err());
     }
 
     /// A shard's cache answers from a finished sibling (and keeps the answer), and skips one

@@ -678,13 +678,7 @@ fn cache_verify_and_repair() {
         (Some(0), Some(2))
     );
     fails_with(
-        &[
-            "cache",
-            "merge",
-            "--cache",
-            merged.to_str().unwrap(),
-            &aside.to_owned(),
-        ],
+        &["cache", "merge", "--cache", merged.to_str().unwrap(), aside],
         aside,
     );
     let merged_check = ok_json(&["cache", "verify", "--cache", merged.to_str().unwrap()]);

@@ -43,7 +43,7 @@ fn checksum(key: &[u8], vector: &[u8]) -> [u8; CHECKSUM] {
 
 /// The vector stored under `key`, or why the stored bytes are not one (`dim` 0: any width).
 fn decode_entry(key: &[u8], bytes: &[u8], dim: usize) -> std::result::Result<Vec<f32>, String> {
-    if bytes.len() < CHECKSUM + 4 || (bytes.len() - CHECKSUM) % 4 != 0 {
+    if bytes.len() < CHECKSUM + 4 || !(bytes.len() - CHECKSUM).is_multiple_of(4) {
         return Err(format!(
             "an entry of {} bytes is not a checksum and a vector",
             bytes.len()
@@ -891,7 +891,7 @@ mod tests {
         assert_eq!(got, Flaky::new(usize::MAX).embed(&texts).unwrap());
         assert_eq!((cache.stats().hits, cache.stats().misses), (3, 1));
         assert!(
-            merge_caches(&a, &[a.clone()]).is_err(),
+            merge_caches(&a, std::slice::from_ref(&a)).is_err(),
             "a file into itself"
         );
     }

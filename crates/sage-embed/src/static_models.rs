@@ -93,7 +93,7 @@ fn out_of_range(values: &[f32]) -> Option<f32> {
     values
         .iter()
         .copied()
-        .find(|v| !(v.abs() <= MAX_VECTOR_VALUE))
+        .find(|v| v.is_nan() || v.abs() > MAX_VECTOR_VALUE)
 }
 
 fn read_text_vectors(file: &Path) -> Result<Vec<(String, Vec<f32>)>> {

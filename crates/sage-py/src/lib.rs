@@ -127,7 +127,7 @@ fn load_model(spec: &str, cache: bool) -> PyResult<Arc<dyn Embedder>> {
     if !cache {
         return Ok(Arc::from(model));
     }
-    let cached = CachedEmbedder::open(model, &default_cache_path()).map_err(py_err)?;
+    let cached = CachedEmbedder::open(model, default_cache_path()).map_err(py_err)?;
     Ok(Arc::new(cached))
 }
 
@@ -359,6 +359,7 @@ fn suites() -> PyResult<String> {
 /// Runs a registered suite; returns the report as JSON and the run's notes (what it skipped).
 #[pyfunction]
 #[pyo3(signature = (suite, subject, data_dir, datasets, seed, options, cache = true))]
+#[allow(clippy::too_many_arguments)] // a Python function's arguments, named at the call
 fn run_suite(
     py: Python<'_>,
     suite: &str,

@@ -254,13 +254,16 @@ fn datasets_or_local_defaults(
         .collect())
 }
 
+/// Registry `(name, split)` pairs.
+pub type Datasets = Vec<(&'static str, &'static str)>;
+
 /// Those of `defaults` that are in the local mirror, and a `skipped: <why>` note for each of the
 /// others; none local is an error listing every reason.
 pub fn local_datasets(
     suite: &'static str,
     root: &DataRoot,
     defaults: &[(&'static str, &'static str)],
-) -> Result<(Vec<(&'static str, &'static str)>, Vec<String>)> {
+) -> Result<(Datasets, Vec<String>)> {
     let (present, missing) = root.partition_local(defaults);
     let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
     if present.is_empty() {

@@ -55,20 +55,11 @@ fn names(datasets: &[(&str, &str)]) -> Vec<String> {
 /// SummEval 0.4, REALSumm 0.1, others 10% of the observed range).
 pub struct HumanPref;
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct HumanPrefOptions {
     max_rows: Option<usize>,
     margin: Option<f64>,
-}
-
-impl Default for HumanPrefOptions {
-    fn default() -> Self {
-        HumanPrefOptions {
-            max_rows: None,
-            margin: None,
-        }
-    }
 }
 
 /// `summarize-from-feedback/<any>` names the two feedback tables; any other name a rating
