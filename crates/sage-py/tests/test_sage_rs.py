@@ -291,3 +291,17 @@ def test_sensitivity_over_minilm_equals_the_cli(sage_cli, minilm):
     assert_close(
         without(torch_report, "timings", "similarity"), without(cli, "timings", "similarity"), 1e-4
     )
+
+
+def test_a_role_keyword_overrides_the_same_keyword_given_for_every_call():
+    seen = []
+
+    class TaskModel:
+        def encode(self, sentences, task=None):
+            seen.append(task)
+            return np.ones((len(sentences), 2), dtype=np.float32)
+
+    encoder = sage_rs.Encoder(TaskModel(), name="task-model", task="text-matching")
+    assert encoder.encode(["a"], "query").shape == (1, 2)
+    encoder.encode(["a"], "plain")
+    assert seen[-2:] == ["query", "text-matching"]

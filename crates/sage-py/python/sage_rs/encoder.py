@@ -85,7 +85,8 @@ class Encoder:
 
     def encode(self, texts: List[str], role: str = "plain") -> np.ndarray:
         """The vectors of ``texts`` in ``role`` as a C-contiguous float32 matrix, one row each."""
-        out = self._encode(list(texts), **self._kwargs, **self._role_kwargs[role])
+        # the role's keyword wins over one given for every call (a task= for all texts)
+        out = self._encode(list(texts), **{**self._kwargs, **self._role_kwargs[role]})
         if hasattr(out, "detach"):  # a torch tensor
             out = out.detach().cpu().numpy()
         matrix = np.ascontiguousarray(np.asarray(out), dtype=np.float32)
