@@ -149,20 +149,23 @@ pub fn original_scores(report: &PtebReport) -> Vec<OriginalScore<'_>> {
     report
         .datasets
         .iter()
-        .map(|d| OriginalScore {
-            dataset: &d.dataset,
-            split: &d.split,
-            metric: &d.metric,
-            score: d.original,
-            rows: d.rows.used_rows,
-            checksum: &d.rows.checksum,
-            seconds: report
-                .timings
-                .phases
-                .iter()
-                .filter(|p| p.name == format!("score {} original", d.dataset))
-                .map(|p| p.seconds)
-                .sum(),
+        .map(|d| {
+            let phase = format!("score {} original", d.dataset);
+            OriginalScore {
+                dataset: &d.dataset,
+                split: &d.split,
+                metric: &d.metric,
+                score: d.original,
+                rows: d.rows.used_rows,
+                checksum: &d.rows.checksum,
+                seconds: report
+                    .timings
+                    .phases
+                    .iter()
+                    .filter(|p| p.name == phase)
+                    .map(|p| p.seconds)
+                    .sum(),
+            }
         })
         .collect()
 }

@@ -219,16 +219,10 @@ fn main() -> ExitCode {
         Command::Suites => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
-            sage_suites::registry()
+            sage_suites::catalogue()
                 .iter()
                 .try_for_each(|s| -> anyhow::Result<()> {
-                    let line = serde_json::json!({
-                        "name": s.name(),
-                        "summary": s.summary(),
-                        "default_datasets": s.default_datasets(),
-                        "takes_metrics": s.takes_metrics(),
-                    });
-                    writeln!(out, "{line}")?;
+                    writeln!(out, "{}", serde_json::to_string(s)?)?;
                     Ok(())
                 })
         }

@@ -532,7 +532,7 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
             });
             rows.push(row);
         }
-        match rep.get("pooled").filter(|p| !p.is_null()) {
+        let pooled_row = match rep.get("pooled").filter(|p| !p.is_null()) {
             Some(p) => {
                 let hl = sink.cell(
                     r,
@@ -559,7 +559,7 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                 } else {
                     "qualified datasets"
                 };
-                rows.push(vec![
+                Some(vec![
                     r.similarity.clone(),
                     "pooled".into(),
                     format!("n = {}", p["n"]),
@@ -570,9 +570,9 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                     "".into(),
                     format!("{}", rep["fallbacks"]),
                     over.into(),
-                ]);
+                ])
             }
-            None if !items(rep, "unqualified").is_empty() => rows.push(vec![
+            None if !items(rep, "unqualified").is_empty() => Some(vec![
                 r.similarity.clone(),
                 "pooled".into(),
                 "—".into(),
@@ -584,13 +584,14 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                 format!("{}", rep["fallbacks"]),
                 "nothing pooled: too few qualified dataset runs".into(),
             ]),
-            None => {}
-        }
-        // the pooled row has no published score
-        if !sink.published.is_empty() {
-            for row in rows.iter_mut().filter(|row| row.len() == 10) {
+            None => None,
+        };
+        if let Some(mut row) = pooled_row {
+            // the pooled row has no published score
+            if !sink.published.is_empty() {
                 row.insert(4, String::new());
             }
+            rows.push(row);
         }
     }
     let mut note =

@@ -186,10 +186,7 @@ impl TaskArgs {
             (Some(s), None) | (None, Some(s)) => s,
             (None, None) => bail!("give --similarity"),
         };
-        if let Ok(metric) = spec.parse::<sage_metrics::Metric>() {
-            return Ok(Subject::Metric(metric));
-        }
-        Ok(Subject::Model(self.model.load(spec)?.into()))
+        Subject::from_spec(spec, |spec| Ok(self.model.load(spec)?.into()))
     }
 
     /// Runs the registered suite `name` with these arguments and the suite's `options`.

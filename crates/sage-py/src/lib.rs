@@ -226,11 +226,8 @@ fn subject(what: &Bound<'_, PyAny>, cache: bool) -> PyResult<Subject> {
         return Ok(Subject::Model(model.get().embedder.clone()));
     }
     if let Ok(spec) = what.extract::<String>() {
-        if let Ok(metric) = spec.parse::<Metric>() {
-            return Ok(Subject::Metric(metric));
-        }
         let py = what.py();
-        return Ok(Subject::Model(py.detach(|| load_model(&spec, cache))?));
+        return Subject::from_spec(&spec, |spec| py.detach(|| load_model(spec, cache)));
     }
     Ok(Subject::Model(Arc::new(PythonEncoder::new(what)?)))
 }
@@ -342,18 +339,7 @@ fn perturb(
 /// The suite registry as JSON: name, summary, default datasets, whether metrics can run it.
 #[pyfunction]
 fn suites() -> PyResult<String> {
-    let suites: Vec<serde_json::Value> = sage_suites::registry()
-        .iter()
-        .map(|s| {
-            serde_json::json!({
-                "name": s.name(),
-                "summary": s.summary(),
-                "default_datasets": s.default_datasets(),
-                "takes_metrics": s.takes_metrics(),
-            })
-        })
-        .collect();
-    serde_json::to_string(&suites).map_err(py_err)
+    json(&sage_suites::catalogue())
 }
 
 /// Runs a registered suite; returns the report as JSON and the run's notes (what it skipped).

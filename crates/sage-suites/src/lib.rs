@@ -105,6 +105,18 @@ impl Subject {
         }
     }
 
+    /// The subject a spec names: a classical metric when the spec is a metric's name, else the
+    /// model `load` gives for it. The one reading of `--similarity` and of a Python string.
+    pub fn from_spec<E>(
+        spec: &str,
+        load: impl FnOnce(&str) -> std::result::Result<Arc<dyn Embedder>, E>,
+    ) -> std::result::Result<Subject, E> {
+        match spec.parse::<Metric>() {
+            Ok(metric) => Ok(Subject::Metric(metric)),
+            Err(_) => Ok(Subject::Model(load(spec)?)),
+        }
+    }
+
     /// The embedding model, for suites that compare vectors themselves.
     fn model(&self, suite: &'static str) -> Result<&Arc<dyn Embedder>> {
         match self {
@@ -142,12 +154,6 @@ impl<'a> Request<'a> {
             seed: RunSeed::default(),
             options: Map::new(),
         }
-    }
-
-    /// Reads `name/split` arguments (as `--dataset` takes them).
-    pub fn with_datasets<S: AsRef<str>>(mut self, datasets: &[S]) -> Result<Self, String> {
-        self.datasets = parse_datasets(datasets)?;
-        Ok(self)
     }
 }
 
@@ -206,6 +212,32 @@ pub fn registry() -> &'static [&'static dyn Suite] {
         &AlignSim,
         &EvalRank,
     ]
+}
+
+/// What `sage suites` and `sage_rs.suites()` say of a suite.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SuiteInfo {
+    /// [`Suite::name`].
+    pub name: &'static str,
+    /// [`Suite::summary`].
+    pub summary: &'static str,
+    /// [`Suite::default_datasets`].
+    pub default_datasets: Vec<String>,
+    /// [`Suite::takes_metrics`].
+    pub takes_metrics: bool,
+}
+
+/// Every registered suite, described.
+pub fn catalogue() -> Vec<SuiteInfo> {
+    registry()
+        .iter()
+        .map(|s| SuiteInfo {
+            name: s.name(),
+            summary: s.summary(),
+            default_datasets: s.default_datasets(),
+            takes_metrics: s.takes_metrics(),
+        })
+        .collect()
 }
 
 /// The registered suite called `name`.

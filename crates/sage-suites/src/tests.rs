@@ -60,9 +60,8 @@ fn every_suite_is_found_by_its_name_once() {
 #[test]
 fn a_registered_run_is_the_suite_crates_run_with_the_requests_seed_and_options() {
     let root = fixtures();
-    let mut request = Request::new(&root)
-        .with_datasets(&["cnn-dailymail/sample"])
-        .unwrap();
+    let mut request = Request::new(&root);
+    request.datasets = parse_datasets(&["cnn-dailymail/sample"]).unwrap();
     request.seed = RunSeed(7);
     request.options = json!({"max_rows": 3, "truncate_tokens": 64})
         .as_object()
@@ -140,11 +139,10 @@ fn a_misspelt_or_mistyped_option_is_named() {
 #[test]
 fn malformed_datasets_and_misfit_subjects_are_refused() {
     let root = fixtures();
-    assert!(Request::new(&root)
-        .with_datasets(&["mrpc"])
+    assert!(parse_datasets(&["mrpc"])
         .unwrap_err()
         .contains("\"mrpc\": expected name/split"));
-    assert!(Request::new(&root).with_datasets(&["/test"]).is_err());
+    assert!(parse_datasets(&["/test"]).is_err());
     let mut request = Request::new(&root);
     request.options = json!({"level": "word"}).as_object().unwrap().clone();
     let e = find("evalrank")
