@@ -10,10 +10,8 @@ mod jsonl;
 mod measure;
 mod output;
 mod perturb;
-mod plots;
 mod pteb;
 mod remote;
-mod report;
 mod run;
 mod score;
 
@@ -193,6 +191,17 @@ fn quiet_caught_cache_panics() {
     }));
 }
 
+/// `sage report DIR`: the report files, and one line saying where they are.
+fn report(dir: &std::path::Path, mteb_results: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let written = sage_report::write_report(dir, mteb_results)?;
+    eprintln!(
+        "sage: report of {} result files: {} (report.md, summary.csv, report.html)",
+        written.result_files,
+        dir.display()
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     quiet_caught_cache_panics();
     keep_large_buffers_in_the_heap();
@@ -215,7 +224,7 @@ fn main() -> ExitCode {
         Command::Perturb(args) => perturb::run(args),
         Command::Data { command } => data::run(command),
         Command::Run { task } => run::run(task),
-        Command::Report { dir, mteb_results } => report::run(&dir, mteb_results.as_deref()),
+        Command::Report { dir, mteb_results } => report(&dir, mteb_results.as_deref()),
         Command::Suites => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();

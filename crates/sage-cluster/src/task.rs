@@ -96,6 +96,9 @@ pub struct ClusterReport {
     /// Percentile-bootstrap 95% interval of `score`, subsets resampled within each dataset: it
     /// measures the spread between sampled subsets (with the default 5 it is coarse).
     pub ci95: Option<sage_core::measures::BootstrapInterval>,
+    /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
+    /// (same seed, same units) into a paired bootstrap of their difference.
+    pub bootstrap: Option<sage_core::measures::BootstrapReplicates>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -308,7 +311,7 @@ pub fn evaluate(
         .map(|r| r.subsets.iter().map(|s| s.v_measure).collect())
         .collect();
     let groups: Vec<&[f64]> = per_subset.iter().map(Vec::as_slice).collect();
-    let ci95 = sage_core::measures::bootstrap_mean_of_means(
+    let bootstrap = sage_core::measures::bootstrap_mean_of_means(
         &groups,
         options.seed,
         "clustering/bootstrap",
@@ -319,7 +322,12 @@ pub fn evaluate(
         options,
         datasets: reports,
         score,
-        ci95,
+        ci95: bootstrap
+            .as_ref()
+            .map(|b| b.interval(0.95))
+            .transpose()?
+            .flatten(),
+        bootstrap,
         timings,
     })
 }

@@ -198,6 +198,9 @@ pub struct HumanPrefReport {
     /// Percentile-bootstrap 95% interval of `score`: comparisons and rated summaries resampled
     /// within each source.
     pub ci95: Option<measures::BootstrapInterval>,
+    /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
+    /// (same seed, same units) into a paired bootstrap of their difference.
+    pub bootstrap: Option<measures::BootstrapReplicates>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -598,7 +601,7 @@ pub fn evaluate(
         .iter()
         .flat_map(|r| [r.units.truth.len(), r.units.similarities.len()])
         .collect();
-    let ci95 = measures::bootstrap_interval(
+    let bootstrap = measures::bootstrap_replicates(
         &sizes,
         |drawn| {
             mean(
@@ -609,7 +612,6 @@ pub fn evaluate(
                     .collect::<Vec<_>>(),
             )
         },
-        0.95,
         measures::BOOTSTRAP_RESAMPLES,
         seed,
         "human-pref/bootstrap",
@@ -620,7 +622,12 @@ pub fn evaluate(
         max_rows,
         sources: reports,
         score,
-        ci95,
+        ci95: bootstrap
+            .as_ref()
+            .map(|b| b.interval(0.95))
+            .transpose()?
+            .flatten(),
+        bootstrap,
         timings,
     })
 }

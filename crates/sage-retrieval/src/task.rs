@@ -114,6 +114,9 @@ pub struct RetrievalReport {
     pub score: f64,
     /// Percentile-bootstrap 95% interval of `score`, queries resampled within each dataset.
     pub ci95: Option<measures::BootstrapInterval>,
+    /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
+    /// (same seed, same units) into a paired bootstrap of their difference.
+    pub bootstrap: Option<measures::BootstrapReplicates>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -367,7 +370,7 @@ pub fn evaluate(
     }
     let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
     let sizes: Vec<usize> = reports.iter().map(|r| r.clean_per_query.len()).collect();
-    let ci95 = measures::bootstrap_interval(
+    let bootstrap = measures::bootstrap_replicates(
         &sizes,
         |drawn| {
             drawn
@@ -377,7 +380,6 @@ pub fn evaluate(
                 .sum::<f64>()
                 / reports.len() as f64
         },
-        0.95,
         measures::BOOTSTRAP_RESAMPLES,
         options.seed,
         "retrieval/bootstrap",
@@ -388,7 +390,12 @@ pub fn evaluate(
         options,
         datasets: reports,
         score,
-        ci95,
+        ci95: bootstrap
+            .as_ref()
+            .map(|b| b.interval(0.95))
+            .transpose()?
+            .flatten(),
+        bootstrap,
         timings,
     })
 }

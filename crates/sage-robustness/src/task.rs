@@ -103,6 +103,9 @@ pub struct RobustnessReport {
     pub score: f64,
     /// Percentile-bootstrap 95% interval of `score`, documents resampled within each dataset.
     pub ci95: Option<measures::BootstrapInterval>,
+    /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
+    /// (same seed, same units) into a paired bootstrap of their difference.
+    pub bootstrap: Option<measures::BootstrapReplicates>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -247,14 +250,20 @@ pub fn evaluate(
         .iter()
         .map(|r| r.document_scores.as_slice())
         .collect();
-    let ci95 = measures::bootstrap_mean_of_means(&groups, options.seed, "robustness/bootstrap")?;
+    let bootstrap =
+        measures::bootstrap_mean_of_means(&groups, options.seed, "robustness/bootstrap")?;
     Ok(RobustnessReport {
         similarity: similarity.name().to_owned(),
         seed: options.seed.0,
         options,
         datasets: reports,
         score,
-        ci95,
+        ci95: bootstrap
+            .as_ref()
+            .map(|b| b.interval(0.95))
+            .transpose()?
+            .flatten(),
+        bootstrap,
         timings,
     })
 }

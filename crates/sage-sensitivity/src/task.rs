@@ -129,6 +129,9 @@ pub struct SensitivityReport {
     pub score: f64,
     /// Percentile-bootstrap 95% interval of `score`, documents resampled within each dataset.
     pub ci95: Option<sage_core::measures::BootstrapInterval>,
+    /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
+    /// (same seed, same units) into a paired bootstrap of their difference.
+    pub bootstrap: Option<sage_core::measures::BootstrapReplicates>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -342,7 +345,7 @@ pub fn evaluate(
         .iter()
         .map(|r| r.document_scores.as_slice())
         .collect();
-    let ci95 = sage_core::measures::bootstrap_mean_of_means(
+    let bootstrap = sage_core::measures::bootstrap_mean_of_means(
         &groups,
         options.seed,
         "sensitivity/bootstrap",
@@ -353,7 +356,12 @@ pub fn evaluate(
         options,
         datasets: reports,
         score,
-        ci95,
+        ci95: bootstrap
+            .as_ref()
+            .map(|b| b.interval(0.95))
+            .transpose()?
+            .flatten(),
+        bootstrap,
         timings,
     })
 }

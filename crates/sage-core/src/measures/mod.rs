@@ -20,9 +20,10 @@ pub use ranking::{
     RankedDoc,
 };
 pub use stats::{
-    bootstrap_interval, bootstrap_mean_of_means, harmonic_mean, hodges_lehmann,
-    hodges_lehmann_bootstrap, holm, mean, mean_std, percentile, wilcoxon, BootstrapInterval,
-    HodgesLehmann, HolmAdjusted, MeanStd, Wilcoxon, WilcoxonMethod, BOOTSTRAP_RESAMPLES,
+    bootstrap_interval, bootstrap_mean_of_means, bootstrap_replicates, harmonic_mean,
+    hodges_lehmann, hodges_lehmann_bootstrap, holm, mean, mean_std, paired_bootstrap, percentile,
+    wilcoxon, BootstrapInterval, BootstrapReplicates, HodgesLehmann, HolmAdjusted, MeanStd,
+    PairedDifference, Wilcoxon, WilcoxonMethod, BOOTSTRAP_RESAMPLES,
 };
 
 /// `values` times the power of two that brings the largest magnitude near 1, and that power's

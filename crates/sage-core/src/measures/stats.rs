@@ -234,12 +234,96 @@ pub struct BootstrapInterval {
     pub resamples: usize,
 }
 
-/// Stratified percentile bootstrap of a statistic over groups of units (the documents of each
-/// dataset, the queries of each corpus, ...). In resample `b` every group is resampled with
-/// replacement to its own size, from `seed.rng_for_item(label, b)`, and `statistic` gets the
-/// drawn unit indices of every group. Resamples whose statistic is not finite are left out; the
-/// interval is `None` when a group is empty or fewer than half the resamples are defined. The
-/// same seed gives the same interval on any number of threads.
+/// Every resample's statistic of a stratified bootstrap, kept with what made the draws.
+///
+/// Resample `b` draws its unit indices from `(seed, label, b)` and the group sizes alone, so two
+/// runs with the same seed, label and group sizes drew the same units in every resample: when
+/// those units are the same documents (same data, same options), `values[b]` of one run and of
+/// the other form a paired bootstrap of their difference. The report's ranking uses exactly this,
+/// without the units themselves being written anywhere.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BootstrapReplicates {
+    /// The stream label the draws came from (`"robustness/bootstrap"`, ...).
+    pub label: String,
+    /// The run seed the draws came from.
+    pub seed: u64,
+    /// Units per group (documents per dataset, ...), in the run's group order.
+    pub group_sizes: Vec<usize>,
+    /// The statistic of resample `b`; `None` where it was not finite (a draw with one class, ...).
+    pub values: Vec<Option<f64>>,
+}
+
+impl BootstrapReplicates {
+    /// The percentile interval over the defined resamples; `None` when fewer than half of them
+    /// are defined.
+    pub fn interval(&self, confidence: f64) -> Result<Option<BootstrapInterval>> {
+        if !(confidence > 0.0 && confidence < 1.0) {
+            return Err(SageError::InvalidArgument(format!(
+                "confidence must be in (0, 1), got {confidence}"
+            )));
+        }
+        let mut values: Vec<f64> = self.values.iter().flatten().copied().collect();
+        if values.is_empty() || values.len() * 2 < self.values.len() {
+            return Ok(None);
+        }
+        values.sort_by(f64::total_cmp);
+        let tail = (1.0 - confidence) / 2.0 * 100.0;
+        Ok(Some(BootstrapInterval {
+            low: percentile_sorted(&values, tail),
+            high: percentile_sorted(&values, 100.0 - tail),
+            confidence,
+            resamples: values.len(),
+        }))
+    }
+
+    /// Whether resample `b` of `self` and of `other` drew the same unit indices for every `b`
+    /// (same label, seed, group sizes and resample count). Whether the units are the same
+    /// documents is the caller's to know (same data and options).
+    pub fn drawn_like(&self, other: &BootstrapReplicates) -> bool {
+        self.label == other.label
+            && self.seed == other.seed
+            && self.group_sizes == other.group_sizes
+            && self.values.len() == other.values.len()
+    }
+}
+
+/// Stratified bootstrap of a statistic over groups of units (the documents of each dataset, the
+/// queries of each corpus, ...). In resample `b` every group is resampled with replacement to its
+/// own size, from `seed.rng_for_item(label, b)`, and `statistic` gets the drawn unit indices of
+/// every group. `None` when there is no group or a group is empty. The same seed gives the same
+/// values on any number of threads.
+pub fn bootstrap_replicates(
+    group_sizes: &[usize],
+    statistic: impl Fn(&[Vec<usize>]) -> f64 + Sync,
+    resamples: usize,
+    seed: RunSeed,
+    label: &str,
+) -> Result<Option<BootstrapReplicates>> {
+    ensure_at_least("bootstrap resamples", 1, resamples)?;
+    if group_sizes.is_empty() || group_sizes.contains(&0) {
+        return Ok(None);
+    }
+    let values: Vec<Option<f64>> = (0..resamples)
+        .into_par_iter()
+        .map(|b| {
+            let mut rng = seed.rng_for_item(label, b as u64);
+            let drawn: Vec<Vec<usize>> = group_sizes
+                .iter()
+                .map(|&n| (0..n).map(|_| rng.gen_range(0..n)).collect())
+                .collect();
+            Some(statistic(&drawn)).filter(|v| v.is_finite())
+        })
+        .collect();
+    Ok(Some(BootstrapReplicates {
+        label: label.to_owned(),
+        seed: seed.0,
+        group_sizes: group_sizes.to_vec(),
+        values,
+    }))
+}
+
+/// The percentile interval of [`bootstrap_replicates`]: `None` when a group is empty or fewer
+/// than half the resamples are defined.
 pub fn bootstrap_interval(
     group_sizes: &[usize],
     statistic: impl Fn(&[Vec<usize>]) -> f64 + Sync,
@@ -253,46 +337,22 @@ pub fn bootstrap_interval(
             "confidence must be in (0, 1), got {confidence}"
         )));
     }
-    ensure_at_least("bootstrap resamples", 1, resamples)?;
-    if group_sizes.is_empty() || group_sizes.contains(&0) {
-        return Ok(None);
+    match bootstrap_replicates(group_sizes, statistic, resamples, seed, label)? {
+        Some(r) => r.interval(confidence),
+        None => Ok(None),
     }
-    let mut values: Vec<f64> = (0..resamples)
-        .into_par_iter()
-        .map(|b| {
-            let mut rng = seed.rng_for_item(label, b as u64);
-            let drawn: Vec<Vec<usize>> = group_sizes
-                .iter()
-                .map(|&n| (0..n).map(|_| rng.gen_range(0..n)).collect())
-                .collect();
-            statistic(&drawn)
-        })
-        .collect::<Vec<f64>>()
-        .into_iter()
-        .filter(|v| v.is_finite())
-        .collect();
-    if values.len() * 2 < resamples {
-        return Ok(None);
-    }
-    values.sort_by(f64::total_cmp);
-    let tail = (1.0 - confidence) / 2.0 * 100.0;
-    Ok(Some(BootstrapInterval {
-        low: percentile_sorted(&values, tail),
-        high: percentile_sorted(&values, 100.0 - tail),
-        confidence,
-        resamples: values.len(),
-    }))
 }
 
-/// The 95% interval of the mean over groups of the mean unit score in each group: the shape of
-/// every SAGE category whose dataset score is a mean over units (documents, subsets).
+/// The [`BOOTSTRAP_RESAMPLES`] replicates of the mean over groups of the mean unit score in each
+/// group: the shape of every SAGE category whose dataset score is a mean over units (documents,
+/// subsets).
 pub fn bootstrap_mean_of_means(
     groups: &[&[f64]],
     seed: RunSeed,
     label: &str,
-) -> Result<Option<BootstrapInterval>> {
+) -> Result<Option<BootstrapReplicates>> {
     let sizes: Vec<usize> = groups.iter().map(|g| g.len()).collect();
-    bootstrap_interval(
+    bootstrap_replicates(
         &sizes,
         |drawn| {
             drawn
@@ -302,11 +362,72 @@ pub fn bootstrap_mean_of_means(
                 .sum::<f64>()
                 / groups.len() as f64
         },
-        0.95,
         BOOTSTRAP_RESAMPLES,
         seed,
         label,
     )
+}
+
+/// The two-sided paired-bootstrap comparison of two runs' replicates (drawn alike: see
+/// [`BootstrapReplicates::drawn_like`]): the difference `a − b` of the point estimates, the
+/// percentile interval of the per-resample differences, and the p-value
+/// `min(1, 2·min(#(d ≤ 0) + 1, #(d ≥ 0) + 1) / (n + 1))` over the resamples where both are
+/// defined (the +1 keeps a p-value of 0 from ever being printed for a finite number of draws).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairedDifference {
+    /// `estimate_a − estimate_b`.
+    pub difference: f64,
+    /// Percentile interval of the resampled differences.
+    pub ci_low: f64,
+    /// Upper end of that interval.
+    pub ci_high: f64,
+    /// Two-sided bootstrap p-value of "no difference".
+    pub p_value: f64,
+    /// Resamples where both statistics were defined.
+    pub resamples: usize,
+}
+
+/// Paired bootstrap of `a − b` from replicate vectors drawn alike (index `b` of each is the same
+/// draw of the same units); `None` when fewer than half the resamples are defined in both.
+pub fn paired_bootstrap(
+    estimate_a: f64,
+    estimate_b: f64,
+    a: &[Option<f64>],
+    b: &[Option<f64>],
+    confidence: f64,
+) -> Result<Option<PairedDifference>> {
+    if a.len() != b.len() {
+        return Err(SageError::InvalidArgument(format!(
+            "paired bootstrap needs replicates of one length, got {} and {}",
+            a.len(),
+            b.len()
+        )));
+    }
+    if !(confidence > 0.0 && confidence < 1.0) {
+        return Err(SageError::InvalidArgument(format!(
+            "confidence must be in (0, 1), got {confidence}"
+        )));
+    }
+    let mut d: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter_map(|(x, y)| Some((*x)? - (*y)?))
+        .collect();
+    if d.is_empty() || d.len() * 2 < a.len() {
+        return Ok(None);
+    }
+    d.sort_by(f64::total_cmp);
+    let n = d.len();
+    let at_most_zero = d.iter().filter(|&&x| x <= 0.0).count();
+    let at_least_zero = d.iter().filter(|&&x| x >= 0.0).count();
+    let tail = (1.0 - confidence) / 2.0 * 100.0;
+    Ok(Some(PairedDifference {
+        difference: estimate_a - estimate_b,
+        ci_low: percentile_sorted(&d, tail),
+        ci_high: percentile_sorted(&d, 100.0 - tail),
+        p_value: (2.0 * (at_most_zero.min(at_least_zero) + 1) as f64 / (n + 1) as f64).min(1.0),
+        resamples: n,
+    }))
 }
 
 /// How a Wilcoxon p-value was computed.
@@ -574,18 +695,30 @@ mod tests {
         let large: Vec<f64> = (0..2000).map(|i| (i % 5) as f64 / 4.0).collect();
         let a = bootstrap_mean_of_means(&[&small, &large], RunSeed(5), "t")
             .unwrap()
+            .unwrap()
+            .interval(0.95)
+            .unwrap()
             .unwrap();
         assert_eq!(
             a,
             bootstrap_mean_of_means(&[&small, &large], RunSeed(5), "t")
                 .unwrap()
                 .unwrap()
+                .interval(0.95)
+                .unwrap()
+                .unwrap()
         );
         assert!(a.low < 0.5 && 0.5 < a.high, "{a:?}");
         let wide = bootstrap_mean_of_means(&[&small], RunSeed(5), "t")
             .unwrap()
+            .unwrap()
+            .interval(0.95)
+            .unwrap()
             .unwrap();
         let narrow = bootstrap_mean_of_means(&[&large], RunSeed(5), "t")
+            .unwrap()
+            .unwrap()
+            .interval(0.95)
             .unwrap()
             .unwrap();
         assert!(
@@ -595,6 +728,9 @@ mod tests {
         // a constant has a point interval; an empty group has none; an undefined statistic none
         let c = bootstrap_mean_of_means(&[&[0.3; 10]], RunSeed(1), "t")
             .unwrap()
+            .unwrap()
+            .interval(0.95)
+            .unwrap()
             .unwrap();
         assert!((c.low - 0.3).abs() < 1e-12 && (c.high - 0.3).abs() < 1e-12);
         assert_eq!(
@@ -603,6 +739,68 @@ mod tests {
         );
         assert_eq!(
             bootstrap_interval(&[3], |_| f64::NAN, 0.95, 100, RunSeed(1), "t").unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn replicates_drawn_alike_pair_up_and_give_the_interval() {
+        let x: Vec<f64> = (0..30).map(|i| (i as f64 * 0.37).sin()).collect();
+        let y: Vec<f64> = x.iter().map(|v| v + 0.25).collect();
+        let a = bootstrap_mean_of_means(&[&x], RunSeed(5), "t")
+            .unwrap()
+            .unwrap();
+        let b = bootstrap_mean_of_means(&[&y], RunSeed(5), "t")
+            .unwrap()
+            .unwrap();
+        assert!(a.drawn_like(&b));
+        // the same draws: every resampled difference is exactly the shift
+        for (p, q) in a.values.iter().zip(&b.values) {
+            assert!((q.unwrap() - p.unwrap() - 0.25).abs() < 1e-12);
+        }
+        let d = paired_bootstrap(0.0, 0.25, &a.values, &b.values, 0.95)
+            .unwrap()
+            .unwrap();
+        assert!(
+            (d.ci_low + 0.25).abs() < 1e-12 && (d.ci_high + 0.25).abs() < 1e-12,
+            "{d:?}"
+        );
+        // every difference is below 0: the smallest p a 1000-resample bootstrap can give
+        assert!((d.p_value - 2.0 / 1001.0).abs() < 1e-15, "{d:?}");
+        let other = bootstrap_mean_of_means(&[&y], RunSeed(6), "t")
+            .unwrap()
+            .unwrap();
+        assert!(!a.drawn_like(&other));
+        // interval() equals bootstrap_interval on the same draws
+        let direct = bootstrap_interval(
+            &[30],
+            |d| d[0].iter().map(|&i| x[i]).sum::<f64>() / 30.0,
+            0.95,
+            BOOTSTRAP_RESAMPLES,
+            RunSeed(5),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(a.interval(0.95).unwrap(), direct);
+    }
+
+    #[test]
+    fn paired_bootstrap_of_a_run_with_itself_is_not_significant() {
+        let x: Vec<f64> = (0..25).map(|i| (i as f64 * 0.91).cos()).collect();
+        let a = bootstrap_mean_of_means(&[&x], RunSeed(2), "t")
+            .unwrap()
+            .unwrap();
+        let d = paired_bootstrap(1.0, 1.0, &a.values, &a.values, 0.95)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (d.difference, d.ci_low, d.ci_high, d.p_value),
+            (0.0, 0.0, 0.0, 1.0)
+        );
+        assert!(paired_bootstrap(0.0, 0.0, &a.values, &a.values[1..], 0.95).is_err());
+        let undefined = vec![None; a.values.len()];
+        assert_eq!(
+            paired_bootstrap(0.0, 0.0, &a.values, &undefined, 0.95).unwrap(),
             None
         );
     }

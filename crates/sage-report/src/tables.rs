@@ -1,49 +1,22 @@
-//! `sage report DIR`: the tables and plots of a results folder (`cargo xtask bench-all`'s
-//! `DIR/<similarity>/<suite>/<task>.json`).
-//!
-//! Writes DIR/report.md (the SAGE paper's Table 1 layout, then Tables 2–6, clustering and
-//! retrieval per dataset, EvalRank, ALIGN-SIM), DIR/summary.csv (every number of those tables,
-//! one per line) and DIR/report.html (the same tables and inline SVG plots drawn with plotters,
-//! no external resource, so the file opens anywhere). Reads only the result files: a report can
-//! be made again, on another machine, from a copied folder.
+//! Every table of the report, built from the result files; each numeric cell is also a line of
+//! summary.csv.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
-use sage_core::{ResultEnvelope, SimilarityKind, RESULT_SCHEMA};
 use serde_json::Value;
 
-/// SAGE's categories, in Table 1's order: (task, column title).
-pub(crate) const SAGE_COLUMNS: [(&str, &str); 5] = [
-    ("clustering", "Clustering"),
-    ("human-pref", "Human Pref."),
-    ("robustness", "Robustness"),
-    ("sensitivity", "Sensitivity"),
-    ("retrieval", "Retrieval"),
-];
-
-/// One result file.
-struct ResultFile {
-    similarity: String,
-    suite: String,
-    task: String,
-    envelope: ResultEnvelope,
-}
-
-impl ResultFile {
-    fn report(&self) -> &Value {
-        &self.envelope.report
-    }
-}
+use crate::answer::{Answer, Cell, SAGE_COLUMNS};
+use crate::load::{items, num, text, ResultFile};
 
 /// A table for the markdown and HTML outputs; every numeric cell also becomes a CSV line.
-struct Table {
-    title: String,
-    note: String,
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
+pub(crate) struct Table {
+    /// Which plots go beside it (a [`crate::plots::Chart`] with the same key).
+    pub(crate) key: &'static str,
+    pub(crate) title: String,
+    pub(crate) note: String,
+    pub(crate) header: Vec<String>,
+    pub(crate) rows: Vec<Vec<String>>,
 }
 
 /// One line of summary.csv.
@@ -58,10 +31,10 @@ struct CsvLine {
 
 /// What the tables are built from, and the CSV lines they emit on the way.
 #[derive(Default)]
-struct Sink {
+pub(crate) struct Sink {
     csv: Vec<CsvLine>,
     /// MTEB's published scores (`--mteb-results`), shown beside PTEB's original scores.
-    published: Vec<pteb::mteb::PublishedScore>,
+    pub(crate) published: Vec<pteb::mteb::PublishedScore>,
 }
 
 /// Whether an MTEB model folder name (`sentence-transformers/all-mpnet-base-v2`) and a result's
@@ -98,154 +71,182 @@ impl Sink {
     }
 }
 
-/// The number at `path` in a report, if there is one.
-pub(crate) fn num(v: &Value, path: &[&str]) -> Option<f64> {
-    path.iter().try_fold(v, |at, key| at.get(key))?.as_f64()
-}
-
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("?")
-}
-
-fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-/// Every result file under `dir` (three levels: similarity/suite/task.json). Hidden folders
-/// are not similarities: `cargo xtask slurm` keeps its job files and logs in `.slurm/`.
-fn load(dir: &Path) -> Result<Vec<ResultFile>> {
-    let mut files = Vec::new();
-    let list = |d: &Path| -> Result<Vec<PathBuf>> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
-            .with_context(|| format!("{}: cannot read the folder", d.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        v.sort();
-        Ok(v)
-    };
-    let hidden = |p: &Path| {
-        p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'))
-    };
-    for similarity in list(dir)?.into_iter().filter(|p| p.is_dir() && !hidden(p)) {
-        for suite in list(&similarity)?.into_iter().filter(|p| p.is_dir()) {
-            for path in list(&suite)? {
-                if path.extension().is_none_or(|e| e != "json") {
-                    continue;
-                }
-                let bytes = std::fs::read(&path)
-                    .with_context(|| format!("{}: cannot read", path.display()))?;
-                let value: Value = serde_json::from_slice(&bytes)
-                    .with_context(|| format!("{}: not a JSON result file", path.display()))?;
-                // the schema first: a file of another layout should say so, not fail on a field
-                if value["schema"] != RESULT_SCHEMA {
-                    bail!(
-                        "{}: schema {} is not {RESULT_SCHEMA:?} (made by another harness version?)",
-                        path.display(),
-                        value["schema"]
-                    );
-                }
-                let envelope: ResultEnvelope = serde_json::from_value(value)
-                    .with_context(|| format!("{}: not a {RESULT_SCHEMA} file", path.display()))?;
-                files.push(ResultFile {
-                    similarity: envelope.similarity.name.clone(),
-                    suite: envelope.suite.clone(),
-                    task: envelope.task.clone(),
-                    envelope,
-                });
-            }
-        }
+/// A score with its interval, as every table prints it.
+pub(crate) fn score_text(cell: &Cell) -> String {
+    match cell.ci95 {
+        Some((lo, hi)) => format!("{:.3} [{lo:.3}, {hi:.3}]", cell.score),
+        None => format!("{:.3}", cell.score),
     }
-    // metrics first, then models, each by name: Table 1's grouping
-    files.sort_by(|a, b| {
-        let model = |f: &ResultFile| f.envelope.similarity.kind == SimilarityKind::Model;
-        (model(a), &a.similarity).cmp(&(model(b), &b.similarity))
-    });
-    Ok(files)
 }
 
-fn find<'a>(
-    files: &'a [ResultFile],
-    similarity: &str,
-    suite: &str,
-    task: &str,
-) -> Option<&'a ResultFile> {
-    files
+/// The heatmap's numbers as a table (Table 1's layout), the best of each column starred.
+fn sage_table(answer: &Answer, sink: &mut Sink) -> Table {
+    let heatmap = &answer.heatmap;
+    let rows = heatmap
+        .rows
         .iter()
-        .find(|f| f.similarity == similarity && f.suite == suite && f.task == task)
-}
-
-fn similarities(files: &[ResultFile]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for f in files {
-        if !out.contains(&f.similarity) {
-            out.push(f.similarity.clone());
-        }
-    }
-    out
-}
-
-/// A score with its bootstrap interval when the report has one.
-fn with_ci(score: &str, report: &Value) -> String {
-    match (
-        num(report, &["ci95", "low"]),
-        num(report, &["ci95", "high"]),
-    ) {
-        (Some(lo), Some(hi)) if score != "—" => format!("{score} [{lo:.3}, {hi:.3}]"),
-        _ => score.to_owned(),
-    }
-}
-
-fn sage_table(files: &[ResultFile], sink: &mut Sink) -> Table {
-    let mut rows = Vec::new();
-    for s in similarities(files) {
-        let mut row = vec![s.clone()];
-        let mut scores = Vec::new();
-        for (task, _) in SAGE_COLUMNS {
-            match find(files, &s, "sage", task) {
-                Some(r) => {
-                    let score = num(r.report(), &["score"]);
-                    scores.extend(score);
-                    let cell = sink.cell(r, "", "score", score);
-                    row.push(with_ci(&cell, r.report()));
-                }
-                None => row.push("—".to_owned()),
+        .enumerate()
+        .map(|(i, row)| {
+            let mut out = vec![row.similarity.clone()];
+            for (k, cell) in row.cells.iter().enumerate() {
+                let Some(cell) = cell else {
+                    out.push("—".into());
+                    continue;
+                };
+                sink.csv.push(CsvLine {
+                    similarity: row.similarity.clone(),
+                    suite: "sage".into(),
+                    task: SAGE_COLUMNS.get(k).map_or("overall", |c| c.0).into(),
+                    dataset: String::new(),
+                    measure: "score".into(),
+                    value: cell.score,
+                });
+                let star = if heatmap.best[k] == Some(i) {
+                    " ★"
+                } else {
+                    ""
+                };
+                out.push(format!("{}{star}", score_text(cell)));
             }
-        }
-        if scores.is_empty() {
-            continue;
-        }
-        // the paper's overall score is the unweighted mean of all five categories
-        let overall = (scores.len() == SAGE_COLUMNS.len())
-            .then(|| scores.iter().sum::<f64>() / scores.len() as f64);
-        if let Some(o) = overall {
-            sink.csv.push(CsvLine {
-                similarity: s.clone(),
-                suite: "sage".into(),
-                task: "overall".into(),
-                dataset: String::new(),
-                measure: "score".into(),
-                value: o,
-            });
-        }
-        row.push(overall.map_or("—".to_owned(), |o| format!("{o:.3}")));
-        rows.push(row);
-    }
+            out
+        })
+        .collect();
     let mut header = vec!["Similarity".to_owned()];
-    header.extend(SAGE_COLUMNS.iter().map(|(_, t)| t.to_string()));
-    header.push("Overall".into());
+    header.extend(heatmap.columns.iter().cloned());
     Table {
+        key: "sage",
         title: "SAGE (Table 1 layout)".into(),
-        note: "Scores in [0, 1]; bootstrap 95% intervals in brackets where the task reports \
-               them; Overall is the unweighted mean of the five categories (— when one is \
-               missing)."
+        note: "Scores in [0, 1] with bootstrap 95% intervals; ★ the best of each column; Overall \
+               is the unweighted mean of the five categories (— when one is missing)."
             .into(),
         header,
         rows,
     }
+}
+
+/// Below this many units in a category the ranking's note warns that its bootstrap is coarse.
+const FEW_UNITS: usize = 10;
+
+/// The ranking by the overall score, and every pairwise comparison behind it.
+fn ranking_tables(answer: &Answer) -> Vec<Table> {
+    let ranking = &answer.ranking;
+    let alpha = ranking.alpha;
+    let mut note = format!(
+        "Ranked by the overall SAGE score. A difference is significant when the paired \
+         bootstrap over the units both similarities were scored on (the same documents, \
+         queries, pairs and subsets in every resample) rejects \"no difference\" at {alpha} \
+         after Holm's correction over all {} comparisons.",
+        ranking.comparisons.len()
+    );
+    if !ranking.units.is_empty() {
+        let units: Vec<String> = ranking
+            .units
+            .iter()
+            .map(|(category, n)| format!("{category} {n}"))
+            .collect();
+        note.push_str(&format!(" Units resampled: {}.", units.join(", ")));
+        if ranking.units.iter().any(|(_, n)| *n < FEW_UNITS) {
+            note.push_str(&format!(
+                " Fewer than {FEW_UNITS} units in a category: its intervals and p-values \
+                 understate the uncertainty (a quick or sampled run); run on more rows before \
+                 choosing."
+            ));
+        }
+    }
+    for why in &ranking.not_compared {
+        note.push_str(&format!(" Not compared: {why}."));
+    }
+    let rows = ranking
+        .ranked
+        .iter()
+        .map(|r| {
+            let above: Vec<&str> = ranking
+                .comparisons
+                .iter()
+                .filter(|c| c.higher == r.similarity && c.significant)
+                .map(|c| c.lower.as_str())
+                .collect();
+            let next = ranking.ranked.get(r.rank).and_then(|below| {
+                ranking
+                    .comparisons
+                    .iter()
+                    .find(|c| c.higher == r.similarity && c.lower == below.similarity)
+            });
+            vec![
+                r.rank.to_string(),
+                r.similarity.clone(),
+                score_text(&r.overall),
+                if above.is_empty() {
+                    "—".into()
+                } else {
+                    above.join(", ")
+                },
+                next.map_or("—".into(), |c| {
+                    format!(
+                        "{:+.3} [{:+.3}, {:+.3}], p = {:.3}{}",
+                        c.difference.difference,
+                        c.difference.ci_low,
+                        c.difference.ci_high,
+                        c.p_holm,
+                        if c.significant { " *" } else { "" }
+                    )
+                }),
+            ]
+        })
+        .collect();
+    let comparisons = ranking
+        .comparisons
+        .iter()
+        .map(|c| {
+            let d = &c.difference;
+            vec![
+                c.higher.clone(),
+                c.lower.clone(),
+                format!("{:+.3} [{:+.3}, {:+.3}]", d.difference, d.ci_low, d.ci_high),
+                format!("{:.3}", d.p_value),
+                format!("{:.3}", c.p_holm),
+                if c.significant { "yes" } else { "no" }.into(),
+            ]
+        })
+        .collect();
+    vec![
+        Table {
+            key: "ranking",
+            title: "Ranking".into(),
+            note,
+            header: [
+                "Rank",
+                "Similarity",
+                "Overall [95% CI]",
+                "Significantly above",
+                "vs next: Δ [95% CI], Holm p",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        },
+        Table {
+            key: "comparisons",
+            title: "Every pairwise comparison".into(),
+            note: format!(
+                "Δ = higher − lower overall score, with the 95% interval of the paired \
+                 resampled differences; p: two-sided bootstrap p-value; Holm: corrected over \
+                 the {} comparisons; significant at {alpha}.",
+                ranking.comparisons.len()
+            ),
+            header: [
+                "Higher",
+                "Lower",
+                "Δ [95% CI]",
+                "p",
+                "p (Holm)",
+                "Significant",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: comparisons,
+        },
+    ]
 }
 
 fn human_pref_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
@@ -293,6 +294,7 @@ fn human_pref_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
         .collect();
     vec![
         Table {
+            key: "human-pref",
             title: "Human preference — pairwise comparisons (Table 2)".into(),
             note: "Positive class: summary 0 preferred; ties predict summary 1.".into(),
             header: [
@@ -309,6 +311,7 @@ fn human_pref_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
             rows: pairwise,
         },
         Table {
+            key: "human-pref-ratings",
             title: "Human preference — ratings (Table 3)".into(),
             note: "Pearson r of similarity(source, summary) with each rating, as 0.5·(r+1).".into(),
             header,
@@ -318,9 +321,11 @@ fn human_pref_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
 }
 
 /// One row per similarity, one column per dataset, for a per-dataset number of a SAGE task.
+#[allow(clippy::too_many_arguments)] // one call per table: the arguments are its spelling
 fn per_dataset_table(
     files: &[ResultFile],
     sink: &mut Sink,
+    key: &'static str,
     task: &str,
     title: &str,
     note: &str,
@@ -343,6 +348,7 @@ fn per_dataset_table(
     let mut header = vec!["Similarity".to_owned()];
     header.extend(datasets.iter().cloned());
     Table {
+        key,
         title: title.into(),
         note: note.into(),
         header,
@@ -381,6 +387,7 @@ fn evalrank_table(files: &[ResultFile], sink: &mut Sink) -> Table {
         })
         .collect();
     Table {
+        key: "evalrank",
         title: "EvalRank".into(),
         note: "Positive pairs ranked against the background (higher is better); classic: mean \
                Spearman ×100 over the word-similarity sets (word) or STS-B (sentence)."
@@ -448,6 +455,7 @@ fn align_sim_table(files: &[ResultFile], sink: &mut Sink) -> Table {
         row.resize(7, "—".to_owned());
     }
     Table {
+        key: "align-sim",
         title: "ALIGN-SIM".into(),
         note: "Paraphrase: mean similarity of paraphrases minus random pairs; synonym and \
                negation: α-normalised mean similarity; antonym and jumbling: mean of \
@@ -635,6 +643,7 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
         );
     }
     let mut out = vec![Table {
+        key: "pteb",
         title: "PTEB — original vs paraphrased".into(),
         note,
         header,
@@ -687,6 +696,7 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
             Err(why) => (format!("Not computed: {why}."), Vec::new()),
         };
         out.push(Table {
+            key: "pteb-compare",
             title: format!(
                 "PTEB — against the baseline {} (Table 7 layout)",
                 reports[base].0.similarity
@@ -701,22 +711,29 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     out
 }
 
-fn tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
-    let mut out = vec![sage_table(files, sink)];
+/// Every table: the answer's (keys `sage`, `ranking`, `comparisons`) first, then the details.
+pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> Vec<Table> {
+    let mut out = vec![sage_table(answer, sink)];
+    out.extend(ranking_tables(answer));
     out.extend(human_pref_tables(files, sink));
     out.push(per_dataset_table(
         files,
         sink,
+        "robustness",
         "robustness",
         "Transformation robustness (Table 4)",
         "Mean over the three conditions of the share of documents meeting each.",
         "score",
         |d| num(d, &["score"]),
     ));
-    for (family, table) in [("insertion", 5), ("removal", 6)] {
+    for (family, key, table) in [
+        ("insertion", "sensitivity-insertion", 5),
+        ("removal", "sensitivity-removal", 6),
+    ] {
         out.push(per_dataset_table(
             files,
             sink,
+            key,
             "sensitivity",
             &format!("Information sensitivity — {family} (Table {table})"),
             "1 − mean |observed − (1 − p/(1+p))| over documents and levels.",
@@ -728,6 +745,7 @@ fn tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
         files,
         sink,
         "clustering",
+        "clustering",
         "Clustering — V-measure per dataset",
         "Complete linkage on 1 − similarity, cut at the true class count; mean over subsets.",
         "v_measure",
@@ -736,6 +754,7 @@ fn tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     out.push(per_dataset_table(
         files,
         sink,
+        "retrieval-clean",
         "retrieval",
         "Retrieval — clean NDCG@10 per dataset",
         "On the unperturbed corpus (the sample used).",
@@ -745,6 +764,7 @@ fn tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     out.push(per_dataset_table(
         files,
         sink,
+        "retrieval",
         "retrieval",
         "Retrieval — harmonic mean of the 18 NDCG@10 retentions per dataset",
         "retention_t = NDCG@10 on perturbed corpus t / clean NDCG@10.",
@@ -765,9 +785,43 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-fn summary_csv(sink: &Sink) -> String {
+/// summary.csv: every number of the tables, then the ranking's (rank, the overall interval, each
+/// comparison's difference and Holm-corrected p).
+pub(crate) fn summary_csv(sink: &Sink, answer: &Answer) -> String {
+    let overall = |similarity: &str, measure: String, value: f64| CsvLine {
+        similarity: similarity.to_owned(),
+        suite: "sage".into(),
+        task: "overall".into(),
+        dataset: String::new(),
+        measure,
+        value,
+    };
+    let mut ranking = Vec::new();
+    for r in &answer.ranking.ranked {
+        ranking.push(overall(&r.similarity, "rank".into(), r.rank as f64));
+        if let Some((lo, hi)) = r.overall.ci95 {
+            ranking.push(overall(&r.similarity, "ci95 low".into(), lo));
+            ranking.push(overall(&r.similarity, "ci95 high".into(), hi));
+        }
+    }
+    for c in &answer.ranking.comparisons {
+        let d = &c.difference;
+        for (measure, value) in [
+            ("difference", d.difference),
+            ("difference ci95 low", d.ci_low),
+            ("difference ci95 high", d.ci_high),
+            ("p", d.p_value),
+            ("p holm", c.p_holm),
+        ] {
+            ranking.push(overall(
+                &c.higher,
+                format!("{measure} vs {}", c.lower),
+                value,
+            ));
+        }
+    }
     let mut out = String::from("similarity,suite,task,dataset,measure,value\n");
-    for l in &sink.csv {
+    for l in sink.csv.iter().chain(&ranking) {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{}",
@@ -780,198 +834,4 @@ fn summary_csv(sink: &Sink) -> String {
         );
     }
     out
-}
-
-/// Where the results came from: revisions, hosts, data, sample mode, notes.
-fn provenance(files: &[ResultFile]) -> Vec<String> {
-    let distinct = |key: &dyn Fn(&ResultEnvelope) -> String| -> Vec<String> {
-        let mut v: Vec<String> = files.iter().map(|f| key(&f.envelope)).collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let revisions = distinct(&|e| {
-        e.run
-            .git_revision
-            .as_deref()
-            .unwrap_or("unknown")
-            .chars()
-            .take(12)
-            .collect()
-    });
-    let hosts = distinct(&|e| {
-        let h = &e.run.host;
-        let gpus: Vec<&str> = h.gpus.iter().map(|g| g.name.as_str()).collect();
-        format!(
-            "{} ({} cores){}",
-            h.cpu.as_deref().unwrap_or("unknown CPU"),
-            h.cores.map_or("?".to_owned(), |c| c.to_string()),
-            if gpus.is_empty() {
-                String::new()
-            } else {
-                format!(", {}", gpus.join(", "))
-            }
-        )
-    });
-    let data = distinct(&|e| e.parameters.data_dir.clone());
-    let devices = distinct(&|e| {
-        let on_gpu = e.parameters.sage_args.iter().any(|a| a == "--cuda");
-        if on_gpu { "CUDA (f16 models)" } else { "CPU" }.to_owned()
-    });
-    let quick = distinct(&|e| {
-        if e.quick {
-            "quick samples".into()
-        } else {
-            "configured samples".into()
-        }
-    });
-    let mut lines = vec![
-        format!("{} result files", files.len()),
-        format!("git revision: {}", revisions.join(", ")),
-        format!("host: {}", hosts.join("; ")),
-        format!("device: {}", devices.join(", ")),
-        format!("data: {}", data.join(", ")),
-        format!("samples: {}", quick.join(", ")),
-    ];
-    // a note (a default dataset that is not local, ...) is usually the same for every similarity
-    let mut notes: Vec<(String, usize)> = Vec::new();
-    for f in files {
-        for note in &f.envelope.notes {
-            match notes.iter_mut().find(|(n, _)| n == note) {
-                Some((_, count)) => *count += 1,
-                None => notes.push((note.to_owned(), 1)),
-            }
-        }
-    }
-    for (note, count) in notes {
-        lines.push(format!("note ({count} results): {note}"));
-    }
-    lines
-}
-
-fn markdown(tables: &[Table], provenance: &[String]) -> String {
-    let mut out = String::from("# sage-rs report\n\n");
-    for line in provenance {
-        let _ = writeln!(out, "- {line}");
-    }
-    for t in tables {
-        let _ = write!(out, "\n## {}\n\n{}\n\n", t.title, t.note);
-        let _ = writeln!(out, "| {} |", t.header.join(" | "));
-        let _ = writeln!(
-            out,
-            "|{}",
-            t.header
-                .iter()
-                .enumerate()
-                .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
-                .collect::<String>()
-        );
-        for row in &t.rows {
-            let _ = writeln!(out, "| {} |", row.join(" | "));
-        }
-    }
-    out
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-fn html(tables: &[Table], charts: &[(String, String)], provenance: &[String]) -> String {
-    let mut out = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>sage-rs report</title><style>\
-         body{font-family:sans-serif;margin:2em;max-width:1200px;color:#222}\
-         table{border-collapse:collapse;margin:0.5em 0 1.5em}\
-         th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}\
-         th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}\
-         p.note{color:#555;font-size:90%}figure{margin:1em 0}\
-         </style></head><body>\n<h1>sage-rs report</h1>\n<ul>\n",
-    );
-    for line in provenance {
-        let _ = writeln!(out, "<li>{}</li>", escape(line));
-    }
-    out.push_str("</ul>\n");
-    for t in tables {
-        let _ = write!(
-            out,
-            "<h2>{}</h2>\n<p class=\"note\">{}</p>\n<table>\n<tr>",
-            escape(&t.title),
-            escape(&t.note)
-        );
-        for h in &t.header {
-            let _ = write!(out, "<th>{}</th>", escape(h));
-        }
-        out.push_str("</tr>\n");
-        for row in &t.rows {
-            out.push_str("<tr>");
-            for c in row {
-                let _ = write!(out, "<td>{}</td>", escape(c));
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</table>\n");
-    }
-    if !charts.is_empty() {
-        out.push_str("<h2>Plots</h2>\n");
-    }
-    for (title, svg) in charts {
-        let _ = write!(
-            out,
-            "<figure><figcaption>{}</figcaption>\n{svg}\n</figure>\n",
-            escape(title)
-        );
-    }
-    out.push_str("</body></html>\n");
-    out
-}
-
-/// `sage report DIR`.
-pub fn run(dir: &Path, mteb_results: Option<&Path>) -> Result<()> {
-    let files = load(dir)?;
-    if files.is_empty() {
-        bail!(
-            "{}: no result files (expected <similarity>/<suite>/<task>.json, as cargo xtask bench-all writes)",
-            dir.display()
-        );
-    }
-    let mut sink = Sink::default();
-    if let Some(path) = mteb_results {
-        sink.published = pteb::mteb::read_results(path)
-            .with_context(|| format!("reading the MTEB results {}", path.display()))?;
-    }
-    let tables = tables(&files, &mut sink);
-    let provenance = provenance(&files);
-    let charts = crate::plots::charts(
-        &files
-            .iter()
-            .map(|f| {
-                (
-                    f.similarity.as_str(),
-                    f.suite.as_str(),
-                    f.task.as_str(),
-                    f.report(),
-                )
-            })
-            .collect::<Vec<_>>(),
-    )?;
-    let write = |name: &str, content: &str| -> Result<()> {
-        let path = dir.join(name);
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, content)
-            .with_context(|| format!("{}: cannot write", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("{}: cannot write", path.display()))
-    };
-    write("report.md", &markdown(&tables, &provenance))?;
-    write("summary.csv", &summary_csv(&sink))?;
-    write("report.html", &html(&tables, &charts, &provenance))?;
-    eprintln!(
-        "sage: report of {} result files: {} (report.md, summary.csv, report.html)",
-        files.len(),
-        dir.display()
-    );
-    Ok(())
 }

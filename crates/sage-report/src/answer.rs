@@ -1,0 +1,333 @@
+//! The first screen: which similarity is best per SAGE category and overall, and which
+//! differences in the overall ranking are real.
+
+use sage_core::measures::{holm, paired_bootstrap, BootstrapReplicates, PairedDifference};
+use serde::Serialize;
+
+use crate::load::{find, num, similarities, ResultFile};
+use crate::Result;
+
+/// SAGE's categories, in Table 1's order: (task, column title).
+pub(crate) const SAGE_COLUMNS: [(&str, &str); 5] = [
+    ("clustering", "Clustering"),
+    ("human-pref", "Human Pref."),
+    ("robustness", "Robustness"),
+    ("sensitivity", "Sensitivity"),
+    ("retrieval", "Retrieval"),
+];
+
+/// Family-wise error rate of the ranking's comparisons.
+pub const ALPHA: f64 = 0.05;
+
+/// A score with its 95% interval when there is one.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Cell {
+    /// The score.
+    pub score: f64,
+    /// The bootstrap 95% interval (low, high).
+    pub ci95: Option<(f64, f64)>,
+}
+
+/// One similarity's row of the heatmap.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeatmapRow {
+    /// The similarity.
+    pub similarity: String,
+    /// One cell per column of [`Heatmap::columns`]; `None` where the category was not run.
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// Similarity × SAGE category (then Overall), every score with its interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Heatmap {
+    /// Category titles, then "Overall".
+    pub columns: Vec<String>,
+    /// One row per similarity with at least one SAGE category.
+    pub rows: Vec<HeatmapRow>,
+    /// Per column, the row with the highest score.
+    pub best: Vec<Option<usize>>,
+}
+
+/// One similarity in the ranking.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Ranked {
+    /// 1 for the highest overall score.
+    pub rank: usize,
+    /// The similarity.
+    pub similarity: String,
+    /// Its overall score (mean of the five categories) with its interval.
+    pub overall: Cell,
+}
+
+/// A paired-bootstrap comparison of two ranked similarities' overall scores.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The higher-ranked similarity.
+    pub higher: String,
+    /// The lower-ranked similarity.
+    pub lower: String,
+    /// higher − lower: the difference, its interval and its bootstrap p-value.
+    pub difference: PairedDifference,
+    /// The p-value Holm-corrected over every comparison of the ranking.
+    pub p_holm: f64,
+    /// Whether the difference is significant at [`ALPHA`] after the correction.
+    pub significant: bool,
+}
+
+/// The overall ranking and which of its differences are real.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Ranking {
+    /// Similarities with all five categories, best first.
+    pub ranked: Vec<Ranked>,
+    /// Every pair of ranked similarities that could be paired, higher first.
+    pub comparisons: Vec<Comparison>,
+    /// Family-wise error rate of `significant`.
+    pub alpha: f64,
+    /// Why a similarity or a pair is missing from the ranking or the comparisons.
+    pub not_compared: Vec<String>,
+    /// Units resampled per category (documents, queries, pairs and summaries, subsets), from
+    /// the top-ranked similarity's results: few units make every interval optimistic.
+    pub units: Vec<(String, usize)>,
+}
+
+/// The first screen's numbers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Answer {
+    /// Similarity × category.
+    pub heatmap: Heatmap,
+    /// Ranking with significance.
+    pub ranking: Ranking,
+}
+
+/// A similarity's five SAGE categories: the result files and their bootstrap resamples.
+struct Categories<'a> {
+    files: Vec<&'a ResultFile>,
+    replicates: Option<Vec<BootstrapReplicates>>,
+}
+
+impl Categories<'_> {
+    /// Resample b of the overall score: the mean of the categories' resample b.
+    fn overall_replicates(&self) -> Option<Vec<Option<f64>>> {
+        let reps = self.replicates.as_ref()?;
+        let n = reps.first()?.values.len();
+        if reps.iter().any(|r| r.values.len() != n) {
+            return None;
+        }
+        Some(
+            (0..n)
+                .map(|b| {
+                    reps.iter()
+                        .map(|r| r.values[b])
+                        .sum::<Option<f64>>()
+                        .map(|s| s / reps.len() as f64)
+                })
+                .collect(),
+        )
+    }
+
+    fn overall(&self) -> f64 {
+        self.files
+            .iter()
+            .filter_map(|f| num(f.report(), &["score"]))
+            .sum::<f64>()
+            / SAGE_COLUMNS.len() as f64
+    }
+
+    /// Why the units of `self` and `other` are not the same draws, if they are not.
+    fn unpaired_with(&self, other: &Categories<'_>) -> Option<String> {
+        let (Some(a), Some(b)) = (&self.replicates, &other.replicates) else {
+            return Some("no bootstrap resamples in a result file".into());
+        };
+        for (((fa, fb), ra), rb) in self.files.iter().zip(&other.files).zip(a).zip(b) {
+            if !ra.drawn_like(rb) || units_of(fa) != units_of(fb) {
+                return Some(format!("{}: not the same rows, seed or resamples", fa.task));
+            }
+        }
+        None
+    }
+}
+
+/// Which units a result was scored on: every row-selection field (dataset, split, checksum,
+/// counts) of its envelope and its report, wherever they are nested, without the scores.
+fn units_of(file: &ResultFile) -> Vec<(String, String)> {
+    const IDENTITY: [&str; 10] = [
+        "dataset",
+        "split",
+        "checksum",
+        "corpus_checksum",
+        "used_rows",
+        "corpus_used",
+        "queries",
+        "texts",
+        "classes",
+        "seed",
+    ];
+    fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    if IDENTITY.contains(&k.as_str()) && !v.is_object() && !v.is_array() {
+                        out.push((format!("{path}/{k}"), v.to_string()));
+                    } else if k != "bootstrap" {
+                        walk(v, &format!("{path}/{k}"), out);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(v, &format!("{path}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for d in &file.envelope.datasets {
+        walk(&serde_json::Value::Object(d.clone()), "selection", &mut out);
+    }
+    walk(file.report(), "report", &mut out);
+    out
+}
+
+fn interval(values: &[Option<f64>]) -> Result<Option<(f64, f64)>> {
+    let reps = BootstrapReplicates {
+        label: String::new(),
+        seed: 0,
+        group_sizes: Vec::new(),
+        values: values.to_vec(),
+    };
+    Ok(reps.interval(0.95)?.map(|i| (i.low, i.high)))
+}
+
+/// The heatmap and the ranking of the SAGE results in `files`.
+pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
+    let mut rows = Vec::new();
+    let mut complete: Vec<(String, Categories<'_>, Cell)> = Vec::new();
+    let mut not_compared = Vec::new();
+    for s in similarities(files) {
+        let found: Vec<Option<&ResultFile>> = SAGE_COLUMNS
+            .iter()
+            .map(|(task, _)| find(files, &s, "sage", task))
+            .collect();
+        if found.iter().all(Option::is_none) {
+            continue;
+        }
+        let mut cells: Vec<Option<Cell>> = found
+            .iter()
+            .map(|f| {
+                let report = (*f)?.report();
+                Some(Cell {
+                    score: num(report, &["score"])?,
+                    ci95: num(report, &["ci95", "low"]).zip(num(report, &["ci95", "high"])),
+                })
+            })
+            .collect();
+        let overall = if found.iter().all(Option::is_some) && cells.iter().all(Option::is_some) {
+            let files: Vec<&ResultFile> = found.into_iter().flatten().collect();
+            let replicates = files
+                .iter()
+                .map(|f| serde_json::from_value(f.report().get("bootstrap")?.clone()).ok())
+                .collect::<Option<Vec<BootstrapReplicates>>>();
+            let categories = Categories { files, replicates };
+            let ci95 = match categories.overall_replicates() {
+                Some(values) => interval(&values)?,
+                None => None,
+            };
+            let cell = Cell {
+                score: categories.overall(),
+                ci95,
+            };
+            complete.push((s.clone(), categories, cell));
+            Some(cell)
+        } else {
+            not_compared.push(format!("{s}: not ranked (a SAGE category has no result)"));
+            None
+        };
+        cells.push(overall);
+        rows.push(HeatmapRow {
+            similarity: s,
+            cells,
+        });
+    }
+    let mut columns: Vec<String> = SAGE_COLUMNS.iter().map(|c| c.1.to_owned()).collect();
+    columns.push("Overall".into());
+    let best = (0..columns.len())
+        .map(|c| {
+            rows.iter()
+                .enumerate()
+                .filter_map(|(i, r)| Some((i, r.cells[c]?.score)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(i, _)| i)
+        })
+        .collect();
+
+    complete.sort_by(|a, b| b.2.score.total_cmp(&a.2.score));
+    let ranked: Vec<Ranked> = complete
+        .iter()
+        .enumerate()
+        .map(|(i, (s, _, overall))| Ranked {
+            rank: i + 1,
+            similarity: s.clone(),
+            overall: *overall,
+        })
+        .collect();
+    let mut pairs: Vec<(usize, usize, PairedDifference)> = Vec::new();
+    for i in 0..complete.len() {
+        for j in i + 1..complete.len() {
+            let (a, b) = (&complete[i], &complete[j]);
+            if let Some(why) = a.1.unpaired_with(&b.1) {
+                not_compared.push(format!("{} vs {}: {why}", a.0, b.0));
+                continue;
+            }
+            let (Some(ra), Some(rb)) = (a.1.overall_replicates(), b.1.overall_replicates()) else {
+                continue;
+            };
+            match paired_bootstrap(a.1.overall(), b.1.overall(), &ra, &rb, 0.95)? {
+                Some(d) => pairs.push((i, j, d)),
+                None => not_compared.push(format!(
+                    "{} vs {}: too few defined bootstrap resamples",
+                    a.0, b.0
+                )),
+            }
+        }
+    }
+    let adjusted = holm(
+        &pairs.iter().map(|p| p.2.p_value).collect::<Vec<_>>(),
+        ALPHA,
+    )?;
+    let comparisons = pairs
+        .into_iter()
+        .enumerate()
+        .map(|(k, (i, j, difference))| Comparison {
+            higher: complete[i].0.clone(),
+            lower: complete[j].0.clone(),
+            difference,
+            p_holm: adjusted.adjusted[k],
+            significant: adjusted.reject[k],
+        })
+        .collect();
+    Ok(Answer {
+        heatmap: Heatmap {
+            columns,
+            rows,
+            best,
+        },
+        ranking: Ranking {
+            units: complete
+                .first()
+                .and_then(|(_, c, _)| c.replicates.as_ref())
+                .map(|reps| {
+                    SAGE_COLUMNS
+                        .iter()
+                        .zip(reps)
+                        .map(|((_, title), r)| (title.to_string(), r.group_sizes.iter().sum()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            ranked,
+            comparisons,
+            alpha: ALPHA,
+            not_compared,
+        },
+    })
+}

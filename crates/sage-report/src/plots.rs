@@ -1,0 +1,451 @@
+//! The report's plots, drawn with plotters into SVG strings that report.html inlines beside the
+//! tables they explain.
+//!
+//! Input is the reports themselves, so the plots show exactly the numbers the tables show. Every
+//! similarity keeps one colour in every plot (the page's colour key says which), and a score axis
+//! ends where the score can end: a score in [0, 1] is drawn on 0–1, never on 0–1.4.
+
+use plotters::prelude::*;
+use serde_json::Value;
+
+use crate::load::{num, ResultFile};
+use crate::Result;
+
+/// Okabe–Ito: eight colours told apart with every common colour-vision deficiency.
+const OKABE_ITO: [(u8, u8, u8); 8] = [
+    (0, 114, 178),
+    (230, 159, 0),
+    (0, 158, 115),
+    (204, 121, 167),
+    (86, 180, 233),
+    (213, 94, 0),
+    (240, 228, 66),
+    (0, 0, 0),
+];
+
+/// Grey for what is not a similarity (the original condition, the expected curve).
+const NEUTRAL: RGBColor = RGBColor(150, 150, 150);
+
+/// One colour per similarity, the same in every plot and in the page's colour key.
+pub(crate) struct Palette {
+    names: Vec<String>,
+}
+
+impl Palette {
+    /// Colours assigned in `names`' order (the report's similarity order).
+    pub(crate) fn new(names: &[String]) -> Palette {
+        Palette {
+            names: names.to_vec(),
+        }
+    }
+
+    /// The similarities, in colour order.
+    pub(crate) fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The colour of `similarity` (a name not in the palette gets the next free colour).
+    pub(crate) fn colour(&self, similarity: &str) -> RGBColor {
+        let i = self
+            .names
+            .iter()
+            .position(|n| n == similarity)
+            .unwrap_or(self.names.len());
+        match OKABE_ITO.get(i) {
+            Some(&(r, g, b)) => RGBColor(r, g, b),
+            None => {
+                let c =
+                    <Palette99 as plotters::style::Palette>::pick(i - OKABE_ITO.len()).to_rgba();
+                RGBColor(c.0, c.1, c.2)
+            }
+        }
+    }
+
+    /// `#rrggbb` of [`Palette::colour`].
+    pub(crate) fn hex(&self, similarity: &str) -> String {
+        let RGBColor(r, g, b) = self.colour(similarity);
+        format!("#{r:02x}{g:02x}{b:02x}")
+    }
+}
+
+/// One plot, and the table it goes beside.
+pub(crate) struct Chart {
+    /// The [`crate::tables::Table::key`] of the table it explains.
+    pub(crate) beside: &'static str,
+    /// Its caption.
+    pub(crate) caption: String,
+    /// The SVG document.
+    pub(crate) svg: String,
+}
+
+/// Width of the key drawn to the right of a plot.
+const KEY_WIDTH: u32 = 190;
+
+/// A key to the right of the plot area: a swatch (a bar, or a line) and a name per entry.
+fn draw_key<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[(String, RGBColor, bool)],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    for (k, (name, colour, line)) in entries.iter().enumerate() {
+        let y = 40 + 20 * k as i32;
+        if *line {
+            area.draw(&PathElement::new(
+                vec![(6, y), (24, y)],
+                colour.stroke_width(3),
+            ))?;
+        } else {
+            area.draw(&Rectangle::new([(8, y - 6), (20, y + 6)], colour.filled()))?;
+        }
+        // long model paths: the last segment names the model
+        let short: String = name
+            .rsplit('/')
+            .next()
+            .unwrap_or(name)
+            .chars()
+            .take(24)
+            .collect();
+        area.draw(&Text::new(short, (30, y - 7), ("sans-serif", 13)))?;
+    }
+    Ok(())
+}
+
+/// Category labels on an integer x axis.
+fn category_label(names: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+        names[i as usize].clone()
+    } else {
+        String::new()
+    }
+}
+
+/// Grouped bars: one group per category, one bar per series (`values[c]`), on 0..y_max.
+fn grouped_bars(
+    title: &str,
+    categories: &[&str],
+    series: &[(String, RGBColor, Vec<Option<f64>>)],
+    y_max: f64,
+    y_desc: &str,
+) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 340)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, key) = root.split_horizontally(720 - KEY_WIDTH);
+        let n = categories.len() as f64;
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(title, ("sans-serif", 17))
+            .margin(10)
+            .x_label_area_size(32)
+            .y_label_area_size(48)
+            .build_cartesian_2d(-0.5f64..(n - 0.5), 0f64..y_max)?;
+        let names: Vec<String> = categories.iter().map(|c| c.to_string()).collect();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(categories.len())
+            .x_label_formatter(&|x| category_label(&names, *x))
+            .y_desc(y_desc)
+            .draw()?;
+        let width = 0.8 / series.len().max(1) as f64;
+        for (s, (_, colour, values)) in series.iter().enumerate() {
+            chart.draw_series(values.iter().enumerate().filter_map(|(k, v)| {
+                let x0 = k as f64 - 0.4 + s as f64 * width;
+                Some(Rectangle::new(
+                    [(x0, 0.0), (x0 + width * 0.9, (*v)?.min(y_max))],
+                    colour.filled(),
+                ))
+            }))?;
+        }
+        let entries: Vec<(String, RGBColor, bool)> = series
+            .iter()
+            .map(|(n, c, _)| (n.clone(), *c, false))
+            .collect();
+        draw_key(&key, &entries)?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// Observed mean similarity against p for one sensitivity family, averaged over datasets, with
+/// the expected 1 − p/(1+p).
+fn sensitivity_curves(
+    files: &[ResultFile],
+    palette: &Palette,
+    family: &str,
+) -> Result<Option<String>> {
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut expected: Vec<(f64, f64)> = Vec::new();
+    for f in files
+        .iter()
+        .filter(|f| f.suite == "sage" && f.task == "sensitivity")
+    {
+        let mut sums: Vec<(f64, f64, usize)> = Vec::new();
+        for d in f.report()["datasets"].as_array().into_iter().flatten() {
+            for point in d[family]["curve"].as_array().into_iter().flatten() {
+                let (Some(p), Some(o), Some(e)) = (
+                    num(point, &["proportion"]),
+                    num(point, &["observed_mean"]),
+                    num(point, &["expected"]),
+                ) else {
+                    continue;
+                };
+                match sums.iter_mut().find(|s| s.0 == p) {
+                    Some(s) => {
+                        s.1 += o;
+                        s.2 += 1;
+                    }
+                    None => sums.push((p, o, 1)),
+                }
+                if !expected.iter().any(|x| x.0 == p) {
+                    expected.push((p, e));
+                }
+            }
+        }
+        sums.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push((
+            f.similarity.clone(),
+            sums.into_iter()
+                .map(|(p, o, n)| (p, o / n as f64))
+                .collect(),
+        ));
+    }
+    if series.is_empty() {
+        return Ok(None);
+    }
+    expected.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // a similarity can go below 0 (cosine): the axis starts where the data does, else at 0
+    let lowest = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(0.0f64, f64::min);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 340)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, key) = root.split_horizontally(720 - KEY_WIDTH);
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(
+                format!("Sensitivity ({family}): observed vs expected"),
+                ("sans-serif", 17),
+            )
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d(0f64..1f64, lowest..1f64)?;
+        chart
+            .configure_mesh()
+            .x_desc("perturbation proportion p")
+            .y_desc("mean similarity")
+            .draw()?;
+        chart.draw_series(LineSeries::new(expected.clone(), NEUTRAL.stroke_width(3)))?;
+        let mut entries = vec![("expected 1 − p/(1+p)".to_owned(), NEUTRAL, true)];
+        for (name, points) in &series {
+            let c = palette.colour(name);
+            chart.draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?;
+            chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+            entries.push((name.clone(), c, true));
+        }
+        draw_key(&key, &entries)?;
+        root.present()?;
+    }
+    Ok(Some(svg))
+}
+
+/// One histogram (bars over bin edges) of ALIGN-SIM's antonym differences.
+fn histogram(title: &str, edges: &[f64], counts: &[f64], colour: RGBColor) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (420, 280)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (lo, hi) = (edges[0], edges[edges.len() - 1]);
+        let top = counts.iter().copied().fold(0.0, f64::max).max(1.0);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 14))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(40)
+            .build_cartesian_2d(lo..hi, 0f64..top)?;
+        chart
+            .configure_mesh()
+            .x_desc("sim(S, paraphrase) − sim(S, antonym)")
+            .y_desc("pairs")
+            .draw()?;
+        chart.draw_series(counts.iter().enumerate().map(|(i, &c)| {
+            Rectangle::new([(edges[i], 0.0), (edges[i + 1], c)], colour.filled())
+        }))?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// PTEB, one model: per dataset, the original score (grey) and the paraphrased mean (the model's
+/// colour) with a ±std bar.
+fn pteb_chart(
+    title: &str,
+    datasets: &[String],
+    original: &[f64],
+    mean: &[f64],
+    std: &[f64],
+    colour: RGBColor,
+) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 340)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, key) = root.split_horizontally(720 - KEY_WIDTH);
+        let n = datasets.len() as f64;
+        // main scores are in [−1, 1] (a correlation can be negative): 0–1 unless one is below 0
+        let lowest = original
+            .iter()
+            .zip(mean.iter().zip(std))
+            .map(|(o, (m, s))| o.min(m - s))
+            .fold(0.0f64, f64::min);
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(title, ("sans-serif", 17))
+            .margin(10)
+            .x_label_area_size(32)
+            .y_label_area_size(48)
+            .build_cartesian_2d(-0.5f64..(n - 0.5), lowest..1f64)?;
+        let names = datasets.to_vec();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(datasets.len())
+            .x_label_formatter(&|x| category_label(&names, *x))
+            .y_desc("main score")
+            .draw()?;
+        for (values, c, offset) in [(original, NEUTRAL, -0.2), (mean, colour, 0.2)] {
+            chart.draw_series(values.iter().enumerate().map(|(k, &v)| {
+                let x = k as f64 + offset;
+                Rectangle::new([(x - 0.18, 0.0), (x + 0.18, v)], c.filled())
+            }))?;
+        }
+        chart.draw_series(mean.iter().zip(std).enumerate().map(|(k, (&m, &sd))| {
+            let x = k as f64 + 0.2;
+            PathElement::new(
+                vec![(x, (m - sd).max(lowest)), (x, (m + sd).min(1.0))],
+                BLACK.stroke_width(2),
+            )
+        }))?;
+        draw_key(
+            &key,
+            &[
+                ("original".to_owned(), NEUTRAL, false),
+                ("paraphrased (mean ± std)".to_owned(), colour, false),
+            ],
+        )?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// Every plot the results allow, each with the table it goes beside.
+pub(crate) fn charts(files: &[ResultFile], palette: &Palette) -> Result<Vec<Chart>> {
+    let mut out = Vec::new();
+    for (family, beside) in [
+        ("insertion", "sensitivity-insertion"),
+        ("removal", "sensitivity-removal"),
+    ] {
+        if let Some(svg) = sensitivity_curves(files, palette, family)? {
+            out.push(Chart {
+                beside,
+                caption: format!("Sensitivity degradation curves ({family})"),
+                svg,
+            });
+        }
+    }
+    // EvalRank MRR / Hits bars per (model, level), in the model's colour
+    let evalrank: Vec<(String, RGBColor, Vec<Option<f64>>)> = files
+        .iter()
+        .filter(|f| f.suite == "evalrank")
+        .map(|f| {
+            let r = f.report();
+            (
+                format!("{} ({})", f.similarity, f.task),
+                palette.colour(&f.similarity),
+                vec![
+                    num(r, &["scores", "mrr"]),
+                    num(r, &["scores", "hits_at_1"]),
+                    num(r, &["scores", "hits_at_3"]),
+                ],
+            )
+        })
+        .collect();
+    if !evalrank.is_empty() {
+        out.push(Chart {
+            beside: "evalrank",
+            caption: "EvalRank MRR and Hits@k".to_owned(),
+            svg: grouped_bars(
+                "EvalRank",
+                &["MRR", "Hits@1", "Hits@3"],
+                &evalrank,
+                100.0,
+                "×100",
+            )?,
+        });
+    }
+    // PTEB original vs paraphrased, per model
+    for f in files.iter().filter(|f| f.suite == "pteb") {
+        let datasets = f.report()["datasets"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice);
+        if datasets.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = datasets
+            .iter()
+            .map(|d| d["dataset"].as_str().unwrap_or("?").to_owned())
+            .collect();
+        let get = |path: &[&str]| -> Vec<f64> {
+            datasets
+                .iter()
+                .map(|d| num(d, path).unwrap_or(0.0))
+                .collect()
+        };
+        let title = format!("PTEB · {}", f.similarity);
+        out.push(Chart {
+            beside: "pteb",
+            caption: format!("{title}: original vs paraphrased"),
+            svg: pteb_chart(
+                &title,
+                &names,
+                &get(&["original"]),
+                &get(&["paraphrased", "mean"]),
+                &get(&["paraphrased", "std"]),
+                palette.colour(&f.similarity),
+            )?,
+        });
+    }
+    // ALIGN-SIM antonym-difference histograms, per similarity and dataset
+    for f in files.iter().filter(|f| f.suite == "align-sim") {
+        for d in f.report()["datasets"].as_array().into_iter().flatten() {
+            let h = &d["antonym"]["histogram"];
+            let floats = |key: &str| -> Vec<f64> {
+                h[key]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_f64)
+                    .collect()
+            };
+            let (edges, counts) = (floats("edges"), floats("counts"));
+            if edges.len() == counts.len() + 1 && !counts.is_empty() {
+                let title = format!(
+                    "{} · {}: antonym difference",
+                    f.similarity.rsplit('/').next().unwrap_or(&f.similarity),
+                    d["dataset"].as_str().unwrap_or("?")
+                );
+                out.push(Chart {
+                    beside: "align-sim",
+                    caption: title.clone(),
+                    svg: histogram(&title, &edges, &counts, palette.colour(&f.similarity))?,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
