@@ -122,9 +122,11 @@ fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
     assert_same_results(&whole, &resumed);
 }
 
-/// report.html in headless Chromium: it renders (a non-empty screenshot, the tables and plots in
-/// the DOM) with no console error. CI installs Chromium (.ci/run); elsewhere the test says it
-/// did not run when there is none.
+/// report.html in headless Chromium: it renders with no console error, the answer comes first
+/// (verdict, heatmap, ranking, the notes folded into one line, then the details with their
+/// plots), and its script sorts a table (from the address, as a click would). The first screen's
+/// screenshot is kept in the test artifacts ($SAGE_TEST_ARTIFACTS, else the target's tmp folder).
+/// CI installs Chromium (.ci/run); elsewhere the test says it did not run when there is none.
 #[test]
 fn the_html_report_renders_in_a_headless_browser() {
     let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
@@ -162,9 +164,9 @@ fn the_html_report_renders_in_a_headless_browser() {
         String::from_utf8_lossy(&output.stderr)
     );
     let page = out.join("report.html");
-    let url = format!("file://{}", page.display());
+    let page_url = format!("file://{}", page.display());
     let profile = tmp.path().join("profile");
-    let headless = |extra: &[&str]| {
+    let headless = |extra: &[&str], url: &str| {
         Command::new(browser)
             .args([
                 "--headless",
@@ -175,31 +177,76 @@ fn the_html_report_renders_in_a_headless_browser() {
             ])
             .arg(format!("--user-data-dir={}", profile.display()))
             .args(extra)
-            .arg(&url)
+            .arg(url)
             .output()
             .unwrap()
     };
-    let shot = tmp.path().join("shot.png");
-    let o = headless(&[
-        &format!("--screenshot={}", shot.display()),
-        "--window-size=1280,2400",
-    ]);
-    let log = String::from_utf8_lossy(&o.stderr);
-    let png = std::fs::read(&shot).unwrap_or_default();
-    assert!(
-        png.len() > 10_000 && png.starts_with(b"\x89PNG"),
-        "no screenshot:\n{log}"
-    );
-    for bad in [
-        "Uncaught",
-        "Failed to load resource",
-        "CONSOLE(",
-        "ERROR:CONSOLE",
+    let artifacts = std::env::var_os("SAGE_TEST_ARTIFACTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-artifacts"));
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let mut shots = Vec::new();
+    for (name, size) in [
+        ("report-first-screen.png", "--window-size=1280,900"),
+        ("report-full.png", "--window-size=1280,4000"),
     ] {
-        assert!(!log.contains(bad), "console: {bad}\n{log}");
+        let shot = artifacts.join(name);
+        let _ = std::fs::remove_file(&shot);
+        let o = headless(
+            &[&format!("--screenshot={}", shot.display()), size],
+            &page_url,
+        );
+        let log = String::from_utf8_lossy(&o.stderr);
+        let png = std::fs::read(&shot).unwrap_or_default();
+        assert!(
+            png.len() > 10_000 && png.starts_with(b"\x89PNG"),
+            "no screenshot:\n{log}"
+        );
+        for bad in [
+            "Uncaught",
+            "Failed to load resource",
+            "CONSOLE(",
+            "ERROR:CONSOLE",
+        ] {
+            assert!(!log.contains(bad), "console: {bad}\n{log}");
+        }
+        shots.push(shot);
     }
-    let o = headless(&["--dump-dom"]);
+    eprintln!("report screenshots: {shots:?}");
+    let o = headless(&["--dump-dom"], &page_url);
     let dom = String::from_utf8_lossy(&o.stdout);
     assert!(dom.contains("SAGE (Table 1 layout)"), "{dom}");
     assert!(dom.matches("<svg").count() >= 3, "plots in the DOM");
+    let at = |needle: &str| {
+        dom.find(needle)
+            .unwrap_or_else(|| panic!("{needle} not in the rendered page"))
+    };
+    assert!(at("id=\"verdict\"") < at("id=\"heatmap\""));
+    assert!(at("id=\"heatmap\"") < at("id=\"ranking\""));
+    assert!(at("id=\"ranking\"") < at("<details id=\"notes\"><summary>"));
+    assert!(at("<details id=\"notes\"><summary>") < at("id=\"details\""));
+    // the fixtures' SAGE categories: every metric has all five, so all four are ranked
+    let ranking = &dom[at("id=\"ranking\"")..];
+    let first_row = |html: &str| -> String {
+        let body = &html[html.find("<tbody>").unwrap()..];
+        body[body.find("<tr>").unwrap()..body.find("</tr>").unwrap()].to_owned()
+    };
+    assert!(
+        first_row(ranking).starts_with("<tr><td>1</td>"),
+        "{ranking}"
+    );
+    assert_eq!(
+        dom.matches("class=\"best\"").count(),
+        6,
+        "one best per column"
+    );
+    // sorted by the overall score, ascending, as a click on its header does
+    let sorted = headless(&["--dump-dom"], &format!("{page_url}#sort=ranking:2:asc"));
+    let sorted = String::from_utf8_lossy(&sorted.stdout);
+    let ranking = &sorted[sorted.find("id=\"ranking\"").unwrap()..];
+    assert!(
+        first_row(ranking).starts_with("<tr><td>4</td>"),
+        "{ranking}"
+    );
+    assert!(ranking.contains("aria-sort=\"ascending\""), "{ranking}");
 }

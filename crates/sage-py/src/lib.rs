@@ -379,6 +379,17 @@ fn run_suite(
     Ok((report, outcome.notes))
 }
 
+/// `sage report DIR` from Python: writes report.md, summary.csv and report.html into `dir`;
+/// returns what was written and the first screen's numbers as JSON.
+#[pyfunction]
+#[pyo3(signature = (dir, mteb_results = None))]
+fn report(py: Python<'_>, dir: PathBuf, mteb_results: Option<PathBuf>) -> PyResult<String> {
+    let written = py
+        .detach(|| sage_report::write_report(&dir, mteb_results.as_deref()))
+        .map_err(py_err)?;
+    json(&written)
+}
+
 fn subject_for(
     suite: &dyn sage_suites::Suite,
     what: &Bound<'_, PyAny>,
@@ -507,6 +518,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(perturb, m)?)?;
     m.add_function(wrap_pyfunction!(suites, m)?)?;
     m.add_function(wrap_pyfunction!(run_suite, m)?)?;
+    m.add_function(wrap_pyfunction!(report, m)?)?;
     m.add_function(wrap_pyfunction!(pearson, m)?)?;
     m.add_function(wrap_pyfunction!(spearman, m)?)?;
     m.add_function(wrap_pyfunction!(wilcoxon, m)?)?;

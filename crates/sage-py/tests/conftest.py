@@ -67,3 +67,13 @@ def minilm():
     """The all-MiniLM-L6-v2 folder under $SAGE_MODELS_DIR (what ../shared/tools/fetch-models.sh
     fills)."""
     return model_folder("all-MiniLM-L6-v2", "model.safetensors")
+
+
+@pytest.fixture(scope="session")
+def xtask_cli():
+    """The workspace's `xtask` binary beside the `sage` one (cargo test --workspace builds both)."""
+    binary = _sage_binary()
+    xtask = Path(binary).with_name("xtask") if binary else None
+    if xtask is None or not os.access(xtask, os.X_OK):
+        pytest.skip("no xtask binary beside sage: run `cargo build -p xtask` first")
+    return binary, xtask

@@ -2,6 +2,9 @@
 
 import json
 import math
+import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -9,7 +12,7 @@ import pytest
 import sage_rs
 from sage_rs import measures
 
-from conftest import FIXTURES, MIRROR
+from conftest import FIXTURES, MIRROR, REPO
 
 
 def read_jsonl(path):
@@ -305,3 +308,38 @@ def test_a_role_keyword_overrides_the_same_keyword_given_for_every_call():
     assert encoder.encode(["a"], "query").shape == (1, 2)
     encoder.encode(["a"], "plain")
     assert seen[-2:] == ["query", "text-matching"]
+
+
+def test_report_writes_what_sage_report_writes(xtask_cli, tmp_path):
+    sage, xtask = xtask_cli
+    # the metrics on the fixtures: every SAGE category, no model, no paraphraser
+    config = (REPO / "bench.toml").read_text()
+    config = config.replace('models = ["auto"]', "models = []")
+    (tmp_path / "bench.toml").write_text(config)
+    out = tmp_path / "cli"
+    done = subprocess.run(
+        [xtask, "bench-all", "--quick", "--sage", sage, "--config", tmp_path / "bench.toml",
+         "--out", out],
+        capture_output=True, text=True, cwd=REPO,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "SAGE_DATA_DIR"},
+            "SAGE_CACHE_DIR": str(tmp_path / "cache"),
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    mine = tmp_path / "python"
+    shutil.copytree(out, mine, ignore=shutil.ignore_patterns("report.*", "summary.csv"))
+    written = sage_rs.report(mine)
+    for name in ("report.md", "summary.csv", "report.html"):
+        assert (mine / name).read_bytes() == (out / name).read_bytes(), name
+    assert written["html"] == str(mine / "report.html")
+    answer = written["answer"]
+    ranked = [r["similarity"] for r in answer["ranking"]["ranked"]]
+    assert sorted(ranked) == ["bm25", "jaccard", "levenshtein", "rouge"]
+    overall = [r["overall"]["score"] for r in answer["ranking"]["ranked"]]
+    assert overall == sorted(overall, reverse=True)
+    for c in answer["ranking"]["comparisons"]:
+        assert c["p_holm"] >= c["difference"]["p_value"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(sage_rs.SageError, match="empty: no result files"):
+        sage_rs.report(tmp_path / "empty")

@@ -157,3 +157,201 @@ pub fn write_report(dir: &Path, mteb_results: Option<&Path>) -> Result<Written> 
         answer,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use sage_core::measures::bootstrap_mean_of_means;
+    use sage_core::RunSeed;
+    use serde_json::json;
+
+    use super::*;
+
+    const TASKS: [&str; 5] = [
+        "clustering",
+        "human-pref",
+        "robustness",
+        "sensitivity",
+        "retrieval",
+    ];
+
+    /// One SAGE result file whose score is the mean of `units`, with the resamples the task
+    /// crates write (same seed and label for every similarity, as a real run).
+    fn write_result(dir: &Path, similarity: &str, task: &str, units: &[f64], checksum: &str) {
+        let reps = bootstrap_mean_of_means(&[units], RunSeed(7), &format!("{task}/bootstrap"))
+            .unwrap()
+            .unwrap();
+        let ci = reps.interval(0.95).unwrap();
+        let score = units.iter().sum::<f64>() / units.len() as f64;
+        let envelope = json!({
+            "datasets": [{"checksum": checksum, "dataset": "d", "used_rows": units.len()}],
+            "harness_version": "0.1.0",
+            "notes": ["robustness: skipped: dataset billsum is not in the local mirror"],
+            "parameters": {"data_dir": "data", "sage_args": ["run", task]},
+            "quick": true,
+            "report": {"score": score, "ci95": ci, "bootstrap": reps, "datasets": []},
+            "run": {
+                "git_revision": "abc",
+                "host": {"arch": "x86_64", "cores": 2, "cpu": "EPYC", "gpus": [], "os": "linux"},
+                "timestamp": "2026-11-25T00:00:00Z",
+                "wall_seconds": 1.0
+            },
+            "schema": sage_core::RESULT_SCHEMA,
+            "score": score,
+            "seed": 7,
+            "similarity": {"kind": "metric", "name": similarity, "spec": similarity},
+            "suite": "sage",
+            "task": task
+        });
+        let folder = dir.join(similarity).join("sage");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join(format!("{task}.json")),
+            serde_json::to_vec_pretty(&envelope).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// Per-unit scores: a fixed wobble around `level`, the same wobble for every similarity
+    /// (the units are the same documents) plus `noise` × a second wobble.
+    fn units(level: f64, noise: f64) -> Vec<f64> {
+        (0..40)
+            .map(|i| {
+                let i = i as f64;
+                (level + 0.1 * (i * 0.7).sin() + noise * (i * 1.9).cos()).clamp(0.0, 1.0)
+            })
+            .collect()
+    }
+
+    fn folder_of_three() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        for task in TASKS {
+            write_result(tmp.path(), "strong", task, &units(0.8, 0.0), "c1");
+            write_result(tmp.path(), "tied-a", task, &units(0.5, 0.02), "c1");
+            write_result(tmp.path(), "tied-b", task, &units(0.5, -0.02), "c1");
+        }
+        tmp
+    }
+
+    #[test]
+    fn the_ranking_says_which_differences_are_real() {
+        let tmp = folder_of_three();
+        let written = write_report(tmp.path(), None).unwrap();
+        let ranking = &written.answer.ranking;
+        let order: Vec<&str> = ranking
+            .ranked
+            .iter()
+            .map(|r| r.similarity.as_str())
+            .collect();
+        assert_eq!(order[0], "strong");
+        assert_eq!(ranking.comparisons.len(), 3, "{ranking:?}");
+        for c in &ranking.comparisons {
+            // Holm never lowers a p-value
+            assert!(c.p_holm >= c.difference.p_value);
+            let involves_strong = c.higher == "strong";
+            assert_eq!(c.significant, involves_strong, "{c:?}");
+            if involves_strong {
+                assert!((c.difference.difference - 0.3).abs() < 0.01, "{c:?}");
+                assert!(c.difference.ci_low > 0.0, "{c:?}");
+            } else {
+                assert!(
+                    c.difference.ci_low <= 0.0 && 0.0 <= c.difference.ci_high,
+                    "{c:?}"
+                );
+            }
+        }
+        let best = &ranking.ranked[0].overall;
+        let (lo, hi) = best.ci95.unwrap();
+        assert!(lo <= best.score && best.score <= hi, "{best:?}");
+        assert_eq!(ranking.units[0], ("Clustering".to_owned(), 40));
+        // the heatmap marks the strong similarity best in every column
+        let heatmap = &written.answer.heatmap;
+        let strong = heatmap
+            .rows
+            .iter()
+            .position(|r| r.similarity == "strong")
+            .unwrap();
+        assert!(heatmap.best.iter().all(|b| *b == Some(strong)));
+        assert_eq!(heatmap.columns.last().unwrap(), "Overall");
+    }
+
+    #[test]
+    fn results_on_other_rows_are_not_paired() {
+        let tmp = folder_of_three();
+        write_result(tmp.path(), "tied-b", "robustness", &units(0.5, -0.02), "c2");
+        let written = write_report(tmp.path(), None).unwrap();
+        let ranking = &written.answer.ranking;
+        assert_eq!(ranking.comparisons.len(), 1, "{ranking:?}");
+        assert_eq!(ranking.not_compared.len(), 2, "{ranking:?}");
+        assert!(ranking.not_compared[0].contains("robustness: not the same rows"));
+        // said in the report too, not only in the returned numbers
+        let md = std::fs::read_to_string(&written.markdown).unwrap();
+        assert!(
+            md.contains("Not compared: strong vs tied-b: robustness"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_similarity_missing_a_category_is_shown_but_not_ranked() {
+        let tmp = folder_of_three();
+        std::fs::remove_file(tmp.path().join("tied-a/sage/retrieval.json")).unwrap();
+        let written = write_report(tmp.path(), None).unwrap();
+        let answer = &written.answer;
+        assert_eq!(answer.ranking.ranked.len(), 2);
+        let row = answer
+            .heatmap
+            .rows
+            .iter()
+            .find(|r| r.similarity == "tied-a")
+            .unwrap();
+        assert!(row.cells[4].is_none() && row.cells[5].is_none() && row.cells[0].is_some());
+        assert!(answer.ranking.not_compared[0].contains("tied-a: not ranked"));
+    }
+
+    #[test]
+    fn the_page_puts_the_answer_first_and_needs_no_network() {
+        let tmp = folder_of_three();
+        let written = write_report(tmp.path(), None).unwrap();
+        let html = std::fs::read_to_string(&written.html).unwrap();
+        let at = |needle: &str| {
+            html.find(needle)
+                .unwrap_or_else(|| panic!("{needle} not in the page"))
+        };
+        assert!(at("id=\"verdict\"") < at("id=\"heatmap\""));
+        assert!(at("id=\"heatmap\"") < at("id=\"ranking\""));
+        assert!(at("id=\"ranking\"") < at("<details id=\"notes\"><summary>1 note"));
+        assert!(at("<details id=\"notes\">") < at("id=\"details\""));
+        assert_eq!(html.matches("class=\"best\"").count(), 6);
+        assert!(html.contains("Best overall: strong"));
+        for external in ["src=\"http", "href=\"http", "@import", "url("] {
+            assert!(!html.contains(external), "{external}");
+        }
+        let md = std::fs::read_to_string(&written.markdown).unwrap();
+        assert!(md.find("## The answer").unwrap() < md.find("### Ranking").unwrap());
+        assert!(md.find("### Ranking").unwrap() < md.find("## Details").unwrap());
+        let csv = std::fs::read_to_string(&written.csv).unwrap();
+        assert!(
+            csv.contains("strong,sage,overall,,p holm vs tied-a,"),
+            "{csv}"
+        );
+        assert!(csv.contains("strong,sage,overall,,rank,1"), "{csv}");
+    }
+
+    #[test]
+    fn unreadable_inputs_are_named_and_nothing_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = write_report(tmp.path(), None).unwrap_err();
+        assert!(matches!(err, ReportError::Empty(_)), "{err}");
+        let folder = tmp.path().join("rouge/sage");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("robustness.json"), "{\n  \"schema\": oops\n}").unwrap();
+        let err = write_report(tmp.path(), None).unwrap_err().to_string();
+        assert!(
+            err.contains("rouge/sage/robustness.json") && err.contains("line 2"),
+            "{err}"
+        );
+        assert!(!tmp.path().join("report.html").exists());
+    }
+}

@@ -79,7 +79,9 @@ pub(crate) struct Chart {
 }
 
 /// Width of the key drawn to the right of a plot.
-const KEY_WIDTH: u32 = 190;
+const KEY_WIDTH: u32 = 170;
+/// Plot size: small enough to sit beside its table on a laptop screen.
+const SIZE: (u32, u32) = (580, 300);
 
 /// A key to the right of the plot area: a swatch (a bar, or a line) and a name per entry.
 fn draw_key<DB: DrawingBackend>(
@@ -132,9 +134,9 @@ fn grouped_bars(
 ) -> Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (720, 340)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        let (plot, key) = root.split_horizontally(720 - KEY_WIDTH);
+        let (plot, key) = root.split_horizontally(SIZE.0 - KEY_WIDTH);
         let n = categories.len() as f64;
         let mut chart = ChartBuilder::on(&plot)
             .caption(title, ("sans-serif", 17))
@@ -224,9 +226,9 @@ fn sensitivity_curves(
         .fold(0.0f64, f64::min);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (720, 340)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        let (plot, key) = root.split_horizontally(720 - KEY_WIDTH);
+        let (plot, key) = root.split_horizontally(SIZE.0 - KEY_WIDTH);
         let mut chart = ChartBuilder::on(&plot)
             .caption(
                 format!("Sensitivity ({family}): observed vs expected"),
@@ -294,9 +296,9 @@ fn pteb_chart(
 ) -> Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (720, 340)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        let (plot, key) = root.split_horizontally(720 - KEY_WIDTH);
+        let (plot, key) = root.split_horizontally(SIZE.0 - KEY_WIDTH);
         let n = datasets.len() as f64;
         // main scores are in [−1, 1] (a correlation can be negative): 0–1 unless one is below 0
         let lowest = original

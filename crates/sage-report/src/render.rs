@@ -294,9 +294,9 @@ pub(crate) fn html(page: &Page<'_>) -> String {
         out.push_str("</ul></details>\n");
     }
     if let Some(t) = page.table(COMPARISONS_KEY) {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<details id=\"all-comparisons\"><summary>{} ({} pairs)</summary>\n",
+            "<details id=\"all-comparisons\"><summary>{} ({} pairs)</summary>",
             escape(&t.title),
             t.rows.len()
         );

@@ -31,6 +31,7 @@ __all__ = [
     "metrics",
     "perturb",
     "perturbation_kinds",
+    "report",
     "run",
     "score",
     "score_pairs",
@@ -117,6 +118,30 @@ def perturb(
 def suites() -> List[dict]:
     """The suite registry: name, summary, default datasets, whether a metric can run it."""
     return json.loads(_native.suites())
+
+
+def report(
+    results_dir: Union[str, os.PathLike],
+    *,
+    mteb_results: Optional[Union[str, os.PathLike]] = None,
+) -> dict:
+    """Writes the report of a results folder (``<similarity>/<suite>/<task>.json`` files, as
+    ``cargo xtask bench-all`` writes them) into that folder, as ``sage report`` does:
+    ``report.html`` (the answer first: heatmap, ranking with paired-bootstrap significance,
+    then every table and plot), ``report.md`` and ``summary.csv``. ``mteb_results``: an MTEB
+    results folder whose published scores go beside PTEB's original scores.
+
+    Returns the paths written (``markdown``, ``csv``, ``html``), ``result_files``, and
+    ``answer``: the heatmap (``columns``, ``rows`` with ``cells`` of ``score`` and ``ci95``,
+    ``best``) and the ranking (``ranked``, ``comparisons`` with the difference, its interval,
+    ``p_value``, ``p_holm`` and ``significant``).
+    """
+    return json.loads(
+        _native.report(
+            os.fspath(results_dir),
+            None if mteb_results is None else os.fspath(mteb_results),
+        )
+    )
 
 
 def run(
