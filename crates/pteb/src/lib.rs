@@ -38,6 +38,7 @@ mod evaluate;
 mod gguf;
 mod http;
 mod llama;
+mod llm;
 pub mod mteb;
 mod paraphrase;
 mod prompt;
@@ -56,6 +57,7 @@ pub use evaluate::{
 };
 pub use gguf::{locate_gguf, sample_top_p, GgufChat, DEFAULT_BATCH_CPU, DEFAULT_BATCH_CUDA};
 pub use http::OpenAiChat;
+pub use llm::LlmConfig;
 pub use paraphrase::{
     Judge, Paraphrase, ParaphraseSettings, ParaphraseStats, Paraphraser, ParaphraserIdentity,
 };

@@ -56,6 +56,7 @@ pub const NOT_QUALIFIED_ADVICE: &str = "use a stronger paraphraser: a larger loc
 /// - `min_judge_sts_spearman` 0.8: the paper's size ablation finds a 12B judge (0.83) as good as
 ///   the 27B one (0.83) and calls 4B (0.73) and 1B (0.33) substantial drops.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct QualityGate {
     /// Least mean reference-encoder cosine of (original, paraphrase).
     pub min_reference_cosine: f64,

@@ -4,12 +4,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use pteb::{
-    ChatModel, GgufChat, Judge, OpenAiChat, Options, ParaphraseCache, ParaphraseSettings,
-    Paraphraser, Paraphrasing, PromptStyle, PtebReport, QualityGate,
+    Judge, Options, ParaphraseCache, ParaphraseSettings, Paraphraser, Paraphrasing, PtebReport,
+    QualityGate,
 };
 use serde::Serialize;
 
@@ -151,6 +150,22 @@ impl LlmArgs {
         Ok(Some(Arc::new(cache)))
     }
 
+    /// The LLM settings these flags spell.
+    fn config(&self) -> pteb::LlmConfig {
+        pteb::LlmConfig {
+            llm_model: self.llm_model.clone(),
+            llm_batch: self.llm_batch,
+            llm_lanes: self.llm_lanes,
+            llm_pooled_attention: self.llm_attention.map(|a| a == LlmAttention::Pooled),
+            api_key_env: self.api_key_env.clone(),
+            http_timeout: self.http_timeout,
+            multilingual: self.multilingual,
+            temperature: self.temperature,
+            top_p: self.top_p,
+            judge_max_tokens: self.judge_max_tokens,
+        }
+    }
+
     /// The paraphraser `spec` names, with the prompt and sampling flags.
     fn paraphraser(
         &self,
@@ -158,62 +173,16 @@ impl LlmArgs {
         cuda: bool,
         cache: &Option<Arc<ParaphraseCache>>,
     ) -> Result<Paraphraser> {
-        let settings = ParaphraseSettings {
-            prompt: if self.multilingual {
-                PromptStyle::Multilingual
-            } else {
-                PromptStyle::English
-            },
-            temperature: self.temperature,
-            top_p: self.top_p,
-            ..ParaphraseSettings::default()
-        };
-        Ok(Paraphraser::new(
-            self.chat_model(spec, cuda)?,
-            settings,
-            cache.clone(),
-        ))
+        self.config()
+            .paraphraser(spec, cuda, cache.clone())
+            .with_context(|| format!("loading the LLM {spec:?}"))
     }
 
     /// The judge `spec` names.
     fn judge(&self, spec: &str, cuda: bool, cache: &Option<Arc<ParaphraseCache>>) -> Result<Judge> {
-        Ok(Judge::new(
-            self.chat_model(spec, cuda)?,
-            cache.clone(),
-            self.judge_max_tokens,
-        ))
-    }
-
-    /// The chat model `spec` names: a server (with --llm-model) or a local GGUF.
-    pub fn chat_model(&self, spec: &str, cuda: bool) -> Result<Box<dyn ChatModel>> {
-        if spec.starts_with("http://") || spec.starts_with("https://") {
-            let Some(model) = &self.llm_model else {
-                bail!("{spec} is a server: name the model it should run with --llm-model")
-            };
-            let key = std::env::var(&self.api_key_env)
-                .ok()
-                .filter(|k| !k.is_empty());
-            return Ok(Box::new(OpenAiChat::new(
-                spec,
-                model,
-                key,
-                Duration::from_secs(self.http_timeout.max(1)),
-            )));
-        }
-        let model =
-            GgufChat::load(spec, cuda).with_context(|| format!("loading the LLM {spec:?}"))?;
-        let model = match self.llm_batch {
-            Some(batch) => model.with_batch(batch),
-            None => model,
-        };
-        let model = match self.llm_lanes {
-            Some(lanes) => model.with_lanes(lanes),
-            None => model,
-        };
-        Ok(Box::new(match self.llm_attention {
-            Some(attention) => model.with_pooled_attention(attention == LlmAttention::Pooled),
-            None => model,
-        }))
+        self.config()
+            .judge(spec, cuda, cache.clone())
+            .with_context(|| format!("loading the LLM {spec:?}"))
     }
 }
 

@@ -343,3 +343,31 @@ def test_report_writes_what_sage_report_writes(xtask_cli, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(sage_rs.SageError, match="empty: no result files"):
         sage_rs.report(tmp_path / "empty")
+
+
+def test_pteb_over_a_python_encoder_equals_the_cli(sage_cli, minilm, smollm2, tmp_path):
+    common = ["--dataset", "stsb/test", "--max-rows", 6, "--runs", 1, "--data-dir", MIRROR,
+              "--quality-encoder", minilm, "--paraphrase-cache", tmp_path / "cli.redb"]
+    cli = json.loads(sage_cli("run", "pteb", "--model", minilm, "--no-cache",
+                              "--paraphraser", smollm2, *common))
+    model = sage_rs.Model(str(minilm), cache=False)
+
+    class Wrapped:
+        """A Python encoder around sage's vectors: the same numbers through the callback."""
+
+        def encode(self, texts, **_):
+            return model.embed(texts)
+
+    ours = sage_rs.run(
+        "pteb", Wrapped(), name="wrapped-minilm", datasets=["stsb/test"], max_rows=6, runs=1,
+        data_dir=MIRROR, paraphraser=str(smollm2), quality_encoder=str(minilm),
+        paraphrase_cache=str(tmp_path / "python.redb"),
+    )
+    assert [d["dataset"] for d in ours["datasets"]] == ["stsb"]
+    for mine, theirs in zip(ours["datasets"], cli["datasets"]):
+        for key in ("original", "delta", "paraphrased", "quality"):
+            assert_close(mine[key], theirs[key], 1e-6)
+    with pytest.raises(sage_rs.SageError, match="name the paraphrasing LLM"):
+        sage_rs.run("pteb", Wrapped(), datasets=["stsb/test"], data_dir=MIRROR)
+    with pytest.raises(sage_rs.SageError, match="pteb"):
+        sage_rs.run("pteb", "jaccard", paraphraser=str(smollm2), data_dir=MIRROR)

@@ -23,7 +23,9 @@ use sage_data::DataRoot;
 use sage_metrics::Metric;
 use serde_json::{Map, Value};
 
-pub use suites::{AlignSim, Clustering, EvalRank, HumanPref, Retrieval, Robustness, Sensitivity};
+pub use suites::{
+    AlignSim, Clustering, EvalRank, HumanPref, Pteb, Retrieval, Robustness, Sensitivity,
+};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]
@@ -200,8 +202,7 @@ pub trait Suite: Sync {
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome>;
 }
 
-/// Every suite, in the order of the reports. PTEB, whose subject is an embedding model and a
-/// paraphrasing LLM, is run by its own command for now.
+/// Every suite, in the order of the reports.
 pub fn registry() -> &'static [&'static dyn Suite] {
     &[
         &HumanPref,
@@ -211,6 +212,7 @@ pub fn registry() -> &'static [&'static dyn Suite] {
         &Retrieval,
         &AlignSim,
         &EvalRank,
+        &Pteb,
     ]
 }
 

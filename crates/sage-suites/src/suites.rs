@@ -367,3 +367,162 @@ impl Suite for EvalRank {
         })
     }
 }
+
+/// PTEB ([`pteb`]): MTEB-style tasks on the original texts and on LLM paraphrases written at
+/// evaluation time, with the paraphrase-quality record and gate of every dataset. Options:
+/// `paraphraser` (required: a GGUF file or folder, a folder name under `$SAGE_MODELS_DIR`, or an
+/// OpenAI-compatible base URL with `llm.llm_model`), `judge` (same forms), `runs`, `max_rows`,
+/// `max_train_rows`, `paraphrase_train`, `judge_pairs`, `pool_unqualified`, `quality_encoder`
+/// (the fixed reference encoder, a local model spec), `gate` (the quality gate's thresholds, an
+/// object), `llm` (sampling and engine settings, an object: [`pteb::LlmConfig`]),
+/// `paraphrase_cache` (a file), `no_paraphrase_cache`, `cuda`.
+pub struct Pteb;
+
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PtebOptions {
+    paraphraser: Option<String>,
+    judge: Option<String>,
+    runs: usize,
+    max_rows: Option<usize>,
+    max_train_rows: Option<usize>,
+    paraphrase_train: bool,
+    judge_pairs: usize,
+    pool_unqualified: bool,
+    quality_encoder: String,
+    gate: pteb::QualityGate,
+    llm: pteb::LlmConfig,
+    paraphrase_cache: Option<PathBuf>,
+    no_paraphrase_cache: bool,
+    cuda: bool,
+}
+
+impl Default for PtebOptions {
+    fn default() -> Self {
+        let o = pteb::Options::default();
+        PtebOptions {
+            paraphraser: None,
+            judge: None,
+            runs: o.runs,
+            max_rows: o.max_rows,
+            max_train_rows: o.max_train_rows,
+            paraphrase_train: o.paraphrase_train,
+            judge_pairs: o.judge_pairs,
+            pool_unqualified: o.pool_unqualified,
+            quality_encoder: pteb::DEFAULT_REFERENCE_ENCODER.to_owned(),
+            gate: o.gate,
+            llm: pteb::LlmConfig::default(),
+            paraphrase_cache: None,
+            no_paraphrase_cache: false,
+            cuda: false,
+        }
+    }
+}
+
+impl Suite for Pteb {
+    fn name(&self) -> &'static str {
+        "pteb"
+    }
+    fn summary(&self) -> &'static str {
+        "PTEB: MTEB tasks on original texts and on LLM paraphrases, with a paraphrase-quality gate"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&pteb::DEFAULT_DATASETS)
+    }
+    fn takes_metrics(&self) -> bool {
+        false
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let encoder = subject.model(suite)?;
+        let o: PtebOptions = options(suite, &request.options)?;
+        let Some(paraphraser) = &o.paraphraser else {
+            return Err(SuiteError::Options {
+                suite,
+                message: "name the paraphrasing LLM: paraphraser=<GGUF file or folder, a \
+                          folder name under $SAGE_MODELS_DIR, or an OpenAI-compatible URL>"
+                    .into(),
+            });
+        };
+        let mut notes = Vec::new();
+        let datasets =
+            datasets_or_local_defaults(suite, request, &pteb::DEFAULT_DATASETS, &mut notes)?;
+        let cache = if o.no_paraphrase_cache {
+            None
+        } else {
+            let path = o
+                .paraphrase_cache
+                .clone()
+                .unwrap_or_else(pteb::default_cache_path);
+            Some(Arc::new(
+                pteb::ParaphraseCache::open(&path).map_err(failed(suite))?,
+            ))
+        };
+        let paraphraser = o
+            .llm
+            .paraphraser(paraphraser, o.cuda, cache.clone())
+            .map_err(failed(suite))?;
+        let judge = match &o.judge {
+            Some(spec) => Some(
+                o.llm
+                    .judge(spec, o.cuda, cache.clone())
+                    .map_err(failed(suite))?,
+            ),
+            None => None,
+        };
+        // the yardstick keeps its own defaults whatever the encoder under test was loaded with
+        let reference = sage_embed::load_embedder(
+            &o.quality_encoder,
+            &sage_embed::ResolveOptions::from_env(),
+            sage_embed::TransformerOptions {
+                cuda: o.cuda,
+                ..sage_embed::TransformerOptions::default()
+            },
+        )
+        .map_err(|e| SuiteError::Run {
+            suite,
+            source: format!(
+                "loading the reference encoder {:?} of the paraphrase-quality record (fetch \
+                 it, or name another with quality_encoder=): {e}",
+                o.quality_encoder
+            )
+            .into(),
+        })?;
+        let options = pteb::Options {
+            runs: o.runs,
+            seed: request.seed.0,
+            max_rows: o.max_rows,
+            max_train_rows: o.max_train_rows,
+            paraphrase_train: o.paraphrase_train,
+            judge_pairs: o.judge_pairs,
+            gate: o.gate,
+            pool_unqualified: o.pool_unqualified,
+        };
+        let r = pteb::evaluate(
+            encoder.as_ref(),
+            pteb::Paraphrasing {
+                paraphraser: &paraphraser,
+                judge: judge.as_ref(),
+                reference: reference.as_ref(),
+            },
+            request.root,
+            &as_refs(&datasets),
+            &options,
+            &pteb::Silent,
+        )
+        .map_err(failed(suite))?;
+        for d in r.datasets.iter().filter(|d| !d.quality.verdict.qualified) {
+            notes.push(format!(
+                "{}/{}: paraphraser not qualified ({}); {}",
+                d.dataset,
+                d.split,
+                d.quality.verdict.reasons.join("; "),
+                pteb::NOT_QUALIFIED_ADVICE
+            ));
+        }
+        Ok(Outcome {
+            report: report(suite, &r)?,
+            notes,
+        })
+    }
+}

@@ -186,3 +186,45 @@ fn missing_default_datasets_become_notes_and_none_local_is_an_error() {
         "{e}"
     );
 }
+
+/// PTEB's options are read before anything is loaded: a missing paraphraser, a misspelt option
+/// or LLM setting, and a metric as the subject are each named.
+#[test]
+fn pteb_says_what_is_missing_or_misspelt_before_loading_anything() {
+    let root = fixtures();
+    let model = Subject::Model(Arc::new(Lengths::default()));
+    let run = |options: Value| {
+        let mut request = Request::new(&root);
+        request.options = options.as_object().unwrap().clone();
+        find("pteb")
+            .unwrap()
+            .run(&model, &request)
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = run(json!({}));
+    assert!(
+        e.contains("pteb: options: name the paraphrasing LLM"),
+        "{e}"
+    );
+    let e = run(json!({"paraphraser": "x", "run": 2}));
+    assert!(e.contains("unknown field `run`"), "{e}");
+    let e = run(json!({"paraphraser": "x", "llm": {"temprature": 0.5}}));
+    assert!(e.contains("unknown field `temprature`"), "{e}");
+    // a partial gate keeps the other thresholds' defaults
+    let e = run(json!({
+        "paraphraser": "/nonexistent/model.gguf",
+        "gate": {"min_reference_cosine": 0.9},
+        "no_paraphrase_cache": true
+    }));
+    assert!(e.contains("/nonexistent/model.gguf"), "{e}");
+    let metric = Subject::Metric(sage_metrics::Metric::Jaccard);
+    let e = find("pteb")
+        .unwrap()
+        .run(&metric, &Request::new(&root))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.starts_with("pteb: "), "{e}");
+}
