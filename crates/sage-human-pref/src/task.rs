@@ -622,11 +622,7 @@ pub fn evaluate(
         max_rows,
         sources: reports,
         score,
-        ci95: bootstrap
-            .as_ref()
-            .map(|b| b.interval(0.95))
-            .transpose()?
-            .flatten(),
+        ci95: measures::ci95(bootstrap.as_ref())?,
         bootstrap,
         timings,
     })

@@ -35,7 +35,7 @@ mod plots;
 mod render;
 mod tables;
 
-pub use answer::{Answer, Cell, Comparison, Heatmap, HeatmapRow, Ranked, Ranking};
+pub use answer::{Answer, Cell, Comparison, Heatmap, HeatmapRow, Ranked, Ranking, ALPHA};
 
 /// Why a report could not be made. Nothing is written unless every input was read.
 #[derive(Debug, thiserror::Error)]

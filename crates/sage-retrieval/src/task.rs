@@ -390,11 +390,7 @@ pub fn evaluate(
         options,
         datasets: reports,
         score,
-        ci95: bootstrap
-            .as_ref()
-            .map(|b| b.interval(0.95))
-            .transpose()?
-            .flatten(),
+        ci95: measures::ci95(bootstrap.as_ref())?,
         bootstrap,
         timings,
     })

@@ -287,6 +287,15 @@ impl BootstrapReplicates {
     }
 }
 
+/// The 95% percentile interval of a task's resamples, when it has them: the `ci95` every SAGE
+/// category reports beside its `bootstrap`.
+pub fn ci95(replicates: Option<&BootstrapReplicates>) -> Result<Option<BootstrapInterval>> {
+    Ok(match replicates {
+        Some(r) => r.interval(0.95)?,
+        None => None,
+    })
+}
+
 /// Stratified bootstrap of a statistic over groups of units (the documents of each dataset, the
 /// queries of each corpus, ...). In resample `b` every group is resampled with replacement to its
 /// own size, from `seed.rng_for_item(label, b)`, and `statistic` gets the drawn unit indices of
