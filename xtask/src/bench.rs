@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::shard::{self, Shard};
-use crate::{git_revision, host, utc_timestamp, workspace_root, write_atomically};
+use crate::{git_revision, workspace_root, write_atomically};
 
 /// The commented default configuration, embedded so that a run with no --config uses it.
 pub const DEFAULT_CONFIG: &str = include_str!("../../bench.toml");
@@ -459,7 +459,7 @@ impl Prepared {
         }
         let context = RunContext {
             revision: git_revision(&root),
-            host: host(),
+            host: sage_core::Host::detect(),
             seed: config.seed,
             data_dir: data_dir.clone(),
             quick: inv.quick,
@@ -562,7 +562,7 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         "schema": "sage-rs/bench-all/1",
         "harness_version": env!("CARGO_PKG_VERSION"),
         "git_revision": context.revision,
-        "timestamp": utc_timestamp(),
+        "timestamp": sage_core::utc_timestamp(),
         "host": context.host,
         "config": inv.config_path.as_ref().map_or("embedded bench.toml".to_owned(), |p| p.display().to_string()),
         "quick": inv.quick,
@@ -712,8 +712,8 @@ fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> {
         "schema": "sage-rs/bench-all/1",
         "harness_version": env!("CARGO_PKG_VERSION"),
         "git_revision": git_revision(&root),
-        "timestamp": utc_timestamp(),
-        "host": host(),
+        "timestamp": sage_core::utc_timestamp(),
+        "host": sage_core::Host::detect(),
         "config": inv.config_path.as_ref().map_or("embedded bench.toml".to_owned(), |p| p.display().to_string()),
         "quick": inv.quick,
         "gathered_from": shard_manifests,
@@ -755,7 +755,7 @@ fn similarities(
     for spec in &config.similarities.models {
         if spec != "auto" {
             out.push(Similarity {
-                label: label_of(spec),
+                label: sage_core::result_label(spec),
                 spec: spec.clone(),
                 is_model: true,
             });
@@ -793,7 +793,7 @@ fn similarities(
             }
             if !out.iter().any(|s| s.spec == spec) {
                 out.push(Similarity {
-                    label: label_of(&spec),
+                    label: sage_core::result_label(&spec),
                     spec,
                     is_model: true,
                 });
@@ -842,21 +842,6 @@ fn remote_name(spec: &str) -> String {
     sage_core::remote_model_name(spec)
         .unwrap_or(spec)
         .to_owned()
-}
-
-/// A results-folder name for a spec: the hub id with `/` as `--`, the folder name, or a
-/// remote model's `protocol:model` (never its URL).
-fn label_of(spec: &str) -> String {
-    if is_remote(spec) {
-        return remote_name(spec).replace('/', "--");
-    }
-    let path = Path::new(spec);
-    if path.is_absolute() || spec.starts_with('.') {
-        path.file_name()
-            .map_or_else(|| spec.to_owned(), |n| n.to_string_lossy().into_owned())
-    } else {
-        spec.replace('/', "--")
-    }
 }
 
 fn plan(
@@ -1404,8 +1389,7 @@ fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<
         .lines()
         .filter_map(|l| l.strip_prefix("sage: note: "))
         .collect();
-    let mut datasets = Vec::new();
-    collect_datasets(&report, &mut datasets);
+    let datasets = sage_core::row_selections(&report);
     let envelope = ResultEnvelope {
         schema: RESULT_SCHEMA.to_owned(),
         harness_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -1431,35 +1415,13 @@ fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<
         score: report.get("score").and_then(Value::as_f64),
         report,
         run: RunRecord {
-            timestamp: utc_timestamp(),
+            timestamp: sage_core::utc_timestamp(),
             git_revision: context.revision.clone(),
             host: context.host.clone(),
             wall_seconds,
         },
     };
     write_atomically(path, &serde_json::to_vec_pretty(&envelope)?)
-}
-
-/// Every row-selection record in a report (an object with a checksum): which rows were used.
-fn collect_datasets(value: &Value, out: &mut Vec<serde_json::Map<String, Value>>) {
-    match value {
-        Value::Object(map) => {
-            let has_checksum = map.contains_key("checksum") || map.contains_key("corpus_checksum");
-            if has_checksum && map.contains_key("dataset") {
-                let scalars: serde_json::Map<String, Value> = map
-                    .iter()
-                    .filter(|(_, v)| !v.is_object() && !v.is_array())
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                if !out.contains(&scalars) {
-                    out.push(scalars);
-                }
-            }
-            map.values().for_each(|v| collect_datasets(v, out));
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_datasets(v, out)),
-        _ => {}
-    }
 }
 
 fn print_timing_table(outcomes: &[Outcome]) {
@@ -1616,7 +1578,7 @@ mod tests {
     fn test_context(prices: BTreeMap<String, f64>) -> RunContext {
         RunContext {
             revision: None,
-            host: crate::host(),
+            host: sage_core::Host::detect(),
             seed: 1,
             data_dir: PathBuf::new(),
             quick: false,
@@ -1660,9 +1622,12 @@ mod tests {
     fn remote_labels_and_result_specs_hold_no_url_or_password() {
         let spec = "openai:BAAI/bge-small@http://u:pw@127.0.0.1:7997/v1";
         assert!(is_remote(spec));
-        assert_eq!(label_of(spec), "openai:BAAI--bge-small");
+        assert_eq!(sage_core::result_label(spec), "openai:BAAI--bge-small");
         assert_eq!(remote_name(spec), "openai:BAAI/bge-small");
-        assert_eq!(label_of("cohere:embed-v4.0"), "cohere:embed-v4.0");
+        assert_eq!(
+            sage_core::result_label("cohere:embed-v4.0"),
+            "cohere:embed-v4.0"
+        );
         assert!(!redact_url(spec).contains("pw"));
         let context = test_context([("cohere:embed-v4.0".to_owned(), 0.5)].into());
         assert_eq!(context.price_args("cohere:embed-v4.0"), ["--price", "0.5"]);
@@ -1701,37 +1666,6 @@ mod tests {
                 format!("clustering.report.{alive}.partial"),
                 "notes.tmp".to_owned(),
                 "robustness.json".to_owned()
-            ]
-        );
-    }
-
-    #[test]
-    fn labels_are_folder_names() {
-        assert_eq!(
-            label_of("sentence-transformers/all-MiniLM-L6-v2"),
-            "sentence-transformers--all-MiniLM-L6-v2"
-        );
-        assert_eq!(label_of("/models/glove.6B.50d"), "glove.6B.50d");
-        assert_eq!(label_of("all-MiniLM-L6-v2"), "all-MiniLM-L6-v2");
-    }
-
-    #[test]
-    fn datasets_are_collected_from_anywhere_in_a_report() {
-        let report = json!({
-            "score": 0.5,
-            "datasets": [
-                {"dataset": "a", "rows": {"dataset": "a", "split": "test", "checksum": "1", "used_rows": 3}},
-                {"dataset": "b", "corpus_checksum": "2", "corpus_used": 9, "retentions": [1]}
-            ]
-        });
-        let mut out = Vec::new();
-        collect_datasets(&report, &mut out);
-        let out: Vec<Value> = out.into_iter().map(Value::Object).collect();
-        assert_eq!(
-            out,
-            [
-                json!({"dataset": "a", "split": "test", "checksum": "1", "used_rows": 3}),
-                json!({"dataset": "b", "corpus_checksum": "2", "corpus_used": 9}),
             ]
         );
     }

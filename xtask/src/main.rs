@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
@@ -173,79 +172,6 @@ pub(crate) fn git_revision(root: &Path) -> Option<String> {
     }
 }
 
-pub(crate) fn host() -> sage_core::Host {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
-        s.lines()
-            .find(|l| l.starts_with("model name"))
-            .and_then(|l| l.split(':').nth(1))
-            .map(|m| m.trim().to_owned())
-    });
-    sage_core::Host {
-        os: std::env::consts::OS.to_owned(),
-        arch: std::env::consts::ARCH.to_owned(),
-        cpu,
-        cores: std::thread::available_parallelism().map(|n| n.get()).ok(),
-        gpus: gpus(),
-    }
-}
-
-/// The NVIDIA GPUs `nvidia-smi` lists (none where it is absent or fails): a result timed on a
-/// GPU box must say which card it ran on, whatever device the run was configured for.
-fn gpus() -> Vec<sage_core::Gpu> {
-    Command::new("nvidia-smi")
-        .args([
-            "--query-gpu=name,memory.total,driver_version",
-            "--format=csv,noheader,nounits",
-        ])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map_or_else(Vec::new, |o| {
-            parse_gpus(&String::from_utf8_lossy(&o.stdout))
-        })
-}
-
-/// One object per line of `nvidia-smi --query-gpu=name,memory.total,driver_version
-/// --format=csv,noheader,nounits`; lines that do not have the three fields are skipped.
-fn parse_gpus(csv: &str) -> Vec<sage_core::Gpu> {
-    csv.lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            match fields.as_slice() {
-                [name, memory, driver] if !name.is_empty() => Some(sage_core::Gpu {
-                    name: (*name).to_owned(),
-                    memory_mib: memory.parse::<u64>().ok(),
-                    driver: (*driver).to_owned(),
-                }),
-                _ => None,
-            }
-        })
-        .collect()
-}
-
-/// RFC 3339 UTC time without a date-time dependency (Howard Hinnant's civil-from-days).
-pub(crate) fn utc_timestamp() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().context("output path has no parent")?;
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
@@ -300,18 +226,5 @@ mod tests {
         assert_eq!(git_revision(repo), clean);
         std::fs::write(repo.join("a.txt"), "two").unwrap();
         assert_eq!(git_revision(repo), Some(format!("{commit}-dirty")));
-    }
-
-    #[test]
-    fn gpus_are_read_from_nvidia_smi_csv() {
-        // the shape nvidia-smi 580 printed on an H100 machine for this query
-        let csv = "NVIDIA H100 80GB HBM3, 81559, 580.159.04\n\nNVIDIA H200, 143771, 580.159.03\n";
-        let gpus = parse_gpus(csv);
-        assert_eq!(gpus.len(), 2);
-        assert_eq!(gpus[0].name, "NVIDIA H100 80GB HBM3");
-        assert_eq!(gpus[0].memory_mib, Some(81_559));
-        assert_eq!(gpus[1].driver, "580.159.03");
-        assert!(parse_gpus("").is_empty());
-        assert!(parse_gpus("No devices were found").is_empty());
     }
 }

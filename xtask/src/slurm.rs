@@ -21,7 +21,8 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use crate::bench::{Invocation, Prepared};
-use crate::{shard, utc_timestamp, write_atomically};
+use crate::{shard, write_atomically};
+use sage_core::utc_timestamp;
 
 /// What the command line asks of `cargo xtask slurm`.
 #[derive(Debug)]

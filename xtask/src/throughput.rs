@@ -15,7 +15,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::{git_revision, host, options, utc_timestamp, workspace_root, write_atomically};
+use crate::{git_revision, options, workspace_root, write_atomically};
+use sage_core::utc_timestamp;
 
 /// Each metric, with the speed-up over its Python reference that issue 29 asks for.
 const TARGETS: [(&str, f64); 4] = [
@@ -130,7 +131,7 @@ pub(crate) fn metrics_throughput(args: &[String]) -> Result<()> {
         "harness_version": env!("CARGO_PKG_VERSION"),
         "git_revision": git_revision(&root),
         "timestamp": utc_timestamp(),
-        "host": host(),
+        "host": sage_core::Host::detect(),
         "input": input.display().to_string(),
         "threads": threads,
         "note": "wall time of whole processes on the same file: `sage score` and \

@@ -1,9 +1,14 @@
 //! The result file: one envelope around every suite's report, written by `cargo xtask
-//! bench-all` and read by `sage report`. Defined once, so a field renamed on one side is a
-//! compile error on the other instead of a "—" in the report.
+//! bench-all` and by `sage_rs.run(..., results_dir=)`, read by `sage report`. Defined once, with
+//! what fills it (the host, the time, the rows a report used, the folder name of a similarity),
+//! so a field renamed on one side is a compile error on the other instead of a "—" in the report.
 //!
 //! Fields are declared in alphabetical order: the files written before this type existed had
 //! their keys sorted (serde_json's map), and the same run must give the same bytes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -114,8 +119,201 @@ pub struct Gpu {
     pub name: String,
 }
 
+impl ResultEnvelope {
+    /// Where the file goes under a results folder: `<similarity>/<suite>/<task>.json`, the
+    /// layout `sage report` reads.
+    pub fn relative_path(&self) -> PathBuf {
+        Path::new(&self.similarity.name)
+            .join(&self.suite)
+            .join(format!("{}.json", self.task))
+    }
+
+    /// Writes the file under the results folder `dir` (pretty JSON, through a temporary file
+    /// and a rename, so a reader never sees half a file) and returns its path.
+    pub fn write_into(&self, dir: &Path) -> crate::Result<PathBuf> {
+        let path = dir.join(self.relative_path());
+        let io = |p: &Path, source: std::io::Error| crate::SageError::Io {
+            path: p.to_owned(),
+            source,
+        };
+        let folder = path.parent().unwrap_or(dir);
+        std::fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
+        let bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| crate::SageError::backend("serialising a result file", e))?;
+        let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, bytes).map_err(|e| io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
+        Ok(path)
+    }
+}
+
+/// A results-folder name for a spec: the hub id with `/` as `--`, the folder name of a path, or a
+/// remote model's `protocol:model` (never its URL or key).
+pub fn result_label(spec: &str) -> String {
+    if let Some(remote) = crate::remote_model_name(spec).filter(|_| !Path::new(spec).exists()) {
+        return remote.replace('/', "--");
+    }
+    let path = Path::new(spec);
+    if path.is_absolute() || spec.starts_with('.') {
+        path.file_name()
+            .map_or_else(|| spec.to_owned(), |n| n.to_string_lossy().into_owned())
+    } else {
+        spec.replace('/', "--")
+    }
+}
+
+/// Every row-selection record in a report (an object with a dataset and a checksum, its scalar
+/// fields), once each, in the order met: which rows the report used.
+pub fn row_selections(report: &Value) -> Vec<Map<String, Value>> {
+    fn walk(value: &Value, out: &mut Vec<Map<String, Value>>) {
+        match value {
+            Value::Object(map) => {
+                let has_checksum =
+                    map.contains_key("checksum") || map.contains_key("corpus_checksum");
+                if has_checksum && map.contains_key("dataset") {
+                    let scalars: Map<String, Value> = map
+                        .iter()
+                        .filter(|(_, v)| !v.is_object() && !v.is_array())
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    if !out.contains(&scalars) {
+                        out.push(scalars);
+                    }
+                }
+                map.values().for_each(|v| walk(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(report, &mut out);
+    out
+}
+
+/// RFC 3339 UTC time without a date-time dependency (Howard Hinnant's civil-from-days).
+pub fn utc_timestamp() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+impl Host {
+    /// This machine: OS, architecture, CPU model, cores, and the NVIDIA GPUs `nvidia-smi`
+    /// lists (a result timed on a GPU box must say which card it ran on, whatever device the
+    /// run was configured for).
+    pub fn detect() -> Host {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        });
+        let gpus = Command::new("nvidia-smi")
+            .args([
+                "--query-gpu=name,memory.total,driver_version",
+                "--format=csv,noheader,nounits",
+            ])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map_or_else(Vec::new, |o| {
+                parse_gpus(&String::from_utf8_lossy(&o.stdout))
+            });
+        Host {
+            os: std::env::consts::OS.to_owned(),
+            arch: std::env::consts::ARCH.to_owned(),
+            cpu,
+            cores: std::thread::available_parallelism().map(|n| n.get()).ok(),
+            gpus,
+        }
+    }
+}
+
+/// One GPU per line of `nvidia-smi --query-gpu=name,memory.total,driver_version
+/// --format=csv,noheader,nounits`; lines that do not have the three fields are skipped.
+fn parse_gpus(csv: &str) -> Vec<Gpu> {
+    csv.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            match fields.as_slice() {
+                [name, memory, driver] if !name.is_empty() => Some(Gpu {
+                    name: (*name).to_owned(),
+                    memory_mib: memory.parse::<u64>().ok(),
+                    driver: (*driver).to_owned(),
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gpus_are_read_from_nvidia_smi_csv() {
+        // the shape nvidia-smi 580 printed on an H100 machine for this query
+        let csv = "NVIDIA H100 80GB HBM3, 81559, 580.159.04\n\nNVIDIA H200, 143771, 580.159.03\n";
+        let gpus = parse_gpus(csv);
+        assert_eq!(gpus.len(), 2);
+        assert_eq!(gpus[0].name, "NVIDIA H100 80GB HBM3");
+        assert_eq!(gpus[0].memory_mib, Some(81_559));
+        assert_eq!(gpus[1].driver, "580.159.03");
+        assert!(parse_gpus("").is_empty());
+        assert!(parse_gpus("No devices were found").is_empty());
+    }
+
+    #[test]
+    fn labels_are_folder_names_without_urls() {
+        assert_eq!(
+            result_label("sentence-transformers/all-MiniLM-L6-v2"),
+            "sentence-transformers--all-MiniLM-L6-v2"
+        );
+        assert_eq!(result_label("/models/glove.6B.50d"), "glove.6B.50d");
+        assert_eq!(result_label("all-MiniLM-L6-v2"), "all-MiniLM-L6-v2");
+        let spec = "openai:BAAI/bge-small@http://u:pw@127.0.0.1:7997/v1";
+        assert_eq!(result_label(spec), "openai:BAAI--bge-small");
+        assert_eq!(result_label("cohere:embed-v4.0"), "cohere:embed-v4.0");
+    }
+
+    #[test]
+    fn row_selections_are_collected_from_anywhere_in_a_report() {
+        let report = serde_json::json!({
+            "score": 0.5,
+            "datasets": [
+                {"dataset": "a", "rows": {"dataset": "a", "split": "test", "checksum": "1", "used_rows": 3}},
+                {"dataset": "b", "corpus_checksum": "2", "corpus_used": 9, "retentions": [1]}
+            ]
+        });
+        let out: Vec<Value> = row_selections(&report)
+            .into_iter()
+            .map(Value::Object)
+            .collect();
+        assert_eq!(
+            out,
+            [
+                serde_json::json!({"dataset": "a", "split": "test", "checksum": "1", "used_rows": 3}),
+                serde_json::json!({"dataset": "b", "corpus_checksum": "2", "corpus_used": 9}),
+            ]
+        );
+    }
+
     use super::*;
 
     /// A file as bench-all wrote it before this type existed reads, and writes back to the same

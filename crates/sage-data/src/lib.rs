@@ -13,8 +13,9 @@
 //!
 //! - [`fetch()`]: `sage data fetch` — a registered dataset from the Hugging Face hub (through
 //!   sage-hub: cache first, offline mode honoured) converted into the local layout; Parquet is
-//!   read with polars. Behind the default feature `fetch`: without it polars and the hub client
-//!   stay out of the build, and the loaders read the local mirror only.
+//!   read with polars. Behind the feature `fetch` (off by default; the `sage` binary turns it
+//!   on): without it polars and the hub client stay out of the build, and the loaders read the
+//!   local mirror only.
 //! - [`lines`]: how any line-oriented file splits into numbered lines and how a JSON line becomes
 //!   an object (a repeated key is an error), shared with the `sage` command's readers.
 //! - [`trec`]: qrels (BEIR's and trec_eval's) and TREC runs, for the retrieval loader and

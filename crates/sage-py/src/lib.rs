@@ -344,7 +344,7 @@ fn suites() -> PyResult<String> {
 
 /// Runs a registered suite; returns the report as JSON and the run's notes (what it skipped).
 #[pyfunction]
-#[pyo3(signature = (suite, subject, data_dir, datasets, seed, options, cache = true))]
+#[pyo3(signature = (suite, subject, data_dir, datasets, seed, options, cache = true, results_dir = None))]
 #[allow(clippy::too_many_arguments)] // a Python function's arguments, named at the call
 fn run_suite(
     py: Python<'_>,
@@ -355,7 +355,8 @@ fn run_suite(
     seed: u64,
     options: &str,
     cache: bool,
-) -> PyResult<(String, Vec<String>)> {
+    results_dir: Option<PathBuf>,
+) -> PyResult<(String, Vec<String>, Option<PathBuf>)> {
     let suite = sage_suites::find(suite).map_err(py_err)?;
     let root = match data_dir {
         Some(dir) => sage_data::DataRoot::new(dir),
@@ -371,12 +372,54 @@ fn run_suite(
         options,
         ..Request::new(&root)
     };
+    let spec = subject.extract::<String>().ok();
     let subject = subject_for(suite, subject, cache)?;
+    let start = std::time::Instant::now();
     let outcome = py
         .detach(|| suite.run(&subject, &request))
         .map_err(py_err)?;
+    let written = match results_dir {
+        Some(dir) => {
+            let envelope = outcome.envelope(
+                suite,
+                &request,
+                similarity_record(&subject, spec.as_deref()),
+                sage_core::Parameters {
+                    data_dir: root.root().display().to_string(),
+                    sage_args: vec![
+                        "sage_rs.run".into(),
+                        suite.name().into(),
+                        format!("datasets={datasets:?}"),
+                        sage_core::redact::redact_url(
+                            &serde_json::Value::Object(request.options.clone()).to_string(),
+                        ),
+                    ],
+                },
+                start.elapsed().as_secs_f64(),
+            );
+            Some(core(envelope.write_into(&dir))?)
+        }
+        None => None,
+    };
     let report = serde_json::to_string(&outcome.report).map_err(py_err)?;
-    Ok((report, outcome.notes))
+    Ok((report, outcome.notes, written))
+}
+
+/// What a result file says of the subject: its results-folder name, the spec it was given as
+/// (a server URL's secrets redacted), and whether it is a metric.
+fn similarity_record(subject: &Subject, spec: Option<&str>) -> sage_core::SimilarityRecord {
+    let (given, kind) = match subject {
+        Subject::Metric(m) => (m.name().to_owned(), sage_core::SimilarityKind::Metric),
+        Subject::Model(e) => (
+            spec.map_or_else(|| e.identity().model_id.clone(), str::to_owned),
+            sage_core::SimilarityKind::Model,
+        ),
+    };
+    sage_core::SimilarityRecord {
+        name: sage_core::result_label(&given),
+        spec: sage_core::redact::redact_url(&given),
+        kind,
+    }
 }
 
 /// `sage report DIR` from Python: writes report.md, summary.csv and report.html into `dir`;

@@ -5,6 +5,7 @@ import math
 import os
 import shutil
 import subprocess
+import warnings
 
 import numpy as np
 import pytest
@@ -371,3 +372,40 @@ def test_pteb_over_a_python_encoder_equals_the_cli(sage_cli, minilm, smollm2, tm
         sage_rs.run("pteb", Wrapped(), datasets=["stsb/test"], data_dir=MIRROR)
     with pytest.raises(sage_rs.SageError, match="pteb"):
         sage_rs.run("pteb", "jaccard", paraphraser=str(smollm2), data_dir=MIRROR)
+
+
+def test_results_written_from_python_make_a_report(tmp_path):
+    out = tmp_path / "results"
+    sage = ("human-pref", "robustness", "sensitivity", "clustering", "retrieval")
+    reports = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sage_rs.SkippedWarning)
+        for metric in ("jaccard", "rouge"):
+            for suite in sage:
+                reports[metric, suite] = sage_rs.run(
+                    suite, metric, data_dir=MIRROR, results_dir=out
+                )
+
+        def bag_of_letters(texts):
+            return np.array(
+                [[t.lower().count(c) + 1.0 for c in "etaoinshrdlu"] for t in texts],
+                dtype=np.float32,
+            )
+
+        sage_rs.run("sensitivity", bag_of_letters, name="letters/v1", data_dir=MIRROR,
+                    results_dir=out)
+    envelope = json.loads((out / "jaccard" / "sage" / "robustness.json").read_text())
+    assert envelope["schema"] == "sage-rs/result/1"
+    assert envelope["similarity"] == {"kind": "metric", "name": "jaccard", "spec": "jaccard"}
+    assert envelope["report"] == reports["jaccard", "robustness"]
+    assert envelope["datasets"] and all("checksum" in d for d in envelope["datasets"])
+    # a Python encoder's name becomes a folder name, as bench-all's labels
+    assert (out / "letters--v1" / "sage" / "sensitivity.json").is_file()
+
+    written = sage_rs.report(out)
+    ranking = written["answer"]["ranking"]
+    assert sorted(r["similarity"] for r in ranking["ranked"]) == ["jaccard", "rouge"]
+    assert len(ranking["comparisons"]) == 1, ranking
+    heatmap = written["answer"]["heatmap"]
+    assert "letters--v1" in [row["similarity"] for row in heatmap["rows"]]
+    assert "letters--v1: not ranked" in " ".join(ranking["not_compared"])

@@ -200,6 +200,51 @@ pub trait Suite: Sync {
 
     /// Runs the suite.
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome>;
+
+    /// Where a run's result goes in a results folder, as `(suite folder, task)`: the file is
+    /// `<similarity>/<suite folder>/<task>.json`, the layout bench-all writes and `sage report`
+    /// reads. The SAGE tasks are `sage/<name>`.
+    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
+        ("sage", self.name().to_owned())
+    }
+}
+
+impl Outcome {
+    /// The result file of this outcome, as bench-all writes one: the report, the rows it used,
+    /// the notes, the seed, and when and where it ran. `similarity` names the subject (its
+    /// `name` is the results-folder name: see [`sage_core::result_label`]); `parameters` says
+    /// how the run was asked for.
+    pub fn envelope(
+        &self,
+        suite: &dyn Suite,
+        request: &Request,
+        similarity: sage_core::SimilarityRecord,
+        parameters: sage_core::Parameters,
+        wall_seconds: f64,
+    ) -> sage_core::ResultEnvelope {
+        let (folder, task) = suite.result_location(&request.options);
+        sage_core::ResultEnvelope {
+            datasets: sage_core::row_selections(&self.report),
+            harness_version: env!("CARGO_PKG_VERSION").to_owned(),
+            notes: self.notes.clone(),
+            parameters,
+            quick: false,
+            score: self.report.get("score").and_then(Value::as_f64),
+            report: self.report.clone(),
+            run: sage_core::RunRecord {
+                // a library has no checkout: the caller's build may say which commit it is
+                git_revision: option_env!("SAGE_GIT_REVISION").map(str::to_owned),
+                host: sage_core::Host::detect(),
+                timestamp: sage_core::utc_timestamp(),
+                wall_seconds,
+            },
+            schema: sage_core::RESULT_SCHEMA.to_owned(),
+            seed: request.seed.0,
+            similarity,
+            suite: folder.to_owned(),
+            task,
+        }
+    }
 }
 
 /// Every suite, in the order of the reports.

@@ -7,6 +7,7 @@ use evalrank::{Level, ListSource, PostProcess};
 use sage_core::VectorSimilarity;
 use sage_human_pref::Source;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::{
     as_refs, datasets_or_local_defaults, failed, options, report, Outcome, Request, Result,
@@ -264,6 +265,9 @@ impl Suite for AlignSim {
     fn default_datasets(&self) -> Vec<String> {
         names(&ALIGN_SIM_DATASETS)
     }
+    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
+        ("align-sim", "criteria".to_owned())
+    }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
         let o: AlignSimOptions = options(suite, &request.options)?;
@@ -336,6 +340,14 @@ impl Suite for EvalRank {
     }
     fn takes_metrics(&self) -> bool {
         false
+    }
+    fn result_location(&self, options: &Map<String, Value>) -> (&'static str, String) {
+        // one file per level, as bench-all's evalrank/word and evalrank/sentence
+        let level = options
+            .get("level")
+            .and_then(Value::as_str)
+            .unwrap_or("level");
+        ("evalrank", level.to_owned())
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
@@ -428,6 +440,9 @@ impl Suite for Pteb {
     }
     fn default_datasets(&self) -> Vec<String> {
         names(&pteb::DEFAULT_DATASETS)
+    }
+    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
+        ("pteb", "mteb".to_owned())
     }
     fn takes_metrics(&self) -> bool {
         false

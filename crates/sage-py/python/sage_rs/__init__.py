@@ -153,6 +153,7 @@ def run(
     data_dir: Optional[Union[str, os.PathLike]] = None,
     cache: bool = True,
     name: Optional[str] = None,
+    results_dir: Optional[Union[str, os.PathLike]] = None,
     **options: Any,
 ) -> dict:
     """Runs a suite of the registry (see ``suites()``) and returns its report, the dict
@@ -163,10 +164,12 @@ def run(
     suite's paper datasets in the local mirror; each one missing is a ``SkippedWarning``).
     ``data_dir``: the data mirror (default ``$SAGE_DATA_DIR``). ``options``: the suite's own,
     e.g. ``max_rows=50`` or ``truncate_tokens=None``; an unknown one is an error naming it.
+    ``results_dir``: also write the result file there, as ``cargo xtask bench-all`` does
+    (``<name>/<suite>/<task>.json``), so that ``report(results_dir)`` ranks it with the others.
     """
     if isinstance(datasets, str):
         datasets = [datasets]
-    report, notes = _native.run_suite(
+    report, notes, _written = _native.run_suite(
         suite,
         _subject(similarity, name),
         None if data_dir is None else os.fspath(data_dir),
@@ -174,6 +177,7 @@ def run(
         seed,
         json.dumps(options),
         cache,
+        None if results_dir is None else os.fspath(results_dir),
     )
     for note in notes:
         warnings.warn(f"{suite}: {note}", SkippedWarning, stacklevel=2)
