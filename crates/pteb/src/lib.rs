@@ -5,8 +5,9 @@
 //! again on paraphrases an LLM writes at evaluation time, over several seeds, with robust
 //! statistics.
 //!
-//! Data flows one way: a [`sage_data`] dataset → [`Paraphraser`] (any [`ChatModel`]: a local GGUF
-//! model through candle, [`GgufChat`], or an OpenAI-compatible server, [`OpenAiChat`]) → the
+//! Data flows one way: a [`sage_data`] dataset → [`Paraphraser`] (any [`ChatModel`] of
+//! [`sage_llm`]: a local GGUF model through candle, [`GgufChat`], or an OpenAI-compatible server,
+//! [`OpenAiChat`]) → the
 //! encoder ([`sage_core::Embedder`]) → the task's MTEB measure (from [`sage_core::measures`]) →
 //! [`PtebReport`] with per-dataset original score, mean ± std over runs, delta, the
 //! paraphrases' quality against a gate ([`QualityGate`]: a fixed reference encoder's agreement
@@ -33,16 +34,11 @@
 #![deny(missing_docs)]
 
 mod cache;
-mod chat;
 mod evaluate;
-mod gguf;
-mod http;
-mod llama;
 mod llm;
 pub mod mteb;
 mod paraphrase;
 mod prompt;
-mod qmatmul;
 mod qualify;
 mod quality;
 mod tasks;
@@ -50,13 +46,11 @@ mod tasks;
 mod testing;
 
 pub use cache::{default_cache_path, merge_paraphrase_caches, request_key, ParaphraseCache};
-pub use chat::{ChatMessage, ChatModel, Completion, Retry, Sampling};
 pub use evaluate::{
     compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Paraphrasing,
     Pooled, Progress, PtebReport, RunResult, Silent, DEFAULT_DATASETS,
 };
-pub use gguf::{locate_gguf, sample_top_p, GgufChat, DEFAULT_BATCH_CPU, DEFAULT_BATCH_CUDA};
-pub use http::OpenAiChat;
+// the chat models live in sage-llm; PTEB's API keeps naming them
 pub use llm::LlmConfig;
 pub use paraphrase::{
     Judge, Paraphrase, ParaphraseSettings, ParaphraseStats, Paraphraser, ParaphraserIdentity,
@@ -72,6 +66,10 @@ pub use quality::{
     judge_sts_spearman, mean_figures, measure_run, DatasetQuality, QualityFigures, QualityGate,
     RunQuality, Verdict, DEFAULT_REFERENCE_ENCODER, NOT_QUALIFIED_ADVICE,
 };
+pub use sage_llm::{
+    locate_gguf, sample_top_p, ChatMessage, ChatModel, Completion, GgufChat, LlmError, OpenAiChat,
+    Retry, Sampling, DEFAULT_BATCH_CPU, DEFAULT_BATCH_CUDA,
+};
 pub use tasks::{group_summaries, RerankingSample, SummarizationSample, TaskData, TaskKind};
 
 use std::path::PathBuf;
@@ -86,22 +84,9 @@ pub enum PtebError {
     /// A measure or embedding error.
     #[error(transparent)]
     Core(#[from] sage_core::SageError),
-    /// The LLM file could not be used.
-    #[error("{}: {message}", path.display())]
-    Model {
-        /// The file or folder.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
-    /// The HTTP backend failed.
-    #[error("{url}: {message}")]
-    Http {
-        /// The endpoint.
-        url: String,
-        /// What went wrong.
-        message: String,
-    },
+    /// A chat model (the paraphraser or the judge) failed: its file, its server, its decoding.
+    #[error(transparent)]
+    Llm(#[from] sage_llm::LlmError),
     /// The paraphrase cache failed.
     #[error("paraphrase cache {}: {message}", path.display())]
     Cache {

@@ -19,9 +19,9 @@ use sage_core::RunSeed;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{request_key, ParaphraseCache};
-use crate::chat::{ChatMessage, ChatModel, Completion, Sampling};
 use crate::prompt::{clean_answer, echoes_instruction, judge_messages, parse_rating, PromptStyle};
 use crate::Result;
+use sage_llm::{ChatMessage, ChatModel, Completion, Sampling};
 
 /// Two inputs that share no first character: the prompt prefix shared by every request is
 /// what their two prompts share. It comes from the prompt alone, never from the data, so a

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::chat::ChatMessage;
+use sage_llm::ChatMessage;
 
 /// Which paraphrase prompt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

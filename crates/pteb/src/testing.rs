@@ -10,11 +10,11 @@ use sage_core::measures::{mean, mean_std};
 use sage_core::{RunSeed, Timings};
 use sage_data::RowSelection;
 
-use crate::chat::{ChatMessage, ChatModel, Completion, Sampling};
 use crate::evaluate::pooled;
 use crate::paraphrase::ParaphraseSettings;
 use crate::quality::{DatasetQuality, QualityFigures, Verdict};
-use crate::{DatasetResult, Options, ParaphraserIdentity, PtebReport, Result, RunResult, TaskKind};
+use crate::{DatasetResult, Options, ParaphraserIdentity, PtebReport, RunResult, TaskKind};
+use sage_llm::{ChatMessage, ChatModel, Completion, Sampling};
 
 /// Bag of hashed words: texts sharing words are close, texts sharing none are orthogonal
 /// (with 256 bins, for these few words).
@@ -63,10 +63,10 @@ impl ChatModel for Scripted {
     fn identity(&self) -> String {
         "scripted".into()
     }
-    fn count_tokens(&self, text: &str) -> Result<usize> {
+    fn count_tokens(&self, text: &str) -> sage_llm::Result<usize> {
         Ok(text.split_whitespace().count())
     }
-    fn complete(&self, m: &[ChatMessage], s: &Sampling) -> Result<Completion> {
+    fn complete(&self, m: &[ChatMessage], s: &Sampling) -> sage_llm::Result<Completion> {
         self.calls.lock().unwrap().push(s.seed);
         let text = m[1].content.rsplit("Text: ").next().unwrap();
         let (text, truncated) = (self.answer)(text, s.seed);

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::chat::{ChatMessage, ChatModel, Completion, Sampling};
-use crate::{PtebError, Result};
+use crate::{LlmError, Result};
 
 /// An OpenAI-compatible chat endpoint.
 pub struct OpenAiChat {
@@ -66,9 +66,9 @@ impl OpenAiChat {
 
     /// An error that shows neither the key nor a password inside the URL (the one redaction
     /// rule of every HTTP client, [`sage_core::redact`]).
-    fn error(&self, message: impl Into<String>) -> PtebError {
+    fn error(&self, message: impl Into<String>) -> LlmError {
         let secrets: Vec<&str> = self.api_key.iter().map(String::as_str).collect();
-        PtebError::Http {
+        LlmError::Http {
             url: redact_url(&self.url()),
             message: redact(&message.into(), &secrets),
         }

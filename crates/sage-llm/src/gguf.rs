@@ -28,7 +28,7 @@ use tokenizers::Tokenizer;
 
 use crate::chat::{complete_in_rounds, ChatMessage, ChatModel, Completion, Retry, Sampling};
 use crate::llama::{KvCache, PackedDecoder};
-use crate::{PtebError, Result};
+use crate::{LlmError, Result};
 
 enum Model {
     /// llama, qwen2: requests decoded together.
@@ -79,8 +79,8 @@ pub struct GgufChat {
     lane_pools: OnceLock<Vec<rayon::ThreadPool>>,
 }
 
-fn gguf_error(path: &Path, e: impl std::fmt::Display) -> PtebError {
-    PtebError::Model {
+fn gguf_error(path: &Path, e: impl std::fmt::Display) -> LlmError {
+    LlmError::Model {
         path: path.to_owned(),
         message: e.to_string(),
     }
@@ -127,7 +127,7 @@ pub fn locate_gguf(spec: &str) -> Result<PathBuf> {
             };
         }
     }
-    Err(PtebError::Model {
+    Err(LlmError::Model {
         path: direct,
         message: "not a .gguf file, a folder with one, or a folder name under $SAGE_MODELS_DIR"
             .into(),
