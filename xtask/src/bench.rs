@@ -922,7 +922,7 @@ fn plan(
                 "evalrank".into(),
                 "--level".into(),
                 level.clone(),
-                "--model".into(),
+                "--similarity".into(),
                 s.spec.clone(),
                 "--data-dir".into(),
                 data.clone(),
@@ -937,12 +937,7 @@ fn plan(
         }
         let mut args: Vec<String> = vec!["run".into(), "align-sim".into()];
         args.extend([
-            if s.is_model {
-                "--model"
-            } else {
-                "--similarity"
-            }
-            .to_owned(),
+            "--similarity".to_owned(),
             s.spec.clone(),
             "--max-rows".into(),
             config.align_sim.max_rows.to_string(),
@@ -976,7 +971,7 @@ fn plan(
                     let mut args: Vec<String> = vec![
                         "run".into(),
                         "pteb".into(),
-                        "--model".into(),
+                        "--similarity".into(),
                         s.spec.clone(),
                         "--paraphraser".into(),
                         config.pteb.paraphraser.clone(),

@@ -18,9 +18,13 @@ use crate::output::Output;
 /// The arguments of `sage run pteb`.
 #[derive(Debug, clap::Args)]
 pub struct PtebArgs {
+    /// The encoder evaluated (the same as --model; every suite names what it evaluates with
+    /// --similarity). With --compare, the baseline.
+    #[arg(long, conflicts_with = "model")]
+    similarity: Option<String>,
     #[command(flatten)]
     model: ModelArgs,
-    /// More encoders, each compared with --model (the baseline) on the paraphrased scores:
+    /// More encoders, each compared with --similarity (the baseline) on the paraphrased scores:
     /// Hodges-Lehmann shift, bootstrap CI, Wilcoxon p, Holm-corrected.
     #[arg(long = "compare")]
     compare: Vec<String>,
@@ -325,8 +329,8 @@ struct Compared<'a> {
 }
 
 pub fn run(args: PtebArgs) -> Result<()> {
-    let Some(baseline_spec) = args.model.model.clone() else {
-        bail!("--model is required (the encoder; with --compare, the baseline)")
+    let Some(baseline_spec) = args.similarity.clone().or_else(|| args.model.model.clone()) else {
+        bail!("give --similarity (the encoder; with --compare, the baseline)")
     };
     let root = args.llm.root()?;
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {

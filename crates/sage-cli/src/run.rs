@@ -17,9 +17,10 @@ pub enum Task {
     /// ALIGN-SIM's five criteria (paraphrase, synonym, antonym, negation, jumbling) on MRPC,
     /// PAWS-Wiki and AFIN for a metric or an embedding model; prints a JSON report.
     AlignSim {
-        /// A classical metric: levenshtein | rouge | jaccard | bm25 (or give --model).
-        #[arg(long, required_unless_present = "model", conflicts_with = "model")]
-        similarity: Option<sage_metrics::Metric>,
+        /// What is evaluated: levenshtein | rouge | jaccard | bm25, or an embedding model (as
+        /// --model takes it), compared by cosine.
+        #[arg(long, required_unless_present = "model")]
+        similarity: Option<String>,
         #[command(flatten)]
         model: ModelArgs,
         /// Paraphrase datasets as name/split (default: mrpc/test and paws-wiki/test, those local).
@@ -120,9 +121,14 @@ pub enum Task {
         /// word: the 13 word-similarity sets; sentence: STS-B and STR-2022.
         #[arg(long, value_enum)]
         level: LevelArg,
-        /// Vector similarity.
+        /// The embedding model evaluated (the same as --model; every suite names what it
+        /// evaluates with --similarity). The old `--similarity cos|l2` still works, with a note:
+        /// that is --vector-similarity now.
+        #[arg(long)]
+        similarity: Option<String>,
+        /// How two vectors compare: cosine or Euclidean distance.
         #[arg(long, value_enum, default_value_t = SimilarityArg::Cos)]
-        similarity: SimilarityArg,
+        vector_similarity: SimilarityArg,
         /// shipped: the toolkit's lists (default); constructed: built from the raw datasets.
         #[arg(long, value_enum, default_value_t = ListsArg::Shipped)]
         lists: ListsArg,
@@ -181,12 +187,7 @@ pub struct TaskArgs {
 impl TaskArgs {
     /// The subject named by --similarity (a metric name first, else a model) or --model.
     fn subject(&self) -> Result<Subject> {
-        let spec = match (&self.similarity, &self.model.model) {
-            (Some(_), Some(_)) => bail!("give --similarity or --model, not both"),
-            (Some(s), None) | (None, Some(s)) => s,
-            (None, None) => bail!("give --similarity"),
-        };
-        Subject::from_spec(spec, |spec| Ok(self.model.load(spec)?.into()))
+        subject(self.similarity.as_deref(), &self.model)
     }
 
     /// Runs the registered suite `name` with these arguments and the suite's `options`.
@@ -200,6 +201,18 @@ impl TaskArgs {
         };
         run_registered(name, &self.subject()?, &request, self.output.clone())
     }
+}
+
+/// What a suite evaluates: `--similarity` in every suite (a metric name first, else a model
+/// spec), or `--model`, its older spelling for models, loaded with the model flags.
+fn subject(similarity: Option<&str>, model: &ModelArgs) -> Result<Subject> {
+    let spec = match (similarity, &model.model) {
+        (Some(_), Some(_)) => bail!("give --similarity or --model, not both (they name the same)"),
+        (Some(s), None) => s,
+        (None, Some(s)) => s.as_str(),
+        (None, None) => bail!("give --similarity: a metric or an embedding model"),
+    };
+    Subject::from_spec(spec, |spec| Ok(model.load(spec)?.into()))
 }
 
 fn options_object(options: Value) -> serde_json::Map<String, Value> {
@@ -289,11 +302,7 @@ pub fn run(task: Task) -> Result<()> {
             data_dir,
             output,
         } => {
-            let subject = match (similarity, &model.model) {
-                (Some(metric), _) => Subject::Metric(metric),
-                (None, Some(spec)) => Subject::Model(model.load(spec)?.into()),
-                (None, None) => bail!("give --similarity or --model"),
-            };
+            let subject = subject(similarity.as_deref(), &model)?;
             let root = crate::data::root(data_dir)?;
             let request = Request {
                 datasets: parse_datasets(&datasets)?,
@@ -365,6 +374,7 @@ pub fn run(task: Task) -> Result<()> {
         Task::Evalrank {
             level,
             similarity,
+            vector_similarity,
             lists,
             post,
             abtt_k,
@@ -372,18 +382,32 @@ pub fn run(task: Task) -> Result<()> {
             data_dir,
             output,
         } => {
-            let Some(spec) = &model.model else {
-                bail!("--model is required")
+            // `--similarity cos|l2 --model M`: the spelling from before every suite named its
+            // subject with --similarity
+            let (similarity, vector_similarity) = match similarity.as_deref() {
+                Some(old @ ("cos" | "l2")) if model.model.is_some() => {
+                    eprintln!(
+                        "sage: note: evalrank: --similarity {old} is --vector-similarity {old} now; \
+                         --similarity names the model, as in every suite"
+                    );
+                    let v = if old == "l2" {
+                        SimilarityArg::L2
+                    } else {
+                        SimilarityArg::Cos
+                    };
+                    (None, v)
+                }
+                _ => (similarity, vector_similarity),
             };
             let root = crate::data::root(data_dir)?;
-            let subject = Subject::Model(model.load(spec)?.into());
+            let subject = subject(similarity.as_deref(), &model)?;
             let request = Request {
                 options: options_object(json!({
                     "level": match level {
                         LevelArg::Word => "word",
                         LevelArg::Sentence => "sentence",
                     },
-                    "similarity": match similarity {
+                    "similarity": match vector_similarity {
                         SimilarityArg::Cos => "cosine",
                         SimilarityArg::L2 => "l2",
                     },

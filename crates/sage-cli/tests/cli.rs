@@ -1257,3 +1257,92 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Every suite names what it evaluates with `--similarity` (a metric or a model); `--model` is
+/// the same for a model, and evalrank's old `--similarity cos` still works, with a note.
+#[test]
+fn every_suite_takes_what_it_evaluates_as_similarity() {
+    let mirror = fixtures().join("mirror");
+    let mirror = mirror.to_str().unwrap();
+    // a metric where a suite ranks vectors: said, whatever the suite
+    for suite in [
+        &["run", "evalrank", "--level", "word"][..],
+        &["run", "pteb", "--paraphraser", "none.gguf"][..],
+    ] {
+        let mut args = suite.to_vec();
+        args.extend(["--similarity", "jaccard", "--data-dir", mirror]);
+        let out = sage(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            stderr.contains("jaccard") && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+    fails_with(
+        &[
+            "run",
+            "align-sim",
+            "--similarity",
+            "jaccard",
+            "--model",
+            "jaccard",
+            "--data-dir",
+            mirror,
+        ],
+        "not both",
+    );
+    let Some(model) = models_dir() else {
+        sage_core::test_support::skip(
+            "every_suite_takes_what_it_evaluates_as_similarity",
+            "SAGE_MODELS_DIR lacks all-MiniLM-L6-v2: the model part not run",
+        );
+        return;
+    };
+    let model = model.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = sage(args);
+        assert!(
+            out.status.success(),
+            "sage {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let common = ["--level", "word", "--no-cache", "--data-dir", mirror];
+    let mut new = vec!["run", "evalrank", "--similarity", model];
+    new.extend(common);
+    let mut old = vec!["run", "evalrank", "--similarity", "l2", "--model", model];
+    old.extend(common);
+    let mut new_l2 = new.clone();
+    new_l2.extend(["--vector-similarity", "l2"]);
+    let (with_new, _) = run(&new_l2);
+    let (with_old, note) = run(&old);
+    assert!(
+        note.contains("--similarity l2 is --vector-similarity l2 now"),
+        "{note}"
+    );
+    let scores = |v: &Value| v["scores"].clone();
+    assert_eq!(scores(&with_new), scores(&with_old));
+    let (cosine, _) = run(&new);
+    assert!(scores(&cosine)["mrr"].as_f64().is_some());
+    // align-sim over a model named by --similarity, as over a metric
+    let (align, _) = run(&[
+        "run",
+        "align-sim",
+        "--similarity",
+        model,
+        "--max-rows",
+        "5",
+        "--no-cache",
+        "--data-dir",
+        mirror,
+    ]);
+    assert!(align["similarity"]
+        .as_str()
+        .unwrap()
+        .contains("all-MiniLM-L6-v2"));
+}
