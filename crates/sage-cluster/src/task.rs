@@ -80,28 +80,9 @@ pub struct DatasetReport {
     pub v_measure_std: f64,
 }
 
-/// A whole task-4 run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ClusterReport {
-    /// The similarity's name.
-    pub similarity: String,
-    /// Run seed.
-    pub seed: u64,
-    /// Options.
-    pub options: Options,
-    /// Per dataset.
-    pub datasets: Vec<DatasetReport>,
-    /// Category score: mean V-measure over datasets.
-    pub score: f64,
-    /// Percentile-bootstrap 95% interval of `score`, subsets resampled within each dataset: it
-    /// measures the spread between sampled subsets (with the default 5 it is coarse).
-    pub ci95: Option<sage_core::measures::BootstrapInterval>,
-    /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
-    /// (same seed, same units) into a paired bootstrap of their difference.
-    pub bootstrap: Option<sage_core::measures::BootstrapReplicates>,
-    /// Wall-clock phases (the only part that differs between two runs with one seed).
-    pub timings: Timings,
-}
+/// A whole task-4 run: its options, one [`DatasetReport`] per dataset, the category score with
+/// its bootstrap interval (subsets resampled within each dataset: it measures the spread between sampled subsets (with the default 5 it is coarse)) and resamples.
+pub type ClusterReport = sage_core::CategoryReport<Options, DatasetReport>;
 
 /// Bytes a subset of `n` texts needs (see the crate docs).
 pub fn memory_estimate(n: usize, symmetric: bool) -> u64 {
@@ -316,16 +297,16 @@ pub fn evaluate(
         options.seed,
         "clustering/bootstrap",
     )?;
-    Ok(ClusterReport {
-        similarity: similarity.name().to_owned(),
-        seed: options.seed.0,
+    let seed = options.seed;
+    Ok(ClusterReport::new(
+        similarity.name(),
+        seed,
         options,
-        datasets: reports,
+        reports,
         score,
-        ci95: sage_core::measures::ci95(bootstrap.as_ref())?,
         bootstrap,
         timings,
-    })
+    )?)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 mod cache_dir;
+mod category;
 mod embed;
 mod error;
 pub mod measures;
@@ -34,6 +35,7 @@ pub mod test_support;
 mod timings;
 
 pub use cache_dir::{cache_dir, open_when_free, sibling_caches, CacheMerge, CACHE_OPEN_PATIENCE};
+pub use category::CategoryReport;
 pub use embed::{
     cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,

@@ -99,27 +99,9 @@ pub struct DatasetReport {
     pub perturbed_per_query: Vec<Vec<f64>>,
 }
 
-/// A whole task-5 run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RetrievalReport {
-    /// The similarity's name.
-    pub similarity: String,
-    /// Run seed.
-    pub seed: u64,
-    /// Options.
-    pub options: Options,
-    /// Per dataset.
-    pub datasets: Vec<DatasetReport>,
-    /// Category score: mean of the dataset scores.
-    pub score: f64,
-    /// Percentile-bootstrap 95% interval of `score`, queries resampled within each dataset.
-    pub ci95: Option<measures::BootstrapInterval>,
-    /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
-    /// (same seed, same units) into a paired bootstrap of their difference.
-    pub bootstrap: Option<measures::BootstrapReplicates>,
-    /// Wall-clock phases (the only part that differs between two runs with one seed).
-    pub timings: Timings,
-}
+/// A whole task-5 run: its options, one [`DatasetReport`] per dataset, the category score with
+/// its bootstrap interval (queries resampled within each dataset) and resamples.
+pub type RetrievalReport = sage_core::CategoryReport<Options, DatasetReport>;
 
 /// A document as ranked: file position (keys its perturbation streams), id, text.
 struct Doc {
@@ -384,16 +366,16 @@ pub fn evaluate(
         options.seed,
         "retrieval/bootstrap",
     )?;
-    Ok(RetrievalReport {
-        similarity: similarity.name().to_owned(),
-        seed: options.seed.0,
+    let seed = options.seed;
+    Ok(RetrievalReport::new(
+        similarity.name(),
+        seed,
         options,
-        datasets: reports,
+        reports,
         score,
-        ci95: measures::ci95(bootstrap.as_ref())?,
         bootstrap,
         timings,
-    })
+    )?)
 }
 
 #[cfg(test)]

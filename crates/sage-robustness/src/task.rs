@@ -88,27 +88,9 @@ pub struct DatasetReport {
     pub document_scores: Vec<f64>,
 }
 
-/// A whole task-2 run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RobustnessReport {
-    /// The similarity's name.
-    pub similarity: String,
-    /// Run seed.
-    pub seed: u64,
-    /// Options.
-    pub options: Options,
-    /// Per dataset.
-    pub datasets: Vec<DatasetReport>,
-    /// Category score: mean of the dataset scores.
-    pub score: f64,
-    /// Percentile-bootstrap 95% interval of `score`, documents resampled within each dataset.
-    pub ci95: Option<measures::BootstrapInterval>,
-    /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
-    /// (same seed, same units) into a paired bootstrap of their difference.
-    pub bootstrap: Option<measures::BootstrapReplicates>,
-    /// Wall-clock phases (the only part that differs between two runs with one seed).
-    pub timings: Timings,
-}
+/// A whole task-2 run: its options, one [`DatasetReport`] per dataset, the category score with
+/// its bootstrap interval (documents resampled within each dataset) and resamples.
+pub type RobustnessReport = sage_core::CategoryReport<Options, DatasetReport>;
 
 fn share(flags: impl Iterator<Item = bool>, n: usize) -> f64 {
     flags.filter(|&f| f).count() as f64 / n as f64
@@ -252,16 +234,16 @@ pub fn evaluate(
         .collect();
     let bootstrap =
         measures::bootstrap_mean_of_means(&groups, options.seed, "robustness/bootstrap")?;
-    Ok(RobustnessReport {
-        similarity: similarity.name().to_owned(),
-        seed: options.seed.0,
+    let seed = options.seed;
+    Ok(RobustnessReport::new(
+        similarity.name(),
+        seed,
         options,
-        datasets: reports,
+        reports,
         score,
-        ci95: measures::ci95(bootstrap.as_ref())?,
         bootstrap,
         timings,
-    })
+    )?)
 }
 
 #[cfg(test)]

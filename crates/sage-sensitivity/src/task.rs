@@ -114,27 +114,9 @@ pub struct DatasetReport {
     pub document_scores: Vec<f64>,
 }
 
-/// A whole task-3 run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SensitivityReport {
-    /// The similarity's name.
-    pub similarity: String,
-    /// Run seed.
-    pub seed: u64,
-    /// Options.
-    pub options: Options,
-    /// Per dataset.
-    pub datasets: Vec<DatasetReport>,
-    /// Category score: mean of the dataset scores.
-    pub score: f64,
-    /// Percentile-bootstrap 95% interval of `score`, documents resampled within each dataset.
-    pub ci95: Option<sage_core::measures::BootstrapInterval>,
-    /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
-    /// (same seed, same units) into a paired bootstrap of their difference.
-    pub bootstrap: Option<sage_core::measures::BootstrapReplicates>,
-    /// Wall-clock phases (the only part that differs between two runs with one seed).
-    pub timings: Timings,
-}
+/// A whole task-3 run: its options, one [`DatasetReport`] per dataset, the category score with
+/// its bootstrap interval (documents resampled within each dataset) and resamples.
+pub type SensitivityReport = sage_core::CategoryReport<Options, DatasetReport>;
 
 /// (proportion, position) of a sensitivity perturbation, read from what it did.
 fn level_of(provenance: &Provenance) -> Option<(f64, f64)> {
@@ -350,16 +332,16 @@ pub fn evaluate(
         options.seed,
         "sensitivity/bootstrap",
     )?;
-    Ok(SensitivityReport {
-        similarity: similarity.name().to_owned(),
-        seed: options.seed.0,
+    let seed = options.seed;
+    Ok(SensitivityReport::new(
+        similarity.name(),
+        seed,
         options,
-        datasets: reports,
+        reports,
         score,
-        ci95: sage_core::measures::ci95(bootstrap.as_ref())?,
         bootstrap,
         timings,
-    })
+    )?)
 }
 
 #[cfg(test)]
