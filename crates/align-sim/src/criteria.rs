@@ -8,7 +8,7 @@ use sage_data::{sample, DataRoot, LabeledPair, NegationPair, RowSelection};
 use sage_perturb::{
     AntonymReplacement, Jumbling, Perturbation, Provenance, SynonymReplacement, WordNet,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{AlignSimError, Result};
 
@@ -17,7 +17,7 @@ pub const EPSILONS: [f64; 4] = [0.0, 0.01, 0.05, 0.1];
 
 /// Counts of d values in 40 bins of width 0.05 over [−1, 1] (values outside are clamped into
 /// the end bins).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
     /// The 41 bin edges.
     pub edges: Vec<f64>,
@@ -57,7 +57,7 @@ pub fn shares_above(values: &[f64]) -> Vec<(f64, f64)> {
 }
 
 /// Criterion 1.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ParaphraseReport {
     /// Mean similarity of the paraphrase pairs.
     pub paraphrase_mean: f64,
@@ -74,7 +74,7 @@ pub struct ParaphraseReport {
 }
 
 /// Criterion 2, for one n.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SynonymReport {
     /// Words replaced.
     pub words: usize,
@@ -89,7 +89,7 @@ pub struct SynonymReport {
 }
 
 /// Criteria 3 and 5: d = sim(S, S_para) − sim(S, S_other).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DifferenceReport {
     /// What S_other is (`antonym`, `jumbling-1`, ...).
     pub against: String,
@@ -106,7 +106,7 @@ pub struct DifferenceReport {
 }
 
 /// Criterion 4.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NegationReport {
     /// Mean sim(negated, affirmative).
     pub mean: f64,
@@ -121,7 +121,7 @@ pub struct NegationReport {
 }
 
 /// Criteria 1, 2, 3 and 5 on one paraphrase dataset.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DatasetReport {
     /// Registry name and split.
     pub dataset: String,
@@ -138,7 +138,7 @@ pub struct DatasetReport {
 }
 
 /// A whole run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AlignSimReport {
     /// The similarity's name.
     pub similarity: String,

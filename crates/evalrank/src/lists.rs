@@ -3,15 +3,15 @@
 use std::collections::HashSet;
 
 use sage_data::{DataRoot, DatasetKind, Line, StsPair, TextPair, WordPair, REGISTRY};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{EvalRankError, Result};
 
 /// Directed positive pairs and the background they are ranked against.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lists {
     /// Where the lists come from (`constructed` or `shipped`).
-    pub source: &'static str,
+    pub source: String,
     /// Directed pairs (x, y): both directions of every positive pair.
     #[serde(skip)]
     pub pairs: Vec<(String, String)>,
@@ -35,7 +35,7 @@ fn finish(
         .filter(|t| seen.insert(t.clone()))
         .collect();
     Lists {
-        source,
+        source: source.to_owned(),
         pair_count: pairs.len(),
         background_count: background.len(),
         pairs,

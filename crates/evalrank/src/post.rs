@@ -2,10 +2,10 @@
 //! components (ABTT, "all-but-the-top"), both fitted on the embedded set itself.
 
 use ndarray::{Array1, Array2, Axis};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A post-processing of the embedded vectors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum PostProcess {
     /// Vectors as the model gives them.

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
 use sage_core::{measures, normalize_rows, Embedder, Timings, VectorSimilarity};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{EvalRankError, PostProcess, Result};
 
 /// EvalRank's summary of one run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EvalRankScores {
     /// Mean reciprocal rank ×100.
     pub mrr: f64,
@@ -25,7 +25,7 @@ pub struct EvalRankScores {
     /// Background size (distinct texts).
     pub background: usize,
     /// cos or l2.
-    pub similarity: &'static str,
+    pub similarity: String,
     /// Post-processing applied before ranking.
     pub post_processing: String,
 }
@@ -140,7 +140,7 @@ pub fn evaluate(
         mean_rank: measures::mean(&as_f64)?,
         pairs: pairs.len(),
         background: distinct.len(),
-        similarity: similarity.name(),
+        similarity: similarity.name().to_owned(),
         post_processing: post.name(),
     })
 }

@@ -35,7 +35,7 @@ pub enum ListSource {
 
 /// The classic similarity-task score the paper compares EvalRank with: Spearman ×100 between
 /// cosine similarity and the gold score.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClassicScores {
     /// Per dataset.
     pub spearman: BTreeMap<String, f64>,
@@ -44,7 +44,7 @@ pub struct ClassicScores {
 }
 
 /// Everything one run reports.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EvalRankReport {
     /// Word or sentence.
     pub level: Level,

@@ -31,7 +31,7 @@ pub struct Options {
     /// Classes per subset, at most.
     pub max_classes: usize,
     /// Run seed.
-    #[serde(skip_deserializing)]
+    /// (A suite request's seed always comes from the request: its options may not name one.)
     pub seed: RunSeed,
 }
 
@@ -47,7 +47,7 @@ impl Default for Options {
 }
 
 /// One clustered subset.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SubsetReport {
     /// Texts clustered.
     pub texts: usize,
@@ -64,7 +64,7 @@ pub struct SubsetReport {
 }
 
 /// One dataset.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DatasetReport {
     /// Registry name and split.
     pub dataset: String,

@@ -6,7 +6,7 @@ use rand::Rng;
 use sage_core::measures::{self, BinaryScores};
 use sage_core::{RunSeed, Similarity, Timings};
 use sage_data::{sample, sample_grouped, DataRoot, RowSelection, SummaryComparison, SummaryRating};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{HumanPrefError, Result};
 
@@ -14,7 +14,7 @@ use crate::{HumanPrefError, Result};
 pub type Scores = BinaryScores;
 
 /// Where one source's comparisons and ratings come from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Source {
     /// A rating dataset: correlations with each of its dimensions, and comparisons derived from
@@ -111,7 +111,7 @@ impl Source {
 }
 
 /// How comparisons were derived from ratings.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Derivation {
     /// The margin applied.
     pub margin: f64,
@@ -122,7 +122,7 @@ pub struct Derivation {
 }
 
 /// The pairwise sub-task.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ComparisonReport {
     /// Accuracy, precision, recall, F1 (+ counts).
     pub classification: Scores,
@@ -139,7 +139,7 @@ pub struct ComparisonReport {
 }
 
 /// Pearson's r with one rating dimension.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DimensionCorrelation {
     /// The dimension.
     pub dimension: String,
@@ -150,7 +150,7 @@ pub struct DimensionCorrelation {
 }
 
 /// The rating sub-task.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CorrelationReport {
     /// Per dimension, in the dataset's order.
     pub dimensions: Vec<DimensionCorrelation>,
@@ -161,7 +161,7 @@ pub struct CorrelationReport {
 }
 
 /// One source.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SourceReport {
     /// Source name.
     pub name: String,
@@ -183,7 +183,7 @@ pub struct SourceReport {
 }
 
 /// A whole task-1 run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HumanPrefReport {
     /// The similarity's name.
     pub similarity: String,

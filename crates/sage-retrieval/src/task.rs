@@ -41,7 +41,7 @@ pub struct Options {
     /// Most query–document pairs scored in one batch.
     pub pair_budget: usize,
     /// Run seed (sampling, perturbations).
-    #[serde(skip_deserializing)]
+    /// (A suite request's seed always comes from the request: its options may not name one.)
     pub seed: RunSeed,
 }
 
@@ -58,7 +58,7 @@ impl Default for Options {
 }
 
 /// One perturbation's result.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RetentionReport {
     /// Perturbation id.
     pub perturbation: String,
@@ -69,7 +69,7 @@ pub struct RetentionReport {
 }
 
 /// One dataset.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DatasetReport {
     /// Registry name and qrels split.
     pub dataset: String,

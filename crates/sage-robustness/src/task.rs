@@ -26,12 +26,12 @@ pub struct Options {
     /// Truncate documents to their first n cl100k tokens before perturbing; whole when `None`.
     pub truncate_tokens: Option<usize>,
     /// Run seed (sampling and perturbations).
-    #[serde(skip_deserializing)]
+    /// (A suite request's seed always comes from the request: its options may not name one.)
     pub seed: RunSeed,
 }
 
 /// Which conditions one document meets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Conditions {
     /// sim(summary) > every semantic sim.
     pub summary_over_semantic: bool,
@@ -53,18 +53,18 @@ pub fn conditions(superficial: &[f32], semantic: &[f32], summary: f32) -> Condit
 }
 
 /// Mean similarity of the documents to one kind of comparison text.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PerturbationMean {
     /// Perturbation id, or `summary`.
     pub against: String,
     /// `superficial`, `semantic` or `summary`.
-    pub class: &'static str,
+    pub class: String,
     /// Mean similarity.
     pub mean: f64,
 }
 
 /// One dataset.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DatasetReport {
     /// Registry name and split.
     pub dataset: String,
@@ -166,13 +166,13 @@ pub fn evaluate_dataset(
         .enumerate()
         .map(|(k, p)| PerturbationMean {
             against: p.id(),
-            class: if k < 3 { "superficial" } else { "semantic" },
+            class: if k < 3 { "superficial" } else { "semantic" }.to_owned(),
             mean: column_mean(k),
         })
         .collect();
     means.push(PerturbationMean {
         against: "summary".into(),
-        class: "summary",
+        class: "summary".to_owned(),
         mean: column_mean(set.len()),
     });
     Ok(DatasetReport {

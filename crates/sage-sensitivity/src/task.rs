@@ -30,7 +30,7 @@ pub struct Options {
     /// authors do); whole when `None`.
     pub truncate_tokens: Option<usize>,
     /// Run seed (sampling).
-    #[serde(skip_deserializing)]
+    /// (A suite request's seed always comes from the request: its options may not name one.)
     pub seed: RunSeed,
 }
 
@@ -50,7 +50,7 @@ pub fn expected_similarity(p: f64) -> f64 {
 }
 
 /// One (proportion, position) level.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LevelReport {
     /// Proportion inserted or removed.
     pub proportion: f64,
@@ -65,7 +65,7 @@ pub struct LevelReport {
 }
 
 /// One point of the degradation curve: a proportion, over every position.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CurvePoint {
     /// Proportion.
     pub proportion: f64,
@@ -76,10 +76,10 @@ pub struct CurvePoint {
 }
 
 /// One perturbation family on one dataset.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FamilyReport {
     /// `needle-insertion` or `token-removal`.
-    pub family: &'static str,
+    pub family: String,
     /// 1 − mean_absolute_error.
     pub score: f64,
     /// Mean |observed − expected| over documents, levels and positions.
@@ -94,7 +94,7 @@ pub struct FamilyReport {
 }
 
 /// One dataset.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DatasetReport {
     /// Registry name and split.
     pub dataset: String,
@@ -199,7 +199,7 @@ fn family(
         })
         .collect();
     Ok(FamilyReport {
-        family: name,
+        family: name.to_owned(),
         score: 1.0 - mean_absolute_error,
         mean_absolute_error,
         levels: level_reports,

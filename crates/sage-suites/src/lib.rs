@@ -308,6 +308,13 @@ fn options<T: serde::de::DeserializeOwned>(
     suite: &'static str,
     options: &Map<String, Value>,
 ) -> Result<T> {
+    // one seed per run, the request's: an options `seed` would be silently overridden
+    if options.contains_key("seed") {
+        return Err(SuiteError::Options {
+            suite,
+            message: "the seed is the run's (seed=, --seed), not an option".into(),
+        });
+    }
     serde_json::from_value(Value::Object(options.clone())).map_err(|e| SuiteError::Options {
         suite,
         message: e.to_string(),

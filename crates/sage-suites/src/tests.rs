@@ -228,3 +228,63 @@ fn pteb_says_what_is_missing_or_misspelt_before_loading_anything() {
         .to_string();
     assert!(e.starts_with("pteb: "), "{e}");
 }
+
+/// Every suite's report reads back into its crate's typed report and writes the same JSON: what
+/// a reader (the report, a notebook) can rely on. The seed is not the default, so a field that
+/// does not survive the trip shows.
+#[test]
+fn every_report_reads_back_into_its_type_unchanged() {
+    fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(suite: &str, report: &Value) {
+        let typed: T =
+            serde_json::from_value(report.clone()).unwrap_or_else(|e| panic!("{suite}: {e}"));
+        assert_eq!(&serde_json::to_value(&typed).unwrap(), report, "{suite}");
+    }
+    let root = fixtures();
+    let run = |suite: &str, subject: &Subject, options: Value| {
+        let mut request = Request::new(&root);
+        request.seed = RunSeed(11);
+        request.options = options.as_object().unwrap().clone();
+        find(suite).unwrap().run(subject, &request).unwrap().report
+    };
+    let jaccard = Subject::Metric(Metric::Jaccard);
+    let lengths = Subject::Model(Arc::new(Lengths::default()));
+    round_trip::<sage_human_pref::HumanPrefReport>(
+        "human-pref",
+        &run("human-pref", &jaccard, json!({"max_rows": 5})),
+    );
+    round_trip::<sage_robustness::RobustnessReport>(
+        "robustness",
+        &run("robustness", &jaccard, json!({"max_rows": 5})),
+    );
+    round_trip::<sage_sensitivity::SensitivityReport>(
+        "sensitivity",
+        &run("sensitivity", &jaccard, json!({"max_rows": 3})),
+    );
+    round_trip::<sage_cluster::ClusterReport>(
+        "clustering",
+        &run("clustering", &jaccard, json!({})),
+    );
+    round_trip::<sage_retrieval::RetrievalReport>(
+        "retrieval",
+        &run("retrieval", &jaccard, json!({})),
+    );
+    round_trip::<align_sim::AlignSimReport>(
+        "align-sim",
+        &run("align-sim", &jaccard, json!({"max_rows": 5})),
+    );
+    round_trip::<evalrank::EvalRankReport>(
+        "evalrank",
+        &run("evalrank", &lengths, json!({"level": "word"})),
+    );
+    let e = find("sensitivity")
+        .unwrap()
+        .run(&jaccard, &{
+            let mut request = Request::new(&root);
+            request.options = json!({"seed": 3}).as_object().unwrap().clone();
+            request
+        })
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("the seed is the run's"), "{e}");
+}
