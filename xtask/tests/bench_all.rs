@@ -1,6 +1,7 @@
 //! `cargo xtask bench-all --quick` end to end on the repository's fixtures, as on a fresh clone
 //! with no network and no SAGE_DATA_DIR; a killed run, re-run, ends with the same result files;
-//! the HTML report renders in a real headless browser.
+//! the HTML report renders in a real headless browser; the metrics' results and report equal the
+//! ones kept in `xtask/tests/fixtures/quick-metrics/`.
 //!
 //! The `sage` binary is the debug one `cargo test --workspace` builds for sage-cli's tests
 //! (built here when absent), passed with --sage so the test does not start a release build.
@@ -11,7 +12,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::{
-    assert_same_results, fresh_clone_bench_all as bench_all, result_files, stable, workspace,
+    assert_same_results, bench_all_quick, fresh_clone_bench_all as bench_all, result_files, stable,
+    workspace,
 };
 
 #[test]
@@ -152,14 +154,7 @@ fn the_html_report_renders_in_a_headless_browser() {
     let out = tmp.path().join("results");
     let mut run = bench_all(&out, tmp.path());
     // metrics only: the browser check needs a report, not every model
-    let config = tmp.path().join("bench.toml");
-    let default = std::fs::read_to_string(workspace().join("bench.toml")).unwrap();
-    std::fs::write(
-        &config,
-        default.replace("models = [\"auto\"]", "models = []"),
-    )
-    .unwrap();
-    run.arg("--config").arg(&config);
+    run.arg("--config").arg(metrics_only_config(tmp.path()));
     let output = run.output().unwrap();
     assert!(
         output.status.success(),
@@ -252,4 +247,96 @@ fn the_html_report_renders_in_a_headless_browser() {
         "{ranking}"
     );
     assert!(ranking.contains("aria-sort=\"ascending\""), "{ranking}");
+}
+
+/// The quick run of the four metrics on the fixtures is pinned: every result file (when and where
+/// it ran aside) and report.md (its host and revision lines aside) equal the ones kept in
+/// `xtask/tests/fixtures/quick-metrics/`, with this checkout's path written `<workspace>`. A change
+/// that moves a number, renames a field or reorders the report shows here. To accept a change
+/// on purpose, run this test with `SAGE_BLESS=1` and commit the files it rewrites.
+#[test]
+fn quick_metrics_results_and_report_equal_the_kept_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("results");
+    let config = metrics_only_config(tmp.path());
+    let output = bench_all_quick(&config, &out, &tmp.path().join("cache"), &[]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let here = workspace().display().to_string();
+    let kept = workspace().join("xtask/tests/fixtures/quick-metrics");
+    let bless = std::env::var_os("SAGE_BLESS").is_some();
+    let mut compared = 0;
+    let mut check = |relative: &std::path::Path, text: String| {
+        let text = text.replace(&here, "<workspace>");
+        let path = kept.join(relative);
+        if bless {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &text).unwrap();
+            return;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (a new result: SAGE_BLESS=1 keeps it)",
+                path.display()
+            )
+        });
+        assert!(
+            want == text,
+            "{} changed (SAGE_BLESS=1 accepts it):\n{}",
+            relative.display(),
+            first_difference(&want, &text)
+        );
+        compared += 1;
+    };
+    let files = result_files(&out);
+    for file in &files {
+        let text = serde_json::to_string_pretty(&stable(file)).unwrap() + "\n";
+        check(file.strip_prefix(&out).unwrap(), text);
+    }
+    let report: String = std::fs::read_to_string(out.join("report.md"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("- git revision:") && !l.starts_with("- host:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    check(std::path::Path::new("report.md"), report);
+    if !bless {
+        // a result that is kept but no longer made is a change too
+        let kept_files = result_files(&kept);
+        assert_eq!(kept_files.len(), files.len(), "{kept_files:?}");
+        assert_eq!(compared, files.len() + 1);
+    }
+}
+
+/// The shipped bench.toml with no model: the four metrics (and the suites that take them), in
+/// `dir/bench.toml`.
+fn metrics_only_config(dir: &std::path::Path) -> PathBuf {
+    let config = dir.join("bench.toml");
+    let default = std::fs::read_to_string(workspace().join("bench.toml")).unwrap();
+    std::fs::write(
+        &config,
+        default.replace("models = [\"auto\"]", "models = []"),
+    )
+    .unwrap();
+    config
+}
+
+/// The first line where two texts differ, both sides.
+fn first_difference(want: &str, got: &str) -> String {
+    match want
+        .lines()
+        .zip(got.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+    {
+        Some((i, (a, b))) => format!("line {}:\n  kept: {a}\n  now:  {b}", i + 1),
+        None => format!(
+            "{} lines kept, {} now",
+            want.lines().count(),
+            got.lines().count()
+        ),
+    }
 }
