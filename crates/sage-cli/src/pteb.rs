@@ -332,6 +332,12 @@ pub fn run(args: PtebArgs) -> Result<()> {
     let Some(baseline_spec) = args.similarity.clone().or_else(|| args.model.model.clone()) else {
         bail!("give --similarity (the encoder; with --compare, the baseline)")
     };
+    // before any LLM is loaded: PTEB's tasks embed texts, a metric has no vectors
+    for spec in std::iter::once(&baseline_spec).chain(&args.compare) {
+        if spec.parse::<sage_metrics::Metric>().is_ok() {
+            bail!("pteb: {spec} is a classical metric; PTEB's tasks embed texts: give a model");
+        }
+    }
     let root = args.llm.root()?;
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
         crate::run::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
