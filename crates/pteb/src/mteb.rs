@@ -114,9 +114,7 @@ fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| PtebError::Task(format!("{}: {e}", path.display())))?;
     text.push('\n');
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))
+    Ok(sage_core::write_atomically(path, text.as_bytes())?)
 }
 
 /// The folder MTEB keeps a model's results in: `owner/name` becomes `owner__name`.

@@ -42,8 +42,8 @@ pub use embed::{
 };
 pub use error::{Result, SageError};
 pub use result::{
-    result_label, row_selections, utc_timestamp, Gpu, Host, Parameters, ResultEnvelope, RunRecord,
-    SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
+    result_label, row_selections, utc_timestamp, write_atomically, Gpu, Host, Parameters,
+    ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
 };
 pub use seed::{ExperimentRng, RunSeed};
 pub use similarity::Similarity;

@@ -140,11 +140,24 @@ impl ResultEnvelope {
         std::fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
         let bytes = serde_json::to_vec_pretty(self)
             .map_err(|e| crate::SageError::backend("serialising a result file", e))?;
-        let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, bytes).map_err(|e| io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
+        write_atomically(&path, &bytes)?;
         Ok(path)
     }
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it (named by the process) and a
+/// rename, so a reader, or a crash, sees the old file or the new one, never half of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> crate::Result<()> {
+    let io = |p: &Path, source: std::io::Error| crate::SageError::Io {
+        path: p.to_owned(),
+        source,
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io(path, e))
 }
 
 /// A results-folder name for a spec: the hub id with `/` as `--`, the folder name of a path, or a

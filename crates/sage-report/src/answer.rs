@@ -1,7 +1,9 @@
 //! The first screen: which similarity is best per SAGE category and overall, and which
 //! differences in the overall ranking are real.
 
-use sage_core::measures::{holm, paired_bootstrap, BootstrapReplicates, PairedDifference};
+use sage_core::measures::{
+    holm, paired_bootstrap, percentile_interval, BootstrapReplicates, PairedDifference,
+};
 use serde::Serialize;
 
 use crate::load::{find, num, similarities, ResultFile};
@@ -189,16 +191,6 @@ fn units_of(file: &ResultFile) -> Vec<(String, String)> {
     out
 }
 
-fn interval(values: &[Option<f64>]) -> Result<Option<(f64, f64)>> {
-    let reps = BootstrapReplicates {
-        label: String::new(),
-        seed: 0,
-        group_sizes: Vec::new(),
-        values: values.to_vec(),
-    };
-    Ok(reps.interval(0.95)?.map(|i| (i.low, i.high)))
-}
-
 /// The heatmap and the ranking of the SAGE results in `files`.
 pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
     let mut rows = Vec::new();
@@ -230,7 +222,7 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
                 .collect::<Option<Vec<BootstrapReplicates>>>();
             let categories = Categories { files, replicates };
             let ci95 = match categories.overall_replicates() {
-                Some(values) => interval(&values)?,
+                Some(values) => percentile_interval(&values, 0.95)?.map(|i| (i.low, i.high)),
                 None => None,
             };
             let cell = Cell {
@@ -282,7 +274,7 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             let (Some(ra), Some(rb)) = (a.1.overall_replicates(), b.1.overall_replicates()) else {
                 continue;
             };
-            match paired_bootstrap(a.1.overall(), b.1.overall(), &ra, &rb, 0.95)? {
+            match paired_bootstrap(a.2.score, b.2.score, &ra, &rb, 0.95)? {
                 Some(d) => pairs.push((i, j, d)),
                 None => not_compared.push(format!(
                     "{} vs {}: too few defined bootstrap resamples",

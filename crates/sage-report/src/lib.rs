@@ -137,13 +137,7 @@ pub fn write_report(dir: &Path, mteb_results: Option<&Path>) -> Result<Written> 
     };
     let write = |name: &str, content: &str| -> Result<PathBuf> {
         let path = dir.join(name);
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        let io = |p: &Path| {
-            let p = p.to_owned();
-            move |source| ReportError::Io { path: p, source }
-        };
-        std::fs::write(&tmp, content).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        sage_core::write_atomically(&path, content.as_bytes())?;
         Ok(path)
     };
     let markdown = write("report.md", &render::markdown(&page))?;

@@ -189,11 +189,7 @@ pub fn hodges_lehmann_bootstrap(
     seed: RunSeed,
 ) -> Result<HodgesLehmann> {
     ensure_same_len("Hodges-Lehmann", x.len(), y.len())?;
-    if !(confidence > 0.0 && confidence < 1.0) {
-        return Err(SageError::InvalidArgument(format!(
-            "confidence must be in (0, 1), got {confidence}"
-        )));
-    }
+    check_confidence(confidence)?;
     ensure_at_least("bootstrap resamples", 1, resamples)?;
     let d: Vec<f64> = x.iter().zip(y).map(|(a, b)| a - b).collect();
     let estimate = hodges_lehmann(&d)?;
@@ -206,11 +202,11 @@ pub fn hodges_lehmann_bootstrap(
         })
         .collect::<Result<_>>()?;
     boot.sort_by(f64::total_cmp);
-    let tail = (1.0 - confidence) / 2.0 * 100.0;
+    let (ci_low, ci_high) = central_range(&boot, confidence);
     Ok(HodgesLehmann {
         estimate,
-        ci_low: percentile_sorted(&boot, tail),
-        ci_high: percentile_sorted(&boot, 100.0 - tail),
+        ci_low,
+        ci_high,
         confidence,
         resamples,
         seed,
@@ -232,6 +228,47 @@ pub struct BootstrapInterval {
     pub confidence: f64,
     /// Resamples whose statistic was defined (the interval is taken over these).
     pub resamples: usize,
+}
+
+/// A coverage for an interval: in (0, 1).
+fn check_confidence(confidence: f64) -> Result<()> {
+    if confidence > 0.0 && confidence < 1.0 {
+        Ok(())
+    } else {
+        Err(SageError::InvalidArgument(format!(
+            "confidence must be in (0, 1), got {confidence}"
+        )))
+    }
+}
+
+/// The central `confidence` range of sorted values: its (low, high) percentiles.
+fn central_range(sorted: &[f64], confidence: f64) -> (f64, f64) {
+    let tail = (1.0 - confidence) / 2.0 * 100.0;
+    (
+        percentile_sorted(sorted, tail),
+        percentile_sorted(sorted, 100.0 - tail),
+    )
+}
+
+/// The percentile interval of resampled statistics, the undefined ones (`None`) left out;
+/// `None` when fewer than half of them are defined.
+pub fn percentile_interval(
+    values: &[Option<f64>],
+    confidence: f64,
+) -> Result<Option<BootstrapInterval>> {
+    check_confidence(confidence)?;
+    let mut defined: Vec<f64> = values.iter().flatten().copied().collect();
+    if defined.is_empty() || defined.len() * 2 < values.len() {
+        return Ok(None);
+    }
+    defined.sort_by(f64::total_cmp);
+    let (low, high) = central_range(&defined, confidence);
+    Ok(Some(BootstrapInterval {
+        low,
+        high,
+        confidence,
+        resamples: defined.len(),
+    }))
 }
 
 /// Every resample's statistic of a stratified bootstrap, kept with what made the draws.
@@ -257,23 +294,7 @@ impl BootstrapReplicates {
     /// The percentile interval over the defined resamples; `None` when fewer than half of them
     /// are defined.
     pub fn interval(&self, confidence: f64) -> Result<Option<BootstrapInterval>> {
-        if !(confidence > 0.0 && confidence < 1.0) {
-            return Err(SageError::InvalidArgument(format!(
-                "confidence must be in (0, 1), got {confidence}"
-            )));
-        }
-        let mut values: Vec<f64> = self.values.iter().flatten().copied().collect();
-        if values.is_empty() || values.len() * 2 < self.values.len() {
-            return Ok(None);
-        }
-        values.sort_by(f64::total_cmp);
-        let tail = (1.0 - confidence) / 2.0 * 100.0;
-        Ok(Some(BootstrapInterval {
-            low: percentile_sorted(&values, tail),
-            high: percentile_sorted(&values, 100.0 - tail),
-            confidence,
-            resamples: values.len(),
-        }))
+        percentile_interval(&self.values, confidence)
     }
 
     /// Whether resample `b` of `self` and of `other` drew the same unit indices for every `b`
@@ -341,11 +362,7 @@ pub fn bootstrap_interval(
     seed: RunSeed,
     label: &str,
 ) -> Result<Option<BootstrapInterval>> {
-    if !(confidence > 0.0 && confidence < 1.0) {
-        return Err(SageError::InvalidArgument(format!(
-            "confidence must be in (0, 1), got {confidence}"
-        )));
-    }
+    check_confidence(confidence)?;
     match bootstrap_replicates(group_sizes, statistic, resamples, seed, label)? {
         Some(r) => r.interval(confidence),
         None => Ok(None),
@@ -412,11 +429,7 @@ pub fn paired_bootstrap(
             b.len()
         )));
     }
-    if !(confidence > 0.0 && confidence < 1.0) {
-        return Err(SageError::InvalidArgument(format!(
-            "confidence must be in (0, 1), got {confidence}"
-        )));
-    }
+    check_confidence(confidence)?;
     let mut d: Vec<f64> = a
         .iter()
         .zip(b)
@@ -429,11 +442,11 @@ pub fn paired_bootstrap(
     let n = d.len();
     let at_most_zero = d.iter().filter(|&&x| x <= 0.0).count();
     let at_least_zero = d.iter().filter(|&&x| x >= 0.0).count();
-    let tail = (1.0 - confidence) / 2.0 * 100.0;
+    let (ci_low, ci_high) = central_range(&d, confidence);
     Ok(Some(PairedDifference {
         difference: estimate_a - estimate_b,
-        ci_low: percentile_sorted(&d, tail),
-        ci_high: percentile_sorted(&d, 100.0 - tail),
+        ci_low,
+        ci_high,
         p_value: (2.0 * (at_most_zero.min(at_least_zero) + 1) as f64 / (n + 1) as f64).min(1.0),
         resamples: n,
     }))
