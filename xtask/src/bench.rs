@@ -48,6 +48,32 @@ pub(crate) struct Config {
     quick: Quick,
     #[serde(default)]
     remote: RemoteSuite,
+    /// `[suites.<name>]`: suites registered beyond the shipped ones, by name.
+    #[serde(default)]
+    suites: BTreeMap<String, RegisteredSuite>,
+    /// Where the configuration came from, for errors found once `sage` is asked.
+    #[serde(skip)]
+    origin: String,
+}
+
+/// `[suites.<name>]`: how bench-all runs a suite it knows only from `sage suites` (one a crate
+/// registered in its own `sage_cli::main`); a listed suite without a table runs with its
+/// defaults.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegisteredSuite {
+    #[serde(default = "yes")]
+    enabled: bool,
+    /// Datasets as name/split; empty: the suite's defaults that are local.
+    #[serde(default)]
+    datasets: Vec<String>,
+    /// The suite's options, passed as `--options JSON`.
+    #[serde(default)]
+    options: serde_json::Map<String, Value>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Remote models (`PROTOCOL:MODEL[@BASE_URL]` in similarities.models): what they may cost.
@@ -210,7 +236,18 @@ struct Quick {
     pteb_datasets: Vec<String>,
 }
 
-const METRICS: [&str; 4] = ["levenshtein", "rouge", "jaccard", "bm25"];
+/// The suites bench-all plans from their own configuration sections; every other suite
+/// `sage suites` lists is planned from `[suites.<name>]`.
+const CONFIGURED_SUITES: [&str; 8] = [
+    "human-pref",
+    "robustness",
+    "sensitivity",
+    "clustering",
+    "retrieval",
+    "evalrank",
+    "align-sim",
+    "pteb",
+];
 const SAGE_TASKS: [&str; 5] = [
     "human-pref",
     "robustness",
@@ -222,10 +259,15 @@ const SAGE_TASKS: [&str; 5] = [
 impl Config {
     /// Parses and checks a configuration; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
-        let config: Config = toml::from_str(text).with_context(|| format!("{origin}: invalid"))?;
-        for m in &config.similarities.metrics {
-            if !METRICS.contains(&m.as_str()) {
-                bail!("{origin}: similarities.metrics: unknown metric {m:?} (one of {METRICS:?})");
+        let mut config: Config =
+            toml::from_str(text).with_context(|| format!("{origin}: invalid"))?;
+        config.origin = origin.to_owned();
+        for (name, suite) in &config.suites {
+            if CONFIGURED_SUITES.contains(&name.as_str()) {
+                bail!("{origin}: suites.{name}: {name} is configured in its own section ([sage], [evalrank], [align_sim], [pteb])");
+            }
+            if let Some(bad) = suite.datasets.iter().find(|d| !d.contains('/')) {
+                bail!("{origin}: suites.{name}.datasets: {bad:?} is not name/split");
             }
         }
         for t in &config.sage.tasks {
@@ -253,6 +295,24 @@ impl Config {
             );
         }
         Ok(config)
+    }
+
+    /// Checks the names the configuration gives against what `sage` registers: its metrics
+    /// (`sage metrics`) and suites (`sage suites`).
+    fn check_against(&self, metrics: &[String], suites: &[ListedSuite]) -> Result<()> {
+        let origin = &self.origin;
+        for m in &self.similarities.metrics {
+            if !metrics.contains(m) {
+                bail!("{origin}: similarities.metrics: unknown metric {m:?} (sage registers {metrics:?})");
+            }
+        }
+        for name in self.suites.keys() {
+            if !suites.iter().any(|s| &s.name == name) {
+                let listed: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+                bail!("{origin}: suites.{name}: sage registers no suite {name:?} (it lists {listed:?})");
+            }
+        }
+        Ok(())
     }
 
     /// The same configuration with --quick's sample sizes.
@@ -284,7 +344,7 @@ pub(crate) struct Similarity {
 #[derive(Debug)]
 pub(crate) struct Job {
     pub similarity: Similarity,
-    pub suite: &'static str,
+    pub suite: String,
     pub task: String,
     /// `sage` arguments, without --output.
     args: Vec<String>,
@@ -300,7 +360,7 @@ impl Job {
     /// The job's result file under `out`.
     pub fn result_path(&self, out: &Path) -> PathBuf {
         out.join(&self.similarity.label)
-            .join(self.suite)
+            .join(&self.suite)
             .join(format!("{}.json", self.task))
     }
 }
@@ -309,14 +369,14 @@ impl Job {
 #[derive(Debug, serde::Serialize)]
 struct Skipped {
     similarity: String,
-    suite: &'static str,
+    suite: String,
     task: String,
     reason: String,
 }
 
 struct Outcome {
     label: String,
-    suite: &'static str,
+    suite: String,
     task: String,
     status: &'static str,
     seconds: f64,
@@ -412,8 +472,12 @@ impl Prepared {
             Some(s) => s.clone(),
             None => crate::build_sage_with(&root, config.device == Device::Cuda)?,
         };
+        // what to run comes from sage's registry: a suite or metric registered in a `sage` of
+        // one's own (`--sage`) is planned like the shipped ones
+        let suites = listed_suites(&sage)?;
+        config.check_against(&listed_metrics(&sage)?, &suites)?;
         let (similarities, mut skipped) = similarities(&config, &sage, inv.quick)?;
-        let mut jobs = plan(&config, &similarities, &data_dir, &mut skipped);
+        let mut jobs = plan(&config, &suites, &similarities, &data_dir, &mut skipped);
         let measured = match &inv.costs_file {
             Some(path) => shard::read_costs(path)?,
             None => BTreeMap::new(),
@@ -785,7 +849,7 @@ fn similarities(
             if quick && !config.quick.auto_models.contains(&spec) {
                 skipped.push(Skipped {
                     similarity: spec,
-                    suite: "*",
+                    suite: "*".into(),
                     task: "*".into(),
                     reason: "--quick runs only quick.auto_models".into(),
                 });
@@ -844,12 +908,64 @@ fn remote_name(spec: &str) -> String {
         .to_owned()
 }
 
+/// A suite as `sage suites` lists it: what bench-all needs to plan its jobs.
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct ListedSuite {
+    name: String,
+    takes_metrics: bool,
+    /// Where a run with default options writes: `<similarity>/<result_suite>/<result_task>.json`.
+    result_suite: String,
+    result_task: String,
+}
+
+/// One JSON object per line of `sage <command>`'s output.
+fn sage_listing<T: serde::de::DeserializeOwned>(sage: &Path, command: &str) -> Result<Vec<T>> {
+    let listing = Command::new(sage)
+        .arg(command)
+        .output()
+        .with_context(|| format!("running {} {command}", sage.display()))?;
+    if !listing.status.success() {
+        bail!(
+            "{} {command} failed: {}",
+            sage.display(),
+            String::from_utf8_lossy(&listing.stderr)
+        );
+    }
+    String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line)
+                .with_context(|| format!("sage {command}, line {}: {line:?}", i + 1))
+        })
+        .collect()
+}
+
+/// The suites `sage` registers, in its order (`sage suites`).
+fn listed_suites(sage: &Path) -> Result<Vec<ListedSuite>> {
+    sage_listing(sage, "suites")
+}
+
+/// The metrics `sage` registers (`sage metrics`).
+fn listed_metrics(sage: &Path) -> Result<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Listed {
+        name: String,
+    }
+    Ok(sage_listing::<Listed>(sage, "metrics")?
+        .into_iter()
+        .map(|m| m.name)
+        .collect())
+}
+
 fn plan(
     config: &Config,
+    suites: &[ListedSuite],
     similarities: &[Similarity],
     data_dir: &Path,
     skipped: &mut Vec<Skipped>,
 ) -> Vec<Job> {
+    let listed = |name: &str| suites.iter().any(|s| s.name == name);
     let seed = config.seed.to_string();
     let data = data_dir.display().to_string();
     let some = |n: usize| (n > 0).then(|| n.to_string());
@@ -863,7 +979,7 @@ fn plan(
                 model_flags.push("--cuda".to_owned());
             }
         }
-        for task in &config.sage.tasks {
+        for task in config.sage.tasks.iter().filter(|t| listed(t)) {
             let mut args: Vec<String> = vec![
                 "run".into(),
                 task.clone(),
@@ -902,16 +1018,21 @@ fn plan(
             args.extend(model_flags.iter().cloned());
             jobs.push(Job {
                 similarity: s.clone(),
-                suite: "sage",
+                suite: "sage".into(),
                 task: task.clone(),
                 args,
             });
         }
-        for level in &config.evalrank.levels {
+        let evalrank_levels = if listed("evalrank") {
+            config.evalrank.levels.as_slice()
+        } else {
+            &[]
+        };
+        for level in evalrank_levels {
             if !s.is_model {
                 skipped.push(Skipped {
                     similarity: s.label.clone(),
-                    suite: "evalrank",
+                    suite: "evalrank".into(),
                     task: level.clone(),
                     reason: "EvalRank ranks embedding vectors; a classical metric has none".into(),
                 });
@@ -930,40 +1051,42 @@ fn plan(
             args.extend(model_flags.iter().cloned());
             jobs.push(Job {
                 similarity: s.clone(),
-                suite: "evalrank",
+                suite: "evalrank".into(),
                 task: level.clone(),
                 args,
             });
         }
-        let mut args: Vec<String> = vec!["run".into(), "align-sim".into()];
-        args.extend([
-            "--similarity".to_owned(),
-            s.spec.clone(),
-            "--max-rows".into(),
-            config.align_sim.max_rows.to_string(),
-            "--seed".into(),
-            seed.clone(),
-            "--data-dir".into(),
-            data.clone(),
-        ]);
-        args.extend(model_flags.iter().cloned());
-        jobs.push(Job {
-            similarity: s.clone(),
-            suite: "align-sim",
-            task: "criteria".into(),
-            args,
-        });
-        if config.pteb.enabled {
+        if listed("align-sim") {
+            let mut args: Vec<String> = vec!["run".into(), "align-sim".into()];
+            args.extend([
+                "--similarity".to_owned(),
+                s.spec.clone(),
+                "--max-rows".into(),
+                config.align_sim.max_rows.to_string(),
+                "--seed".into(),
+                seed.clone(),
+                "--data-dir".into(),
+                data.clone(),
+            ]);
+            args.extend(model_flags.iter().cloned());
+            jobs.push(Job {
+                similarity: s.clone(),
+                suite: "align-sim".into(),
+                task: "criteria".into(),
+                args,
+            });
+        }
+        if config.pteb.enabled && listed("pteb") {
             match (s.is_model, pteb_paraphraser(&config.pteb)) {
                 (false, _) => skipped.push(Skipped {
                     similarity: s.label.clone(),
-                    suite: "pteb",
+                    suite: "pteb".into(),
                     task: "mteb".into(),
                     reason: "PTEB's tasks embed texts (classification, clustering); a classical metric has no vectors".into(),
                 }),
                 (true, Err(reason)) => skipped.push(Skipped {
                     similarity: s.label.clone(),
-                    suite: "pteb",
+                    suite: "pteb".into(),
                     task: "mteb".into(),
                     reason,
                 }),
@@ -1007,12 +1130,58 @@ fn plan(
                     args.extend(model_flags.iter().cloned());
                     jobs.push(Job {
                         similarity: s.clone(),
-                        suite: "pteb",
+                        suite: "pteb".into(),
                         task: "mteb".into(),
                         args,
                     });
                 }
             }
+        }
+        for suite in suites
+            .iter()
+            .filter(|x| !CONFIGURED_SUITES.contains(&x.name.as_str()))
+        {
+            let configured = config.suites.get(&suite.name);
+            if configured.is_some_and(|c| !c.enabled) {
+                continue;
+            }
+            if !s.is_model && !suite.takes_metrics {
+                skipped.push(Skipped {
+                    similarity: s.label.clone(),
+                    suite: suite.result_suite.clone(),
+                    task: suite.result_task.clone(),
+                    reason: format!("{} evaluates embedding models only", suite.name),
+                });
+                continue;
+            }
+            let mut args: Vec<String> = vec![
+                "run".into(),
+                suite.name.clone(),
+                "--similarity".into(),
+                s.spec.clone(),
+                "--seed".into(),
+                seed.clone(),
+                "--data-dir".into(),
+                data.clone(),
+            ];
+            if let Some(configured) = configured {
+                for dataset in &configured.datasets {
+                    args.extend(["--dataset".into(), dataset.clone()]);
+                }
+                if !configured.options.is_empty() {
+                    args.extend([
+                        "--options".into(),
+                        Value::Object(configured.options.clone()).to_string(),
+                    ]);
+                }
+            }
+            args.extend(model_flags.iter().cloned());
+            jobs.push(Job {
+                similarity: s.clone(),
+                suite: suite.result_suite.clone(),
+                task: suite.result_task.clone(),
+                args,
+            });
         }
     }
     // PTEB last: its LLM paraphrasing takes longer than every other suite together, and its
@@ -1234,7 +1403,7 @@ fn run_jobs(
             ),
             (
                 by_suite
-                    .entry(job.suite)
+                    .entry(job.suite.as_str())
                     .or_insert_with(|| bars.add(ProgressBar::new(0))),
                 format!("suite {}", job.suite),
             ),
@@ -1251,7 +1420,7 @@ fn run_jobs(
         let path = job.result_path(out);
         let name = format!("{} {}/{}", job.similarity.label, job.suite, job.task);
         let bar_s = &by_similarity[&job.similarity.label];
-        let bar_t = &by_suite[job.suite];
+        let bar_t = &by_suite[job.suite.as_str()];
         bar_s.set_message(format!("{}/{}", job.suite, job.task));
         bar_t.set_message(job.similarity.label.clone());
         let start = Instant::now();
@@ -1298,7 +1467,7 @@ fn run_jobs(
         bar_t.inc(1);
         outcomes.push(Outcome {
             label: job.similarity.label.clone(),
-            suite: job.suite,
+            suite: job.suite.clone(),
             task: job.task.clone(),
             status,
             seconds,
@@ -1451,7 +1620,10 @@ mod tests {
     #[test]
     fn the_embedded_default_parses_and_quick_shrinks_it() {
         let config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
-        assert_eq!(config.similarities.metrics, METRICS);
+        assert_eq!(
+            config.similarities.metrics,
+            ["levenshtein", "rouge", "jaccard", "bm25"]
+        );
         assert_eq!(config.sage.tasks, SAGE_TASKS);
         let quick = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap().quick();
         assert!(quick.sage.cluster_max_texts < config.sage.cluster_max_texts);
@@ -1463,9 +1635,30 @@ mod tests {
         let error = |text: &str| format!("{:#}", Config::parse(text, "my.toml").unwrap_err());
         // the top-level message alone names the file and the bad value
         let e = Config::parse(&DEFAULT_CONFIG.replace("\"bm25\"]", "\"bm42\"]"), "my.toml")
+            .unwrap()
+            .check_against(&shipped_metrics(), &shipped_suites())
             .unwrap_err()
             .to_string();
         assert!(e.contains("my.toml") && e.contains("bm42"), "{e}");
+        let e = Config::parse(
+            &format!("{DEFAULT_CONFIG}\n[suites.nope]\nenabled = true\n"),
+            "my.toml",
+        )
+        .unwrap()
+        .check_against(&shipped_metrics(), &shipped_suites())
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("my.toml: suites.nope") && e.contains("align-sim"),
+            "{e}"
+        );
+        let e = error(&format!(
+            "{DEFAULT_CONFIG}\n[suites.robustness]\nenabled = false\n"
+        ));
+        assert!(
+            e.contains("suites.robustness") && e.contains("[sage]"),
+            "{e}"
+        );
         let e = error(&DEFAULT_CONFIG.replace("seed = 1337", "seed = \"x\""));
         assert!(e.contains("my.toml") && e.contains("seed"), "{e}");
         let e = error(&DEFAULT_CONFIG.replace("[remote]\n", "[remote]\nsurprise = 1\n"));
@@ -1497,7 +1690,13 @@ mod tests {
         let similarities = test_similarities(&["bm25", "model-a", "model-b"]);
         let mut skipped = Vec::new();
         config.pteb.quality.encoder = llm.path().join("missing-encoder").display().to_string();
-        let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
+        let jobs = plan(
+            &config,
+            &shipped_suites(),
+            &similarities,
+            Path::new("data"),
+            &mut skipped,
+        );
         assert!(jobs.iter().all(|j| j.suite != "pteb"));
         assert!(
             skipped
@@ -1507,7 +1706,13 @@ mod tests {
         );
         config.pteb.quality.encoder = llm.path().display().to_string();
         skipped.clear();
-        let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
+        let jobs = plan(
+            &config,
+            &shipped_suites(),
+            &similarities,
+            Path::new("data"),
+            &mut skipped,
+        );
         let first_pteb = jobs.iter().position(|j| j.suite == "pteb").unwrap();
         assert!(jobs[first_pteb..].iter().all(|j| j.suite == "pteb"));
         assert_eq!(jobs.len() - first_pteb, 2, "one PTEB job per model");
@@ -1522,7 +1727,13 @@ mod tests {
         config.pteb.llm_batch = 128;
         config.pteb.llm_lanes = 3;
         config.pteb.llm_attention = Some(LlmAttention::PerRequest);
-        let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
+        let jobs = plan(
+            &config,
+            &shipped_suites(),
+            &similarities,
+            Path::new("data"),
+            &mut skipped,
+        );
         let args = jobs.last().unwrap().args.join(" ");
         assert!(
             args.contains("--llm-batch 128 --llm-lanes 3 --llm-attention per-request"),
@@ -1535,7 +1746,13 @@ mod tests {
         );
         assert!(!args.contains("--pool-unqualified"));
         config.pteb.quality.pool_unqualified = true;
-        let jobs = plan(&config, &similarities, Path::new("data"), &mut skipped);
+        let jobs = plan(
+            &config,
+            &shipped_suites(),
+            &similarities,
+            Path::new("data"),
+            &mut skipped,
+        );
         assert!(jobs
             .last()
             .unwrap()
@@ -1556,6 +1773,98 @@ mod tests {
         assert_eq!(transformer_bytes(&transformer), 100);
         assert_eq!(transformer_bytes(&glove), 0);
         assert_eq!(transformer_bytes(&root.join("missing")), 0);
+    }
+
+    /// `sage suites` of the shipped registry, as far as planning reads it.
+    fn shipped_suites() -> Vec<ListedSuite> {
+        CONFIGURED_SUITES
+            .iter()
+            .map(|&name| ListedSuite {
+                name: name.into(),
+                takes_metrics: !matches!(name, "evalrank" | "pteb"),
+                result_suite: name.into(),
+                result_task: name.into(),
+            })
+            .collect()
+    }
+
+    fn shipped_metrics() -> Vec<String> {
+        ["levenshtein", "rouge", "jaccard", "bm25"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    /// A suite `sage suites` lists beyond the shipped ones runs on every similarity it takes,
+    /// with `[suites.<name>]`'s datasets and options, into the result file the listing names;
+    /// `enabled = false` leaves it out.
+    #[test]
+    fn a_listed_suite_beyond_the_shipped_ones_is_planned_from_its_table() {
+        let toy = |takes_metrics| ListedSuite {
+            name: "toy".into(),
+            takes_metrics,
+            result_suite: "toys".into(),
+            result_task: "letters".into(),
+        };
+        let text = format!(
+            "{DEFAULT_CONFIG}\n[suites.toy]\ndatasets = [\"stsb/test\"]\noptions = {{ width = 2, label = \"x\" }}\n"
+        );
+        let config = Config::parse(&text, "toy.toml").unwrap();
+        let similarities = test_similarities(&["bm25", "model-a"]);
+        let mut suites = shipped_suites();
+        suites.push(toy(true));
+        config.check_against(&shipped_metrics(), &suites).unwrap();
+        let mut skipped = Vec::new();
+        let jobs = plan(
+            &config,
+            &suites,
+            &similarities,
+            Path::new("data"),
+            &mut skipped,
+        );
+        let toys: Vec<&Job> = jobs.iter().filter(|j| j.suite == "toys").collect();
+        assert_eq!(toys.len(), 2);
+        assert_eq!(toys[0].id(), "bm25/toys/letters");
+        assert_eq!(
+            toys[0].args.join(" "),
+            "run toy --similarity bm25 --seed 1337 --data-dir data --dataset stsb/test \
+             --options {\"label\":\"x\",\"width\":2}"
+        );
+        assert!(toys[1].args.contains(&"--batch-tokens".to_owned()));
+
+        // a suite of vectors skips the metric, saying why
+        suites.pop();
+        suites.push(toy(false));
+        let mut skipped = Vec::new();
+        let jobs = plan(
+            &config,
+            &suites,
+            &similarities,
+            Path::new("data"),
+            &mut skipped,
+        );
+        let toys: Vec<String> = jobs
+            .iter()
+            .filter(|j| j.suite == "toys")
+            .map(Job::id)
+            .collect();
+        assert_eq!(toys, ["model-a/toys/letters"]);
+        assert!(skipped
+            .iter()
+            .any(|s| s.similarity == "bm25" && s.suite == "toys" && s.reason.contains("toy")));
+
+        let off = Config::parse(
+            &format!("{DEFAULT_CONFIG}\n[suites.toy]\nenabled = false\n"),
+            "off.toml",
+        )
+        .unwrap();
+        let jobs = plan(
+            &off,
+            &suites,
+            &similarities,
+            Path::new("data"),
+            &mut Vec::new(),
+        );
+        assert!(jobs.iter().all(|j| j.suite != "toys"));
     }
 
     /// Similarities by spec; those named `model...` are models.
@@ -1592,13 +1901,19 @@ mod tests {
         let llm = tempfile::tempdir().unwrap();
         config.pteb.paraphraser = llm.path().display().to_string();
         let similarities = test_similarities(&["bm25", "model-a"]);
-        let jobs = plan(&config, &similarities, Path::new("data"), &mut Vec::new());
+        let jobs = plan(
+            &config,
+            &shipped_suites(),
+            &similarities,
+            Path::new("data"),
+            &mut Vec::new(),
+        );
         let mut context = test_context(BTreeMap::new());
         assert!(jobs.iter().all(|j| context.cache_args(j).is_empty()));
         context.caches = Some((Shard { index: 2, count: 3 }, PathBuf::from("/c")));
         for job in &jobs {
             let args = context.cache_args(job).join(" ");
-            match (job.similarity.is_model, job.suite) {
+            match (job.similarity.is_model, job.suite.as_str()) {
                 (false, _) => assert!(args.is_empty(), "{args}"),
                 (true, "pteb") => assert_eq!(
                     args,

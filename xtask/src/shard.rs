@@ -112,13 +112,13 @@ pub fn estimate(job: &Job, weight: f64, quick: bool, measured: &BTreeMap<String,
     if let Some(&seconds) = measured.get(&job.id()) {
         return seconds;
     }
-    let (metric, model) = reference_seconds(job.suite, &job.task);
+    let (metric, model) = reference_seconds(&job.suite, &job.task);
     let base = if job.similarity.is_model {
         model
     } else {
         metric
     };
-    base * weight * if quick { quick_share(job.suite) } else { 1.0 }
+    base * weight * if quick { quick_share(&job.suite) } else { 1.0 }
 }
 
 /// The recorded seconds of every finished job in a bench-all.json (`--costs FILE`).

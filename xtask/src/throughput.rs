@@ -88,7 +88,7 @@ pub(crate) fn metrics_throughput(args: &[String]) -> Result<()> {
             if let (Some(python), Some(assets)) = (&python, &assets) {
                 let mut command = Command::new(python);
                 command
-                    .arg(root.join("tests/reference/metrics_throughput.py"))
+                    .arg(root.join("tests/python-reference/metrics_throughput.py"))
                     .args([metric])
                     .arg(&input)
                     .arg(&python_out)
@@ -135,7 +135,7 @@ pub(crate) fn metrics_throughput(args: &[String]) -> Result<()> {
         "input": input.display().to_string(),
         "threads": threads,
         "note": "wall time of whole processes on the same file: `sage score` and \
-                 tests/reference/metrics_throughput.py (one call per pair, one thread), best of repeats",
+                 tests/python-reference/metrics_throughput.py (one call per pair, one thread), best of repeats",
         "results": rows,
     });
     let path = scratch.join("metrics.json");

@@ -1,6 +1,6 @@
 //! Every local model family through the `sage` command: `sage embed`, `sage score --model` and a
 //! SAGE task accept a folder of each (small random checkpoints built by
-//! tests/reference/tiny_models.py; their vectors are checked against sentence-transformers in
+//! tests/python-reference/tiny_models.py; their vectors are checked against sentence-transformers in
 //! sage-embed's golden tests).
 
 use std::path::Path;
@@ -28,7 +28,7 @@ fn sage_accepts_a_folder_of_each_family() {
     let scratch = tempfile::tempdir().unwrap();
     let models = scratch.path().join("models");
     let built = Command::new(python)
-        .arg(workspace().join("tests/reference/tiny_models.py"))
+        .arg(workspace().join("tests/python-reference/tiny_models.py"))
         .arg(&models)
         .arg(&tokenizer)
         .env("HF_HUB_OFFLINE", "1")

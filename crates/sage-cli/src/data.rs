@@ -167,3 +167,20 @@ pub fn run(command: DataCommand) -> Result<()> {
         }
     }
 }
+pub(crate) fn parse_datasets(datasets: &[String]) -> Result<Vec<(String, String)>> {
+    sage_suites::parse_datasets(datasets).map_err(|e| anyhow::anyhow!("--{e}"))
+}
+
+/// The task's default datasets that are in the local mirror; the others are named on stderr
+/// (with how to get them), and none at all is an error listing every reason.
+pub(crate) fn local_defaults(
+    root: &sage_data::DataRoot,
+    task: &'static str,
+    defaults: &[(&'static str, &'static str)],
+) -> Result<Vec<(&'static str, &'static str)>> {
+    let (present, notes) = sage_suites::local_datasets(task, root, defaults)?;
+    for note in &notes {
+        eprintln!("sage: note: {task}: {note}");
+    }
+    Ok(present)
+}

@@ -328,24 +328,24 @@ struct Compared<'a> {
     comparisons: Vec<pteb::Comparison>,
 }
 
-pub fn run(args: PtebArgs) -> Result<()> {
+pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
     let Some(baseline_spec) = args.similarity.clone().or_else(|| args.model.model.clone()) else {
         bail!("give --similarity (the encoder; with --compare, the baseline)")
     };
     // before any LLM is loaded: PTEB's tasks embed texts, a metric has no vectors
     for spec in std::iter::once(&baseline_spec).chain(&args.compare) {
-        if spec.parse::<sage_metrics::Metric>().is_ok() {
+        if registry.metric(spec).is_ok() {
             bail!("pteb: {spec} is a classical metric; PTEB's tasks embed texts: give a model");
         }
     }
     let root = args.llm.root()?;
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
-        crate::run::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
+        crate::data::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
             .into_iter()
             .map(|(n, s)| (n.to_owned(), s.to_owned()))
             .collect()
     } else {
-        crate::run::parse_datasets(&args.datasets)?
+        crate::data::parse_datasets(&args.datasets)?
     };
     let refs: Vec<(&str, &str)> = datasets
         .iter()
@@ -495,7 +495,7 @@ pub fn qualify(args: QualifyArgs) -> Result<()> {
     }
     let root = args.llm.root()?;
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
-        crate::run::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
+        crate::data::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
             .into_iter()
             .filter(|(name, _)| {
                 sage_data::entry(name).is_some_and(|e| e.kind == sage_data::DatasetKind::StsPairs)
@@ -503,7 +503,7 @@ pub fn qualify(args: QualifyArgs) -> Result<()> {
             .map(|(n, s)| (n.to_owned(), s.to_owned()))
             .collect()
     } else {
-        crate::run::parse_datasets(&args.datasets)?
+        crate::data::parse_datasets(&args.datasets)?
     };
     if datasets.is_empty() {
         bail!("no STS dataset in the data mirror: name datasets with --dataset");

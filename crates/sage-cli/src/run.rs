@@ -4,8 +4,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+use clap::Parser;
 use clap::{Subcommand, ValueEnum};
-use sage_suites::{Request, Subject};
+use sage_suites::{Registry, Request, Subject};
 use serde_json::{json, Value};
 
 use crate::embed::ModelArgs;
@@ -148,6 +149,89 @@ pub enum Task {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// Any other registered suite (`sage suites`), with the flags of [`RegisteredRun`].
+    #[command(external_subcommand)]
+    Registered(Vec<String>),
+}
+
+/// `sage run --help`'s last words: how a suite registered beyond the shipped ones is run.
+pub(crate) const REGISTERED_HELP: &str = "A suite registered beyond these (`sage suites` lists \
+every one) runs as: sage run NAME --similarity S [--dataset NAME/SPLIT]... [--seed N] \
+[--data-dir DIR] [--options JSON] [--option KEY=VALUE]... [--output FILE] (and the model \
+flags). Its options are the suite's own: an unknown one is an error naming it.";
+
+/// The flags of a suite that has no subcommand of its own: the subject, the request, and the
+/// options as JSON.
+#[derive(Debug, clap::Parser)]
+#[command(no_binary_name = true)]
+struct RegisteredRun {
+    /// A registered metric (`sage metrics`) or an embedding model, compared by cosine.
+    #[arg(long, required_unless_present = "model")]
+    similarity: Option<String>,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Datasets as name/split (default: the suite's default datasets that are local).
+    #[arg(long = "dataset")]
+    datasets: Vec<String>,
+    /// Run seed.
+    #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
+    seed: u64,
+    /// Data root (default: $SAGE_DATA_DIR).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// The suite's options as one JSON object.
+    #[arg(long, value_name = "JSON")]
+    options: Option<String>,
+    /// One option, KEY=VALUE: VALUE is read as JSON when it is JSON (2, true, [1,2]), else
+    /// taken as a string. Repeatable; over --options.
+    #[arg(long = "option", value_name = "KEY=VALUE")]
+    option: Vec<String>,
+    /// Write the report here (atomically) instead of standard output.
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+impl RegisteredRun {
+    /// `--options` with every `--option` laid over it.
+    fn options(&self) -> Result<serde_json::Map<String, Value>> {
+        let mut options = match &self.options {
+            None => serde_json::Map::new(),
+            Some(text) => match serde_json::from_str(text) {
+                Ok(Value::Object(map)) => map,
+                Ok(other) => bail!("--options: expected a JSON object, got {other}"),
+                Err(e) => bail!("--options: not JSON: {e}"),
+            },
+        };
+        for option in &self.option {
+            let Some((key, value)) = option.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+                bail!("--option {option:?}: expected KEY=VALUE");
+            };
+            let value =
+                serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+            options.insert(key.to_owned(), value);
+        }
+        Ok(options)
+    }
+}
+
+/// `sage run NAME ...` for a suite without a subcommand of its own.
+fn run_other(args: &[String], registry: &Registry) -> Result<()> {
+    let (name, flags) = args
+        .split_first()
+        .expect("clap gives an external subcommand its name");
+    // an unknown name is said before its flags are read
+    registry.find(name)?;
+    let run = RegisteredRun::try_parse_from(flags)
+        .map_err(|e| anyhow::anyhow!("sage run {name}: {}", e.render().to_string().trim_end()))?;
+    let root = crate::data::root(run.data_dir.clone())?;
+    let request = Request {
+        datasets: crate::data::parse_datasets(&run.datasets)?,
+        seed: sage_core::RunSeed(run.seed),
+        options: run.options()?,
+        ..Request::new(&root)
+    };
+    let subject = subject(registry, run.similarity.as_deref(), &run.model)?;
+    run_registered(registry, name, &subject, &request, run.output.clone())
 }
 
 /// A whole-number flag within its documented range, checked before any work: clap's error names
@@ -185,34 +269,30 @@ pub struct TaskArgs {
 }
 
 impl TaskArgs {
-    /// The subject named by --similarity (a metric name first, else a model) or --model.
-    fn subject(&self) -> Result<Subject> {
-        subject(self.similarity.as_deref(), &self.model)
-    }
-
     /// Runs the registered suite `name` with these arguments and the suite's `options`.
-    fn run(&self, name: &str, options: Value) -> Result<()> {
+    fn run(&self, registry: &Registry, name: &str, options: Value) -> Result<()> {
         let root = crate::data::root(self.data_dir.clone())?;
         let request = Request {
-            datasets: parse_datasets(&self.datasets)?,
+            datasets: crate::data::parse_datasets(&self.datasets)?,
             seed: sage_core::RunSeed(self.seed),
             options: options_object(options),
             ..Request::new(&root)
         };
-        run_registered(name, &self.subject()?, &request, self.output.clone())
+        let subject = subject(registry, self.similarity.as_deref(), &self.model)?;
+        run_registered(registry, name, &subject, &request, self.output.clone())
     }
 }
 
-/// What a suite evaluates: `--similarity` in every suite (a metric name first, else a model
-/// spec), or `--model`, its older spelling for models, loaded with the model flags.
-fn subject(similarity: Option<&str>, model: &ModelArgs) -> Result<Subject> {
+/// What a suite evaluates: `--similarity` in every suite (a registered metric's name first, else
+/// a model spec), or `--model`, its older spelling for models, loaded with the model flags.
+fn subject(registry: &Registry, similarity: Option<&str>, model: &ModelArgs) -> Result<Subject> {
     let spec = match (similarity, &model.model) {
         (Some(_), Some(_)) => bail!("give --similarity or --model, not both (they name the same)"),
         (Some(s), None) => s,
         (None, Some(s)) => s.as_str(),
         (None, None) => bail!("give --similarity: a metric or an embedding model"),
     };
-    Subject::from_spec(spec, |spec| Ok(model.load(spec)?.into()))
+    registry.subject(spec, |spec| Ok(model.load(spec)?.into()))
 }
 
 fn options_object(options: Value) -> serde_json::Map<String, Value> {
@@ -224,12 +304,13 @@ fn options_object(options: Value) -> serde_json::Map<String, Value> {
 
 /// Runs a registered suite, prints its notes on stderr, and writes its report.
 fn run_registered(
+    registry: &Registry,
     name: &str,
     subject: &Subject,
     request: &Request,
     output: Option<PathBuf>,
 ) -> Result<()> {
-    let suite = sage_suites::find(name)?;
+    let suite = registry.find(name)?;
     let outcome = suite.run(subject, request)?;
     for note in &outcome.notes {
         eprintln!("sage: note: {name}: {note}");
@@ -238,24 +319,6 @@ fn run_registered(
     serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&outcome.report)?)?;
     out.write_all(b"\n")?;
     out.finish()
-}
-
-pub(crate) fn parse_datasets(datasets: &[String]) -> Result<Vec<(String, String)>> {
-    sage_suites::parse_datasets(datasets).map_err(|e| anyhow::anyhow!("--{e}"))
-}
-
-/// The task's default datasets that are in the local mirror; the others are named on stderr
-/// (with how to get them), and none at all is an error listing every reason.
-pub(crate) fn local_defaults(
-    root: &sage_data::DataRoot,
-    task: &'static str,
-    defaults: &[(&'static str, &'static str)],
-) -> Result<Vec<(&'static str, &'static str)>> {
-    let (present, notes) = sage_suites::local_datasets(task, root, defaults)?;
-    for note in &notes {
-        eprintln!("sage: note: {task}: {note}");
-    }
-    Ok(present)
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -289,9 +352,10 @@ pub enum ListsArg {
     Constructed,
 }
 
-pub fn run(task: Task) -> Result<()> {
+pub fn run(task: Task, registry: &Registry) -> Result<()> {
     match task {
-        Task::Pteb(args) => crate::pteb::run(*args),
+        Task::Pteb(args) => crate::pteb::run(*args, registry),
+        Task::Registered(args) => run_other(&args, registry),
         Task::AlignSim {
             similarity,
             model,
@@ -302,17 +366,18 @@ pub fn run(task: Task) -> Result<()> {
             data_dir,
             output,
         } => {
-            let subject = subject(similarity.as_deref(), &model)?;
+            let subject = subject(registry, similarity.as_deref(), &model)?;
             let root = crate::data::root(data_dir)?;
             let request = Request {
-                datasets: parse_datasets(&datasets)?,
+                datasets: crate::data::parse_datasets(&datasets)?,
                 seed: sage_core::RunSeed(seed),
                 options: options_object(json!({ "max_rows": max_rows, "wordnet": wordnet })),
                 ..Request::new(&root)
             };
-            run_registered("align-sim", &subject, &request, output)
+            run_registered(registry, "align-sim", &subject, &request, output)
         }
         Task::HumanPref { task, margin } => task.run(
+            registry,
             "human-pref",
             json!({ "max_rows": task.max_rows, "margin": margin }),
         ),
@@ -320,6 +385,7 @@ pub fn run(task: Task) -> Result<()> {
             task,
             truncate_tokens,
         } => task.run(
+            registry,
             "robustness",
             json!({ "max_rows": task.max_rows, "truncate_tokens": truncate_tokens }),
         ),
@@ -328,6 +394,7 @@ pub fn run(task: Task) -> Result<()> {
             truncate_tokens,
             whole_documents,
         } => task.run(
+            registry,
             "sensitivity",
             json!({
                 "max_rows": task.max_rows,
@@ -344,6 +411,7 @@ pub fn run(task: Task) -> Result<()> {
                 bail!("clustering samples subsets: use --max-texts and --subsets");
             }
             task.run(
+                registry,
                 "clustering",
                 json!({ "subsets": subsets, "max_texts": max_texts, "max_classes": max_classes }),
             )
@@ -359,6 +427,7 @@ pub fn run(task: Task) -> Result<()> {
                 bail!("retrieval samples with --max-docs and --max-queries");
             }
             task.run(
+                registry,
                 "retrieval",
                 json!({
                     "mode": match mode {
@@ -400,7 +469,7 @@ pub fn run(task: Task) -> Result<()> {
                 _ => (similarity, vector_similarity),
             };
             let root = crate::data::root(data_dir)?;
-            let subject = subject(similarity.as_deref(), &model)?;
+            let subject = subject(registry, similarity.as_deref(), &model)?;
             let request = Request {
                 options: options_object(json!({
                     "level": match level {
@@ -424,7 +493,7 @@ pub fn run(task: Task) -> Result<()> {
                 })),
                 ..Request::new(&root)
             };
-            run_registered("evalrank", &subject, &request, output)
+            run_registered(registry, "evalrank", &subject, &request, output)
         }
     }
 }

@@ -31,7 +31,7 @@ pub fn run(
         .iter()
         .map(|r| Ok((r.str("text1")?, r.str("text2")?)))
         .collect::<Result<_>>()?;
-    if metric == Some(Metric::Levenshtein) {
+    if metric == Some(Metric::LEVENSHTEIN) {
         check_levenshtein_work(&texts, input, allow_long)?;
     }
     let similarity: Box<dyn Similarity> = match (metric, raw, &model.model) {

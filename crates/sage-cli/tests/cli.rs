@@ -247,7 +247,7 @@ fn pearson_is_right_at_the_ends_of_the_range() {
 
 #[test]
 fn correlation_measures_match_scipy() {
-    // Golden: tests/reference/golden.py, correlation.rs section (scipy 1.17.1)
+    // Golden: tests/python-reference/golden.py, correlation.rs section (scipy 1.17.1)
     let x = [0.1, 0.4, 0.35, 0.8, 0.8, 0.2, 0.95, 0.5, 0.5, 0.5];
     let y = [1.0, 2.0, 2.5, 4.0, 3.5, 1.5, 5.0, 2.0, 3.0, 2.0];
     let dir = tempfile::tempdir().unwrap();
@@ -290,7 +290,7 @@ fn correlation_measures_match_scipy() {
 
 #[test]
 fn v_measure_and_classification() {
-    // Golden: tests/reference/golden.py, clustering.rs section (scikit-learn 1.9.1)
+    // Golden: tests/python-reference/golden.py, clustering.rs section (scikit-learn 1.9.1)
     let t = ["a", "a", "a", "b", "b", "b", "c", "c", "c", "c"];
     let p = [0, 0, 1, 1, 1, 1, 2, 2, 0, 3];
     let dir = tempfile::tempdir().unwrap();
@@ -314,7 +314,7 @@ fn v_measure_and_classification() {
 
 #[test]
 fn ranking_measures_match_pytrec_eval() {
-    // Golden: tests/reference/golden.py, "fixture" lines (pytrec_eval-terrier): 4 evaluated
+    // Golden: tests/python-reference/golden.py, "fixture" lines (pytrec_eval-terrier): 4 evaluated
     // queries (q5 judged but not retrieved, q9 retrieved but not judged), tied scores.
     let run = fixtures().join("run.trec");
     let qrels = fixtures().join("qrels.tsv");

@@ -421,7 +421,7 @@ mod tests {
         );
         let run = || {
             let mut r = evaluate(
-                Metric::Bm25.similarity().as_ref(),
+                Metric::BM25.similarity().as_ref(),
                 &root,
                 &[("twentynewsgroups", "test")],
                 Options::default(),
@@ -447,7 +447,7 @@ mod tests {
             return;
         };
         let mut similarities: Vec<Box<dyn Similarity>> =
-            Metric::ALL.iter().map(|m| m.similarity()).collect();
+            Metric::BUILT_IN.iter().map(|m| m.similarity()).collect();
         let embedder = sage_embed::load_embedder(
             PathBuf::from(&models)
                 .join("all-MiniLM-L6-v2")

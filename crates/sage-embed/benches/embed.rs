@@ -1,7 +1,7 @@
 //! Sentences/s of all-MiniLM-L6-v2 on 1,000 STS-B test sentences (sentence1 and sentence2 of the
 //! first 500 pairs), at several batch settings. Needs SAGE_MODELS_DIR and SAGE_DATA_DIR; without
 //! them it says so and measures nothing. The Python side is
-//! tests/reference/embed_throughput.py (sentence-transformers, PyTorch CPU, same sentences).
+//! tests/python-reference/embed_throughput.py (sentence-transformers, PyTorch CPU, same sentences).
 
 use std::path::PathBuf;
 

@@ -6,7 +6,7 @@
 //! a causal mask without padding, logits out); an embedder needs the last hidden states of a
 //! padded batch under a padding mask, causal or bidirectional. The layer arithmetic follows
 //! transformers' modelling files, and the tests hold it to transformers' own outputs on small
-//! random checkpoints (tests/reference/tiny_models.py).
+//! random checkpoints (tests/python-reference/tiny_models.py).
 //!
 //! Batches are right-padded here whatever the tokenizer's side: rotary positions make attention
 //! depend only on the distance between tokens, so a text gets the same vector in any batch, and

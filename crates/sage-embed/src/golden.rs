@@ -1,5 +1,5 @@
 //! Golden tests against the real weights in SAGE_MODELS_DIR and the Python references in
-//! data/fixtures/embeddings.golden.json (written by tests/reference/golden_embeddings.py:
+//! data/fixtures/embeddings.golden.json (written by tests/python-reference/golden_embeddings.py:
 //! sentence-transformers 6.2.0, torch 2.15.0, transformers 5.23.0, model2vec 0.10.0).
 
 use std::path::{Path, PathBuf};
@@ -124,7 +124,7 @@ fn copy_folder(src: &Path, dst: &Path) {
 
 /// sentence-transformers prompts through the query/document/plain roles, with the prompt pooled
 /// and with `include_prompt: false`, against data/fixtures/prompts.golden.json (written by
-/// tests/reference/golden_prompts.py: sentence-transformers 3.4.1, torch 2.15.0).
+/// tests/python-reference/golden_prompts.py: sentence-transformers 3.4.1, torch 2.15.0).
 #[test]
 fn prompts_reach_the_model_through_roles_as_sentence_transformers_applies_them() {
     let Some(src) = model_dir("all-MiniLM-L6-v2") else {
@@ -176,7 +176,7 @@ fn prompts_reach_the_model_through_roles_as_sentence_transformers_applies_them()
 }
 
 /// Small random-initialised checkpoints of the families sage-embed loads, built and encoded by
-/// tests/reference/tiny_models.py with sentence-transformers: XLM-RoBERTa (mean, two Dense, a
+/// tests/python-reference/tiny_models.py with sentence-transformers: XLM-RoBERTa (mean, two Dense, a
 /// query prompt), RoBERTa (mean, a short window), ModernBERT (CLS, local and global layers), Qwen3 (last token, an instruction), Qwen2
 /// (biases, a left-padding tokenizer), Mistral (weighted mean), LLaMA (mean), bidirectional
 /// Gemma 3 (sliding layers, two Dense), NomicBERT as nomic-embed-text-v1.5 (query and document
@@ -192,7 +192,8 @@ fn small_random_checkpoints_of_each_family_match_sentence_transformers() {
         return;
     };
     let out = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/reference/tiny_models.py");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python-reference/tiny_models.py");
     let built = std::process::Command::new(&python)
         .arg(&script)
         .arg(out.path())

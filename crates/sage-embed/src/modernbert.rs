@@ -3,7 +3,7 @@
 //! the others see a window of `local_attention` tokens (with their own rotary base).
 //!
 //! Follows transformers' `modeling_modernbert` (its padded SDPA path); tests hold it to that on
-//! small random checkpoints (tests/reference/tiny_models.py).
+//! small random checkpoints (tests/python-reference/tiny_models.py).
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, linear_b, Embedding, LayerNorm, Linear, VarBuilder};

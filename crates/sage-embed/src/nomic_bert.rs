@@ -8,7 +8,7 @@
 //! and plain-GELU blocks, gated widths rounded up to a multiple of 256, absolute positions
 //! when there is no rotary part, and `rotary_scaling_factor` (dynamic NTK, how v1.5 reaches
 //! 8,192 tokens). A test holds this module to candle-transformers' on the configuration both
-//! read, and tests/reference/tiny_models.py holds it to a PyTorch model on small random
+//! read, and tests/python-reference/tiny_models.py holds it to a PyTorch model on small random
 //! checkpoints.
 //!
 //! Dynamic NTK scaling: the modelling file derives the rotary base from the padded length of

@@ -767,7 +767,7 @@ mod tests {
         assert_eq!(sources.len(), 3, "{sources:?}");
         let run = || {
             let mut r = evaluate(
-                Metric::Jaccard.similarity().as_ref(),
+                Metric::JACCARD.similarity().as_ref(),
                 &root,
                 &sources,
                 None,
@@ -808,8 +808,10 @@ mod tests {
             return;
         };
         let sources = [Source::summeval(), Source::realsumm()];
-        let mut runs: Vec<(Box<dyn Similarity>, Option<usize>)> =
-            Metric::ALL.iter().map(|m| (m.similarity(), None)).collect();
+        let mut runs: Vec<(Box<dyn Similarity>, Option<usize>)> = Metric::BUILT_IN
+            .iter()
+            .map(|m| (m.similarity(), None))
+            .collect();
         let embedder = sage_embed::load_embedder(
             PathBuf::from(&models)
                 .join("all-MiniLM-L6-v2")

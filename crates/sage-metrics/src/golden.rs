@@ -1,6 +1,6 @@
 //! Every metric against the reference Python stack on data/fixtures/metric_pairs.jsonl.
 //! Golden file: data/fixtures/metric_pairs.golden.jsonl, written by
-//! tests/reference/golden_metrics.py (python-Levenshtein 0.27.5, rouge_score 0.1.2,
+//! tests/python-reference/golden_metrics.py (python-Levenshtein 0.27.5, rouge_score 0.1.2,
 //! rank_bm25 0.2.2, tiktoken 0.14.0).
 
 use proptest::prelude::*;
@@ -112,7 +112,7 @@ fn batch_equals_single_for_pairwise_metrics() {
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
-    for metric in [Metric::Levenshtein, Metric::Rouge, Metric::Jaccard] {
+    for metric in [Metric::LEVENSHTEIN, Metric::ROUGE, Metric::JACCARD] {
         let s = metric.similarity();
         let batch = s.score_pairs(&refs).unwrap();
         for (i, (a, b)) in refs.iter().enumerate() {
@@ -134,11 +134,21 @@ fn constant_bm25_batch_is_one_half_not_nan() {
 
 #[test]
 fn names_round_trip() {
-    for m in Metric::ALL {
-        assert_eq!(m.name().parse::<Metric>().unwrap(), m);
+    for m in Metric::BUILT_IN {
+        assert_eq!(Metric::named(m.name(), &Metric::BUILT_IN).unwrap(), m);
+        assert_eq!(
+            Metric::named(&m.name().to_uppercase(), &Metric::BUILT_IN).unwrap(),
+            m
+        );
         assert_eq!(m.similarity().name(), m.name());
     }
-    assert!("cosine".parse::<Metric>().is_err());
+    let unknown = Metric::named("cosine", &Metric::BUILT_IN).unwrap_err();
+    assert_eq!(
+        unknown.to_string(),
+        "unknown metric \"cosine\"; known metrics: bm25, jaccard, levenshtein, rouge"
+    );
+    assert!(Metric::BM25.raw_similarity().is_ok());
+    assert!(Metric::ROUGE.raw_similarity().is_err());
 }
 
 fn any_text() -> impl Strategy<Value = String> {
@@ -155,7 +165,7 @@ proptest! {
 
     #[test]
     fn metrics_are_bounded_symmetric_and_total(a in any_text(), b in any_text()) {
-        for metric in [Metric::Levenshtein, Metric::Rouge, Metric::Jaccard] {
+        for metric in [Metric::LEVENSHTEIN, Metric::ROUGE, Metric::JACCARD] {
             let s = metric.similarity();
             let ab = s.score(&a, &b).unwrap();
             let ba = s.score(&b, &a).unwrap();
@@ -178,7 +188,7 @@ proptest! {
 fn long_unicode_strings_do_not_panic() {
     let big_a: String = "naïve 🙂 façade e\u{301} 日本語 ".repeat(4_000); // ~100 KB
     let big_b: String = big_a.chars().rev().collect();
-    for metric in Metric::ALL {
+    for metric in Metric::BUILT_IN {
         let s = metric.similarity();
         let v = s
             .score_pairs(&[
@@ -191,7 +201,7 @@ fn long_unicode_strings_do_not_panic() {
 }
 
 /// Real text from SAGE_DATA_DIR (300 STS-B test pairs, 60 CNN/DailyMail document/summary pairs)
-/// against data/fixtures/real_pairs.golden.jsonl, written by tests/reference/golden_metrics.py.
+/// against data/fixtures/real_pairs.golden.jsonl, written by tests/python-reference/golden_metrics.py.
 /// Without SAGE_DATA_DIR (CI sets it) there is nothing to compare and the test says so.
 #[test]
 fn real_data_matches_reference() {

@@ -26,7 +26,6 @@ mod rouge;
 mod tokens;
 
 use std::fmt;
-use std::str::FromStr;
 
 pub use bm25::{min_max, Bm25Normalisation, Bm25Plus};
 pub use jaccard::Jaccard;
@@ -39,11 +38,13 @@ pub use tokens::cl100k;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MetricsError {
-    /// A metric name that is not one of [`Metric::ALL`].
-    #[error("unknown metric {name:?}; known metrics: levenshtein, rouge, jaccard, bm25")]
+    /// A metric name that is not among the registered metrics.
+    #[error("unknown metric {name:?}; known metrics: {known}")]
     UnknownMetric {
         /// The name given.
         name: String,
+        /// The known names, comma-separated.
+        known: String,
     },
     /// Raw scores asked of a metric that has no batch normalisation to leave out.
     #[error("raw scores only apply to bm25 ({metric} has no batch normalisation)")]
@@ -56,72 +57,116 @@ pub enum MetricsError {
     Core(#[from] sage_core::SageError),
 }
 
-/// The four classical metrics of SAGE, by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Metric {
-    /// [`LevenshteinRatio`].
-    Levenshtein,
-    /// [`Rouge`].
-    Rouge,
-    /// [`Jaccard`].
-    Jaccard,
-    /// [`Bm25Plus`], batch-normalised.
-    Bm25,
+/// A classical metric as a registry holds it: a name and how to build its [`Similarity`].
+///
+/// A handle, not a closed enum, so that a metric defined elsewhere (a user's crate, a test) is
+/// registered the same way as the four of SAGE: one `Similarity` impl and one
+/// `Metric::new("name", build)` given to the suite registry (`sage_suites::Registry::with_metric`).
+/// Two handles are the same metric when their names are.
+#[derive(Clone, Copy)]
+pub struct Metric {
+    name: &'static str,
+    build: fn() -> Box<dyn Similarity>,
+    raw: Option<fn() -> Box<dyn Similarity>>,
+}
+
+/// `Box<dyn Similarity>` of a metric's default value: the builder of every built-in metric.
+fn boxed<S: Similarity + Default + 'static>() -> Box<dyn Similarity> {
+    Box::<S>::default()
 }
 
 impl Metric {
-    /// Every metric, in the order of SAGE's tables.
-    pub const ALL: [Metric; 4] = [
-        Metric::Bm25,
-        Metric::Jaccard,
-        Metric::Levenshtein,
-        Metric::Rouge,
+    /// [`LevenshteinRatio`].
+    pub const LEVENSHTEIN: Metric = Metric::new("levenshtein", boxed::<LevenshteinRatio>);
+    /// [`Rouge`].
+    pub const ROUGE: Metric = Metric::new("rouge", boxed::<Rouge>);
+    /// [`Jaccard`].
+    pub const JACCARD: Metric = Metric::new("jaccard", boxed::<Jaccard>);
+    /// [`Bm25Plus`], batch-normalised; [`Metric::raw_similarity`] gives the raw scores.
+    pub const BM25: Metric =
+        Metric::new("bm25", boxed::<Bm25Plus>).with_raw_scores(|| Box::new(Bm25Plus::raw()));
+
+    /// The four metrics of SAGE, in the order of its tables.
+    pub const BUILT_IN: [Metric; 4] = [
+        Metric::BM25,
+        Metric::JACCARD,
+        Metric::LEVENSHTEIN,
+        Metric::ROUGE,
     ];
+
+    /// A metric called `name` (on the command line, in reports and result paths) whose
+    /// similarity `build` makes.
+    pub const fn new(name: &'static str, build: fn() -> Box<dyn Similarity>) -> Metric {
+        Metric {
+            name,
+            build,
+            raw: None,
+        }
+    }
+
+    /// The same metric, with `raw` giving its scores without batch normalisation.
+    pub const fn with_raw_scores(self, raw: fn() -> Box<dyn Similarity>) -> Metric {
+        Metric {
+            raw: Some(raw),
+            ..self
+        }
+    }
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
-        match self {
-            Metric::Levenshtein => "levenshtein",
-            Metric::Rouge => "rouge",
-            Metric::Jaccard => "jaccard",
-            Metric::Bm25 => "bm25",
-        }
+        self.name
     }
 
     /// The metric as a boxed [`Similarity`].
     pub fn similarity(self) -> Box<dyn Similarity> {
-        match self {
-            Metric::Levenshtein => Box::new(LevenshteinRatio),
-            Metric::Rouge => Box::new(Rouge),
-            Metric::Jaccard => Box::new(Jaccard),
-            Metric::Bm25 => Box::new(Bm25Plus::default()),
+        (self.build)()
+    }
+
+    /// The metric without batch normalisation: raw BM25Plus scores. Only a metric that
+    /// normalises over its batch has them, so any other is an error rather than a silent no-op.
+    pub fn raw_similarity(self) -> Result<Box<dyn Similarity>, MetricsError> {
+        match self.raw {
+            Some(raw) => Ok(raw()),
+            None => Err(MetricsError::NoRawScores { metric: self }),
         }
     }
 
-    /// The metric without batch normalisation: raw BM25Plus scores. Only BM25 normalises over
-    /// its batch, so any other metric is an error rather than a silent no-op.
-    pub fn raw_similarity(self) -> Result<Box<dyn Similarity>, MetricsError> {
-        match self {
-            Metric::Bm25 => Ok(Box::new(Bm25Plus::raw())),
-            metric => Err(MetricsError::NoRawScores { metric }),
-        }
+    /// The metric of `among` called `name` (ASCII case ignored); the error lists `among`.
+    pub fn named(name: &str, among: &[Metric]) -> Result<Metric, MetricsError> {
+        among
+            .iter()
+            .copied()
+            .find(|m| m.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| MetricsError::UnknownMetric {
+                name: name.to_owned(),
+                known: among.iter().map(|m| m.name).collect::<Vec<_>>().join(", "),
+            })
+    }
+}
+
+impl PartialEq for Metric {
+    fn eq(&self, other: &Metric) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Metric {}
+
+impl std::hash::Hash for Metric {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl fmt::Debug for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Metric({})", self.name)
     }
 }
 
 impl fmt::Display for Metric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Metric {
-    type Err = MetricsError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Metric::ALL
-            .into_iter()
-            .find(|m| m.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| MetricsError::UnknownMetric { name: s.to_owned() })
+        f.write_str(self.name)
     }
 }
 

@@ -29,7 +29,6 @@ use pyo3::prelude::*;
 use sage_core::measures::{self, RankedDoc};
 use sage_core::{Embedder, EmbedderIdentity, Role, RunSeed, SageError as CoreError};
 use sage_embed::{default_cache_path, load_embedder, CachedEmbedder, ResolveOptions};
-use sage_metrics::Metric;
 use sage_perturb::PerturbationSpec;
 use sage_suites::{Request, Subject};
 
@@ -220,6 +219,10 @@ impl Embedder for PythonEncoder {
     }
 }
 
+/// The suites and metrics of sage-rs: the same lookup as the `sage` command line's.
+static REGISTRY: std::sync::LazyLock<sage_suites::Registry> =
+    std::sync::LazyLock::new(sage_suites::Registry::standard);
+
 /// A metric name, a model spec, a `Model`, or a `sage_rs.Encoder`.
 fn subject(what: &Bound<'_, PyAny>, cache: bool) -> PyResult<Subject> {
     if let Ok(model) = what.cast::<Model>() {
@@ -227,15 +230,15 @@ fn subject(what: &Bound<'_, PyAny>, cache: bool) -> PyResult<Subject> {
     }
     if let Ok(spec) = what.extract::<String>() {
         let py = what.py();
-        return Subject::from_spec(&spec, |spec| py.detach(|| load_model(spec, cache)));
+        return REGISTRY.subject(&spec, |spec| py.detach(|| load_model(spec, cache)));
     }
     Ok(Subject::Model(Arc::new(PythonEncoder::new(what)?)))
 }
 
-/// The four classical metrics, by name.
+/// The classical metrics, by name.
 #[pyfunction]
 fn metrics() -> Vec<&'static str> {
-    Metric::ALL.iter().map(|m| m.name()).collect()
+    REGISTRY.metrics().iter().map(|m| m.name()).collect()
 }
 
 /// The seed every command uses when none is given.
@@ -339,7 +342,7 @@ fn perturb(
 /// The suite registry as JSON: name, summary, default datasets, whether metrics can run it.
 #[pyfunction]
 fn suites() -> PyResult<String> {
-    json(&sage_suites::catalogue())
+    json(&REGISTRY.catalogue())
 }
 
 /// Runs a registered suite; returns the report as JSON and the run's notes (what it skipped).
@@ -357,7 +360,7 @@ fn run_suite(
     cache: bool,
     results_dir: Option<PathBuf>,
 ) -> PyResult<(String, Vec<String>, Option<PathBuf>)> {
-    let suite = sage_suites::find(suite).map_err(py_err)?;
+    let suite = REGISTRY.find(suite).map_err(py_err)?;
     let root = match data_dir {
         Some(dir) => sage_data::DataRoot::new(dir),
         None => sage_data::DataRoot::from_env().map_err(py_err)?,

@@ -44,7 +44,7 @@ def assert_close(a, b, tolerance, where="report"):
 
 
 def test_metrics_equal_the_python_references():
-    # golden values: tests/reference/golden_metrics.py (python-Levenshtein, rouge_score,
+    # golden values: tests/python-reference/golden_metrics.py (python-Levenshtein, rouge_score,
     # rank_bm25, tiktoken), the file the Rust parity tests read
     pairs = [(r["text1"], r["text2"]) for r in read_jsonl(FIXTURES / "metric_pairs.jsonl")]
     golden = read_jsonl(FIXTURES / "metric_pairs.golden.jsonl")

@@ -401,6 +401,60 @@ fn evalrank_table(files: &[ResultFile], sink: &mut Sink) -> Table {
     }
 }
 
+/// Whether a detail table of its own shows this result: the suites sage-rs ships.
+fn has_own_table(file: &ResultFile) -> bool {
+    match file.suite.as_str() {
+        "sage" => SAGE_COLUMNS.iter().any(|(task, _)| *task == file.task),
+        "evalrank" | "align-sim" | "pteb" => true,
+        _ => false,
+    }
+}
+
+/// Results of suites registered beyond the shipped ones (a crate's own `Suite`): their score and
+/// what they ran on, so that no result file is left out of the report.
+fn other_suites_table(files: &[ResultFile], sink: &mut Sink) -> Table {
+    let rows = files
+        .iter()
+        .filter(|f| !has_own_table(f))
+        .map(|r| {
+            let datasets: Vec<String> = r
+                .envelope
+                .datasets
+                .iter()
+                .map(|d| {
+                    let field = |k: &str| d.get(k).and_then(Value::as_str);
+                    match (field("dataset"), field("split")) {
+                        (Some(name), Some(split)) => format!("{name}/{split}"),
+                        (Some(name), None) => name.to_owned(),
+                        _ => "?".to_owned(),
+                    }
+                })
+                .collect();
+            vec![
+                r.similarity.clone(),
+                format!("{}/{}", r.suite, r.task),
+                sink.cell(r, "", "score", r.envelope.score),
+                if datasets.is_empty() {
+                    "—".to_owned()
+                } else {
+                    datasets.join(", ")
+                },
+            ]
+        })
+        .collect();
+    Table {
+        key: "other-suites",
+        title: "Other suites".into(),
+        note: "Suites registered beyond sage-rs's own: each result's score (the suite's own \
+               report, in its result file, says what it means)."
+            .into(),
+        header: ["Similarity", "Suite/task", "Score", "Datasets"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    }
+}
+
 fn align_sim_table(files: &[ResultFile], sink: &mut Sink) -> Table {
     let mut rows = Vec::new();
     for r in files.iter().filter(|f| f.suite == "align-sim") {
@@ -774,6 +828,7 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
     out.push(evalrank_table(files, sink));
     out.push(align_sim_table(files, sink));
     out.extend(pteb_tables(files, sink));
+    out.push(other_suites_table(files, sink));
     out.into_iter().filter(|t| !t.rows.is_empty()).collect()
 }
 

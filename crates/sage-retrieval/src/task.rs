@@ -478,7 +478,7 @@ mod tests {
                 ..Options::default()
             };
             evaluate_dataset(
-                Metric::Bm25.similarity().as_ref(),
+                Metric::BM25.similarity().as_ref(),
                 &beir,
                 &options,
                 &mut Timings::default(),
@@ -495,7 +495,7 @@ mod tests {
         );
         let run = || {
             let mut r = evaluate(
-                Metric::Jaccard.similarity().as_ref(),
+                Metric::JACCARD.similarity().as_ref(),
                 &root,
                 &[("scifact", "test")],
                 Options::default(),
@@ -520,8 +520,10 @@ mod tests {
             );
             return;
         };
-        let mut runs: Vec<(Box<dyn Similarity>, usize)> =
-            Metric::ALL.iter().map(|m| (m.similarity(), 300)).collect();
+        let mut runs: Vec<(Box<dyn Similarity>, usize)> = Metric::BUILT_IN
+            .iter()
+            .map(|m| (m.similarity(), 300))
+            .collect();
         let embedder = sage_embed::load_embedder(
             PathBuf::from(&models)
                 .join("all-MiniLM-L6-v2")

@@ -318,7 +318,7 @@ mod tests {
         let root = fixtures();
         let run = |max_rows| {
             let mut r = evaluate(
-                Metric::Levenshtein.similarity().as_ref(),
+                Metric::LEVENSHTEIN.similarity().as_ref(),
                 &root,
                 &[("cnn-dailymail", "sample")],
                 Options {
@@ -350,8 +350,10 @@ mod tests {
             );
             return;
         };
-        let mut runs: Vec<(Box<dyn Similarity>, usize)> =
-            Metric::ALL.iter().map(|m| (m.similarity(), 60)).collect();
+        let mut runs: Vec<(Box<dyn Similarity>, usize)> = Metric::BUILT_IN
+            .iter()
+            .map(|m| (m.similarity(), 60))
+            .collect();
         let embedder = sage_embed::load_embedder(
             PathBuf::from(&models)
                 .join("all-MiniLM-L6-v2")

@@ -445,7 +445,7 @@ mod tests {
         );
         let run = || {
             let mut r = evaluate(
-                Metric::Bm25.similarity().as_ref(),
+                Metric::BM25.similarity().as_ref(),
                 &root,
                 &datasets,
                 Options::default(),
@@ -471,8 +471,10 @@ mod tests {
         };
         let datasets = available(&root);
         assert!(datasets.len() >= 5, "{datasets:?}");
-        let mut runs: Vec<(Box<dyn Similarity>, usize)> =
-            Metric::ALL.iter().map(|m| (m.similarity(), 40)).collect();
+        let mut runs: Vec<(Box<dyn Similarity>, usize)> = Metric::BUILT_IN
+            .iter()
+            .map(|m| (m.similarity(), 40))
+            .collect();
         let embedder = sage_embed::load_embedder(
             PathBuf::from(&models)
                 .join("all-MiniLM-L6-v2")

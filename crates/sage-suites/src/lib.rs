@@ -11,7 +11,8 @@
 //! suite's documented default. The report comes back as JSON (the suite's typed report,
 //! serialised), with notes for what was skipped.
 //!
-//! Adding a suite is one `impl Suite` and one line in [`registry`].
+//! Adding a suite is one `impl Suite` and one registration: a line in [`Registry::standard`],
+//! or [`Registry::with_suite`] from outside this crate.
 #![deny(missing_docs)]
 
 mod suites;
@@ -107,18 +108,6 @@ impl Subject {
         }
     }
 
-    /// The subject a spec names: a classical metric when the spec is a metric's name, else the
-    /// model `load` gives for it. The one reading of `--similarity` and of a Python string.
-    pub fn from_spec<E>(
-        spec: &str,
-        load: impl FnOnce(&str) -> std::result::Result<Arc<dyn Embedder>, E>,
-    ) -> std::result::Result<Subject, E> {
-        match spec.parse::<Metric>() {
-            Ok(metric) => Ok(Subject::Metric(metric)),
-            Err(_) => Ok(Subject::Model(load(spec)?)),
-        }
-    }
-
     /// The embedding model, for suites that compare vectors themselves.
     fn model(&self, suite: &'static str) -> Result<&Arc<dyn Embedder>> {
         match self {
@@ -183,7 +172,7 @@ pub struct Outcome {
 }
 
 /// One evaluation suite.
-pub trait Suite: Sync {
+pub trait Suite: Send + Sync {
     /// The name `sage run` takes (`sensitivity`, `align-sim`, ...).
     fn name(&self) -> &'static str;
 
@@ -203,9 +192,9 @@ pub trait Suite: Sync {
 
     /// Where a run's result goes in a results folder, as `(suite folder, task)`: the file is
     /// `<similarity>/<suite folder>/<task>.json`, the layout bench-all writes and `sage report`
-    /// reads. The SAGE tasks are `sage/<name>`.
+    /// reads. By default `<name>/<name>`; the five SAGE tasks are `sage/<name>`.
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
-        ("sage", self.name().to_owned())
+        (self.name(), self.name().to_owned())
     }
 }
 
@@ -247,18 +236,124 @@ impl Outcome {
     }
 }
 
-/// Every suite, in the order of the reports.
-pub fn registry() -> &'static [&'static dyn Suite] {
-    &[
-        &HumanPref,
-        &Robustness,
-        &Sensitivity,
-        &Clustering,
-        &Retrieval,
-        &AlignSim,
-        &EvalRank,
-        &Pteb,
-    ]
+/// The suites and metrics a run can name: the one lookup of `sage run <suite>`, `sage suites`,
+/// `sage metrics`, `--similarity` and the Python package.
+///
+/// [`Registry::standard`] holds what sage-rs ships. A suite or metric defined elsewhere (a user's
+/// crate, a test) is one registration: `Registry::standard().with_suite(MySuite)` or
+/// `.with_metric(Metric::new("mine", build))`, then the registry is handed to the command line
+/// (`sage_cli::main`), which bench-all asks for its job list (`sage suites`, `sage metrics`).
+#[derive(Clone)]
+pub struct Registry {
+    suites: Vec<Arc<dyn Suite>>,
+    metrics: Vec<Metric>,
+}
+
+impl Registry {
+    /// Every suite and metric of sage-rs, suites in the order of the reports.
+    pub fn standard() -> Registry {
+        Registry {
+            suites: vec![
+                Arc::new(HumanPref),
+                Arc::new(Robustness),
+                Arc::new(Sensitivity),
+                Arc::new(Clustering),
+                Arc::new(Retrieval),
+                Arc::new(AlignSim),
+                Arc::new(EvalRank),
+                Arc::new(Pteb),
+            ],
+            metrics: Metric::BUILT_IN.to_vec(),
+        }
+    }
+
+    /// The registry with `suite` added after the others.
+    ///
+    /// # Panics
+    /// When a suite of that name is registered already: two suites cannot share one `sage run`
+    /// name, and registrations are written in code, so this is a programming error.
+    pub fn with_suite(mut self, suite: impl Suite + 'static) -> Registry {
+        assert!(
+            self.find(suite.name()).is_err(),
+            "a suite called {:?} is registered already",
+            suite.name()
+        );
+        self.suites.push(Arc::new(suite));
+        self
+    }
+
+    /// The registry with `metric` added after the others.
+    ///
+    /// # Panics
+    /// When a metric of that name is registered already (see [`Registry::with_suite`]).
+    pub fn with_metric(mut self, metric: Metric) -> Registry {
+        assert!(
+            !self.metrics.contains(&metric),
+            "a metric called {:?} is registered already",
+            metric.name()
+        );
+        self.metrics.push(metric);
+        self
+    }
+
+    /// Every registered suite.
+    pub fn suites(&self) -> impl Iterator<Item = &dyn Suite> {
+        self.suites.iter().map(|s| s.as_ref())
+    }
+
+    /// Every registered metric.
+    pub fn metrics(&self) -> &[Metric] {
+        &self.metrics
+    }
+
+    /// The registered suite called `name`.
+    pub fn find(&self, name: &str) -> Result<&dyn Suite> {
+        self.suites()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| SuiteError::UnknownSuite {
+                name: name.to_owned(),
+                known: self
+                    .suites()
+                    .map(|s| s.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// The registered metric called `name`; the error lists the registered ones.
+    pub fn metric(&self, name: &str) -> std::result::Result<Metric, sage_metrics::MetricsError> {
+        Metric::named(name, &self.metrics)
+    }
+
+    /// The subject a spec names: a registered metric when the spec is a metric's name, else the
+    /// model `load` gives for it. The one reading of `--similarity` and of a Python string.
+    pub fn subject<E>(
+        &self,
+        spec: &str,
+        load: impl FnOnce(&str) -> std::result::Result<Arc<dyn Embedder>, E>,
+    ) -> std::result::Result<Subject, E> {
+        match self.metric(spec) {
+            Ok(metric) => Ok(Subject::Metric(metric)),
+            Err(_) => Ok(Subject::Model(load(spec)?)),
+        }
+    }
+
+    /// Every registered suite, described (`sage suites`).
+    pub fn catalogue(&self) -> Vec<SuiteInfo> {
+        self.suites()
+            .map(|s| {
+                let (folder, task) = s.result_location(&Map::new());
+                SuiteInfo {
+                    name: s.name(),
+                    summary: s.summary(),
+                    default_datasets: s.default_datasets(),
+                    takes_metrics: s.takes_metrics(),
+                    result_suite: folder,
+                    result_task: task,
+                }
+            })
+            .collect()
+    }
 }
 
 /// What `sage suites` and `sage_rs.suites()` say of a suite.
@@ -272,35 +367,11 @@ pub struct SuiteInfo {
     pub default_datasets: Vec<String>,
     /// [`Suite::takes_metrics`].
     pub takes_metrics: bool,
-}
-
-/// Every registered suite, described.
-pub fn catalogue() -> Vec<SuiteInfo> {
-    registry()
-        .iter()
-        .map(|s| SuiteInfo {
-            name: s.name(),
-            summary: s.summary(),
-            default_datasets: s.default_datasets(),
-            takes_metrics: s.takes_metrics(),
-        })
-        .collect()
-}
-
-/// The registered suite called `name`.
-pub fn find(name: &str) -> Result<&'static dyn Suite> {
-    registry()
-        .iter()
-        .copied()
-        .find(|s| s.name() == name)
-        .ok_or_else(|| SuiteError::UnknownSuite {
-            name: name.to_owned(),
-            known: registry()
-                .iter()
-                .map(|s| s.name())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
+    /// Where a run with default options writes its result ([`Suite::result_location`]): the
+    /// suite folder,
+    pub result_suite: &'static str,
+    /// and the task, the file's stem.
+    pub result_task: String,
 }
 
 /// Reads a suite's options; serde names the unknown or mistyped field.

@@ -47,6 +47,11 @@ where
     })
 }
 
+/// The five SAGE tasks write `sage/<task>.json`: the report's SAGE table reads that folder.
+fn sage_task_location(task: &'static str) -> (&'static str, String) {
+    ("sage", task.to_owned())
+}
+
 fn names(datasets: &[(&str, &str)]) -> Vec<String> {
     datasets.iter().map(|(n, s)| format!("{n}/{s}")).collect()
 }
@@ -80,6 +85,9 @@ fn human_pref_source(dataset: &str, split: &str, margin: Option<f64>) -> Source 
 }
 
 impl Suite for HumanPref {
+    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
+        sage_task_location(self.name())
+    }
     fn name(&self) -> &'static str {
         "human-pref"
     }
@@ -134,6 +142,9 @@ impl Suite for HumanPref {
 pub struct Robustness;
 
 impl Suite for Robustness {
+    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
+        sage_task_location(self.name())
+    }
     fn name(&self) -> &'static str {
         "robustness"
     }
@@ -160,6 +171,9 @@ impl Suite for Robustness {
 pub struct Sensitivity;
 
 impl Suite for Sensitivity {
+    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
+        sage_task_location(self.name())
+    }
     fn name(&self) -> &'static str {
         "sensitivity"
     }
@@ -185,6 +199,9 @@ impl Suite for Sensitivity {
 pub struct Clustering;
 
 impl Suite for Clustering {
+    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
+        sage_task_location(self.name())
+    }
     fn name(&self) -> &'static str {
         "clustering"
     }
@@ -211,6 +228,9 @@ impl Suite for Clustering {
 pub struct Retrieval;
 
 impl Suite for Retrieval {
+    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
+        sage_task_location(self.name())
+    }
     fn name(&self) -> &'static str {
         "retrieval"
     }

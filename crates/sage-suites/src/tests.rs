@@ -8,6 +8,11 @@ fn fixtures() -> DataRoot {
     DataRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"))
 }
 
+fn find(name: &str) -> Result<&'static dyn Suite> {
+    static STANDARD: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(Registry::standard);
+    STANDARD.find(name)
+}
+
 fn without_timings(mut report: Value) -> Value {
     report.as_object_mut().unwrap().remove("timings");
     report
@@ -45,7 +50,8 @@ impl Embedder for Lengths {
 
 #[test]
 fn every_suite_is_found_by_its_name_once() {
-    let names: Vec<&str> = registry().iter().map(|s| s.name()).collect();
+    let registry = Registry::standard();
+    let names: Vec<&str> = registry.suites().map(|s| s.name()).collect();
     for name in &names {
         assert_eq!(find(name).unwrap().name(), *name);
         assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name}");
@@ -69,10 +75,10 @@ fn a_registered_run_is_the_suite_crates_run_with_the_requests_seed_and_options()
         .clone();
     let outcome = find("sensitivity")
         .unwrap()
-        .run(&Subject::Metric(Metric::Jaccard), &request)
+        .run(&Subject::Metric(Metric::JACCARD), &request)
         .unwrap();
     let direct = sage_sensitivity::evaluate(
-        Metric::Jaccard.similarity().as_ref(),
+        Metric::JACCARD.similarity().as_ref(),
         &root,
         &[("cnn-dailymail", "sample")],
         sage_sensitivity::Options {
@@ -111,7 +117,7 @@ fn a_misspelt_or_mistyped_option_is_named() {
     request.options = json!({"max_row": 3}).as_object().unwrap().clone();
     let e = find("robustness")
         .unwrap()
-        .run(&Subject::Metric(Metric::Rouge), &request)
+        .run(&Subject::Metric(Metric::ROUGE), &request)
         .unwrap_err()
         .to_string();
     assert!(
@@ -122,7 +128,7 @@ fn a_misspelt_or_mistyped_option_is_named() {
     request.options = json!({"seed": 3}).as_object().unwrap().clone();
     let e = find("clustering")
         .unwrap()
-        .run(&Subject::Metric(Metric::Rouge), &request)
+        .run(&Subject::Metric(Metric::ROUGE), &request)
         .unwrap_err()
         .to_string();
     assert!(e.contains("seed"), "{e}");
@@ -147,7 +153,7 @@ fn malformed_datasets_and_misfit_subjects_are_refused() {
     request.options = json!({"level": "word"}).as_object().unwrap().clone();
     let e = find("evalrank")
         .unwrap()
-        .run(&Subject::Metric(Metric::Bm25), &request)
+        .run(&Subject::Metric(Metric::BM25), &request)
         .unwrap_err()
         .to_string();
     assert!(
@@ -178,7 +184,7 @@ fn missing_default_datasets_become_notes_and_none_local_is_an_error() {
     let empty = DataRoot::new(std::env::temp_dir().join("sage-suites-no-mirror"));
     let e = find("robustness")
         .unwrap()
-        .run(&Subject::Metric(Metric::Rouge), &Request::new(&empty))
+        .run(&Subject::Metric(Metric::ROUGE), &Request::new(&empty))
         .unwrap_err()
         .to_string();
     assert!(
@@ -219,7 +225,7 @@ fn pteb_says_what_is_missing_or_misspelt_before_loading_anything() {
         "no_paraphrase_cache": true
     }));
     assert!(e.contains("/nonexistent/model.gguf"), "{e}");
-    let metric = Subject::Metric(sage_metrics::Metric::Jaccard);
+    let metric = Subject::Metric(sage_metrics::Metric::JACCARD);
     let e = find("pteb")
         .unwrap()
         .run(&metric, &Request::new(&root))
@@ -268,7 +274,7 @@ fn every_report_reads_back_into_its_type_unchanged() {
         request.options = options.as_object().unwrap().clone();
         find(suite).unwrap().run(subject, &request).unwrap().report
     };
-    let jaccard = Subject::Metric(Metric::Jaccard);
+    let jaccard = Subject::Metric(Metric::JACCARD);
     let letters = Subject::Model(Arc::new(Letters(Lengths::default().0)));
     round_trip::<sage_human_pref::HumanPrefReport>(
         "human-pref",

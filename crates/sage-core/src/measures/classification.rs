@@ -98,7 +98,7 @@ mod tests {
 
     #[test]
     fn matches_sklearn() {
-        // Golden values: tests/reference/golden.py (scikit-learn 1.9.1).
+        // Golden values: tests/python-reference/golden.py (scikit-learn 1.9.1).
         let t = [
             true, false, true, true, false, false, true, false, true, true,
         ];

@@ -117,7 +117,7 @@ mod tests {
 
     #[test]
     fn matches_sklearn() {
-        // Golden values: tests/reference/golden.py (scikit-learn 1.9.1).
+        // Golden values: tests/python-reference/golden.py (scikit-learn 1.9.1).
         let t = ["a", "a", "a", "b", "b", "b", "c", "c", "c", "c"];
         let p = [0, 0, 1, 1, 1, 1, 2, 2, 0, 3];
         let v = v_measure(&t, &p).unwrap();

@@ -73,7 +73,7 @@ mod tests {
     use super::*;
     use crate::measures::assert_close;
 
-    // Golden values: tests/reference/golden.py (scipy 1.17.1).
+    // Golden values: tests/python-reference/golden.py (scipy 1.17.1).
     const X: [f64; 10] = [0.1, 0.4, 0.35, 0.8, 0.8, 0.2, 0.95, 0.5, 0.5, 0.5];
     const Y: [f64; 10] = [1.0, 2.0, 2.5, 4.0, 3.5, 1.5, 5.0, 2.0, 3.0, 2.0];
 

@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn matches_pytrec_eval() {
-        // Golden values: tests/reference/golden.py (pytrec_eval-terrier, trec_eval 9.0.8),
+        // Golden values: tests/python-reference/golden.py (pytrec_eval-terrier, trec_eval 9.0.8),
         // query q1 of its run: graded relevance, tied scores, an unjudged and a missed document.
         let q = qrels(&[("d1", 2), ("d2", 1), ("d4", 0), ("d5", 1), ("d9", 3)]);
         let r = run(&[

@@ -644,7 +644,7 @@ mod tests {
     use super::*;
     use crate::measures::assert_close;
 
-    // Golden values: tests/reference/golden.py (numpy 2, scipy 1.17.1, statsmodels).
+    // Golden values: tests/python-reference/golden.py (numpy 2, scipy 1.17.1, statsmodels).
     #[test]
     fn mean_std_and_hmean() {
         let v = [0.2, 0.5, 0.9, 0.4];

@@ -6,7 +6,7 @@ config_sentence_transformers.json), once with the prompt pooled and once with
 prompt_name="query", prompt_name="passage" and no prompt. sage's test builds the same two
 folders from the `config` recorded here and compares (crates/sage-embed/src/golden.rs).
 
-    $HOME/.cache/sage-rs/infinity-venv/bin/python tests/reference/golden_prompts.py
+    $HOME/.cache/sage-rs/infinity-venv/bin/python tests/python-reference/golden_prompts.py
 """
 import json
 import os

@@ -1,7 +1,7 @@
 """Sentences/s of sentence-transformers (PyTorch, CPU) on the sentences of
 crates/sage-embed/benches/embed.rs: all-MiniLM-L6-v2, 1,000 STS-B test sentences.
 
-Run: SAGE_MODELS_DIR=... SAGE_DATA_DIR=... python3 tests/reference/embed_throughput.py
+Run: SAGE_MODELS_DIR=... SAGE_DATA_DIR=... python3 tests/python-reference/embed_throughput.py
 """
 import json
 import os

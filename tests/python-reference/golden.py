@@ -1,6 +1,6 @@
 """Golden values for sage-rs's unit tests, from the reference Python implementations.
 
-Run: python3 tests/reference/golden.py  (pip install scipy scikit-learn statsmodels numpy
+Run: python3 tests/python-reference/golden.py  (pip install scipy scikit-learn statsmodels numpy
 pytrec-eval-terrier python-Levenshtein rouge_score rank_bm25 tiktoken). Each Rust test names the
 section of this file its constants come from. Versions used: see the header this prints.
 """

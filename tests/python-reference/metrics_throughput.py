@@ -1,7 +1,7 @@
 """One Python reference metric over a JSON-lines file of {"text1", "text2"} pairs, the way SAGE
 scores them: one call per pair, tokenizing inside each call, on one thread.
 
-    python tests/reference/metrics_throughput.py METRIC INPUT OUTPUT
+    python tests/python-reference/metrics_throughput.py METRIC INPUT OUTPUT
 
 Writes one {"score": s} line per pair to OUTPUT. `cargo xtask metrics-throughput` times this whole
 process (start, imports, reading, scoring, writing) against `sage score` on the same file, and

@@ -7,7 +7,7 @@ Issue 26's benchmark; a measurement, not a test. Prints one JSON line per family
 sage's time is `sage embed --no-cache` on all texts minus the same on one text (process start and
 model load), best of --repeats; sentence-transformers' is `encode` alone, best of --repeats.
 
-    SAGE_MODELS_DIR=... python tests/reference/family_throughput.py --sage target/release/sage
+    SAGE_MODELS_DIR=... python tests/python-reference/family_throughput.py --sage target/release/sage
 """
 import argparse
 import json

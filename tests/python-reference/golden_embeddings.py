@@ -8,7 +8,7 @@ crates/sage-embed/src/golden.rs compares against (cosine >= 0.9999):
 - model2vec's StaticModel for static-10k-64d-int8;
 - numpy on glove.6B.50d.txt for cos(king, queen) and two bag-of-words sentences.
 
-Run: SAGE_MODELS_DIR=~/.cache/sage-models python3 tests/reference/golden_embeddings.py
+Run: SAGE_MODELS_DIR=~/.cache/sage-models python3 tests/python-reference/golden_embeddings.py
 Writes data/fixtures/embeddings.golden.json.
 """
 import json

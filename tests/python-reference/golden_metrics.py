@@ -6,7 +6,7 @@ tiktoken cl100k_base encoder as tokenizer, Jaccard over sets of cl100k ids, rank
 the reference as a one-document corpus, min-max normalised over the batch.
 
 tiktoken needs the cl100k_base file; tiktoken-rs ships the identical file. Run with
-    TIKTOKEN_RS_ASSETS=~/.cargo/registry/src/*/tiktoken-rs-0.12.1/assets python3 tests/reference/golden_metrics.py
+    TIKTOKEN_RS_ASSETS=~/.cargo/registry/src/*/tiktoken-rs-0.12.1/assets python3 tests/python-reference/golden_metrics.py
 and this script places it in a tiktoken cache directory.
 """
 import json

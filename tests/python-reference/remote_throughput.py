@@ -5,7 +5,7 @@ The plain client is Python's standard library: a thread pool posting the batches
 `{base}/embeddings` and parsing the answers. sage is `sage embed --no-cache` with the same
 `--request-batch` and `--concurrency`, timed as a whole process. Prints one JSON line.
 
-    python3 tests/reference/remote_throughput.py --base http://127.0.0.1:7997/v1 \\
+    python3 tests/python-reference/remote_throughput.py --base http://127.0.0.1:7997/v1 \\
         --model all-MiniLM-L6-v2 --sage target/release/sage --texts 2000 --batch 32 --concurrency 4
 """
 import argparse

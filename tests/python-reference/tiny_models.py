@@ -7,7 +7,7 @@ encoded by sentence-transformers. The tokenizer is all-MiniLM-L6-v2's (BERT Word
 architecture, not the vocabulary, is under test). NomicBERT, whose modelling code lives only on
 the hub, is nomic_bert.py beside this file. Writes OUT/<family>/ and OUT/golden.json.
 
-    python tests/reference/tiny_models.py OUT $SAGE_MODELS_DIR/all-MiniLM-L6-v2
+    python tests/python-reference/tiny_models.py OUT $SAGE_MODELS_DIR/all-MiniLM-L6-v2
 
 Run by crates/sage-embed/src/golden.rs (the Python of $SAGE_PYTHON, else .ci/run's Infinity
 virtual environment, which has torch, transformers and sentence-transformers).

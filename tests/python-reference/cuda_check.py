@@ -12,7 +12,7 @@ in float16 like ours), and reports
   --batch-tokens given; sentence-transformers: best of 3 at batch size 64).
 
 Run on a CUDA machine with a `sage` built with `--features cuda`:
-  python3 tests/reference/cuda_check.py --sage target/release/sage \
+  python3 tests/python-reference/cuda_check.py --sage target/release/sage \
       --data $SAGE_DATA_DIR --out cuda-check.json -- MODEL_DIR [MODEL_DIR...]
 """
 import argparse

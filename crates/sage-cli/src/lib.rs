@@ -1,0 +1,331 @@
+//! `sage`: the command line of sage-rs, as a library so that it can be started over any suite
+//! registry.
+//!
+//! Line-oriented and scriptable: JSON lines in, JSON out, errors on stderr naming the file and
+//! line, exit status 1 on any error. Never a panic on bad input.
+//!
+//! The `sage` binary is [`main`] over [`Registry::standard`]. A crate that defines its own suite
+//! or metric registers it and starts the same command line over its registry:
+//!
+//! ```no_run
+//! # use sage_suites::Registry;
+//! # fn main() -> std::process::ExitCode {
+//! # let my_metric = sage_metrics::Metric::JACCARD;
+//! sage_cli::main(Registry::standard() /* .with_suite(MySuite) */.with_metric(my_metric))
+//! # }
+//! ```
+//!
+//! Then `sage run <its suite>`, `sage suites`, `sage metrics`, `--similarity <its metric>` and
+//! `cargo xtask bench-all --sage <that binary>` take them like the shipped ones.
+#![deny(missing_docs)]
+
+mod cache;
+mod data;
+mod embed;
+mod jsonl;
+mod measure;
+mod output;
+mod perturb;
+mod pteb;
+mod remote;
+mod run;
+mod score;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use sage_suites::Registry;
+
+/// Evaluation harness for text-embedding models and text-similarity metrics
+/// (SAGE, EvalRank, PTEB, ALIGN-SIM).
+#[derive(Debug, Parser)]
+#[command(name = "sage", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Score text pairs with a similarity metric or an embedding model (cosine).
+    ///
+    /// Reads JSON lines {"text1": ..., "text2": ...} (other keys ignored) and writes one
+    /// {"score": x} line per input line, in the same order. text1 is the reference (BM25's
+    /// one-document corpus), text2 the candidate (BM25's query). BM25 scores are min-max
+    /// normalised over the whole input (a constant batch gives 0.5 everywhere); --raw gives the
+    /// raw BM25Plus scores. With --model, each distinct text is embedded once and pairs are
+    /// scored by cosine similarity.
+    Score {
+        /// levenshtein | rouge | jaccard | bm25, or another registered metric (`sage metrics`)
+        #[arg(long, required_unless_present = "model", conflicts_with = "model")]
+        metric: Option<String>,
+        /// Un-normalised BM25Plus scores (bm25 only).
+        #[arg(long)]
+        raw: bool,
+        #[command(flatten)]
+        model: embed::ModelArgs,
+        /// JSON-lines input ("-" for standard input).
+        #[arg(long)]
+        input: PathBuf,
+        /// Output file (written atomically); standard output when absent.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// Run Levenshtein even when the input needs more than 5·10¹⁰ bit-parallel steps (about
+        /// a minute per core): above that it is refused with its size, as a pair of 5 MB texts
+        /// would otherwise run for minutes unannounced.
+        #[arg(long)]
+        allow_long: bool,
+    },
+    /// Embed texts with a local model: {"text"} lines in, an .npy matrix or {"embedding"} lines
+    /// out (one row per line, same order).
+    Embed {
+        #[command(flatten)]
+        model: embed::ModelArgs,
+        /// JSON-lines input with a "text" key ("-" for standard input).
+        #[arg(long)]
+        input: PathBuf,
+        /// out.npy (float32 matrix) or out.jsonl; JSON lines on standard output when absent.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Perturb texts: SAGE's robustness and sensitivity transforms, ALIGN-SIM's WordNet and
+    /// jumbling perturbations.
+    ///
+    /// Reads JSON lines with a "text" key and writes, per line and in order, the input object with
+    /// "text" replaced by the perturbed text, plus "perturbation" (its id), "seed" and the
+    /// provenance fields ("kind" and what changed). Line i is perturbed with the generator derived
+    /// from (seed, perturbation id, i): the same seed gives the same bytes on any machine and any
+    /// number of threads.
+    #[command(after_help = perturb::kinds_help())]
+    Perturb(perturb::PerturbArgs),
+    /// Run an evaluation task.
+    #[command(after_help = run::REGISTERED_HELP)]
+    Run {
+        #[command(subcommand)]
+        task: run::Task,
+    },
+    /// List the evaluation suites `sage run` takes from the suite registry: one JSON line each
+    /// ({"name", "summary", "default_datasets", "takes_metrics"}), for scripts and bench-all.
+    Suites,
+    /// List the classical metrics `--similarity` and `--metric` take: one JSON line each
+    /// ({"name"}), for scripts and bench-all.
+    Metrics,
+    /// The dataset registry and the local data mirror.
+    Data {
+        #[command(subcommand)]
+        command: data::DataCommand,
+    },
+    /// List the embedding models on this machine: folders under $SAGE_MODELS_DIR (default
+    /// ~/.cache/sage-models) and model snapshots in the Hugging Face cache; one JSON line each
+    /// ({"spec", "dir", "origin"}); pass a spec to --model or --similarity.
+    Models,
+    /// Tables and plots of a results folder (as `cargo xtask bench-all` writes it): writes
+    /// report.md, summary.csv and a self-contained report.html into it.
+    Report {
+        /// The results folder (similarity/suite/task.json files).
+        dir: PathBuf,
+        /// An MTEB results folder (a clone of MTEB's results repository, or the cache `sage run
+        /// pteb --mteb-output` writes): each model's published scores go beside its PTEB
+        /// original scores.
+        #[arg(long, value_name = "DIR")]
+        mteb_results: Option<PathBuf>,
+    },
+    /// Compute an evaluation measure on line-oriented input and print one JSON object.
+    Measure {
+        #[command(subcommand)]
+        measure: measure::MeasureCommand,
+    },
+    /// PTEB's paraphraser selection: `sage pteb qualify`.
+    Pteb {
+        #[command(subcommand)]
+        command: PtebCommand,
+    },
+    /// Check or repair the embedding cache offline.
+    Cache {
+        #[command(subcommand)]
+        command: cache::CacheCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PtebCommand {
+    /// Score candidate judges against STS gold ratings and candidate paraphrasers on a sample
+    /// (judge similarity, edit distance, runtime, the judge-free quality figures and the
+    /// quality gate's verdict per dataset): the PTEB paper's selection step, so a paraphraser is
+    /// picked with evidence.
+    Qualify(Box<pteb::QualifyArgs>),
+}
+
+/// Fixes the worker count once, before any thread starts. candle asks for it on every CPU
+/// matrix product and, unless `RAYON_NUM_THREADS` is set, each asking re-reads /proc/cpuinfo to
+/// count physical cores: 9% of a CPU paraphrasing run, whose attention is thousands of small
+/// products per pass. The count set is candle's own choice, so candle computes as before;
+/// rayon's pool (ours) then has that many workers too.
+fn fix_thread_count() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let threads = candle_core::utils::get_num_threads();
+        std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    }
+}
+
+/// Keeps large buffers in the heap. glibc serves an allocation over its mmap threshold (at
+/// most 32 MiB) with fresh pages from the kernel and unmaps them when freed, so a transformer's
+/// activations (a batch of 8,192 tokens through a 3,072-wide layer is 100 MB) page-fault in
+/// anew at every layer: 10 million faults and 16% of the wall time embedding long documents
+/// with all-mpnet-base-v2 (SAGE sensitivity, one document per dataset: 44.4 s, heap-only 37.4 s,
+/// same peak memory). With mmap off and trimming off, freed buffers are reused. Left alone when
+/// the user tunes glibc's allocator through its own variables.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn keep_large_buffers_in_the_heap() {
+    let tuned = [
+        "GLIBC_TUNABLES",
+        "MALLOC_MMAP_MAX_",
+        "MALLOC_TRIM_THRESHOLD_",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some());
+    if !tuned {
+        // SAFETY: mallopt only changes the allocator's parameters; it is called before any
+        // other thread exists.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_MAX, 0);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, libc::c_int::MAX);
+        }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn keep_large_buffers_in_the_heap() {}
+
+/// Keeps redb's panics off the terminal: sage-embed catches them (a structurally broken cache
+/// file) and reports an error that says what to do, so the default "thread panicked" text would
+/// only read as a crash. Every other panic is printed as usual.
+fn quiet_caught_cache_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let in_redb = info.location().is_some_and(|l| l.file().contains("/redb-"));
+        if !in_redb {
+            default(info);
+        }
+    }));
+}
+
+/// `sage report DIR`: the report files, and one line saying where they are.
+fn report(dir: &std::path::Path, mteb_results: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let written = sage_report::write_report(dir, mteb_results)?;
+    eprintln!(
+        "sage: report of {} result files: {} (report.md, summary.csv, report.html)",
+        written.result_files,
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Runs the command line (`std::env::args`) over `registry`'s suites and metrics: the whole of
+/// the `sage` binary, which passes [`Registry::standard`].
+pub fn main(registry: Registry) -> ExitCode {
+    quiet_caught_cache_panics();
+    keep_large_buffers_in_the_heap();
+    fix_thread_count();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Score {
+            metric,
+            raw,
+            model,
+            input,
+            output,
+            allow_long,
+        } => metric
+            .map(|name| registry.metric(&name))
+            .transpose()
+            .map_err(anyhow::Error::from)
+            .and_then(|metric| score::run(metric, raw, &model, &input, output, allow_long)),
+        Command::Embed {
+            model,
+            input,
+            output,
+        } => embed::run(&model, &input, output),
+        Command::Perturb(args) => perturb::run(args),
+        Command::Data { command } => data::run(command),
+        Command::Run { task } => run::run(task, &registry),
+        Command::Report { dir, mteb_results } => report(&dir, mteb_results.as_deref()),
+        Command::Suites => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            registry
+                .catalogue()
+                .iter()
+                .try_for_each(|s| -> anyhow::Result<()> {
+                    writeln!(out, "{}", serde_json::to_string(s)?)?;
+                    Ok(())
+                })
+        }
+        Command::Metrics => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            registry
+                .metrics()
+                .iter()
+                .try_for_each(|m| -> anyhow::Result<()> {
+                    writeln!(out, "{}", serde_json::json!({ "name": m.name() }))?;
+                    Ok(())
+                })
+        }
+        Command::Models => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            sage_embed::discover_models(&sage_embed::ResolveOptions::from_env())
+                .iter()
+                .try_for_each(|m| -> anyhow::Result<()> {
+                    writeln!(out, "{}", serde_json::to_string(m)?)?;
+                    Ok(())
+                })
+        }
+        Command::Cache { command } => cache::run(command),
+        Command::Pteb {
+            command: PtebCommand::Qualify(args),
+        } => pteb::qualify(*args),
+        Command::Measure { measure } => measure::run(measure).and_then(|value| {
+            use std::io::Write;
+            writeln!(std::io::stdout(), "{}", serde_json::to_string(&value)?)?;
+            Ok(())
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`sage data list | head`) is the reader's choice, not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                let broken = Some(std::io::ErrorKind::BrokenPipe);
+                c.downcast_ref::<std::io::Error>().map(std::io::Error::kind) == broken
+                    || c.downcast_ref::<serde_json::Error>()
+                        .and_then(serde_json::Error::io_error_kind)
+                        == broken
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sage: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    /// A 16 MiB buffer (over glibc's default mmap threshold of 128 KiB, under a thread arena's
+    /// 64 MiB) comes from the heap, not from a fresh mapping, once the setting is made.
+    #[test]
+    fn large_buffers_come_from_the_heap() {
+        super::keep_large_buffers_in_the_heap();
+        // SAFETY: mallinfo2 only reads the allocator's counters.
+        let mapped = || unsafe { libc::mallinfo2() }.hblks;
+        let before = mapped();
+        let buffer = std::hint::black_box(vec![1u8; 16 << 20]);
+        assert!(mapped() <= before, "a 16 MiB buffer was mapped on its own");
+        drop(buffer);
+    }
+}
