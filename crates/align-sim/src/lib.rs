@@ -29,23 +29,8 @@ pub use criteria::{
     EPSILONS,
 };
 
-/// Errors of this crate.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AlignSimError {
-    /// A data error.
-    #[error(transparent)]
-    Data(#[from] sage_data::DataError),
-    /// A perturbation error.
-    #[error(transparent)]
-    Perturb(#[from] sage_perturb::PerturbError),
-    /// A similarity or measure error.
-    #[error(transparent)]
-    Core(#[from] sage_core::SageError),
-    /// Not enough usable rows.
-    #[error("{0}")]
-    Insufficient(String),
-}
+/// Errors of this crate: the error every task over perturbed data shares.
+pub type AlignSimError = sage_perturb::TaskError;
 
 /// Result alias of this crate.
 pub type Result<T, E = AlignSimError> = std::result::Result<T, E>;

@@ -38,12 +38,12 @@ pub mod trec;
 pub use error::{DataError, Result};
 #[cfg(feature = "fetch")]
 pub use fetch::{fetch, map_record, Fetched};
-pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, Loaded, SplitReport};
+pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, SplitReport};
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{
     AxisRating, BeirDocument, BeirQuery, Document, DocumentSummary, LabeledPair, LabeledText, Line,
-    NegationPair, RerankingQuery, Row, StsPair, SummaryComparison, SummaryDocument, SummaryRating,
-    TextPair, WordPair,
+    Loaded, NegationPair, RerankingQuery, Row, StsPair, SummaryComparison, SummaryDocument,
+    SummaryRating, TextPair, WordPair,
 };
 #[cfg(feature = "fetch")]
 pub use sage_hub::HubSettings;

@@ -7,10 +7,9 @@ use sage_core::RunSeed;
 use serde::Serialize;
 
 use crate::error::{parse_error, DataError, Result};
-use crate::lines;
 use crate::registry::{entry, DatasetEntry, DatasetKind};
 use crate::rows::{
-    sealed::ReadRow, At, BeirDocument, BeirQuery, Document, DocumentSummary, Line, Row, TextPair,
+    read_jsonl, BeirDocument, BeirQuery, Document, DocumentSummary, Line, Loaded, Row, TextPair,
     WordPair,
 };
 use crate::sample::RowSelection;
@@ -27,21 +26,6 @@ pub enum EmptyTextPolicy {
     Drop,
     /// Refuse the file, naming the lines.
     Fail,
-}
-
-/// Rows of one dataset split, with where they came from.
-#[derive(Clone, Debug)]
-pub struct Loaded<T> {
-    /// Registry name.
-    pub dataset: String,
-    /// Split.
-    pub split: String,
-    /// The file read.
-    pub path: PathBuf,
-    /// The rows, in file order.
-    pub rows: Vec<T>,
-    /// 1-based lines of rows with an empty text (kept or dropped per the policy).
-    pub empty_text_lines: Vec<usize>,
 }
 
 /// What [`DataRoot::inspect`] found in one split.
@@ -476,124 +460,4 @@ fn with_empty_lines<T: Row>(rows: Vec<(usize, T)>) -> (Vec<(usize, T)>, Vec<usiz
         .map(|(line, _)| *line)
         .collect();
     (rows, empty)
-}
-
-pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| DataError::Io {
-        path: path.to_owned(),
-        message: format!("cannot read: {e}"),
-    })
-}
-
-/// Non-blank lines with 1-based numbers (a dataset file is a set of rows), read the way
-/// [`crate::lines`] reads every file.
-pub(crate) fn numbered_lines<'a>(path: &Path, bytes: &'a [u8]) -> Result<Vec<(usize, &'a str)>> {
-    let lines = lines::numbered_lines(bytes)
-        .map_err(|e| parse_error(path, e.line, format!("not valid UTF-8: {}", e.message)))?;
-    Ok(lines
-        .into_iter()
-        .filter(|(_, l)| !lines::is_blank(l))
-        .collect())
-}
-
-fn non_empty<T>(path: &Path, rows: Vec<(usize, T)>) -> Result<Vec<(usize, T)>> {
-    if rows.is_empty() {
-        Err(DataError::Empty {
-            path: path.to_owned(),
-        })
-    } else {
-        Ok(rows)
-    }
-}
-
-/// JSON lines, one object a row.
-pub(crate) fn read_jsonl<T: ReadRow>(path: &Path, extra: &[&str]) -> Result<Vec<(usize, T)>> {
-    let bytes = read_bytes(path)?;
-    let mut rows = Vec::new();
-    for (line, raw) in numbered_lines(path, &bytes)? {
-        let object = lines::json_object(raw).map_err(|e| parse_error(path, line, e))?;
-        rows.push((
-            line,
-            T::from_json(
-                &At {
-                    path,
-                    line,
-                    object: &object,
-                },
-                extra,
-            )?,
-        ));
-    }
-    non_empty(path, rows)
-}
-
-fn tab_fields<'a>(path: &Path, line: usize, raw: &'a str, want: usize) -> Result<Vec<&'a str>> {
-    let fields: Vec<&str> = raw.split('\t').collect();
-    if fields.len() != want {
-        return Err(parse_error(
-            path,
-            line,
-            format!(
-                "expected {want} tab-separated fields, found {}",
-                fields.len()
-            ),
-        ));
-    }
-    Ok(fields)
-}
-
-/// `word1<TAB>word2<TAB>score` lines.
-pub(crate) fn read_tsv_word_pairs(path: &Path) -> Result<Vec<(usize, WordPair)>> {
-    let bytes = read_bytes(path)?;
-    let mut rows = Vec::new();
-    for (line, raw) in numbered_lines(path, &bytes)? {
-        let f = tab_fields(path, line, raw, 3)?;
-        let score = f[2]
-            .trim()
-            .parse::<f64>()
-            .map_err(|_| parse_error(path, line, format!("score {:?} is not a number", f[2])))?;
-        rows.push((
-            line,
-            WordPair {
-                word1: f[0].to_owned(),
-                word2: f[1].to_owned(),
-                score,
-            },
-        ));
-    }
-    non_empty(path, rows)
-}
-
-/// `a<TAB>b` lines.
-pub(crate) fn read_tab_pairs(path: &Path) -> Result<Vec<(usize, TextPair)>> {
-    let bytes = read_bytes(path)?;
-    let mut rows = Vec::new();
-    for (line, raw) in numbered_lines(path, &bytes)? {
-        let f = tab_fields(path, line, raw, 2)?;
-        rows.push((
-            line,
-            TextPair {
-                a: f[0].to_owned(),
-                b: f[1].to_owned(),
-            },
-        ));
-    }
-    non_empty(path, rows)
-}
-
-/// One row a non-blank line.
-pub(crate) fn read_lines(path: &Path) -> Result<Vec<(usize, Line)>> {
-    let bytes = read_bytes(path)?;
-    let rows = numbered_lines(path, &bytes)?
-        .into_iter()
-        .map(|(line, raw)| {
-            (
-                line,
-                Line {
-                    text: raw.to_owned(),
-                },
-            )
-        })
-        .collect();
-    non_empty(path, rows)
 }

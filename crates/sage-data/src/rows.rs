@@ -2,12 +2,13 @@
 //! file, the line and the key.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{parse_error, Result};
+use crate::error::{parse_error, DataError, Result};
+use crate::lines;
 
 /// Where a row is being read from, for error messages.
 pub struct At<'a> {
@@ -108,6 +109,21 @@ impl At<'_> {
     }
 }
 
+/// Rows of one dataset split, with where they came from.
+#[derive(Clone, Debug)]
+pub struct Loaded<T> {
+    /// Registry name.
+    pub dataset: String,
+    /// Split.
+    pub split: String,
+    /// The file read.
+    pub path: PathBuf,
+    /// The rows, in file order.
+    pub rows: Vec<T>,
+    /// 1-based lines of rows with an empty text (kept or dropped per the policy).
+    pub empty_text_lines: Vec<usize>,
+}
+
 /// A row type: which of its fields are texts (and, sealed inside this crate, how it is read).
 pub trait Row: Sized + Send + Sync + sealed::ReadRow {
     /// The texts of the row (checked for emptiness, hashed for checksums).
@@ -124,7 +140,7 @@ pub(crate) mod sealed {
         /// Reads a whole file of these rows, with their 1-based line numbers (JSON lines
         /// unless the row type says otherwise).
         fn read(path: &Path, extra: &[&str]) -> Result<Vec<(usize, Self)>> {
-            crate::load::read_jsonl(path, extra)
+            read_jsonl(path, extra)
         }
     }
 }
@@ -451,7 +467,7 @@ pub struct WordPair {
 
 impl sealed::ReadRow for WordPair {
     fn read(path: &Path, _: &[&str]) -> Result<Vec<(usize, Self)>> {
-        crate::load::read_tsv_word_pairs(path)
+        read_tsv_word_pairs(path)
     }
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
         Ok(WordPair {
@@ -479,7 +495,7 @@ pub struct TextPair {
 
 impl sealed::ReadRow for TextPair {
     fn read(path: &Path, _: &[&str]) -> Result<Vec<(usize, Self)>> {
-        crate::load::read_tab_pairs(path)
+        read_tab_pairs(path)
     }
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
         Ok(TextPair {
@@ -504,7 +520,7 @@ pub struct Line {
 
 impl sealed::ReadRow for Line {
     fn read(path: &Path, _: &[&str]) -> Result<Vec<(usize, Self)>> {
-        crate::load::read_lines(path)
+        read_lines(path)
     }
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
         Ok(Line {
@@ -573,4 +589,129 @@ impl Row for BeirQuery {
     fn texts(&self) -> Vec<&str> {
         vec![&self.text]
     }
+}
+
+// How the rows' files are read: the row types above say which reader is theirs.
+
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| DataError::Io {
+        path: path.to_owned(),
+        message: format!("cannot read: {e}"),
+    })
+}
+
+/// Non-blank lines with 1-based numbers (a dataset file is a set of rows), read the way
+/// [`crate::lines`] reads every file.
+pub(crate) fn numbered_lines<'a>(path: &Path, bytes: &'a [u8]) -> Result<Vec<(usize, &'a str)>> {
+    let lines = lines::numbered_lines(bytes)
+        .map_err(|e| parse_error(path, e.line, format!("not valid UTF-8: {}", e.message)))?;
+    Ok(lines
+        .into_iter()
+        .filter(|(_, l)| !lines::is_blank(l))
+        .collect())
+}
+
+fn non_empty<T>(path: &Path, rows: Vec<(usize, T)>) -> Result<Vec<(usize, T)>> {
+    if rows.is_empty() {
+        Err(DataError::Empty {
+            path: path.to_owned(),
+        })
+    } else {
+        Ok(rows)
+    }
+}
+
+/// JSON lines, one object a row.
+pub(crate) fn read_jsonl<T: sealed::ReadRow>(
+    path: &Path,
+    extra: &[&str],
+) -> Result<Vec<(usize, T)>> {
+    let bytes = read_bytes(path)?;
+    let mut rows = Vec::new();
+    for (line, raw) in numbered_lines(path, &bytes)? {
+        let object = lines::json_object(raw).map_err(|e| parse_error(path, line, e))?;
+        rows.push((
+            line,
+            T::from_json(
+                &At {
+                    path,
+                    line,
+                    object: &object,
+                },
+                extra,
+            )?,
+        ));
+    }
+    non_empty(path, rows)
+}
+
+fn tab_fields<'a>(path: &Path, line: usize, raw: &'a str, want: usize) -> Result<Vec<&'a str>> {
+    let fields: Vec<&str> = raw.split('\t').collect();
+    if fields.len() != want {
+        return Err(parse_error(
+            path,
+            line,
+            format!(
+                "expected {want} tab-separated fields, found {}",
+                fields.len()
+            ),
+        ));
+    }
+    Ok(fields)
+}
+
+/// `word1<TAB>word2<TAB>score` lines.
+pub(crate) fn read_tsv_word_pairs(path: &Path) -> Result<Vec<(usize, WordPair)>> {
+    let bytes = read_bytes(path)?;
+    let mut rows = Vec::new();
+    for (line, raw) in numbered_lines(path, &bytes)? {
+        let f = tab_fields(path, line, raw, 3)?;
+        let score = f[2]
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| parse_error(path, line, format!("score {:?} is not a number", f[2])))?;
+        rows.push((
+            line,
+            WordPair {
+                word1: f[0].to_owned(),
+                word2: f[1].to_owned(),
+                score,
+            },
+        ));
+    }
+    non_empty(path, rows)
+}
+
+/// `a<TAB>b` lines.
+pub(crate) fn read_tab_pairs(path: &Path) -> Result<Vec<(usize, TextPair)>> {
+    let bytes = read_bytes(path)?;
+    let mut rows = Vec::new();
+    for (line, raw) in numbered_lines(path, &bytes)? {
+        let f = tab_fields(path, line, raw, 2)?;
+        rows.push((
+            line,
+            TextPair {
+                a: f[0].to_owned(),
+                b: f[1].to_owned(),
+            },
+        ));
+    }
+    non_empty(path, rows)
+}
+
+/// One row a non-blank line.
+pub(crate) fn read_lines(path: &Path) -> Result<Vec<(usize, Line)>> {
+    let bytes = read_bytes(path)?;
+    let rows = numbered_lines(path, &bytes)?
+        .into_iter()
+        .map(|(line, raw)| {
+            (
+                line,
+                Line {
+                    text: raw.to_owned(),
+                },
+            )
+        })
+        .collect();
+    non_empty(path, rows)
 }

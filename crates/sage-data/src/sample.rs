@@ -22,8 +22,7 @@ use sage_core::RunSeed;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::load::Loaded;
-use crate::rows::Row;
+use crate::rows::{Loaded, Row};
 
 /// Which rows of a dataset split a result used.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]

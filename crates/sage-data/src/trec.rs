@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{parse_error, DataError, Result};
-use crate::load::{numbered_lines, read_bytes};
+use crate::rows::{numbered_lines, read_bytes};
 
 /// One relevance judgement and the line it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
