@@ -504,39 +504,21 @@ mod tests {
 
 #[cfg(test)]
 mod real_data {
-    use std::path::PathBuf;
-
-    use sage_embed::{load_embedder, ResolveOptions, TransformerOptions};
-    use sage_metrics::Metric;
-
     use super::*;
 
     /// All five criteria on 120 sampled rows per dataset for the classical metrics, GloVe
     /// bag-of-words and all-MiniLM-L6-v2 (CI sets SAGE_DATA_DIR and SAGE_MODELS_DIR).
     #[test]
     fn all_criteria_on_real_data() {
-        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
-        else {
-            sage_core::test_support::skip(
-                module_path!(),
-                "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: ALIGN-SIM on real data not run",
-            );
+        let Some((root, runs)) = sage_testkit::real_runs(
+            module_path!(),
+            (),
+            &[("glove.6B.50d", ()), ("all-MiniLM-L6-v2", ())],
+        ) else {
             return;
         };
         let wordnet = Arc::new(WordNet::open(root.root().join("wordnet/dict")).unwrap());
-        let mut similarities: Vec<Box<dyn Similarity>> =
-            Metric::BUILT_IN.iter().map(|m| m.similarity()).collect();
-        for model in ["glove.6B.50d", "all-MiniLM-L6-v2"] {
-            let dir = PathBuf::from(&models).join(model);
-            let embedder = load_embedder(
-                dir.to_str().unwrap(),
-                &ResolveOptions::default(),
-                TransformerOptions::default(),
-            )
-            .unwrap();
-            similarities.push(Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)));
-        }
-        for similarity in &similarities {
+        for (similarity, ()) in &runs {
             let report = evaluate(
                 similarity.as_ref(),
                 &root,

@@ -311,7 +311,6 @@ pub fn evaluate(
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
 
     use sage_metrics::Metric;
 
@@ -416,9 +415,7 @@ mod tests {
 
     #[test]
     fn fixture_run_is_byte_identical_across_runs() {
-        let root = DataRoot::new(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"),
-        );
+        let root = sage_testkit::fixtures();
         let run = || {
             let mut r = evaluate(
                 Metric::BM25.similarity().as_ref(),
@@ -438,33 +435,18 @@ mod tests {
     /// four classical metrics and all-MiniLM-L6-v2 (CI sets SAGE_DATA_DIR and SAGE_MODELS_DIR).
     #[test]
     fn real_sets() {
-        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
+        let Some((root, runs)) =
+            sage_testkit::real_runs(module_path!(), (), &[("all-MiniLM-L6-v2", ())])
         else {
-            sage_core::test_support::skip(
-                module_path!(),
-                "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 4 on real data not run",
-            );
             return;
         };
-        let mut similarities: Vec<Box<dyn Similarity>> =
-            Metric::BUILT_IN.iter().map(|m| m.similarity()).collect();
-        let embedder = sage_embed::load_embedder(
-            PathBuf::from(&models)
-                .join("all-MiniLM-L6-v2")
-                .to_str()
-                .unwrap(),
-            &sage_embed::ResolveOptions::default(),
-            sage_embed::TransformerOptions::default(),
-        )
-        .unwrap();
-        similarities.push(Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)));
         let options = Options {
             subsets: 2,
             max_texts: 400,
             max_classes: 10,
             seed: RunSeed(1337),
         };
-        for similarity in &similarities {
+        for (similarity, ()) in &runs {
             let r = evaluate(similarity.as_ref(), &root, &DEFAULT_DATASETS, options).unwrap();
             for d in &r.datasets {
                 assert_eq!(d.subsets.len(), 2);

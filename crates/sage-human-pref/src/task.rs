@@ -630,7 +630,6 @@ pub fn evaluate(
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
 
     use sage_metrics::Metric;
 
@@ -668,9 +667,7 @@ mod tests {
         }
     }
 
-    fn fixtures() -> DataRoot {
-        DataRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"))
-    }
+    use sage_testkit::fixtures;
 
     #[test]
     fn comparisons_by_hand_with_ties_to_summary_1() {
@@ -799,32 +796,12 @@ mod tests {
     /// SAGE_MODELS_DIR).
     #[test]
     fn real_ratings() {
-        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
+        let Some((root, runs)) =
+            sage_testkit::real_runs(module_path!(), None, &[("all-MiniLM-L6-v2", Some(100))])
         else {
-            sage_core::test_support::skip(
-                module_path!(),
-                "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 1 on real data not run",
-            );
             return;
         };
         let sources = [Source::summeval(), Source::realsumm()];
-        let mut runs: Vec<(Box<dyn Similarity>, Option<usize>)> = Metric::BUILT_IN
-            .iter()
-            .map(|m| (m.similarity(), None))
-            .collect();
-        let embedder = sage_embed::load_embedder(
-            PathBuf::from(&models)
-                .join("all-MiniLM-L6-v2")
-                .to_str()
-                .unwrap(),
-            &sage_embed::ResolveOptions::default(),
-            sage_embed::TransformerOptions::default(),
-        )
-        .unwrap();
-        runs.push((
-            Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)),
-            Some(100),
-        ));
         for (similarity, max_rows) in &runs {
             let r = evaluate(
                 similarity.as_ref(),

@@ -490,9 +490,7 @@ mod tests {
 
     #[test]
     fn fixture_run_is_byte_identical_across_runs() {
-        let root = DataRoot::new(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"),
-        );
+        let root = sage_testkit::fixtures();
         let run = || {
             let mut r = evaluate(
                 Metric::JACCARD.similarity().as_ref(),
@@ -512,32 +510,12 @@ mod tests {
     /// documents (CI sets SAGE_DATA_DIR and SAGE_MODELS_DIR).
     #[test]
     fn real_corpora() {
-        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
+        // a transformer embeds every perturbed copy (19 per document) on 2 CPU cores: kept small
+        let Some((root, runs)) =
+            sage_testkit::real_runs(module_path!(), 300, &[("all-MiniLM-L6-v2", 20)])
         else {
-            sage_core::test_support::skip(
-                module_path!(),
-                "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 5 on real data not run",
-            );
             return;
         };
-        let mut runs: Vec<(Box<dyn Similarity>, usize)> = Metric::BUILT_IN
-            .iter()
-            .map(|m| (m.similarity(), 300))
-            .collect();
-        let embedder = sage_embed::load_embedder(
-            PathBuf::from(&models)
-                .join("all-MiniLM-L6-v2")
-                .to_str()
-                .unwrap(),
-            &sage_embed::ResolveOptions::default(),
-            sage_embed::TransformerOptions::default(),
-        )
-        .unwrap();
-        // a transformer embeds every perturbed copy (19 per document) on 2 CPU cores: kept small
-        runs.push((
-            Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)),
-            20,
-        ));
         for (similarity, docs) in &runs {
             let options = Options {
                 max_docs: Some(*docs),

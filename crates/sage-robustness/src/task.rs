@@ -248,7 +248,6 @@ pub fn evaluate(
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
 
     use sage_metrics::Metric;
 
@@ -265,9 +264,7 @@ mod tests {
         }
     }
 
-    fn fixtures() -> DataRoot {
-        DataRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"))
-    }
+    use sage_testkit::fixtures;
 
     #[test]
     fn conditions_by_hand() {
@@ -342,31 +339,11 @@ mod tests {
     /// all-MiniLM-L6-v2 on 10 (CI sets SAGE_DATA_DIR and SAGE_MODELS_DIR).
     #[test]
     fn real_documents() {
-        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
+        let Some((root, runs)) =
+            sage_testkit::real_runs(module_path!(), 60, &[("all-MiniLM-L6-v2", 20)])
         else {
-            sage_core::test_support::skip(
-                module_path!(),
-                "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 2 on real data not run",
-            );
             return;
         };
-        let mut runs: Vec<(Box<dyn Similarity>, usize)> = Metric::BUILT_IN
-            .iter()
-            .map(|m| (m.similarity(), 60))
-            .collect();
-        let embedder = sage_embed::load_embedder(
-            PathBuf::from(&models)
-                .join("all-MiniLM-L6-v2")
-                .to_str()
-                .unwrap(),
-            &sage_embed::ResolveOptions::default(),
-            sage_embed::TransformerOptions::default(),
-        )
-        .unwrap();
-        runs.push((
-            Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)),
-            20,
-        ));
         for (similarity, n) in &runs {
             let r = evaluate(
                 similarity.as_ref(),

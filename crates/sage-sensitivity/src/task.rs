@@ -346,7 +346,6 @@ pub fn evaluate(
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
 
     use sage_metrics::Metric;
 
@@ -367,9 +366,7 @@ mod tests {
         }
     }
 
-    fn fixtures() -> DataRoot {
-        DataRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"))
-    }
+    use sage_testkit::fixtures;
 
     fn run_on(similarity: &dyn Similarity, texts: &[&str]) -> DatasetReport {
         let positions: Vec<usize> = (0..texts.len()).collect();
@@ -461,33 +458,13 @@ mod tests {
     /// all-MiniLM-L6-v2 on 3 (CI sets SAGE_DATA_DIR and SAGE_MODELS_DIR).
     #[test]
     fn real_documents() {
-        let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
+        let Some((root, runs)) =
+            sage_testkit::real_runs(module_path!(), 40, &[("all-MiniLM-L6-v2", 4)])
         else {
-            sage_core::test_support::skip(
-                module_path!(),
-                "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: task 3 on real data not run",
-            );
             return;
         };
         let datasets = available(&root);
         assert!(datasets.len() >= 5, "{datasets:?}");
-        let mut runs: Vec<(Box<dyn Similarity>, usize)> = Metric::BUILT_IN
-            .iter()
-            .map(|m| (m.similarity(), 40))
-            .collect();
-        let embedder = sage_embed::load_embedder(
-            PathBuf::from(&models)
-                .join("all-MiniLM-L6-v2")
-                .to_str()
-                .unwrap(),
-            &sage_embed::ResolveOptions::default(),
-            sage_embed::TransformerOptions::default(),
-        )
-        .unwrap();
-        runs.push((
-            Box::new(sage_core::EmbeddingSimilarity::cosine(embedder)),
-            4,
-        ));
         for (similarity, n) in &runs {
             let r = evaluate(
                 similarity.as_ref(),

@@ -1,12 +1,8 @@
-use std::path::PathBuf;
-
 use serde_json::json;
 
 use super::*;
 
-fn fixtures() -> DataRoot {
-    DataRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"))
-}
+use sage_testkit::fixtures;
 
 fn find(name: &str) -> Result<&'static dyn Suite> {
     static STANDARD: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(Registry::standard);
