@@ -118,8 +118,12 @@ enum Command {
     },
     /// List the embedding models on this machine: folders under $SAGE_MODELS_DIR (default
     /// ~/.cache/sage-models) and model snapshots in the Hugging Face cache; one JSON line each
-    /// ({"spec", "dir", "origin"}); pass a spec to --model or --similarity.
-    Models,
+    /// ({"spec", "dir", "origin"}); pass a spec to --model or --similarity. `sage models fetch`
+    /// gets the ones the tests and the default run use.
+    Models {
+        #[command(subcommand)]
+        command: Option<ModelsCommand>,
+    },
     /// Tables and plots of a results folder (as `cargo xtask bench-all` writes it): writes
     /// report.md, summary.csv and a self-contained report.html into it.
     Report {
@@ -145,6 +149,24 @@ enum Command {
     Cache {
         #[command(subcommand)]
         command: cache::CacheCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelsCommand {
+    /// Fetch models from the Hugging Face hub into folders under $SAGE_MODELS_DIR: the hub
+    /// cache first (HF_HUB_CACHE, HF_HOME), so HF_HUB_OFFLINE=1 builds them from a copied cache;
+    /// a complete folder is kept. One JSON line per model ({"name", "status", "dir"}).
+    Fetch {
+        /// Models by folder name (default: the set the tests and the default run use; `all`:
+        /// every known model). `--list` names them.
+        names: Vec<String>,
+        /// Where the folders go (default: $SAGE_MODELS_DIR, else ~/.cache/sage-models).
+        #[arg(long)]
+        dest: Option<PathBuf>,
+        /// List the known models and exit.
+        #[arg(long)]
+        list: bool,
     },
 }
 
@@ -211,6 +233,75 @@ fn quiet_caught_cache_panics() {
     }));
 }
 
+/// `sage models fetch`: each asked model fetched (or found complete), one JSON line each; every
+/// model is tried, and the run fails at the end naming those that could not be had.
+fn fetch_models(names: &[String], dest: Option<PathBuf>, list: bool) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if list {
+        for m in sage_embed::HUB_MODELS {
+            let sources: Vec<&str> = m.files.iter().map(|(repo, _, _)| *repo).collect();
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"name": m.name, "default": m.default, "about": m.about, "hub": sources})
+            )?;
+        }
+        for (name, where_from) in sage_embed::NOT_ON_THE_HUB {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"name": name, "default": true, "hub": [], "about": where_from})
+            )?;
+        }
+        return Ok(());
+    }
+    let resolve = sage_embed::ResolveOptions::from_env();
+    let Some(dest) = dest.or(resolve.models_dir) else {
+        anyhow::bail!("no models folder: set SAGE_MODELS_DIR or pass --dest");
+    };
+    let models: Vec<&sage_embed::HubModel> = match names {
+        [] => sage_embed::HUB_MODELS
+            .iter()
+            .filter(|m| m.default)
+            .collect(),
+        [all] if all == "all" => sage_embed::HUB_MODELS.iter().collect(),
+        names => names
+            .iter()
+            .map(|n| sage_embed::hub_model(n))
+            .collect::<Result<_, _>>()?,
+    };
+    if names.is_empty() {
+        for (name, where_from) in sage_embed::NOT_ON_THE_HUB {
+            eprintln!("sage: note: models: {name} is not fetched (not on the hub in sage's layout: {where_from}); tests that need it say they skipped");
+        }
+    }
+    let mut failed = Vec::new();
+    for model in models {
+        match sage_embed::fetch_model(model, &dest, &resolve.hub) {
+            Ok(fetched) => {
+                let (status, dir) = match fetched {
+                    sage_embed::Fetched::Fetched(dir) => ("fetched", dir),
+                    sage_embed::Fetched::Present(dir) => ("present", dir),
+                };
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({"name": model.name, "status": status, "dir": dir})
+                )?;
+            }
+            Err(e) => {
+                eprintln!("sage: error: {e}");
+                failed.push(model.name);
+            }
+        }
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("could not fetch {}", failed.join(", "));
+    }
+    Ok(())
+}
+
 /// `sage report DIR`: the report files, and one line saying where they are.
 fn report(dir: &std::path::Path, mteb_results: Option<&std::path::Path>) -> anyhow::Result<()> {
     let written = sage_report::write_report(dir, mteb_results)?;
@@ -273,7 +364,10 @@ pub fn main(registry: Registry) -> ExitCode {
                     Ok(())
                 })
         }
-        Command::Models => {
+        Command::Models {
+            command: Some(ModelsCommand::Fetch { names, dest, list }),
+        } => fetch_models(&names, dest, list),
+        Command::Models { command: None } => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
             sage_embed::discover_models(&sage_embed::ResolveOptions::from_env())

@@ -1346,3 +1346,86 @@ fn every_suite_takes_what_it_evaluates_as_similarity() {
         .unwrap()
         .contains("all-MiniLM-L6-v2"));
 }
+
+/// `sage models fetch` builds a model folder from a hub cache (offline, as on a machine that was
+/// given a copied cache) that embeds exactly like the folder the cache was made from; a second
+/// fetch keeps it; a model the hub lacks in sage's layout is refused with where to get it.
+#[test]
+fn models_fetch_builds_a_working_folder_from_the_hub_cache() {
+    let Some(source) = sage_core::test_support::model_dir_or_skip(
+        "paraphrase-MiniLM-L3-v2",
+        "models_fetch_builds_a_working_folder_from_the_hub_cache",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir
+        .path()
+        .join("hub/models--sentence-transformers--paraphrase-MiniLM-L3-v2");
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), "0123abc\n").unwrap();
+    let listed = sage(&["models", "fetch", "--list"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains("\"glove.6B.50d\""), "{listed}");
+    // the snapshot holds every file the folder takes, copied from the local model
+    for name in [
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "vocab.txt",
+        "modules.json",
+        "1_Pooling/config.json",
+        "sentence_bert_config.json",
+    ] {
+        let to = repo.join("snapshots/0123abc").join(name);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(source.join(name), to).unwrap();
+    }
+    let models = dir.path().join("models");
+    let fetch = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+            .args(["models", "fetch", "paraphrase-MiniLM-L3-v2", "--dest"])
+            .arg(&models)
+            .env("HF_HUB_CACHE", dir.path().join("hub"))
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(fetch()["status"], "fetched");
+    assert_eq!(fetch()["status"], "present");
+
+    let input = write(
+        &dir,
+        "texts.jsonl",
+        "{\"text\": \"A cat sat on the mat.\"}\n{\"text\": \"Stocks fell sharply.\"}\n",
+    );
+    let embed = |model: &Path| {
+        let out = sage(&[
+            "embed",
+            "--model",
+            model.to_str().unwrap(),
+            "--input",
+            &input,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    assert_eq!(
+        embed(&models.join("paraphrase-MiniLM-L3-v2")),
+        embed(&source)
+    );
+    fails_with(&["models", "fetch", "glove.6B.50d"], "glove.6B.zip");
+    fails_with(&["models", "fetch", "minilm"], "all-MiniLM-L6-v2");
+}

@@ -28,6 +28,7 @@ mod config;
 pub mod decoder;
 pub mod encoder;
 mod error;
+mod fetch;
 mod fused;
 mod matryoshka;
 pub mod modernbert;
@@ -49,6 +50,7 @@ pub use config::{
     TransformerConfig,
 };
 pub use error::{EmbedError, Result};
+pub use fetch::{fetch_model, hub_model, Fetched, HubModel, HUB_MODELS, NOT_ON_THE_HUB};
 pub use matryoshka::Truncated;
 pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
