@@ -309,3 +309,49 @@ fn every_report_reads_back_into_its_type_unchanged() {
         .to_string();
     assert!(e.contains("the seed is the run's"), "{e}");
 }
+
+/// A metric registered beside the shipped ones is what its name means in `--similarity`; a
+/// name registered twice is a programming error caught at registration.
+#[test]
+fn registered_metrics_are_subjects_and_names_are_unique() {
+    struct Half;
+    impl sage_core::Similarity for Half {
+        fn name(&self) -> &str {
+            "constant"
+        }
+        fn score(&self, _: &str, _: &str) -> sage_core::Result<f32> {
+            Ok(0.5)
+        }
+    }
+    let constant = sage_metrics::Metric::new("constant", || Box::new(Half));
+    let registry = Registry::standard().with_metric(constant);
+    let subject = registry
+        .subject(
+            "constant",
+            |_| -> std::result::Result<Arc<dyn Embedder>, String> { Err("not a model".into()) },
+        )
+        .unwrap();
+    assert!(matches!(subject, Subject::Metric(m) if m == constant));
+    let e = registry
+        .subject(
+            "constent",
+            |spec| -> std::result::Result<Arc<dyn Embedder>, String> {
+                Err(format!("no model {spec}"))
+            },
+        )
+        .err()
+        .unwrap();
+    assert_eq!(e, "no model constent");
+    assert_eq!(
+        registry.metric("nope").unwrap_err().to_string(),
+        "unknown metric \"nope\"; known metrics: bm25, jaccard, levenshtein, rouge, constant"
+    );
+    let twice = std::panic::catch_unwind(|| {
+        Registry::standard()
+            .with_metric(constant)
+            .with_metric(constant)
+    });
+    assert!(twice.is_err());
+    let twice = std::panic::catch_unwind(|| Registry::standard().with_suite(Robustness));
+    assert!(twice.is_err());
+}
