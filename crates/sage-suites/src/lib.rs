@@ -1,6 +1,6 @@
 //! # sage-suites
 //!
-//! Every evaluation suite of sage-rs behind one [`Suite`] trait, and the one [`registry`] of
+//! Every evaluation suite of sage-rs behind one [`Suite`] trait, and the one [`Registry`] of
 //! them. `sage run <suite>`, `sage suites` and the Python package's `sage_rs.run` all start here,
 //! so a suite is run the same way whoever asks.
 //!
