@@ -6,7 +6,7 @@ use sage_core::measures::{
 };
 use serde::Serialize;
 
-use crate::load::{find, num, similarities, ResultFile};
+use crate::load::{find, similarities, ResultFile};
 use crate::Result;
 
 /// SAGE's categories, in Table 1's order: (task, column title).
@@ -130,7 +130,7 @@ impl Categories<'_> {
     fn overall(&self) -> f64 {
         self.files
             .iter()
-            .filter_map(|f| num(f.report(), &["score"]))
+            .filter_map(|f| f.typed.category().map(|c| c.score))
             .sum::<f64>()
             / SAGE_COLUMNS.len() as f64
     }
@@ -187,7 +187,7 @@ fn units_of(file: &ResultFile) -> Vec<(String, String)> {
     for d in &file.envelope.datasets {
         walk(&serde_json::Value::Object(d.clone()), "selection", &mut out);
     }
-    walk(file.report(), "report", &mut out);
+    walk(&file.envelope.report, "report", &mut out);
     out
 }
 
@@ -207,10 +207,10 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
         let mut cells: Vec<Option<Cell>> = found
             .iter()
             .map(|f| {
-                let report = (*f)?.report();
+                let category = (*f)?.typed.category()?;
                 Some(Cell {
-                    score: num(report, &["score"])?,
-                    ci95: num(report, &["ci95", "low"]).zip(num(report, &["ci95", "high"])),
+                    score: category.score,
+                    ci95: category.ci95,
                 })
             })
             .collect();
@@ -218,7 +218,7 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             let files: Vec<&ResultFile> = found.into_iter().flatten().collect();
             let replicates = files
                 .iter()
-                .map(|f| serde_json::from_value(f.report().get("bootstrap")?.clone()).ok())
+                .map(|f| f.typed.category()?.bootstrap.cloned())
                 .collect::<Option<Vec<BootstrapReplicates>>>();
             let categories = Categories { files, replicates };
             let ci95 = match categories.overall_replicates() {

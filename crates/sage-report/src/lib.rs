@@ -56,6 +56,17 @@ pub enum ReportError {
         /// Where the parse failed (line and column).
         source: serde_json::Error,
     },
+    /// A shipped suite's report that does not read into that suite's report type (a field
+    /// renamed, dropped or of another type): said here rather than shown as a blank cell.
+    #[error("{}: not a {kind} report of this sage version: {source}", path.display())]
+    Report {
+        /// The file.
+        path: PathBuf,
+        /// `suite/task`.
+        kind: String,
+        /// What did not read (serde names the field).
+        source: serde_json::Error,
+    },
     /// A result file of another schema.
     #[error("{}: schema {found} is not {:?} (made by another harness version?)", path.display(), sage_core::RESULT_SCHEMA)]
     Schema {
@@ -176,15 +187,16 @@ mod tests {
         let reps = bootstrap_mean_of_means(&[units], RunSeed(7), &format!("{task}/bootstrap"))
             .unwrap()
             .unwrap();
-        let ci = reps.interval(0.95).unwrap();
+        let ci = reps.interval(0.95).unwrap().unwrap();
         let score = units.iter().sum::<f64>() / units.len() as f64;
+        let report = category_report(task, similarity, score, ci, reps);
         let envelope = json!({
             "datasets": [{"checksum": checksum, "dataset": "d", "used_rows": units.len()}],
             "harness_version": "0.1.0",
             "notes": ["robustness: skipped: dataset billsum is not in the local mirror"],
             "parameters": {"data_dir": "data", "sage_args": ["run", task]},
             "quick": true,
-            "report": {"score": score, "ci95": ci, "bootstrap": reps, "datasets": []},
+            "report": report,
             "run": {
                 "git_revision": "abc",
                 "host": {"arch": "x86_64", "cores": 2, "cpu": "EPYC", "gpus": [], "os": "linux"},
@@ -205,6 +217,56 @@ mod tests {
             serde_json::to_vec_pretty(&envelope).unwrap(),
         )
         .unwrap();
+    }
+
+    /// The report of a SAGE category, in the task crate's own type, with no datasets.
+    fn category_report(
+        task: &str,
+        similarity: &str,
+        score: f64,
+        ci95: sage_core::measures::BootstrapInterval,
+        bootstrap: sage_core::measures::BootstrapReplicates,
+    ) -> serde_json::Value {
+        fn category<O: serde::Serialize + Default>(
+            similarity: &str,
+            score: f64,
+            ci95: sage_core::measures::BootstrapInterval,
+            bootstrap: sage_core::measures::BootstrapReplicates,
+        ) -> serde_json::Value {
+            let report: sage_core::CategoryReport<O, ()> = sage_core::CategoryReport {
+                similarity: similarity.to_owned(),
+                seed: 7,
+                options: O::default(),
+                datasets: Vec::new(),
+                score,
+                ci95: Some(ci95),
+                bootstrap: Some(bootstrap),
+                timings: sage_core::Timings::default(),
+            };
+            serde_json::to_value(report).unwrap()
+        }
+        match task {
+            "human-pref" => serde_json::to_value(sage_human_pref::HumanPrefReport {
+                similarity: similarity.to_owned(),
+                seed: 7,
+                max_rows: None,
+                sources: Vec::new(),
+                score,
+                ci95: Some(ci95),
+                bootstrap: Some(bootstrap),
+                timings: sage_core::Timings::default(),
+            })
+            .unwrap(),
+            "robustness" => {
+                category::<sage_robustness::Options>(similarity, score, ci95, bootstrap)
+            }
+            "sensitivity" => {
+                category::<sage_sensitivity::Options>(similarity, score, ci95, bootstrap)
+            }
+            "clustering" => category::<sage_cluster::Options>(similarity, score, ci95, bootstrap),
+            "retrieval" => category::<sage_retrieval::Options>(similarity, score, ci95, bootstrap),
+            other => panic!("no SAGE task {other}"),
+        }
     }
 
     /// Per-unit scores: a fixed wobble around `level`, the same wobble for every similarity
@@ -347,5 +409,22 @@ mod tests {
             "{err}"
         );
         assert!(!tmp.path().join("report.html").exists());
+    }
+
+    /// A shipped suite's report is read into its type: a field renamed (or dropped) fails the
+    /// report naming the file and the field, where a JSON lookup would have printed "—".
+    #[test]
+    fn a_report_that_does_not_read_into_its_type_is_named() {
+        let tmp = folder_of_three();
+        let path = tmp.path().join("tied-a/sage/clustering.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replacen("\"score\"", "\"scroe\"", 1)).unwrap();
+        let err = write_report(tmp.path(), None).unwrap_err().to_string();
+        assert!(
+            err.contains("tied-a/sage/clustering.json")
+                && err.contains("not a sage/clustering report")
+                && err.contains("score"),
+            "{err}"
+        );
     }
 }

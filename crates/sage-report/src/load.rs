@@ -14,27 +14,75 @@ pub(crate) struct ResultFile {
     pub(crate) suite: String,
     pub(crate) task: String,
     pub(crate) envelope: ResultEnvelope,
+    /// The report in its suite's own type.
+    pub(crate) typed: Typed,
 }
 
-impl ResultFile {
-    pub(crate) fn report(&self) -> &Value {
-        &self.envelope.report
+/// A result's report read into its suite's own type, so that the tables read fields the
+/// compiler checks: a field a suite renames or drops fails the load of the file, with its name,
+/// instead of printing "—".
+pub(crate) enum Typed {
+    HumanPref(Box<sage_human_pref::HumanPrefReport>),
+    Robustness(Box<sage_robustness::RobustnessReport>),
+    Sensitivity(Box<sage_sensitivity::SensitivityReport>),
+    Clustering(Box<sage_cluster::ClusterReport>),
+    Retrieval(Box<sage_retrieval::RetrievalReport>),
+    EvalRank(Box<evalrank::EvalRankReport>),
+    AlignSim(Box<align_sim::AlignSimReport>),
+    Pteb(Box<pteb::PtebReport>),
+    /// A suite registered beyond the shipped ones: the report shows its envelope (score,
+    /// datasets).
+    Other,
+}
+
+/// What a SAGE category's report says of its score: the same three fields in all five.
+pub(crate) struct CategoryScore<'a> {
+    pub(crate) score: f64,
+    pub(crate) ci95: Option<(f64, f64)>,
+    pub(crate) bootstrap: Option<&'a sage_core::measures::BootstrapReplicates>,
+}
+
+impl Typed {
+    /// `report` read as the report of `suite/task`.
+    fn read(suite: &str, task: &str, report: &Value) -> serde_json::Result<Typed> {
+        fn boxed<T: serde::de::DeserializeOwned>(v: &Value) -> serde_json::Result<Box<T>> {
+            T::deserialize(v).map(Box::new)
+        }
+        Ok(match (suite, task) {
+            ("sage", "human-pref") => Typed::HumanPref(boxed(report)?),
+            ("sage", "robustness") => Typed::Robustness(boxed(report)?),
+            ("sage", "sensitivity") => Typed::Sensitivity(boxed(report)?),
+            ("sage", "clustering") => Typed::Clustering(boxed(report)?),
+            ("sage", "retrieval") => Typed::Retrieval(boxed(report)?),
+            ("evalrank", _) => Typed::EvalRank(boxed(report)?),
+            ("align-sim", _) => Typed::AlignSim(boxed(report)?),
+            ("pteb", _) => Typed::Pteb(boxed(report)?),
+            _ => Typed::Other,
+        })
     }
-}
 
-/// The number at `path` in a report, if there is one.
-pub(crate) fn num(v: &Value, path: &[&str]) -> Option<f64> {
-    path.iter().try_fold(v, |at, key| at.get(key))?.as_f64()
-}
-
-pub(crate) fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("?")
-}
-
-pub(crate) fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+    /// The score, interval and resamples of a SAGE category's report.
+    pub(crate) fn category(&self) -> Option<CategoryScore<'_>> {
+        fn of<O, D>(r: &sage_core::CategoryReport<O, D>) -> CategoryScore<'_> {
+            CategoryScore {
+                score: r.score,
+                ci95: r.ci95.as_ref().map(|c| (c.low, c.high)),
+                bootstrap: r.bootstrap.as_ref(),
+            }
+        }
+        Some(match self {
+            Typed::HumanPref(r) => CategoryScore {
+                score: r.score,
+                ci95: r.ci95.as_ref().map(|c| (c.low, c.high)),
+                bootstrap: r.bootstrap.as_ref(),
+            },
+            Typed::Robustness(r) => of(r),
+            Typed::Sensitivity(r) => of(r),
+            Typed::Clustering(r) => of(r),
+            Typed::Retrieval(r) => of(r),
+            _ => return None,
+        })
+    }
 }
 
 /// Every result file under `dir` (three levels: similarity/suite/task.json). Hidden folders
@@ -84,11 +132,18 @@ pub(crate) fn load(dir: &Path) -> Result<Vec<ResultFile>> {
                         path: path.clone(),
                         source,
                     })?;
+                let typed = Typed::read(&envelope.suite, &envelope.task, &envelope.report)
+                    .map_err(|source| ReportError::Report {
+                        path: path.clone(),
+                        kind: format!("{}/{}", envelope.suite, envelope.task),
+                        source,
+                    })?;
                 files.push(ResultFile {
                     similarity: envelope.similarity.name.clone(),
                     suite: envelope.suite.clone(),
                     task: envelope.task.clone(),
                     envelope,
+                    typed,
                 });
             }
         }

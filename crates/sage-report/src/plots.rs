@@ -6,9 +6,8 @@
 //! ends where the score can end: a score in [0, 1] is drawn on 0–1, never on 0–1.4.
 
 use plotters::prelude::*;
-use serde_json::Value;
 
-use crate::load::{num, ResultFile};
+use crate::load::{ResultFile, Typed};
 use crate::Result;
 
 /// Okabe–Ito: eight colours told apart with every common colour-vision deficiency.
@@ -181,20 +180,18 @@ fn sensitivity_curves(
 ) -> Result<Option<String>> {
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut expected: Vec<(f64, f64)> = Vec::new();
-    for f in files
-        .iter()
-        .filter(|f| f.suite == "sage" && f.task == "sensitivity")
-    {
+    for (f, report) in files.iter().filter_map(|f| match &f.typed {
+        Typed::Sensitivity(report) => Some((f, report)),
+        _ => None,
+    }) {
         let mut sums: Vec<(f64, f64, usize)> = Vec::new();
-        for d in f.report()["datasets"].as_array().into_iter().flatten() {
-            for point in d[family]["curve"].as_array().into_iter().flatten() {
-                let (Some(p), Some(o), Some(e)) = (
-                    num(point, &["proportion"]),
-                    num(point, &["observed_mean"]),
-                    num(point, &["expected"]),
-                ) else {
-                    continue;
-                };
+        for d in &report.datasets {
+            let family_report = match family {
+                "insertion" => &d.insertion,
+                _ => &d.removal,
+            };
+            for point in &family_report.curve {
+                let (p, o, e) = (point.proportion, point.observed_mean, point.expected);
                 match sums.iter_mut().find(|s| s.0 == p) {
                     Some(s) => {
                         s.1 += o;
@@ -363,18 +360,17 @@ pub(crate) fn charts(files: &[ResultFile], palette: &Palette) -> Result<Vec<Char
     // EvalRank MRR / Hits bars per (model, level), in the model's colour
     let evalrank: Vec<(String, RGBColor, Vec<Option<f64>>)> = files
         .iter()
-        .filter(|f| f.suite == "evalrank")
-        .map(|f| {
-            let r = f.report();
-            (
+        .filter_map(|f| match &f.typed {
+            Typed::EvalRank(r) => Some((
                 format!("{} ({})", f.similarity, f.task),
                 palette.colour(&f.similarity),
                 vec![
-                    num(r, &["scores", "mrr"]),
-                    num(r, &["scores", "hits_at_1"]),
-                    num(r, &["scores", "hits_at_3"]),
+                    Some(r.scores.mrr),
+                    Some(r.scores.hits_at_1),
+                    Some(r.scores.hits_at_3),
                 ],
-            )
+            )),
+            _ => None,
         })
         .collect();
     if !evalrank.is_empty() {
@@ -391,22 +387,17 @@ pub(crate) fn charts(files: &[ResultFile], palette: &Palette) -> Result<Vec<Char
         });
     }
     // PTEB original vs paraphrased, per model
-    for f in files.iter().filter(|f| f.suite == "pteb") {
-        let datasets = f.report()["datasets"]
-            .as_array()
-            .map_or(&[][..], Vec::as_slice);
+    for (f, report) in files.iter().filter_map(|f| match &f.typed {
+        Typed::Pteb(report) => Some((f, report)),
+        _ => None,
+    }) {
+        let datasets = &report.datasets;
         if datasets.is_empty() {
             continue;
         }
-        let names: Vec<String> = datasets
-            .iter()
-            .map(|d| d["dataset"].as_str().unwrap_or("?").to_owned())
-            .collect();
-        let get = |path: &[&str]| -> Vec<f64> {
-            datasets
-                .iter()
-                .map(|d| num(d, path).unwrap_or(0.0))
-                .collect()
+        let names: Vec<String> = datasets.iter().map(|d| d.dataset.clone()).collect();
+        let get = |value: fn(&pteb::DatasetResult) -> f64| -> Vec<f64> {
+            datasets.iter().map(value).collect()
         };
         let title = format!("PTEB · {}", f.similarity);
         out.push(Chart {
@@ -415,36 +406,32 @@ pub(crate) fn charts(files: &[ResultFile], palette: &Palette) -> Result<Vec<Char
             svg: pteb_chart(
                 &title,
                 &names,
-                &get(&["original"]),
-                &get(&["paraphrased", "mean"]),
-                &get(&["paraphrased", "std"]),
+                &get(|d| d.original),
+                &get(|d| d.paraphrased.mean),
+                &get(|d| d.paraphrased.std),
                 palette.colour(&f.similarity),
             )?,
         });
     }
     // ALIGN-SIM antonym-difference histograms, per similarity and dataset
-    for f in files.iter().filter(|f| f.suite == "align-sim") {
-        for d in f.report()["datasets"].as_array().into_iter().flatten() {
-            let h = &d["antonym"]["histogram"];
-            let floats = |key: &str| -> Vec<f64> {
-                h[key]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_f64)
-                    .collect()
-            };
-            let (edges, counts) = (floats("edges"), floats("counts"));
+    for (f, report) in files.iter().filter_map(|f| match &f.typed {
+        Typed::AlignSim(report) => Some((f, report)),
+        _ => None,
+    }) {
+        for d in &report.datasets {
+            let h = &d.antonym.histogram;
+            let edges = &h.edges;
+            let counts: Vec<f64> = h.counts.iter().map(|&c| c as f64).collect();
             if edges.len() == counts.len() + 1 && !counts.is_empty() {
                 let title = format!(
                     "{} · {}: antonym difference",
                     f.similarity.rsplit('/').next().unwrap_or(&f.similarity),
-                    d["dataset"].as_str().unwrap_or("?")
+                    d.dataset
                 );
                 out.push(Chart {
                     beside: "align-sim",
                     caption: title.clone(),
-                    svg: histogram(&title, &edges, &counts, palette.colour(&f.similarity))?,
+                    svg: histogram(&title, edges, &counts, palette.colour(&f.similarity))?,
                 });
             }
         }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::answer::{Answer, Cell, SAGE_COLUMNS};
-use crate::load::{items, num, text, ResultFile};
+use crate::load::{ResultFile, Typed};
 
 /// A table for the markdown and HTML outputs; every numeric cell also becomes a CSV line.
 pub(crate) struct Table {
@@ -253,26 +253,31 @@ fn human_pref_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     let mut pairwise = Vec::new();
     let mut ratings = Vec::new();
     let mut dimension_names: Vec<String> = Vec::new();
-    for r in files
-        .iter()
-        .filter(|f| f.suite == "sage" && f.task == "human-pref")
-    {
-        for source in items(r.report(), "sources") {
-            let name = text(source, "name");
-            let c = &source["comparisons"]["classification"];
+    for (r, report) in files.iter().filter_map(|f| match &f.typed {
+        Typed::HumanPref(report) => Some((f, report)),
+        _ => None,
+    }) {
+        for source in &report.sources {
+            let name = source.name.as_str();
+            let c = &source.comparisons.classification;
             let mut row = vec![r.similarity.clone(), name.to_owned()];
-            for m in ["accuracy", "precision", "recall", "f1"] {
-                row.push(sink.cell(r, name, m, num(c, &[m])));
+            for (m, value) in [
+                ("accuracy", c.accuracy),
+                ("precision", c.precision),
+                ("recall", c.recall),
+                ("f1", c.f1),
+            ] {
+                row.push(sink.cell(r, name, m, Some(value)));
             }
-            row.push(format!("{}", source["comparisons"]["pairs"]));
+            row.push(source.comparisons.pairs.to_string());
             pairwise.push(row);
             let mut cells = BTreeMap::new();
-            for d in items(&source["correlations"], "dimensions") {
-                let dim = text(d, "dimension").to_owned();
+            for d in &source.correlations.dimensions {
+                let dim = d.dimension.clone();
                 if !dimension_names.contains(&dim) {
                     dimension_names.push(dim.clone());
                 }
-                let v = sink.cell(r, name, &format!("{dim} (0.5·(r+1))"), num(d, &["mapped"]));
+                let v = sink.cell(r, name, &format!("{dim} (0.5·(r+1))"), Some(d.mapped));
                 cells.insert(dim, v);
             }
             ratings.push((r.similarity.clone(), name.to_owned(), cells));
@@ -330,18 +335,17 @@ fn per_dataset_table(
     title: &str,
     note: &str,
     measure: &str,
-    value: impl Fn(&Value) -> Option<f64>,
+    per_dataset: impl Fn(&Typed) -> Option<Vec<(&str, f64)>>,
 ) -> Table {
     let mut datasets: Vec<String> = Vec::new();
     let mut rows = Vec::new();
     for r in files.iter().filter(|f| f.suite == "sage" && f.task == task) {
         let mut cells = BTreeMap::new();
-        for d in items(r.report(), "datasets") {
-            let name = text(d, "dataset").to_owned();
-            if !datasets.contains(&name) {
-                datasets.push(name.clone());
+        for (name, value) in per_dataset(&r.typed).into_iter().flatten() {
+            if !datasets.iter().any(|d| d == name) {
+                datasets.push(name.to_owned());
             }
-            cells.insert(name.clone(), sink.cell(r, &name, measure, value(d)));
+            cells.insert(name.to_owned(), sink.cell(r, name, measure, Some(value)));
         }
         rows.push((r.similarity.clone(), cells));
     }
@@ -370,19 +374,21 @@ fn per_dataset_table(
 fn evalrank_table(files: &[ResultFile], sink: &mut Sink) -> Table {
     let rows = files
         .iter()
-        .filter(|f| f.suite == "evalrank")
-        .map(|r| {
-            let rep = r.report();
+        .filter_map(|f| match &f.typed {
+            Typed::EvalRank(report) => Some((f, report)),
+            _ => None,
+        })
+        .map(|(r, rep)| {
             let mut row = vec![r.similarity.clone(), r.task.clone()];
-            for (m, path) in [
-                ("MRR", ["scores", "mrr"]),
-                ("Hits@1", ["scores", "hits_at_1"]),
-                ("Hits@3", ["scores", "hits_at_3"]),
-                ("classic Spearman×100", ["classic", "mean"]),
+            for (m, value) in [
+                ("MRR", rep.scores.mrr),
+                ("Hits@1", rep.scores.hits_at_1),
+                ("Hits@3", rep.scores.hits_at_3),
+                ("classic Spearman×100", rep.classic.mean),
             ] {
-                row.push(sink.cell(r, &r.task, m, num(rep, &path)));
+                row.push(sink.cell(r, &r.task, m, Some(value)));
             }
-            row.push(format!("{}", rep["scores"]["pairs"]));
+            row.push(rep.scores.pairs.to_string());
             row
         })
         .collect();
@@ -457,36 +463,36 @@ fn other_suites_table(files: &[ResultFile], sink: &mut Sink) -> Table {
 
 fn align_sim_table(files: &[ResultFile], sink: &mut Sink) -> Table {
     let mut rows = Vec::new();
-    for r in files.iter().filter(|f| f.suite == "align-sim") {
-        let rep = r.report();
-        for d in items(rep, "datasets") {
-            let name = text(d, "dataset");
+    for (r, rep) in files.iter().filter_map(|f| match &f.typed {
+        Typed::AlignSim(report) => Some((f, report)),
+        _ => None,
+    }) {
+        for d in &rep.datasets {
+            let name = d.dataset.as_str();
             let mut row = vec![r.similarity.clone(), name.to_owned()];
             row.push(sink.cell(
                 r,
                 name,
                 "paraphrase − random",
-                num(d, &["paraphrase", "difference"]),
+                Some(d.paraphrase.difference),
             ));
-            let syn = items(d, "synonyms").first();
             row.push(sink.cell(
                 r,
                 name,
                 "synonym n=1 (normalised)",
-                syn.and_then(|s| num(s, &["normalised"])),
+                d.synonyms.first().map(|s| s.normalised),
             ));
             row.push(sink.cell(
                 r,
                 name,
                 "antonym mean difference",
-                num(d, &["antonym", "mean_difference"]),
+                Some(d.antonym.mean_difference),
             ));
-            let jumble = items(d, "jumbling").first();
             row.push(sink.cell(
                 r,
                 name,
                 "jumbling n=1 mean difference",
-                jumble.and_then(|j| num(j, &["mean_difference"])),
+                d.jumbling.first().map(|j| j.mean_difference),
             ));
             rows.push(row);
         }
@@ -501,7 +507,7 @@ fn align_sim_table(files: &[ResultFile], sink: &mut Sink) -> Table {
             r,
             "afin",
             "negation (normalised)",
-            num(rep, &["negation", "normalised"]),
+            Some(rep.negation.normalised),
         ));
         rows.push(row);
     }
@@ -531,30 +537,34 @@ fn align_sim_table(files: &[ResultFile], sink: &mut Sink) -> Table {
 }
 
 fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
-    let pteb: Vec<&ResultFile> = files.iter().filter(|f| f.suite == "pteb").collect();
+    let reports: Vec<(&ResultFile, &pteb::PtebReport)> = files
+        .iter()
+        .filter_map(|f| match &f.typed {
+            Typed::Pteb(report) => Some((f, report.as_ref())),
+            _ => None,
+        })
+        .collect();
     let mut rows = Vec::new();
     let mut unqualified_anywhere = false;
-    for r in &pteb {
-        let rep = r.report();
-        for d in items(rep, "datasets") {
-            let name = text(d, "dataset");
-            let quality = &d["quality"];
-            // a result without the record (made before it existed) is not called qualified
-            let qualified = quality["verdict"]["qualified"].as_bool() == Some(true);
+    for &(r, rep) in &reports {
+        for d in &rep.datasets {
+            let name = d.dataset.as_str();
+            let quality = &d.quality;
+            let qualified = quality.verdict.qualified;
             unqualified_anywhere |= !qualified;
             // the paraphrased numbers of an unqualified dataset carry a mark to the note
             let mark = if qualified { "" } else { " †" };
             let mut row = vec![
                 r.similarity.clone(),
                 name.to_owned(),
-                text(d, "task").to_owned(),
+                d.task.name().to_owned(),
             ];
-            row.push(sink.cell(r, name, "original", num(d, &["original"])));
+            row.push(sink.cell(r, name, "original", Some(d.original)));
             if !sink.published.is_empty() {
                 let published = pteb::mteb::mteb_task_name(name).and_then(|task| {
                     sink.published.iter().find(|p| {
                         p.task == task
-                            && p.split == text(d, "split")
+                            && p.split == d.split
                             && p.hf_subset == "default"
                             && same_model(&p.model, &r.similarity)
                     })
@@ -562,61 +572,47 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                 let score = published.map(|p| p.main_score);
                 row.push(sink.cell(r, name, "mteb published", score));
             }
-            let mean = sink.cell(
+            let mean = sink.cell(r, name, "paraphrased mean", Some(d.paraphrased.mean));
+            let std = sink.cell(r, name, "paraphrased std", Some(d.paraphrased.std));
+            row.push(format!("{mean} ± {std}{mark}"));
+            let delta = sink.cell(r, name, "delta", Some(d.delta));
+            row.push(format!("{delta}{mark}"));
+            row.push(sink.cell(
                 r,
                 name,
-                "paraphrased mean",
-                num(d, &["paraphrased", "mean"]),
-            );
-            let std = sink.cell(r, name, "paraphrased std", num(d, &["paraphrased", "std"]));
-            row.push(format!("{mean} ± {std}{mark}"));
-            let delta = sink.cell(r, name, "delta", num(d, &["delta"]));
-            row.push(format!("{delta}{mark}"));
-            row.push(sink.cell(r, name, "edit distance", num(quality, &["edit_distance"])));
+                "edit distance",
+                Some(quality.figures.edit_distance),
+            ));
             let cosine = sink.cell(
                 r,
                 name,
                 "reference cosine",
-                num(quality, &["reference_cosine"]),
+                Some(quality.figures.reference_cosine),
             );
-            let below = num(quality, &["share_below"])
-                .map_or("—".to_owned(), |v| format!("{:.0}%", 100.0 * v));
+            let below = format!("{:.0}%", 100.0 * quality.figures.share_below);
             row.push(format!("{cosine} ({below} low)"));
-            row.push(format!("{}", d["fallbacks"]));
-            let reasons: Vec<&str> = items(&quality["verdict"], "reasons")
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            row.push(match (qualified, quality.is_null()) {
-                (true, _) => "qualified".into(),
-                (false, true) => "not measured".into(),
-                (false, false) => format!("paraphraser not qualified: {}", reasons.join("; ")),
+            row.push(d.fallbacks.to_string());
+            row.push(if qualified {
+                "qualified".into()
+            } else {
+                format!(
+                    "paraphraser not qualified: {}",
+                    quality.verdict.reasons.join("; ")
+                )
             });
             rows.push(row);
         }
-        let pooled_row = match rep.get("pooled").filter(|p| !p.is_null()) {
+        let pooled_row = match &rep.pooled {
             Some(p) => {
-                let hl = sink.cell(
-                    r,
-                    "pooled",
-                    "hodges-lehmann",
-                    num(p, &["hodges_lehmann", "estimate"]),
-                );
-                let lo = sink.cell(
-                    r,
-                    "pooled",
-                    "hl ci low",
-                    num(p, &["hodges_lehmann", "ci_low"]),
-                );
-                let hi = sink.cell(
-                    r,
-                    "pooled",
-                    "hl ci high",
-                    num(p, &["hodges_lehmann", "ci_high"]),
-                );
-                let pv = num(p, &["wilcoxon", "p_value"])
-                    .map_or("—".into(), |v| format!("p = {v:.2e}"));
-                let over = if p["includes_unqualified"].as_bool() == Some(true) {
+                let hl = &p.hodges_lehmann;
+                let hl_text = sink.cell(r, "pooled", "hodges-lehmann", Some(hl.estimate));
+                let lo = sink.cell(r, "pooled", "hl ci low", Some(hl.ci_low));
+                let hi = sink.cell(r, "pooled", "hl ci high", Some(hl.ci_high));
+                let pv = p
+                    .wilcoxon
+                    .as_ref()
+                    .map_or("—".into(), |w| format!("p = {:.2e}", w.p_value));
+                let over = if p.includes_unqualified {
                     "unqualified datasets included"
                 } else {
                     "qualified datasets"
@@ -624,17 +620,17 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                 Some(vec![
                     r.similarity.clone(),
                     "pooled".into(),
-                    format!("n = {}", p["n"]),
+                    format!("n = {}", p.n),
                     "".into(),
                     "".into(),
-                    format!("HL {hl} [{lo}, {hi}]"),
+                    format!("HL {hl_text} [{lo}, {hi}]"),
                     pv,
                     "".into(),
-                    format!("{}", rep["fallbacks"]),
+                    rep.fallbacks.to_string(),
                     over.into(),
                 ])
             }
-            None if !items(rep, "unqualified").is_empty() => Some(vec![
+            None if !rep.unqualified.is_empty() => Some(vec![
                 r.similarity.clone(),
                 "pooled".into(),
                 "—".into(),
@@ -643,7 +639,7 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
                 "".into(),
                 "".into(),
                 "".into(),
-                format!("{}", rep["fallbacks"]),
+                rep.fallbacks.to_string(),
                 "nothing pooled: too few qualified dataset runs".into(),
             ]),
             None => None,
@@ -704,10 +700,6 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
         rows,
     }];
     // the paper's Table 7: every model against a baseline (all-mpnet-base-v2 when present)
-    let reports: Vec<(&ResultFile, pteb::PtebReport)> = pteb
-        .iter()
-        .filter_map(|r| Some((*r, serde_json::from_value(r.report().clone()).ok()?)))
-        .collect();
     if reports.len() >= 2 {
         let base = reports
             .iter()
@@ -717,14 +709,14 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
             .iter()
             .enumerate()
             .filter(|(i, _)| *i != base)
-            .map(|(_, (_, p))| p)
+            .map(|(_, (_, p))| *p)
             .collect();
         let seed = sage_core::RunSeed(reports[base].1.options.seed);
         let note = "Paired on the paraphrased scores of the (dataset, seed) runs both have \
                     (datasets whose paraphrases passed the quality gate, unless the run pools \
                     them all): Hodges–Lehmann shift model − baseline with its 95% bootstrap \
                     interval, Wilcoxon signed-rank p, Holm-corrected over the models.";
-        let (note, rows) = match pteb::compare(&reports[base].1, &others, seed) {
+        let (note, rows) = match pteb::compare(reports[base].1, &others, seed) {
             Ok(comparisons) => (
                 note.to_owned(),
                 comparisons
@@ -778,12 +770,24 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
         "Transformation robustness (Table 4)",
         "Mean over the three conditions of the share of documents meeting each.",
         "score",
-        |d| num(d, &["score"]),
+        |t| match t {
+            Typed::Robustness(r) => Some(
+                r.datasets
+                    .iter()
+                    .map(|d| (d.dataset.as_str(), d.score))
+                    .collect(),
+            ),
+            _ => None,
+        },
     ));
     for (family, key, table) in [
         ("insertion", "sensitivity-insertion", 5),
         ("removal", "sensitivity-removal", 6),
     ] {
+        let of = move |d: &sage_sensitivity::DatasetReport| match family {
+            "insertion" => d.insertion.score,
+            _ => d.removal.score,
+        };
         out.push(per_dataset_table(
             files,
             sink,
@@ -792,7 +796,15 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
             &format!("Information sensitivity — {family} (Table {table})"),
             "1 − mean |observed − (1 − p/(1+p))| over documents and levels.",
             &format!("{family} score"),
-            |d| num(d, &[family, "score"]),
+            |t| match t {
+                Typed::Sensitivity(r) => Some(
+                    r.datasets
+                        .iter()
+                        .map(|d| (d.dataset.as_str(), of(d)))
+                        .collect(),
+                ),
+                _ => None,
+            },
         ));
     }
     out.push(per_dataset_table(
@@ -803,7 +815,15 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
         "Clustering — V-measure per dataset",
         "Complete linkage on 1 − similarity, cut at the true class count; mean over subsets.",
         "v_measure",
-        |d| num(d, &["v_measure"]),
+        |t| match t {
+            Typed::Clustering(r) => Some(
+                r.datasets
+                    .iter()
+                    .map(|d| (d.dataset.as_str(), d.v_measure))
+                    .collect(),
+            ),
+            _ => None,
+        },
     ));
     out.push(per_dataset_table(
         files,
@@ -813,7 +833,15 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
         "Retrieval — clean NDCG@10 per dataset",
         "On the unperturbed corpus (the sample used).",
         "ndcg_clean",
-        |d| num(d, &["ndcg_clean"]),
+        |t| match t {
+            Typed::Retrieval(r) => Some(
+                r.datasets
+                    .iter()
+                    .map(|d| (d.dataset.as_str(), d.ndcg_clean))
+                    .collect(),
+            ),
+            _ => None,
+        },
     ));
     out.push(per_dataset_table(
         files,
@@ -823,7 +851,15 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
         "Retrieval — harmonic mean of the 18 NDCG@10 retentions per dataset",
         "retention_t = NDCG@10 on perturbed corpus t / clean NDCG@10.",
         "retention harmonic mean",
-        |d| num(d, &["score"]),
+        |t| match t {
+            Typed::Retrieval(r) => Some(
+                r.datasets
+                    .iter()
+                    .map(|d| (d.dataset.as_str(), d.score))
+                    .collect(),
+            ),
+            _ => None,
+        },
     ));
     out.push(evalrank_table(files, sink));
     out.push(align_sim_table(files, sink));
