@@ -1813,14 +1813,11 @@ mod tests {
         let mut suites = shipped_suites();
         suites.push(toy(true));
         config.check_against(&shipped_metrics(), &suites).unwrap();
+        let plan_of = |config: &Config, suites: &[ListedSuite], skipped: &mut Vec<Skipped>| {
+            plan(config, suites, &similarities, Path::new("data"), skipped)
+        };
         let mut skipped = Vec::new();
-        let jobs = plan(
-            &config,
-            &suites,
-            &similarities,
-            Path::new("data"),
-            &mut skipped,
-        );
+        let jobs = plan_of(&config, &suites, &mut skipped);
         let toys: Vec<&Job> = jobs.iter().filter(|j| j.suite == "toys").collect();
         assert_eq!(toys.len(), 2);
         assert_eq!(toys[0].id(), "bm25/toys/letters");
@@ -1835,13 +1832,7 @@ mod tests {
         suites.pop();
         suites.push(toy(false));
         let mut skipped = Vec::new();
-        let jobs = plan(
-            &config,
-            &suites,
-            &similarities,
-            Path::new("data"),
-            &mut skipped,
-        );
+        let jobs = plan_of(&config, &suites, &mut skipped);
         let toys: Vec<String> = jobs
             .iter()
             .filter(|j| j.suite == "toys")
@@ -1857,13 +1848,7 @@ mod tests {
             "off.toml",
         )
         .unwrap();
-        let jobs = plan(
-            &off,
-            &suites,
-            &similarities,
-            Path::new("data"),
-            &mut Vec::new(),
-        );
+        let jobs = plan_of(&off, &suites, &mut Vec::new());
         assert!(jobs.iter().all(|j| j.suite != "toys"));
     }
 

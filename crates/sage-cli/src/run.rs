@@ -157,28 +157,17 @@ pub enum Task {
 /// `sage run --help`'s last words: how a suite registered beyond the shipped ones is run.
 pub(crate) const REGISTERED_HELP: &str = "A suite registered beyond these (`sage suites` lists \
 every one) runs as: sage run NAME --similarity S [--dataset NAME/SPLIT]... [--seed N] \
-[--data-dir DIR] [--options JSON] [--option KEY=VALUE]... [--output FILE] (and the model \
+[--data-dir DIR] [--max-rows N] [--options JSON] [--option KEY=VALUE]... [--output FILE] (and the model \
 flags). Its options are the suite's own: an unknown one is an error naming it.";
 
-/// The flags of a suite that has no subcommand of its own: the subject, the request, and the
+/// The flags of a suite that has no subcommand of its own: those of every SAGE task (the subject,
+/// datasets, seed, data root, output; `--max-rows` becomes the `max_rows` option), and the suite's
 /// options as JSON.
 #[derive(Debug, clap::Parser)]
 #[command(no_binary_name = true)]
 struct RegisteredRun {
-    /// A registered metric (`sage metrics`) or an embedding model, compared by cosine.
-    #[arg(long, required_unless_present = "model")]
-    similarity: Option<String>,
     #[command(flatten)]
-    model: ModelArgs,
-    /// Datasets as name/split (default: the suite's default datasets that are local).
-    #[arg(long = "dataset")]
-    datasets: Vec<String>,
-    /// Run seed.
-    #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
-    seed: u64,
-    /// Data root (default: $SAGE_DATA_DIR).
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
+    task: TaskArgs,
     /// The suite's options as one JSON object.
     #[arg(long, value_name = "JSON")]
     options: Option<String>,
@@ -186,9 +175,6 @@ struct RegisteredRun {
     /// taken as a string. Repeatable; over --options.
     #[arg(long = "option", value_name = "KEY=VALUE")]
     option: Vec<String>,
-    /// Write the report here (atomically) instead of standard output.
-    #[arg(long)]
-    output: Option<PathBuf>,
 }
 
 impl RegisteredRun {
@@ -210,6 +196,9 @@ impl RegisteredRun {
                 serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
             options.insert(key.to_owned(), value);
         }
+        if let Some(max_rows) = self.task.max_rows {
+            options.insert("max_rows".to_owned(), max_rows.into());
+        }
         Ok(options)
     }
 }
@@ -223,15 +212,8 @@ fn run_other(args: &[String], registry: &Registry) -> Result<()> {
     registry.find(name)?;
     let run = RegisteredRun::try_parse_from(flags)
         .map_err(|e| anyhow::anyhow!("sage run {name}: {}", e.render().to_string().trim_end()))?;
-    let root = crate::data::root(run.data_dir.clone())?;
-    let request = Request {
-        datasets: crate::data::parse_datasets(&run.datasets)?,
-        seed: sage_core::RunSeed(run.seed),
-        options: run.options()?,
-        ..Request::new(&root)
-    };
-    let subject = subject(registry, run.similarity.as_deref(), &run.model)?;
-    run_registered(registry, name, &subject, &request, run.output.clone())
+    let options = run.options()?;
+    run.task.run(registry, name, Value::Object(options))
 }
 
 /// A whole-number flag within its documented range, checked before any work: clap's error names

@@ -417,12 +417,7 @@ mod tests {
     }
 
     fn offline(cache: &Path) -> HubSettings {
-        HubSettings {
-            cache: cache.to_owned(),
-            offline: true,
-            endpoint: None,
-            token: None,
-        }
+        HubSettings::offline_at(cache)
     }
 
     #[test]

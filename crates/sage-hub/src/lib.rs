@@ -57,6 +57,17 @@ impl HubSettings {
         }
     }
 
+    /// The hub cache at `cache`, never the network: a cache copied from a machine that has the
+    /// hub (and what tests lay out).
+    pub fn offline_at(cache: impl Into<PathBuf>) -> HubSettings {
+        HubSettings {
+            cache: cache.into(),
+            offline: true,
+            endpoint: None,
+            token: None,
+        }
+    }
+
     /// The commit `refs/<revision>` points at in the cache, when there is one.
     pub fn cached_commit(&self, repo: &Repo) -> Option<String> {
         let refs = self

@@ -325,6 +325,22 @@ fn human_pref_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     ]
 }
 
+/// `(dataset, value)` for each dataset of a report, as [`per_dataset_table`] takes them.
+fn each<'a, D>(
+    datasets: &'a [D],
+    value: impl Fn(&'a D) -> (&'a String, f64),
+) -> Option<Vec<(&'a str, f64)>> {
+    Some(
+        datasets
+            .iter()
+            .map(|d| {
+                let (name, v) = value(d);
+                (name.as_str(), v)
+            })
+            .collect(),
+    )
+}
+
 /// One row per similarity, one column per dataset, for a per-dataset number of a SAGE task.
 #[allow(clippy::too_many_arguments)] // one call per table: the arguments are its spelling
 fn per_dataset_table(
@@ -771,12 +787,7 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
         "Mean over the three conditions of the share of documents meeting each.",
         "score",
         |t| match t {
-            Typed::Robustness(r) => Some(
-                r.datasets
-                    .iter()
-                    .map(|d| (d.dataset.as_str(), d.score))
-                    .collect(),
-            ),
+            Typed::Robustness(r) => each(&r.datasets, |d| (&d.dataset, d.score)),
             _ => None,
         },
     ));
@@ -797,12 +808,7 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
             "1 − mean |observed − (1 − p/(1+p))| over documents and levels.",
             &format!("{family} score"),
             |t| match t {
-                Typed::Sensitivity(r) => Some(
-                    r.datasets
-                        .iter()
-                        .map(|d| (d.dataset.as_str(), of(d)))
-                        .collect(),
-                ),
+                Typed::Sensitivity(r) => each(&r.datasets, |d| (&d.dataset, of(d))),
                 _ => None,
             },
         ));
@@ -816,12 +822,7 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
         "Complete linkage on 1 − similarity, cut at the true class count; mean over subsets.",
         "v_measure",
         |t| match t {
-            Typed::Clustering(r) => Some(
-                r.datasets
-                    .iter()
-                    .map(|d| (d.dataset.as_str(), d.v_measure))
-                    .collect(),
-            ),
+            Typed::Clustering(r) => each(&r.datasets, |d| (&d.dataset, d.v_measure)),
             _ => None,
         },
     ));
@@ -834,12 +835,7 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
         "On the unperturbed corpus (the sample used).",
         "ndcg_clean",
         |t| match t {
-            Typed::Retrieval(r) => Some(
-                r.datasets
-                    .iter()
-                    .map(|d| (d.dataset.as_str(), d.ndcg_clean))
-                    .collect(),
-            ),
+            Typed::Retrieval(r) => each(&r.datasets, |d| (&d.dataset, d.ndcg_clean)),
             _ => None,
         },
     ));
@@ -852,12 +848,7 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
         "retention_t = NDCG@10 on perturbed corpus t / clean NDCG@10.",
         "retention harmonic mean",
         |t| match t {
-            Typed::Retrieval(r) => Some(
-                r.datasets
-                    .iter()
-                    .map(|d| (d.dataset.as_str(), d.score))
-                    .collect(),
-            ),
+            Typed::Retrieval(r) => each(&r.datasets, |d| (&d.dataset, d.score)),
             _ => None,
         },
     ));
