@@ -22,9 +22,11 @@ cargo xtask <task> [options]
 
 Tasks:
   bench-all [--config bench.toml] [--quick] [--overwrite] [--out DIR] [--sage BIN] [--plan]
-      Every suite (SAGE's five tasks, EvalRank, ALIGN-SIM, PTEB) on every
-      similarity (the classical metrics and the models `sage models` finds, or those the config
-      names), through the release `sage` binary (BIN: use that one instead of building).
+      Every suite `sage suites` lists (SAGE's five tasks, EvalRank, ALIGN-SIM, PTEB, and any
+      a `sage` of one's own registers) on every similarity (the metrics `sage metrics` lists and
+      the models `sage models` finds, or those the config names), through the release `sage`
+      binary (BIN: use that one instead of building; a suite beyond the shipped ones takes its
+      datasets and options from the config's [suites.<name>] table).
       Data: $SAGE_DATA_DIR, else the fixtures in data/fixtures/mirror. One result file per
       (similarity, suite, task) under DIR/<similarity>/<suite>/<task>.json (default DIR:
       results), written atomically; existing files are kept unless --overwrite, so a killed run
