@@ -46,8 +46,9 @@ pub struct Heatmap {
     pub columns: Vec<String>,
     /// One row per similarity with at least one SAGE category.
     pub rows: Vec<HeatmapRow>,
-    /// Per column, the row with the highest score.
-    pub best: Vec<Option<usize>>,
+    /// Per column, the rows with the highest score: every one of them when several tie (empty
+    /// for a column no row has).
+    pub best: Vec<Vec<usize>>,
 }
 
 /// One similarity in the ranking.
@@ -245,11 +246,18 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
     columns.push("Overall".into());
     let best = (0..columns.len())
         .map(|c| {
-            rows.iter()
+            let scores: Vec<(usize, f64)> = rows
+                .iter()
                 .enumerate()
                 .filter_map(|(i, r)| Some((i, r.cells[c]?.score)))
-                .max_by(|a, b| a.1.total_cmp(&b.1))
-                .map(|(i, _)| i)
+                .collect();
+            let top = scores.iter().map(|s| s.1).max_by(f64::total_cmp);
+            // a tie marks every tied row: marking one of them would rank equals
+            scores
+                .iter()
+                .filter(|s| Some(s.1) == top)
+                .map(|s| s.0)
+                .collect()
         })
         .collect();
 

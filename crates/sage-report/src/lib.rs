@@ -328,7 +328,7 @@ mod tests {
             .iter()
             .position(|r| r.similarity == "strong")
             .unwrap();
-        assert!(heatmap.best.iter().all(|b| *b == Some(strong)));
+        assert!(heatmap.best.iter().all(|b| *b == [strong]));
         assert_eq!(heatmap.columns.last().unwrap(), "Overall");
     }
 
@@ -409,6 +409,40 @@ mod tests {
             "{err}"
         );
         assert!(!tmp.path().join("report.html").exists());
+    }
+
+    /// Two similarities with the same best score in a column are both marked best: marking one
+    /// would rank equals.
+    #[test]
+    fn a_tie_for_the_best_marks_every_tied_row() {
+        let tmp = folder_of_three();
+        for similarity in ["strong", "tied-a"] {
+            write_result(tmp.path(), similarity, "clustering", &units(0.9, 0.0), "c1");
+        }
+        let written = write_report(tmp.path(), None).unwrap();
+        let heatmap = &written.answer.heatmap;
+        let row = |name: &str| {
+            heatmap
+                .rows
+                .iter()
+                .position(|r| r.similarity == name)
+                .unwrap()
+        };
+        let clustering = heatmap
+            .columns
+            .iter()
+            .position(|c| c == "Clustering")
+            .unwrap();
+        let mut tied = vec![row("strong"), row("tied-a")];
+        tied.sort_unstable();
+        assert_eq!(heatmap.best[clustering], tied);
+        let md = std::fs::read_to_string(&written.markdown).unwrap();
+        let starred = md
+            .lines()
+            .filter(|l| l.starts_with("| strong") || l.starts_with("| tied-a"))
+            .filter(|l| l.contains("★"))
+            .count();
+        assert!(starred >= 2, "{md}");
     }
 
     /// A shipped suite's report is read into its type: a field renamed (or dropped) fails the

@@ -218,7 +218,7 @@ fn html_table(out: &mut String, t: &Table, id: &str, class: &str, page: &Page<'_
             match cell {
                 Some(cell) => {
                     let (bg, fg) = heat(cell.score);
-                    let best = heatmap.best.get(c - 1).copied().flatten() == Some(i);
+                    let best = heatmap.best.get(c - 1).is_some_and(|b| b.contains(&i));
                     let (score, interval) = text.split_once(' ').unwrap_or((text, ""));
                     let _ = write!(
                         out,

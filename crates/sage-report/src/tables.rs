@@ -101,7 +101,7 @@ fn sage_table(answer: &Answer, sink: &mut Sink) -> Table {
                     measure: "score".into(),
                     value: cell.score,
                 });
-                let star = if heatmap.best[k] == Some(i) {
+                let star = if heatmap.best[k].contains(&i) {
                     " ★"
                 } else {
                     ""
