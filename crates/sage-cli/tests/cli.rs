@@ -1116,6 +1116,10 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
     let dataset = |name: &str, original: f64, mean: f64, cosine: f64, reasons: &[&str]| {
         serde_json::json!({
             "dataset": name, "split": "test", "task": "sts", "metric": "cosine_spearman",
+            "rows": {
+                "dataset": name, "split": "test", "total_rows": 10, "used_rows": 10,
+                "max_rows": null, "seed": 1337, "empty_text_rows": 0, "checksum": "c"
+            },
             "original": original, "paraphrased": {"mean": mean, "std": 0.01, "n": 2, "ddof": 1},
             "delta": mean - original, "fallbacks": 0, "runs": [], "examples": [],
             "quality": {
@@ -1137,19 +1141,36 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
             "git_revision": null, "timestamp": "2026-11-24T19:00:00Z", "wall_seconds": 1.0,
             "host": {"arch": "x86_64", "cores": 2, "cpu": null, "gpus": [], "os": "linux"}
         },
+        // a whole PTEB report (the report reads it into pteb's type), the settings at their
+        // defaults
         "report": {
             "suite": "pteb",
+            "encoder": {
+                "model_id": "all-MiniLM-L6-v2", "revision": null, "pooling": "mean",
+                "normalize": true, "max_length": 256
+            },
+            "paraphraser": {
+                "backend": "gguf:SmolLM2-135M-Instruct",
+                "settings": pteb::ParaphraseSettings::default(),
+                "instruction": "Paraphrase."
+            },
+            "options": pteb::Options::default(),
+            "seeds": [1337, 1338],
             "datasets": [
                 dataset("stsb", 0.85, 0.80, 0.86, &[]),
                 dataset("biosses", 0.80, 0.51, 0.70, &["reference cosine 0.700 < 0.78"]),
             ],
             "pooled": {
                 "n": 2, "includes_unqualified": false, "mean_delta": -0.05,
-                "hodges_lehmann": {"estimate": -0.05, "ci_low": -0.06, "ci_high": -0.04},
+                "hodges_lehmann": {
+                    "estimate": -0.05, "ci_low": -0.06, "ci_high": -0.04, "confidence": 0.95,
+                    "resamples": 1000, "seed": 1337, "n": 2
+                },
                 "wilcoxon": null
             },
             "unqualified": ["biosses/test"],
-            "fallbacks": 0
+            "fallbacks": 0,
+            "timings": {"phases": []}
         }
     });
     let suite = dir.path().join("all-MiniLM-L6-v2/pteb");

@@ -58,14 +58,14 @@ pub enum ReportError {
     },
     /// A shipped suite's report that does not read into that suite's report type (a field
     /// renamed, dropped or of another type): said here rather than shown as a blank cell.
-    #[error("{}: not a {kind} report of this sage version: {source}", path.display())]
+    #[error("{}: not a {kind} report of this sage version: {detail}", path.display())]
     Report {
         /// The file.
         path: PathBuf,
         /// `suite/task`.
         kind: String,
         /// What did not read (serde names the field).
-        source: serde_json::Error,
+        detail: serde_json::Error,
     },
     /// A result file of another schema.
     #[error("{}: schema {found} is not {:?} (made by another harness version?)", path.display(), sage_core::RESULT_SCHEMA)]

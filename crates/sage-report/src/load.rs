@@ -133,10 +133,10 @@ pub(crate) fn load(dir: &Path) -> Result<Vec<ResultFile>> {
                         source,
                     })?;
                 let typed = Typed::read(&envelope.suite, &envelope.task, &envelope.report)
-                    .map_err(|source| ReportError::Report {
+                    .map_err(|detail| ReportError::Report {
                         path: path.clone(),
                         kind: format!("{}/{}", envelope.suite, envelope.task),
-                        source,
+                        detail,
                     })?;
                 files.push(ResultFile {
                     similarity: envelope.similarity.name.clone(),
