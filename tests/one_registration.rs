@@ -81,8 +81,9 @@ fn sage_run_takes_the_registered_suite_and_metric() {
     };
     let one = dir.path().join("one.json");
     let two = dir.path().join("two.json");
-    run(&one, &["--option", "max_rows=8"]);
-    run(&two, &["--options", r#"{"max_rows": 8}"#]);
+    // the fixtures' STS-B holds 3 pairs: 2 of them, sampled
+    run(&one, &["--option", "max_rows=2"]);
+    run(&two, &["--options", r#"{"max_rows": 2}"#]);
     let bytes = std::fs::read(&one).unwrap();
     assert_eq!(
         bytes,
@@ -92,9 +93,10 @@ fn sage_run_takes_the_registered_suite_and_metric() {
     let report: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(report["similarity"], "shared-letters");
     assert_eq!(report["seed"], 7);
-    assert_eq!(report["max_rows"], 8);
+    assert_eq!(report["max_rows"], 2);
     assert_eq!(report["datasets"][0]["dataset"], "stsb/test");
-    assert_eq!(report["datasets"][0]["rows"]["used_rows"], 8);
+    assert_eq!(report["datasets"][0]["rows"]["used_rows"], 2);
+    assert_eq!(report["datasets"][0]["rows"]["total_rows"], 3);
     let score = report["score"].as_f64().unwrap();
     assert!((-1.0..=1.0).contains(&score), "{score}");
 

@@ -1149,10 +1149,10 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
                 "model_id": "all-MiniLM-L6-v2", "revision": null, "pooling": "mean",
                 "normalize": true, "max_length": 256
             },
-            "paraphraser": {
-                "backend": "gguf:SmolLM2-135M-Instruct",
-                "settings": pteb::ParaphraseSettings::default(),
-                "instruction": "Paraphrase."
+            "paraphraser": pteb::ParaphraserIdentity {
+                backend: "gguf:SmolLM2-135M-Instruct".into(),
+                settings: pteb::ParaphraseSettings::default(),
+                instruction: "Paraphrase.".into(),
             },
             "options": pteb::Options::default(),
             "seeds": [1337, 1338],
@@ -1170,7 +1170,7 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
             },
             "unqualified": ["biosses/test"],
             "fallbacks": 0,
-            "timings": {"phases": []}
+            "timings": sage_core::Timings::default()
         }
     });
     let suite = dir.path().join("all-MiniLM-L6-v2/pteb");
