@@ -133,7 +133,7 @@ def report(
 
     Returns the paths written (``markdown``, ``csv``, ``html``), ``result_files``, and
     ``answer``: the heatmap (``columns``, ``rows`` with ``cells`` of ``score`` and ``ci95``,
-    ``best``) and the ranking (``ranked``, ``comparisons`` with the difference, its interval,
+    ``best``: per column the indices of the best rows, every one of them on a tie) and the ranking (``ranked``, ``comparisons`` with the difference, its interval,
     ``p_value``, ``p_holm`` and ``significant``).
     """
     return json.loads(
