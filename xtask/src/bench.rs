@@ -825,19 +825,8 @@ fn similarities(
             });
             continue;
         }
-        let listing = Command::new(sage)
-            .arg("models")
-            .output()
-            .with_context(|| format!("running {} models", sage.display()))?;
-        if !listing.status.success() {
-            bail!(
-                "sage models failed: {}",
-                String::from_utf8_lossy(&listing.stderr)
-            );
-        }
         let mut found_models: Vec<(u64, String)> = Vec::new();
-        for line in String::from_utf8_lossy(&listing.stdout).lines() {
-            let found: Value = serde_json::from_str(line).context("sage models output")?;
+        for found in sage_listing::<Value>(sage, "models")? {
             let spec = found["spec"].as_str().unwrap_or_default().to_owned();
             let dir = Path::new(found["dir"].as_str().unwrap_or_default());
             found_models.push((transformer_bytes(dir), spec));
