@@ -697,23 +697,20 @@ fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> {
         if shards.is_empty() {
             continue;
         }
-        let merged = Command::new(sage)
-            .args(["cache", "merge", "--cache"])
-            .arg(cache_dir.join(format!("{stem}.redb")))
-            .args(flag)
-            .args(&shards)
-            .output()
-            .with_context(|| format!("running {} cache merge", sage.display()))?;
-        if !merged.status.success() {
-            bail!(
-                "sage cache merge of {} {stem} shard files failed (they are kept): {}",
-                shards.len(),
-                String::from_utf8_lossy(&merged.stderr).trim()
-            );
-        }
+        let merged = sage_stdout(
+            Command::new(sage)
+                .args(["cache", "merge", "--cache"])
+                .arg(cache_dir.join(format!("{stem}.redb")))
+                .args(flag)
+                .args(&shards),
+            &format!(
+                "sage cache merge of {} {stem} shard files (they are kept)",
+                shards.len()
+            ),
+        )?;
         eprintln!(
             "bench-all: {stem} caches folded: {}",
-            String::from_utf8_lossy(&merged.stdout).trim()
+            String::from_utf8_lossy(&merged).trim()
         );
         for file in &shards {
             std::fs::remove_file(file)
@@ -909,18 +906,8 @@ pub(crate) struct ListedSuite {
 
 /// One JSON object per line of `sage <command>`'s output.
 fn sage_listing<T: serde::de::DeserializeOwned>(sage: &Path, command: &str) -> Result<Vec<T>> {
-    let listing = Command::new(sage)
-        .arg(command)
-        .output()
-        .with_context(|| format!("running {} {command}", sage.display()))?;
-    if !listing.status.success() {
-        bail!(
-            "{} {command} failed: {}",
-            sage.display(),
-            String::from_utf8_lossy(&listing.stderr)
-        );
-    }
-    String::from_utf8_lossy(&listing.stdout)
+    let listing = sage_stdout(Command::new(sage).arg(command), &format!("sage {command}"))?;
+    String::from_utf8_lossy(&listing)
         .lines()
         .enumerate()
         .map(|(i, line)| {
@@ -1279,15 +1266,25 @@ impl RunContext {
 
 /// `sage ... --plan` of a remote job: what it would send and cost, sending nothing.
 fn job_plan(job: &Job, sage: &Path, context: &RunContext) -> Result<Value> {
-    let output = Command::new(sage)
-        .args(&job.args)
-        .args(context.price_args(&job.similarity.spec))
-        .arg("--plan")
+    let plan = sage_stdout(
+        Command::new(sage)
+            .args(&job.args)
+            .args(context.price_args(&job.similarity.spec))
+            .arg("--plan"),
+        "planning",
+    )?;
+    serde_json::from_slice(&plan).context("sage --plan output")
+}
+
+/// Runs a `sage` command to its end and returns its standard output; a failure is an error that
+/// says `what` failed and gives sage's last line of standard error (its message).
+fn sage_stdout(command: &mut Command, what: &str) -> Result<Vec<u8>> {
+    let output = command
         .output()
-        .with_context(|| format!("running {}", sage.display()))?;
+        .with_context(|| format!("running {:?}", command.get_program()))?;
     if !output.status.success() {
         bail!(
-            "planning failed: {}",
+            "{what} failed: {}",
             String::from_utf8_lossy(&output.stderr)
                 .trim()
                 .lines()
@@ -1295,7 +1292,7 @@ fn job_plan(job: &Job, sage: &Path, context: &RunContext) -> Result<Value> {
                 .unwrap_or("no message")
         );
     }
-    serde_json::from_slice(&output.stdout).context("sage --plan output")
+    Ok(output.stdout)
 }
 
 /// What a remote job would cost: USD, or why unknown.

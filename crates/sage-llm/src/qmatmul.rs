@@ -658,7 +658,10 @@ mod tests {
     #[test]
     fn the_same_bits_as_candles_q4_1_matmul() {
         let Some(best) = best_kernel() else {
-            eprintln!("no AVX2 here: candle's path runs, nothing to compare");
+            sage_core::test_support::skip(
+                "the_same_bits_as_candles_q4_1_matmul",
+                "no AVX2 on this CPU: candle's path runs, nothing to compare",
+            );
             return;
         };
         let mut rng = sage_core::ExperimentRng::seed_from_u64(5);
@@ -669,7 +672,10 @@ mod tests {
     #[test]
     fn the_same_bits_as_candles_q8_0_matmul() {
         let Some(best) = best_kernel() else {
-            eprintln!("no AVX2 here: candle's path runs, nothing to compare");
+            sage_core::test_support::skip(
+                "the_same_bits_as_candles_q8_0_matmul",
+                "no AVX2 on this CPU: candle's path runs, nothing to compare",
+            );
             return;
         };
         let mut rng = sage_core::ExperimentRng::seed_from_u64(6);
