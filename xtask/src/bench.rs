@@ -1496,12 +1496,31 @@ fn sweep_stale_temporaries(out: &Path) -> usize {
             let Some(pid) = name.to_str().and_then(pid_of) else {
                 continue;
             };
-            if !proc.join(pid.to_string()).exists() && std::fs::remove_file(&path).is_ok() {
+            if !process_lives(proc, pid) && std::fs::remove_file(&path).is_ok() {
                 removed += 1;
             }
         }
     }
     removed
+}
+
+/// Whether process `pid` can still write a file: `/proc/<pid>` exists for it, and it is not a
+/// zombie (a killed `sage` whose parent died too stays one until an init reaps it, and a
+/// container's init may never do so) nor a thread of another process (`/proc/<tid>` resolves
+/// too, and threads share the pid numbers).
+fn process_lives(proc: &Path, pid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(proc.join(pid.to_string()).join("status")) else {
+        return false;
+    };
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+    };
+    let leader = field("Tgid:").and_then(|t| t.parse::<u32>().ok()) == Some(pid);
+    let dead = field("State:").is_some_and(|s| s.starts_with('Z') || s.starts_with('X'));
+    leader && !dead
 }
 
 /// Runs one job and writes its result file atomically; nothing is written on failure.
@@ -1913,6 +1932,59 @@ mod tests {
         let context = test_context([("cohere:embed-v4.0".to_owned(), 0.5)].into());
         assert_eq!(context.price_args("cohere:embed-v4.0"), ["--price", "0.5"]);
         assert!(context.price_args("all-MiniLM-L6-v2").is_empty());
+    }
+
+    /// A zombie (killed, never reaped: its parent died too and the container's init does not
+    /// reap) and a thread of a living process are no writers: their numbers' temporaries go.
+    #[test]
+    fn temporaries_of_a_zombie_or_of_a_threads_number_are_swept() {
+        let proc = Path::new("/proc");
+        if !proc.join("self").exists() {
+            sage_core::test_support::skip(
+                "temporaries_of_a_zombie_or_of_a_threads_number_are_swept",
+                "no /proc here: the sweep keeps every temporary",
+            );
+            return;
+        }
+        // never waited for until the sweep is done: a zombie once it exits
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let zombie = child.id();
+        let status = proc.join(zombie.to_string()).join("status");
+        let since = std::time::Instant::now();
+        while !std::fs::read_to_string(&status)
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with("State:") && l.contains('Z'))
+        {
+            assert!(since.elapsed().as_secs() < 30, "{zombie} never exited");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let (stop, parked) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || parked.recv());
+        let pid = std::process::id();
+        let tid: u32 = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|e| e.unwrap().file_name().to_str()?.parse().ok())
+            .find(|&t| t != pid)
+            .expect("the parked thread is listed");
+        assert!(proc.join(tid.to_string()).exists());
+
+        let out = tempfile::tempdir().unwrap();
+        for name in [
+            format!("robustness.report.{zombie}.partial"),
+            format!("robustness.report.{pid}.partial.tmp-{tid}"),
+            format!("clustering.report.{pid}.partial"),
+        ] {
+            std::fs::write(out.path().join(name), b"x").unwrap();
+        }
+        assert_eq!(sweep_stale_temporaries(out.path()), 2);
+        assert!(out
+            .path()
+            .join(format!("clustering.report.{pid}.partial"))
+            .exists());
+        child.wait().unwrap();
+        stop.send(()).unwrap();
+        thread.join().unwrap().unwrap();
     }
 
     #[test]
