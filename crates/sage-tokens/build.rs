@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 #[path = "src/tables.rs"]
 mod tables;
 
-use tables::{class, first_slot, packed, slot_count, table_starts, table_token, ORDINARY};
+use tables::{
+    class, filter_bits, first_slot, packed, slot_count, table_starts, table_token, FILTER_BITS,
+    ORDINARY,
+};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -43,7 +46,9 @@ fn main() {
         "assets/cl100k_base.ranks is cut short"
     );
     let mut slots = vec![0u32; slot_count(starts.len())];
-    let mut keys = vec![0u128; starts.len()];
+    let mut keys = vec![0u128; slots.len()];
+    let mut single_bytes = vec![u32::MAX; 256];
+    let mut filter = vec![0u64; FILTER_BITS / 64];
     let mut long = Vec::new();
     let mut pairs = vec![u32::MAX; 1 << 16];
     for (rank, &start) in (0u32..).zip(&starts) {
@@ -55,15 +60,37 @@ fn main() {
                     at = (at + 1) & (slots.len() - 1);
                 }
                 slots[at] = rank + 1;
-                keys[rank as usize] = key;
+                keys[at] = key;
+                for bit in filter_bits(key) {
+                    filter[bit / 64] |= 1 << (bit % 64);
+                }
             }
             None => long.push(rank),
+        }
+        if let [byte] = bytes[..] {
+            single_bytes[usize::from(byte)] = rank;
         }
         if let [first, second] = bytes[..] {
             pairs[usize::from(first) << 8 | usize::from(second)] = rank;
         }
     }
+    assert!(
+        !single_bytes.contains(&u32::MAX),
+        "every byte is a cl100k token (byte-pair merging starts from them)"
+    );
     write("starts.bin", &mut u32s(&starts).into_iter());
+    write("single_bytes.bin", &mut u32s(&single_bytes).into_iter());
+    write(
+        "filter.bin",
+        &mut filter.iter().map(|w| {
+            if big_endian {
+                w.to_be_bytes()
+            } else {
+                w.to_le_bytes()
+            }
+            .to_vec()
+        }),
+    );
     write("slots.bin", &mut u32s(&slots).into_iter());
     write("pairs.bin", &mut u32s(&pairs).into_iter());
     write("long.bin", &mut u32s(&long).into_iter());

@@ -10,6 +10,10 @@
 //!   of tiktoken-rs's `encode_ordinary` time;
 //! - a piece that is one token (most are) is one lookup of its bytes packed in an integer;
 //!   the rest are merged pair by pair as tiktoken merges them;
+//! - the lookups are what costs once the split is fast: the rank table is megabytes, and each
+//!   lookup there missed L2 and the TLB. So a thread keeps the pieces it met lately in a
+//!   128 KB direct-mapped cache (words are Zipf-distributed), and a 128 KB filter answers most
+//!   "is this no token?" questions that merging asks (`PieceCache`, `tables::filter_bits`);
 //! - the ranks are `assets/cl100k_base.ranks`: tiktoken's `cl100k_base.tiktoken` (MIT, OpenAI)
 //!   as one length byte and the token's bytes per rank, 744 KB embedded in the binary. build.rs
 //!   lays the lookup tables and the pattern's character classes out from it at compile time, so
@@ -25,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
-use tables::{first_slot, packed, spread, table_token};
+use tables::{filter_bits, first_slot, packed, spread, table_token};
 #[cfg(test)]
 use tables::{table_starts, ORDINARY};
 
@@ -67,26 +71,40 @@ struct Ranks {
     /// The rank of every two-byte token at `first << 8 | second` (`u32::MAX` where there is
     /// none): merging looks these up most.
     pairs: &'static [u32],
+    /// The rank of each byte (every byte is a token).
+    single_bytes: &'static [u32],
 }
 
 /// An open-addressing table of packed token bytes → rank (why not a `HashMap<u128, u32>`: with
 /// FxHash the packed keys collide).
+///
+/// Keys and ranks are parallel arrays by slot, so a probe's loads do not wait on each other:
+/// one miss per lookup where a rank-indexed key array took two in a row.
 struct ShortTokens {
-    /// rank + 1 per slot (0: empty), at [`tables::first_slot`] or the next free slot after it.
-    slots: &'static [u32],
-    /// The key of each rank (0 for ranks not stored here).
+    /// [`tables::filter_bits`] of every key, asked before the table.
+    filter: &'static [u64],
+    /// The key in each slot (0: empty; no piece packs to 0, its length byte is at least 1): at
+    /// [`tables::first_slot`] or the next free slot after it.
     keys: &'static [u128],
+    /// rank + 1 per slot.
+    slots: &'static [u32],
 }
 
 impl ShortTokens {
     #[inline]
     fn get(&self, key: u128) -> Option<u32> {
-        let mask = self.slots.len() - 1;
-        let mut at = first_slot(key, self.slots.len());
+        if filter_bits(key)
+            .iter()
+            .any(|&bit| self.filter[bit / 64] & 1 << (bit % 64) == 0)
+        {
+            return None;
+        }
+        let mask = self.keys.len() - 1;
+        let mut at = first_slot(key, self.keys.len());
         loop {
-            match self.slots[at] {
+            match self.keys[at] {
                 0 => return None,
-                slot if self.keys[slot as usize - 1] == key => return Some(slot - 1),
+                k if k == key => return Some(self.slots[at] - 1),
                 _ => at = (at + 1) & mask,
             }
         }
@@ -102,63 +120,69 @@ static RANKS: LazyLock<Ranks> = LazyLock::new(|| {
     Ranks {
         starts,
         short: ShortTokens {
+            filter: built_table!("filter.bin", u64),
             slots: built_table!("slots.bin", u32),
             keys: built_table!("keys.bin", u128),
         },
         long,
         pairs: built_table!("pairs.bin", u32),
+        single_bytes: built_table!("single_bytes.bin", u32),
     }
 });
 
 impl Ranks {
-    fn get(&self, bytes: &[u8]) -> Option<u32> {
-        match packed(bytes) {
-            Some(key) => self.short.get(key),
-            None => self.long.get(bytes).copied(),
-        }
-    }
-
     /// Byte-pair merging of a piece that is not one token, as tiktoken's `_byte_pair_merge`
     /// does it: repeatedly join the adjacent pair whose bytes are the lowest-ranked token (the
-    /// first such pair on ties), then emit the parts' ranks.
-    fn merge(&self, piece: &[u8], ids: &mut Vec<u32>) {
+    /// first such pair on ties), then emit the parts' ranks. `token` is the rank of bytes that
+    /// are one token (asked of runs of three bytes or more; the pairs come from
+    /// [`Ranks::pairs`]).
+    fn merge(&self, piece: &[u8], ids: &mut Vec<u32>, mut token: impl FnMut(&[u8]) -> Option<u32>) {
+        /// A run of the piece's bytes that is one token.
+        struct Part {
+            start: usize,
+            token: u32,
+            /// The rank of this part joined with the next one (`u32::MAX`: not a token).
+            joined: u32,
+        }
         let n = piece.len();
-        // (start, rank of the bytes from this part's start to the end of the next part)
-        let mut parts: Vec<(usize, u32)> = Vec::with_capacity(n + 1);
-        parts.extend(piece.windows(2).enumerate().map(|(i, pair)| {
-            (
-                i,
-                self.pairs[usize::from(pair[0]) << 8 | usize::from(pair[1])],
-            )
+        let mut parts: Vec<Part> = Vec::with_capacity(n + 1);
+        parts.extend(piece.iter().enumerate().map(|(i, &byte)| Part {
+            start: i,
+            token: self.single_bytes[usize::from(byte)],
+            joined: piece.get(i + 1).map_or(u32::MAX, |&next| {
+                self.pairs[usize::from(byte) << 8 | usize::from(next)]
+            }),
         }));
-        parts.push((n - 1, u32::MAX));
-        parts.push((n, u32::MAX));
-        let rank_at = |parts: &[(usize, u32)], i: usize| -> u32 {
+        // where the last part ends
+        parts.push(Part {
+            start: n,
+            token: u32::MAX,
+            joined: u32::MAX,
+        });
+        let mut joined = |parts: &[Part], i: usize| -> u32 {
             match parts.get(i + 2) {
-                Some(&(end, _)) => self.get(&piece[parts[i].0..end]).unwrap_or(u32::MAX),
+                Some(end) => token(&piece[parts[i].start..end.start]).unwrap_or(u32::MAX),
                 None => u32::MAX,
             }
         };
         loop {
             let (mut lowest, mut at) = (u32::MAX, 0);
-            for (i, &(_, rank)) in parts[..parts.len() - 1].iter().enumerate() {
-                if rank < lowest {
-                    (lowest, at) = (rank, i);
+            for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
+                if part.joined < lowest {
+                    (lowest, at) = (part.joined, i);
                 }
             }
             if lowest == u32::MAX {
                 break;
             }
+            parts[at].token = lowest;
             parts.remove(at + 1);
-            parts[at].1 = rank_at(&parts, at);
+            parts[at].joined = joined(&parts, at);
             if at > 0 {
-                parts[at - 1].1 = rank_at(&parts, at - 1);
+                parts[at - 1].joined = joined(&parts, at - 1);
             }
         }
-        ids.extend(parts.windows(2).map(|w| {
-            self.get(&piece[w[0].0..w[1].0])
-                .expect("every part of a merge is a token")
-        }));
+        ids.extend(parts[..parts.len() - 1].iter().map(|part| part.token));
     }
 }
 
@@ -183,18 +207,136 @@ impl std::hash::Hasher for SpreadHasher {
     }
 }
 
-/// Merged pieces this thread has seen, by packed key: a word that is not one token (an
-/// upper-cased or misspelt one) is usually met again, and merging it costs ten lookups.
-struct MergeMemo {
-    ids: HashMap<u128, Box<[u32]>, std::hash::BuildHasherDefault<SpreadHasher>>,
+/// What [`PieceCache`] knows of a piece: its rank when it is one token; else, with the high bit
+/// set, either where its merged ids are in [`PieceCache::merged_ids`] (`start << 4 | length`: a
+/// piece of ≤ 15 bytes merges to ≤ 15 tokens) or, all bits set, only that it is not one token.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct PieceIds(u64);
+
+impl PieceIds {
+    const NOT_ONE_TOKEN: Self = Self(u64::MAX);
+    const SPAN: u64 = 1 << 63;
+
+    fn rank(rank: u32) -> Self {
+        Self(u64::from(rank))
+    }
+
+    fn span(start: usize, len: usize) -> Self {
+        Self(Self::SPAN | (start as u64) << 4 | len as u64)
+    }
+
+    fn one_token(self) -> Option<u32> {
+        (self.0 & Self::SPAN == 0).then_some(self.0 as u32)
+    }
+
+    /// Appends the ids, unless all that is known is [`PieceIds::NOT_ONE_TOKEN`].
+    #[inline]
+    fn emit(self, merged_ids: &[u32], ids: &mut Vec<u32>) -> bool {
+        if self.0 & Self::SPAN == 0 {
+            ids.push(self.0 as u32);
+        } else if self != Self::NOT_ONE_TOKEN {
+            let start = ((self.0 & !Self::SPAN) >> 4) as usize;
+            ids.extend_from_slice(&merged_ids[start..start + (self.0 & 0xF) as usize]);
+        } else {
+            return false;
+        }
+        true
+    }
 }
 
-/// Enough for a corpus's vocabulary of merged words; past it the memo starts over, so memory
+/// Slots of [`PieceCache::recent`]: 128 KB, well within a core's L2 cache (512 KB here).
+const RECENT_SLOTS: usize = 1 << 12;
+
+/// The pieces this thread met lately, in front of the rank tables.
+///
+/// Why: the short-token table is ~5 MB, so a lookup there misses the L2 cache, and those misses
+/// were most of the encoding time on news text (perf). Words are Zipf-distributed: a small
+/// direct-mapped cache of the last pieces answers most lookups from L2. It also keeps merged
+/// pieces: a word that is not one token (an upper-cased or misspelt one) is usually met again,
+/// and merging it costs ten lookups, whose parts (`PRES`, `IDENT`) the cache answers too.
+struct PieceCache {
+    /// `(key, what is known)` at `spread(key) % RECENT_SLOTS`; key 0 is empty (no piece packs
+    /// to 0: its length byte is at least 1).
+    recent: Box<[(u128, PieceIds)]>,
+    /// Every merged piece since the last reset, by packed key.
+    merged: HashMap<u128, PieceIds, std::hash::BuildHasherDefault<SpreadHasher>>,
+    /// The ids the spans of `merged` point into.
+    merged_ids: Vec<u32>,
+}
+
+/// Enough for a corpus's vocabulary of merged words; past it the cache starts over, so memory
 /// stays bounded on hostile input.
-const MEMO_LIMIT: usize = 1 << 17;
+const MERGED_LIMIT: usize = 1 << 17;
+
+impl PieceCache {
+    fn new() -> Self {
+        Self {
+            recent: vec![(0, PieceIds(0)); RECENT_SLOTS].into_boxed_slice(),
+            merged: HashMap::default(),
+            merged_ids: Vec::new(),
+        }
+    }
+
+    /// Appends the ids of a piece of ≤ 15 bytes, packed as `key`.
+    #[inline]
+    fn encode_short(&mut self, ranks: &Ranks, key: u128, bytes: &[u8], ids: &mut Vec<u32>) {
+        let slot = spread(key) as usize & (RECENT_SLOTS - 1);
+        let (cached_key, known) = self.recent[slot];
+        let one_token = if cached_key == key {
+            if known.emit(&self.merged_ids, ids) {
+                return;
+            }
+            None
+        } else {
+            ranks.short.get(key)
+        };
+        let found = match one_token {
+            Some(rank) => PieceIds::rank(rank),
+            None => match self.merged.get(&key) {
+                Some(&span) => span,
+                None => self.merge(ranks, key, bytes),
+            },
+        };
+        self.recent[slot] = (key, found);
+        found.emit(&self.merged_ids, ids);
+    }
+
+    #[cold]
+    fn merge(&mut self, ranks: &Ranks, key: u128, bytes: &[u8]) -> PieceIds {
+        if self.merged.len() >= MERGED_LIMIT {
+            // the recent slots may point into what is dropped
+            self.merged.clear();
+            self.merged_ids.clear();
+            self.recent.fill((0, PieceIds(0)));
+        }
+        let start = self.merged_ids.len();
+        let recent = &mut self.recent;
+        ranks.merge(bytes, &mut self.merged_ids, |part| {
+            one_token(recent, ranks, part)
+        });
+        let span = PieceIds::span(start, self.merged_ids.len() - start);
+        self.merged.insert(key, span);
+        span
+    }
+}
+
+/// The rank of `bytes` if they are one token, through the recent slots.
+fn one_token(recent: &mut [(u128, PieceIds)], ranks: &Ranks, bytes: &[u8]) -> Option<u32> {
+    let Some(key) = packed(bytes) else {
+        return ranks.long.get(bytes).copied();
+    };
+    let slot = spread(key) as usize & (RECENT_SLOTS - 1);
+    let (cached_key, known) = recent[slot];
+    if cached_key == key {
+        return known.one_token();
+    }
+    let rank = ranks.short.get(key);
+    recent[slot] = (key, rank.map_or(PieceIds::NOT_ONE_TOKEN, PieceIds::rank));
+    rank
+}
 
 thread_local! {
-    static MEMO: RefCell<MergeMemo> = RefCell::new(MergeMemo { ids: HashMap::default() });
+    static CACHE: RefCell<PieceCache> = RefCell::new(PieceCache::new());
 }
 
 /// cl100k_base token ids of `text`, as Python tiktoken's `encode(text, disallowed_special=())`:
@@ -202,28 +344,19 @@ thread_local! {
 pub fn encode(text: &str) -> Vec<u32> {
     let ranks = &*RANKS;
     let mut ids = Vec::with_capacity(text.len() / 4 + 1);
-    MEMO.with(|memo| {
-        let memo = &mut memo.borrow_mut().ids;
+    CACHE.with(|cache| {
+        let cache = &mut *cache.borrow_mut();
         pretokenize::pieces(text, |piece| {
             let bytes = piece.as_bytes();
-            let Some(key) = packed(bytes) else {
-                match ranks.long.get(bytes) {
+            match packed(bytes) {
+                Some(key) => cache.encode_short(ranks, key, bytes, &mut ids),
+                None => match ranks.long.get(bytes) {
                     Some(&rank) => ids.push(rank),
-                    None => ranks.merge(bytes, &mut ids),
-                }
-                return;
-            };
-            if let Some(rank) = ranks.short.get(key) {
-                ids.push(rank);
-            } else if let Some(merged) = memo.get(&key) {
-                ids.extend_from_slice(merged);
-            } else {
-                let from = ids.len();
-                ranks.merge(bytes, &mut ids);
-                if memo.len() >= MEMO_LIMIT {
-                    memo.clear();
-                }
-                memo.insert(key, ids[from..].into());
+                    None => {
+                        let recent = &mut cache.recent;
+                        ranks.merge(bytes, &mut ids, |part| one_token(recent, ranks, part));
+                    }
+                },
             }
         });
     });
@@ -325,6 +458,54 @@ mod tests {
             assert_eq!(packed(&text[..n]), Some(u128::from_le_bytes(buffer)), "{n}");
         }
         assert_eq!(packed(&text[..16]), None);
+    }
+
+    /// Every token is found by its bytes, through the filter and the parallel slot arrays, and
+    /// every byte's rank is the one-byte token's.
+    #[test]
+    fn every_token_is_found_by_its_bytes() {
+        let ranks = &*RANKS;
+        for (rank, &start) in (0u32..).zip(ranks.starts) {
+            let bytes = table_token(TABLE, start);
+            let found = match packed(bytes) {
+                Some(key) => ranks.short.get(key),
+                None => ranks.long.get(bytes).copied(),
+            };
+            assert_eq!(found, Some(rank), "{bytes:?}");
+            if let [byte] = bytes {
+                assert_eq!(ranks.single_bytes[usize::from(*byte)], rank);
+            }
+        }
+    }
+
+    /// Past [`MERGED_LIMIT`] merged pieces the cache starts over, and the ids stay tiktoken's,
+    /// for words met before the reset and after it.
+    #[test]
+    fn the_piece_cache_starts_over_without_changing_ids() {
+        // upper-case four-letter words: most are no token, so each is merged and kept
+        let word = |i: usize| -> String {
+            let mut w = String::from(" ");
+            let mut n = i;
+            for _ in 0..4 {
+                w.push(char::from(b'A' + (n % 26) as u8));
+                n /= 26;
+            }
+            w
+        };
+        let chunk = |from: usize| -> String { (from..from + 10_000).map(word).collect() };
+        let first = chunk(0);
+        assert_eq!(encode(&first), tiktoken(&first));
+        let mut from = 10_000;
+        let mut reset = false;
+        while from < 26usize.pow(4) - 10_000 && !reset {
+            let text = chunk(from);
+            let before = CACHE.with(|c| c.borrow().merged.len());
+            assert_eq!(encode(&text), tiktoken(&text), "words {from}..");
+            reset = CACHE.with(|c| c.borrow().merged.len()) < before;
+            from += 10_000;
+        }
+        assert!(reset, "{from} words never filled the cache");
+        assert_eq!(encode(&first), tiktoken(&first));
     }
 
     #[test]

@@ -109,6 +109,12 @@ impl Text<'_> {
         if first < 0x80 {
             return Some((char::from(first), ASCII[usize::from(first)], at + 1));
         }
+        self.beyond_ascii(at)
+    }
+
+    /// [`Text::at`] for a character past ASCII: out of line, so that the ASCII path inlines.
+    #[inline(never)]
+    fn beyond_ascii(&self, at: usize) -> Option<(char, Class, usize)> {
         let c = self.text[at..].chars().next()?;
         Some((c, class_of(c, self.classes), at + c.len_utf8()))
     }
@@ -119,27 +125,40 @@ impl Text<'_> {
 
     /// The end of the run of letters starting at byte `from`: ASCII letters a byte at a time,
     /// the rest through [`Text::at`].
+    #[inline]
     fn letters_end(&self, mut from: usize) -> usize {
         loop {
             while self.bytes.get(from).is_some_and(u8::is_ascii_alphabetic) {
                 from += 1;
             }
-            match self.at(from) {
-                Some((c, Class::Letter, next)) if !c.is_ascii() => from = next,
+            if self.bytes.get(from).is_none_or(|&b| b < 0x80) {
+                return from;
+            }
+            match self.beyond_ascii(from) {
+                Some((_, Class::Letter, next)) => from = next,
                 _ => return from,
             }
         }
     }
 
     /// The end of the run of characters of `class` starting at byte `from`.
+    #[inline]
     fn run_end(&self, mut from: usize, class: impl Fn(Class) -> bool) -> usize {
-        while let Some((_, k, next)) = self.at(from) {
-            if !class(k) {
-                break;
+        loop {
+            match self.bytes.get(from) {
+                Some(&b) if b < 0x80 => {
+                    if !class(ASCII[usize::from(b)]) {
+                        return from;
+                    }
+                    from += 1;
+                }
+                Some(_) => match self.beyond_ascii(from) {
+                    Some((_, k, next)) if class(k) => from = next,
+                    _ => return from,
+                },
+                None => return from,
             }
-            from = next;
         }
-        from
     }
 
     /// `'(?i:[sdmt]|ll|ve|re)` after the apostrophe ending at `after`: the contraction's end.
@@ -157,7 +176,32 @@ impl Text<'_> {
     }
 
     /// The end of the piece that starts at byte `i`.
+    ///
+    /// Most pieces of most text are an ASCII word with or without one leading space or
+    /// punctuation character: those are told apart here from the bytes alone, and the rest go
+    /// through every rule in [`Text::any_piece_end`].
+    #[inline]
     fn piece_end(&self, i: usize) -> usize {
+        let first = self.bytes[i];
+        // [^\r\n\p{L}\p{N}]?+\p{L}++ with an ASCII start; an apostrophe may begin a
+        // contraction instead, which comes first in the pattern
+        let letters_from = if first.is_ascii_alphabetic() {
+            i + 1
+        } else if first < 0x80
+            && first != b'\''
+            && matches!(ASCII[usize::from(first)], Class::Space | Class::Other)
+            && self.bytes.get(i + 1).is_some_and(u8::is_ascii_alphabetic)
+        {
+            i + 2
+        } else {
+            return self.any_piece_end(i);
+        };
+        self.letters_end(letters_from)
+    }
+
+    /// [`Text::piece_end`] by every rule of the pattern.
+    #[inline(never)]
+    fn any_piece_end(&self, i: usize) -> usize {
         let n = self.bytes.len();
         let (value, class, after) = self.at(i).expect("i is inside the text");
         let next = self.class(after);
