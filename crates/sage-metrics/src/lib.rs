@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 mod bm25;
+mod distinct;
 mod jaccard;
 mod levenshtein;
 mod rouge;

@@ -1,8 +1,9 @@
 //! cl100k_base tokenization and the batch machinery shared by the token-based metrics.
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 use sage_core::Result;
+
+use crate::distinct::DistinctTexts;
 
 pub use sage_tokens::encode as cl100k;
 
@@ -22,12 +23,9 @@ pub(crate) fn score_token_pairs<M: TokenPairMetric>(
     pairs: &[(&str, &str)],
 ) -> Result<Vec<f64>> {
     let mut texts = DistinctTexts::with_capacity(pairs.len());
-    let rows: Vec<(usize, usize)> = pairs
-        .iter()
-        .map(|&(a, b)| (texts.id(a), texts.id(b)))
-        .collect();
+    let rows = texts.number_pairs(pairs);
     let prepared: Vec<M::Prepared> = texts
-        .distinct
+        .distinct()
         .par_iter()
         .map(|t| metric.prepare(cl100k(t)))
         .collect();
@@ -35,46 +33,6 @@ pub(crate) fn score_token_pairs<M: TokenPairMetric>(
         .par_iter()
         .map(|&(a, b)| metric.compare(&prepared[a], &prepared[b]))
         .collect())
-}
-
-/// Numbers the distinct texts of a batch.
-///
-/// A batch names the same text many times (a clustering subset of n texts is n(n−1)/2 pairs),
-/// mostly through the same slice: slices are told apart by address and length first (16 bytes
-/// hashed), and only a slice not met before is hashed whole, so that equal texts in different
-/// buffers still share one number. Hashing whole texts for every pair was ~45% of a classical
-/// clustering job (perf).
-struct DistinctTexts<'a> {
-    by_slice: FxHashMap<(usize, usize), usize>,
-    // Fx, not SipHash: the keys are whole documents, hashed once per distinct slice
-    by_content: FxHashMap<&'a str, usize>,
-    distinct: Vec<&'a str>,
-}
-
-impl<'a> DistinctTexts<'a> {
-    fn with_capacity(pairs: usize) -> Self {
-        Self {
-            by_slice: FxHashMap::with_capacity_and_hasher(pairs.min(1 << 16), Default::default()),
-            by_content: FxHashMap::default(),
-            distinct: Vec::new(),
-        }
-    }
-
-    fn id(&mut self, text: &'a str) -> usize {
-        let Self {
-            by_slice,
-            by_content,
-            distinct,
-        } = self;
-        *by_slice
-            .entry((text.as_ptr() as usize, text.len()))
-            .or_insert_with(|| {
-                *by_content.entry(text).or_insert_with(|| {
-                    distinct.push(text);
-                    distinct.len() - 1
-                })
-            })
-    }
 }
 
 /// Implements [`sage_core::Similarity`] for a symmetric, per-pair [`TokenPairMetric`].
@@ -138,22 +96,6 @@ pub(crate) fn multiset_intersection<T: Ord + Copy>(a: &[T], b: &[T]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn equal_texts_in_different_buffers_share_a_number() {
-        let (one, other) = (String::from("same words"), String::from("same words"));
-        let mut texts = DistinctTexts::with_capacity(4);
-        let ids = [
-            texts.id(&one),
-            texts.id(&other),
-            texts.id(&one[..4]),
-            texts.id(&other[..4]),
-            texts.id(&one),
-            texts.id("other words"),
-        ];
-        assert_eq!(ids, [0, 0, 1, 1, 0, 2]);
-        assert_eq!(texts.distinct, ["same words", "same", "other words"]);
-    }
 
     #[test]
     fn multiset_intersection_counts_multiplicity() {
