@@ -49,7 +49,10 @@ impl<'a> DistinctTexts<'a> {
 
     /// Each pair as the numbers of its two texts.
     pub(crate) fn number_pairs(&mut self, pairs: &[(&'a str, &'a str)]) -> Vec<(usize, usize)> {
-        pairs.iter().map(|&(a, b)| (self.id(a), self.id(b))).collect()
+        pairs
+            .iter()
+            .map(|&(a, b)| (self.id(a), self.id(b)))
+            .collect()
     }
 }
 
