@@ -27,24 +27,55 @@ impl Similarity for LevenshteinRatio {
         Ok(levenshtein_ratio(reference, candidate) as f32)
     }
 
-    /// Each distinct text is decoded to code points once: a retrieval batch meets every document
-    /// once per query, and decoding per pair was ~30% of a classical retrieval job (perf).
+    /// A text that several pairs share is decoded to code points once: a retrieval batch
+    /// meets every document once per query, and decoding per pair was ~30% of a classical
+    /// retrieval job (perf). A text of one pair (a robustness document's perturbed copy) is
+    /// decoded when its pair is scored, so memory stays that of the shared texts.
     fn score_pairs(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
         let mut texts = DistinctTexts::with_capacity(pairs.len());
         let rows = texts.number_pairs(pairs);
-        let decoded: Vec<Vec<char>> = texts
+        let mut uses = vec![0u32; texts.distinct().len()];
+        for &(a, b) in &rows {
+            uses[a] += 1;
+            uses[b] += 1;
+        }
+        let shared: Vec<Option<Vec<char>>> = texts
             .distinct()
             .par_iter()
-            .map(|t| t.chars().collect())
+            .zip(&uses)
+            .map(|(text, &uses)| (uses > 1).then(|| text.chars().collect()))
             .collect();
         Ok(rows
             .par_iter()
             .map(|&(a, b)| {
                 SCRATCH.with(|scratch| {
-                    ratio_of(&decoded[a], &decoded[b], &mut scratch.borrow_mut().masks) as f32
+                    let Scratch {
+                        a: a_buffer,
+                        b: b_buffer,
+                        masks,
+                    } = &mut *scratch.borrow_mut();
+                    let a_chars = code_points(&shared[a], texts.distinct()[a], a_buffer);
+                    let b_chars = code_points(&shared[b], texts.distinct()[b], b_buffer);
+                    ratio_of(a_chars, b_chars, masks) as f32
                 })
             })
             .collect())
+    }
+}
+
+/// The shared decoding of `text`, else `text` decoded into `buffer`.
+fn code_points<'t>(
+    shared: &'t Option<Vec<char>>,
+    text: &str,
+    buffer: &'t mut Vec<char>,
+) -> &'t [char] {
+    match shared {
+        Some(chars) => chars,
+        None => {
+            buffer.clear();
+            buffer.extend(text.chars());
+            buffer
+        }
     }
 }
 
@@ -344,13 +375,17 @@ mod tests {
             })
             .collect();
         let copies: Vec<String> = texts.clone();
-        let pairs: Vec<(&str, &str)> = (0..200)
+        // texts of one pair only: decoded as their pair is scored
+        let once: Vec<String> = (0..40).map(|i| format!("{} {i}", texts[i % 12])).collect();
+        let mut pairs: Vec<(&str, &str)> = (0..200)
             .map(|_| {
                 let a = &texts[rng.gen_range(0..texts.len())];
                 let b = &copies[rng.gen_range(0..copies.len())];
                 (a.as_str(), b.as_str())
             })
             .collect();
+        pairs.extend(once.chunks(2).map(|two| (two[0].as_str(), two[1].as_str())));
+        pairs.extend(once.iter().take(5).map(|t| (t.as_str(), texts[0].as_str())));
         let batch = LevenshteinRatio.score_pairs(&pairs).unwrap();
         for (&(a, b), &score) in pairs.iter().zip(&batch) {
             assert_eq!(score, LevenshteinRatio.score(a, b).unwrap(), "{a:?} {b:?}");
