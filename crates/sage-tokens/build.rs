@@ -19,22 +19,9 @@ fn main() {
     println!("cargo:rerun-if-changed=assets/cl100k_base.ranks");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let big_endian = std::env::var("CARGO_CFG_TARGET_ENDIAN").as_deref() == Ok("big");
-    let write = |name: &str, words: &mut dyn Iterator<Item = Vec<u8>>| {
-        let bytes: Vec<u8> = words.flatten().collect();
-        std::fs::write(out.join(name), bytes).expect("OUT_DIR is writable");
-    };
-    let u32s = |values: &[u32]| -> Vec<Vec<u8>> {
-        values
-            .iter()
-            .map(|v| {
-                if big_endian {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                }
-                .to_vec()
-            })
-            .collect()
+    let write = |name: &str, values: &dyn TargetBytes| {
+        std::fs::write(out.join(name), values.target_bytes(big_endian))
+            .expect("OUT_DIR is writable");
     };
 
     let table = std::fs::read(Path::new("assets/cl100k_base.ranks"))
@@ -78,33 +65,13 @@ fn main() {
         !single_bytes.contains(&u32::MAX),
         "every byte is a cl100k token (byte-pair merging starts from them)"
     );
-    write("starts.bin", &mut u32s(&starts).into_iter());
-    write("single_bytes.bin", &mut u32s(&single_bytes).into_iter());
-    write(
-        "filter.bin",
-        &mut filter.iter().map(|w| {
-            if big_endian {
-                w.to_be_bytes()
-            } else {
-                w.to_le_bytes()
-            }
-            .to_vec()
-        }),
-    );
-    write("slots.bin", &mut u32s(&slots).into_iter());
-    write("pairs.bin", &mut u32s(&pairs).into_iter());
-    write("long.bin", &mut u32s(&long).into_iter());
-    write(
-        "keys.bin",
-        &mut keys.iter().map(|k| {
-            if big_endian {
-                k.to_be_bytes()
-            } else {
-                k.to_le_bytes()
-            }
-            .to_vec()
-        }),
-    );
+    write("starts.bin", &starts);
+    write("single_bytes.bin", &single_bytes);
+    write("filter.bin", &filter);
+    write("slots.bin", &slots);
+    write("pairs.bin", &pairs);
+    write("long.bin", &long);
+    write("keys.bin", &keys);
 
     // The class of every code point below U+10000, and the classes other than OTHER above it
     // as sorted (first, last, class) ranges; later assignments win (letters, numbers and white
@@ -131,8 +98,27 @@ fn main() {
     astral.sort_unstable();
     std::fs::write(out.join("classes_basic.bin"), &basic).expect("OUT_DIR is writable");
     let flat: Vec<u32> = astral.concat();
-    write("classes_astral.bin", &mut u32s(&flat).into_iter());
+    write("classes_astral.bin", &flat);
 }
+
+/// Integers as the target stores them (build.rs runs on the host, whose byte order may differ).
+trait TargetBytes {
+    fn target_bytes(&self, big_endian: bool) -> Vec<u8>;
+}
+
+macro_rules! target_bytes {
+    ($($int:ty),*) => {$(
+        impl TargetBytes for Vec<$int> {
+            fn target_bytes(&self, big_endian: bool) -> Vec<u8> {
+                self.iter()
+                    .flat_map(|v| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() })
+                    .collect()
+            }
+        }
+    )*};
+}
+
+target_bytes!(u32, u64, u128);
 
 /// The code point ranges of a Unicode class pattern.
 fn ranges(pattern: &str) -> Vec<(u32, u32)> {
