@@ -83,14 +83,14 @@ fn code_points<'t>(
 pub fn levenshtein_ratio(a: &str, b: &str) -> f64 {
     SCRATCH.with(|scratch| {
         let Scratch {
-            a: a_chars,
-            b: b_chars,
+            a: a_buffer,
+            b: b_buffer,
             masks,
         } = &mut *scratch.borrow_mut();
-        a_chars.clear();
-        a_chars.extend(a.chars());
-        b_chars.clear();
-        b_chars.extend(b.chars());
+        let (a_chars, b_chars) = (
+            code_points(&None, a, a_buffer),
+            code_points(&None, b, b_buffer),
+        );
         ratio_of(a_chars, b_chars, masks)
     })
 }

@@ -244,6 +244,9 @@ impl PieceIds {
     }
 }
 
+/// A slot of [`PieceCache::recent`] that holds no piece (no piece packs to key 0).
+const EMPTY_SLOT: (u128, PieceIds) = (0, PieceIds(0));
+
 /// Slots of [`PieceCache::recent`]: 128 KB, well within a core's L2 cache (512 KB here).
 const RECENT_SLOTS: usize = 1 << 12;
 
@@ -271,7 +274,7 @@ const MERGED_LIMIT: usize = 1 << 17;
 impl PieceCache {
     fn new() -> Self {
         Self {
-            recent: vec![(0, PieceIds(0)); RECENT_SLOTS].into_boxed_slice(),
+            recent: vec![EMPTY_SLOT; RECENT_SLOTS].into_boxed_slice(),
             merged: HashMap::default(),
             merged_ids: Vec::new(),
         }
@@ -280,7 +283,7 @@ impl PieceCache {
     /// Appends the ids of a piece of ≤ 15 bytes, packed as `key`.
     #[inline]
     fn encode_short(&mut self, ranks: &Ranks, key: u128, bytes: &[u8], ids: &mut Vec<u32>) {
-        let slot = spread(key) as usize & (RECENT_SLOTS - 1);
+        let slot = first_slot(key, RECENT_SLOTS);
         let (cached_key, known) = self.recent[slot];
         let one_token = if cached_key == key {
             if known.emit(&self.merged_ids, ids) {
@@ -307,7 +310,7 @@ impl PieceCache {
             // the recent slots may point into what is dropped
             self.merged.clear();
             self.merged_ids.clear();
-            self.recent.fill((0, PieceIds(0)));
+            self.recent.fill(EMPTY_SLOT);
         }
         let start = self.merged_ids.len();
         let recent = &mut self.recent;
@@ -325,7 +328,7 @@ fn one_token(recent: &mut [(u128, PieceIds)], ranks: &Ranks, bytes: &[u8]) -> Op
     let Some(key) = packed(bytes) else {
         return ranks.long.get(bytes).copied();
     };
-    let slot = spread(key) as usize & (RECENT_SLOTS - 1);
+    let slot = first_slot(key, RECENT_SLOTS);
     let (cached_key, known) = recent[slot];
     if cached_key == key {
         return known.one_token();

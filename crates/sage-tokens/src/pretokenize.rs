@@ -144,21 +144,13 @@ impl Text<'_> {
     /// The end of the run of characters of `class` starting at byte `from`.
     #[inline]
     fn run_end(&self, mut from: usize, class: impl Fn(Class) -> bool) -> usize {
-        loop {
-            match self.bytes.get(from) {
-                Some(&b) if b < 0x80 => {
-                    if !class(ASCII[usize::from(b)]) {
-                        return from;
-                    }
-                    from += 1;
-                }
-                Some(_) => match self.beyond_ascii(from) {
-                    Some((_, k, next)) if class(k) => from = next,
-                    _ => return from,
-                },
-                None => return from,
+        while let Some((_, k, next)) = self.at(from) {
+            if !class(k) {
+                break;
             }
+            from = next;
         }
+        from
     }
 
     /// `'(?i:[sdmt]|ll|ve|re)` after the apostrophe ending at `after`: the contraction's end.
