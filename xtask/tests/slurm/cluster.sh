@@ -49,7 +49,31 @@ chown munge:munge "$dir/munge"
 # munged's socket in the scratch folder: several clusters (or a system munged) never collide
 socket="$dir/munge/munge.socket.2"
 cpus=$(nproc)
-cat > "$dir/slurm.conf" <<CONF
+
+# Ports below the kernel's ephemeral range, and unused right now. A port inside that range can
+# be taken by any client connection (the other tests' sbatch and squeue calls make hundreds), and
+# a slurmd that cannot bind its port never registers: the node stays "unknown".
+read -r ephemeral_low ephemeral_high < /proc/sys/net/ipv4/ip_local_port_range
+if [ "$ephemeral_low" -gt 12000 ]; then port_base=10000; port_span=$((ephemeral_low - 10000))
+else port_base=$((ephemeral_high + 1)); port_span=$((65536 - port_base)); fi
+free_port() {
+  local used="" port
+  command -v ss >/dev/null && used=$(ss -Htan 2>/dev/null | awk '{n = split($4, a, ":"); print a[n]}')
+  for _ in $(seq 100); do
+    port=$((port_base + (RANDOM * 32768 + RANDOM) % port_span))
+    [ "$port" != "${taken_port:-}" ] && ! grep -qx "$port" <<<"$used" && { echo "$port"; return; }
+  done
+  echo "cluster.sh: no free port in $port_base..$((port_base + port_span - 1))" >&2
+  return 1
+}
+
+write_conf() {
+  local ctld_port slurmd_port
+  taken_port=""
+  ctld_port=$(free_port) || return 1
+  taken_port=$ctld_port
+  slurmd_port=$(free_port) || return 1
+  cat > "$dir/slurm.conf" <<CONF
 ClusterName=sagetest
 SlurmctldHost=localhost
 SlurmUser=root
@@ -76,32 +100,55 @@ SlurmctldPidFile=$dir/slurmctld.daemon.pid
 SlurmdPidFile=$dir/slurmd.daemon.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd.log
-SlurmctldPort=$((20000 + RANDOM % 20000))
-SlurmdPort=$((40000 + RANDOM % 20000))
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
 MailProg=/bin/true
 NodeName=localhost CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
+}
 
 runuser -u munge -- /usr/sbin/munged -F --socket="$socket" --pid-file="$dir/munge/munged.pid" \
   --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed" >"$dir/munged.out" 2>&1 &
 echo $! > "$dir/munged.pid"
 for _ in $(seq 50); do [ -S "$socket" ] && break; sleep 0.1; done
-[ -S "$socket" ] || { echo "cluster.sh: munged did not start: $(cat "$dir/munged.out")" >&2; exit 4; }
+[ -S "$socket" ] || { echo "cluster.sh: munged did not start: $(cat "$dir/munged.out")" >&2; stop munged; exit 4; }
 
 export SLURM_CONF="$dir/slurm.conf"
-slurmctld -D -f "$SLURM_CONF" >"$dir/slurmctld.out" 2>&1 &
-echo $! > "$dir/slurmctld.pid"
-slurmd -D -N localhost -f "$SLURM_CONF" >"$dir/slurmd.out" 2>&1 &
-echo $! > "$dir/slurmd.pid"
-for _ in $(seq 100); do
-  state=$(sinfo -h -o %T 2>/dev/null || true)
-  [ "$state" = idle ] && break
-  sleep 0.1
+# Waits for the node to be idle; fails at once when a daemon exits (a port taken between the
+# check and the bind), so the caller can try fresh ports.
+start_slurm() {
+  write_conf || return 1
+  rm -rf "$dir/state" && mkdir -p "$dir/state"
+  slurmctld -D -f "$SLURM_CONF" >"$dir/slurmctld.out" 2>&1 &
+  echo $! > "$dir/slurmctld.pid"
+  slurmd -D -N localhost -f "$SLURM_CONF" >"$dir/slurmd.out" 2>&1 &
+  echo $! > "$dir/slurmd.pid"
+  state=""
+  # a loaded 2-core machine (other tests running sage) can take seconds to register the node
+  for _ in $(seq 300); do
+    state=$(sinfo -h -o %T 2>/dev/null || true)
+    [ "$state" = idle ] && return 0
+    for daemon in slurmctld slurmd; do
+      kill -0 "$(cat "$dir/$daemon.pid")" 2>/dev/null || { state="${state:-none}, $daemon exited"; return 1; }
+    done
+    sleep 0.1
+  done
+  return 1
+}
+
+for attempt in 1 2 3; do
+  start_slurm && { echo "export SLURM_CONF=$SLURM_CONF"; exit 0; }
+  stop slurmd
+  stop slurmctld
+  echo "cluster.sh: attempt $attempt: the node is not idle (state: ${state:-none})" >&2
 done
-if [ "$state" != idle ]; then
-  echo "cluster.sh: the node is not idle after 10 s (state: ${state:-none}); logs in $dir" >&2
-  "$0" down "$dir"
-  exit 4
-fi
-echo "export SLURM_CONF=$SLURM_CONF"
+{
+  echo "cluster.sh: the node did not become idle in 3 attempts; logs in $dir"
+  for log in slurmctld.log slurmd.log slurmd.out; do
+    echo "--- last lines of $log:"
+    tail -n 8 "$dir/$log" 2>/dev/null || true
+  done
+} >&2
+stop munged
+exit 4
