@@ -45,7 +45,23 @@ fn infinity_binary() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// Starts Infinity on a free port. A port is free when asked for and bound by the server later;
+/// a client connection can take it in between, and then the server exits at once: that start is
+/// retried on another port instead of waiting out the deadline.
 fn start_infinity(binary: &Path, model: &Path, log: &Path) -> Infinity {
+    for _ in 0..3 {
+        if let Some(server) = try_start_infinity(binary, model, log) {
+            return server;
+        }
+    }
+    panic!(
+        "infinity exited at start three times: {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+/// The server once it answers `/health`, or `None` when it exited before that.
+fn try_start_infinity(binary: &Path, model: &Path, log: &Path) -> Option<Infinity> {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -76,12 +92,14 @@ fn start_infinity(binary: &Path, model: &Path, log: &Path) -> Infinity {
         .stderr(log_file)
         .spawn()
         .expect("start infinity_emb");
-    let server = Infinity { child, port };
+    let mut server = Infinity { child, port };
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        let up = healthy(port);
-        if up {
-            return server;
+        if healthy(port) {
+            return Some(server);
+        }
+        if server.child.try_wait().unwrap().is_some() {
+            return None;
         }
         assert!(
             Instant::now() < deadline,
