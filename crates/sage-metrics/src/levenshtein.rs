@@ -48,16 +48,8 @@ impl Similarity for LevenshteinRatio {
         Ok(rows
             .par_iter()
             .map(|&(a, b)| {
-                SCRATCH.with(|scratch| {
-                    let Scratch {
-                        a: a_buffer,
-                        b: b_buffer,
-                        masks,
-                    } = &mut *scratch.borrow_mut();
-                    let a_chars = code_points(&shared[a], texts.distinct()[a], a_buffer);
-                    let b_chars = code_points(&shared[b], texts.distinct()[b], b_buffer);
-                    ratio_of(a_chars, b_chars, masks) as f32
-                })
+                let distinct = texts.distinct();
+                scratch_ratio((&shared[a], distinct[a]), (&shared[b], distinct[b])) as f32
             })
             .collect())
     }
@@ -81,16 +73,20 @@ fn code_points<'t>(
 
 /// The ratio in f64 (see [`LevenshteinRatio`]).
 pub fn levenshtein_ratio(a: &str, b: &str) -> f64 {
+    scratch_ratio((&None, a), (&None, b))
+}
+
+/// The ratio of two texts, each given as (its shared decoding if any, the text), decoded and
+/// compared in this thread's scratch buffers.
+fn scratch_ratio(a: (&Option<Vec<char>>, &str), b: (&Option<Vec<char>>, &str)) -> f64 {
     SCRATCH.with(|scratch| {
         let Scratch {
             a: a_buffer,
             b: b_buffer,
             masks,
         } = &mut *scratch.borrow_mut();
-        let (a_chars, b_chars) = (
-            code_points(&None, a, a_buffer),
-            code_points(&None, b, b_buffer),
-        );
+        let a_chars = code_points(a.0, a.1, a_buffer);
+        let b_chars = code_points(b.0, b.1, b_buffer);
         ratio_of(a_chars, b_chars, masks)
     })
 }
