@@ -56,12 +56,13 @@ cpus=$(nproc)
 read -r ephemeral_low ephemeral_high < /proc/sys/net/ipv4/ip_local_port_range
 if [ "$ephemeral_low" -gt 12000 ]; then port_base=10000; port_span=$((ephemeral_low - 10000))
 else port_base=$((ephemeral_high + 1)); port_span=$((65536 - port_base)); fi
+# free_port [TAKEN]: a free port other than TAKEN
 free_port() {
   local used="" port
   command -v ss >/dev/null && used=$(ss -Htan 2>/dev/null | awk '{n = split($4, a, ":"); print a[n]}')
   for _ in $(seq 100); do
     port=$((port_base + (RANDOM * 32768 + RANDOM) % port_span))
-    [ "$port" != "${taken_port:-}" ] && ! grep -qx "$port" <<<"$used" && { echo "$port"; return; }
+    [ "$port" != "${1:-}" ] && ! grep -qx "$port" <<<"$used" && { echo "$port"; return; }
   done
   echo "cluster.sh: no free port in $port_base..$((port_base + port_span - 1))" >&2
   return 1
@@ -69,10 +70,8 @@ free_port() {
 
 write_conf() {
   local ctld_port slurmd_port
-  taken_port=""
   ctld_port=$(free_port) || return 1
-  taken_port=$ctld_port
-  slurmd_port=$(free_port) || return 1
+  slurmd_port=$(free_port "$ctld_port") || return 1
   cat > "$dir/slurm.conf" <<CONF
 ClusterName=sagetest
 SlurmctldHost=localhost
