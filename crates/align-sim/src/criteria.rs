@@ -517,7 +517,7 @@ mod real_data {
         ) else {
             return;
         };
-        let wordnet = Arc::new(WordNet::open(root.root().join("wordnet/dict")).unwrap());
+        let wordnet = Arc::new(WordNet::open(root.root().unwrap().join("wordnet/dict")).unwrap());
         for (similarity, ()) in &runs {
             let report = evaluate(
                 similarity.as_ref(),

@@ -189,14 +189,12 @@ pub fn load_task(
     split: &str,
     options: &Options,
 ) -> Result<(TaskData, RowSelection)> {
-    let entry = sage_data::entry(name).ok_or_else(|| {
-        PtebError::Task(format!("unknown dataset {name:?} (see `sage data list`)"))
-    })?;
+    let kind = root.kind(name)?;
     let seed = RunSeed(options.seed);
     let max = options.max_rows;
-    Ok(match entry.kind {
+    Ok(match kind {
         DatasetKind::StsPairs => {
-            let (rows, sel) = sample(&root.load::<StsPair>(name, split)?, max, seed);
+            let (rows, sel) = sample(&root.load_mteb::<StsPair>(name, split)?, max, seed);
             (
                 TaskData::Sts(
                     rows.into_iter()
@@ -207,7 +205,7 @@ pub fn load_task(
             )
         }
         DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
-            let (rows, sel) = sample(&root.load::<LabeledPair>(name, split)?, max, seed);
+            let (rows, sel) = sample(&root.load_mteb::<LabeledPair>(name, split)?, max, seed);
             (
                 TaskData::PairClassification(
                     rows.into_iter()
@@ -218,9 +216,9 @@ pub fn load_task(
             )
         }
         DatasetKind::Classification => {
-            let (test, sel) = sample(&root.load::<LabeledText>(name, split)?, max, seed);
+            let (test, sel) = sample(&root.load_mteb::<LabeledText>(name, split)?, max, seed);
             let (train, _) = sample(
-                &root.load::<LabeledText>(name, "train")?,
+                &root.load_mteb::<LabeledText>(name, "train")?,
                 options.max_train_rows,
                 seed,
             );
@@ -234,7 +232,7 @@ pub fn load_task(
             )
         }
         DatasetKind::Clustering => {
-            let (rows, sel) = sample(&root.load::<LabeledText>(name, split)?, max, seed);
+            let (rows, sel) = sample(&root.load_mteb::<LabeledText>(name, split)?, max, seed);
             (
                 TaskData::Clustering(rows.into_iter().map(|r| (r.text, r.label)).collect()),
                 sel,
@@ -273,9 +271,9 @@ pub fn load_task(
             )
         }
         DatasetKind::SummaryRatings => {
-            let ratings = root.load::<SummaryRating>(name, split)?;
+            let ratings = root.load_mteb::<SummaryRating>(name, split)?;
             let (rows, sel) = sample_grouped(&ratings, max, seed, |r| r.doc_id.clone());
-            let docs = root.load::<SummaryDocument>(&format!("{name}-docs"), "docs")?;
+            let docs = root.load_mteb::<SummaryDocument>(&format!("{name}-docs"), "docs")?;
             let references: HashMap<String, Vec<String>> = docs
                 .rows
                 .into_iter()
@@ -294,7 +292,7 @@ pub fn load_task(
             )
         }
         DatasetKind::Reranking => {
-            let (rows, sel) = sample(&root.load::<RerankingQuery>(name, split)?, max, seed);
+            let (rows, sel) = sample(&root.load_mteb::<RerankingQuery>(name, split)?, max, seed);
             (
                 TaskData::Reranking(
                     rows.into_iter()

@@ -6,14 +6,15 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Subcommand;
 use sage_core::RunSeed;
-use sage_data::{DataRoot, REGISTRY};
+use sage_data::{DataRoot, DatasetKind, REGISTRY};
 use serde_json::json;
 
 /// What to do with datasets.
 #[derive(Debug, Subcommand)]
 pub enum DataCommand {
     /// List every registered dataset: kind, splits, local path (and whether it is present under
-    /// the data root), Hugging Face source.
+    /// the data root), Hugging Face source; then the user's datasets of --datasets tables,
+    /// marked `user`.
     List {
         /// Data root (default: $SAGE_DATA_DIR).
         #[arg(long)]
@@ -21,15 +22,27 @@ pub enum DataCommand {
         /// One JSON object per dataset instead of a table.
         #[arg(long)]
         json: bool,
+        /// TOML files of `[datasets.NAME]` tables to list with the registry.
+        #[arg(long = "datasets", value_name = "FILE")]
+        tables: Vec<PathBuf>,
     },
-    /// Load datasets from the local mirror and report rows, empty texts and checksums: one JSON
-    /// line per dataset split. Stops at the first malformed file with its file and line.
+    /// What each kind of dataset holds: the columns a file of that kind needs and may have, and
+    /// the suites that read it. A user's file is detected as the kind whose columns it has.
+    Kinds,
+    /// Read datasets — registry names, [datasets] table names, or paths of your own files and
+    /// folders — and report, per split, one JSON line: the kind (and whether it was detected),
+    /// the columns used, rows, empty texts, duplicated rows and ids, qrels that name missing
+    /// documents, the content checksum, and the suites that take it. Stops at the first
+    /// malformed file with its file and line.
     Check {
-        /// Datasets to check (default: every registered dataset present locally).
+        /// Datasets to check: NAME, PATH or PATH#SPLIT (default: every registered dataset present
+        /// locally, and every --datasets table).
         names: Vec<String>,
         /// Data root (default: $SAGE_DATA_DIR).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        #[command(flatten)]
+        user: UserDataArgs,
         /// Use at most this many rows per split (seeded sample).
         #[arg(long)]
         max_rows: Option<usize>,
@@ -56,16 +69,71 @@ pub enum DataCommand {
     },
 }
 
-/// The data root from a `--data-dir` flag, else SAGE_DATA_DIR.
-pub fn root(data_dir: Option<PathBuf>) -> Result<DataRoot> {
-    Ok(match data_dir {
-        Some(dir) => DataRoot::new(dir),
-        None => DataRoot::from_env()?,
-    })
+/// How a command names the user's own datasets besides `--dataset PATH`: tables of named
+/// datasets, and the kind and column mapping of the paths given.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct UserDataArgs {
+    /// A TOML file of `[datasets.NAME]` tables (path, kind, columns, splits; bench.toml's form):
+    /// each NAME/SPLIT then works with --dataset. Repeatable.
+    #[arg(long = "datasets", value_name = "FILE")]
+    pub tables: Vec<PathBuf>,
+    /// What the datasets given as paths hold (default: detected from their columns; `sage data
+    /// kinds` lists the kinds and their columns).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Map the paths' column names onto ours: `ours=theirs,...` (text=body,label=queue).
+    #[arg(long, value_name = "OURS=THEIRS,...")]
+    pub columns: Option<String>,
 }
 
-pub fn run(command: DataCommand) -> Result<()> {
+impl UserDataArgs {
+    fn hints(&self) -> Result<sage_data::PathHints> {
+        Ok(sage_data::PathHints {
+            kind: self.kind.clone(),
+            columns: match &self.columns {
+                Some(text) => sage_data::PathHints::parse_columns(text)
+                    .map_err(|e| anyhow::anyhow!("--columns: {e}"))?,
+                None => Default::default(),
+            },
+        })
+    }
+}
+
+/// The data root from a `--data-dir` flag, else SAGE_DATA_DIR, else none (then only the user's
+/// own datasets can be read, and a registry name says how to set the mirror).
+pub fn root(data_dir: Option<PathBuf>) -> Result<DataRoot> {
+    Ok(DataRoot::from_flag_or_env(data_dir))
+}
+
+/// The data root with the user's tables registered, and `datasets` read as `(name, split)` (a
+/// path registered on the root as it is read).
+pub fn resolve(
+    data_dir: Option<PathBuf>,
+    user: &UserDataArgs,
+    datasets: &[String],
+) -> Result<(DataRoot, Vec<(String, String)>)> {
+    let mut root = root(data_dir)?;
+    for file in &user.tables {
+        root.add_tables(file)?;
+    }
+    let hints = user.hints()?;
+    if (hints.kind.is_some() || !hints.columns.is_empty()) && datasets.is_empty() {
+        anyhow::bail!("--kind and --columns describe datasets given as paths: add --dataset PATH");
+    }
+    let datasets = sage_suites::parse_datasets(&mut root, datasets, &hints)
+        .map_err(|e| anyhow::anyhow!("--dataset: {e}"))?;
+    Ok((root, datasets))
+}
+
+pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()> {
     let mut out = std::io::stdout().lock();
+    let suites_taking = |kind: DatasetKind| -> Vec<&'static str> {
+        registry
+            .suites()
+            .filter(|s| s.kinds().contains(&kind))
+            .map(|s| s.name())
+            .collect()
+    };
     match command {
         DataCommand::Fetch {
             names,
@@ -73,7 +141,10 @@ pub fn run(command: DataCommand) -> Result<()> {
             overwrite,
             data_dir,
         } => {
-            let root = root(data_dir)?;
+            let root = DataRoot::new(data_dir.map_or_else(
+                || DataRoot::from_env().map(|r| r.root().map(Into::into).unwrap_or_default()),
+                Ok,
+            )?);
             let hub = sage_data::HubSettings::from_env();
             let splits: Vec<&str> = splits.iter().map(String::as_str).collect();
             for name in &names {
@@ -83,19 +154,47 @@ pub fn run(command: DataCommand) -> Result<()> {
             }
             Ok(())
         }
-        DataCommand::List { data_dir, json } => {
-            let root = data_dir
-                .map(DataRoot::new)
-                .or_else(|| DataRoot::from_env().ok());
+        DataCommand::Kinds => {
+            for &kind in DatasetKind::ALL {
+                let (required, optional) = sage_data::user::kind_columns(kind).unwrap_or_default();
+                let layout = match kind {
+                    DatasetKind::Beir => "folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv",
+                    DatasetKind::WordNet => "folder: the WordNet 3.0 database",
+                    _ => "file",
+                };
+                writeln!(
+                    out,
+                    "{}",
+                    json!({
+                        "kind": kind.name(),
+                        "layout": layout,
+                        "required": required,
+                        "optional": optional,
+                        "suites": suites_taking(kind),
+                    })
+                )?;
+            }
+            Ok(())
+        }
+        DataCommand::List {
+            data_dir,
+            json,
+            tables,
+        } => {
+            let mut root = DataRoot::from_flag_or_env(data_dir);
+            for file in &tables {
+                root.add_tables(file)?;
+            }
             for e in REGISTRY {
                 let present = root
-                    .as_ref()
-                    .map(|r| e.splits.iter().all(|s| r.is_local(e, s)));
+                    .root()
+                    .is_some()
+                    .then(|| e.splits.iter().all(|s| root.is_local(e, s)));
                 if json {
                     writeln!(
                         out,
                         "{}",
-                        json!({"name": e.name, "kind": e.kind, "splits": e.splits, "local": e.local, "present": present, "hub": e.hub, "description": e.description})
+                        json!({"name": e.name, "kind": e.kind, "splits": e.splits, "local": e.local, "present": present, "hub": e.hub, "description": e.description, "mteb_rows": e.mteb_rows.iter().map(|(split, parts)| (split.to_string(), parts.join("+"))).collect::<std::collections::BTreeMap<_, _>>()})
                     )?;
                 } else {
                     let mark = match present {
@@ -116,59 +215,104 @@ pub fn run(command: DataCommand) -> Result<()> {
                     )?;
                 }
             }
+            for u in root.user_datasets() {
+                let splits = root.splits(&u.name)?;
+                if json {
+                    writeln!(
+                        out,
+                        "{}",
+                        json!({"name": u.name, "kind": u.kind, "splits": splits, "user": true, "path": u.path, "columns": u.columns})
+                    )?;
+                } else {
+                    writeln!(
+                        out,
+                        "{:<36} {:<20} {:<6} {:<26} {:<40} {}",
+                        u.name,
+                        u.kind.name(),
+                        "user",
+                        splits.join(","),
+                        "-",
+                        u.path.display()
+                    )?;
+                }
+            }
             Ok(())
         }
         DataCommand::Check {
             names,
             data_dir,
+            user,
             max_rows,
             seed,
         } => {
-            let root = root(data_dir)?;
-            let selected: Vec<_> = if names.is_empty() {
-                REGISTRY
+            let (mut root, _) = resolve(data_dir, &user, &[])?;
+            let hints = user.hints()?;
+            // (name, the one split asked for) in the order given
+            let mut selected: Vec<(String, Option<String>)> = Vec::new();
+            if names.is_empty() {
+                for e in REGISTRY
                     .iter()
                     .filter(|e| e.splits.iter().any(|s| root.is_local(e, s)))
-                    .collect()
+                {
+                    selected.push((e.name.to_owned(), None));
+                }
+                for u in root.user_datasets() {
+                    selected.push((u.name.clone(), None));
+                }
             } else {
-                names
-                    .iter()
-                    .map(|n| {
-                        sage_data::entry(n).ok_or_else(|| {
-                            anyhow::anyhow!("unknown dataset {n:?}; see `sage data list`")
-                        })
-                    })
-                    .collect::<Result<_>>()?
-            };
-            for e in selected {
-                // the splits present locally; a dataset with none reports why (through load)
-                let local: Vec<&str> = e
-                    .splits
-                    .iter()
-                    .copied()
-                    .filter(|s| root.is_local(e, s))
-                    .collect();
-                let splits = if local.is_empty() {
-                    e.splits.to_vec()
-                } else {
-                    local
+                for n in &names {
+                    if sage_data::entry(n).is_some() || root.user_dataset(n).is_some() {
+                        selected.push((n.clone(), None));
+                    } else {
+                        let (name, split) = root.resolve(n, &hints)?;
+                        let asked = n.contains('#') || root.splits(&name)?.len() == 1;
+                        selected.push((name, asked.then_some(split)));
+                    }
+                }
+            }
+            for (name, asked) in selected {
+                let splits: Vec<String> = match (asked, sage_data::entry(&name)) {
+                    (Some(split), _) => vec![split],
+                    (None, Some(e)) => {
+                        // the splits present locally; a dataset with none reports why
+                        let local: Vec<String> = e
+                            .splits
+                            .iter()
+                            .filter(|s| root.is_local(e, s))
+                            .map(|s| s.to_string())
+                            .collect();
+                        if local.is_empty() {
+                            e.splits.iter().map(|s| s.to_string()).collect()
+                        } else {
+                            local
+                        }
+                    }
+                    (None, None) => root.splits(&name)?,
                 };
+                let kind = root.kind(&name)?;
                 for split in splits {
-                    let report = serde_json::to_value(root.inspect(
-                        e.name,
-                        split,
+                    let mut report = serde_json::to_value(root.inspect(
+                        &name,
+                        &split,
                         max_rows,
                         RunSeed(seed),
                     )?)?;
+                    report["kind"] = json!(kind);
+                    report["suites"] = json!(suites_taking(kind));
+                    if let Some(u) = root.user_dataset(&name) {
+                        report["user"] = json!(true);
+                        report["detected"] = json!(u.detected);
+                        report["columns"] = json!(u.columns);
+                        if u.line_ids {
+                            report["ids"] = json!("line numbers (the file has no id column)");
+                        }
+                    }
                     writeln!(out, "{report}")?;
                 }
             }
             Ok(())
         }
     }
-}
-pub(crate) fn parse_datasets(datasets: &[String]) -> Result<Vec<(String, String)>> {
-    sage_suites::parse_datasets(datasets).map_err(|e| anyhow::anyhow!("--{e}"))
 }
 
 /// The task's default datasets that are in the local mirror; the others are named on stderr

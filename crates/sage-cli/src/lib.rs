@@ -339,7 +339,7 @@ pub fn main(registry: Registry) -> ExitCode {
             output,
         } => embed::run(&model, &input, output),
         Command::Perturb(args) => perturb::run(args),
-        Command::Data { command } => data::run(command),
+        Command::Data { command } => data::run(command, &registry),
         Command::Run { task } => run::run(task, &registry),
         Command::Report { dir, mteb_results } => report(&dir, mteb_results.as_deref()),
         Command::Suites => {
@@ -402,10 +402,27 @@ pub fn main(registry: Registry) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("sage: error: {e:#}");
+            eprintln!("sage: error: {}", error_text(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes, each said once: a library error that already quotes its cause in
+/// its own message (`retrieval: unknown dataset ...`) is not followed by that cause again.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
 }
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]

@@ -130,12 +130,14 @@ pub struct LlmArgs {
     /// Data root (default: $SAGE_DATA_DIR).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    user: crate::data::UserDataArgs,
 }
 
 impl LlmArgs {
-    /// The data root: --data-dir or $SAGE_DATA_DIR.
-    fn root(&self) -> Result<sage_data::DataRoot> {
-        crate::data::root(self.data_dir.clone())
+    /// The data root (--data-dir or $SAGE_DATA_DIR, with the user's tables) and `datasets` read.
+    fn resolve(&self, datasets: &[String]) -> Result<(sage_data::DataRoot, Vec<(String, String)>)> {
+        crate::data::resolve(self.data_dir.clone(), &self.user, datasets)
     }
 
     /// The paraphrase cache, unless --no-paraphrase-cache.
@@ -338,14 +340,14 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
             bail!("pteb: {spec} is a classical metric; PTEB's tasks embed texts: give a model");
         }
     }
-    let root = args.llm.root()?;
+    let (root, datasets) = args.llm.resolve(&args.datasets)?;
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
         crate::data::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
             .into_iter()
             .map(|(n, s)| (n.to_owned(), s.to_owned()))
             .collect()
     } else {
-        crate::data::parse_datasets(&args.datasets)?
+        datasets
     };
     let refs: Vec<(&str, &str)> = datasets
         .iter()
@@ -493,17 +495,15 @@ pub fn qualify(args: QualifyArgs) -> Result<()> {
     if args.paraphrasers.is_empty() && args.judges.is_empty() {
         bail!("give at least one --paraphraser or --judge to qualify");
     }
-    let root = args.llm.root()?;
+    let (root, datasets) = args.llm.resolve(&args.datasets)?;
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
         crate::data::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
             .into_iter()
-            .filter(|(name, _)| {
-                sage_data::entry(name).is_some_and(|e| e.kind == sage_data::DatasetKind::StsPairs)
-            })
+            .filter(|(name, _)| root.kind(name).ok() == Some(sage_data::DatasetKind::StsPairs))
             .map(|(n, s)| (n.to_owned(), s.to_owned()))
             .collect()
     } else {
-        crate::data::parse_datasets(&args.datasets)?
+        datasets
     };
     if datasets.is_empty() {
         bail!("no STS dataset in the data mirror: name datasets with --dataset");

@@ -24,9 +24,12 @@ pub enum Task {
         similarity: Option<String>,
         #[command(flatten)]
         model: ModelArgs,
-        /// Paraphrase datasets as name/split (default: mrpc/test and paws-wiki/test, those local).
+        /// Paraphrase datasets as name/split, or a file or folder of your own (PATH, PATH#SPLIT)
+        /// (default: mrpc/test and paws-wiki/test, those local).
         #[arg(long = "dataset")]
         datasets: Vec<String>,
+        #[command(flatten)]
+        user: crate::data::UserDataArgs,
         /// Rows sampled per dataset (seeded; 1 to 10,000,000).
         #[arg(long, default_value_t = 1750, value_parser = within(1..=10_000_000))]
         max_rows: usize,
@@ -156,8 +159,8 @@ pub enum Task {
 
 /// `sage run --help`'s last words: how a suite registered beyond the shipped ones is run.
 pub(crate) const REGISTERED_HELP: &str = "A suite registered beyond these (`sage suites` lists \
-every one) runs as: sage run NAME --similarity S [--dataset NAME/SPLIT]... [--seed N] \
-[--data-dir DIR] [--max-rows N] [--options JSON] [--option KEY=VALUE]... [--output FILE] (and the model \
+every one) runs as: sage run NAME --similarity S [--dataset NAME/SPLIT|PATH]... [--seed N] \
+[--data-dir DIR] [--datasets FILE] [--kind KIND] [--columns OURS=THEIRS,...] [--max-rows N] [--options JSON] [--option KEY=VALUE]... [--output FILE] (and the model \
 flags). Its options are the suite's own: an unknown one is an error naming it.";
 
 /// The flags of a suite that has no subcommand of its own: those of every SAGE task (the subject,
@@ -233,9 +236,12 @@ pub struct TaskArgs {
     similarity: Option<String>,
     #[command(flatten)]
     model: ModelArgs,
-    /// Datasets as name/split (default: the task's paper datasets that are local).
+    /// Datasets as name/split, or a file or folder of your own: PATH or PATH#SPLIT (`sage data
+    /// check PATH` says what it holds) (default: the task's paper datasets that are local).
     #[arg(long = "dataset")]
     datasets: Vec<String>,
+    #[command(flatten)]
+    user: crate::data::UserDataArgs,
     /// Rows sampled per dataset (seeded; 1 to 10,000,000; default: all).
     #[arg(long, value_parser = within(1..=10_000_000))]
     max_rows: Option<usize>,
@@ -253,9 +259,10 @@ pub struct TaskArgs {
 impl TaskArgs {
     /// Runs the registered suite `name` with these arguments and the suite's `options`.
     fn run(&self, registry: &Registry, name: &str, options: Value) -> Result<()> {
-        let root = crate::data::root(self.data_dir.clone())?;
+        let (root, datasets) =
+            crate::data::resolve(self.data_dir.clone(), &self.user, &self.datasets)?;
         let request = Request {
-            datasets: crate::data::parse_datasets(&self.datasets)?,
+            datasets,
             seed: sage_core::RunSeed(self.seed),
             options: options_object(options),
             ..Request::new(&root)
@@ -342,6 +349,7 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
             similarity,
             model,
             datasets,
+            user,
             max_rows,
             seed,
             wordnet,
@@ -349,9 +357,9 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
             output,
         } => {
             let subject = subject(registry, similarity.as_deref(), &model)?;
-            let root = crate::data::root(data_dir)?;
+            let (root, datasets) = crate::data::resolve(data_dir, &user, &datasets)?;
             let request = Request {
-                datasets: crate::data::parse_datasets(&datasets)?,
+                datasets,
                 seed: sage_core::RunSeed(seed),
                 options: options_object(json!({ "max_rows": max_rows, "wordnet": wordnet })),
                 ..Request::new(&root)

@@ -52,6 +52,14 @@ pub enum DataError {
         /// The splits it has.
         available: Vec<String>,
     },
+    /// A dataset named without a split.
+    #[error("dataset {dataset}: name a split, as {dataset}/SPLIT (splits: {})", available.join(", "))]
+    NoSplit {
+        /// The dataset.
+        dataset: String,
+        /// The splits it has.
+        available: Vec<String>,
+    },
     /// The dataset is registered but not present locally.
     #[error("dataset {dataset} is not in the local mirror (expected {}): {hint}", path.display())]
     NotLocal {
@@ -71,6 +79,24 @@ pub enum DataError {
         actual: &'static str,
         /// The kind asked for.
         expected: &'static str,
+    },
+    /// A user's file whose kind its columns do not tell (no kind fits, or several do).
+    #[error("{}: {}", path.display(), detect_message(columns, candidates))]
+    Detect {
+        /// The file.
+        path: PathBuf,
+        /// Its columns as written.
+        columns: Vec<String>,
+        /// The kinds that fit equally (empty: none).
+        candidates: Vec<String>,
+    },
+    /// A user dataset whose name is taken (by the registry or another user dataset).
+    #[error("dataset name {name:?} is taken ({by}); name it with a [datasets.NAME] table")]
+    NameTaken {
+        /// The name.
+        name: String,
+        /// What has it.
+        by: String,
     },
     /// No data root: neither SAGE_DATA_DIR nor a flag.
     #[error("no data directory: set SAGE_DATA_DIR or pass --data-dir")]
@@ -109,5 +135,21 @@ pub(crate) fn parse_error(
         path: path.to_owned(),
         line,
         message: message.into(),
+    }
+}
+
+fn detect_message(columns: &[String], candidates: &[String]) -> String {
+    if candidates.is_empty() {
+        format!(
+            "cannot tell what it holds from its columns ({}): rename them to one kind's \
+             (`sage data kinds` lists them) with --columns ours=theirs, or give --kind",
+            columns.join(", ")
+        )
+    } else {
+        format!(
+            "its columns ({}) fit several kinds: {}; say which with --kind",
+            columns.join(", "),
+            candidates.join(", ")
+        )
     }
 }

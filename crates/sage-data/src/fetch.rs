@@ -265,7 +265,10 @@ fn fetch_split(
         RepoType::Dataset,
         source.revision.to_owned(),
     );
-    let local = root.root().join(e.local_path(split));
+    let local = root
+        .root()
+        .ok_or(DataError::NoRoot)?
+        .join(e.local_path(split));
     let mut sources = Vec::new();
     let mut written = Vec::new();
     let mut rows = 0;
@@ -341,11 +344,10 @@ pub fn fetch(
     })?;
     let source = e.hub.as_ref().ok_or_else(|| DataError::NoHubSource {
         dataset: name.to_owned(),
-        hint: root
-            .root()
-            .join(e.local_path("<split>"))
-            .display()
-            .to_string(),
+        hint: root.root().map_or_else(
+            || format!("<data root>/{}", e.local_path("<split>")),
+            |r| r.join(e.local_path("<split>")).display().to_string(),
+        ),
     })?;
     let splits: Vec<&str> = if splits.is_empty() {
         e.splits.to_vec()
@@ -553,7 +555,7 @@ mod tests {
             "{e}"
         );
         assert!(
-            !root.root().join("clustering").exists(),
+            !root.root().unwrap().join("clustering").exists(),
             "nothing half-written"
         );
         let e = fetch(&root, "afin", &[], &offline(&cache), false)

@@ -16,6 +16,9 @@
 //!   read with polars. Behind the feature `fetch` (off by default; the `sage` binary turns it
 //!   on): without it polars and the hub client stay out of the build, and the loaders read the
 //!   local mirror only.
+//! - [`user`]: a user's own dataset — a file (JSON lines, CSV, TSV, Parquet) or a folder (BEIR,
+//!   split files) — its kind detected from its columns, registered on a [`DataRoot`] by path or
+//!   by a `[datasets.NAME]` table, and read by every loader like a registry dataset.
 //! - [`lines`]: how any line-oriented file splits into numbered lines and how a JSON line becomes
 //!   an object (a repeated key is an error), shared with the `sage` command's readers.
 //! - [`trec`]: qrels (BEIR's and trec_eval's) and TREC runs, for the retrieval loader and
@@ -30,15 +33,18 @@ mod error;
 pub mod fetch;
 pub mod lines;
 mod load;
+mod records;
 mod registry;
 mod rows;
 pub mod sample;
 pub mod trec;
+pub mod user;
 
 pub use error::{DataError, Result};
 #[cfg(feature = "fetch")]
 pub use fetch::{fetch, map_record, Fetched};
-pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, SplitReport};
+pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, PathHints, SplitReport};
+pub use records::Format;
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{
     AxisRating, BeirDocument, BeirQuery, Document, DocumentSummary, LabeledPair, LabeledText, Line,

@@ -13,6 +13,7 @@ use crate::rows::{
     WordPair,
 };
 use crate::sample::RowSelection;
+use crate::user::{UserDataset, UserSpec};
 
 /// What to do with rows whose text is empty (or only whitespace). They are always counted and
 /// their lines recorded in [`Loaded::empty_text_lines`]; the policy decides whether they stay.
@@ -41,6 +42,10 @@ pub enum SplitReport {
         path: PathBuf,
         /// Lines with an empty text (the first 20).
         empty_text_lines: Vec<usize>,
+        /// Rows whose texts repeat an earlier row's exactly.
+        duplicate_rows: usize,
+        /// Rows whose id repeats an earlier row's (kinds with ids).
+        duplicate_ids: usize,
     },
     /// A BEIR dataset.
     Beir {
@@ -60,6 +65,14 @@ pub enum SplitReport {
         judgements: usize,
         /// Checksum of the corpus.
         corpus_checksum: String,
+        /// Corpus documents whose `_id` repeats an earlier one's.
+        duplicate_document_ids: usize,
+        /// Queries whose `_id` repeats an earlier one's.
+        duplicate_query_ids: usize,
+        /// Judgements naming a document the corpus lacks (a run refuses these; first lines).
+        qrels_to_missing_documents: Vec<usize>,
+        /// Judgements naming a query queries.jsonl lacks (first lines).
+        qrels_to_missing_queries: Vec<usize>,
     },
     /// The WordNet folder (read by sage-perturb's WordNet reader).
     WordNet {
@@ -87,19 +100,79 @@ pub struct Beir {
     pub qrels: BTreeMap<String, BTreeMap<String, i32>>,
 }
 
-/// The root of the local mirror.
+/// Where datasets come from: the local mirror of the registry (SAGE_DATA_DIR), when there is
+/// one, and the user's own datasets registered on it ([`DataRoot::add_user`],
+/// [`DataRoot::resolve`]). Every loader looks a name up in both, so a suite reads a user's
+/// dataset exactly as a registry one.
 #[derive(Clone, Debug)]
 pub struct DataRoot {
-    root: PathBuf,
+    root: Option<PathBuf>,
     policy: EmptyTextPolicy,
+    user: std::sync::Arc<BTreeMap<String, UserDataset>>,
+}
+
+/// What a dataset name and split stand for.
+enum Found<'a> {
+    Registry(&'static DatasetEntry, PathBuf),
+    User(&'a UserDataset, PathBuf),
+}
+
+impl Found<'_> {
+    fn kind(&self) -> DatasetKind {
+        match self {
+            Found::Registry(e, _) => e.kind,
+            Found::User(u, _) => u.kind,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Found::Registry(_, p) | Found::User(_, p) => p,
+        }
+    }
+}
+
+/// What a user says of every path given on one command line (`--kind`, `--columns`).
+#[derive(Clone, Debug, Default)]
+pub struct PathHints {
+    /// The kind, by name.
+    pub kind: Option<String>,
+    /// Our column → the file's.
+    pub columns: BTreeMap<String, String>,
+}
+
+impl PathHints {
+    /// `ours=theirs,...` (the `--columns` flag) read into [`PathHints::columns`].
+    pub fn parse_columns(text: &str) -> std::result::Result<BTreeMap<String, String>, String> {
+        text.split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(|pair| {
+                pair.split_once('=')
+                    .map(|(o, t)| (o.trim().to_owned(), t.trim().to_owned()))
+                    .filter(|(o, t)| !o.is_empty() && !t.is_empty())
+                    .ok_or_else(|| format!("column mapping {pair:?}: expected ours=theirs"))
+            })
+            .collect()
+    }
 }
 
 impl DataRoot {
     /// The mirror at `root`.
     pub fn new(root: impl Into<PathBuf>) -> DataRoot {
         DataRoot {
-            root: root.into(),
+            root: Some(root.into()),
             policy: EmptyTextPolicy::default(),
+            user: Default::default(),
+        }
+    }
+
+    /// No mirror: only the user's own datasets (a registry name is an error saying how to set
+    /// the mirror).
+    pub fn without_mirror() -> DataRoot {
+        DataRoot {
+            root: None,
+            policy: EmptyTextPolicy::default(),
+            user: Default::default(),
         }
     }
 
@@ -111,20 +184,236 @@ impl DataRoot {
             .ok_or(DataError::NoRoot)
     }
 
+    /// The mirror at `dir`, else at SAGE_DATA_DIR, else none.
+    pub fn from_flag_or_env(dir: Option<PathBuf>) -> DataRoot {
+        match dir {
+            Some(dir) => DataRoot::new(dir),
+            None => DataRoot::from_env().unwrap_or_else(|_| DataRoot::without_mirror()),
+        }
+    }
+
     /// Sets the empty-text policy.
     pub fn with_empty_text_policy(mut self, policy: EmptyTextPolicy) -> DataRoot {
         self.policy = policy;
         self
     }
 
-    /// The root folder.
-    pub fn root(&self) -> &Path {
-        &self.root
+    /// The mirror's folder, when there is a mirror.
+    pub fn root(&self) -> Option<&Path> {
+        self.root.as_deref()
+    }
+
+    /// The mirror's folder for messages (`(no data directory)` without one).
+    pub fn describe(&self) -> String {
+        self.root.as_ref().map_or_else(
+            || "(no data directory: SAGE_DATA_DIR unset)".to_owned(),
+            |r| r.display().to_string(),
+        )
+    }
+
+    /// Registers a user's dataset under `name`; the name may not be a registry dataset's or
+    /// another user dataset's.
+    pub fn add_user(&mut self, name: &str, spec: &UserSpec) -> Result<&UserDataset> {
+        if entry(name).is_some() {
+            return Err(DataError::NameTaken {
+                name: name.to_owned(),
+                by: "a registry dataset".into(),
+            });
+        }
+        if let Some(other) = self.user.get(name) {
+            if other.path != spec.path {
+                return Err(DataError::NameTaken {
+                    name: name.to_owned(),
+                    by: format!("the user dataset at {}", other.path.display()),
+                });
+            }
+        }
+        let dataset = UserDataset::open(name, spec)?;
+        std::sync::Arc::make_mut(&mut self.user).insert(name.to_owned(), dataset);
+        Ok(&self.user[name])
+    }
+
+    /// Registers every `[datasets.NAME]` table of a TOML file (bench.toml, `--datasets FILE`).
+    pub fn add_tables(&mut self, file: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for (name, spec) in crate::user::read_tables(file)? {
+            self.add_user(&name, &spec)?;
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    /// The user's datasets, by name.
+    pub fn user_datasets(&self) -> impl Iterator<Item = &UserDataset> {
+        self.user.values()
+    }
+
+    /// The user dataset called `name`.
+    pub fn user_dataset(&self, name: &str) -> Option<&UserDataset> {
+        self.user.get(name)
+    }
+
+    /// A dataset argument as `(name, split)`: `name/split` of the registry or a user table, or a
+    /// path (`PATH` or `PATH#SPLIT`; a folder or a file), which is registered under its file or
+    /// folder name. `hints` apply to a path.
+    pub fn resolve(&mut self, arg: &str, hints: &PathHints) -> Result<(String, String)> {
+        let known =
+            |root: &DataRoot, name: &str| entry(name).is_some() || root.user.contains_key(name);
+        let (body, split) = match arg.rsplit_once('#') {
+            Some((body, split)) if !split.is_empty() && !split.contains('/') => {
+                (body, Some(split.to_owned()))
+            }
+            _ => (arg, None),
+        };
+        let path = Path::new(body);
+        let path_like = split.is_some()
+            || body.starts_with("./")
+            || body.starts_with("../")
+            || path.is_absolute()
+            || crate::records::Format::of(path).is_some()
+            || (!body.contains('/') && path.exists() && !known(self, body));
+        if !path_like {
+            if let Some((name, split)) = arg
+                .split_once('/')
+                .filter(|(n, s)| !n.is_empty() && !s.is_empty())
+            {
+                if known(self, name) {
+                    return Ok((name.to_owned(), split.to_owned()));
+                }
+            }
+            if !path.exists() {
+                if known(self, arg) {
+                    return Err(DataError::NoSplit {
+                        dataset: arg.to_owned(),
+                        available: self.splits(arg)?,
+                    });
+                }
+                let name = arg.split('/').next().unwrap_or(arg);
+                return Err(DataError::UnknownDataset {
+                    name: if Path::new(name).exists() {
+                        format!(
+                            "{name}\" (a path is a dataset too: --dataset ./{arg}; here \"{name}"
+                        )
+                    } else {
+                        name.to_owned()
+                    },
+                });
+            }
+        }
+        self.add_path(path, split, hints)
+    }
+
+    fn add_path(
+        &mut self,
+        path: &Path,
+        split: Option<String>,
+        hints: &PathHints,
+    ) -> Result<(String, String)> {
+        let is_file = path.is_file();
+        let name = if is_file {
+            path.file_stem()
+        } else {
+            path.file_name()
+        }
+        .or_else(|| path.components().next_back().map(|c| c.as_os_str()))
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+        let spec = UserSpec {
+            path: path.to_owned(),
+            kind: hints.kind.clone(),
+            columns: hints.columns.clone(),
+            splits: match (&split, is_file) {
+                (Some(s), true) => Some(vec![s.clone()]),
+                _ => None,
+            },
+            dimensions: None,
+        };
+        let dataset = self.add_user(&name, &spec)?;
+        let splits = dataset.splits(|| crate::user::beir_splits(path));
+        let chosen = match split {
+            Some(s) if splits.contains(&s) => s,
+            Some(s) => {
+                return Err(DataError::UnknownSplit {
+                    dataset: name,
+                    split: s,
+                    available: splits,
+                })
+            }
+            None if splits.iter().any(|s| s == "test") => "test".to_owned(),
+            None if splits.len() == 1 => splits[0].clone(),
+            None => {
+                return Err(DataError::UnknownSplit {
+                    dataset: name,
+                    split: "test".into(),
+                    available: splits,
+                })
+            }
+        };
+        Ok((name, chosen))
+    }
+
+    /// The splits of a registry or user dataset.
+    pub fn splits(&self, name: &str) -> Result<Vec<String>> {
+        if let Some(u) = self.user.get(name) {
+            return Ok(u.splits(|| crate::user::beir_splits(&u.path)));
+        }
+        entry(name)
+            .map(|e| e.splits.iter().map(|s| s.to_string()).collect())
+            .ok_or_else(|| DataError::UnknownDataset {
+                name: name.to_owned(),
+            })
+    }
+
+    /// The kind of a registry or user dataset.
+    pub fn kind(&self, name: &str) -> Result<DatasetKind> {
+        if let Some(u) = self.user.get(name) {
+            return Ok(u.kind);
+        }
+        entry(name)
+            .map(|e| e.kind)
+            .ok_or_else(|| DataError::UnknownDataset {
+                name: name.to_owned(),
+            })
+    }
+
+    /// The rating dimensions of a summary-ratings dataset (empty for other kinds).
+    pub fn dimensions(&self, name: &str) -> Result<Vec<String>> {
+        if let Some(u) = self.user.get(name) {
+            return Ok(u.dimensions.clone());
+        }
+        entry(name)
+            .map(|e| e.dimensions.iter().map(|d| d.to_string()).collect())
+            .ok_or_else(|| DataError::UnknownDataset {
+                name: name.to_owned(),
+            })
+    }
+
+    /// Whether `split` of `name` can be read (a user dataset, or a registry one in the mirror).
+    pub fn has(&self, name: &str, split: &str) -> bool {
+        self.find(name, split).is_ok()
+    }
+
+    fn find(&self, name: &str, split: &str) -> Result<Found<'_>> {
+        if let Some(u) = self.user.get(name) {
+            return match u.split_path(split) {
+                Some(path) => Ok(Found::User(u, path)),
+                None => Err(DataError::UnknownSplit {
+                    dataset: name.to_owned(),
+                    split: split.to_owned(),
+                    available: u.splits(|| crate::user::beir_splits(&u.path)),
+                }),
+            };
+        }
+        let (e, path) = self.locate(name, split)?;
+        Ok(Found::Registry(e, path))
     }
 
     /// Whether `split` of the entry is in the local mirror (for BEIR: its qrels file).
     pub fn is_local(&self, entry: &DatasetEntry, split: &str) -> bool {
-        let path = self.root.join(entry.local_path(split));
+        let Some(root) = &self.root else {
+            return false;
+        };
+        let path = root.join(entry.local_path(split));
         match entry.kind {
             DatasetKind::Beir => path.join("qrels").join(format!("{split}.tsv")).is_file(),
             _ => path.exists(),
@@ -143,7 +432,8 @@ impl DataRoot {
                 available: e.splits.iter().map(|s| s.to_string()).collect(),
             });
         }
-        let path = self.root.join(e.local_path(split));
+        let root = self.root.as_ref().ok_or(DataError::NoRoot)?;
+        let path = root.join(e.local_path(split));
         if !self.is_local(e, split) {
             let hint = match &e.hub {
                 Some(h) => format!(
@@ -163,8 +453,8 @@ impl DataRoot {
         Ok((e, path))
     }
 
-    /// Splits `wanted` (name, split) into those in the local mirror and, for the others, why not
-    /// (the [`locate`](Self::locate) error, which says how to get them).
+    /// Splits `wanted` (name, split) into those that can be read and, for the others, why not
+    /// (the error says how to get them).
     pub fn partition_local<'a>(
         &self,
         wanted: &[(&'a str, &'a str)],
@@ -172,7 +462,7 @@ impl DataRoot {
         let mut present = Vec::new();
         let mut missing = Vec::new();
         for &(name, split) in wanted {
-            match self.locate(name, split) {
+            match self.find(name, split) {
                 Ok(_) => present.push((name, split)),
                 Err(e) => missing.push(e),
             }
@@ -182,15 +472,23 @@ impl DataRoot {
 
     /// Rows of a JSON-lines or TSV dataset split, as `T`. The dataset's kind must load as `T`.
     pub fn load<T: Row + KindOf>(&self, name: &str, split: &str) -> Result<Loaded<T>> {
-        let (e, path) = self.locate(name, split)?;
-        if !T::KINDS.contains(&e.kind) {
+        let found = self.find(name, split)?;
+        if !T::KINDS.contains(&found.kind()) {
             return Err(DataError::WrongKind {
                 dataset: name.to_owned(),
-                actual: e.kind.name(),
+                actual: found.kind().name(),
                 expected: T::KINDS[0].name(),
             });
         }
-        let (rows, empty) = with_empty_lines(T::read(&path, e.dimensions)?);
+        let read = match &found {
+            Found::Registry(e, path) => T::read(path, e.dimensions)?,
+            Found::User(u, path) => {
+                let dimensions: Vec<&str> = u.dimensions.iter().map(String::as_str).collect();
+                crate::rows::read_user::<T>(u, split, path, &dimensions)?
+            }
+        };
+        let path = found.path().to_owned();
+        let (rows, empty) = with_empty_lines(read);
         let rows = self.apply_policy(&path, rows, &empty)?;
         Ok(Loaded {
             dataset: name.to_owned(),
@@ -199,6 +497,36 @@ impl DataRoot {
             rows,
             empty_text_lines: empty,
         })
+    }
+
+    /// Rows of `split` of `name` as MTEB's task of that name has them: the mirror splits the
+    /// registry lists for it ([`DatasetEntry::mteb_rows`]) one after another, under `split`; any
+    /// other dataset's split as [`load`](Self::load) reads it.
+    pub fn load_mteb<T: Row + KindOf>(&self, name: &str, split: &str) -> Result<Loaded<T>> {
+        let parts = match (self.user.contains_key(name), entry(name)) {
+            (false, Some(e)) => e.mteb_parts(split),
+            _ => vec![split],
+        };
+        if parts == [split] {
+            return self.load(name, split);
+        }
+        let mut whole: Option<Loaded<T>> = None;
+        for part in parts {
+            let loaded = self.load::<T>(name, part)?;
+            match &mut whole {
+                None => {
+                    whole = Some(Loaded {
+                        split: split.to_owned(),
+                        ..loaded
+                    })
+                }
+                Some(w) => {
+                    // empty-text lines stay per file; the first file's are the ones kept
+                    w.rows.extend(loaded.rows);
+                }
+            }
+        }
+        Ok(whole.expect("an MTEB split has parts"))
     }
 
     fn apply_policy<T>(
@@ -230,7 +558,8 @@ impl DataRoot {
         max_rows: Option<usize>,
         seed: RunSeed,
     ) -> Result<SplitReport> {
-        let (e, path) = self.locate(name, split)?;
+        let found = self.find(name, split)?;
+        let path = found.path().to_owned();
         fn rows<T: Row + KindOf + Clone>(
             root: &DataRoot,
             name: &str,
@@ -240,13 +569,28 @@ impl DataRoot {
         ) -> Result<SplitReport> {
             let loaded = root.load::<T>(name, split)?;
             let (_, selection) = crate::sample::sample(&loaded, max_rows, seed);
+            let mut texts = HashSet::new();
+            let mut ids = HashSet::new();
+            let duplicate_rows = loaded
+                .rows
+                .iter()
+                .filter(|r| !texts.insert(r.texts()))
+                .count();
+            let duplicate_ids = loaded
+                .rows
+                .iter()
+                .filter_map(|r| r.id())
+                .filter(|id| !ids.insert(*id))
+                .count();
             Ok(SplitReport::Rows {
                 selection,
                 path: loaded.path,
                 empty_text_lines: loaded.empty_text_lines.into_iter().take(20).collect(),
+                duplicate_rows,
+                duplicate_ids,
             })
         }
-        match e.kind {
+        match found.kind() {
             DatasetKind::StsPairs => rows::<crate::StsPair>(self, name, split, max_rows, seed),
             DatasetKind::ParaphrasePairs | DatasetKind::PairClassification => {
                 rows::<crate::LabeledPair>(self, name, split, max_rows, seed)
@@ -277,18 +621,47 @@ impl DataRoot {
             DatasetKind::TextPairs => rows::<TextPair>(self, name, split, max_rows, seed),
             DatasetKind::Vocabulary => rows::<Line>(self, name, split, max_rows, seed),
             DatasetKind::Beir => {
-                let beir = self.beir(name, split)?;
-                let queries_in_file =
-                    read_jsonl::<BeirQuery>(&beir.dir.join("queries.jsonl"), &[])?.len();
+                // counted, not refused: a check reports every problem a run would stop at
+                let corpus = read_jsonl::<BeirDocument>(&path.join("corpus.jsonl"), &[])?;
+                let queries = read_jsonl::<BeirQuery>(&path.join("queries.jsonl"), &[])?;
+                let qrels =
+                    crate::trec::read_qrels(&path.join("qrels").join(format!("{split}.tsv")))?;
+                let mut seen = HashSet::new();
+                let duplicate_document_ids = corpus
+                    .iter()
+                    .filter(|(_, d)| !seen.insert(d.id.as_str()))
+                    .count();
+                let mut seen_queries = HashSet::new();
+                let duplicate_query_ids = queries
+                    .iter()
+                    .filter(|(_, q)| !seen_queries.insert(q.id.as_str()))
+                    .count();
+                let judged: HashSet<&str> = qrels.iter().map(|j| j.query.as_str()).collect();
+                let corpus_rows: Vec<BeirDocument> =
+                    corpus.iter().map(|(_, d)| d.clone()).collect();
                 Ok(SplitReport::Beir {
                     dataset: name.to_owned(),
                     split: split.to_owned(),
-                    corpus: beir.corpus.len(),
-                    queries_in_file,
-                    queries: beir.queries.len(),
-                    judgements: beir.qrels.values().map(|d| d.len()).sum(),
-                    corpus_checksum: crate::sample::checksum(&beir.corpus),
-                    path: beir.dir,
+                    corpus: corpus.len(),
+                    queries_in_file: queries.len(),
+                    queries: seen_queries.iter().filter(|q| judged.contains(*q)).count(),
+                    judgements: qrels.len(),
+                    corpus_checksum: crate::sample::checksum(&corpus_rows),
+                    duplicate_document_ids,
+                    duplicate_query_ids,
+                    qrels_to_missing_documents: qrels
+                        .iter()
+                        .filter(|j| !seen.contains(j.doc.as_str()))
+                        .map(|j| j.line)
+                        .take(20)
+                        .collect(),
+                    qrels_to_missing_queries: qrels
+                        .iter()
+                        .filter(|j| !seen_queries.contains(j.query.as_str()))
+                        .map(|j| j.line)
+                        .take(20)
+                        .collect(),
+                    path,
                 })
             }
             DatasetKind::WordNet => {
@@ -311,8 +684,9 @@ impl DataRoot {
     /// kept, summary dropped), plain document sets their rows, and BEIR sets their corpus (title
     /// kept; `split` names the qrels split that must be local, the corpus is shared by all).
     pub fn documents(&self, name: &str, split: &str) -> Result<Loaded<Document>> {
-        let (e, path) = self.locate(name, split)?;
-        match e.kind {
+        let found = self.find(name, split)?;
+        let path = found.path().to_owned();
+        match found.kind() {
             DatasetKind::Documents => self.load::<Document>(name, split),
             DatasetKind::DocumentSummary => {
                 let loaded = self.load::<DocumentSummary>(name, split)?;
@@ -365,11 +739,12 @@ impl DataRoot {
     /// A BEIR dataset with the judgements of `split`. Every judged query must be in
     /// queries.jsonl and every judged document in corpus.jsonl, or the qrels line is named.
     pub fn beir(&self, name: &str, split: &str) -> Result<Beir> {
-        let (e, dir) = self.locate(name, split)?;
-        if e.kind != DatasetKind::Beir {
+        let found = self.find(name, split)?;
+        let dir = found.path().to_owned();
+        if found.kind() != DatasetKind::Beir {
             return Err(DataError::WrongKind {
                 dataset: name.to_owned(),
-                actual: e.kind.name(),
+                actual: found.kind().name(),
                 expected: DatasetKind::Beir.name(),
             });
         }

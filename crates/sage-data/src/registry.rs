@@ -45,6 +45,43 @@ pub enum DatasetKind {
 }
 
 impl DatasetKind {
+    /// Every kind, in listing order.
+    pub const ALL: &'static [DatasetKind] = &[
+        DatasetKind::StsPairs,
+        DatasetKind::ParaphrasePairs,
+        DatasetKind::PairClassification,
+        DatasetKind::NegationPairs,
+        DatasetKind::DocumentSummary,
+        DatasetKind::Documents,
+        DatasetKind::Clustering,
+        DatasetKind::Classification,
+        DatasetKind::Beir,
+        DatasetKind::Reranking,
+        DatasetKind::SummaryRatings,
+        DatasetKind::SummaryDocuments,
+        DatasetKind::SummaryComparisons,
+        DatasetKind::SummaryAxisRatings,
+        DatasetKind::WordSimilarity,
+        DatasetKind::Vocabulary,
+        DatasetKind::TextPairs,
+        DatasetKind::WordNet,
+    ];
+
+    /// The kind a user names: its [`name`](Self::name), or a plainer word for it (`sts`,
+    /// `labeled-texts`, `retrieval`, ...).
+    pub fn parse(name: &str) -> Option<DatasetKind> {
+        let name = name.trim().to_ascii_lowercase().replace('_', "-");
+        let alias = match name.as_str() {
+            "sts" => Some(DatasetKind::StsPairs),
+            "paraphrase" | "pairs" => Some(DatasetKind::ParaphrasePairs),
+            "labeled-texts" | "labelled-texts" => Some(DatasetKind::Clustering),
+            "retrieval" => Some(DatasetKind::Beir),
+            "summaries" => Some(DatasetKind::DocumentSummary),
+            _ => None,
+        };
+        alias.or_else(|| DatasetKind::ALL.iter().copied().find(|k| k.name() == name))
+    }
+
     /// Name used in listings.
     pub fn name(self) -> &'static str {
         match self {
@@ -101,13 +138,18 @@ pub struct DatasetEntry {
     pub dimensions: &'static [&'static str],
     /// The hub source, when the dataset is on the hub.
     pub hub: Option<HubSource>,
+    /// Splits whose rows under MTEB's name differ from the mirror file of that name: (MTEB's
+    /// split, the mirror splits whose rows, in this order, make it). MTEB's SICK-R `test` is all
+    /// 9,927 SICK pairs, the mirror's `sickr/test` SICK's own 4,927-pair test split. PTEB, which
+    /// compares with MTEB's published scores, reads these ([`crate::DataRoot::load_mteb`]).
+    pub mteb_rows: &'static [(&'static str, &'static [&'static str])],
     /// One line about it.
     pub description: &'static str,
 }
 
 macro_rules! entry {
     ($name:literal, $kind:ident, [$($split:literal),*], $local:literal, $hub:expr, $desc:literal) => {
-        DatasetEntry { name: $name, kind: DatasetKind::$kind, splits: &[$($split),*], local: $local, dimensions: &[], hub: $hub, description: $desc }
+        DatasetEntry { name: $name, kind: DatasetKind::$kind, splits: &[$($split),*], local: $local, dimensions: &[], hub: $hub, mteb_rows: &[], description: $desc }
     };
 }
 
@@ -155,14 +197,17 @@ pub const REGISTRY: &[DatasetEntry] = &[
         hub("mteb/stsbenchmark-sts", None, MTEB_STS_FILES, STS_COLUMNS),
         "STS Benchmark, scores 0-5"
     ),
-    entry!(
-        "sickr",
-        StsPairs,
-        ["train", "validation", "test"],
-        "sts/sickr/{split}.jsonl",
-        hub("mteb/sickr-sts", None, MTEB_STS_FILES, STS_COLUMNS),
-        "SICK relatedness, scores 1-5"
-    ),
+    DatasetEntry {
+        name: "sickr",
+        kind: DatasetKind::StsPairs,
+        splits: &["train", "validation", "test"],
+        local: "sts/sickr/{split}.jsonl",
+        dimensions: &[],
+        hub: hub("mteb/sickr-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        // mteb/sickr-sts has one split, test, of every SICK pair (train + trial + test)
+        mteb_rows: &[("test", &["train", "validation", "test"])],
+        description: "SICK relatedness, scores 1-5 (MTEB's SICK-R test: all three splits)",
+    },
     entry!(
         "sts12",
         StsPairs,
@@ -369,6 +414,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
                 ("relevance", "relevance[]"),
             ],
         ),
+        mteb_rows: &[],
         description: "SummEval expert ratings (1-5)",
     },
     entry!(
@@ -386,6 +432,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
         local: "human_pref/realsumm/{split}.jsonl",
         dimensions: &["litepyramid_recall"],
         hub: None,
+        mteb_rows: &[],
         description: "REALSumm LitePyramid recall (0-1)",
     },
     entry!(
@@ -436,6 +483,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
                 ("coherence", "summary.axes.coherence"),
             ],
         ),
+        mteb_rows: &[],
         description: "OpenAI TL;DR axis ratings (1-7)",
     },
     // clustering
@@ -980,6 +1028,17 @@ pub fn entry(name: &str) -> Option<&'static DatasetEntry> {
 }
 
 impl DatasetEntry {
+    /// The mirror splits whose rows MTEB's `split` of this dataset is (itself, for most).
+    pub fn mteb_parts<'a>(&self, split: &'a str) -> Vec<&'a str>
+    where
+        'static: 'a,
+    {
+        self.mteb_rows
+            .iter()
+            .find(|(s, _)| *s == split)
+            .map_or_else(|| vec![split], |(_, parts)| parts.to_vec())
+    }
+
     /// The local path of `split` relative to the data root.
     pub fn local_path(&self, split: &str) -> String {
         self.local.replace("{split}", split)

@@ -9,12 +9,16 @@ use serde_json::{Map, Value};
 
 use crate::error::{parse_error, DataError, Result};
 use crate::lines;
+use crate::records::Cells;
 
 /// Where a row is being read from, for error messages.
 pub struct At<'a> {
     pub path: &'a Path,
     pub line: usize,
     pub object: &'a Map<String, Value>,
+    /// Whether cells are typed (JSON, Parquet) or all text (CSV, TSV: numbers and labels are
+    /// parsed from the text, and an empty cell of an optional column is absent).
+    pub cells: Cells,
 }
 
 impl At<'_> {
@@ -22,6 +26,32 @@ impl At<'_> {
         self.object
             .get(key)
             .ok_or_else(|| parse_error(self.path, self.line, format!("missing key {key:?}")))
+    }
+
+    /// The cell `key` when present and, for text cells, not empty.
+    fn present(&self, key: &str) -> Option<&Value> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if self.cells == Cells::Text && s.is_empty() => None,
+            Some(v) => Some(v),
+        }
+    }
+
+    /// A text cell holding a number or a JSON list, read as that.
+    fn parsed(&self, key: &str) -> Result<Option<Value>> {
+        match (self.cells, self.get(key)?) {
+            (Cells::Text, Value::String(s)) => {
+                let s = s.trim();
+                serde_json::from_str(s).map(Some).map_err(|_| {
+                    parse_error(
+                        self.path,
+                        self.line,
+                        format!("column {key:?}: {s:?} is not a number"),
+                    )
+                })
+            }
+            _ => Ok(None),
+        }
     }
 
     pub fn str(&self, key: &str) -> Result<String> {
@@ -36,16 +66,30 @@ impl At<'_> {
     }
 
     pub fn opt_str(&self, key: &str) -> Result<Option<String>> {
-        match self.object.get(key) {
-            None | Some(Value::Null) => Ok(None),
+        match self.present(key) {
+            None => Ok(None),
             Some(_) => self.str(key).map(Some),
         }
     }
 
-    /// A list of strings; absent or null reads as an empty list.
+    /// A list of strings; absent or null reads as an empty list (a text cell holds it as JSON).
     pub fn opt_str_list(&self, key: &str) -> Result<Vec<String>> {
-        match self.object.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
+        let parsed;
+        let value = match self.present(key) {
+            Some(Value::String(s)) if self.cells == Cells::Text => {
+                parsed = serde_json::from_str::<Value>(s).map_err(|_| {
+                    parse_error(
+                        self.path,
+                        self.line,
+                        format!("column {key:?} must hold a JSON list of strings"),
+                    )
+                })?;
+                Some(&parsed)
+            }
+            other => other,
+        };
+        match value {
+            None => Ok(Vec::new()),
             Some(Value::Array(items)) => items
                 .iter()
                 .enumerate()
@@ -67,7 +111,8 @@ impl At<'_> {
     }
 
     pub fn f64(&self, key: &str) -> Result<f64> {
-        match self.get(key)? {
+        let parsed = self.parsed(key)?;
+        match parsed.as_ref().map_or_else(|| self.get(key), Ok)? {
             Value::Number(n) => n.as_f64().ok_or_else(|| {
                 parse_error(
                     self.path,
@@ -84,6 +129,15 @@ impl At<'_> {
     }
 
     pub fn label01(&self, key: &str) -> Result<bool> {
+        if self.cells == Cells::Text {
+            if let Value::String(s) = self.get(key)? {
+                match s.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" => return Ok(true),
+                    "0" | "false" => return Ok(false),
+                    _ => {}
+                }
+            }
+        }
         match self.get(key)? {
             Value::Number(n) if n.as_i64() == Some(1) => Ok(true),
             Value::Number(n) if n.as_i64() == Some(0) => Ok(false),
@@ -128,6 +182,11 @@ pub struct Loaded<T> {
 pub trait Row: Sized + Send + Sync + sealed::ReadRow {
     /// The texts of the row (checked for emptiness, hashed for checksums).
     fn texts(&self) -> Vec<&str>;
+
+    /// The row's id, for kinds whose rows have one (checked for duplicates).
+    fn id(&self) -> Option<&str> {
+        None
+    }
 }
 
 pub(crate) mod sealed {
@@ -251,6 +310,9 @@ impl sealed::ReadRow for DocumentSummary {
 }
 
 impl Row for DocumentSummary {
+    fn id(&self) -> Option<&str> {
+        Some(&self.id)
+    }
     fn texts(&self) -> Vec<&str> {
         vec![&self.text, &self.summary]
     }
@@ -271,7 +333,7 @@ pub struct Document {
 
 impl sealed::ReadRow for Document {
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
-        let label = if at.object.contains_key("label") {
+        let label = if at.present("label").is_some() {
             Some(at.label_string("label")?)
         } else {
             None
@@ -286,6 +348,9 @@ impl sealed::ReadRow for Document {
 }
 
 impl Row for Document {
+    fn id(&self) -> Option<&str> {
+        Some(&self.id)
+    }
     fn texts(&self) -> Vec<&str> {
         vec![&self.text]
     }
@@ -557,6 +622,9 @@ impl sealed::ReadRow for BeirDocument {
 }
 
 impl Row for BeirDocument {
+    fn id(&self) -> Option<&str> {
+        Some(&self.id)
+    }
     fn texts(&self) -> Vec<&str> {
         // a document with a title and no text is not empty
         if self.text.trim().is_empty() && !self.title.trim().is_empty() {
@@ -586,6 +654,9 @@ impl sealed::ReadRow for BeirQuery {
 }
 
 impl Row for BeirQuery {
+    fn id(&self) -> Option<&str> {
+        Some(&self.id)
+    }
     fn texts(&self) -> Vec<&str> {
         vec![&self.text]
     }
@@ -637,6 +708,7 @@ pub(crate) fn read_jsonl<T: sealed::ReadRow>(
                     path,
                     line,
                     object: &object,
+                    cells: Cells::Typed,
                 },
                 extra,
             )?,
@@ -713,5 +785,30 @@ pub(crate) fn read_lines(path: &Path) -> Result<Vec<(usize, Line)>> {
             )
         })
         .collect();
+    non_empty(path, rows)
+}
+
+/// Rows of `split` of a user's dataset, with their lines: each record in our column names, read
+/// as `T` the same way the mirror's JSON lines are.
+pub(crate) fn read_user<T: sealed::ReadRow>(
+    dataset: &crate::user::UserDataset,
+    split: &str,
+    path: &Path,
+    extra: &[&str],
+) -> Result<Vec<(usize, T)>> {
+    let mut rows = Vec::new();
+    dataset.for_each_row(split, &mut |line, object, cells| {
+        let at = At {
+            path,
+            line,
+            object,
+            cells,
+        };
+        rows.push((
+            line,
+            T::from_json(&at, extra).map_err(|e| dataset.name_columns(e))?,
+        ));
+        Ok(())
+    })?;
     non_empty(path, rows)
 }

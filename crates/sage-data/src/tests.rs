@@ -364,7 +364,7 @@ fn the_real_mirror_matches_its_manifest() {
         );
         return;
     };
-    let manifest_path = root.root().join("MANIFEST.tsv");
+    let manifest_path = root.root().unwrap().join("MANIFEST.tsv");
     let manifest: HashMap<String, usize> = std::fs::read_to_string(&manifest_path)
         .unwrap()
         .lines()
@@ -385,7 +385,7 @@ fn the_real_mirror_matches_its_manifest() {
     for e in REGISTRY {
         for split in e.splits {
             let relative = e.local_path(split);
-            if !root.root().join(&relative).exists() {
+            if !root.root().unwrap().join(&relative).exists() {
                 assert!(
                     e.hub.is_some() || e.name == "qqp-full",
                     "{} is neither local nor on the hub",
@@ -408,9 +408,10 @@ fn the_real_mirror_matches_its_manifest() {
                 SplitReport::WordNet { .. } => {
                     for pos in ["noun", "verb", "adj", "adv"] {
                         for file in [format!("data.{pos}"), format!("index.{pos}")] {
-                            let text =
-                                std::fs::read_to_string(root.root().join(&relative).join(&file))
-                                    .unwrap();
+                            let text = std::fs::read_to_string(
+                                root.root().unwrap().join(&relative).join(&file),
+                            )
+                            .unwrap();
                             expect(
                                 format!("{relative}/{file}"),
                                 text.lines().filter(|l| !l.starts_with("  ")).count(),

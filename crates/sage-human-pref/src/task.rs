@@ -86,7 +86,7 @@ impl Source {
 
     /// Whether every file this source reads is in the local mirror.
     pub fn is_local(&self, root: &DataRoot) -> bool {
-        let local = |name: &str, split: &str| root.locate(name, split).is_ok();
+        let local = |name: &str, split: &str| root.has(name, split);
         match self {
             Source::Ratings { dataset, split, .. } => local(dataset, split),
             Source::Feedback {
@@ -436,16 +436,14 @@ pub fn comparisons_from_ratings(
     (out, candidates)
 }
 
-fn dimensions_of(dataset: &str) -> Result<Vec<&'static str>> {
-    let entry = sage_data::entry(dataset).ok_or_else(|| sage_data::DataError::UnknownDataset {
-        name: dataset.to_owned(),
-    })?;
-    if entry.dimensions.is_empty() {
+fn dimensions_of(root: &DataRoot, dataset: &str) -> Result<Vec<String>> {
+    let dimensions = root.dimensions(dataset)?;
+    if dimensions.is_empty() {
         return Err(HumanPrefError::Insufficient(format!(
             "{dataset} has no rating dimensions"
         )));
     }
-    Ok(entry.dimensions.to_vec())
+    Ok(dimensions)
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -494,7 +492,8 @@ pub fn evaluate_source(
             split,
             margin,
         } => {
-            let dimensions = dimensions_of(dataset)?;
+            let dimensions = dimensions_of(root, dataset)?;
+            let dimensions: Vec<&str> = dimensions.iter().map(String::as_str).collect();
             let loaded = root.load::<SummaryRating>(dataset, split)?;
             // whole documents, so that a capped run still has within-document pairs
             let (rows, selection) = sample_grouped(&loaded, max_rows, seed, |r| r.doc_id.clone());
@@ -541,7 +540,8 @@ pub fn evaluate_source(
         } => {
             let loaded = root.load::<SummaryComparison>(comparisons, comparisons_split)?;
             let (rows, selection) = sample(&loaded, max_rows, seed);
-            let dimensions = dimensions_of(axis)?;
+            let dimensions = dimensions_of(root, axis)?;
+            let dimensions: Vec<&str> = dimensions.iter().map(String::as_str).collect();
             let loaded = root.load::<SummaryRating>(axis, axis_split)?;
             let (axis_rows, axis_selection) = sample(&loaded, max_rows, seed);
             let (units, ties) =
@@ -587,7 +587,7 @@ pub fn evaluate(
     if sources.is_empty() {
         return Err(HumanPrefError::Insufficient(format!(
             "no human-preference source is local under {}",
-            root.root().display()
+            root.describe()
         )));
     }
     let mut timings = Timings::default();

@@ -347,7 +347,7 @@ fn suites() -> PyResult<String> {
 
 /// Runs a registered suite; returns the report as JSON and the run's notes (what it skipped).
 #[pyfunction]
-#[pyo3(signature = (suite, subject, data_dir, datasets, seed, options, cache = true, results_dir = None))]
+#[pyo3(signature = (suite, subject, data_dir, datasets, seed, options, cache = true, results_dir = None, kind = None, columns = None, tables = Vec::new()))]
 #[allow(clippy::too_many_arguments)] // a Python function's arguments, named at the call
 fn run_suite(
     py: Python<'_>,
@@ -359,18 +359,26 @@ fn run_suite(
     options: &str,
     cache: bool,
     results_dir: Option<PathBuf>,
+    kind: Option<String>,
+    columns: Option<std::collections::BTreeMap<String, String>>,
+    tables: Vec<PathBuf>,
 ) -> PyResult<(String, Vec<String>, Option<PathBuf>)> {
     let suite = REGISTRY.find(suite).map_err(py_err)?;
-    let root = match data_dir {
-        Some(dir) => sage_data::DataRoot::new(dir),
-        None => sage_data::DataRoot::from_env().map_err(py_err)?,
+    let mut root = sage_data::DataRoot::from_flag_or_env(data_dir);
+    for file in &tables {
+        root.add_tables(file).map_err(py_err)?;
+    }
+    let hints = sage_data::PathHints {
+        kind,
+        columns: columns.unwrap_or_default(),
     };
+    let resolved = sage_suites::parse_datasets(&mut root, &datasets, &hints).map_err(py_err)?;
     let options = match serde_json::from_str(options).map_err(py_err)? {
         serde_json::Value::Object(map) => map,
         _ => return Err(SageError::new_err("options must be keyword arguments")),
     };
     let request = Request {
-        datasets: sage_suites::parse_datasets(&datasets).map_err(SageError::new_err)?,
+        datasets: resolved,
         seed: RunSeed(seed),
         options,
         ..Request::new(&root)
@@ -388,7 +396,10 @@ fn run_suite(
                 &request,
                 similarity_record(&subject, spec.as_deref()),
                 sage_core::Parameters {
-                    data_dir: root.root().display().to_string(),
+                    data_dir: root
+                        .root()
+                        .map(|r| r.display().to_string())
+                        .unwrap_or_default(),
                     sage_args: vec![
                         "sage_rs.run".into(),
                         suite.name().into(),

@@ -20,7 +20,7 @@ mod suites;
 use std::sync::Arc;
 
 use sage_core::{Embedder, EmbeddingSimilarity, RunSeed, Similarity};
-use sage_data::DataRoot;
+use sage_data::{DataRoot, DatasetKind};
 use sage_metrics::Metric;
 use serde_json::{Map, Value};
 
@@ -148,17 +148,18 @@ impl<'a> Request<'a> {
     }
 }
 
-/// `name/split` arguments as pairs; the error names the malformed one.
-pub fn parse_datasets<S: AsRef<str>>(datasets: &[S]) -> Result<Vec<(String, String)>, String> {
+/// Dataset arguments as `(name, split)` pairs: `name/split` of the registry or of a user table
+/// on `root`, or a path (`PATH`, `PATH#SPLIT`), which is registered on `root` (with `hints`: the
+/// kind and column mapping the caller was given). The one reading of `--dataset`, bench.toml's
+/// dataset lists and Python's `datasets=`.
+pub fn parse_datasets<S: AsRef<str>>(
+    root: &mut DataRoot,
+    datasets: &[S],
+    hints: &sage_data::PathHints,
+) -> Result<Vec<(String, String)>, sage_data::DataError> {
     datasets
         .iter()
-        .map(|d| {
-            let d = d.as_ref();
-            d.split_once('/')
-                .filter(|(n, s)| !n.is_empty() && !s.is_empty())
-                .map(|(n, s)| (n.to_owned(), s.to_owned()))
-                .ok_or_else(|| format!("dataset {d:?}: expected name/split"))
-        })
+        .map(|d| root.resolve(d.as_ref(), hints))
         .collect()
 }
 
@@ -181,6 +182,13 @@ pub trait Suite: Send + Sync {
 
     /// The datasets a run without datasets uses (those that are local), as `name/split`.
     fn default_datasets(&self) -> Vec<String>;
+
+    /// The kinds of dataset the suite reads (`sage suites` lists them); a dataset of another kind
+    /// is refused before any work, naming these. Empty: the suite takes no datasets, or does not
+    /// say (then nothing is checked).
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[]
+    }
 
     /// Whether a classical metric can be the subject (else only an embedding model).
     fn takes_metrics(&self) -> bool {
@@ -347,6 +355,7 @@ impl Registry {
                     name: s.name(),
                     summary: s.summary(),
                     default_datasets: s.default_datasets(),
+                    kinds: s.kinds().iter().map(|k| k.name()).collect(),
                     takes_metrics: s.takes_metrics(),
                     result_suite: folder,
                     result_task: task,
@@ -365,6 +374,8 @@ pub struct SuiteInfo {
     pub summary: &'static str,
     /// [`Suite::default_datasets`].
     pub default_datasets: Vec<String>,
+    /// [`Suite::kinds`], by name.
+    pub kinds: Vec<&'static str>,
     /// [`Suite::takes_metrics`].
     pub takes_metrics: bool,
     /// Where a run with default options writes its result ([`Suite::result_location`]): the
@@ -396,11 +407,15 @@ fn options<T: serde::de::DeserializeOwned>(
 /// local is an error listing every reason.
 fn datasets_or_local_defaults(
     suite: &'static str,
+    kinds: &[DatasetKind],
     request: &Request,
     defaults: &[(&'static str, &'static str)],
     notes: &mut Vec<String>,
 ) -> Result<Vec<(String, String)>> {
     if !request.datasets.is_empty() {
+        for (name, _) in &request.datasets {
+            check_kind(suite, kinds, request.root, name)?;
+        }
         return Ok(request.datasets.clone());
     }
     let (present, skipped) = local_datasets(suite, request.root, defaults)?;
@@ -409,6 +424,38 @@ fn datasets_or_local_defaults(
         .into_iter()
         .map(|(n, s)| (n.to_owned(), s.to_owned()))
         .collect())
+}
+
+/// A dataset the suite cannot read is named with the kinds the suite takes and the kind it has;
+/// an empty `kinds` checks nothing (a suite that did not say).
+fn check_kind(
+    suite: &'static str,
+    kinds: &[DatasetKind],
+    root: &DataRoot,
+    name: &str,
+) -> Result<()> {
+    if kinds.is_empty() {
+        return Ok(());
+    }
+    let kind = root.kind(name).map_err(|e| SuiteError::Datasets {
+        suite,
+        message: e.to_string(),
+    })?;
+    if kinds.contains(&kind) {
+        return Ok(());
+    }
+    Err(SuiteError::Datasets {
+        suite,
+        message: format!(
+            "takes {}; dataset {name} holds {}",
+            kinds
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            kind.name()
+        ),
+    })
 }
 
 /// Registry `(name, split)` pairs.
@@ -426,7 +473,7 @@ pub fn local_datasets(
     if present.is_empty() {
         return Err(SuiteError::NoLocalData {
             suite,
-            root: root.root().display().to_string(),
+            root: root.describe(),
             missing,
         });
     }

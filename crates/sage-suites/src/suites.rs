@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use evalrank::{Level, ListSource, PostProcess};
 use sage_core::VectorSimilarity;
+use sage_data::DatasetKind;
 use sage_human_pref::Source;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -18,6 +19,7 @@ use crate::{
 /// in by `seed`), its datasets or the local defaults, and its crate's `evaluate`.
 fn document_task<O, R, E>(
     suite: &'static str,
+    kinds: &[DatasetKind],
     subject: &Subject,
     request: &Request,
     defaults: &[(&'static str, &'static str)],
@@ -37,7 +39,7 @@ where
     let mut o: O = options(suite, &request.options)?;
     seed(&mut o, request.seed);
     let mut notes = Vec::new();
-    let datasets = datasets_or_local_defaults(suite, request, defaults, &mut notes)?;
+    let datasets = datasets_or_local_defaults(suite, kinds, request, defaults, &mut notes)?;
     let similarity = subject.similarity();
     let r = evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
         .map_err(failed(suite))?;
@@ -85,6 +87,9 @@ fn human_pref_source(dataset: &str, split: &str, margin: Option<f64>) -> Source 
 }
 
 impl Suite for HumanPref {
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[DatasetKind::SummaryRatings, DatasetKind::SummaryAxisRatings]
+    }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
     }
@@ -109,12 +114,17 @@ impl Suite for HumanPref {
             if sources.is_empty() {
                 return Err(SuiteError::NoLocalData {
                     suite,
-                    root: request.root.root().display().to_string(),
+                    root: request.root.describe(),
                     missing: self.default_datasets(),
                 });
             }
             sources
         } else {
+            for (name, _) in &request.datasets {
+                if name != "summarize-from-feedback" {
+                    crate::check_kind(suite, self.kinds(), request.root, name)?;
+                }
+            }
             request
                 .datasets
                 .iter()
@@ -142,6 +152,9 @@ impl Suite for HumanPref {
 pub struct Robustness;
 
 impl Suite for Robustness {
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[DatasetKind::DocumentSummary]
+    }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
     }
@@ -157,6 +170,7 @@ impl Suite for Robustness {
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         document_task(
             self.name(),
+            self.kinds(),
             subject,
             request,
             &sage_robustness::DEFAULT_DATASETS,
@@ -171,6 +185,13 @@ impl Suite for Robustness {
 pub struct Sensitivity;
 
 impl Suite for Sensitivity {
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[
+            DatasetKind::Documents,
+            DatasetKind::DocumentSummary,
+            DatasetKind::Beir,
+        ]
+    }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
     }
@@ -186,6 +207,7 @@ impl Suite for Sensitivity {
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         document_task(
             self.name(),
+            self.kinds(),
             subject,
             request,
             &sage_sensitivity::DEFAULT_DATASETS,
@@ -199,6 +221,9 @@ impl Suite for Sensitivity {
 pub struct Clustering;
 
 impl Suite for Clustering {
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[DatasetKind::Clustering, DatasetKind::Classification]
+    }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
     }
@@ -214,6 +239,7 @@ impl Suite for Clustering {
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         document_task(
             self.name(),
+            self.kinds(),
             subject,
             request,
             &sage_cluster::DEFAULT_DATASETS,
@@ -228,6 +254,9 @@ impl Suite for Clustering {
 pub struct Retrieval;
 
 impl Suite for Retrieval {
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[DatasetKind::Beir]
+    }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
     }
@@ -243,6 +272,7 @@ impl Suite for Retrieval {
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         document_task(
             self.name(),
+            self.kinds(),
             subject,
             request,
             &sage_retrieval::DEFAULT_DATASETS,
@@ -276,6 +306,12 @@ impl Default for AlignSimOptions {
 }
 
 impl Suite for AlignSim {
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[
+            DatasetKind::ParaphrasePairs,
+            DatasetKind::PairClassification,
+        ]
+    }
     fn name(&self) -> &'static str {
         "align-sim"
     }
@@ -291,13 +327,28 @@ impl Suite for AlignSim {
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
         let o: AlignSimOptions = options(suite, &request.options)?;
-        let wordnet = sage_perturb::WordNet::open(
-            o.wordnet
-                .unwrap_or_else(|| request.root.root().join("wordnet/dict")),
-        )
-        .map_err(failed(suite))?;
+        let wordnet_dir = match (o.wordnet, request.root.root()) {
+            (Some(dir), _) => dir,
+            (None, Some(root)) => root.join("wordnet/dict"),
+            (None, None) => {
+                return Err(SuiteError::Options {
+                    suite,
+                    message: "the synonym and antonym criteria need WordNet 3.0: give \
+                              wordnet=<dict folder> (--wordnet) or a data directory that has \
+                              wordnet/dict"
+                        .into(),
+                })
+            }
+        };
+        let wordnet = sage_perturb::WordNet::open(wordnet_dir).map_err(failed(suite))?;
         let mut notes = Vec::new();
-        let datasets = datasets_or_local_defaults(suite, request, &ALIGN_SIM_DATASETS, &mut notes)?;
+        let datasets = datasets_or_local_defaults(
+            suite,
+            self.kinds(),
+            request,
+            &ALIGN_SIM_DATASETS,
+            &mut notes,
+        )?;
         let similarity = subject.similarity();
         let r = align_sim::evaluate(
             similarity.as_ref(),
@@ -452,6 +503,18 @@ impl Default for PtebOptions {
 }
 
 impl Suite for Pteb {
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[
+            DatasetKind::StsPairs,
+            DatasetKind::PairClassification,
+            DatasetKind::ParaphrasePairs,
+            DatasetKind::Classification,
+            DatasetKind::Clustering,
+            DatasetKind::Beir,
+            DatasetKind::SummaryRatings,
+            DatasetKind::Reranking,
+        ]
+    }
     fn name(&self) -> &'static str {
         "pteb"
     }
@@ -480,8 +543,13 @@ impl Suite for Pteb {
             });
         };
         let mut notes = Vec::new();
-        let datasets =
-            datasets_or_local_defaults(suite, request, &pteb::DEFAULT_DATASETS, &mut notes)?;
+        let datasets = datasets_or_local_defaults(
+            suite,
+            self.kinds(),
+            request,
+            &pteb::DEFAULT_DATASETS,
+            &mut notes,
+        )?;
         let cache = if o.no_paraphrase_cache {
             None
         } else {

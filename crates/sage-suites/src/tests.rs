@@ -63,7 +63,7 @@ fn every_suite_is_found_by_its_name_once() {
 fn a_registered_run_is_the_suite_crates_run_with_the_requests_seed_and_options() {
     let root = fixtures();
     let mut request = Request::new(&root);
-    request.datasets = parse_datasets(&["cnn-dailymail/sample"]).unwrap();
+    request.datasets = vec![("cnn-dailymail".into(), "sample".into())];
     request.seed = RunSeed(7);
     request.options = json!({"max_rows": 3, "truncate_tokens": 64})
         .as_object()
@@ -141,10 +141,23 @@ fn a_misspelt_or_mistyped_option_is_named() {
 #[test]
 fn malformed_datasets_and_misfit_subjects_are_refused() {
     let root = fixtures();
-    assert!(parse_datasets(&["mrpc"])
+    let hints = sage_data::PathHints::default();
+    let mut resolving = root.clone();
+    let e = parse_datasets(&mut resolving, &["mrpc"], &hints)
         .unwrap_err()
-        .contains("\"mrpc\": expected name/split"));
-    assert!(parse_datasets(&["/test"]).is_err());
+        .to_string();
+    assert!(
+        e.contains("mrpc: name a split") && e.contains("train, test"),
+        "{e}"
+    );
+    let e = parse_datasets(&mut resolving, &["/test"], &hints)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/test") && e.contains("no such file"), "{e}");
+    let e = parse_datasets(&mut resolving, &["nosuch/test"], &hints)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown dataset \"nosuch\""), "{e}");
     let mut request = Request::new(&root);
     request.options = json!({"level": "word"}).as_object().unwrap().clone();
     let e = find("evalrank")
@@ -166,6 +179,7 @@ fn missing_default_datasets_become_notes_and_none_local_is_an_error() {
     let mut notes = Vec::new();
     let present = datasets_or_local_defaults(
         "test",
+        &[],
         &request,
         &[("cnn-dailymail", "sample"), ("no-such-set", "test")],
         &mut notes,
