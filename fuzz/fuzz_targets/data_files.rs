@@ -54,7 +54,7 @@ fn mirror() -> &'static Mirror {
             if !root.is_local(entry, split) {
                 continue;
             }
-            let base = root.root().join(entry.local_path(split));
+            let base = root.root().unwrap().join(entry.local_path(split));
             let files: Vec<PathBuf> = match entry.kind {
                 DatasetKind::Beir => vec![
                     base.join("corpus.jsonl"),

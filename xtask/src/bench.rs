@@ -51,9 +51,22 @@ pub(crate) struct Config {
     /// `[suites.<name>]`: suites registered beyond the shipped ones, by name.
     #[serde(default)]
     suites: BTreeMap<String, RegisteredSuite>,
+    /// `[datasets.<name>]`: the user's own datasets. `sage` reads these tables itself (`--datasets
+    /// FILE`, paths relative to the file), so their schema is sage-data's and lives once.
+    #[serde(default)]
+    datasets: BTreeMap<String, toml::Value>,
     /// Where the configuration came from, for errors found once `sage` is asked.
     #[serde(skip)]
     origin: String,
+    /// The configuration file, when it is one (its `[datasets]` tables go to `sage` by path).
+    #[serde(skip)]
+    file: Option<PathBuf>,
+}
+
+/// A dataset entry of a list: `name/split` (the registry's or a `[datasets]` table's), or a
+/// path (`PATH`, `PATH#SPLIT`), which sage reads; a bare name is missing its split.
+fn dataset_entry_ok(entry: &str) -> bool {
+    entry.contains('/') || entry.contains('#') || Path::new(entry).exists()
 }
 
 /// `[suites.<name>]`: how bench-all runs a suite it knows only from `sage suites` (one a crate
@@ -266,7 +279,7 @@ impl Config {
             if CONFIGURED_SUITES.contains(&name.as_str()) {
                 bail!("{origin}: suites.{name}: {name} is configured in its own section ([sage], [evalrank], [align_sim], [pteb])");
             }
-            if let Some(bad) = suite.datasets.iter().find(|d| !d.contains('/')) {
+            if let Some(bad) = suite.datasets.iter().find(|d| !dataset_entry_ok(d)) {
                 bail!("{origin}: suites.{name}.datasets: {bad:?} is not name/split");
             }
         }
@@ -284,7 +297,7 @@ impl Config {
             if !SAGE_TASKS.contains(&task.as_str()) {
                 bail!("{origin}: sage.datasets: unknown task {task:?} (one of {SAGE_TASKS:?})");
             }
-            if let Some(bad) = datasets.iter().find(|d| !d.contains('/')) {
+            if let Some(bad) = datasets.iter().find(|d| !dataset_entry_ok(d)) {
                 bail!("{origin}: sage.datasets.{task}: {bad:?} is not name/split");
             }
         }
@@ -450,13 +463,19 @@ impl Prepared {
     pub fn new(inv: &Invocation) -> Result<Prepared> {
         let root = workspace_root();
         let config = match &inv.config_path {
-            Some(p) => Config::parse(
-                &std::fs::read_to_string(p)
-                    .with_context(|| format!("{}: cannot read", p.display()))?,
-                &p.display().to_string(),
-            )?,
+            Some(p) => Config {
+                file: Some(std::path::absolute(p)?),
+                ..Config::parse(
+                    &std::fs::read_to_string(p)
+                        .with_context(|| format!("{}: cannot read", p.display()))?,
+                    &p.display().to_string(),
+                )?
+            },
             None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,
         };
+        if !config.datasets.is_empty() && config.file.is_none() {
+            bail!("[datasets] tables need a configuration file (--config) to be relative to");
+        }
         let config = if inv.quick { config.quick() } else { config };
         let data_dir = if !config.data_dir.is_empty() {
             PathBuf::from(&config.data_dir)
@@ -1160,6 +1179,13 @@ fn plan(
             });
         }
     }
+    // the user's [datasets] tables, for every job that reads datasets by name
+    if let (Some(file), false) = (&config.file, config.datasets.is_empty()) {
+        for job in jobs.iter_mut().filter(|j| j.args.iter().any(|a| a == "--dataset")) {
+            job.args
+                .extend(["--datasets".into(), file.display().to_string()]);
+        }
+    }
     // PTEB last: its LLM paraphrasing takes longer than every other suite together, and its
     // paraphrases are cached and shared by all models, so the rest should not wait on it
     let (pteb, mut jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.suite == "pteb");
@@ -1576,8 +1602,12 @@ fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<
         seed: context.seed,
         quick: context.quick,
         parameters: Parameters {
-            sage_args: job.args.iter().map(|a| redact_url(a)).collect(),
-            data_dir: context.data_dir.display().to_string(),
+            sage_args: job
+                .args
+                .iter()
+                .map(|a| sage_core::redact::home_relative(&redact_url(a)))
+                .collect(),
+            data_dir: sage_core::redact::home_relative(&context.data_dir.display().to_string()),
         },
         datasets,
         notes: notes.into_iter().map(str::to_owned).collect(),
@@ -1855,6 +1885,44 @@ mod tests {
         .unwrap();
         let jobs = plan_of(&off, &suites, &mut Vec::new());
         assert!(jobs.iter().all(|j| j.suite != "toys"));
+    }
+
+    /// `[datasets.<name>]` tables reach every job that names datasets as `--datasets FILE` (sage
+    /// reads the tables, relative to the file); a job that names none, and a configuration
+    /// without tables, get nothing.
+    #[test]
+    fn user_dataset_tables_go_to_the_jobs_that_name_datasets() {
+        let text = DEFAULT_CONFIG
+            .replace("datasets = {}", "datasets = { retrieval = [\"mybeir/test\"] }")
+            + "\n[datasets.mybeir]\npath = \"data/mybeir\"\n";
+        let config = Config {
+            file: Some(PathBuf::from("/configs/mine.toml")),
+            ..Config::parse(&text, "mine.toml").unwrap()
+        };
+        let similarities = test_similarities(&["bm25"]);
+        let jobs = plan(
+            &config,
+            &shipped_suites(),
+            &similarities,
+            Path::new("data"),
+            &mut Vec::new(),
+        );
+        let retrieval = jobs.iter().find(|j| j.task == "retrieval").unwrap();
+        let args = retrieval.args.join(" ");
+        assert!(
+            args.contains("--dataset mybeir/test") && args.ends_with("--datasets /configs/mine.toml"),
+            "{args}"
+        );
+        let robustness = jobs.iter().find(|j| j.task == "robustness").unwrap();
+        assert!(!robustness.args.contains(&"--datasets".to_owned()));
+        // a bare name is still refused before anything runs
+        let e = Config::parse(
+            &DEFAULT_CONFIG.replace("datasets = {}", "datasets = { retrieval = [\"mybeir\"] }"),
+            "bad.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("sage.datasets.retrieval"), "{e}");
     }
 
     /// Similarities by spec; those named `model...` are models.

@@ -6,6 +6,26 @@
 //! the request, headers included). [`redact`] removes all three from any text; [`redact_url`] and
 //! [`url_host`] are the forms of a URL that results and identities carry.
 
+/// `text` with the home folder ($HOME) written as `~`: a result file or report names a user's
+/// own dataset or data folder without the account it lives under.
+pub fn home_relative(text: &str) -> String {
+    match std::env::var("HOME") {
+        Ok(home) => home_relative_to(text, &home),
+        Err(_) => text.to_owned(),
+    }
+}
+
+fn home_relative_to(text: &str, home: &str) -> String {
+    let home = home.trim_end_matches('/');
+    if home.is_empty() {
+        text.to_owned()
+    } else if text == home {
+        "~".to_owned()
+    } else {
+        text.replace(&format!("{home}/"), "~/")
+    }
+}
+
 /// Query parameters whose value is a credential (compared case-insensitively).
 const SECRET_PARAMS: &[&str] = &[
     "key",
@@ -148,6 +168,18 @@ fn redact_bearer(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_home_folder_is_written_as_a_tilde() {
+        let home_relative = super::home_relative_to;
+        assert_eq!(
+            home_relative("/home/ana/data/tickets.csv", "/home/ana/"),
+            "~/data/tickets.csv"
+        );
+        assert_eq!(home_relative("/home/ana", "/home/ana"), "~");
+        assert_eq!(home_relative("/home/anabel/x", "/home/ana"), "/home/anabel/x");
+        assert_eq!(home_relative("data/x.csv", ""), "data/x.csv");
+    }
+
     use super::*;
 
     #[test]

@@ -57,3 +57,5 @@ pub use sample::{sample, sample_grouped, sample_indices, RowSelection};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod user_tests;

@@ -174,7 +174,7 @@ fn csv_reader(path: &Path, delimiter: u8) -> Result<csv::Reader<File>> {
 }
 
 fn csv_error(path: &Path, e: &csv::Error) -> DataError {
-    let line = e.position().map_or(0, |p| p.line() as usize);
+    let line = e.position().map_or(1, |p| (p.line() as usize).max(1));
     let message = match e.kind() {
         csv::ErrorKind::Utf8 { err, .. } => format!("not valid UTF-8 in field {}", err.field() + 1),
         csv::ErrorKind::UnequalLengths {
@@ -230,7 +230,7 @@ fn delimited(
             Ok(true) => {}
             Err(e) => return Err(csv_error(path, &e)),
         }
-        let line = record.position().map_or(0, |p| p.line() as usize);
+        let line = record.position().map_or(1, |p| (p.line() as usize).max(1));
         if record.as_slice().len() > MAX_LINE_BYTES {
             return Err(parse_error(
                 path,

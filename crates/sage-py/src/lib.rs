@@ -398,12 +398,12 @@ fn run_suite(
                 sage_core::Parameters {
                     data_dir: root
                         .root()
-                        .map(|r| r.display().to_string())
+                        .map(|r| sage_core::redact::home_relative(&r.display().to_string()))
                         .unwrap_or_default(),
                     sage_args: vec![
                         "sage_rs.run".into(),
                         suite.name().into(),
-                        format!("datasets={datasets:?}"),
+                        sage_core::redact::home_relative(&format!("datasets={datasets:?}")),
                         sage_core::redact::redact_url(
                             &serde_json::Value::Object(request.options.clone()).to_string(),
                         ),

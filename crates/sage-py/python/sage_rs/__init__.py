@@ -144,41 +144,134 @@ def report(
     )
 
 
+def _plain(value: Any) -> Any:
+    """A cell of in-memory data as JSON: numpy scalars and arrays as their Python values."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"a cell of type {type(value).__name__} is not text, a number or a list")
+
+
+def _write_rows(path: str, rows: Iterable[dict]) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(dict(row), ensure_ascii=False, default=_plain, allow_nan=False))
+            out.write("\n")
+
+
+def _records(data: Any) -> Optional[Iterable[dict]]:
+    """The rows of a pandas DataFrame, an HF ``datasets.Dataset`` or a list of dicts."""
+    if hasattr(data, "to_dict") and hasattr(data, "columns"):  # pandas.DataFrame
+        return data.to_dict(orient="records")
+    if hasattr(data, "column_names") and hasattr(data, "features"):  # datasets.Dataset
+        return iter(data)
+    if isinstance(data, (list, tuple)) and data and all(isinstance(r, dict) for r in data):
+        return data
+    return None
+
+
+def _dataset_args(datasets: Any, scratch: str) -> List[str]:
+    """``datasets=`` as the arguments sage reads: names and paths as given; in-memory data (a
+    DataFrame, an HF Dataset, a list of dicts, or ``{"corpus", "queries", "qrels"}`` for
+    retrieval), alone or as a ``(name, data)`` pair, written into ``scratch`` as JSON lines (a
+    BEIR folder for retrieval) under its name, so it is read, checked and checksummed exactly
+    as the same rows in a file."""
+    if isinstance(datasets, (str, os.PathLike)) or _records(datasets) is not None or (
+        isinstance(datasets, dict) and "corpus" in datasets
+    ):
+        datasets = [datasets]
+    args = []
+    for i, item in enumerate(datasets):
+        if isinstance(item, (str, os.PathLike)):
+            args.append(os.fspath(item))
+            continue
+        named = isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+        name, data = item if named else (f"data{i + 1}", item)
+        if isinstance(data, dict) and {"corpus", "queries", "qrels"} <= set(data):
+            folder = os.path.join(scratch, name)
+            os.makedirs(os.path.join(folder, "qrels"))
+            _write_rows(os.path.join(folder, "corpus.jsonl"), _beir_rows(data["corpus"]))
+            _write_rows(os.path.join(folder, "queries.jsonl"), _beir_rows(data["queries"]))
+            with open(os.path.join(folder, "qrels", "test.tsv"), "w", encoding="utf-8") as out:
+                out.write("query-id\tcorpus-id\tscore\n")
+                for query, judged in data["qrels"].items():
+                    for doc, relevance in judged.items():
+                        out.write(f"{query}\t{doc}\t{int(relevance)}\n")
+            args.append(folder)
+            continue
+        rows = _records(data)
+        if rows is None:
+            raise SageError(
+                f"datasets[{i}]: expected a name, a path, a DataFrame, a datasets.Dataset, a list "
+                f"of dicts or a {{'corpus', 'queries', 'qrels'}} dict, got {type(data).__name__}"
+            )
+        path = os.path.join(scratch, f"{name}.jsonl")
+        _write_rows(path, rows)
+        args.append(path)
+    return args
+
+
+def _beir_rows(part: Any) -> Iterable[dict]:
+    """BEIR's corpus or queries given as ``{id: text}`` or ``{id: {"title", "text"}}`` (the
+    ``beir`` package's form), or as rows with ``_id``."""
+    if isinstance(part, dict):
+        for key, value in part.items():
+            row = dict(value) if isinstance(value, dict) else {"text": value}
+            row["_id"] = str(key)
+            yield row
+    else:
+        yield from (_records(part) or [])
+
+
 def run(
     suite: str,
     similarity: Subject,
     *,
-    datasets: Sequence[str] = (),
+    datasets: Any = (),
     seed: int = DEFAULT_SEED,
     data_dir: Optional[Union[str, os.PathLike]] = None,
     cache: bool = True,
     name: Optional[str] = None,
     results_dir: Optional[Union[str, os.PathLike]] = None,
+    kind: Optional[str] = None,
+    columns: Optional[dict] = None,
+    dataset_tables: Sequence[Union[str, os.PathLike]] = (),
     **options: Any,
 ) -> dict:
     """Runs a suite of the registry (see ``suites()``) and returns its report, the dict
     ``sage run SUITE`` writes.
 
     ``similarity``: a metric name, a model spec, a ``Model``, an ``Encoder``, or any model with
-    ``encode`` (``name`` names it in the report). ``datasets`` as ``"name/split"`` (default: the
-    suite's paper datasets in the local mirror; each one missing is a ``SkippedWarning``).
-    ``data_dir``: the data mirror (default ``$SAGE_DATA_DIR``). ``options``: the suite's own,
-    e.g. ``max_rows=50`` or ``truncate_tokens=None``; an unknown one is an error naming it.
-    ``results_dir``: also write the result file there, as ``cargo xtask bench-all`` does
-    (``<name>/<suite>/<task>.json``), so that ``report(results_dir)`` ranks it with the others.
+    ``encode`` (``name`` names it in the report). ``datasets``: ``"name/split"``, a path of your
+    own (a file: JSON lines, CSV, TSV, Parquet; a folder: BEIR or one file per split;
+    ``"PATH#SPLIT"``), or in-memory data — a pandas DataFrame, an HF ``datasets.Dataset``, a list
+    of dicts, for retrieval ``{"corpus", "queries", "qrels"}`` — alone or as ``(name, data)``;
+    default: the suite's paper datasets in the local mirror (each one missing is a
+    ``SkippedWarning``). ``kind`` and ``columns`` (``{"text": "body"}``: ours to yours) describe
+    your data when its columns do not say; ``dataset_tables``: TOML files of
+    ``[datasets.NAME]`` tables. ``data_dir``: the data mirror (default ``$SAGE_DATA_DIR``).
+    ``options``: the suite's own, e.g. ``max_rows=50`` or ``truncate_tokens=None``; an unknown
+    one is an error naming it. ``results_dir``: also write the result file there, as ``cargo
+    xtask bench-all`` does (``<name>/<suite>/<task>.json``), so that ``report(results_dir)``
+    ranks it with the others.
     """
-    if isinstance(datasets, str):
-        datasets = [datasets]
-    report, notes, _written = _native.run_suite(
-        suite,
-        _subject(similarity, name),
-        None if data_dir is None else os.fspath(data_dir),
-        list(datasets),
-        seed,
-        json.dumps(options),
-        cache,
-        None if results_dir is None else os.fspath(results_dir),
-    )
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="sage-rs-data-") as scratch:
+        report, notes, _written = _native.run_suite(
+            suite,
+            _subject(similarity, name),
+            None if data_dir is None else os.fspath(data_dir),
+            _dataset_args(datasets, scratch),
+            seed,
+            json.dumps(options),
+            cache,
+            None if results_dir is None else os.fspath(results_dir),
+            kind,
+            None if columns is None else {str(k): str(v) for k, v in columns.items()},
+            [os.fspath(t) for t in dataset_tables],
+        )
     for note in notes:
         warnings.warn(f"{suite}: {note}", SkippedWarning, stacklevel=2)
     return json.loads(report)

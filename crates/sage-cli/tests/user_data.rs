@@ -1,0 +1,295 @@
+//! A user's own data through the `sage` binary, with no data mirror: a path is a dataset, in every
+//! suite that takes its kind, with the same results as the same files under a registry name.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn mirror() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror")
+}
+
+/// `sage` with neither SAGE_DATA_DIR nor a models folder: a user's machine with only their files.
+fn sage(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(args)
+        .env_remove("SAGE_DATA_DIR")
+        .output()
+        .expect("sage runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = sage(args);
+    assert!(
+        out.status.success(),
+        "sage {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = sage(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "sage {args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A report with what differs between two runs of the same work taken out: timings.
+fn without_timings(mut value: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                map.remove("timings");
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut value);
+    value
+}
+
+#[test]
+fn a_beir_folder_runs_retrieval_as_the_same_files_under_a_registry_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mine = tmp.path().join("mybeir");
+    copy_dir(&mirror().join("retrieval/scifact"), &mine);
+    // the new user's first try: a path with no data directory at all
+    let user = ok(&[
+        "run",
+        "retrieval",
+        "--similarity",
+        "bm25",
+        "--dataset",
+        mine.to_str().unwrap(),
+    ]);
+    let registry = ok(&[
+        "run",
+        "retrieval",
+        "--similarity",
+        "bm25",
+        "--dataset",
+        "scifact/test",
+        "--data-dir",
+        mirror().to_str().unwrap(),
+    ]);
+    let user: Value = serde_json::from_str(&user.replace("mybeir", "scifact")).unwrap();
+    let registry: Value = serde_json::from_str(&registry).unwrap();
+    assert_eq!(without_timings(user), without_timings(registry));
+    // the same folder named by a table, NAME/SPLIT
+    let tables = tmp.path().join("mine.toml");
+    std::fs::write(&tables, "[datasets.support]\npath = \"mybeir\"\n").unwrap();
+    let named = ok(&[
+        "run",
+        "retrieval",
+        "--similarity",
+        "bm25",
+        "--datasets",
+        tables.to_str().unwrap(),
+        "--dataset",
+        "support/test",
+    ]);
+    assert!(named.contains("\"support/test\""), "{named}");
+    // a name that is neither registered nor a path, and a registered split the mirror lacks:
+    // each one clear message, said once
+    let e = fails(&[
+        "run",
+        "retrieval",
+        "--similarity",
+        "bm25",
+        "--dataset",
+        "nosuchset/test",
+    ]);
+    assert_eq!(e.matches("unknown dataset \"nosuchset\"").count(), 1, "{e}");
+    let e = fails(&[
+        "run",
+        "retrieval",
+        "--similarity",
+        "bm25",
+        "--dataset",
+        "scifact/train",
+        "--data-dir",
+        mirror().to_str().unwrap(),
+    ]);
+    assert_eq!(e.matches("is not in the local mirror").count(), 1, "{e}");
+}
+
+const TICKETS: &str = "body,queue\n\
+\"Card declined, twice\",payments\n\
+Password reset link expired,account\n\
+Refund not received after ten days,payments\n\
+Cannot log in after the update,account\n\
+Charged twice for one order,payments\n\
+Two-factor code never arrives,account\n";
+
+#[test]
+fn a_csv_runs_clustering_and_documents_run_sensitivity_through_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("tickets.csv");
+    std::fs::write(&csv, TICKETS).unwrap();
+    let csv = csv.to_str().unwrap();
+    let report: Value = serde_json::from_str(&ok(&[
+        "run",
+        "clustering",
+        "--similarity",
+        "jaccard",
+        "--dataset",
+        csv,
+        "--columns",
+        "text=body,label=queue",
+        "--subsets",
+        "2",
+    ]))
+    .unwrap();
+    let score = report["score"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&score), "{report}");
+    assert!(report.to_string().contains("tickets/test"), "{report}");
+    // the same rows as JSON lines in our column names: the same checksum and the same score
+    let jsonl = tmp.path().join("sub");
+    std::fs::create_dir(&jsonl).unwrap();
+    let jsonl = jsonl.join("tickets.jsonl");
+    let lines: String = TICKETS
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (text, label) = l.rsplit_once(',').unwrap();
+            serde_json::json!({"text": text.trim_matches('"'), "label": label}).to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(&jsonl, lines).unwrap();
+    let again: Value = serde_json::from_str(&ok(&[
+        "run",
+        "clustering",
+        "--similarity",
+        "jaccard",
+        "--dataset",
+        jsonl.to_str().unwrap(),
+        "--subsets",
+        "2",
+    ]))
+    .unwrap();
+    assert_eq!(without_timings(again), without_timings(report));
+    let check: Value = serde_json::from_str(&ok(&[
+        "data",
+        "check",
+        csv,
+        "--columns",
+        "text=body,label=queue",
+    ]))
+    .unwrap();
+    assert_eq!(check["kind"], "clustering");
+    assert_eq!(check["detected"], true);
+    assert_eq!(check["columns"]["text"], "body");
+    assert_eq!(check["total_rows"], 6);
+    assert_eq!(check["duplicate_rows"], 0);
+    let suites: Vec<&str> = check["suites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(suites.contains(&"clustering") && suites.contains(&"pteb"), "{suites:?}");
+    let check_jsonl: Value =
+        serde_json::from_str(&ok(&["data", "check", jsonl.to_str().unwrap()])).unwrap();
+    assert_eq!(check_jsonl["checksum"], check["checksum"]);
+    // the wrong suite for the kind says which kinds it takes and which this is
+    let e = fails(&[
+        "run",
+        "retrieval",
+        "--similarity",
+        "bm25",
+        "--dataset",
+        csv,
+        "--columns",
+        "text=body,label=queue",
+    ]);
+    assert!(
+        e.contains("retrieval: takes beir; dataset tickets holds clustering"),
+        "{e}"
+    );
+
+    let notes = tmp.path().join("notes.jsonl");
+    let text = "The patient reported mild pain after the procedure and was given rest. ".repeat(12);
+    let rows: String = (0..3)
+        .map(|i| serde_json::json!({"content": format!("Note {i}. {text}")}).to_string() + "\n")
+        .collect();
+    std::fs::write(&notes, rows).unwrap();
+    let report: Value = serde_json::from_str(&ok(&[
+        "run",
+        "sensitivity",
+        "--similarity",
+        "rouge",
+        "--dataset",
+        notes.to_str().unwrap(),
+        "--columns",
+        "text=content",
+    ]))
+    .unwrap();
+    assert!(report["score"].as_f64().is_some(), "{report}");
+    assert!(report.to_string().contains("notes/test"), "{report}");
+}
+
+#[test]
+fn suites_list_the_kinds_they_take_and_data_kinds_lists_columns() {
+    let suites: Vec<Value> = ok(&["suites"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds = |name: &str| {
+        suites.iter().find(|s| s["name"] == name).unwrap()["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kinds("retrieval"), ["beir"]);
+    assert_eq!(kinds("robustness"), ["document-summary"]);
+    assert!(kinds("align-sim").contains(&"paraphrase-pairs".to_owned()));
+    let listed: Vec<Value> = ok(&["data", "kinds"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let sts = listed.iter().find(|k| k["kind"] == "sts-pairs").unwrap();
+    assert_eq!(sts["required"], serde_json::json!(["sentence1", "sentence2", "score"]));
+    // a user's tables are listed after the registry, marked as the user's
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("t.csv"), TICKETS).unwrap();
+    let tables = tmp.path().join("d.toml");
+    std::fs::write(
+        &tables,
+        "[datasets.tickets]\npath = \"t.csv\"\ncolumns = { text = \"body\", label = \"queue\" }\n",
+    )
+    .unwrap();
+    let listing = ok(&["data", "list", "--datasets", tables.to_str().unwrap()]);
+    let last = listing.lines().last().unwrap();
+    assert!(
+        last.starts_with("tickets") && last.contains("clustering") && last.contains("user"),
+        "{last}"
+    );
+    // MTEB's SICK-R rows are named
+    let json = ok(&["data", "list", "--json"]);
+    let sickr: Value = json
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["name"] == "sickr")
+        .unwrap();
+    assert_eq!(sickr["mteb_rows"]["test"], "train+validation+test");
+}

@@ -1,0 +1,435 @@
+//! A user's own datasets: every layout and format, kind detection, column mapping, the errors a
+//! hostile or mistaken file gets, and that the same rows are the same rows whatever the file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sage_core::RunSeed;
+
+use super::*;
+use crate::user::UserSpec;
+
+fn fixtures() -> DataRoot {
+    DataRoot::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"))
+}
+
+fn fixture(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/fixtures/mirror")
+        .join(relative)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn hints(kind: Option<&str>, columns: &str) -> PathHints {
+    PathHints {
+        kind: kind.map(str::to_owned),
+        columns: PathHints::parse_columns(columns).unwrap(),
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+const TICKETS_CSV: &str = "body,queue\n\
+\"Card declined, twice\",payments\n\
+Password reset link expired,account\n\
+\"Refund not received\nafter 10 days\",payments\n\
+Cannot log in,account\n";
+
+const TICKETS_JSONL: &str = r#"{"text": "Card declined, twice", "label": "payments"}
+{"text": "Password reset link expired", "label": "account"}
+{"text": "Refund not received\nafter 10 days", "label": "payments"}
+{"text": "Cannot log in", "label": "account"}
+"#;
+
+#[test]
+fn a_csv_with_other_column_names_is_labeled_texts_with_the_jsonl_checksum() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = write(dir.path(), "tickets.csv", TICKETS_CSV);
+    let jsonl = write(dir.path(), "tickets-ours.jsonl", TICKETS_JSONL);
+    let mut root = DataRoot::without_mirror();
+    // without a mapping nothing fits: the error names the columns and says how to map them
+    let e = root
+        .resolve(csv.to_str().unwrap(), &PathHints::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tickets.csv") && e.contains("(body, queue)") && e.contains("--columns"),
+        "{e}"
+    );
+    let (name, split) = root
+        .resolve(csv.to_str().unwrap(), &hints(None, "text=body,label=queue"))
+        .unwrap();
+    assert_eq!((name.as_str(), split.as_str()), ("tickets", "test"));
+    assert_eq!(root.kind("tickets").unwrap(), DatasetKind::Clustering);
+    let from_csv = root.load::<LabeledText>("tickets", "test").unwrap();
+    assert_eq!(from_csv.rows.len(), 4);
+    // a quoted cell keeps its comma and its newline
+    assert_eq!(from_csv.rows[0].text, "Card declined, twice");
+    assert_eq!(from_csv.rows[2].text, "Refund not received\nafter 10 days");
+    let (ours, _) = root
+        .resolve(jsonl.to_str().unwrap(), &PathHints::default())
+        .unwrap();
+    let from_jsonl = root.load::<LabeledText>(&ours, "test").unwrap();
+    assert_eq!(from_csv.rows, from_jsonl.rows);
+    let (_, a) = crate::sample(&from_csv, None, RunSeed(1));
+    let (_, b) = crate::sample(&from_jsonl, None, RunSeed(1));
+    assert_eq!(a.checksum, b.checksum);
+}
+
+#[test]
+fn documents_with_a_content_column_are_numbered_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = write(
+        dir.path(),
+        "notes.jsonl",
+        "{\"content\": \"Patient stable.\", \"ward\": \"B\"}\n\n{\"content\": \"Discharged home.\", \"ward\": \"C\"}\n",
+    );
+    let mut root = DataRoot::without_mirror();
+    let (name, split) = root
+        .resolve(notes.to_str().unwrap(), &hints(None, "text=content"))
+        .unwrap();
+    let u = root.user_dataset(&name).unwrap();
+    assert_eq!(u.kind, DatasetKind::Documents);
+    assert!(u.line_ids && u.detected);
+    assert_eq!(u.columns["text"], "content");
+    let docs = root.documents(&name, &split).unwrap();
+    let ids: Vec<&str> = docs.rows.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["1", "3"], "ids are the lines, blank lines skipped");
+    assert_eq!(docs.rows[1].text, "Discharged home.");
+}
+
+#[test]
+fn a_beir_folder_outside_the_registry_loads_as_the_registry_copy_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("mybeir");
+    copy_dir(&fixture("retrieval/scifact"), &mine);
+    let mut root = fixtures();
+    let (name, split) = root
+        .resolve(mine.to_str().unwrap(), &PathHints::default())
+        .unwrap();
+    assert_eq!((name.as_str(), split.as_str()), ("mybeir", "test"));
+    assert_eq!(root.kind("mybeir").unwrap(), DatasetKind::Beir);
+    let user = root.beir("mybeir", "test").unwrap();
+    let registry = root.beir("scifact", "test").unwrap();
+    assert_eq!(user.corpus, registry.corpus);
+    assert_eq!(user.queries, registry.queries);
+    assert_eq!(user.qrels, registry.qrels);
+    // sensitivity reads its corpus as documents
+    assert_eq!(
+        root.documents("mybeir", "test").unwrap().rows,
+        root.documents("scifact", "test").unwrap().rows
+    );
+    // a folder with two qrels splits: PATH#SPLIT picks one, and a missing one is named
+    write(&mine, "qrels/dev.tsv", "query-id\tcorpus-id\tscore\n");
+    let mut root = DataRoot::without_mirror();
+    let arg = format!("{}#dev", mine.display());
+    assert_eq!(
+        root.resolve(&arg, &PathHints::default()).unwrap().1,
+        "dev"
+    );
+    let e = root
+        .resolve(&format!("{}#train", mine.display()), &PathHints::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no split \"train\"") && e.contains("dev, test"), "{e}");
+}
+
+#[test]
+fn qrels_that_name_missing_documents_are_refused_by_a_run_and_counted_by_a_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("broken");
+    copy_dir(&fixture("retrieval/scifact"), &mine);
+    let qrels = std::fs::read_to_string(mine.join("qrels/test.tsv")).unwrap();
+    let first_query = qrels.lines().nth(1).unwrap().split('\t').next().unwrap();
+    write(
+        &mine,
+        "qrels/test.tsv",
+        &format!("{qrels}{first_query}\tno-such-doc\t1\n"),
+    );
+    let mut root = DataRoot::without_mirror();
+    root.resolve(mine.to_str().unwrap(), &PathHints::default())
+        .unwrap();
+    let line = qrels.lines().count() + 1;
+    let e = root.beir("broken", "test").unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("test.tsv:{line}")) && e.contains("no-such-doc"),
+        "{e}"
+    );
+    match root.inspect("broken", "test", None, RunSeed(1)).unwrap() {
+        SplitReport::Beir {
+            qrels_to_missing_documents,
+            ..
+        } => assert_eq!(qrels_to_missing_documents, [line]),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn detection_never_guesses_and_kind_says_it_outright() {
+    assert_eq!(
+        crate::user::detect(&["text".into(), "summary".into(), "id".into()]),
+        [DatasetKind::DocumentSummary]
+    );
+    assert_eq!(
+        crate::user::detect(&["sentence1".into(), "sentence2".into(), "score".into()]),
+        [DatasetKind::StsPairs]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let both = write(
+        dir.path(),
+        "both.jsonl",
+        "{\"text\": \"a\", \"summary\": \"b\", \"label\": \"x\"}\n",
+    );
+    let mut root = DataRoot::without_mirror();
+    let e = root
+        .resolve(both.to_str().unwrap(), &PathHints::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("fit several kinds: document-summary, clustering") && e.contains("--kind"),
+        "{e}"
+    );
+    root.resolve(both.to_str().unwrap(), &hints(Some("labeled-texts"), ""))
+        .unwrap();
+    assert_eq!(root.kind("both").unwrap(), DatasetKind::Clustering);
+    // a kind the rows cannot be read as is refused by the loader, naming both
+    let e = root
+        .load::<StsPair>("both", "test")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("holds clustering, not sts-pairs"), "{e}");
+    let e = DataRoot::without_mirror()
+        .resolve(both.to_str().unwrap(), &hints(Some("tables"), ""))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown kind \"tables\""), "{e}");
+}
+
+#[test]
+fn hostile_files_get_errors_that_name_the_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut root = DataRoot::without_mirror();
+    let error = |name: &str, text: &[u8], columns: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let mut root = DataRoot::without_mirror();
+        match root.resolve(path.to_str().unwrap(), &hints(None, columns)) {
+            Err(e) => e.to_string(),
+            Ok((n, s)) => root.load::<StsPair>(&n, &s).unwrap_err().to_string(),
+        }
+    };
+    // a score that is not a number, in a mapped column: the file's name for it is given
+    let e = error(
+        "scores.csv",
+        b"a,b,gold\nx,y,4.5\nx,z,high\n",
+        "sentence1=a,sentence2=b,score=gold",
+    );
+    assert!(
+        e.contains("scores.csv:3") && e.contains("\"high\" is not a number") && e.contains("\"gold\""),
+        "{e}"
+    );
+    let e = error("wide.csv", b"sentence1,sentence2,score\nx,y,1,extra\n", "");
+    assert!(e.contains("wide.csv:2") && e.contains("4 fields where the header has 3"), "{e}");
+    let e = error("twice.csv", b"sentence1,sentence1,score\nx,y,1\n", "");
+    assert!(e.contains("twice.csv:1") && e.contains("appears twice"), "{e}");
+    let e = error("bad.tsv", b"sentence1\tsentence2\tscore\nx\t\xff\t1\n", "");
+    assert!(e.contains("bad.tsv:2") && e.contains("UTF-8"), "{e}");
+    let e = error(
+        "bad.jsonl",
+        b"{\"sentence1\": \"x\", \"sentence2\": \"y\", \"score\": 1}\n{\"sentence1\": 3, \"sentence2\": \"y\", \"score\": 1}\n",
+        "",
+    );
+    assert!(e.contains("bad.jsonl:2") && e.contains("must be a string"), "{e}");
+    let e = error("map.csv", b"a,b\nx,y\n", "text=body");
+    assert!(e.contains("no column \"body\"") && e.contains("(a, b)"), "{e}");
+    let e = error("shadow.csv", b"text,body\nx,y\n", "text=body");
+    assert!(e.contains("has a column \"text\" already"), "{e}");
+    let e = error("empty.csv", b"", "");
+    assert!(e.contains("empty.csv"), "{e}");
+    let e = error("notes.xlsx", b"PK", "");
+    assert!(e.contains("unknown file type") && e.contains(".parquet"), "{e}");
+    // a line longer than the bound is an error, not the machine's memory
+    let mut huge = b"{\"text\": \"".to_vec();
+    huge.resize(crate::records::MAX_LINE_BYTES + 10, b'a');
+    let e = error("huge.jsonl", &huge, "");
+    assert!(e.contains("huge.jsonl:1") && e.contains("longer than 64 MiB"), "{e}");
+    // a registry name cannot be taken by a file
+    let stsb = write(dir.path(), "stsb.jsonl", "{\"text\": \"x\"}\n");
+    let e = root
+        .resolve(stsb.to_str().unwrap(), &PathHints::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"stsb\" is taken"), "{e}");
+}
+
+#[test]
+fn named_tables_register_datasets_with_paths_relative_to_their_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "data/train.csv", TICKETS_CSV);
+    write(dir.path(), "data/test.csv", TICKETS_CSV);
+    write(dir.path(), "data/corpus/a.tsv", "sentence1\tsentence2\tscore\nx\ty\t1\n");
+    let tables = write(
+        dir.path(),
+        "mine.toml",
+        r#"
+[suites.other]
+ignored = true
+
+[datasets.tickets]
+path = "data/{split}.csv"
+splits = ["train", "test"]
+kind = "classification"
+columns = { text = "body", label = "queue" }
+
+[datasets.split-folder]
+path = "data"
+columns = { text = "body", label = "queue" }
+"#,
+    );
+    let mut root = fixtures();
+    let names = root.add_tables(&tables).unwrap();
+    assert_eq!(names, ["split-folder", "tickets"]);
+    assert_eq!(root.kind("tickets").unwrap(), DatasetKind::Classification);
+    assert_eq!(root.splits("tickets").unwrap(), ["test", "train"]);
+    assert_eq!(
+        root.load::<LabeledText>("tickets", "train").unwrap().rows.len(),
+        4
+    );
+    // NAME/SPLIT resolves like a registry name
+    assert_eq!(
+        root.resolve("tickets/train", &PathHints::default()).unwrap(),
+        ("tickets".to_owned(), "train".to_owned())
+    );
+    // a folder of split files (the csv ones; the sub-folder is not a split)
+    assert_eq!(root.splits("split-folder").unwrap(), ["test", "train"]);
+    let e = root
+        .resolve("tickets", &PathHints::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("name a split, as tickets/SPLIT"), "{e}");
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        "[datasets.x]\npath = \"data/test.csv\"\ncolumn = {}\n",
+    );
+    let e = fixtures().add_tables(&bad).unwrap_err().to_string();
+    assert!(e.contains("bad.toml:3") && e.contains("column"), "{e}");
+}
+
+#[test]
+fn a_path_with_a_registry_name_is_told_apart_and_unknown_names_say_so() {
+    let mut root = fixtures();
+    assert_eq!(
+        root.resolve("stsb/test", &PathHints::default()).unwrap(),
+        ("stsb".to_owned(), "test".to_owned())
+    );
+    let e = root
+        .resolve("nosuch/test", &PathHints::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown dataset \"nosuch\""), "{e}");
+    // no mirror: a registry name says how to set one
+    let e = DataRoot::without_mirror()
+        .load::<StsPair>("stsb", "test")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("SAGE_DATA_DIR"), "{e}");
+}
+
+#[test]
+fn mteb_rows_of_sickr_are_all_three_splits() {
+    let dir = tempfile::tempdir().unwrap();
+    for (split, n) in [("train", 3), ("validation", 1), ("test", 2)] {
+        let rows: String = (0..n)
+            .map(|i| {
+                format!("{{\"sentence1\": \"{split} {i}\", \"sentence2\": \"b\", \"score\": 1.0}}\n")
+            })
+            .collect();
+        write(dir.path(), &format!("sts/sickr/{split}.jsonl"), &rows);
+    }
+    let root = DataRoot::new(dir.path());
+    assert_eq!(root.load::<StsPair>("sickr", "test").unwrap().rows.len(), 2);
+    let mteb = root.load_mteb::<StsPair>("sickr", "test").unwrap();
+    assert_eq!((mteb.rows.len(), mteb.split.as_str()), (6, "test"));
+    assert_eq!(mteb.rows[0].sentence1, "train 0");
+    assert_eq!(mteb.rows[5].sentence1, "test 1");
+    // a dataset MTEB names as the mirror does reads the same either way
+    assert_eq!(
+        fixtures().load_mteb::<StsPair>("stsb", "test").unwrap().rows,
+        fixtures().load::<StsPair>("stsb", "test").unwrap().rows
+    );
+}
+
+#[test]
+fn columns_are_read_from_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let tsv = write(dir.path(), "pairs.tsv", "sentence1\tsentence2\tlabel\nx\ty\t1\nx\tz\tfalse\n");
+    let mut root = DataRoot::without_mirror();
+    let (name, split) = root
+        .resolve(tsv.to_str().unwrap(), &PathHints::default())
+        .unwrap();
+    assert_eq!(root.kind(&name).unwrap(), DatasetKind::ParaphrasePairs);
+    let rows = root.load::<LabeledPair>(&name, &split).unwrap().rows;
+    assert_eq!(
+        rows.iter().map(|r| r.label).collect::<Vec<_>>(),
+        [true, false]
+    );
+    let mut columns = BTreeMap::new();
+    columns.insert("text".to_owned(), "body".to_owned());
+    let spec = UserSpec {
+        path: tsv.clone(),
+        columns,
+        ..UserSpec::default()
+    };
+    let e = DataRoot::without_mirror()
+        .add_user("x", &spec)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no column \"body\""), "{e}");
+}
+
+/// The same rows as JSON lines, CSV and Parquet: the same rows, the same checksum.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_rows_equal_the_same_rows_in_other_formats() {
+    use polars::prelude::{JsonFormat, JsonReader, ParquetWriter, SerReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut frame = JsonReader::new(std::io::Cursor::new(
+        TICKETS_JSONL.replace("\"text\"", "\"body\"").replace("\"label\"", "\"queue\"").into_bytes(),
+    ))
+    .with_json_format(JsonFormat::JsonLines)
+    .finish()
+    .unwrap();
+    let parquet = dir.path().join("tickets.parquet");
+    ParquetWriter::new(std::fs::File::create(&parquet).unwrap())
+        .finish(&mut frame)
+        .unwrap();
+    let csv = write(dir.path(), "sub/tickets.csv", TICKETS_CSV);
+    let from = |path: &Path| {
+        let mut root = DataRoot::without_mirror();
+        let (n, s) = root
+            .resolve(path.to_str().unwrap(), &hints(None, "text=body,label=queue"))
+            .unwrap();
+        let loaded = root.load::<LabeledText>(&n, &s).unwrap();
+        let (_, selection) = crate::sample(&loaded, None, RunSeed(3));
+        (loaded.rows, selection.checksum)
+    };
+    assert_eq!(from(&parquet), from(&csv));
+}
