@@ -1181,7 +1181,10 @@ fn plan(
     }
     // the user's [datasets] tables, for every job that reads datasets by name
     if let (Some(file), false) = (&config.file, config.datasets.is_empty()) {
-        for job in jobs.iter_mut().filter(|j| j.args.iter().any(|a| a == "--dataset")) {
+        for job in jobs
+            .iter_mut()
+            .filter(|j| j.args.iter().any(|a| a == "--dataset"))
+        {
             job.args
                 .extend(["--datasets".into(), file.display().to_string()]);
         }
@@ -1892,9 +1895,10 @@ mod tests {
     /// without tables, get nothing.
     #[test]
     fn user_dataset_tables_go_to_the_jobs_that_name_datasets() {
-        let text = DEFAULT_CONFIG
-            .replace("datasets = {}", "datasets = { retrieval = [\"mybeir/test\"] }")
-            + "\n[datasets.mybeir]\npath = \"data/mybeir\"\n";
+        let text = DEFAULT_CONFIG.replace(
+            "datasets = {}",
+            "datasets = { retrieval = [\"mybeir/test\"] }",
+        ) + "\n[datasets.mybeir]\npath = \"data/mybeir\"\n";
         let config = Config {
             file: Some(PathBuf::from("/configs/mine.toml")),
             ..Config::parse(&text, "mine.toml").unwrap()
@@ -1910,7 +1914,8 @@ mod tests {
         let retrieval = jobs.iter().find(|j| j.task == "retrieval").unwrap();
         let args = retrieval.args.join(" ");
         assert!(
-            args.contains("--dataset mybeir/test") && args.ends_with("--datasets /configs/mine.toml"),
+            args.contains("--dataset mybeir/test")
+                && args.ends_with("--datasets /configs/mine.toml"),
             "{args}"
         );
         let robustness = jobs.iter().find(|j| j.task == "robustness").unwrap();

@@ -105,6 +105,15 @@ pub fn root(data_dir: Option<PathBuf>) -> Result<DataRoot> {
     Ok(DataRoot::from_flag_or_env(data_dir))
 }
 
+/// The data root with the user's `--datasets` tables registered.
+fn root_with_tables(data_dir: Option<PathBuf>, user: &UserDataArgs) -> Result<DataRoot> {
+    let mut root = root(data_dir)?;
+    for file in &user.tables {
+        root.add_tables(file)?;
+    }
+    Ok(root)
+}
+
 /// The data root with the user's tables registered, and `datasets` read as `(name, split)` (a
 /// path registered on the root as it is read).
 pub fn resolve(
@@ -112,10 +121,7 @@ pub fn resolve(
     user: &UserDataArgs,
     datasets: &[String],
 ) -> Result<(DataRoot, Vec<(String, String)>)> {
-    let mut root = root(data_dir)?;
-    for file in &user.tables {
-        root.add_tables(file)?;
-    }
+    let mut root = root_with_tables(data_dir, user)?;
     let hints = user.hints()?;
     if (hints.kind.is_some() || !hints.columns.is_empty()) && datasets.is_empty() {
         anyhow::bail!("--kind and --columns describe datasets given as paths: add --dataset PATH");
@@ -245,7 +251,7 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
             max_rows,
             seed,
         } => {
-            let (mut root, _) = resolve(data_dir, &user, &[])?;
+            let mut root = root_with_tables(data_dir, &user)?;
             let hints = user.hints()?;
             // (name, the one split asked for) in the order given
             let mut selected: Vec<(String, Option<String>)> = Vec::new();

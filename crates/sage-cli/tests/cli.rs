@@ -989,7 +989,7 @@ fn run_align_sim_with_a_metric() {
             "--data-dir",
             Path::new(&data).to_str().unwrap(),
         ],
-        "expected name/split",
+        "dataset mrpc: name a split, as mrpc/SPLIT (splits: train, test)",
     );
 }
 

@@ -176,7 +176,10 @@ mod tests {
             "~/data/tickets.csv"
         );
         assert_eq!(home_relative("/home/ana", "/home/ana"), "~");
-        assert_eq!(home_relative("/home/anabel/x", "/home/ana"), "/home/anabel/x");
+        assert_eq!(
+            home_relative("/home/anabel/x", "/home/ana"),
+            "/home/anabel/x"
+        );
         assert_eq!(home_relative("data/x.csv", ""), "data/x.csv");
     }
 

@@ -750,10 +750,12 @@ impl DataRoot {
         }
         let corpus_path = dir.join("corpus.jsonl");
         let (corpus, empty_docs) = with_empty_lines(read_jsonl::<BeirDocument>(&corpus_path, &[])?);
+        unique_ids(&corpus_path, &corpus)?;
         let corpus = self.apply_policy(&corpus_path, corpus, &empty_docs)?;
         let queries_path = dir.join("queries.jsonl");
         let (queries, empty_queries) =
             with_empty_lines(read_jsonl::<BeirQuery>(&queries_path, &[])?);
+        unique_ids(&queries_path, &queries)?;
         let queries = self.apply_policy(&queries_path, queries, &empty_queries)?;
         let qrels_path = dir.join("qrels").join(format!("{split}.tsv"));
         let qrels = crate::trec::read_qrels(&qrels_path)?;
@@ -826,6 +828,24 @@ kind_of!(crate::RerankingQuery => Reranking);
 kind_of!(WordPair => WordSimilarity);
 kind_of!(TextPair => TextPairs);
 kind_of!(Line => Vocabulary);
+
+/// A repeated `_id` is refused at its second line: qrels name documents and queries by id, so a
+/// repeat would make a judgement mean whichever copy a map kept.
+fn unique_ids<T: Row>(path: &Path, rows: &[(usize, T)]) -> Result<()> {
+    let mut first: std::collections::HashMap<&str, usize> = Default::default();
+    for (line, row) in rows {
+        if let Some(id) = row.id() {
+            if let Some(earlier) = first.insert(id, *line) {
+                return Err(parse_error(
+                    path,
+                    *line,
+                    format!("_id {id:?} again (first on line {earlier})"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Splits off the lines of rows with an empty (or whitespace-only) text.
 fn with_empty_lines<T: Row>(rows: Vec<(usize, T)>) -> (Vec<(usize, T)>, Vec<usize>) {

@@ -16,7 +16,9 @@
 //!
 //! A user dataset is named by its table name, or its file or folder name; its results carry that
 //! name and the content checksum of the rows used, which depends on the texts only, so the same
-//! rows in another format or under other column names give the same checksum.
+//! rows in another format or under other column names give the same checksum. Random draws
+//! (samples, perturbations) are keyed by the name, as for registry datasets: the same rows under
+//! the same name give the same bytes; renaming a dataset draws afresh.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -140,15 +140,15 @@ fn a_beir_folder_outside_the_registry_loads_as_the_registry_copy_does() {
     write(&mine, "qrels/dev.tsv", "query-id\tcorpus-id\tscore\n");
     let mut root = DataRoot::without_mirror();
     let arg = format!("{}#dev", mine.display());
-    assert_eq!(
-        root.resolve(&arg, &PathHints::default()).unwrap().1,
-        "dev"
-    );
+    assert_eq!(root.resolve(&arg, &PathHints::default()).unwrap().1, "dev");
     let e = root
         .resolve(&format!("{}#train", mine.display()), &PathHints::default())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("no split \"train\"") && e.contains("dev, test"), "{e}");
+    assert!(
+        e.contains("no split \"train\"") && e.contains("dev, test"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -177,6 +177,24 @@ fn qrels_that_name_missing_documents_are_refused_by_a_run_and_counted_by_a_check
             qrels_to_missing_documents,
             ..
         } => assert_eq!(qrels_to_missing_documents, [line]),
+        other => panic!("{other:?}"),
+    }
+    // a document id given twice: refused at its second line, counted by a check
+    std::fs::write(mine.join("qrels/test.tsv"), &qrels).unwrap();
+    let corpus = std::fs::read_to_string(mine.join("corpus.jsonl")).unwrap();
+    let first = corpus.lines().next().unwrap();
+    std::fs::write(mine.join("corpus.jsonl"), format!("{corpus}{first}\n")).unwrap();
+    let repeated = corpus.lines().count() + 1;
+    let e = root.beir("broken", "test").unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("corpus.jsonl:{repeated}")) && e.contains("(first on line 1)"),
+        "{e}"
+    );
+    match root.inspect("broken", "test", None, RunSeed(1)).unwrap() {
+        SplitReport::Beir {
+            duplicate_document_ids,
+            ..
+        } => assert_eq!(duplicate_document_ids, 1),
         other => panic!("{other:?}"),
     }
 }
@@ -242,13 +260,21 @@ fn hostile_files_get_errors_that_name_the_file_line_and_column() {
         "sentence1=a,sentence2=b,score=gold",
     );
     assert!(
-        e.contains("scores.csv:3") && e.contains("\"high\" is not a number") && e.contains("\"gold\""),
+        e.contains("scores.csv:3")
+            && e.contains("\"high\" is not a number")
+            && e.contains("\"gold\""),
         "{e}"
     );
     let e = error("wide.csv", b"sentence1,sentence2,score\nx,y,1,extra\n", "");
-    assert!(e.contains("wide.csv:2") && e.contains("4 fields where the header has 3"), "{e}");
+    assert!(
+        e.contains("wide.csv:2") && e.contains("4 fields where the header has 3"),
+        "{e}"
+    );
     let e = error("twice.csv", b"sentence1,sentence1,score\nx,y,1\n", "");
-    assert!(e.contains("twice.csv:1") && e.contains("appears twice"), "{e}");
+    assert!(
+        e.contains("twice.csv:1") && e.contains("appears twice"),
+        "{e}"
+    );
     let e = error("bad.tsv", b"sentence1\tsentence2\tscore\nx\t\xff\t1\n", "");
     assert!(e.contains("bad.tsv:2") && e.contains("UTF-8"), "{e}");
     let e = error(
@@ -256,20 +282,32 @@ fn hostile_files_get_errors_that_name_the_file_line_and_column() {
         b"{\"sentence1\": \"x\", \"sentence2\": \"y\", \"score\": 1}\n{\"sentence1\": 3, \"sentence2\": \"y\", \"score\": 1}\n",
         "",
     );
-    assert!(e.contains("bad.jsonl:2") && e.contains("must be a string"), "{e}");
+    assert!(
+        e.contains("bad.jsonl:2") && e.contains("must be a string"),
+        "{e}"
+    );
     let e = error("map.csv", b"a,b\nx,y\n", "text=body");
-    assert!(e.contains("no column \"body\"") && e.contains("(a, b)"), "{e}");
+    assert!(
+        e.contains("no column \"body\"") && e.contains("the file has a, b"),
+        "{e}"
+    );
     let e = error("shadow.csv", b"text,body\nx,y\n", "text=body");
     assert!(e.contains("has a column \"text\" already"), "{e}");
     let e = error("empty.csv", b"", "");
     assert!(e.contains("empty.csv"), "{e}");
     let e = error("notes.xlsx", b"PK", "");
-    assert!(e.contains("unknown file type") && e.contains(".parquet"), "{e}");
+    assert!(
+        e.contains("unknown file type") && e.contains(".parquet"),
+        "{e}"
+    );
     // a line longer than the bound is an error, not the machine's memory
     let mut huge = b"{\"text\": \"".to_vec();
     huge.resize(crate::records::MAX_LINE_BYTES + 10, b'a');
     let e = error("huge.jsonl", &huge, "");
-    assert!(e.contains("huge.jsonl:1") && e.contains("longer than 64 MiB"), "{e}");
+    assert!(
+        e.contains("huge.jsonl:1") && e.contains("longer than 64 MiB"),
+        "{e}"
+    );
     // a registry name cannot be taken by a file
     let stsb = write(dir.path(), "stsb.jsonl", "{\"text\": \"x\"}\n");
     let e = root
@@ -284,7 +322,11 @@ fn named_tables_register_datasets_with_paths_relative_to_their_file() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "data/train.csv", TICKETS_CSV);
     write(dir.path(), "data/test.csv", TICKETS_CSV);
-    write(dir.path(), "data/corpus/a.tsv", "sentence1\tsentence2\tscore\nx\ty\t1\n");
+    write(
+        dir.path(),
+        "data/corpus/a.tsv",
+        "sentence1\tsentence2\tscore\nx\ty\t1\n",
+    );
     let tables = write(
         dir.path(),
         "mine.toml",
@@ -309,12 +351,16 @@ columns = { text = "body", label = "queue" }
     assert_eq!(root.kind("tickets").unwrap(), DatasetKind::Classification);
     assert_eq!(root.splits("tickets").unwrap(), ["test", "train"]);
     assert_eq!(
-        root.load::<LabeledText>("tickets", "train").unwrap().rows.len(),
+        root.load::<LabeledText>("tickets", "train")
+            .unwrap()
+            .rows
+            .len(),
         4
     );
     // NAME/SPLIT resolves like a registry name
     assert_eq!(
-        root.resolve("tickets/train", &PathHints::default()).unwrap(),
+        root.resolve("tickets/train", &PathHints::default())
+            .unwrap(),
         ("tickets".to_owned(), "train".to_owned())
     );
     // a folder of split files (the csv ones; the sub-folder is not a split)
@@ -359,7 +405,9 @@ fn mteb_rows_of_sickr_are_all_three_splits() {
     for (split, n) in [("train", 3), ("validation", 1), ("test", 2)] {
         let rows: String = (0..n)
             .map(|i| {
-                format!("{{\"sentence1\": \"{split} {i}\", \"sentence2\": \"b\", \"score\": 1.0}}\n")
+                format!(
+                    "{{\"sentence1\": \"{split} {i}\", \"sentence2\": \"b\", \"score\": 1.0}}\n"
+                )
             })
             .collect();
         write(dir.path(), &format!("sts/sickr/{split}.jsonl"), &rows);
@@ -372,7 +420,10 @@ fn mteb_rows_of_sickr_are_all_three_splits() {
     assert_eq!(mteb.rows[5].sentence1, "test 1");
     // a dataset MTEB names as the mirror does reads the same either way
     assert_eq!(
-        fixtures().load_mteb::<StsPair>("stsb", "test").unwrap().rows,
+        fixtures()
+            .load_mteb::<StsPair>("stsb", "test")
+            .unwrap()
+            .rows,
         fixtures().load::<StsPair>("stsb", "test").unwrap().rows
     );
 }
@@ -380,7 +431,11 @@ fn mteb_rows_of_sickr_are_all_three_splits() {
 #[test]
 fn columns_are_read_from_every_format() {
     let dir = tempfile::tempdir().unwrap();
-    let tsv = write(dir.path(), "pairs.tsv", "sentence1\tsentence2\tlabel\nx\ty\t1\nx\tz\tfalse\n");
+    let tsv = write(
+        dir.path(),
+        "pairs.tsv",
+        "sentence1\tsentence2\tlabel\nx\ty\t1\nx\tz\tfalse\n",
+    );
     let mut root = DataRoot::without_mirror();
     let (name, split) = root
         .resolve(tsv.to_str().unwrap(), &PathHints::default())
@@ -412,7 +467,10 @@ fn parquet_rows_equal_the_same_rows_in_other_formats() {
     use polars::prelude::{JsonFormat, JsonReader, ParquetWriter, SerReader};
     let dir = tempfile::tempdir().unwrap();
     let mut frame = JsonReader::new(std::io::Cursor::new(
-        TICKETS_JSONL.replace("\"text\"", "\"body\"").replace("\"label\"", "\"queue\"").into_bytes(),
+        TICKETS_JSONL
+            .replace("\"text\"", "\"body\"")
+            .replace("\"label\"", "\"queue\"")
+            .into_bytes(),
     ))
     .with_json_format(JsonFormat::JsonLines)
     .finish()
@@ -425,7 +483,10 @@ fn parquet_rows_equal_the_same_rows_in_other_formats() {
     let from = |path: &Path| {
         let mut root = DataRoot::without_mirror();
         let (n, s) = root
-            .resolve(path.to_str().unwrap(), &hints(None, "text=body,label=queue"))
+            .resolve(
+                path.to_str().unwrap(),
+                &hints(None, "text=body,label=queue"),
+            )
             .unwrap();
         let loaded = root.load::<LabeledText>(&n, &s).unwrap();
         let (_, selection) = crate::sample(&loaded, None, RunSeed(3));

@@ -185,8 +185,59 @@ def test_suite_errors_name_what_is_wrong():
         sage_rs.run("sensitivty", "rouge", data_dir=MIRROR)
     with pytest.raises(sage_rs.SageError, match="not a metric"):
         sage_rs.run("evalrank", "rouge", data_dir=MIRROR, level="word")
-    with pytest.raises(sage_rs.SageError, match="expected name/split"):
+    with pytest.raises(sage_rs.SageError, match="name a split, as cnn-dailymail/SPLIT"):
         sage_rs.run("sensitivity", "rouge", data_dir=MIRROR, datasets=["cnn-dailymail"])
+
+
+TICKETS = [
+    {"body": "Card declined, twice", "queue": "payments"},
+    {"body": "Password reset link expired", "queue": "account"},
+    {"body": "Refund not received after ten days", "queue": "payments"},
+    {"body": "Cannot log in after the update", "queue": "account"},
+    {"body": "Charged twice for one order", "queue": "payments"},
+    {"body": "Two-factor code never arrives", "queue": "account"},
+]
+
+
+def test_your_own_data_in_memory_equals_the_same_rows_in_a_file(tmp_path):
+    csv = tmp_path / "tickets.csv"
+    csv.write_text("body,queue\n" + "".join(f'"{r["body"]}",{r["queue"]}\n' for r in TICKETS))
+    columns = {"text": "body", "label": "queue"}
+    from_file = sage_rs.run("clustering", "jaccard", datasets=[csv], columns=columns, subsets=2)
+    from_list = sage_rs.run(
+        "clustering", "jaccard", datasets=[("tickets", TICKETS)], columns=columns, subsets=2
+    )
+    assert without(from_list, "timings") == without(from_file, "timings")
+    assert [d["dataset"] for d in from_file["datasets"]] == ["tickets/test"]
+    try:
+        import pandas
+    except ImportError:
+        print("skipped: the DataFrame case: pandas is not installed")
+    else:
+        frame = pandas.DataFrame(TICKETS)
+        from_frame = sage_rs.run(
+            "clustering", "jaccard", datasets=[("tickets", frame)], columns=columns, subsets=2
+        )
+        assert without(from_frame, "timings") == without(from_file, "timings")
+    # retrieval from a BEIR dict: the same as the fixture mirror's copy of the same files
+    corpus = {r["_id"]: {"title": r.get("title", ""), "text": r["text"]}
+              for r in read_jsonl(MIRROR / "retrieval" / "scifact" / "corpus.jsonl")}
+    queries = {r["_id"]: r["text"]
+               for r in read_jsonl(MIRROR / "retrieval" / "scifact" / "queries.jsonl")}
+    qrels = {}
+    for line in (MIRROR / "retrieval" / "scifact" / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        query, doc, score = line.split("\t")
+        qrels.setdefault(query, {})[doc] = int(score)
+    mine = sage_rs.run(
+        "retrieval", "bm25",
+        datasets=[("scifact-copy", {"corpus": corpus, "queries": queries, "qrels": qrels})],
+    )
+    shipped = sage_rs.run("retrieval", "bm25", datasets=["scifact/test"], data_dir=MIRROR)
+    assert json.dumps(without(mine, "timings")).replace("scifact-copy", "scifact") == json.dumps(
+        without(shipped, "timings")
+    )
+    with pytest.raises(sage_rs.SageError, match="takes beir; dataset tickets holds clustering"):
+        sage_rs.run("retrieval", "bm25", datasets=[("tickets", TICKETS)], columns=columns)
 
 
 def test_missing_default_datasets_are_warnings():
