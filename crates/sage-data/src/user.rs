@@ -30,6 +30,10 @@ use crate::error::{parse_error, DataError, Result};
 use crate::records::{self, Cells, Format};
 use crate::registry::DatasetKind;
 
+/// What [`UserDataset::for_each_row`] calls with each row: its line, its cells in our column
+/// names, and whether they are typed.
+pub(crate) type RowVisitor<'a> = dyn FnMut(usize, &Map<String, Value>, Cells) -> Result<()> + 'a;
+
 /// How a user's dataset is laid out on disk.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "layout")]
@@ -396,11 +400,7 @@ impl UserDataset {
     }
 
     /// Calls `each` with every row of `split` as an object in our column names, with its line.
-    pub(crate) fn for_each_row(
-        &self,
-        split: &str,
-        each: &mut dyn FnMut(usize, &Map<String, Value>, Cells) -> Result<()>,
-    ) -> Result<()> {
+    pub(crate) fn for_each_row(&self, split: &str, each: &mut RowVisitor<'_>) -> Result<()> {
         let Layout::Files { format, files } = &self.layout else {
             unreachable!("BEIR folders are read by DataRoot::beir")
         };
