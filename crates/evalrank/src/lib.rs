@@ -27,7 +27,10 @@ mod run;
 
 pub use post::{symmetric_eigen, PostProcess};
 pub use rank::{evaluate, rank_pairs, EvalRankScores};
-pub use run::{classic_scores, load_lists, run, ClassicScores, EvalRankReport, Level, ListSource};
+pub use run::{
+    classic_scores, load_lists, run, run_on_datasets, ClassicScores, EvalRankReport, Level,
+    ListSource,
+};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

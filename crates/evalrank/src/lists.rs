@@ -203,6 +203,58 @@ pub fn sentences_constructed(root: &DataRoot) -> Result<Lists> {
     Ok(finish("constructed", directed(positives), sentences))
 }
 
+/// Lists from datasets a user names (`datasets`, any mix): a text-pairs set gives its pairs as
+/// positives (both directions); an STS set gives its top quarter by score, as the constructed
+/// sentence lists do, and every sentence to the background; a vocabulary gives background lines.
+/// Every positive text is in the background. Returns the lists and the STS sets, whose classic
+/// Spearman the report gives.
+pub fn from_datasets(root: &DataRoot, datasets: &[(&str, &str)]) -> Result<(Lists, Vec<String>)> {
+    let mut positives = Vec::new();
+    let mut background = Vec::new();
+    let mut sts = Vec::new();
+    for &(name, split) in datasets {
+        match root.kind(name)? {
+            DatasetKind::TextPairs => {
+                for p in root.load::<TextPair>(name, split)?.rows {
+                    background.extend([p.a.clone(), p.b.clone()]);
+                    positives.push((p.a, p.b));
+                }
+            }
+            DatasetKind::StsPairs => {
+                let rows = root.load::<StsPair>(name, split)?.rows;
+                background.extend(
+                    rows.iter()
+                        .flat_map(|p| [p.sentence1.clone(), p.sentence2.clone()]),
+                );
+                positives.extend(
+                    top_quarter(&rows, |p| p.score)
+                        .into_iter()
+                        .map(|p| (p.sentence1, p.sentence2)),
+                );
+                sts.push(format!("{name}/{split}"));
+            }
+            DatasetKind::Vocabulary => background.extend(
+                root.load::<Line>(name, split)?
+                    .rows
+                    .into_iter()
+                    .map(|l| l.text),
+            ),
+            other => {
+                return Err(EvalRankError::Invalid(format!(
+                    "{name}: EvalRank reads text-pairs, sts-pairs and vocabulary datasets, not {}",
+                    other.name()
+                )))
+            }
+        }
+    }
+    if positives.is_empty() {
+        return Err(EvalRankError::Invalid(
+            "no positive pairs: name a text-pairs or an sts-pairs dataset".into(),
+        ));
+    }
+    Ok((finish("datasets", directed(positives), background), sts))
+}
+
 /// Word-similarity sets with their rows, for the classic Spearman score.
 pub fn word_similarity_sets(root: &DataRoot) -> Result<Vec<(&'static str, Vec<WordPair>)>> {
     word_sets()

@@ -54,8 +54,9 @@ pub struct EvalRankReport {
     pub lists: Lists,
     /// EvalRank's scores.
     pub scores: EvalRankScores,
-    /// The classic similarity-task score.
-    pub classic: ClassicScores,
+    /// The classic similarity-task score; absent for lists from datasets without an STS set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classic: Option<ClassicScores>,
     /// Wall-clock time per phase (the only field that differs between two identical runs).
     pub timings: Timings,
 }
@@ -102,6 +103,15 @@ pub fn classic_scores(
                 .collect(),
         )],
     };
+    classic_on(embedder, sets, post)
+}
+
+/// Spearman ×100 of cosine (after `post`, fitted on each set) vs gold on each named set.
+fn classic_on(
+    embedder: &dyn Embedder,
+    sets: Vec<(String, Vec<GoldPair>)>,
+    post: PostProcess,
+) -> Result<ClassicScores> {
     let mut spearman = BTreeMap::new();
     for (name, rows) in sets {
         let predicted: Vec<f64> = if post == PostProcess::None {
@@ -172,6 +182,54 @@ pub fn run(
         model: embedder.identity().clone(),
         lists,
         scores,
+        classic: Some(classic),
+        timings,
+    })
+}
+
+/// EvalRank on lists made from the user's `datasets` ([`lists::from_datasets`]), with the
+/// classic Spearman on the STS sets among them (none: no classic score).
+pub fn run_on_datasets(
+    root: &DataRoot,
+    embedder: &dyn Embedder,
+    level: Level,
+    datasets: &[(&str, &str)],
+    similarity: VectorSimilarity,
+    post: PostProcess,
+) -> Result<EvalRankReport> {
+    let (lists, sts) = lists::from_datasets(root, datasets)?;
+    let mut timings = Timings::default();
+    let scores = evaluate(
+        embedder,
+        &lists.pairs,
+        &lists.background,
+        similarity,
+        post,
+        &mut timings,
+    )?;
+    let classic = if sts.is_empty() {
+        None
+    } else {
+        let sets = sts
+            .iter()
+            .map(|set| {
+                let (name, split) = set.split_once('/').expect("written name/split above");
+                let rows = root
+                    .load::<StsPair>(name, split)?
+                    .rows
+                    .into_iter()
+                    .map(|p| (p.sentence1, p.sentence2, p.score))
+                    .collect();
+                Ok((set.clone(), rows))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Some(timings.time("classic", || classic_on(embedder, sets, post))?)
+    };
+    Ok(EvalRankReport {
+        level,
+        model: embedder.identity().clone(),
+        lists,
+        scores,
         classic,
         timings,
     })
@@ -229,7 +287,7 @@ mod tests {
             report.scores
         );
         assert!(
-            report.classic.spearman["en-ws-353-all"] > 40.0,
+            report.classic.as_ref().unwrap().spearman["en-ws-353-all"] > 40.0,
             "{:?}",
             report.classic
         );
@@ -255,7 +313,7 @@ mod tests {
             .unwrap();
             assert_eq!(r.scores.post_processing, post.name());
             assert!(
-                r.scores.mrr > 1.0 && r.classic.mean > 10.0,
+                r.scores.mrr > 1.0 && r.classic.as_ref().unwrap().mean > 10.0,
                 "{post:?}: {:?} {:?}",
                 r.scores,
                 r.classic

@@ -27,17 +27,7 @@ fn original_sts_scores_equal_mtebs_published_ones() {
     ) else {
         return;
     };
-    let root = DataRoot::new(data);
-    let model = load_embedder(
-        model_dir.to_str().unwrap(),
-        &ResolveOptions::from_env(),
-        Default::default(),
-    )
-    .unwrap();
-    let options = Options {
-        max_rows: None,
-        ..Options::default()
-    };
+    let (root, model, options) = every_row_with(&data, &model_dir);
     let mut datasets = Vec::new();
     for (dataset, task_name, published) in PUBLISHED {
         let (task, rows) = load_task(&root, dataset, "test", &options).unwrap();
@@ -88,7 +78,19 @@ fn sickr_original_is_scored_on_mtebs_rows_and_equals_the_published_score() {
     ) else {
         return;
     };
-    let root = DataRoot::new(data);
+    let (root, model, options) = every_row_with(&data, &model_dir);
+    let (task, rows) = load_task(&root, "sickr", "test", &options).unwrap();
+    assert_eq!((rows.total_rows, rows.used_rows), (9927, 9927));
+    let ours = task.score(model.as_ref(), None, RunSeed(1337)).unwrap();
+    eprintln!("SICK-R: sage {ours:.5}, MTEB published 0.7758");
+    assert!((ours - 0.7758).abs() <= 0.0005, "SICK-R: sage {ours}");
+}
+
+/// The mirror, the model, and PTEB's options for every row (as MTEB scores a task).
+fn every_row_with(
+    data: &std::path::Path,
+    model_dir: &std::path::Path,
+) -> (DataRoot, Box<dyn sage_core::Embedder>, Options) {
     let model = load_embedder(
         model_dir.to_str().unwrap(),
         &ResolveOptions::from_env(),
@@ -99,9 +101,5 @@ fn sickr_original_is_scored_on_mtebs_rows_and_equals_the_published_score() {
         max_rows: None,
         ..Options::default()
     };
-    let (task, rows) = load_task(&root, "sickr", "test", &options).unwrap();
-    assert_eq!((rows.total_rows, rows.used_rows), (9927, 9927));
-    let ours = task.score(model.as_ref(), None, RunSeed(1337)).unwrap();
-    eprintln!("SICK-R: sage {ours:.5}, MTEB published 0.7758");
-    assert!((ours - 0.7758).abs() <= 0.0005, "SICK-R: sage {ours}");
+    (DataRoot::new(data), model, options)
 }

@@ -145,6 +145,13 @@ pub enum Task {
         abtt_k: usize,
         #[command(flatten)]
         model: ModelArgs,
+        /// Your own lists instead of the level's: text-pairs datasets (positive pairs), STS
+        /// datasets (their top quarter by score) and vocabularies (background), as name/split or
+        /// PATH.
+        #[arg(long = "dataset")]
+        datasets: Vec<String>,
+        #[command(flatten)]
+        user: crate::data::UserDataArgs,
         /// Data root (default: $SAGE_DATA_DIR).
         #[arg(long)]
         data_dir: Option<PathBuf>,
@@ -438,6 +445,8 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
             post,
             abtt_k,
             model,
+            datasets,
+            user,
             data_dir,
             output,
         } => {
@@ -458,9 +467,10 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
                 }
                 _ => (similarity, vector_similarity),
             };
-            let root = crate::data::root(data_dir)?;
+            let (root, datasets) = crate::data::resolve(data_dir, &user, &datasets)?;
             let subject = subject(registry, similarity.as_deref(), &model)?;
             let request = Request {
+                datasets,
                 options: options_object(json!({
                     "level": match level {
                         LevelArg::Word => "word",

@@ -37,19 +37,6 @@ fn fails(args: &[&str]) -> String {
     stderr
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// A report with what differs between two runs of the same work taken out: timings.
 fn without_timings(mut value: Value) -> Value {
     fn strip(v: &mut Value) {
@@ -70,7 +57,7 @@ fn without_timings(mut value: Value) -> Value {
 fn a_beir_folder_runs_retrieval_as_the_same_files_under_a_registry_name() {
     let tmp = tempfile::tempdir().unwrap();
     let mine = tmp.path().join("mybeir");
-    copy_dir(&mirror().join("retrieval/scifact"), &mine);
+    sage_core::test_support::copy_tree(&mirror().join("retrieval/scifact"), &mine);
     // the new user's first try: a path with no data directory at all
     let user = ok(&[
         "run",

@@ -79,3 +79,20 @@ pub fn reference_python_or_skip(what: &str) -> Option<PathBuf> {
     }
     found
 }
+
+/// Copies the folder `from` into `to` (created), for a test that changes a copy of a fixture.
+///
+/// # Panics
+/// On any I/O error: a test's setup that cannot copy its fixture has nothing to test.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("create the copy's folder");
+    for entry in std::fs::read_dir(from).expect("list the fixture folder") {
+        let entry = entry.expect("a fixture entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("its type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy a fixture file");
+        }
+    }
+}

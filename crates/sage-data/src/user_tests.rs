@@ -33,19 +33,6 @@ fn hints(kind: Option<&str>, columns: &str) -> PathHints {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 const TICKETS_CSV: &str = "body,queue\n\
 \"Card declined, twice\",payments\n\
 Password reset link expired,account\n\
@@ -119,7 +106,7 @@ fn documents_with_a_content_column_are_numbered_by_line() {
 fn a_beir_folder_outside_the_registry_loads_as_the_registry_copy_does() {
     let dir = tempfile::tempdir().unwrap();
     let mine = dir.path().join("mybeir");
-    copy_dir(&fixture("retrieval/scifact"), &mine);
+    sage_core::test_support::copy_tree(&fixture("retrieval/scifact"), &mine);
     let mut root = fixtures();
     let (name, split) = root
         .resolve(mine.to_str().unwrap(), &PathHints::default())
@@ -155,7 +142,7 @@ fn a_beir_folder_outside_the_registry_loads_as_the_registry_copy_does() {
 fn qrels_that_name_missing_documents_are_refused_by_a_run_and_counted_by_a_check() {
     let dir = tempfile::tempdir().unwrap();
     let mine = dir.path().join("broken");
-    copy_dir(&fixture("retrieval/scifact"), &mine);
+    sage_core::test_support::copy_tree(&fixture("retrieval/scifact"), &mine);
     let qrels = std::fs::read_to_string(mine.join("qrels/test.tsv")).unwrap();
     let first_query = qrels.lines().nth(1).unwrap().split('\t').next().unwrap();
     write(

@@ -397,12 +397,12 @@ fn evalrank_table(files: &[ResultFile], sink: &mut Sink) -> Table {
         .map(|(r, rep)| {
             let mut row = vec![r.similarity.clone(), r.task.clone()];
             for (m, value) in [
-                ("MRR", rep.scores.mrr),
-                ("Hits@1", rep.scores.hits_at_1),
-                ("Hits@3", rep.scores.hits_at_3),
-                ("classic Spearman×100", rep.classic.mean),
+                ("MRR", Some(rep.scores.mrr)),
+                ("Hits@1", Some(rep.scores.hits_at_1)),
+                ("Hits@3", Some(rep.scores.hits_at_3)),
+                ("classic Spearman×100", rep.classic.as_ref().map(|c| c.mean)),
             ] {
-                row.push(sink.cell(r, &r.task, m, Some(value)));
+                row.push(sink.cell(r, &r.task, m, value));
             }
             row.push(rep.scores.pairs.to_string());
             row

@@ -368,8 +368,9 @@ impl Suite for AlignSim {
 
 /// EvalRank ([`evalrank`]): positive pairs ranked against a background set. Options: `level`
 /// (`word` or `sentence`, required), `similarity` (`cosine` or `l2`), `lists` (`shipped` or
-/// `constructed`), `post` (`none`, `whitening` or `abtt`), `abtt_k` (default 2). Takes no
-/// datasets (the level names them) and no seed (nothing is sampled).
+/// `constructed`), `post` (`none`, `whitening` or `abtt`), `abtt_k` (default 2). Without
+/// datasets the level names its lists; with datasets (text pairs, STS pairs, vocabularies: the
+/// user's own) those make the lists ([`evalrank::run_on_datasets`]). No seed: nothing is sampled.
 pub struct EvalRank;
 
 #[derive(Clone, Copy, Default, Deserialize)]
@@ -400,6 +401,13 @@ fn two() -> usize {
 }
 
 impl Suite for EvalRank {
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[
+            DatasetKind::TextPairs,
+            DatasetKind::StsPairs,
+            DatasetKind::Vocabulary,
+        ]
+    }
     fn name(&self) -> &'static str {
         "evalrank"
     }
@@ -423,26 +431,35 @@ impl Suite for EvalRank {
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
         let model = subject.model(suite)?;
-        if !request.datasets.is_empty() {
-            return Err(SuiteError::Datasets {
-                suite,
-                message: "takes no datasets: the level (word or sentence) names its lists".into(),
-            });
-        }
         let o: EvalRankOptions = options(suite, &request.options)?;
         let post = match o.post {
             PostName::None => PostProcess::None,
             PostName::Whitening => PostProcess::Whitening,
             PostName::Abtt => PostProcess::Abtt { k: o.abtt_k },
         };
-        let r = evalrank::run(
-            request.root,
-            model.as_ref(),
-            o.level,
-            o.lists,
-            o.similarity,
-            post,
-        )
+        let r = if request.datasets.is_empty() {
+            evalrank::run(
+                request.root,
+                model.as_ref(),
+                o.level,
+                o.lists,
+                o.similarity,
+                post,
+            )
+        } else {
+            // the user's positive pairs and background instead of the level's lists
+            for (name, _) in &request.datasets {
+                crate::check_kind(suite, self.kinds(), request.root, name)?;
+            }
+            evalrank::run_on_datasets(
+                request.root,
+                model.as_ref(),
+                o.level,
+                &as_refs(&request.datasets),
+                o.similarity,
+                post,
+            )
+        }
         .map_err(failed(suite))?;
         Ok(Outcome {
             report: report(suite, &r)?,

@@ -369,3 +369,68 @@ fn registered_metrics_are_subjects_and_names_are_unique() {
     let twice = std::panic::catch_unwind(|| Registry::standard().with_suite(Robustness));
     assert!(twice.is_err());
 }
+
+/// EvalRank on the user's own lists: text pairs as positives, a vocabulary as background, no
+/// classic score without an STS set; a dataset of another kind is named with the kinds it takes.
+#[test]
+fn evalrank_ranks_the_users_pairs_against_the_users_background() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pairs.csv"),
+        "a,b\ncar,automobile\nfast,quick\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("words.csv"),
+        "text\ntree\nhouse\ncar\nriver\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("docs.jsonl"),
+        "{\"text\": \"a document\"}\n",
+    )
+    .unwrap();
+    let mut root = DataRoot::without_mirror();
+    let spec = |file: &str, kind: Option<&str>| sage_data::user::UserSpec {
+        path: dir.path().join(file),
+        kind: kind.map(str::to_owned),
+        ..Default::default()
+    };
+    root.add_user("pairs", &spec("pairs.csv", None)).unwrap();
+    root.add_user("words", &spec("words.csv", Some("vocabulary")))
+        .unwrap();
+    root.add_user("docs", &spec("docs.jsonl", None)).unwrap();
+    let model = Subject::Model(Arc::new(Lengths::default()));
+    let mut request = Request::new(&root);
+    request.options = json!({"level": "sentence", "similarity": "l2"})
+        .as_object()
+        .unwrap()
+        .clone();
+    request.datasets = vec![
+        ("pairs".into(), "test".into()),
+        ("words".into(), "test".into()),
+    ];
+    let report = find("evalrank")
+        .unwrap()
+        .run(&model, &request)
+        .unwrap()
+        .report;
+    assert_eq!(report["lists"]["source"], "datasets");
+    assert_eq!(
+        report["lists"]["pair_count"], 4,
+        "both directions of two pairs"
+    );
+    // tree, house, car, river, automobile, fast, quick: every positive text is background too
+    assert_eq!(report["lists"]["background_count"], 7);
+    assert!(report.get("classic").is_none(), "{report}");
+    request.datasets.push(("docs".into(), "test".into()));
+    let e = find("evalrank")
+        .unwrap()
+        .run(&model, &request)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("takes text-pairs, sts-pairs, vocabulary; dataset docs holds documents"),
+        "{e}"
+    );
+}
