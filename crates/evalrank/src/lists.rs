@@ -43,6 +43,20 @@ fn finish(
     }
 }
 
+/// What an STS set adds to constructed lists: its top quarter by score as positives, every
+/// sentence to the background.
+fn sts_lists(rows: &[StsPair], positives: &mut Vec<(String, String)>, sentences: &mut Vec<String>) {
+    sentences.extend(
+        rows.iter()
+            .flat_map(|p| [p.sentence1.clone(), p.sentence2.clone()]),
+    );
+    positives.extend(
+        top_quarter(rows, |p| p.score)
+            .into_iter()
+            .map(|p| (p.sentence1, p.sentence2)),
+    );
+}
+
 /// Top quarter of `rows` by score: `⌊n/4⌋` rows after a stable sort by score, descending.
 fn top_quarter<T: Clone>(rows: &[T], score: impl Fn(&T) -> f64) -> Vec<T> {
     let mut sorted = rows.to_vec();
@@ -187,15 +201,7 @@ pub fn sentences_constructed(root: &DataRoot) -> Result<Lists> {
         for split in splits {
             rows.extend(root.load::<StsPair>(name, split)?.rows);
         }
-        sentences.extend(
-            rows.iter()
-                .flat_map(|p| [p.sentence1.clone(), p.sentence2.clone()]),
-        );
-        positives.extend(
-            top_quarter(&rows, |p| p.score)
-                .into_iter()
-                .map(|p| (p.sentence1, p.sentence2)),
-        );
+        sts_lists(&rows, &mut positives, &mut sentences);
     }
     if positives.is_empty() {
         return Err(EvalRankError::Invalid("no sentence pairs".into()));
@@ -222,15 +228,7 @@ pub fn from_datasets(root: &DataRoot, datasets: &[(&str, &str)]) -> Result<(List
             }
             DatasetKind::StsPairs => {
                 let rows = root.load::<StsPair>(name, split)?.rows;
-                background.extend(
-                    rows.iter()
-                        .flat_map(|p| [p.sentence1.clone(), p.sentence2.clone()]),
-                );
-                positives.extend(
-                    top_quarter(&rows, |p| p.score)
-                        .into_iter()
-                        .map(|p| (p.sentence1, p.sentence2)),
-                );
+                sts_lists(&rows, &mut positives, &mut background);
                 sts.push(format!("{name}/{split}"));
             }
             DatasetKind::Vocabulary => background.extend(

@@ -167,23 +167,8 @@ pub fn run(
     post: PostProcess,
 ) -> Result<EvalRankReport> {
     let lists = load_lists(root, level, source)?;
-    let mut timings = Timings::default();
-    let scores = evaluate(
-        embedder,
-        &lists.pairs,
-        &lists.background,
-        similarity,
-        post,
-        &mut timings,
-    )?;
-    let classic = timings.time("classic", || classic_scores(root, embedder, level, post))?;
-    Ok(EvalRankReport {
-        level,
-        model: embedder.identity().clone(),
-        lists,
-        scores,
-        classic: Some(classic),
-        timings,
+    ranked(embedder, level, lists, similarity, post, || {
+        classic_scores(root, embedder, level, post).map(Some)
     })
 }
 
@@ -198,18 +183,10 @@ pub fn run_on_datasets(
     post: PostProcess,
 ) -> Result<EvalRankReport> {
     let (lists, sts) = lists::from_datasets(root, datasets)?;
-    let mut timings = Timings::default();
-    let scores = evaluate(
-        embedder,
-        &lists.pairs,
-        &lists.background,
-        similarity,
-        post,
-        &mut timings,
-    )?;
-    let classic = if sts.is_empty() {
-        None
-    } else {
+    ranked(embedder, level, lists, similarity, post, || {
+        if sts.is_empty() {
+            return Ok(None);
+        }
         let sets = sts
             .iter()
             .map(|set| {
@@ -223,8 +200,30 @@ pub fn run_on_datasets(
                 Ok((set.clone(), rows))
             })
             .collect::<Result<Vec<_>>>()?;
-        Some(timings.time("classic", || classic_on(embedder, sets, post))?)
-    };
+        classic_on(embedder, sets, post).map(Some)
+    })
+}
+
+/// The pairs of `lists` ranked against their background, then the classic score `classic`
+/// gives, each phase timed.
+fn ranked(
+    embedder: &dyn Embedder,
+    level: Level,
+    lists: Lists,
+    similarity: VectorSimilarity,
+    post: PostProcess,
+    classic: impl FnOnce() -> Result<Option<ClassicScores>>,
+) -> Result<EvalRankReport> {
+    let mut timings = Timings::default();
+    let scores = evaluate(
+        embedder,
+        &lists.pairs,
+        &lists.background,
+        similarity,
+        post,
+        &mut timings,
+    )?;
+    let classic = timings.time("classic", classic)?;
     Ok(EvalRankReport {
         level,
         model: embedder.identity().clone(),
