@@ -42,6 +42,14 @@ pub enum DataError {
         /// The name given.
         name: String,
     },
+    /// A name that is not registered but is a file or folder here: the user meant the path.
+    #[error("unknown dataset {name:?}; {name:?} here is a path, and a path is a dataset: --dataset ./{name}{}", split.as_ref().map_or(String::new(), |s| format!("#{s}")))]
+    UnknownButPath {
+        /// The name given.
+        name: String,
+        /// The split given after it, if any.
+        split: Option<String>,
+    },
     /// A split the dataset does not have.
     #[error("dataset {dataset} has no split {split:?} (splits: {})", available.join(", "))]
     UnknownSplit {

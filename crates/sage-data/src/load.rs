@@ -289,14 +289,14 @@ impl DataRoot {
                     });
                 }
                 let name = arg.split('/').next().unwrap_or(arg);
+                if Path::new(name).exists() {
+                    return Err(DataError::UnknownButPath {
+                        name: name.to_owned(),
+                        split: arg.split_once('/').map(|(_, s)| s.to_owned()),
+                    });
+                }
                 return Err(DataError::UnknownDataset {
-                    name: if Path::new(name).exists() {
-                        format!(
-                            "{name}\" (a path is a dataset too: --dataset ./{arg}; here \"{name}"
-                        )
-                    } else {
-                        name.to_owned()
-                    },
+                    name: name.to_owned(),
                 });
             }
         }
@@ -329,7 +329,7 @@ impl DataRoot {
             dimensions: None,
         };
         let dataset = self.add_user(&name, &spec)?;
-        let splits = dataset.splits(|| crate::user::beir_splits(path));
+        let splits = dataset.splits();
         let chosen = match split {
             Some(s) if splits.contains(&s) => s,
             Some(s) => {
@@ -355,7 +355,7 @@ impl DataRoot {
     /// The splits of a registry or user dataset.
     pub fn splits(&self, name: &str) -> Result<Vec<String>> {
         if let Some(u) = self.user.get(name) {
-            return Ok(u.splits(|| crate::user::beir_splits(&u.path)));
+            return Ok(u.splits());
         }
         entry(name)
             .map(|e| e.splits.iter().map(|s| s.to_string()).collect())
@@ -400,7 +400,7 @@ impl DataRoot {
                 None => Err(DataError::UnknownSplit {
                     dataset: name.to_owned(),
                     split: split.to_owned(),
-                    available: u.splits(|| crate::user::beir_splits(&u.path)),
+                    available: u.splits(),
                 }),
             };
         }

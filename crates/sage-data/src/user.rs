@@ -381,9 +381,9 @@ impl UserDataset {
     }
 
     /// Its splits, in order.
-    pub fn splits(&self, beir_dir: impl FnOnce() -> Vec<String>) -> Vec<String> {
+    pub fn splits(&self) -> Vec<String> {
         match &self.layout {
-            Layout::Beir => beir_dir(),
+            Layout::Beir => beir_splits(&self.path),
             Layout::Files { files, .. } => files.keys().cloned().collect(),
         }
     }

@@ -378,6 +378,26 @@ fn a_path_with_a_registry_name_is_told_apart_and_unknown_names_say_so() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("unknown dataset \"nosuch\""), "{e}");
+    // a folder here with the name given: the message says how to give it as a path
+    let here = tempfile::Builder::new()
+        .prefix("userdata")
+        .tempdir_in(".")
+        .unwrap();
+    let folder = here
+        .path()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let e = root
+        .resolve(&format!("{folder}/test"), &PathHints::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("a path is a dataset") && e.ends_with(&format!("--dataset ./{folder}#test")),
+        "{e}"
+    );
     // no mirror: a registry name says how to set one
     let e = DataRoot::without_mirror()
         .load::<StsPair>("stsb", "test")
