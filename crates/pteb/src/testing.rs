@@ -103,6 +103,7 @@ pub(crate) fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebRepor
                 seed: 1337,
                 empty_text_rows: 0,
                 checksum: "0".into(),
+                split_checksum: "0".into(),
             },
             original: *original,
             runs: runs

@@ -212,7 +212,8 @@ pub fn evaluate_dataset(
             "{dataset}/{split}: clustering needs at least two texts"
         )));
     }
-    let label = format!("cluster/{dataset}/{split}");
+    // keyed by content, not name: see sage_data::sample
+    let label = format!("cluster/{}", sage_data::sample::checksum(rows));
     let total_classes = rows
         .iter()
         .map(|r| r.label.as_str())

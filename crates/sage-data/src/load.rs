@@ -100,6 +100,28 @@ pub struct Beir {
     pub qrels: BTreeMap<String, BTreeMap<String, i32>>,
 }
 
+impl Beir {
+    /// The key of the run's random streams over this set (query and document samples,
+    /// perturbations): a checksum of its corpus, queries and judgements, so the same files give
+    /// the same results under any name or path (see [`crate::sample`]).
+    pub fn stream_key(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(crate::sample::checksum(&self.corpus));
+        h.update(crate::sample::checksum(&self.queries));
+        for (query, documents) in &self.qrels {
+            for (document, relevance) in documents {
+                h.update(format!("{query}\u{1f}{document}\u{1f}{relevance}\u{1e}"));
+            }
+        }
+        h.finalize()
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
 /// Where datasets come from: the local mirror of the registry (SAGE_DATA_DIR), when there is
 /// one, and the user's own datasets registered on it ([`DataRoot::add_user`],
 /// [`DataRoot::resolve`]). Every loader looks a name up in both, so a suite reads a user's

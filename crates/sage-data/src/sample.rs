@@ -2,13 +2,18 @@
 //!
 //! Rule: with `max_rows` at or above the row count (or absent) every row is used, in file order.
 //! Otherwise `max_rows` distinct row indices are drawn with `rand::seq::index::sample` from the
-//! generator `RunSeed(seed).rng("sample/<dataset>/<split>")` (ChaCha20, see sage-core) and
+//! generator `RunSeed(seed).rng("sample/<split checksum>")` (ChaCha20, see sage-core) and
 //! used in file order. The same seed gives the same rows on every machine; Cargo.lock pins the
 //! `rand` version this depends on.
 //!
+//! Every seeded stream over a split — this sample and the tasks' perturbations — is keyed by the
+//! split's content (the checksum of all its rows, [`RowSelection::split_checksum`]), never by its
+//! name: the same rows give the same results whether they are a registry dataset, a user's file
+//! under any name, path, format or column names, or a renamed copy.
+//!
 //! Grouped rule ([`sample_grouped`]), for tasks whose unit is a group of rows (every rated
 //! summary of one document): the groups are shuffled with the generator
-//! `RunSeed(seed).rng("sample-groups/<dataset>/<split>")` and taken in that order while their
+//! `RunSeed(seed).rng("sample-groups/<split checksum>")` and taken in that order while their
 //! rows fit in `max_rows` (the first group always, so a sample is never empty); the rows of the
 //! groups taken are used in file order. A row-level sample would leave few rows of any one
 //! document, and so few within-document pairs.
@@ -43,6 +48,11 @@ pub struct RowSelection {
     pub empty_text_rows: usize,
     /// Checksum of the used rows (see the module docs).
     pub checksum: String,
+    /// Checksum of every row of the split (after the empty-text policy): the key of the run's
+    /// random streams over it (see the module docs). Absent in results written before it was
+    /// recorded.
+    #[serde(default)]
+    pub split_checksum: String,
 }
 
 /// Indices of the rows to use (ascending).
@@ -97,6 +107,7 @@ pub fn sample_grouped<T: Row + Clone, K: Ord>(
     seed: RunSeed,
     group_of: impl Fn(&T) -> K,
 ) -> (Vec<T>, RowSelection) {
+    let split_checksum = checksum(&loaded.rows);
     let indices = match max_rows {
         Some(max) if max < loaded.rows.len() => {
             let mut groups: std::collections::BTreeMap<K, Vec<usize>> = Default::default();
@@ -104,7 +115,7 @@ pub fn sample_grouped<T: Row + Clone, K: Ord>(
                 groups.entry(group_of(row)).or_default().push(i);
             }
             let groups: Vec<Vec<usize>> = groups.into_values().collect();
-            let label = format!("sample-groups/{}/{}", loaded.dataset, loaded.split);
+            let label = format!("sample-groups/{split_checksum}");
             let order = index::sample(&mut seed.rng(&label), groups.len(), groups.len());
             let mut picked = Vec::new();
             for g in order.into_iter() {
@@ -118,7 +129,7 @@ pub fn sample_grouped<T: Row + Clone, K: Ord>(
         }
         _ => (0..loaded.rows.len()).collect(),
     };
-    let selection = selection_of(loaded, &indices, max_rows, seed);
+    let selection = selection_of(loaded, &indices, max_rows, seed, split_checksum);
     let rows = indices.iter().map(|&i| loaded.rows[i].clone()).collect();
     (rows, selection)
 }
@@ -128,6 +139,7 @@ fn selection_of<T: Row>(
     indices: &[usize],
     max_rows: Option<usize>,
     seed: RunSeed,
+    split_checksum: String,
 ) -> RowSelection {
     RowSelection {
         dataset: loaded.dataset.clone(),
@@ -138,6 +150,7 @@ fn selection_of<T: Row>(
         seed: seed.0,
         empty_text_rows: loaded.empty_text_lines.len(),
         checksum: checksum(indices.iter().map(|&i| &loaded.rows[i])),
+        split_checksum,
     }
 }
 
@@ -149,8 +162,9 @@ pub fn sample_indices<T: Row>(
     max_rows: Option<usize>,
     seed: RunSeed,
 ) -> (Vec<usize>, RowSelection) {
-    let label = format!("sample/{}/{}", loaded.dataset, loaded.split);
+    let split_checksum = checksum(&loaded.rows);
+    let label = format!("sample/{split_checksum}");
     let indices = select(loaded.rows.len(), max_rows, seed, &label);
-    let selection = selection_of(loaded, &indices, max_rows, seed);
+    let selection = selection_of(loaded, &indices, max_rows, seed, split_checksum);
     (indices, selection)
 }

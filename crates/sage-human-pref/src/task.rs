@@ -521,7 +521,7 @@ pub fn evaluate_source(
                 &dimensions,
                 margin,
                 seed,
-                &format!("human-pref/orientation/{dataset}"),
+                &format!("human-pref/orientation/{}", selection.split_checksum),
             );
             let (units, ties) =
                 score_units(similarity, &name, &derived, &rows, &dimensions, timings)?;

@@ -194,6 +194,8 @@ pub fn evaluate_dataset(
     timings: &mut Timings,
 ) -> Result<DatasetReport> {
     let name = &beir.dataset;
+    // keyed by content, not name: see sage_data::sample
+    let stream = beir.stream_key();
     let seed = options.seed;
     // queries with a relevant document, optionally sampled
     let corpus_ids: BTreeSet<&str> = beir.corpus.iter().map(|d| d.id.as_str()).collect();
@@ -208,7 +210,7 @@ pub fn evaluate_dataset(
     let kept: Vec<usize> = match options.max_queries {
         Some(max) if max < judged.len() => {
             let mut picked: Vec<usize> = index::sample(
-                &mut seed.rng(&format!("retrieval/{name}/queries")),
+                &mut seed.rng(&format!("retrieval/{stream}/queries")),
                 judged.len(),
                 max,
             )
@@ -252,7 +254,7 @@ pub fn evaluate_dataset(
             let mut picked = must;
             picked.extend(
                 index::sample(
-                    &mut seed.rng(&format!("retrieval/{name}/docs")),
+                    &mut seed.rng(&format!("retrieval/{stream}/docs")),
                     rest.len(),
                     room,
                 )
@@ -288,7 +290,7 @@ pub fn evaluate_dataset(
     let mut retentions = Vec::new();
     for (k, perturbation) in retrieval_set().iter().enumerate() {
         let id = perturbation.id();
-        let label = format!("retrieval/{name}/{id}");
+        let label = format!("retrieval/{stream}/{id}");
         let perturb = |d: &Doc| -> Result<(String, String)> {
             let text = perturbation
                 .apply(&d.text, &mut seed.rng_for_item(&label, d.position as u64))?

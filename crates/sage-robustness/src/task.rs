@@ -128,7 +128,7 @@ pub fn evaluate_dataset(
             .map(|(text, &position)| {
                 set.iter()
                     .map(|p| {
-                        let label = format!("robustness/{dataset}/{}", p.id());
+                        let label = format!("robustness/{}/{}", selection.split_checksum, p.id());
                         let mut rng = options.seed.rng_for_item(&label, position as u64);
                         Ok(p.apply(text, &mut rng)?.text)
                     })

@@ -250,7 +250,7 @@ pub fn evaluate_dataset(
                 family
                     .iter()
                     .map(|p| {
-                        let label = format!("sensitivity/{dataset}/{}", p.id());
+                        let label = format!("sensitivity/{}/{}", selection.split_checksum, p.id());
                         let out = p.apply(
                             text,
                             &mut options.seed.rng_for_item(&label, position as u64),
@@ -379,6 +379,7 @@ mod tests {
             seed: 0,
             empty_text_rows: 0,
             checksum: String::new(),
+            split_checksum: "hand-made".into(),
         };
         evaluate_dataset(
             similarity,
