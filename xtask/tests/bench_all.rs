@@ -346,3 +346,73 @@ fn first_difference(want: &str, got: &str) -> String {
         ),
     }
 }
+
+/// A user's BEIR folder named by a `[datasets.NAME]` table in the config runs through bench-all
+/// and writes the same result as the same files placed in a data mirror under a registry name
+/// (dataset name aside): the README's `data/examples/clinic-faq`, on retrieval with BM25.
+#[test]
+fn a_dataset_table_in_the_config_runs_as_the_same_files_under_a_registry_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let examples = workspace().join("data/examples/clinic-faq");
+    let retrieval_only = std::fs::read_to_string(workspace().join("bench.toml"))
+        .unwrap()
+        .replace("models = [\"auto\"]", "models = []")
+        .replace(
+            "metrics = [\"levenshtein\", \"rouge\", \"jaccard\", \"bm25\"]",
+            "metrics = [\"bm25\"]",
+        )
+        .replace(
+            "tasks = [\"human-pref\", \"robustness\", \"sensitivity\", \"clustering\", \"retrieval\"]",
+            "tasks = [\"retrieval\"]",
+        );
+    let run = |name: &str, config: String| {
+        let path = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(&path, config).unwrap();
+        let out = tmp.path().join(name);
+        let output = bench_all_quick(&path, &out, &tmp.path().join(format!("{name}-cache")), &[]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stable(&out.join("bm25/sage/retrieval.json"))
+    };
+    // the table, its path relative to the config file
+    let table = tmp.path().join("clinic-faq");
+    sage_core::test_support::copy_tree(&examples, &table);
+    let user = run(
+        "user",
+        retrieval_only.replace(
+            "datasets = {}",
+            "datasets = { retrieval = [\"clinic-faq/test\"] }",
+        ) + "\n[datasets.clinic-faq]\npath = \"clinic-faq\"\n",
+    );
+    // the same files as the fixture mirror's scifact
+    let mirror = tmp.path().join("mirror");
+    sage_core::test_support::copy_tree(&workspace().join("data/fixtures/mirror"), &mirror);
+    std::fs::remove_dir_all(mirror.join("retrieval/scifact")).unwrap();
+    sage_core::test_support::copy_tree(&examples, &mirror.join("retrieval/scifact"));
+    let registry = run(
+        "registry",
+        retrieval_only
+            .replace(
+                "datasets = {}",
+                "datasets = { retrieval = [\"scifact/test\"] }",
+            )
+            .replace(
+                "data_dir = \"\"",
+                &format!("data_dir = {:?}", mirror.display()),
+            ),
+    );
+    let report = |v: &serde_json::Value| v["report"].to_string();
+    assert!(report(&user).contains("\"clinic-faq/test\""), "{user}");
+    assert_eq!(
+        report(&user).replace("\"clinic-faq/test\"", "\"scifact/test\""),
+        report(&registry)
+    );
+    // a real ranking with real perturbations, not an empty or constant report
+    let ndcg = user["report"]["datasets"][0]["ndcg_clean"]
+        .as_f64()
+        .unwrap();
+    assert!(ndcg > 0.3 && ndcg < 1.0, "{user}");
+}

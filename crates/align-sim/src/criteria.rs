@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use rand::seq::SliceRandom;
 use sage_core::{measures, RunSeed, Similarity};
-use sage_data::{sample, DataRoot, LabeledPair, NegationPair, RowSelection};
+use sage_data::{DataRoot, LabeledPair, NegationPair, RowSelection};
 use sage_perturb::{
     AntonymReplacement, Jumbling, Perturbation, Provenance, SynonymReplacement, WordNet,
 };
@@ -373,15 +373,21 @@ pub fn evaluate(
 ) -> Result<AlignSimReport> {
     let mut reports = Vec::new();
     for &(name, split) in datasets {
-        let loaded = root.load::<LabeledPair>(name, split)?;
-        let (rows, selection) = sample(&loaded, max_rows, seed);
+        let sampled = root
+            .rows::<LabeledPair>(name, split)?
+            .sample(max_rows, seed)?;
         reports.push(evaluate_dataset(
-            similarity, &wordnet, &rows, selection, seed,
+            similarity,
+            &wordnet,
+            &sampled.rows,
+            sampled.selection,
+            seed,
         )?);
     }
-    let afin = root.load::<NegationPair>("afin", "test")?;
-    let (rows, selection) = sample(&afin, max_rows, seed);
-    let negation = negation(similarity, &rows, selection, seed)?;
+    let afin = root
+        .rows::<NegationPair>("afin", "test")?
+        .sample(max_rows, seed)?;
+    let negation = negation(similarity, &afin.rows, afin.selection, seed)?;
     Ok(AlignSimReport {
         similarity: similarity.name().to_owned(),
         seed: seed.0,

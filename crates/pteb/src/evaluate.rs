@@ -10,8 +10,8 @@ use sage_core::measures::{
 };
 use sage_core::{Embedder, EmbedderIdentity, RunSeed, Timings};
 use sage_data::{
-    sample, sample_grouped, DataRoot, DatasetKind, LabeledPair, LabeledText, Loaded,
-    RerankingQuery, RowSelection, StsPair, SummaryDocument, SummaryRating,
+    sample, DataRoot, DatasetKind, LabeledPair, LabeledText, Loaded, RerankingQuery, RowSelection,
+    StsPair, SummaryDocument, SummaryRating,
 };
 use serde::{Deserialize, Serialize};
 
@@ -194,7 +194,10 @@ pub fn load_task(
     let max = options.max_rows;
     Ok(match kind {
         DatasetKind::StsPairs => {
-            let (rows, sel) = sample(&root.load_mteb::<StsPair>(name, split)?, max, seed);
+            let (rows, sel) = root
+                .mteb_rows::<StsPair>(name, split)?
+                .sample(max, seed)?
+                .into_parts();
             (
                 TaskData::Sts(
                     rows.into_iter()
@@ -205,7 +208,10 @@ pub fn load_task(
             )
         }
         DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
-            let (rows, sel) = sample(&root.load_mteb::<LabeledPair>(name, split)?, max, seed);
+            let (rows, sel) = root
+                .mteb_rows::<LabeledPair>(name, split)?
+                .sample(max, seed)?
+                .into_parts();
             (
                 TaskData::PairClassification(
                     rows.into_iter()
@@ -216,12 +222,14 @@ pub fn load_task(
             )
         }
         DatasetKind::Classification => {
-            let (test, sel) = sample(&root.load_mteb::<LabeledText>(name, split)?, max, seed);
-            let (train, _) = sample(
-                &root.load_mteb::<LabeledText>(name, "train")?,
-                options.max_train_rows,
-                seed,
-            );
+            let (test, sel) = root
+                .mteb_rows::<LabeledText>(name, split)?
+                .sample(max, seed)?
+                .into_parts();
+            let (train, _) = root
+                .mteb_rows::<LabeledText>(name, "train")?
+                .sample(options.max_train_rows, seed)?
+                .into_parts();
             (
                 TaskData::Classification {
                     train: train.into_iter().map(|r| (r.text, r.label)).collect(),
@@ -232,7 +240,10 @@ pub fn load_task(
             )
         }
         DatasetKind::Clustering => {
-            let (rows, sel) = sample(&root.load_mteb::<LabeledText>(name, split)?, max, seed);
+            let (rows, sel) = root
+                .mteb_rows::<LabeledText>(name, split)?
+                .sample(max, seed)?
+                .into_parts();
             (
                 TaskData::Clustering(rows.into_iter().map(|r| (r.text, r.label)).collect()),
                 sel,
@@ -271,8 +282,10 @@ pub fn load_task(
             )
         }
         DatasetKind::SummaryRatings => {
-            let ratings = root.load_mteb::<SummaryRating>(name, split)?;
-            let (rows, sel) = sample_grouped(&ratings, max, seed, |r| r.doc_id.clone());
+            let (rows, sel) = root
+                .mteb_rows::<SummaryRating>(name, split)?
+                .sample_grouped(max, seed, |r| r.doc_id.clone())?
+                .into_parts();
             let docs = root.load_mteb::<SummaryDocument>(&format!("{name}-docs"), "docs")?;
             let references: HashMap<String, Vec<String>> = docs
                 .rows
@@ -292,7 +305,10 @@ pub fn load_task(
             )
         }
         DatasetKind::Reranking => {
-            let (rows, sel) = sample(&root.load_mteb::<RerankingQuery>(name, split)?, max, seed);
+            let (rows, sel) = root
+                .mteb_rows::<RerankingQuery>(name, split)?
+                .sample(max, seed)?
+                .into_parts();
             (
                 TaskData::Reranking(
                     rows.into_iter()

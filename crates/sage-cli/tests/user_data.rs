@@ -348,3 +348,58 @@ fn suites_list_the_kinds_they_take_and_data_kinds_lists_columns() {
         .unwrap();
     assert_eq!(sickr["mteb_rows"]["test"], "train+validation+test");
 }
+
+/// The README's `data/examples/`: the repository's own small files, as a newcomer runs them.
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/examples")
+}
+
+/// PTEB's retrieval task on a BEIR folder of one's own (the README's clinic-faq), with the real
+/// SmolLM2 paraphrasing its queries and all-MiniLM-L6-v2 ranking: the same report as the same
+/// files placed in a mirror under a registry name, dataset name aside.
+#[test]
+fn pteb_retrieval_on_a_beir_folder_equals_the_same_files_under_a_registry_name() {
+    let what = "pteb_retrieval_on_a_beir_folder_equals_the_same_files_under_a_registry_name";
+    let (Some(llm), Some(encoder)) = (
+        sage_core::test_support::model_dir_or_skip("SmolLM2-135M-Instruct-GGUF", what),
+        sage_core::test_support::model_dir_or_skip("all-MiniLM-L6-v2", what),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let clinic = examples().join("clinic-faq");
+    let mirror = tmp.path().join("mirror");
+    sage_core::test_support::copy_tree(&clinic, &mirror.join("retrieval/scifact"));
+    // each run with its own empty caches, so both do the same work
+    let run = |name: &str, dataset: &str, extra: &[&str]| -> Value {
+        let paraphrases = tmp.path().join(format!("{name}-paraphrases.redb"));
+        let embeddings = tmp.path().join(format!("{name}-embeddings.redb"));
+        let mut args = vec!["run", "pteb", "--runs", "2", "--dataset", dataset];
+        args.extend(["--model", encoder.to_str().unwrap()]);
+        args.extend(["--paraphraser", llm.to_str().unwrap()]);
+        args.extend(["--paraphrase-cache", paraphrases.to_str().unwrap()]);
+        args.extend(["--cache", embeddings.to_str().unwrap()]);
+        args.extend(extra);
+        serde_json::from_str(&ok(&args)).unwrap()
+    };
+    let user = run("user", clinic.to_str().unwrap(), &[]);
+    let registry = run(
+        "registry",
+        "scifact/test",
+        &["--data-dir", mirror.to_str().unwrap()],
+    );
+    let d = &user["datasets"][0];
+    assert_eq!(
+        (d["dataset"].as_str(), d["task"].as_str()),
+        (Some("clinic-faq"), Some("retrieval")),
+        "{d}"
+    );
+    assert_eq!(d["rows"]["used_rows"], 8, "{d}");
+    assert_eq!(d["runs"].as_array().map(Vec::len), Some(2), "{d}");
+    let original = d["original"].as_f64().unwrap();
+    assert!(original > 0.3 && original < 1.0, "{d}");
+    assert_eq!(
+        renamed(without_timings(user), "clinic-faq", "scifact"),
+        without_timings(registry)
+    );
+}

@@ -43,7 +43,7 @@ pub mod user;
 pub use error::{DataError, Result};
 #[cfg(feature = "fetch")]
 pub use fetch::{fetch, map_record, Fetched};
-pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, PathHints, SplitReport};
+pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, PathHints, SplitReport, SplitRows};
 pub use records::Format;
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{
@@ -53,7 +53,7 @@ pub use rows::{
 };
 #[cfg(feature = "fetch")]
 pub use sage_hub::HubSettings;
-pub use sample::{sample, sample_grouped, sample_indices, RowSelection};
+pub use sample::{sample, sample_grouped, sample_indices, RowSelection, Sampled};
 
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@ use crate::rows::{
     read_jsonl, BeirDocument, BeirQuery, Document, DocumentSummary, Line, Loaded, Row, TextPair,
     WordPair,
 };
-use crate::sample::RowSelection;
+use crate::sample::{RowSelection, Sampled};
 use crate::user::{UserDataset, UserSpec};
 
 /// What to do with rows whose text is empty (or only whitespace). They are always counted and
@@ -119,6 +119,102 @@ impl Beir {
             .take(8)
             .map(|b| format!("{b:02x}"))
             .collect()
+    }
+}
+
+/// The rows of one split, not yet sampled ([`DataRoot::rows`]).
+pub struct SplitRows<'a, T> {
+    dataset: String,
+    split: String,
+    path: PathBuf,
+    source: Source<'a, T>,
+}
+
+enum Source<'a, T> {
+    Memory(Vec<T>, usize),
+    User {
+        data: &'a UserDataset,
+        policy: EmptyTextPolicy,
+    },
+}
+
+impl<T: Row + Clone> SplitRows<'_, T> {
+    fn in_memory(loaded: Loaded<T>) -> Self {
+        SplitRows {
+            dataset: loaded.dataset,
+            split: loaded.split,
+            path: loaded.path,
+            source: Source::Memory(loaded.rows, loaded.empty_text_lines.len()),
+        }
+    }
+
+    /// At most `max_rows` rows, drawn with `seed` as [`crate::sample()`] draws them.
+    pub fn sample(&self, max_rows: Option<usize>, seed: RunSeed) -> Result<Sampled<T>> {
+        self.draw(max_rows, seed, None)
+    }
+
+    /// Whole groups of rows (rows with equal `group_of`), as [`crate::sample_grouped`] draws them.
+    pub fn sample_grouped(
+        &self,
+        max_rows: Option<usize>,
+        seed: RunSeed,
+        group_of: impl Fn(&T) -> String,
+    ) -> Result<Sampled<T>> {
+        self.draw(max_rows, seed, Some(&group_of))
+    }
+
+    fn draw(
+        &self,
+        max_rows: Option<usize>,
+        seed: RunSeed,
+        group_of: Option<&dyn Fn(&T) -> String>,
+    ) -> Result<Sampled<T>> {
+        let name = crate::sample::SplitName {
+            dataset: &self.dataset,
+            split: &self.split,
+            path: &self.path,
+        };
+        match &self.source {
+            Source::Memory(rows, empty) => {
+                let visit = |each: &mut dyn FnMut(T) -> Result<()>| {
+                    for row in rows {
+                        each(row.clone())?;
+                    }
+                    Ok(*empty)
+                };
+                crate::sample::draw(name, &visit, max_rows, seed, group_of)
+            }
+            Source::User { data, policy } => {
+                let dimensions: Vec<&str> = data.dimensions.iter().map(String::as_str).collect();
+                let visit = |each: &mut dyn FnMut(T) -> Result<()>| {
+                    let mut empty = Vec::new();
+                    crate::rows::visit_user::<T>(
+                        data,
+                        &self.split,
+                        &self.path,
+                        &dimensions,
+                        &mut |line, row| {
+                            if !row.texts().iter().any(|t| t.trim().is_empty()) {
+                                return each(row);
+                            }
+                            empty.push(line);
+                            match policy {
+                                EmptyTextPolicy::Keep => each(row),
+                                EmptyTextPolicy::Drop | EmptyTextPolicy::Fail => Ok(()),
+                            }
+                        },
+                    )?;
+                    if *policy == EmptyTextPolicy::Fail && !empty.is_empty() {
+                        return Err(DataError::EmptyText {
+                            path: self.path.clone(),
+                            lines: empty,
+                        });
+                    }
+                    Ok(empty.len())
+                };
+                crate::sample::draw(name, &visit, max_rows, seed, group_of)
+            }
+        }
     }
 }
 
@@ -549,6 +645,72 @@ impl DataRoot {
             }
         }
         Ok(whole.expect("an MTEB split has parts"))
+    }
+
+    /// The rows of `split` of `name` as `T`, to be sampled ([`SplitRows::sample`]): a user's file
+    /// is streamed when sampled, so memory follows the sample, not the file; the mirror's files
+    /// are read whole, as by [`load`](Self::load).
+    pub fn rows<T: Row + KindOf + Clone>(
+        &self,
+        name: &str,
+        split: &str,
+    ) -> Result<SplitRows<'_, T>> {
+        self.split_rows(name, split, false)
+    }
+
+    /// [`rows`](Self::rows) as MTEB's task of that name has them ([`load_mteb`](Self::load_mteb)).
+    pub fn mteb_rows<T: Row + KindOf + Clone>(
+        &self,
+        name: &str,
+        split: &str,
+    ) -> Result<SplitRows<'_, T>> {
+        self.split_rows(name, split, true)
+    }
+
+    /// [`rows`](Self::rows) of a split read as documents ([`documents`](Self::documents)). A
+    /// user's file of documents, or of documents and summaries, is streamed (a row's texts are
+    /// then the document's alone).
+    pub fn document_rows(&self, name: &str, split: &str) -> Result<SplitRows<'_, Document>> {
+        match self.find(name, split)? {
+            Found::User(u, path) if u.kind != DatasetKind::Beir => {
+                Ok(self.streamed(u, name, split, path))
+            }
+            _ => Ok(SplitRows::in_memory(self.documents(name, split)?)),
+        }
+    }
+
+    fn split_rows<T: Row + KindOf + Clone>(
+        &self,
+        name: &str,
+        split: &str,
+        mteb: bool,
+    ) -> Result<SplitRows<'_, T>> {
+        match self.find(name, split)? {
+            Found::User(u, path) if T::KINDS.contains(&u.kind) => {
+                Ok(self.streamed(u, name, split, path))
+            }
+            // the kind error, as `load` words it; and the mirror, read whole
+            _ if mteb => Ok(SplitRows::in_memory(self.load_mteb(name, split)?)),
+            _ => Ok(SplitRows::in_memory(self.load(name, split)?)),
+        }
+    }
+
+    fn streamed<'a, T>(
+        &self,
+        data: &'a UserDataset,
+        name: &str,
+        split: &str,
+        path: PathBuf,
+    ) -> SplitRows<'a, T> {
+        SplitRows {
+            dataset: name.to_owned(),
+            split: split.to_owned(),
+            path,
+            source: Source::User {
+                data,
+                policy: self.policy,
+            },
+        }
     }
 
     fn apply_policy<T>(

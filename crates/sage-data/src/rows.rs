@@ -797,6 +797,23 @@ pub(crate) fn read_user<T: sealed::ReadRow>(
     extra: &[&str],
 ) -> Result<Vec<(usize, T)>> {
     let mut rows = Vec::new();
+    visit_user(dataset, split, path, extra, &mut |line, row| {
+        rows.push((line, row));
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// [`read_user`] one row at a time, without holding the rows: `each` gets each row with its line.
+/// A split with no rows is an error, as for every loader.
+pub(crate) fn visit_user<T: sealed::ReadRow>(
+    dataset: &crate::user::UserDataset,
+    split: &str,
+    path: &Path,
+    extra: &[&str],
+    each: &mut dyn FnMut(usize, T) -> Result<()>,
+) -> Result<()> {
+    let mut any = false;
     dataset.for_each_row(split, &mut |line, object, cells| {
         let at = At {
             path,
@@ -804,11 +821,17 @@ pub(crate) fn read_user<T: sealed::ReadRow>(
             object,
             cells,
         };
-        rows.push((
+        any = true;
+        each(
             line,
             T::from_json(&at, extra).map_err(|e| dataset.name_columns(e))?,
-        ));
-        Ok(())
+        )
     })?;
-    non_empty(path, rows)
+    if any {
+        Ok(())
+    } else {
+        Err(DataError::Empty {
+            path: path.to_owned(),
+        })
+    }
 }

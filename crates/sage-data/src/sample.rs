@@ -67,23 +67,198 @@ pub fn select(total: usize, max_rows: Option<usize>, seed: RunSeed, label: &str)
     }
 }
 
-/// Checksum of rows (see the module docs).
-pub fn checksum<'a, T: Row + 'a>(rows: impl IntoIterator<Item = &'a T>) -> String {
-    let mut h = Sha256::new();
-    for row in rows {
+/// The checksum of rows fed one at a time (see the module docs): what [`checksum`] computes,
+/// without holding the rows.
+#[derive(Default)]
+pub(crate) struct Checksum(Sha256);
+
+impl Checksum {
+    pub(crate) fn add<T: Row>(&mut self, row: &T) {
         for (i, text) in row.texts().iter().enumerate() {
             if i > 0 {
-                h.update("\u{1f}".as_bytes());
+                self.0.update("\u{1f}".as_bytes());
             }
-            h.update(text.as_bytes());
+            self.0.update(text.as_bytes());
         }
-        h.update("\u{1e}".as_bytes());
+        self.0.update("\u{1e}".as_bytes());
     }
-    h.finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+
+    pub(crate) fn finish(self) -> String {
+        self.0
+            .finalize()
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+/// Checksum of rows (see the module docs).
+pub fn checksum<'a, T: Row + 'a>(rows: impl IntoIterator<Item = &'a T>) -> String {
+    let mut sum = Checksum::default();
+    for row in rows {
+        sum.add(row);
+    }
+    sum.finish()
+}
+
+/// Rows drawn from a split: the rows, their positions among the split's rows (0-based, in file
+/// order, after the empty-text policy; tasks key per-row random streams by them) and the record.
+#[derive(Clone, Debug)]
+pub struct Sampled<T> {
+    /// The rows used, in file order.
+    pub rows: Vec<T>,
+    /// `rows[i]` is row `positions[i]` of the split.
+    pub positions: Vec<usize>,
+    /// Which rows these are.
+    pub selection: RowSelection,
+}
+
+impl<T> Sampled<T> {
+    /// The rows and the record.
+    pub fn into_parts(self) -> (Vec<T>, RowSelection) {
+        (self.rows, self.selection)
+    }
+}
+
+/// Calls its argument with every row of a split in file order (after the empty-text policy) and
+/// returns how many rows had an empty text. Called at most twice by [`draw`]: the rows need not
+/// be in memory.
+pub(crate) type Visit<'a, T> =
+    dyn Fn(&mut dyn FnMut(T) -> crate::Result<()>) -> crate::Result<usize> + 'a;
+
+/// Where a split's rows come from, for the messages of [`draw`].
+pub(crate) struct SplitName<'a> {
+    pub dataset: &'a str,
+    pub split: &'a str,
+    pub path: &'a std::path::Path,
+}
+
+/// The one sampling of the crate (see the module docs), over rows streamed by `visit`: a first
+/// pass counts the rows and checksums them (keeping at most `max_rows` of them, and the group of
+/// each when grouped), the draw picks positions, and only when the first pass could not keep
+/// them does a second pass keep the rows picked. Memory follows the sample, not the split.
+pub(crate) fn draw<T: Row>(
+    name: SplitName<'_>,
+    visit: &Visit<'_, T>,
+    max_rows: Option<usize>,
+    seed: RunSeed,
+    group_of: Option<&dyn Fn(&T) -> String>,
+) -> crate::Result<Sampled<T>> {
+    let cap = max_rows.unwrap_or(usize::MAX);
+    let mut sum = Checksum::default();
+    let mut total = 0usize;
+    let mut first = Vec::new();
+    let mut groups = Vec::new();
+    let empty_text_rows = visit(&mut |row| {
+        sum.add(&row);
+        if let Some(group_of) = group_of {
+            groups.push(group_of(&row));
+        }
+        if total < cap {
+            first.push(row);
+        }
+        total += 1;
+        Ok(())
+    })?;
+    let split_checksum = sum.finish();
+    let positions = match group_of {
+        None => select(total, max_rows, seed, &format!("sample/{split_checksum}")),
+        Some(_) => select_groups(&groups, max_rows, seed, &split_checksum),
+    };
+    drop(groups);
+    let rows = if first.len() == total && positions.len() == total {
+        // the whole split, all kept by the first pass
+        first
+    } else {
+        drop(first);
+        let mut rows = Vec::with_capacity(positions.len());
+        let mut wanted = positions.iter().copied().peekable();
+        let mut at = 0usize;
+        visit(&mut |row| {
+            if wanted.peek() == Some(&at) {
+                rows.push(row);
+                wanted.next();
+            }
+            at += 1;
+            Ok(())
+        })?;
+        if at != total {
+            return Err(crate::DataError::Io {
+                path: name.path.to_owned(),
+                message: format!("changed while being read: {total} rows, then {at}"),
+            });
+        }
+        rows
+    };
+    let selection = RowSelection {
+        dataset: name.dataset.to_owned(),
+        split: name.split.to_owned(),
+        total_rows: total,
+        used_rows: rows.len(),
+        max_rows,
+        seed: seed.0,
+        empty_text_rows,
+        checksum: checksum(&rows),
+        split_checksum,
+    };
+    Ok(Sampled {
+        rows,
+        positions,
+        selection,
+    })
+}
+
+/// The grouped rule (see the module docs): positions of whole groups, ascending.
+fn select_groups(
+    groups: &[String],
+    max_rows: Option<usize>,
+    seed: RunSeed,
+    split_checksum: &str,
+) -> Vec<usize> {
+    match max_rows {
+        Some(max) if max < groups.len() => {
+            let mut members: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+            for (i, group) in groups.iter().enumerate() {
+                members.entry(group).or_default().push(i);
+            }
+            let members: Vec<Vec<usize>> = members.into_values().collect();
+            let label = format!("sample-groups/{split_checksum}");
+            let order = index::sample(&mut seed.rng(&label), members.len(), members.len());
+            let mut picked = Vec::new();
+            for g in order.into_iter() {
+                if !picked.is_empty() && picked.len() + members[g].len() > max {
+                    continue;
+                }
+                picked.extend_from_slice(&members[g]);
+            }
+            picked.sort_unstable();
+            picked
+        }
+        _ => (0..groups.len()).collect(),
+    }
+}
+
+/// [`draw`] over rows already in memory.
+fn draw_loaded<T: Row + Clone>(
+    loaded: &Loaded<T>,
+    max_rows: Option<usize>,
+    seed: RunSeed,
+    group_of: Option<&dyn Fn(&T) -> String>,
+) -> Sampled<T> {
+    let visit = |each: &mut dyn FnMut(T) -> crate::Result<()>| {
+        for row in &loaded.rows {
+            each(row.clone())?;
+        }
+        Ok(loaded.empty_text_lines.len())
+    };
+    let name = SplitName {
+        dataset: &loaded.dataset,
+        split: &loaded.split,
+        path: &loaded.path,
+    };
+    draw(name, &visit, max_rows, seed, group_of)
+        .expect("rows in memory are read without error and do not change")
 }
 
 /// The rows to use from `loaded` and the record of the choice.
@@ -92,79 +267,29 @@ pub fn sample<T: Row + Clone>(
     max_rows: Option<usize>,
     seed: RunSeed,
 ) -> (Vec<T>, RowSelection) {
-    let (indices, selection) = sample_indices(loaded, max_rows, seed);
-    let rows = indices
-        .into_iter()
-        .map(|i| loaded.rows[i].clone())
-        .collect();
-    (rows, selection)
+    let sampled = draw_loaded(loaded, max_rows, seed, None);
+    (sampled.rows, sampled.selection)
 }
 
 /// Like [`sample`], but whole groups of rows (rows with equal `group_of`), see the module docs.
-pub fn sample_grouped<T: Row + Clone, K: Ord>(
+pub fn sample_grouped<T: Row + Clone>(
     loaded: &Loaded<T>,
     max_rows: Option<usize>,
     seed: RunSeed,
-    group_of: impl Fn(&T) -> K,
+    group_of: impl Fn(&T) -> String,
 ) -> (Vec<T>, RowSelection) {
-    let split_checksum = checksum(&loaded.rows);
-    let indices = match max_rows {
-        Some(max) if max < loaded.rows.len() => {
-            let mut groups: std::collections::BTreeMap<K, Vec<usize>> = Default::default();
-            for (i, row) in loaded.rows.iter().enumerate() {
-                groups.entry(group_of(row)).or_default().push(i);
-            }
-            let groups: Vec<Vec<usize>> = groups.into_values().collect();
-            let label = format!("sample-groups/{split_checksum}");
-            let order = index::sample(&mut seed.rng(&label), groups.len(), groups.len());
-            let mut picked = Vec::new();
-            for g in order.into_iter() {
-                if !picked.is_empty() && picked.len() + groups[g].len() > max {
-                    continue;
-                }
-                picked.extend_from_slice(&groups[g]);
-            }
-            picked.sort_unstable();
-            picked
-        }
-        _ => (0..loaded.rows.len()).collect(),
-    };
-    let selection = selection_of(loaded, &indices, max_rows, seed, split_checksum);
-    let rows = indices.iter().map(|&i| loaded.rows[i].clone()).collect();
-    (rows, selection)
-}
-
-fn selection_of<T: Row>(
-    loaded: &Loaded<T>,
-    indices: &[usize],
-    max_rows: Option<usize>,
-    seed: RunSeed,
-    split_checksum: String,
-) -> RowSelection {
-    RowSelection {
-        dataset: loaded.dataset.clone(),
-        split: loaded.split.clone(),
-        total_rows: loaded.rows.len(),
-        used_rows: indices.len(),
-        max_rows,
-        seed: seed.0,
-        empty_text_rows: loaded.empty_text_lines.len(),
-        checksum: checksum(indices.iter().map(|&i| &loaded.rows[i])),
-        split_checksum,
-    }
+    let sampled = draw_loaded(loaded, max_rows, seed, Some(&group_of));
+    (sampled.rows, sampled.selection)
 }
 
 /// Like [`sample`], but the file positions (indices into `loaded.rows`, ascending) of the rows
 /// to use: tasks that derive per-row random streams key them by file position, so a row is
 /// perturbed the same way whatever the sample size.
-pub fn sample_indices<T: Row>(
+pub fn sample_indices<T: Row + Clone>(
     loaded: &Loaded<T>,
     max_rows: Option<usize>,
     seed: RunSeed,
 ) -> (Vec<usize>, RowSelection) {
-    let split_checksum = checksum(&loaded.rows);
-    let label = format!("sample/{split_checksum}");
-    let indices = select(loaded.rows.len(), max_rows, seed, &label);
-    let selection = selection_of(loaded, &indices, max_rows, seed, split_checksum);
-    (indices, selection)
+    let sampled = draw_loaded(loaded, max_rows, seed, None);
+    (sampled.positions, sampled.selection)
 }

@@ -319,7 +319,8 @@ fn sampling_is_seeded_ordered_and_recorded() {
     assert_eq!((all.len(), s_all.max_rows), (100, None));
 }
 
-const PINNED_SEED_7: [usize; 10] = [11, 15, 16, 21, 29, 33, 55, 60, 76, 99];
+// drawn with the label `sample/<split checksum>` (streams keyed by content since 2026-11-26)
+const PINNED_SEED_7: [usize; 10] = [1, 11, 12, 22, 30, 35, 49, 88, 89, 97];
 
 #[test]
 fn grouped_sampling_takes_whole_groups_within_the_cap() {

@@ -501,3 +501,78 @@ fn parquet_rows_equal_the_same_rows_in_other_formats() {
     };
     assert_eq!(from(&parquet), from(&csv));
 }
+
+/// A user's file is sampled streamed (two passes, holding the sample): the same rows, positions
+/// and record as sampling the whole file loaded in memory, plain and grouped, under every
+/// empty-text policy.
+#[test]
+fn a_streamed_sample_equals_the_sample_of_the_whole_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 300 ratings of 60 documents (5 each), every 37th summary empty
+    let mut lines = String::from("doc_id,source,summary,system,relevance\n");
+    for i in 0..300 {
+        let summary = if i % 37 == 0 {
+            String::new()
+        } else {
+            format!("summary {i} of document {}", i / 5)
+        };
+        lines += &format!(
+            "d{},source text {},{summary},s{},{}\n",
+            i / 5,
+            i / 5,
+            i % 5,
+            i % 4
+        );
+    }
+    let path = write(tmp.path(), "ratings.csv", &lines);
+    for policy in [EmptyTextPolicy::Keep, EmptyTextPolicy::Drop] {
+        let mut root = DataRoot::without_mirror().with_empty_text_policy(policy);
+        let (name, split) = root
+            .resolve(path.to_str().unwrap(), &PathHints::default())
+            .unwrap();
+        let loaded = root.load::<SummaryRating>(&name, &split).unwrap();
+        for max in [None, Some(0), Some(7), Some(120), Some(299), Some(1000)] {
+            let streamed = root
+                .rows::<SummaryRating>(&name, &split)
+                .unwrap()
+                .sample(max, RunSeed(11))
+                .unwrap();
+            let (indices, selection) = sample_indices(&loaded, max, RunSeed(11));
+            let in_memory: Vec<SummaryRating> =
+                indices.iter().map(|&i| loaded.rows[i].clone()).collect();
+            assert_eq!(streamed.positions, indices, "{policy:?} {max:?}");
+            assert_eq!(streamed.rows, in_memory, "{policy:?} {max:?}");
+            assert_eq!(streamed.selection, selection, "{policy:?} {max:?}");
+            let group = |r: &SummaryRating| r.doc_id.clone();
+            let streamed = root
+                .rows::<SummaryRating>(&name, &split)
+                .unwrap()
+                .sample_grouped(max, RunSeed(11), group)
+                .unwrap();
+            let (rows, selection) = sample_grouped(&loaded, max, RunSeed(11), group);
+            assert_eq!((streamed.rows, streamed.selection), (rows, selection));
+        }
+    }
+    // the empty summaries: kept and counted, dropped and counted, or refused by line
+    let mut root = DataRoot::without_mirror().with_empty_text_policy(EmptyTextPolicy::Fail);
+    let (name, split) = root
+        .resolve(path.to_str().unwrap(), &PathHints::default())
+        .unwrap();
+    let e = root
+        .rows::<SummaryRating>(&name, &split)
+        .unwrap()
+        .sample(Some(10), RunSeed(11))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("ratings.csv: 9 rows with an empty text (first on line 2)"),
+        "{e}"
+    );
+    // a file of another kind is refused as by `load`
+    let e = root
+        .rows::<LabeledText>(&name, &split)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("holds summary-ratings"), "{e}");
+}

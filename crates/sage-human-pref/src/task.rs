@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use rand::Rng;
 use sage_core::measures::{self, BinaryScores};
 use sage_core::{RunSeed, Similarity, Timings};
-use sage_data::{sample, sample_grouped, DataRoot, RowSelection, SummaryComparison, SummaryRating};
+use sage_data::{DataRoot, RowSelection, SummaryComparison, SummaryRating};
 use serde::{Deserialize, Serialize};
 
 use crate::{HumanPrefError, Result};
@@ -494,9 +494,13 @@ pub fn evaluate_source(
         } => {
             let dimensions = dimensions_of(root, dataset)?;
             let dimensions: Vec<&str> = dimensions.iter().map(String::as_str).collect();
-            let loaded = root.load::<SummaryRating>(dataset, split)?;
             // whole documents, so that a capped run still has within-document pairs
-            let (rows, selection) = sample_grouped(&loaded, max_rows, seed, |r| r.doc_id.clone());
+            let sampled = root.rows::<SummaryRating>(dataset, split)?.sample_grouped(
+                max_rows,
+                seed,
+                |r| r.doc_id.clone(),
+            )?;
+            let (rows, selection) = (sampled.rows, sampled.selection);
             let margin = margin.unwrap_or_else(|| {
                 let means: Vec<f64> = rows
                     .iter()
@@ -538,12 +542,16 @@ pub fn evaluate_source(
             axis,
             axis_split,
         } => {
-            let loaded = root.load::<SummaryComparison>(comparisons, comparisons_split)?;
-            let (rows, selection) = sample(&loaded, max_rows, seed);
+            let sampled = root
+                .rows::<SummaryComparison>(comparisons, comparisons_split)?
+                .sample(max_rows, seed)?;
+            let (rows, selection) = (sampled.rows, sampled.selection);
             let dimensions = dimensions_of(root, axis)?;
             let dimensions: Vec<&str> = dimensions.iter().map(String::as_str).collect();
-            let loaded = root.load::<SummaryRating>(axis, axis_split)?;
-            let (axis_rows, axis_selection) = sample(&loaded, max_rows, seed);
+            let axis = root
+                .rows::<SummaryRating>(axis, axis_split)?
+                .sample(max_rows, seed)?;
+            let (axis_rows, axis_selection) = (axis.rows, axis.selection);
             let (units, ties) =
                 score_units(similarity, &name, &rows, &axis_rows, &dimensions, timings)?;
             (units, ties, None, selection, axis_selection)

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 use sage_core::{measures, RunSeed, Similarity, Timings};
-use sage_data::{sample_indices, DataRoot, DocumentSummary, RowSelection};
+use sage_data::{DataRoot, DocumentSummary, RowSelection};
 use sage_perturb::robustness_set;
 use serde::{Deserialize, Serialize};
 
@@ -214,15 +214,16 @@ pub fn evaluate(
     let mut timings = Timings::default();
     let mut reports = Vec::new();
     for &(name, split) in datasets {
-        let loaded = root.load::<DocumentSummary>(name, split)?;
-        let (positions, selection) = sample_indices(&loaded, options.max_rows, options.seed);
-        let rows: Vec<&DocumentSummary> = positions.iter().map(|&i| &loaded.rows[i]).collect();
+        let sampled = root
+            .rows::<DocumentSummary>(name, split)?
+            .sample(options.max_rows, options.seed)?;
+        let rows: Vec<&DocumentSummary> = sampled.rows.iter().collect();
         reports.push(evaluate_dataset(
             similarity,
             name,
             &rows,
-            &positions,
-            selection,
+            &sampled.positions,
+            sampled.selection,
             &options,
             &mut timings,
         )?);

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 use sage_core::{RunSeed, Similarity, Timings};
-use sage_data::{sample_indices, DataRoot, RowSelection};
+use sage_data::{DataRoot, RowSelection};
 use sage_perturb::{sensitivity_set, Perturbation, Provenance};
 use serde::{Deserialize, Serialize};
 
@@ -306,18 +306,16 @@ pub fn evaluate(
     let mut timings = Timings::default();
     let mut reports = Vec::new();
     for &(name, split) in datasets {
-        let loaded = root.documents(name, split)?;
-        let (positions, selection) = sample_indices(&loaded, options.max_rows, options.seed);
-        let texts: Vec<&str> = positions
-            .iter()
-            .map(|&i| loaded.rows[i].text.as_str())
-            .collect();
+        let sampled = root
+            .document_rows(name, split)?
+            .sample(options.max_rows, options.seed)?;
+        let texts: Vec<&str> = sampled.rows.iter().map(|d| d.text.as_str()).collect();
         reports.push(evaluate_dataset(
             similarity,
             name,
             &texts,
-            &positions,
-            selection,
+            &sampled.positions,
+            sampled.selection,
             &options,
             &mut timings,
         )?);
