@@ -286,7 +286,16 @@ pub fn load_task(
                 .mteb_rows::<SummaryRating>(name, split)?
                 .sample_grouped(max, seed, |r| r.doc_id.clone())?
                 .into_parts();
-            let docs = root.load_mteb::<SummaryDocument>(&format!("{name}-docs"), "docs")?;
+            let docs_name = format!("{name}-docs");
+            if root.user_dataset(name).is_some() && !root.has(&docs_name, "docs") {
+                // the registry pairs each rating set with its references; a user's set names them
+                return Err(PtebError::Task(format!(
+                    "{name}: summarization needs the reference summaries of its documents: a \
+                     [datasets.{docs_name}] table with kind = \"summary-documents\", \
+                     splits = [\"docs\"] (columns doc_id, source, reference)"
+                )));
+            }
+            let docs = root.load_mteb::<SummaryDocument>(&docs_name, "docs")?;
             let references: HashMap<String, Vec<String>> = docs
                 .rows
                 .into_iter()

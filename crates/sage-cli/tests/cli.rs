@@ -1356,8 +1356,9 @@ fn every_suite_takes_what_it_evaluates_as_similarity() {
         "align-sim",
         "--similarity",
         model,
+        // a sample with the paraphrase and negative pairs criterion 1 needs
         "--max-rows",
-        "5",
+        "8",
         "--no-cache",
         "--data-dir",
         mirror,

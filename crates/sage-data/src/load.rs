@@ -1,6 +1,6 @@
 //! Reading the local mirror into typed rows.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use sage_core::RunSeed;
@@ -83,7 +83,8 @@ pub enum SplitReport {
     },
 }
 
-/// A BEIR dataset: corpus, queries and the judgements of one split.
+/// A BEIR dataset: corpus, queries and the judgements of one split. Loaded whole by
+/// [`DataRoot::beir`], or with only the documents a sample needs by [`DataRoot::beir_sampled`].
 #[derive(Clone, Debug)]
 pub struct Beir {
     /// Registry name.
@@ -92,34 +93,73 @@ pub struct Beir {
     pub split: String,
     /// The folder read.
     pub dir: PathBuf,
-    /// corpus.jsonl.
+    /// The id of every document of corpus.jsonl, in file order (after the empty-text policy).
+    pub corpus_ids: Vec<String>,
+    /// Documents of corpus.jsonl: every one, or those a sampled load kept.
     pub corpus: Vec<BeirDocument>,
+    /// `corpus[i]` is document `corpus_positions[i]` of `corpus_ids` (ascending).
+    pub corpus_positions: Vec<usize>,
     /// queries.jsonl, only those with judgements in this split.
     pub queries: Vec<BeirQuery>,
     /// query id → document id → relevance.
     pub qrels: BTreeMap<String, BTreeMap<String, i32>>,
+    /// The key of the run's random streams over this set (query and document samples,
+    /// perturbations): a checksum of its whole corpus, queries and judgements, so the same files
+    /// give the same results under any name or path (see [`crate::sample`]).
+    pub stream_key: String,
 }
 
 impl Beir {
-    /// The key of the run's random streams over this set (query and document samples,
-    /// perturbations): a checksum of its corpus, queries and judgements, so the same files give
-    /// the same results under any name or path (see [`crate::sample`]).
-    pub fn stream_key(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        h.update(crate::sample::checksum(&self.corpus));
-        h.update(crate::sample::checksum(&self.queries));
-        for (query, documents) in &self.qrels {
-            for (document, relevance) in documents {
-                h.update(format!("{query}\u{1f}{document}\u{1f}{relevance}\u{1e}"));
-            }
+    /// A set built in memory, every document kept.
+    pub fn from_parts(
+        dataset: &str,
+        split: &str,
+        corpus: Vec<BeirDocument>,
+        queries: Vec<BeirQuery>,
+        qrels: BTreeMap<String, BTreeMap<String, i32>>,
+    ) -> Beir {
+        let stream_key = beir_stream_key(&crate::sample::checksum(&corpus), &queries, &qrels);
+        Beir {
+            dataset: dataset.to_owned(),
+            split: split.to_owned(),
+            dir: PathBuf::new(),
+            corpus_ids: corpus.iter().map(|d| d.id.clone()).collect(),
+            corpus_positions: (0..corpus.len()).collect(),
+            corpus,
+            queries,
+            qrels,
+            stream_key,
         }
-        h.finalize()
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect()
     }
+
+    /// Document `position` of the corpus, when this load kept it.
+    pub fn document(&self, position: usize) -> Option<&BeirDocument> {
+        self.corpus_positions
+            .binary_search(&position)
+            .ok()
+            .map(|i| &self.corpus[i])
+    }
+}
+
+fn beir_stream_key(
+    corpus_checksum: &str,
+    queries: &[BeirQuery],
+    qrels: &BTreeMap<String, BTreeMap<String, i32>>,
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(corpus_checksum);
+    h.update(crate::sample::checksum(queries));
+    for (query, documents) in qrels {
+        for (document, relevance) in documents {
+            h.update(format!("{query}\u{1f}{document}\u{1f}{relevance}\u{1e}"));
+        }
+    }
+    h.finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The rows of one split, not yet sampled ([`DataRoot::rows`]).
@@ -672,7 +712,12 @@ impl DataRoot {
     /// then the document's alone).
     pub fn document_rows(&self, name: &str, split: &str) -> Result<SplitRows<'_, Document>> {
         match self.find(name, split)? {
-            Found::User(u, path) if u.kind != DatasetKind::Beir => {
+            Found::User(u, path)
+                if matches!(
+                    u.kind,
+                    DatasetKind::Documents | DatasetKind::DocumentSummary
+                ) =>
+            {
                 Ok(self.streamed(u, name, split, path))
             }
             _ => Ok(SplitRows::in_memory(self.documents(name, split)?)),
@@ -920,9 +965,22 @@ impl DataRoot {
         }
     }
 
-    /// A BEIR dataset with the judgements of `split`. Every judged query must be in
-    /// queries.jsonl and every judged document in corpus.jsonl, or the qrels line is named.
+    /// A BEIR set whole: every document of its corpus in memory.
     pub fn beir(&self, name: &str, split: &str) -> Result<Beir> {
+        self.beir_sampled(name, split, &|b: &Beir| (0..b.corpus_ids.len()).collect())
+    }
+
+    /// A BEIR set with only the corpus documents `keep` picks in memory: corpus.jsonl is
+    /// streamed twice, first for its ids (and the set's stream key; `keep` then sees the set
+    /// with `corpus` empty), then for the documents at the positions `keep` returns
+    /// (ascending). Memory follows the sample, not the corpus. Ids are checked unique and every
+    /// judgement must name a query and a document of the files, as for a whole load.
+    pub fn beir_sampled(
+        &self,
+        name: &str,
+        split: &str,
+        keep: &dyn Fn(&Beir) -> Vec<usize>,
+    ) -> Result<Beir> {
         let found = self.find(name, split)?;
         let dir = found.path().to_owned();
         if found.kind() != DatasetKind::Beir {
@@ -933,9 +991,56 @@ impl DataRoot {
             });
         }
         let corpus_path = dir.join("corpus.jsonl");
-        let (corpus, empty_docs) = with_empty_lines(read_jsonl::<BeirDocument>(&corpus_path, &[])?);
-        unique_ids(&corpus_path, &corpus)?;
-        let corpus = self.apply_policy(&corpus_path, corpus, &empty_docs)?;
+        let read_corpus = |each: &mut dyn FnMut(usize, BeirDocument) -> Result<()>| {
+            crate::records::for_each(
+                &corpus_path,
+                crate::Format::JsonLines,
+                &mut |line, object| {
+                    let at = crate::rows::At {
+                        path: &corpus_path,
+                        line,
+                        object: &object,
+                        cells: crate::records::Cells::Typed,
+                    };
+                    each(
+                        line,
+                        <BeirDocument as crate::rows::sealed::ReadRow>::from_json(&at, &[])?,
+                    )
+                },
+            )
+        };
+        // first pass: ids, empty texts, the corpus checksum
+        let mut corpus_ids = Vec::new();
+        let mut first_line: HashMap<String, usize> = HashMap::new();
+        let mut empty = Vec::new();
+        let mut sum = crate::sample::Checksum::default();
+        read_corpus(&mut |line, doc| {
+            if let Some(earlier) = first_line.insert(doc.id.clone(), line) {
+                return Err(parse_error(
+                    &corpus_path,
+                    line,
+                    format!("_id {:?} again (first on line {earlier})", doc.id),
+                ));
+            }
+            if doc.texts().iter().any(|t| t.trim().is_empty()) {
+                empty.push(line);
+                if self.policy != EmptyTextPolicy::Keep {
+                    return Ok(());
+                }
+            }
+            sum.add(&doc);
+            corpus_ids.push(doc.id);
+            Ok(())
+        })?;
+        if first_line.is_empty() {
+            return Err(DataError::Empty { path: corpus_path });
+        }
+        if self.policy == EmptyTextPolicy::Fail && !empty.is_empty() {
+            return Err(DataError::EmptyText {
+                path: corpus_path,
+                lines: empty,
+            });
+        }
         let queries_path = dir.join("queries.jsonl");
         let (queries, empty_queries) =
             with_empty_lines(read_jsonl::<BeirQuery>(&queries_path, &[])?);
@@ -943,7 +1048,7 @@ impl DataRoot {
         let queries = self.apply_policy(&queries_path, queries, &empty_queries)?;
         let qrels_path = dir.join("qrels").join(format!("{split}.tsv"));
         let qrels = crate::trec::read_qrels(&qrels_path)?;
-        let doc_ids: HashSet<&str> = corpus.iter().map(|d| d.id.as_str()).collect();
+        let doc_ids: HashSet<&str> = corpus_ids.iter().map(String::as_str).collect();
         let query_ids: HashSet<&str> = queries.iter().map(|q| q.id.as_str()).collect();
         for crate::trec::Judgement {
             line, query, doc, ..
@@ -964,6 +1069,7 @@ impl DataRoot {
                 ));
             }
         }
+        drop((doc_ids, query_ids, first_line));
         let mut judged: BTreeMap<String, BTreeMap<String, i32>> = BTreeMap::new();
         for j in qrels {
             judged
@@ -971,18 +1077,48 @@ impl DataRoot {
                 .or_default()
                 .insert(j.doc, j.relevance);
         }
-        let queries = queries
+        let queries: Vec<BeirQuery> = queries
             .into_iter()
             .filter(|q| judged.contains_key(&q.id))
             .collect();
-        Ok(Beir {
+        let stream_key = beir_stream_key(&sum.finish(), &queries, &judged);
+        let mut beir = Beir {
             dataset: name.to_owned(),
             split: split.to_owned(),
             dir,
-            corpus,
+            corpus_ids,
+            corpus: Vec::new(),
+            corpus_positions: Vec::new(),
             queries,
             qrels: judged,
-        })
+            stream_key,
+        };
+        let wanted = keep(&beir);
+        // second pass: the documents kept
+        let mut corpus = Vec::with_capacity(wanted.len());
+        let mut next = wanted.iter().copied().peekable();
+        let mut at = 0usize;
+        let dropping = self.policy != EmptyTextPolicy::Keep;
+        read_corpus(&mut |_, doc| {
+            if dropping && doc.texts().iter().any(|t| t.trim().is_empty()) {
+                return Ok(());
+            }
+            if next.peek() == Some(&at) {
+                corpus.push(doc);
+                next.next();
+            }
+            at += 1;
+            Ok(())
+        })?;
+        if at != beir.corpus_ids.len() || next.peek().is_some() {
+            return Err(DataError::Io {
+                path: corpus_path,
+                message: "changed while being read".into(),
+            });
+        }
+        beir.corpus = corpus;
+        beir.corpus_positions = wanted;
+        Ok(beir)
     }
 }
 

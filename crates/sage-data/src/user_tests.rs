@@ -576,3 +576,54 @@ fn a_streamed_sample_equals_the_sample_of_the_whole_file() {
         .to_string();
     assert!(e.contains("holds summary-ratings"), "{e}");
 }
+
+/// A BEIR corpus streamed for a sample holds only the documents kept, and they, the ids, the
+/// queries, the judgements and the stream key equal the whole load's.
+#[test]
+fn a_sampled_beir_load_holds_only_the_documents_kept() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/examples/clinic-faq");
+    let mut root = DataRoot::without_mirror();
+    let (name, split) = root
+        .resolve(examples.to_str().unwrap(), &PathHints::default())
+        .unwrap();
+    let whole = root.beir(&name, &split).unwrap();
+    assert_eq!(whole.corpus.len(), 40);
+    let seen = std::cell::Cell::new(0);
+    let sampled = root
+        .beir_sampled(&name, &split, &|b| {
+            // the ids and key are known before any document is kept
+            assert!(b.corpus.is_empty());
+            seen.set(b.corpus_ids.len());
+            vec![0, 7, 39]
+        })
+        .unwrap();
+    assert_eq!(seen.get(), 40);
+    assert_eq!(sampled.corpus_positions, [0, 7, 39]);
+    let kept: Vec<&BeirDocument> = [0, 7, 39].iter().map(|&i| &whole.corpus[i]).collect();
+    assert_eq!(sampled.corpus.iter().collect::<Vec<_>>(), kept);
+    assert_eq!(sampled.document(7), Some(&whole.corpus[7]));
+    assert_eq!(sampled.document(8), None);
+    assert_eq!(
+        (
+            &sampled.corpus_ids,
+            &sampled.queries,
+            &sampled.qrels,
+            &sampled.stream_key
+        ),
+        (
+            &whole.corpus_ids,
+            &whole.queries,
+            &whole.qrels,
+            &whole.stream_key
+        )
+    );
+    // the key is the content's: the same set built in memory has it
+    let rebuilt = Beir::from_parts(
+        "other",
+        "dev",
+        whole.corpus.clone(),
+        whole.queries.clone(),
+        whole.qrels.clone(),
+    );
+    assert_eq!(rebuilt.stream_key, whole.stream_key);
+}

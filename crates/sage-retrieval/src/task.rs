@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use rand::seq::index;
 use rayon::prelude::*;
 use sage_core::{measures, RunSeed, Similarity, Timings};
-use sage_data::{Beir, DataRoot};
+use sage_data::{Beir, BeirDocument, DataRoot};
 use sage_perturb::retrieval_set;
 use serde::{Deserialize, Serialize};
 
@@ -186,19 +186,22 @@ fn document_text(title: &str, text: &str) -> String {
     }
 }
 
-/// Task 5 on one loaded BEIR dataset.
-pub fn evaluate_dataset(
-    similarity: &dyn Similarity,
-    beir: &Beir,
-    options: &Options,
-    timings: &mut Timings,
-) -> Result<DatasetReport> {
-    let name = &beir.dataset;
+/// What a run ranks: the queries kept (indices into `Beir::queries`), the corpus positions used
+/// (ascending), and how many queries have no relevant document in the corpus. A function of the
+/// ids alone, so that the corpus can be streamed and only these documents kept
+/// ([`DataRoot::beir_sampled`]).
+struct Plan {
+    kept: Vec<usize>,
+    positions: Vec<usize>,
+    queries_without_relevant: usize,
+}
+
+fn plan(beir: &Beir, options: &Options) -> Plan {
     // keyed by content, not name: see sage_data::sample
-    let stream = beir.stream_key();
+    let stream = &beir.stream_key;
     let seed = options.seed;
     // queries with a relevant document, optionally sampled
-    let corpus_ids: BTreeSet<&str> = beir.corpus.iter().map(|d| d.id.as_str()).collect();
+    let corpus_ids: BTreeSet<&str> = beir.corpus_ids.iter().map(String::as_str).collect();
     let judged: Vec<usize> = (0..beir.queries.len())
         .filter(|&i| {
             beir.qrels[&beir.queries[i].id]
@@ -222,6 +225,59 @@ pub fn evaluate_dataset(
         }
         _ => judged,
     };
+    // the corpus: every document relevant to a kept query, then a seeded sample of the rest
+    let relevant: BTreeSet<&str> = kept
+        .iter()
+        .flat_map(|&i| {
+            beir.qrels[&beir.queries[i].id]
+                .iter()
+                .filter(|(_, &r)| r > 0)
+                .map(|(d, _)| d.as_str())
+        })
+        .collect();
+    let total = beir.corpus_ids.len();
+    let positions: Vec<usize> = match options.max_docs {
+        Some(max) if max < total => {
+            let (must, rest): (Vec<usize>, Vec<usize>) =
+                (0..total).partition(|&i| relevant.contains(beir.corpus_ids[i].as_str()));
+            let room = max.saturating_sub(must.len()).min(rest.len());
+            let mut picked = must;
+            picked.extend(
+                index::sample(
+                    &mut seed.rng(&format!("retrieval/{stream}/docs")),
+                    rest.len(),
+                    room,
+                )
+                .into_iter()
+                .map(|i| rest[i]),
+            );
+            picked.sort_unstable();
+            picked
+        }
+        _ => (0..total).collect(),
+    };
+    Plan {
+        kept,
+        positions,
+        queries_without_relevant,
+    }
+}
+
+/// Task 5 on one loaded BEIR dataset (whole, or with the documents [`plan`] picks).
+pub fn evaluate_dataset(
+    similarity: &dyn Similarity,
+    beir: &Beir,
+    options: &Options,
+    timings: &mut Timings,
+) -> Result<DatasetReport> {
+    let name = &beir.dataset;
+    let stream = &beir.stream_key;
+    let seed = options.seed;
+    let Plan {
+        kept,
+        positions,
+        queries_without_relevant,
+    } = plan(beir, options);
     if kept.is_empty() {
         return Err(RetrievalError::Insufficient(format!(
             "{name}/{}: no query has a relevant document in the corpus",
@@ -241,43 +297,27 @@ pub fn evaluate_dataset(
                 .collect()
         })
         .collect();
-    // the corpus: every document relevant to a kept query, then a seeded sample of the rest
-    let relevant: BTreeSet<&str> = qrels
-        .iter()
-        .flat_map(|q| q.iter().filter(|(_, &r)| r > 0).map(|(d, _)| d.as_str()))
-        .collect();
-    let positions: Vec<usize> = match options.max_docs {
-        Some(max) if max < beir.corpus.len() => {
-            let (must, rest): (Vec<usize>, Vec<usize>) = (0..beir.corpus.len())
-                .partition(|&i| relevant.contains(beir.corpus[i].id.as_str()));
-            let room = max.saturating_sub(must.len()).min(rest.len());
-            let mut picked = must;
-            picked.extend(
-                index::sample(
-                    &mut seed.rng(&format!("retrieval/{stream}/docs")),
-                    rest.len(),
-                    room,
-                )
-                .into_iter()
-                .map(|i| rest[i]),
-            );
-            picked.sort_unstable();
-            picked
-        }
-        _ => (0..beir.corpus.len()).collect(),
-    };
-    let docs: Vec<Doc> = positions
+    let used: Vec<&BeirDocument> = positions
         .iter()
         .map(|&i| {
-            let d = &beir.corpus[i];
-            Doc {
-                position: i,
-                id: d.id.clone(),
-                text: document_text(&d.title, &d.text),
-            }
+            beir.document(i).ok_or_else(|| {
+                RetrievalError::Insufficient(format!(
+                    "{name}/{}: corpus document {i} was not loaded",
+                    beir.split
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let docs: Vec<Doc> = positions
+        .iter()
+        .zip(&used)
+        .map(|(&i, d)| Doc {
+            position: i,
+            id: d.id.clone(),
+            text: document_text(&d.title, &d.text),
         })
         .collect();
-    let corpus_checksum = sage_data::sample::checksum(positions.iter().map(|&i| &beir.corpus[i]));
+    let corpus_checksum = sage_data::sample::checksum(used.iter().copied());
     let chunk = (options.pair_budget / queries.len()).max(1);
     let clean = timings.time(format!("rank/{name}/clean"), || {
         rank_corpus(similarity, &queries, &docs, chunk, &|d| {
@@ -323,7 +363,7 @@ pub fn evaluate_dataset(
     Ok(DatasetReport {
         dataset: format!("{name}/{}", beir.split),
         mode: options.mode,
-        corpus_total: beir.corpus.len(),
+        corpus_total: beir.corpus_ids.len(),
         corpus_used: docs.len(),
         corpus_checksum,
         queries: queries.len(),
@@ -349,7 +389,10 @@ pub fn evaluate(
     let mut timings = Timings::default();
     let mut reports = Vec::new();
     for &(name, split) in datasets {
-        let beir = timings.time(format!("load/{name}/{split}"), || root.beir(name, split))?;
+        // only the documents the run ranks are read into memory
+        let beir = timings.time(format!("load/{name}/{split}"), || {
+            root.beir_sampled(name, split, &|b| plan(b, &options).positions)
+        })?;
         reports.push(evaluate_dataset(similarity, &beir, &options, &mut timings)?);
     }
     let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
@@ -383,7 +426,6 @@ pub fn evaluate(
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-    use std::path::PathBuf;
 
     use sage_data::{BeirDocument, BeirQuery};
     use sage_metrics::Metric;
@@ -422,14 +464,7 @@ mod tests {
                 .iter()
                 .map(|(q, d, r)| (q.to_string(), [(d.to_string(), *r)].into()))
                 .collect();
-        Beir {
-            dataset: "tiny".into(),
-            split: "test".into(),
-            dir: PathBuf::new(),
-            corpus,
-            queries,
-            qrels,
-        }
+        Beir::from_parts("tiny", "test", corpus, queries, qrels)
     }
 
     fn run(mode: Mode, pair_budget: usize) -> DatasetReport {
