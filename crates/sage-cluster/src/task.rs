@@ -125,11 +125,11 @@ pub fn similarity_condensed(similarity: &dyn Similarity, texts: &[&str]) -> Resu
         .collect())
 }
 
-fn subset_indices(rows: &[LabeledText], k: usize, options: &Options, label: &str) -> Vec<usize> {
+fn subset_indices(labels: &[String], k: usize, options: &Options, label: &str) -> Vec<usize> {
     let mut rng = options.seed.rng(&format!("{label}/subset-{k}"));
-    let classes: Vec<&str> = rows
+    let classes: Vec<&str> = labels
         .iter()
-        .map(|r| r.label.as_str())
+        .map(String::as_str)
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -141,8 +141,8 @@ fn subset_indices(rows: &[LabeledText], k: usize, options: &Options, label: &str
     } else {
         classes.into_iter().collect()
     };
-    let pool: Vec<usize> = (0..rows.len())
-        .filter(|&i| chosen.contains(rows[i].label.as_str()))
+    let pool: Vec<usize> = (0..labels.len())
+        .filter(|&i| chosen.contains(labels[i].as_str()))
         .collect();
     let mut picked: Vec<usize> = if pool.len() > options.max_texts {
         index::sample(&mut rng, pool.len(), options.max_texts)
@@ -198,6 +198,21 @@ fn cluster_subset(
     })
 }
 
+/// The subsets clustered of a split whose rows have `labels` (file order) and whose content has
+/// `split_checksum`: the whole split when it fits, else `options.subsets` seeded draws (indices
+/// into `labels`, ascending). A function of the labels alone, so that the texts can be streamed
+/// and only the rows drawn kept.
+fn subset_plans(labels: &[String], split_checksum: &str, options: &Options) -> Vec<Vec<usize>> {
+    // keyed by content, not name: see sage_data::sample
+    let label = format!("cluster/{split_checksum}");
+    let total_classes = labels.iter().collect::<BTreeSet<_>>().len();
+    let whole = labels.len() <= options.max_texts && total_classes <= options.max_classes;
+    let subsets = if whole { 1 } else { options.subsets.max(1) };
+    (0..subsets)
+        .map(|k| subset_indices(labels, k, options, &label))
+        .collect()
+}
+
 /// Task 4 on one dataset's rows.
 pub fn evaluate_dataset(
     similarity: &dyn Similarity,
@@ -207,23 +222,33 @@ pub fn evaluate_dataset(
     options: &Options,
     timings: &mut Timings,
 ) -> Result<DatasetReport> {
-    if rows.len() < 2 {
+    let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+    let plans = subset_plans(&labels, &sage_data::sample::checksum(rows), options);
+    evaluate_plans(
+        similarity,
+        (dataset, split),
+        &labels,
+        &plans,
+        &|i| &rows[i],
+        timings,
+    )
+}
+
+/// Task 4 on the subsets `plans` of a split whose rows have `labels`; `row(i)` is row `i`.
+fn evaluate_plans<'r>(
+    similarity: &dyn Similarity,
+    (dataset, split): (&str, &str),
+    labels: &[String],
+    plans: &[Vec<usize>],
+    row: &dyn Fn(usize) -> &'r LabeledText,
+    timings: &mut Timings,
+) -> Result<DatasetReport> {
+    if labels.len() < 2 {
         return Err(ClusterError::Insufficient(format!(
             "{dataset}/{split}: clustering needs at least two texts"
         )));
     }
-    // keyed by content, not name: see sage_data::sample
-    let label = format!("cluster/{}", sage_data::sample::checksum(rows));
-    let total_classes = rows
-        .iter()
-        .map(|r| r.label.as_str())
-        .collect::<BTreeSet<_>>()
-        .len();
-    let whole = rows.len() <= options.max_texts && total_classes <= options.max_classes;
-    let subsets = if whole { 1 } else { options.subsets.max(1) };
-    let plans: Vec<Vec<usize>> = (0..subsets)
-        .map(|k| subset_indices(rows, k, options, &label))
-        .collect();
+    let total_classes = labels.iter().collect::<BTreeSet<_>>().len();
     let largest = plans.iter().map(Vec::len).max().unwrap_or(0);
     let needed = memory_estimate(largest, similarity.is_symmetric());
     if let Some(available) = available_memory() {
@@ -238,7 +263,7 @@ pub fn evaluate_dataset(
     }
     let mut reports = Vec::new();
     for (k, plan) in plans.iter().enumerate() {
-        let subset: Vec<&LabeledText> = plan.iter().map(|&i| &rows[i]).collect();
+        let subset: Vec<&LabeledText> = plan.iter().map(|&i| row(i)).collect();
         reports.push(
             timings.time(format!("cluster/{dataset}/{split}/subset-{k}"), || {
                 cluster_subset(similarity, dataset, &subset)
@@ -254,7 +279,7 @@ pub fn evaluate_dataset(
     };
     Ok(DatasetReport {
         dataset: format!("{dataset}/{split}"),
-        total_rows: rows.len(),
+        total_rows: labels.len(),
         total_classes,
         subsets: reports,
         v_measure,
@@ -275,15 +300,31 @@ pub fn evaluate(
     let mut timings = Timings::default();
     let mut reports = Vec::new();
     for &(name, split) in datasets {
-        let loaded = timings.time(format!("load/{name}/{split}"), || {
-            root.load::<LabeledText>(name, split)
+        // the labels first, then only the rows the subsets draw (a user's file is streamed)
+        let mut plans = Vec::new();
+        let (labels, drawn) = timings.time(format!("load/{name}/{split}"), || {
+            root.rows::<LabeledText>(name, split)?.pick(
+                |r| r.label.clone(),
+                |labels, split_checksum| {
+                    plans = subset_plans(labels, split_checksum, &options);
+                    let union: BTreeSet<usize> = plans.iter().flatten().copied().collect();
+                    union.into_iter().collect()
+                },
+            )
         })?;
-        reports.push(evaluate_dataset(
+        let row = |i: usize| {
+            let at = drawn
+                .positions
+                .binary_search(&i)
+                .expect("every row of a plan was kept");
+            &drawn.rows[at]
+        };
+        reports.push(evaluate_plans(
             similarity,
-            name,
-            split,
-            &loaded.rows,
-            &options,
+            (name, split),
+            &labels,
+            &plans,
+            &row,
             &mut timings,
         )?);
     }
@@ -406,9 +447,10 @@ mod tests {
             max_classes: 10,
             seed: RunSeed(5),
         };
-        let a = subset_indices(&rows, 0, &options, "t");
-        assert_eq!(a, subset_indices(&rows, 0, &options, "t"));
-        assert_ne!(a, subset_indices(&rows, 1, &options, "t"));
+        let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+        let a = subset_indices(&labels, 0, &options, "t");
+        assert_eq!(a, subset_indices(&labels, 0, &options, "t"));
+        assert_ne!(a, subset_indices(&labels, 1, &options, "t"));
         assert_eq!(a.len(), 50);
         let classes: BTreeSet<&str> = a.iter().map(|&i| rows[i].label.as_str()).collect();
         assert!(classes.len() <= 10);

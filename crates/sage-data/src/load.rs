@@ -167,24 +167,58 @@ pub struct SplitRows<'a, T> {
     dataset: String,
     split: String,
     path: PathBuf,
-    source: Source<'a, T>,
+    visit: Box<crate::sample::Visit<'a, T>>,
 }
 
-enum Source<'a, T> {
-    Memory(Vec<T>, usize),
-    User {
-        data: &'a UserDataset,
-        policy: EmptyTextPolicy,
-    },
-}
-
-impl<T: Row + Clone> SplitRows<'_, T> {
+impl<'a, T: Row + Clone + 'a> SplitRows<'a, T> {
     fn in_memory(loaded: Loaded<T>) -> Self {
+        let (rows, empty) = (loaded.rows, loaded.empty_text_lines.len());
         SplitRows {
             dataset: loaded.dataset,
             split: loaded.split,
             path: loaded.path,
-            source: Source::Memory(loaded.rows, loaded.empty_text_lines.len()),
+            visit: Box::new(move |each| {
+                for row in &rows {
+                    each(row.clone())?;
+                }
+                Ok(empty)
+            }),
+        }
+    }
+
+    /// Rows read from `path` by `records` each time they are visited, as `S` with their lines,
+    /// then the empty-text `policy` applied to the `S` (as a whole load applies it), then `into`.
+    fn streamed<S: Row + 'a>(
+        (dataset, split, path): (&str, &str, PathBuf),
+        policy: EmptyTextPolicy,
+        records: impl Fn(&mut dyn FnMut(usize, S) -> Result<()>) -> Result<()> + 'a,
+        into: impl Fn(S) -> T + 'a,
+    ) -> Self {
+        let at = path.clone();
+        SplitRows {
+            dataset: dataset.to_owned(),
+            split: split.to_owned(),
+            path,
+            visit: Box::new(move |each| {
+                let mut empty = Vec::new();
+                records(&mut |line, row| {
+                    if !row.texts().iter().any(|t| t.trim().is_empty()) {
+                        return each(into(row));
+                    }
+                    empty.push(line);
+                    match policy {
+                        EmptyTextPolicy::Keep => each(into(row)),
+                        EmptyTextPolicy::Drop | EmptyTextPolicy::Fail => Ok(()),
+                    }
+                })?;
+                if policy == EmptyTextPolicy::Fail && !empty.is_empty() {
+                    return Err(DataError::EmptyText {
+                        path: at.clone(),
+                        lines: empty,
+                    });
+                }
+                Ok(empty.len())
+            }),
         }
     }
 
@@ -203,6 +237,23 @@ impl<T: Row + Clone> SplitRows<'_, T> {
         self.draw(max_rows, seed, Some(&group_of))
     }
 
+    /// Rows the caller picks from every row's key: `choose` gets each row's `key_of`, in file
+    /// order, and the split checksum, and returns the positions it wants (ascending); only
+    /// those rows are kept (a user's file is streamed twice). Returns the keys too. The record's
+    /// seed and cap are the caller's to state.
+    pub fn pick(
+        &self,
+        key_of: impl Fn(&T) -> String,
+        mut choose: impl FnMut(&[String], &str) -> Vec<usize>,
+    ) -> Result<(Vec<String>, Sampled<T>)> {
+        let name = crate::sample::SplitName {
+            dataset: &self.dataset,
+            split: &self.split,
+            path: &self.path,
+        };
+        crate::sample::pick(name, &*self.visit, &key_of, &mut choose)
+    }
+
     fn draw(
         &self,
         max_rows: Option<usize>,
@@ -214,47 +265,7 @@ impl<T: Row + Clone> SplitRows<'_, T> {
             split: &self.split,
             path: &self.path,
         };
-        match &self.source {
-            Source::Memory(rows, empty) => {
-                let visit = |each: &mut dyn FnMut(T) -> Result<()>| {
-                    for row in rows {
-                        each(row.clone())?;
-                    }
-                    Ok(*empty)
-                };
-                crate::sample::draw(name, &visit, max_rows, seed, group_of)
-            }
-            Source::User { data, policy } => {
-                let dimensions: Vec<&str> = data.dimensions.iter().map(String::as_str).collect();
-                let visit = |each: &mut dyn FnMut(T) -> Result<()>| {
-                    let mut empty = Vec::new();
-                    crate::rows::visit_user::<T>(
-                        data,
-                        &self.split,
-                        &self.path,
-                        &dimensions,
-                        &mut |line, row| {
-                            if !row.texts().iter().any(|t| t.trim().is_empty()) {
-                                return each(row);
-                            }
-                            empty.push(line);
-                            match policy {
-                                EmptyTextPolicy::Keep => each(row),
-                                EmptyTextPolicy::Drop | EmptyTextPolicy::Fail => Ok(()),
-                            }
-                        },
-                    )?;
-                    if *policy == EmptyTextPolicy::Fail && !empty.is_empty() {
-                        return Err(DataError::EmptyText {
-                            path: self.path.clone(),
-                            lines: empty,
-                        });
-                    }
-                    Ok(empty.len())
-                };
-                crate::sample::draw(name, &visit, max_rows, seed, group_of)
-            }
-        }
+        crate::sample::draw(name, &*self.visit, max_rows, seed, group_of)
     }
 }
 
@@ -690,7 +701,7 @@ impl DataRoot {
     /// The rows of `split` of `name` as `T`, to be sampled ([`SplitRows::sample`]): a user's file
     /// is streamed when sampled, so memory follows the sample, not the file; the mirror's files
     /// are read whole, as by [`load`](Self::load).
-    pub fn rows<T: Row + KindOf + Clone>(
+    pub fn rows<T: Row + KindOf + Clone + 'static>(
         &self,
         name: &str,
         split: &str,
@@ -699,7 +710,7 @@ impl DataRoot {
     }
 
     /// [`rows`](Self::rows) as MTEB's task of that name has them ([`load_mteb`](Self::load_mteb)).
-    pub fn mteb_rows<T: Row + KindOf + Clone>(
+    pub fn mteb_rows<T: Row + KindOf + Clone + 'static>(
         &self,
         name: &str,
         split: &str,
@@ -707,24 +718,38 @@ impl DataRoot {
         self.split_rows(name, split, true)
     }
 
-    /// [`rows`](Self::rows) of a split read as documents ([`documents`](Self::documents)). A
-    /// user's file of documents, or of documents and summaries, is streamed (a row's texts are
-    /// then the document's alone).
+    /// [`rows`](Self::rows) of a split read as documents ([`documents`](Self::documents)): a
+    /// user's file of documents (or of documents and summaries: a row's texts are then the
+    /// document's alone) and every BEIR corpus are streamed.
     pub fn document_rows(&self, name: &str, split: &str) -> Result<SplitRows<'_, Document>> {
-        match self.find(name, split)? {
-            Found::User(u, path)
-                if matches!(
-                    u.kind,
-                    DatasetKind::Documents | DatasetKind::DocumentSummary
-                ) =>
+        let found = self.find(name, split)?;
+        let kind = found.kind();
+        let at = (name, split, found.path().to_owned());
+        match found {
+            Found::User(u, _)
+                if matches!(kind, DatasetKind::Documents | DatasetKind::DocumentSummary) =>
             {
-                Ok(self.streamed(u, name, split, path))
+                Ok(self.user_rows(u, at))
+            }
+            _ if kind == DatasetKind::Beir => {
+                let corpus = at.2.join("corpus.jsonl");
+                Ok(SplitRows::streamed(
+                    (name, split, corpus.clone()),
+                    self.policy,
+                    move |each| read_corpus(&corpus, each),
+                    |d: BeirDocument| Document {
+                        id: d.id,
+                        text: d.text,
+                        title: (!d.title.is_empty()).then_some(d.title),
+                        label: None,
+                    },
+                ))
             }
             _ => Ok(SplitRows::in_memory(self.documents(name, split)?)),
         }
     }
 
-    fn split_rows<T: Row + KindOf + Clone>(
+    fn split_rows<T: Row + KindOf + Clone + 'static>(
         &self,
         name: &str,
         split: &str,
@@ -732,7 +757,7 @@ impl DataRoot {
     ) -> Result<SplitRows<'_, T>> {
         match self.find(name, split)? {
             Found::User(u, path) if T::KINDS.contains(&u.kind) => {
-                Ok(self.streamed(u, name, split, path))
+                Ok(self.user_rows(u, (name, split, path)))
             }
             // the kind error, as `load` words it; and the mirror, read whole
             _ if mteb => Ok(SplitRows::in_memory(self.load_mteb(name, split)?)),
@@ -740,22 +765,22 @@ impl DataRoot {
         }
     }
 
-    fn streamed<'a, T>(
+    /// A user's split, streamed each time it is visited.
+    fn user_rows<'a, T: Row + Clone + 'a>(
         &self,
         data: &'a UserDataset,
-        name: &str,
-        split: &str,
-        path: PathBuf,
+        (name, split, path): (&str, &str, PathBuf),
     ) -> SplitRows<'a, T> {
-        SplitRows {
-            dataset: name.to_owned(),
-            split: split.to_owned(),
-            path,
-            source: Source::User {
-                data,
-                policy: self.policy,
+        let (file, split_name) = (path.clone(), split.to_owned());
+        SplitRows::streamed(
+            (name, split, path),
+            self.policy,
+            move |each| {
+                let dimensions: Vec<&str> = data.dimensions.iter().map(String::as_str).collect();
+                crate::rows::visit_user::<T>(data, &split_name, &file, &dimensions, each)
             },
-        }
+            |row| row,
+        )
     }
 
     fn apply_policy<T>(
@@ -789,7 +814,7 @@ impl DataRoot {
     ) -> Result<SplitReport> {
         let found = self.find(name, split)?;
         let path = found.path().to_owned();
-        fn rows<T: Row + KindOf + Clone>(
+        fn rows<T: Row + KindOf + Clone + 'static>(
             root: &DataRoot,
             name: &str,
             split: &str,
@@ -992,22 +1017,7 @@ impl DataRoot {
         }
         let corpus_path = dir.join("corpus.jsonl");
         let read_corpus = |each: &mut dyn FnMut(usize, BeirDocument) -> Result<()>| {
-            crate::records::for_each(
-                &corpus_path,
-                crate::Format::JsonLines,
-                &mut |line, object| {
-                    let at = crate::rows::At {
-                        path: &corpus_path,
-                        line,
-                        object: &object,
-                        cells: crate::records::Cells::Typed,
-                    };
-                    each(
-                        line,
-                        <BeirDocument as crate::rows::sealed::ReadRow>::from_json(&at, &[])?,
-                    )
-                },
-            )
+            read_corpus(&corpus_path, each)
         };
         // first pass: ids, empty texts, the corpus checksum
         let mut corpus_ids = Vec::new();
@@ -1165,6 +1175,22 @@ fn unique_ids<T: Row>(path: &Path, rows: &[(usize, T)]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Every document of a BEIR corpus.jsonl with its line, streamed.
+fn read_corpus(path: &Path, each: &mut dyn FnMut(usize, BeirDocument) -> Result<()>) -> Result<()> {
+    crate::records::for_each(path, crate::Format::JsonLines, &mut |line, object| {
+        let at = crate::rows::At {
+            path,
+            line,
+            object: &object,
+            cells: crate::records::Cells::Typed,
+        };
+        each(
+            line,
+            <BeirDocument as crate::rows::sealed::ReadRow>::from_json(&at, &[])?,
+        )
+    })
 }
 
 /// Splits off the lines of rows with an empty (or whitespace-only) text.

@@ -172,24 +172,7 @@ pub(crate) fn draw<T: Row>(
         first
     } else {
         drop(first);
-        let mut rows = Vec::with_capacity(positions.len());
-        let mut wanted = positions.iter().copied().peekable();
-        let mut at = 0usize;
-        visit(&mut |row| {
-            if wanted.peek() == Some(&at) {
-                rows.push(row);
-                wanted.next();
-            }
-            at += 1;
-            Ok(())
-        })?;
-        if at != total {
-            return Err(crate::DataError::Io {
-                path: name.path.to_owned(),
-                message: format!("changed while being read: {total} rows, then {at}"),
-            });
-        }
-        rows
+        keep_positions(&name, visit, &positions, total)?
     };
     let selection = RowSelection {
         dataset: name.dataset.to_owned(),
@@ -207,6 +190,77 @@ pub(crate) fn draw<T: Row>(
         positions,
         selection,
     })
+}
+
+/// The rows at `positions` (ascending), in a second pass over a split of `total` rows.
+fn keep_positions<T>(
+    name: &SplitName<'_>,
+    visit: &Visit<'_, T>,
+    positions: &[usize],
+    total: usize,
+) -> crate::Result<Vec<T>> {
+    let mut rows = Vec::with_capacity(positions.len());
+    let mut wanted = positions.iter().copied().peekable();
+    let mut at = 0usize;
+    visit(&mut |row| {
+        if wanted.peek() == Some(&at) {
+            rows.push(row);
+            wanted.next();
+        }
+        at += 1;
+        Ok(())
+    })?;
+    if at != total || wanted.peek().is_some() {
+        return Err(crate::DataError::Io {
+            path: name.path.to_owned(),
+            message: format!("changed while being read: {total} rows, then {at}"),
+        });
+    }
+    Ok(rows)
+}
+
+/// Rows a task picks itself from every row's key: a first pass collects `key_of` of each row
+/// and the split checksum, `choose` returns the positions wanted (ascending, each below the row
+/// count), and a second pass keeps those rows. Memory follows the keys and the rows picked.
+pub(crate) fn pick<T: Row>(
+    name: SplitName<'_>,
+    visit: &Visit<'_, T>,
+    key_of: &dyn Fn(&T) -> String,
+    choose: &mut dyn FnMut(&[String], &str) -> Vec<usize>,
+) -> crate::Result<(Vec<String>, Sampled<T>)> {
+    let mut sum = Checksum::default();
+    let mut keys = Vec::new();
+    let empty_text_rows = visit(&mut |row| {
+        sum.add(&row);
+        keys.push(key_of(&row));
+        Ok(())
+    })?;
+    let split_checksum = sum.finish();
+    let positions = choose(&keys, &split_checksum);
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]) && positions.last() < Some(&keys.len()),
+        "choose returns ascending positions of rows"
+    );
+    let rows = keep_positions(&name, visit, &positions, keys.len())?;
+    let selection = RowSelection {
+        dataset: name.dataset.to_owned(),
+        split: name.split.to_owned(),
+        total_rows: keys.len(),
+        used_rows: rows.len(),
+        max_rows: None,
+        seed: 0,
+        empty_text_rows,
+        checksum: checksum(&rows),
+        split_checksum,
+    };
+    Ok((
+        keys,
+        Sampled {
+            rows,
+            positions,
+            selection,
+        },
+    ))
 }
 
 /// The grouped rule (see the module docs): positions of whole groups, ascending.
