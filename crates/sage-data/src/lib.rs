@@ -9,7 +9,10 @@
 //!   what was wrong; rows with an empty text are counted and reported, and kept, dropped or
 //!   refused per [`EmptyTextPolicy`] — never silently.
 //! - [`sample`](mod@sample): seeded, documented sampling; every result records a [`RowSelection`] (counts
-//!   and a checksum of the rows used).
+//!   and checksums of the rows used and of the whole split). Every random stream is keyed by a
+//!   split's content, never its name. [`DataRoot::rows`] and [`DataRoot::beir_sampled`] read a
+//!   split in two streamed passes (count and checksum, then keep what was drawn), so memory
+//!   follows the sample rather than the file.
 //!
 //! - [`fetch()`]: `sage data fetch` — a registered dataset from the Hugging Face hub (through
 //!   sage-hub: cache first, offline mode honoured) converted into the local layout; Parquet is
