@@ -105,7 +105,7 @@ pub struct Beir {
     pub qrels: BTreeMap<String, BTreeMap<String, i32>>,
     /// The key of the run's random streams over this set (query and document samples,
     /// perturbations): a checksum of its whole corpus, queries and judgements, so the same files
-    /// give the same results under any name or path (see [`crate::sample`]).
+    /// give the same results under any name or path (see [`sample`](mod@crate::sample)).
     pub stream_key: String,
 }
 

@@ -263,7 +263,8 @@ fn plan(beir: &Beir, options: &Options) -> Plan {
     }
 }
 
-/// Task 5 on one loaded BEIR dataset (whole, or with the documents [`plan`] picks).
+/// Task 5 on one loaded BEIR dataset: whole, or with the documents its sample ranks (those
+/// [`evaluate`] has [`DataRoot::beir_sampled`] keep).
 pub fn evaluate_dataset(
     similarity: &dyn Similarity,
     beir: &Beir,
