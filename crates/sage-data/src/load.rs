@@ -1105,27 +1105,22 @@ impl DataRoot {
         };
         let wanted = keep(&beir);
         // second pass: the documents kept
-        let mut corpus = Vec::with_capacity(wanted.len());
-        let mut next = wanted.iter().copied().peekable();
-        let mut at = 0usize;
         let dropping = self.policy != EmptyTextPolicy::Keep;
-        read_corpus(&mut |_, doc| {
-            if dropping && doc.texts().iter().any(|t| t.trim().is_empty()) {
-                return Ok(());
-            }
-            if next.peek() == Some(&at) {
-                corpus.push(doc);
-                next.next();
-            }
-            at += 1;
-            Ok(())
-        })?;
-        if at != beir.corpus_ids.len() || next.peek().is_some() {
-            return Err(DataError::Io {
-                path: corpus_path,
-                message: "changed while being read".into(),
-            });
-        }
+        let visit = |each: &mut dyn FnMut(BeirDocument) -> Result<()>| {
+            read_corpus(&mut |_, doc| {
+                if dropping && doc.texts().iter().any(|t| t.trim().is_empty()) {
+                    return Ok(());
+                }
+                each(doc)
+            })?;
+            Ok(empty.len())
+        };
+        let at = crate::sample::SplitName {
+            dataset: name,
+            split,
+            path: &corpus_path,
+        };
+        let corpus = crate::sample::keep_positions(&at, &visit, &wanted, beir.corpus_ids.len())?;
         beir.corpus = corpus;
         beir.corpus_positions = wanted;
         Ok(beir)

@@ -193,7 +193,7 @@ pub(crate) fn draw<T: Row>(
 }
 
 /// The rows at `positions` (ascending), in a second pass over a split of `total` rows.
-fn keep_positions<T>(
+pub(crate) fn keep_positions<T>(
     name: &SplitName<'_>,
     visit: &Visit<'_, T>,
     positions: &[usize],
