@@ -17,8 +17,9 @@
 //! A user dataset is named by its table name, or its file or folder name; its results carry that
 //! name and the content checksum of the rows used, which depends on the texts only, so the same
 //! rows in another format or under other column names give the same checksum. Random draws
-//! (samples, perturbations) are keyed by the name, as for registry datasets: the same rows under
-//! the same name give the same bytes; renaming a dataset draws afresh.
+//! (samples, perturbations) are keyed by the split's content, as for registry datasets (see
+//! [`sample`](mod@crate::sample)): the same rows give the same bytes under any name, and a renamed
+//! copy of a registry dataset scores as the registry one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
