@@ -155,11 +155,7 @@ fn beir_stream_key(
             h.update(format!("{query}\u{1f}{document}\u{1f}{relevance}\u{1e}"));
         }
     }
-    h.finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::sample::short_hex(&h.finalize())
 }
 
 /// The rows of one split, not yet sampled ([`DataRoot::rows`]).
@@ -202,7 +198,7 @@ impl<'a, T: Row + Clone + 'a> SplitRows<'a, T> {
             visit: Box::new(move |each| {
                 let mut empty = Vec::new();
                 records(&mut |line, row| {
-                    if !row.texts().iter().any(|t| t.trim().is_empty()) {
+                    if !has_empty_text(&row) {
                         return each(into(row));
                     }
                     empty.push(line);
@@ -990,9 +986,11 @@ impl DataRoot {
         }
     }
 
-    /// A BEIR set whole: every document of its corpus in memory.
+    /// A BEIR set whole: every document of its corpus in memory, read in one pass. Every
+    /// judged query must be in queries.jsonl and every judged document in corpus.jsonl, or the
+    /// qrels line is named.
     pub fn beir(&self, name: &str, split: &str) -> Result<Beir> {
-        self.beir_sampled(name, split, &|b: &Beir| (0..b.corpus_ids.len()).collect())
+        self.read_beir(name, split, None)
     }
 
     /// A BEIR set with only the corpus documents `keep` picks in memory: corpus.jsonl is
@@ -1005,6 +1003,17 @@ impl DataRoot {
         name: &str,
         split: &str,
         keep: &dyn Fn(&Beir) -> Vec<usize>,
+    ) -> Result<Beir> {
+        self.read_beir(name, split, Some(keep))
+    }
+
+    /// [`beir`](Self::beir) (`keep` absent: the first pass keeps every document) or
+    /// [`beir_sampled`](Self::beir_sampled).
+    fn read_beir(
+        &self,
+        name: &str,
+        split: &str,
+        keep: Option<&dyn Fn(&Beir) -> Vec<usize>>,
     ) -> Result<Beir> {
         let found = self.find(name, split)?;
         let dir = found.path().to_owned();
@@ -1020,29 +1029,28 @@ impl DataRoot {
             read_corpus(&corpus_path, each)
         };
         // first pass: ids, empty texts, the corpus checksum
+        // (and, for a whole load, the documents themselves)
         let mut corpus_ids = Vec::new();
-        let mut first_line: HashMap<String, usize> = HashMap::new();
+        let mut whole = Vec::new();
+        let mut first_line = FirstLines::default();
         let mut empty = Vec::new();
         let mut sum = crate::sample::Checksum::default();
         read_corpus(&mut |line, doc| {
-            if let Some(earlier) = first_line.insert(doc.id.clone(), line) {
-                return Err(parse_error(
-                    &corpus_path,
-                    line,
-                    format!("_id {:?} again (first on line {earlier})", doc.id),
-                ));
-            }
-            if doc.texts().iter().any(|t| t.trim().is_empty()) {
+            first_line.check(&corpus_path, line, &doc.id)?;
+            if has_empty_text(&doc) {
                 empty.push(line);
                 if self.policy != EmptyTextPolicy::Keep {
                     return Ok(());
                 }
             }
             sum.add(&doc);
-            corpus_ids.push(doc.id);
+            corpus_ids.push(doc.id.clone());
+            if keep.is_none() {
+                whole.push(doc);
+            }
             Ok(())
         })?;
-        if first_line.is_empty() {
+        if first_line.0.is_empty() {
             return Err(DataError::Empty { path: corpus_path });
         }
         if self.policy == EmptyTextPolicy::Fail && !empty.is_empty() {
@@ -1103,12 +1111,17 @@ impl DataRoot {
             qrels: judged,
             stream_key,
         };
+        let Some(keep) = keep else {
+            beir.corpus_positions = (0..whole.len()).collect();
+            beir.corpus = whole;
+            return Ok(beir);
+        };
         let wanted = keep(&beir);
         // second pass: the documents kept
         let dropping = self.policy != EmptyTextPolicy::Keep;
         let visit = |each: &mut dyn FnMut(BeirDocument) -> Result<()>| {
             read_corpus(&mut |_, doc| {
-                if dropping && doc.texts().iter().any(|t| t.trim().is_empty()) {
+                if dropping && has_empty_text(&doc) {
                     return Ok(());
                 }
                 each(doc)
@@ -1157,19 +1170,34 @@ kind_of!(Line => Vocabulary);
 /// A repeated `_id` is refused at its second line: qrels name documents and queries by id, so a
 /// repeat would make a judgement mean whichever copy a map kept.
 fn unique_ids<T: Row>(path: &Path, rows: &[(usize, T)]) -> Result<()> {
-    let mut first: std::collections::HashMap<&str, usize> = Default::default();
+    let mut first = FirstLines::default();
     for (line, row) in rows {
         if let Some(id) = row.id() {
-            if let Some(earlier) = first.insert(id, *line) {
-                return Err(parse_error(
-                    path,
-                    *line,
-                    format!("_id {id:?} again (first on line {earlier})"),
-                ));
-            }
+            first.check(path, *line, id)?;
         }
     }
     Ok(())
+}
+
+/// The line each id was first seen on, for [`unique_ids`] over rows in memory or streamed.
+#[derive(Default)]
+struct FirstLines(HashMap<String, usize>);
+
+impl FirstLines {
+    /// `id` on `line`: an error naming both lines when it was seen before.
+    fn check(&mut self, path: &Path, line: usize, id: &str) -> Result<()> {
+        match self.0.get(id) {
+            Some(earlier) => Err(parse_error(
+                path,
+                line,
+                format!("_id {id:?} again (first on line {earlier})"),
+            )),
+            None => {
+                self.0.insert(id.to_owned(), line);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Every document of a BEIR corpus.jsonl with its line, streamed.
@@ -1188,11 +1216,16 @@ fn read_corpus(path: &Path, each: &mut dyn FnMut(usize, BeirDocument) -> Result<
     })
 }
 
+/// Whether a row has an empty (or whitespace-only) text: what every empty-text policy acts on.
+fn has_empty_text<T: Row>(row: &T) -> bool {
+    row.texts().iter().any(|t| t.trim().is_empty())
+}
+
 /// Splits off the lines of rows with an empty (or whitespace-only) text.
 fn with_empty_lines<T: Row>(rows: Vec<(usize, T)>) -> (Vec<(usize, T)>, Vec<usize>) {
     let empty = rows
         .iter()
-        .filter(|(_, r)| r.texts().iter().any(|t| t.trim().is_empty()))
+        .filter(|(_, r)| has_empty_text(r))
         .map(|(line, _)| *line)
         .collect();
     (rows, empty)

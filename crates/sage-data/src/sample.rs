@@ -84,13 +84,13 @@ impl Checksum {
     }
 
     pub(crate) fn finish(self) -> String {
-        self.0
-            .finalize()
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        short_hex(&self.0.finalize())
     }
+}
+
+/// How a digest is written in results: its first 8 bytes as 16 hex digits.
+pub(crate) fn short_hex(digest: &[u8]) -> String {
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// Checksum of rows (see the module docs).
