@@ -46,7 +46,9 @@ pub mod user;
 pub use error::{DataError, Result};
 #[cfg(feature = "fetch")]
 pub use fetch::{fetch, map_record, Fetched};
-pub use load::{Beir, DataRoot, EmptyTextPolicy, KindOf, PathHints, SplitReport, SplitRows};
+pub use load::{
+    Beir, DataRoot, EmptyTextPolicy, KeepDocuments, KindOf, PathHints, SplitReport, SplitRows,
+};
 pub use records::Format;
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{

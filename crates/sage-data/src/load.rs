@@ -158,6 +158,10 @@ fn beir_stream_key(
     crate::sample::short_hex(&h.finalize())
 }
 
+/// Which corpus positions a sampled BEIR load keeps ([`DataRoot::beir_sampled`]), given the set
+/// with its ids and stream key but no documents yet.
+pub type KeepDocuments<'k> = dyn Fn(&Beir) -> Vec<usize> + 'k;
+
 /// The rows of one split, not yet sampled ([`DataRoot::rows`]).
 pub struct SplitRows<'a, T> {
     dataset: String,
@@ -998,23 +1002,13 @@ impl DataRoot {
     /// with `corpus` empty), then for the documents at the positions `keep` returns
     /// (ascending). Memory follows the sample, not the corpus. Ids are checked unique and every
     /// judgement must name a query and a document of the files, as for a whole load.
-    pub fn beir_sampled(
-        &self,
-        name: &str,
-        split: &str,
-        keep: &dyn Fn(&Beir) -> Vec<usize>,
-    ) -> Result<Beir> {
+    pub fn beir_sampled(&self, name: &str, split: &str, keep: &KeepDocuments) -> Result<Beir> {
         self.read_beir(name, split, Some(keep))
     }
 
     /// [`beir`](Self::beir) (`keep` absent: the first pass keeps every document) or
     /// [`beir_sampled`](Self::beir_sampled).
-    fn read_beir(
-        &self,
-        name: &str,
-        split: &str,
-        keep: Option<&dyn Fn(&Beir) -> Vec<usize>>,
-    ) -> Result<Beir> {
+    fn read_beir(&self, name: &str, split: &str, keep: Option<&KeepDocuments>) -> Result<Beir> {
         let found = self.find(name, split)?;
         let dir = found.path().to_owned();
         if found.kind() != DatasetKind::Beir {
