@@ -271,14 +271,24 @@ pub fn evaluate_dataset(
     options: &Options,
     timings: &mut Timings,
 ) -> Result<DatasetReport> {
-    let name = &beir.dataset;
-    let stream = &beir.stream_key;
-    let seed = options.seed;
-    let Plan {
+    evaluate_planned(similarity, beir, plan(beir, options), options, timings)
+}
+
+/// [`evaluate_dataset`] with its [`plan`] already made (by the load that kept its documents).
+fn evaluate_planned(
+    similarity: &dyn Similarity,
+    beir: &Beir,
+    Plan {
         kept,
         positions,
         queries_without_relevant,
-    } = plan(beir, options);
+    }: Plan,
+    options: &Options,
+    timings: &mut Timings,
+) -> Result<DatasetReport> {
+    let name = &beir.dataset;
+    let stream = &beir.stream_key;
+    let seed = options.seed;
     if kept.is_empty() {
         return Err(RetrievalError::Insufficient(format!(
             "{name}/{}: no query has a relevant document in the corpus",
@@ -390,11 +400,26 @@ pub fn evaluate(
     let mut timings = Timings::default();
     let mut reports = Vec::new();
     for &(name, split) in datasets {
-        // only the documents the run ranks are read into memory
+        // only the documents the run ranks are read into memory; the plan is made once, on ids
+        let planned = std::cell::RefCell::new(None);
         let beir = timings.time(format!("load/{name}/{split}"), || {
-            root.beir_sampled(name, split, &|b| plan(b, &options).positions)
+            root.beir_sampled(name, split, &|b| {
+                let plan = plan(b, &options);
+                let positions = plan.positions.clone();
+                *planned.borrow_mut() = Some(plan);
+                positions
+            })
         })?;
-        reports.push(evaluate_dataset(similarity, &beir, &options, &mut timings)?);
+        let plan = planned
+            .into_inner()
+            .expect("a sampled load asks for its plan");
+        reports.push(evaluate_planned(
+            similarity,
+            &beir,
+            plan,
+            &options,
+            &mut timings,
+        )?);
     }
     let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
     let sizes: Vec<usize> = reports.iter().map(|r| r.clean_per_query.len()).collect();
