@@ -4,15 +4,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-use sage_core::redact::{redact, url_host};
+use std::io::Read;
+
+use sage_core::redact::{redact, redact_url, url_host};
 use sage_core::Role;
 
+use super::answer;
 use super::protocol::{Answer, Protocol};
 use super::{RemoteOptions, RemoteSpec};
 use crate::error::{EmbedError, Result};
 
-/// Largest answer read (a 2,048 × 3,072 float answer is about 60 MB of JSON).
-const MAX_ANSWER_BYTES: u64 = 1 << 30;
+/// Most bytes of an error answer read: enough for any provider's error object.
+const MAX_ERROR_BYTES: u64 = 64 << 10;
+
+/// Waits of at least this long are announced on stderr (what for, and until when).
+const ANNOUNCED_WAIT: Duration = Duration::from_secs(5);
 
 /// Requests sent and retried so far.
 #[derive(Clone, Copy, Debug, Default)]
@@ -36,6 +42,8 @@ pub(super) struct Client {
     initial_backoff: Duration,
     max_backoff: Duration,
     seed: u64,
+    /// The longest wait between two attempts, whatever a `Retry-After` asks for.
+    longest_wait: Duration,
     limiter: RateLimiter,
     requests: AtomicU64,
     retries: AtomicU64,
@@ -48,11 +56,25 @@ struct Failure {
     message: String,
 }
 
+impl Failure {
+    /// A failure that another attempt cannot fix.
+    fn fatal(message: String) -> Failure {
+        Failure {
+            retryable: false,
+            retry_after: None,
+            message,
+        }
+    }
+}
+
 impl Client {
     pub(super) fn new(spec: &RemoteSpec, options: &RemoteOptions) -> Client {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(options.timeout))
             .http_status_as_error(false)
+            // a redirect would be followed as a GET without the body, possibly to another host
+            // and without the key, and whatever answered would be taken for the embeddings
+            .max_redirects(0)
             .build()
             .into();
         let mut secrets: Vec<String> = options.api_key.iter().cloned().collect();
@@ -73,6 +95,7 @@ impl Client {
             initial_backoff: options.initial_backoff,
             max_backoff: options.max_backoff,
             seed: options.seed,
+            longest_wait: longest_wait(options),
             limiter: RateLimiter::new(options.requests_per_minute, options.tokens_per_minute),
             requests: AtomicU64::new(0),
             retries: AtomicU64::new(0),
@@ -106,6 +129,7 @@ impl Client {
         tokens: &[u64],
         batches: &[(usize, usize)],
         role: Role,
+        width: &AtomicUsize,
         deliver: &mut dyn FnMut(usize, Answer, u64) -> Result<()>,
     ) -> Result<()> {
         let next = AtomicUsize::new(0);
@@ -125,7 +149,7 @@ impl Client {
                         break;
                     };
                     let estimate: u64 = tokens[start..end].iter().sum();
-                    let answer = self.request(&texts[start..end], estimate, role, b as u64);
+                    let answer = self.request(&texts[start..end], estimate, role, width, b as u64);
                     if answer.is_err() {
                         stop.store(true, Ordering::Relaxed);
                     }
@@ -151,8 +175,16 @@ impl Client {
         }
     }
 
-    /// One batch, retried until it gives a valid answer or the retries run out.
-    fn request(&self, texts: &[&str], estimate: u64, role: Role, batch: u64) -> Result<Answer> {
+    /// One batch, retried until it gives a valid answer or the retries run out. `width` is the
+    /// width answers have had so far (0: none yet), which bounds what an answer may hold.
+    fn request(
+        &self,
+        texts: &[&str],
+        estimate: u64,
+        role: Role,
+        width: &AtomicUsize,
+        batch: u64,
+    ) -> Result<Answer> {
         let body = self
             .protocol
             .body(&self.model, texts, role, self.dimensions)
@@ -161,7 +193,11 @@ impl Client {
         loop {
             self.limiter.acquire(estimate);
             self.requests.fetch_add(1, Ordering::Relaxed);
-            let failure = match self.attempt(&body, texts.len()) {
+            let known = match width.load(Ordering::Relaxed) {
+                0 => self.dimensions,
+                w => Some(w),
+            };
+            let failure = match self.attempt(&body, texts.len(), known) {
                 Ok(answer) => return Ok(answer),
                 Err(f) => f,
             };
@@ -173,13 +209,44 @@ impl Client {
                 };
                 return Err(self.error(format!("{}{tries}", failure.message)));
             }
+            if let Some(asked) = failure.retry_after.filter(|r| *r > self.longest_wait) {
+                return Err(self.error(format!(
+                    "{}; the server asks to wait {} s before trying again (Retry-After), longer \
+                     than this run waits between attempts ({} s: the longer of --request-timeout \
+                     and the longest backoff); nothing more was sent",
+                    failure.message,
+                    asked.as_secs(),
+                    self.longest_wait.as_secs()
+                )));
+            }
             self.retries.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(self.backoff(batch, attempt, failure.retry_after));
+            let wait = self.backoff(batch, attempt, failure.retry_after);
+            if wait >= ANNOUNCED_WAIT {
+                eprintln!(
+                    "sage: {} at {}: {}; waiting {} s (until {}) before attempt {} of {}",
+                    self.protocol.name(),
+                    self.host,
+                    redact(
+                        &failure.message,
+                        &self.secrets.iter().map(String::as_str).collect::<Vec<_>>()
+                    ),
+                    wait.as_secs(),
+                    clock_after(wait),
+                    attempt + 2,
+                    self.max_retries + 1
+                );
+            }
+            std::thread::sleep(wait);
             attempt += 1;
         }
     }
 
-    fn attempt(&self, body: &str, count: usize) -> std::result::Result<Answer, Failure> {
+    fn attempt(
+        &self,
+        body: &str,
+        count: usize,
+        width: Option<usize>,
+    ) -> std::result::Result<Answer, Failure> {
         let mut request = self
             .agent
             .post(&self.url)
@@ -196,33 +263,66 @@ impl Client {
         };
         let mut response = request.send(body.as_bytes()).map_err(transport)?;
         let status = response.status().as_u16();
-        let retry_after = retry_after(response.headers());
-        let text = response
+        let headers = response.headers();
+        let retry_after = retry_after(headers);
+        if (300..400).contains(&status) {
+            let location = headers
+                .get("location")
+                .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned())
+                .unwrap_or_else(|| "nowhere (no Location)".into());
+            return Err(Failure::fatal(format!(
+                "HTTP {status}: {} redirects the request to {}; an embedding request is never \
+                 re-sent elsewhere: if the server moved, name its new address in the spec",
+                self.url_shown(),
+                redact_url(&location)
+            )));
+        }
+        if (200..300).contains(&status) {
+            let cap = answer::byte_cap(count, width);
+            let announced = headers
+                .get("content-length")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            let encoded = headers.get("content-encoding").is_some();
+            if let Some(length) = announced.filter(|&l| l > cap && !encoded) {
+                return Err(Failure::fatal(format!(
+                    "HTTP {status} announces an answer of {length} bytes, more than the {cap} \
+                     that {count} vectors can take; it was not read"
+                )));
+            }
+            return answer::read(self.protocol, response.body_mut().as_reader(), count, width)
+                .map_err(|refused| Failure {
+                    retryable: !refused.oversized,
+                    retry_after: None,
+                    message: format!("HTTP {status} with a malformed answer: {}", refused.message),
+                });
+        }
+        let mut text = Vec::new();
+        response
             .body_mut()
-            .with_config()
-            .limit(MAX_ANSWER_BYTES)
-            .read_to_string()
+            .as_reader()
+            .take(MAX_ERROR_BYTES)
+            .read_to_end(&mut text)
             .map_err(|e| Failure {
                 retryable: true,
                 retry_after,
                 message: format!("HTTP {status}, answer cut off: {e}"),
             })?;
-        if (200..300).contains(&status) {
-            return self.protocol.parse(&text, count).map_err(|why| Failure {
-                retryable: true,
-                retry_after: None,
-                message: format!("HTTP {status} with a malformed answer: {why}"),
-            });
-        }
+        let text = String::from_utf8_lossy(&text);
         let reason = self
             .protocol
             .error_message(&text)
-            .unwrap_or_else(|| text.clone());
+            .unwrap_or_else(|| text.into_owned());
         Err(Failure {
             retryable: matches!(status, 408 | 409 | 425 | 429) || status >= 500,
             retry_after,
             message: format!("HTTP {status}: {reason}"),
         })
+    }
+
+    /// The request URL as it may be shown.
+    fn url_shown(&self) -> String {
+        redact_url(&self.url)
     }
 
     /// Exponential backoff with equal jitter, seeded by batch and attempt (so a re-run waits the
@@ -238,6 +338,28 @@ impl Client {
         let jittered = ceiling.mul_f64(0.5 + 0.5 * unit);
         retry_after.map_or(jittered, |r| r.max(jittered))
     }
+}
+
+/// The longest a run waits between two attempts: the longer of one request's time limit and
+/// the longest backoff. A server asking for more (`Retry-After`) gets an error at once, not hours
+/// of silent sleep.
+fn longest_wait(options: &RemoteOptions) -> Duration {
+    options.timeout.max(options.max_backoff)
+}
+
+/// The UTC wall-clock time `wait` from now, `HH:MM:SS UTC`.
+fn clock_after(wait: Duration) -> String {
+    let at = std::time::SystemTime::now() + wait;
+    let secs = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let day = secs % 86_400;
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        day / 3600,
+        day % 3600 / 60,
+        day % 60
+    )
 }
 
 /// `Retry-After` in seconds (or OpenAI's `retry-after-ms`); HTTP dates are left to the backoff.

@@ -17,6 +17,7 @@
 //! - Keys travel only in the request header. Identities, results and errors carry the server's
 //!   host, never a key or a URL password ([`sage_core::redact`]).
 
+pub mod answer;
 mod client;
 #[cfg(any(test, feature = "loopback"))]
 pub mod loopback;
@@ -156,7 +157,8 @@ pub struct RemoteOptions {
     pub timeout: Duration,
     /// First backoff; doubled per retry up to `max_backoff`, with full jitter.
     pub initial_backoff: Duration,
-    /// Longest backoff (a `Retry-After` may ask for longer and is honoured).
+    /// Longest backoff. A `Retry-After` may ask for longer, and is honoured up to the longer of
+    /// this and `timeout`; a server asking for more fails the request at once.
     pub max_backoff: Duration,
     /// USD per million tokens; default: [`default_price`].
     pub price_per_million_tokens: Option<f64>,
@@ -400,6 +402,7 @@ impl Embedder for RemoteEmbedder {
             &tokens,
             &batches,
             role,
+            &self.dimension,
             &mut |start, answer: Answer, estimated_tokens| {
                 let width = answer.vectors[0].len();
                 let known = match self.dimension.compare_exchange(

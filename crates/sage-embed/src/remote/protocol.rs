@@ -216,100 +216,10 @@ impl Protocol {
         }
     }
 
-    /// Parses and checks an answer to a request of `count` texts: one vector per text, placed by
-    /// `index` where the protocol has one (each index once), all of one width, all finite.
+    /// Parses and checks a whole answer to a request of `count` texts (see [`super::answer::read`],
+    /// which the client uses on the body as it streams in).
     pub fn parse(self, body: &str, count: usize) -> Result<Answer, String> {
-        let value: Value =
-            serde_json::from_str(body).map_err(|e| format!("the answer is not JSON ({e})"))?;
-        let (vectors, tokens) = match self {
-            Protocol::OpenAi | Protocol::Voyage => {
-                let data = value
-                    .get("data")
-                    .and_then(Value::as_array)
-                    .ok_or("the answer has no `data` list")?;
-                if data.len() != count {
-                    return Err(format!("{} vectors for {count} texts", data.len()));
-                }
-                let mut slots: Vec<Option<Vec<f32>>> = vec![None; count];
-                for (position, item) in data.iter().enumerate() {
-                    // servers that omit `index` answer in input order
-                    let index = match item.get("index") {
-                        Some(i) => i
-                            .as_u64()
-                            .ok_or_else(|| format!("`index` {i} is not a count"))?
-                            as usize,
-                        None => position,
-                    };
-                    let slot = slots
-                        .get_mut(index)
-                        .ok_or_else(|| format!("`index` {index} out of range for {count} texts"))?;
-                    if slot.is_some() {
-                        return Err(format!("`index` {index} answered twice"));
-                    }
-                    *slot = Some(floats(item.get("embedding"), index)?);
-                }
-                let vectors = slots
-                    .into_iter()
-                    .map(|v| v.expect("every index filled"))
-                    .collect();
-                let usage = value.get("usage");
-                let tokens = usage
-                    .and_then(|u| u.get("total_tokens").or_else(|| u.get("prompt_tokens")))
-                    .and_then(Value::as_u64);
-                (vectors, tokens)
-            }
-            Protocol::Cohere => {
-                let list = value
-                    .get("embeddings")
-                    .and_then(|e| e.get("float"))
-                    .and_then(Value::as_array)
-                    .ok_or("the answer has no `embeddings.float` list")?;
-                if list.len() != count {
-                    return Err(format!("{} vectors for {count} texts", list.len()));
-                }
-                let vectors = list
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| floats(Some(v), i))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let tokens = value
-                    .pointer("/meta/billed_units/input_tokens")
-                    .and_then(Value::as_u64);
-                (vectors, tokens)
-            }
-            Protocol::Gemini => {
-                let list = value
-                    .get("embeddings")
-                    .and_then(Value::as_array)
-                    .ok_or("the answer has no `embeddings` list")?;
-                if list.len() != count {
-                    return Err(format!("{} vectors for {count} texts", list.len()));
-                }
-                let vectors = list
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| floats(v.get("values"), i))
-                    .collect::<Result<Vec<_>, _>>()?;
-                (vectors, None)
-            }
-        };
-        if let Some(first) = vectors.first() {
-            if first.is_empty() {
-                return Err("vector 0 is empty".into());
-            }
-            if let Some((i, v)) = vectors
-                .iter()
-                .enumerate()
-                .find(|(_, v)| v.len() != first.len())
-            {
-                return Err(format!(
-                    "vector {i} has {} values, vector 0 {}",
-                    v.len(),
-                    first.len()
-                ));
-            }
-        }
-        Ok(Answer { vectors, tokens })
+        super::answer::read(self, body.as_bytes(), count, None).map_err(|r| r.message)
     }
 
     /// The provider's own words for an error answer, when it has the documented shape.
@@ -328,25 +238,6 @@ impl Protocol {
             other => other.to_string(),
         })
     }
-}
-
-fn floats(value: Option<&Value>, index: usize) -> Result<Vec<f32>, String> {
-    let list = value
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("vector {index} is not a list of numbers"))?;
-    list.iter()
-        .map(|x| {
-            let x = x
-                .as_f64()
-                .ok_or_else(|| format!("vector {index} holds a non-number"))?;
-            let f = x as f32;
-            if f.is_finite() {
-                Ok(f)
-            } else {
-                Err(format!("vector {index} holds a non-finite value"))
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]
