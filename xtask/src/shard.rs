@@ -23,13 +23,21 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// The most shares a job list is split into: far more than any cluster array runs at once
+/// (Slurm's default `MaxArraySize` is 1,001), and small enough that planning stays instant.
+pub const MAX_SHARDS: usize = 10_000;
+
 impl Shard {
-    /// Parses `I/N` (0 ≤ I < N).
+    /// Parses `I/N` (0 ≤ I < N ≤ [`MAX_SHARDS`]).
     pub fn parse(text: &str) -> Result<Shard> {
         let parsed = text
             .split_once('/')
             .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
         match parsed {
+            Some((_, count)) if count > MAX_SHARDS => bail!(
+                "--shard {text:?}: at most {MAX_SHARDS} shards (a share per job is the most that \
+                 helps; `--list-jobs` counts them)"
+            ),
             Some((index, count)) if index < count => Ok(Shard { index, count }),
             _ => bail!("--shard {text:?}: expected I/N with 0 <= I < N (e.g. 0/4)"),
         }
@@ -222,6 +230,12 @@ mod tests {
             let e = Shard::parse(bad).unwrap_err().to_string();
             assert!(e.contains("I/N"), "{bad}: {e}");
         }
+        // these once panicked ("capacity overflow") or aborted while sharing the job list
+        for huge in ["0/18446744073709551615", "0/1000000000000", "3/10001"] {
+            let e = Shard::parse(huge).unwrap_err().to_string();
+            assert!(e.contains("at most 10000 shards"), "{huge}: {e}");
+        }
+        assert_eq!(Shard::parse("9999/10000").unwrap().count, MAX_SHARDS);
     }
 
     #[test]

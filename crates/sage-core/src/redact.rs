@@ -67,17 +67,76 @@ pub fn url_host(url: &str) -> String {
         .to_owned()
 }
 
-/// `text` with every one of `secrets` (of at least 4 characters) replaced, URL passwords and
-/// secret query values removed, `Bearer` tokens hidden, and cut to [`EXCERPT_CHARS`] characters:
-/// the form in which any server answer or request detail may appear in an error or a log.
+/// `text` with every one of `secrets` (of at least 4 characters) removed, with any copy of one
+/// in another case or cut short (any run of [`SECRET_RUN`] of its characters), URL passwords and
+/// secret query values removed, `Bearer` tokens hidden, control characters escaped (so a server
+/// cannot clear the terminal or print lines that look like sage's own), and cut to
+/// [`EXCERPT_CHARS`] characters: the form in which any server answer or request detail may appear
+/// in an error or a log.
 pub fn redact(text: &str, secrets: &[&str]) -> String {
-    let mut out = text.to_owned();
-    for secret in secrets.iter().filter(|s| s.chars().count() >= 4) {
-        out = out.replace(secret, REDACTED);
-    }
+    let mut out = redact_secret_runs(text, secrets);
     out = redact_url(&out);
     out = redact_bearer(&out);
-    excerpt(&out, EXCERPT_CHARS)
+    excerpt(&escape_controls(&out), EXCERPT_CHARS)
+}
+
+/// Characters of a secret that, found in this order anywhere (in any case), are removed: long
+/// enough that no word of an error message matches a random key by chance, short enough that a
+/// key echoed with a character dropped or added still goes.
+pub const SECRET_RUN: usize = 8;
+
+/// `text` with every run of at least [`SECRET_RUN`] characters (or a whole secret shorter than
+/// that, of at least 4) that also occurs in one of `secrets`, compared case-insensitively,
+/// replaced by [`REDACTED`].
+fn redact_secret_runs(text: &str, secrets: &[&str]) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let folded: Vec<char> = chars.iter().map(|c| c.to_ascii_lowercase()).collect();
+    let mut hidden = vec![false; chars.len()];
+    for secret in secrets {
+        let secret: Vec<char> = secret.chars().map(|c| c.to_ascii_lowercase()).collect();
+        if secret.len() < 4 {
+            continue;
+        }
+        let run = secret.len().min(SECRET_RUN);
+        let windows: std::collections::HashSet<&[char]> = secret.windows(run).collect();
+        for (start, window) in folded.windows(run).enumerate() {
+            if windows.contains(window) {
+                hidden[start..start + run].fill(true);
+            }
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_secret = false;
+    for (c, hide) in chars.into_iter().zip(hidden) {
+        if hide && !in_secret {
+            out.push_str(REDACTED);
+        } else if !hide {
+            out.push(c);
+        }
+        in_secret = hide;
+    }
+    out
+}
+
+/// `text` with control characters (C0, DEL, C1) and the invisible bidirectional and zero-width
+/// format characters written as escapes (`\n`, `\r`, `\t`, `\u{1b}`): what a server sent is shown,
+/// never obeyed by the terminal.
+pub fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                out.push_str(&c.escape_unicode().to_string())
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The first `max` characters of `text`, with `…` when cut.
@@ -225,5 +284,28 @@ mod tests {
         assert!(shown.ends_with('…'));
         // short secrets are not blanked everywhere (a 1-letter key would shred the message)
         assert_eq!(redact("abc", &["a"]), "abc");
+    }
+
+    #[test]
+    fn near_copies_of_a_key_go_too() {
+        let key = "sk-test-0123456789";
+        for echoed in [
+            "sk-test-012345678",
+            "SK-TEST-0123456789",
+            "k-test-0123456789x",
+            "Sk-TeSt-01234",
+        ] {
+            let shown = redact(&format!("key {echoed} refused"), &[key]);
+            assert_eq!(shown, "key *** refused", "{echoed}");
+        }
+        // runs shorter than SECRET_RUN stay: "sk-test" alone is not the key
+        assert_eq!(redact("sk-test 0123", &[key]), "sk-test 0123");
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        let shown = redact("bad\u{1b}[2J\r\nsage: note: ok\u{7}\u{202e}", &[]);
+        assert_eq!(shown, "bad\\u{1b}[2J\\r\\nsage: note: ok\\u{7}\\u{202e}");
+        assert!(!shown.chars().any(char::is_control));
     }
 }

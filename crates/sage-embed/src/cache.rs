@@ -2,11 +2,16 @@
 //!
 //! Key: SHA-256 of the embedder identity's cache key (model id, weights revision, pooling,
 //! normalisation, max length), what the text's role changes (a prompt, an `input_type`) and the
-//! text; value: an 8-byte checksum, then the vector as little-endian f32.
+//! text; value: an 8-byte checksum, the 8-byte tag of the model (the first bytes of SHA-256 of
+//! its identity), then the vector as little-endian f32. A second table records each model's
+//! width, written with its first vectors.
 //!
-//! The cache does not trust its bytes: the checksum is SHA-256 of the key and the vector, so an
-//! entry whose bytes changed, or that sits under another key (another identity or text), fails
-//! it, as does a wrong width or a value that is not finite. Such an entry is counted as corrupt
+//! The cache does not trust its bytes: the checksum is SHA-256 of the key, the tag and the
+//! vector, so an entry whose bytes changed, or that sits under another key (another identity or
+//! text), fails it, as does a width other than its model's recorded one or a value that is not
+//! finite. A model whose answers change width (a server that now serves another model under the
+//! same name) is refused before anything of the new width is stored: its old and new vectors
+//! would otherwise mix in one run, and every later run would fail. Such an entry is counted as corrupt
 //! ([`CacheStats::corrupt`], with the first failure in [`CachedEmbedder::corruption`]) and
 //! recomputed and overwritten like a miss: never returned. Misses are
 //! embedded and committed in chunks, each chunk its own durable transaction, so a killed process
@@ -24,16 +29,38 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{EmbedError, Result};
 
-/// v2: checksummed values (v1 entries, unchecked, are left alone and recomputed once).
-const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("embeddings-v2");
+/// v3: checksummed values tagged with their model (v2 entries, untagged, are read when their
+/// width agrees with their model's and moved here; v1 entries, unchecked, are never read).
+const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("embeddings-v3");
+
+/// Each model's width: its tag → values per vector.
+const WIDTHS: TableDefinition<&[u8], u64> = TableDefinition::new("widths-v3");
+
+/// The previous layout: checksum, then the vector, with no model tag.
+const V2_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("embeddings-v2");
 
 /// Bytes of checksum before each stored vector.
 const CHECKSUM: usize = 8;
 
-/// The first bytes of SHA-256(key ‖ vector bytes).
-fn checksum(key: &[u8], vector: &[u8]) -> [u8; CHECKSUM] {
+/// Bytes of the model tag after the checksum.
+const TAG: usize = 8;
+
+/// A model's tag: the first bytes of SHA-256 of its identity's cache key (every role of a model
+/// shares one width, so one tag).
+type Tag = [u8; TAG];
+
+fn model_tag(identity: &EmbedderIdentity) -> Tag {
+    let digest = Sha256::digest(identity.cache_key().as_bytes());
+    let mut tag = [0u8; TAG];
+    tag.copy_from_slice(&digest[..TAG]);
+    tag
+}
+
+/// The first bytes of SHA-256(key ‖ tag ‖ vector bytes) (v2: no tag).
+fn checksum(key: &[u8], tag: &[u8], vector: &[u8]) -> [u8; CHECKSUM] {
     let digest = Sha256::new()
         .chain_update(key)
+        .chain_update(tag)
         .chain_update(vector)
         .finalize();
     let mut out = [0u8; CHECKSUM];
@@ -41,25 +68,62 @@ fn checksum(key: &[u8], vector: &[u8]) -> [u8; CHECKSUM] {
     out
 }
 
-/// The vector stored under `key`, or why the stored bytes are not one (`dim` 0: any width).
-fn decode_entry(key: &[u8], bytes: &[u8], dim: usize) -> std::result::Result<Vec<f32>, String> {
-    if bytes.len() < CHECKSUM + 4 || !(bytes.len() - CHECKSUM).is_multiple_of(4) {
+/// The stored value of `vector` under `key` for the model tagged `tag`, into `out`.
+fn encode_entry(key: &[u8], tag: &Tag, vector: ndarray::ArrayView1<f32>, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend([0u8; CHECKSUM]);
+    out.extend(tag);
+    out.extend(vector.iter().flat_map(|x| x.to_le_bytes()));
+    let sum = checksum(key, tag, &out[CHECKSUM + TAG..]);
+    out[..CHECKSUM].copy_from_slice(&sum);
+}
+
+/// A checked entry: its model's tag and its vector.
+struct Entry {
+    tag: Tag,
+    values: Vec<f32>,
+}
+
+/// The entry stored under `key`, or why the stored bytes are not one (`dim` 0: any width).
+fn decode_entry(key: &[u8], bytes: &[u8], dim: usize) -> std::result::Result<Entry, String> {
+    if bytes.len() < CHECKSUM + TAG + 4 || !(bytes.len() - CHECKSUM - TAG).is_multiple_of(4) {
         return Err(format!(
-            "an entry of {} bytes is not a checksum and a vector",
+            "an entry of {} bytes is not a checksum, a model tag and a vector",
             bytes.len()
         ));
     }
+    let (sum, tagged) = bytes.split_at(CHECKSUM);
+    let (tag, vector) = tagged.split_at(TAG);
+    if sum != checksum(key, tag, vector) {
+        return Err(
+            "an entry fails its checksum (changed bytes, or stored under another key)".into(),
+        );
+    }
+    Ok(Entry {
+        tag: tag.try_into().expect("TAG bytes"),
+        values: decode_values(vector, dim)?,
+    })
+}
+
+/// The vector of a v2 entry (checksum, vector; no tag), or why it is not one.
+fn decode_v2_entry(key: &[u8], bytes: &[u8], dim: usize) -> std::result::Result<Vec<f32>, String> {
+    if bytes.len() < CHECKSUM + 4 || !(bytes.len() - CHECKSUM).is_multiple_of(4) {
+        return Err(format!("an older entry of {} bytes", bytes.len()));
+    }
     let (sum, vector) = bytes.split_at(CHECKSUM);
+    if sum != checksum(key, &[], vector) {
+        return Err("an older entry fails its checksum".into());
+    }
+    decode_values(vector, dim)
+}
+
+/// Little-endian f32 values, `dim` of them (0: any number), all finite.
+fn decode_values(vector: &[u8], dim: usize) -> std::result::Result<Vec<f32>, String> {
     if dim != 0 && vector.len() != dim * 4 {
         return Err(format!(
             "an entry of {} values where the model gives {dim}",
             vector.len() / 4
         ));
-    }
-    if sum != checksum(key, vector) {
-        return Err(
-            "an entry fails its checksum (changed bytes, or stored under another key)".into(),
-        );
     }
     let values: Vec<f32> = vector
         .chunks_exact(4)
@@ -121,6 +185,8 @@ pub struct CachedEmbedder<E> {
     /// What the first corrupt entry failed.
     first_corruption: Mutex<Option<String>>,
     planner: Option<Planner>,
+    /// The model's tag ([`model_tag`]), which every entry it stores carries.
+    tag: Tag,
 }
 
 /// `embeddings.redb` in [`sage_core::cache_dir`].
@@ -199,6 +265,10 @@ pub struct CacheCheck {
     pub first_failure: Option<String>,
     /// Entries from before checksums (never returned; recomputed when next needed).
     pub unchecked_old_entries: u64,
+    /// Entries from before model tags: checked when next read, and used (and moved to the
+    /// current table) only when their width agrees with their model's; their model cannot be
+    /// known offline.
+    pub untagged_older_entries: u64,
     /// Repair: corrupt entries removed (they are recomputed when next needed).
     pub removed: u64,
     /// Repair: the file could not be read and was moved here; the next run starts a new cache.
@@ -255,52 +325,44 @@ fn inspect_cache(path: &Path, repair: bool) -> std::result::Result<CacheCheck, U
         ),
         _ => false,
     };
-    let mut db = Database::open(path).map_err(|e| {
+    let unread = |e: redb::DatabaseError| {
         if corrupted(&e) {
             Unread::Broken(open_error(path, e))
         } else {
             Unread::Other(open_error(path, e))
         }
-    })?;
-    if repair {
-        db.check_integrity().map_err(|e| {
-            let error = cache_error(path, format!("integrity check: {e}"));
-            if corrupted(&e) {
-                Unread::Broken(error)
-            } else {
-                Unread::Other(error)
-            }
-        })?;
-    }
-    let mut check = CacheCheck {
-        path: path.to_owned(),
-        ..CacheCheck::default()
     };
-    let mut bad_keys = Vec::new();
-    {
+    if !repair {
+        // read-only: verifying writes nothing, not even the allocator state redb saves on close,
+        // and works on a file the user may only read
+        let db = redb::ReadOnlyDatabase::open(path).map_err(|e| match e {
+            redb::DatabaseError::RepairAborted => Unread::Other(cache_error(
+                path,
+                "was not closed cleanly (a run was killed while it held the file): `sage cache \
+                 repair` recovers every committed entry; verify only reads",
+            )),
+            other => unread(other),
+        })?;
         let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
-        match txn.open_table(TABLE) {
-            Ok(table) => {
-                for item in table.iter().map_err(|e| cache_error(path, e))? {
-                    let (key, value) = item.map_err(|e| cache_error(path, e))?;
-                    check.entries += 1;
-                    if let Err(why) = decode_entry(key.value(), value.value(), 0) {
-                        check.corrupt += 1;
-                        check.first_failure.get_or_insert(why);
-                        bad_keys.push(key.value().to_vec());
-                    }
-                }
-            }
-            Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(cache_error(path, e).into()),
-        }
-        match txn.open_table(OLD_TABLE) {
-            Ok(old) => check.unchecked_old_entries = old.len().map_err(|e| cache_error(path, e))?,
-            Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(cache_error(path, e).into()),
-        }
+        let (check, _) = read_entries(path, &txn)?;
+        drop(txn);
+        drop(db);
+        return Ok(check);
     }
-    if repair && !bad_keys.is_empty() {
+    let mut db = Database::open(path).map_err(unread)?;
+    db.check_integrity().map_err(|e| {
+        let error = cache_error(path, format!("integrity check: {e}"));
+        if corrupted(&e) {
+            Unread::Broken(error)
+        } else {
+            Unread::Other(error)
+        }
+    })?;
+    let (mut check, bad_keys) = {
+        let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
+        read_entries(path, &txn)?
+    };
+    if !bad_keys.is_empty() {
         let txn = db.begin_write().map_err(|e| cache_error(path, e))?;
         {
             let mut table = txn.open_table(TABLE).map_err(|e| cache_error(path, e))?;
@@ -320,6 +382,79 @@ fn inspect_cache(path: &Path, repair: bool) -> std::result::Result<CacheCheck, U
     Ok(check)
 }
 
+/// Each model's recorded width in the cache read in `txn`.
+fn read_widths(
+    path: &Path,
+    txn: &redb::ReadTransaction,
+) -> Result<std::collections::HashMap<Tag, u64>> {
+    let mut widths = std::collections::HashMap::new();
+    match txn.open_table(WIDTHS) {
+        Ok(table) => {
+            for item in table.iter().map_err(|e| cache_error(path, e))? {
+                let (tag, width) = item.map_err(|e| cache_error(path, e))?;
+                if let Ok(tag) = Tag::try_from(tag.value()) {
+                    widths.insert(tag, width.value());
+                }
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(cache_error(path, e)),
+    }
+    Ok(widths)
+}
+
+/// Every entry of the cache read in `txn`, checked: the counts, and the keys of corrupt entries.
+fn read_entries(
+    path: &Path,
+    txn: &redb::ReadTransaction,
+) -> std::result::Result<(CacheCheck, Vec<Vec<u8>>), Unread> {
+    let mut check = CacheCheck {
+        path: path.to_owned(),
+        ..CacheCheck::default()
+    };
+    let mut bad_keys = Vec::new();
+    let widths = read_widths(path, txn)?;
+    match txn.open_table(TABLE) {
+        Ok(table) => {
+            for item in table.iter().map_err(|e| cache_error(path, e))? {
+                let (key, value) = item.map_err(|e| cache_error(path, e))?;
+                check.entries += 1;
+                let checked = decode_entry(key.value(), value.value(), 0).and_then(|entry| {
+                    match widths.get(&entry.tag) {
+                        Some(&w) if w == entry.values.len() as u64 => Ok(()),
+                        Some(w) => Err(format!(
+                            "an entry of {} values where its model's recorded width is {w} \
+                             (the model behind its name changed)",
+                            entry.values.len()
+                        )),
+                        None => Err("an entry whose model has no recorded width".into()),
+                    }
+                });
+                if let Err(why) = checked {
+                    check.corrupt += 1;
+                    check.first_failure.get_or_insert(why);
+                    bad_keys.push(key.value().to_vec());
+                }
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(cache_error(path, e).into()),
+    }
+    match txn.open_table(V2_TABLE) {
+        Ok(older) => {
+            check.untagged_older_entries = older.len().map_err(|e| cache_error(path, e))?
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(cache_error(path, e).into()),
+    }
+    match txn.open_table(OLD_TABLE) {
+        Ok(old) => check.unchecked_old_entries = old.len().map_err(|e| cache_error(path, e))?,
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(cache_error(path, e).into()),
+    }
+    Ok((check, bad_keys))
+}
+
 /// Folds the entries of the cache files `sources` into the cache file `into` (created if
 /// missing): every source entry is checked (checksum of key and vector, width, finite values)
 /// and copied when the target lacks its key; a corrupt one is skipped and counted. Idempotent:
@@ -335,11 +470,13 @@ pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
         sources: sources.len(),
         ..CacheMerge::default()
     };
-    guarded(into, || {
+    let created = !into.exists();
+    let merged = guarded(into, || {
         let target = Database::create(into).map_err(|e| open_error(into, e))?;
         let txn = target.begin_write().map_err(|e| cache_error(into, e))?;
         {
             let mut table = txn.open_table(TABLE).map_err(|e| cache_error(into, e))?;
+            let mut widths = txn.open_table(WIDTHS).map_err(|e| cache_error(into, e))?;
             for source in sources {
                 if source == into {
                     return Err(cache_error(source, "is the merge's target too"));
@@ -348,6 +485,26 @@ pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
                     let db =
                         redb::ReadOnlyDatabase::open(source).map_err(|e| open_error(source, e))?;
                     let read = db.begin_read().map_err(|e| cache_error(source, e))?;
+                    // a model whose width differs between the files: its entries are not copied
+                    let mut agreed = std::collections::HashMap::new();
+                    for (tag, width) in read_widths(source, &read)? {
+                        let held = widths
+                            .get(tag.as_slice())
+                            .map_err(|e| cache_error(into, e))?
+                            .map(|w| w.value());
+                        match held {
+                            None => {
+                                widths
+                                    .insert(tag.as_slice(), width)
+                                    .map_err(|e| cache_error(into, e))?;
+                                agreed.insert(tag, width);
+                            }
+                            Some(w) if w == width => {
+                                agreed.insert(tag, width);
+                            }
+                            Some(_) => {}
+                        }
+                    }
                     let entries = match read.open_table(TABLE) {
                         Ok(t) => t,
                         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
@@ -356,8 +513,12 @@ pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
                     for item in entries.iter().map_err(|e| cache_error(source, e))? {
                         let (key, value) = item.map_err(|e| cache_error(source, e))?;
                         let (key, value) = (key.value(), value.value());
-                        if decode_entry(key, value, 0).is_err() {
+                        let Ok(entry) = decode_entry(key, value, 0) else {
                             merge.corrupt_skipped += 1;
+                            continue;
+                        };
+                        if agreed.get(&entry.tag) != Some(&(entry.values.len() as u64)) {
+                            merge.differing += 1;
                             continue;
                         }
                         let held = table
@@ -385,8 +546,12 @@ pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
         txn.commit().map_err(|e| cache_error(into, e))?;
         drop(target);
         Ok(())
-    })?;
-    Ok(merge)
+    });
+    if merged.is_err() && created {
+        // a failed merge leaves no new, empty target behind
+        let _ = std::fs::remove_file(into);
+    }
+    merged.map(|()| merge)
 }
 
 impl<E: Embedder> CachedEmbedder<E> {
@@ -407,6 +572,7 @@ impl<E: Embedder> CachedEmbedder<E> {
             )
             .map_err(|e| open_error(&path, e))
         })?;
+        let tag = model_tag(inner.identity());
         Ok(CachedEmbedder {
             inner,
             db: Some(db),
@@ -419,6 +585,7 @@ impl<E: Embedder> CachedEmbedder<E> {
             siblings: None,
             first_corruption: Mutex::new(None),
             planner: None,
+            tag,
         })
     }
 
@@ -495,33 +662,100 @@ impl<E: Embedder> CachedEmbedder<E> {
         guarded(&self.path, || self.lookup_unguarded(keys))
     }
 
+    /// The width entries must have: the model's own, else the one recorded with its first
+    /// vectors (0: neither known yet).
+    fn expected_width(&self, txn: &redb::ReadTransaction) -> Result<usize> {
+        if self.inner.dimension() != 0 {
+            return Ok(self.inner.dimension());
+        }
+        match txn.open_table(WIDTHS) {
+            Ok(widths) => Ok(widths
+                .get(self.tag.as_slice())
+                .map_err(|e| cache_error(&self.path, e))?
+                .map_or(0, |w| w.value() as usize)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
+            Err(e) => Err(cache_error(&self.path, e)),
+        }
+    }
+
+    fn note_corrupt(&self, why: String) {
+        self.corrupt.fetch_add(1, Ordering::Relaxed);
+        let mut first = self.first_corruption.lock().expect("not poisoned");
+        first.get_or_insert(why);
+    }
+
     fn lookup_unguarded(&self, keys: &[[u8; 32]]) -> Result<Vec<Option<Vec<f32>>>> {
-        let dim = self.inner.dimension();
         let txn = self
             .db()
             .begin_read()
             .map_err(|e| cache_error(&self.path, e))?;
-        let table = match txn.open_table(TABLE) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(vec![None; keys.len()]),
-            Err(e) => return Err(cache_error(&self.path, e)),
-        };
-        keys.iter()
-            .map(|key| {
-                let found = table
-                    .get(key.as_slice())
-                    .map_err(|e| cache_error(&self.path, e))?;
-                Ok(found.and_then(|v| match decode_entry(key, v.value(), dim) {
-                    Ok(vector) => Some(vector),
-                    Err(why) => {
-                        self.corrupt.fetch_add(1, Ordering::Relaxed);
-                        let mut first = self.first_corruption.lock().expect("not poisoned");
-                        first.get_or_insert(why);
-                        None
+        let dim = self.expected_width(&txn)?;
+        let mut rows: Vec<Option<Vec<f32>>> = vec![None; keys.len()];
+        match txn.open_table(TABLE) {
+            Ok(table) => {
+                for (row, key) in rows.iter_mut().zip(keys) {
+                    let found = table
+                        .get(key.as_slice())
+                        .map_err(|e| cache_error(&self.path, e))?;
+                    let Some(found) = found else { continue };
+                    match decode_entry(key, found.value(), dim) {
+                        Ok(entry) if entry.tag == self.tag => *row = Some(entry.values),
+                        Ok(_) => self.note_corrupt("an entry tagged with another model".into()),
+                        Err(why) => self.note_corrupt(why),
                     }
-                }))
-            })
-            .collect()
+                }
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(cache_error(&self.path, e)),
+        }
+        // an older build's entries carry no model tag: used when they agree with the model's
+        // width (and moved to the current table), recomputed when they do not
+        let mut older: Vec<(usize, Vec<f32>)> = Vec::new();
+        match txn.open_table(V2_TABLE) {
+            Ok(table) => {
+                for (i, key) in keys.iter().enumerate().filter(|(i, _)| rows[*i].is_none()) {
+                    let found = table
+                        .get(key.as_slice())
+                        .map_err(|e| cache_error(&self.path, e))?;
+                    if let Some(found) = found {
+                        match decode_v2_entry(key, found.value(), dim) {
+                            Ok(vector) => older.push((i, vector)),
+                            Err(why) => self.note_corrupt(why),
+                        }
+                    }
+                }
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(cache_error(&self.path, e)),
+        }
+        drop(txn);
+        if let Some((_, first)) = older.first() {
+            let width = first.len();
+            if older.iter().any(|(_, v)| v.len() != width) {
+                // nothing tells which width is the model's: none of them is trusted
+                for _ in 0..older.len() {
+                    self.note_corrupt(
+                        "older entries of different widths under one model (its server changed \
+                         model): recomputed"
+                            .into(),
+                    );
+                }
+            } else if self.planner.is_none() {
+                let positions: Vec<usize> = older.iter().map(|(i, _)| *i).collect();
+                let flat: Vec<f32> = older.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+                let vectors =
+                    Array2::from_shape_vec((older.len(), width), flat).expect("rows of one width");
+                self.store_unguarded(keys, &positions, &vectors)?;
+                for (i, vector) in older {
+                    rows[i] = Some(vector);
+                }
+            } else {
+                for (i, vector) in older {
+                    rows[i] = Some(vector);
+                }
+            }
+        }
+        Ok(rows)
     }
 
     /// Fills the rows still `None` from the sibling cache files that can be read now, and stores
@@ -554,8 +788,8 @@ impl<E: Embedder> CachedEmbedder<E> {
                     let entry = table
                         .get(key.as_slice())
                         .map_err(|e| cache_error(&sibling, e))?;
-                    if let Some(vector) = entry.and_then(|v| decode_entry(key, v.value(), dim).ok())
-                    {
+                    let entry = entry.and_then(|v| decode_entry(key, v.value(), dim).ok());
+                    if let Some(vector) = entry.filter(|e| e.tag == self.tag).map(|e| e.values) {
                         found.push(vector.clone());
                         found_rows.push(i);
                         rows[i] = Some(vector);
@@ -600,6 +834,9 @@ impl<E: Embedder> CachedEmbedder<E> {
         guarded(&self.path, || self.store_unguarded(keys, rows, vectors))
     }
 
+    /// Stores `vectors` (row k under `keys[rows[k]]`) in one transaction, after checking their
+    /// width against the model's recorded one (recording it with the first vectors): a model
+    /// whose width changed stores nothing.
     fn store_unguarded(
         &self,
         keys: &[[u8; 32]],
@@ -611,16 +848,41 @@ impl<E: Embedder> CachedEmbedder<E> {
             .begin_write()
             .map_err(|e| cache_error(&self.path, e))?;
         {
+            let mut widths = txn
+                .open_table(WIDTHS)
+                .map_err(|e| cache_error(&self.path, e))?;
+            let width = vectors.ncols() as u64;
+            let recorded = widths
+                .get(self.tag.as_slice())
+                .map_err(|e| cache_error(&self.path, e))?
+                .map(|w| w.value());
+            match recorded {
+                None => {
+                    widths
+                        .insert(self.tag.as_slice(), width)
+                        .map_err(|e| cache_error(&self.path, e))?;
+                }
+                Some(w) if w != width => {
+                    // the transaction is dropped uncommitted: nothing of these vectors is kept
+                    return Err(cache_error(
+                        &self.path,
+                        format!(
+                            "{} now gives {width}-wide vectors where this cache holds {w}-wide \
+                             ones for it: the model behind the name changed, and the two must \
+                             not mix (nothing of the new vectors was stored). Pass another \
+                             --cache file to keep both, or move this one aside",
+                            self.inner.identity().model_id
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
             let mut table = txn
                 .open_table(TABLE)
                 .map_err(|e| cache_error(&self.path, e))?;
-            let mut bytes = Vec::with_capacity(CHECKSUM + vectors.ncols() * 4);
+            let mut bytes = Vec::with_capacity(CHECKSUM + TAG + vectors.ncols() * 4);
             for (k, &row) in rows.iter().enumerate() {
-                bytes.clear();
-                bytes.extend([0u8; CHECKSUM]);
-                bytes.extend(vectors.row(k).iter().flat_map(|x| x.to_le_bytes()));
-                let sum = checksum(&keys[row], &bytes[CHECKSUM..]);
-                bytes[..CHECKSUM].copy_from_slice(&sum);
+                encode_entry(&keys[row], &self.tag, vectors.row(k), &mut bytes);
                 table
                     .insert(keys[row].as_slice(), bytes.as_slice())
                     .map_err(|e| cache_error(&self.path, e))?;
@@ -843,6 +1105,157 @@ mod tests {
         }
     }
 
+    /// A server-like model: its width is known only from its answers (`dimension` 0) and may
+    /// change between runs; counts the texts it embeds.
+    struct Server {
+        identity: EmbedderIdentity,
+        width: usize,
+        embedded: AtomicUsize,
+    }
+
+    impl Server {
+        fn new(width: usize) -> Self {
+            Server {
+                identity: EmbedderIdentity {
+                    model_id: "openai:m".into(),
+                    revision: Some("127.0.0.1:9/v1".into()),
+                    pooling: "remote".into(),
+                    normalize: false,
+                    max_length: 8192,
+                },
+                width,
+                embedded: AtomicUsize::new(0),
+            }
+        }
+    }
+
+    impl Embedder for Server {
+        fn identity(&self) -> &EmbedderIdentity {
+            &self.identity
+        }
+        fn dimension(&self) -> usize {
+            0
+        }
+        fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
+            self.embedded.fetch_add(texts.len(), Ordering::SeqCst);
+            Ok(Array2::from_shape_fn(
+                (texts.len(), self.width),
+                |(i, j)| texts[i].len() as f32 + j as f32,
+            ))
+        }
+    }
+
+    /// Before, the second run's wider vectors were stored beside the first run's, `verify`
+    /// found nothing and every later run failed without sending anything.
+    #[test]
+    fn a_model_whose_width_changed_stores_nothing_and_verify_finds_a_stray() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("embeddings.redb");
+        let first = CachedEmbedder::open(Server::new(4), &path).unwrap();
+        first.embed(&["a", "bb"]).unwrap();
+        drop(first);
+        let changed = CachedEmbedder::open(Server::new(6), &path).unwrap();
+        let e = changed
+            .embed(&["a", "ccc", "dddd"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("now gives 6-wide vectors where this cache holds 4-wide"),
+            "{e}"
+        );
+        drop(changed);
+        let check = check_cache(&path, false).unwrap();
+        assert_eq!(
+            (check.entries, check.corrupt),
+            (2, 0),
+            "nothing of the 6-wide run"
+        );
+        // the old model again: everything works, the cached texts are not sent
+        let back = CachedEmbedder::open(Server::new(4), &path).unwrap();
+        assert_eq!(back.embed(&["a", "ccc"]).unwrap().ncols(), 4);
+        assert_eq!(back.inner().embedded.load(Ordering::SeqCst), 1);
+        let tag = back.tag;
+        let key = back.key("stray", None);
+        drop(back);
+        // an entry of another width under the model, sound in itself: verify finds it, repair
+        // removes it
+        let mut bytes = Vec::new();
+        encode_entry(&key, &tag, ndarray::arr1(&[1.0f32; 6]).view(), &mut bytes);
+        tamper(&path, key, &bytes);
+        let found = check_cache(&path, false).unwrap();
+        assert_eq!((found.entries, found.corrupt), (4, 1));
+        assert!(found.first_failure.unwrap().contains("recorded width is 4"));
+        assert_eq!(check_cache(&path, true).unwrap().removed, 1);
+        assert_eq!(check_cache(&path, false).unwrap().corrupt, 0);
+    }
+
+    /// What an older build left: untagged entries, of two widths under one model. Mixed ones are
+    /// recomputed, never returned together; agreeing ones are used and moved to the current
+    /// table.
+    #[test]
+    fn an_older_builds_entries_are_used_only_when_their_width_agrees() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("embeddings.redb");
+        let server = Server::new(4);
+        let probe = CachedEmbedder::open(Server::new(4), &path).unwrap();
+        let keys: Vec<[u8; 32]> = ["a", "bb", "ccc"]
+            .iter()
+            .map(|t| probe.key(t, None))
+            .collect();
+        drop(probe);
+        let write_v2 = |entries: &[([u8; 32], usize)]| {
+            let db = Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut table = txn.open_table(V2_TABLE).unwrap();
+                for (key, width) in entries {
+                    let vector: Vec<u8> =
+                        (0..*width).flat_map(|j| (j as f32).to_le_bytes()).collect();
+                    let mut value = checksum(key, &[], &vector).to_vec();
+                    value.extend(&vector);
+                    table.insert(key.as_slice(), value.as_slice()).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+        };
+        write_v2(&[(keys[0], 4), (keys[1], 6)]);
+        assert_eq!(check_cache(&path, false).unwrap().untagged_older_entries, 2);
+        let cached = CachedEmbedder::open(server, &path).unwrap();
+        let got = cached.embed(&["a", "bb"]).unwrap();
+        assert_eq!(got, Server::new(4).embed(&["a", "bb"]).unwrap());
+        assert_eq!(cached.stats().corrupt, 2);
+        drop(cached);
+        // agreeing older entries: used as they are, nothing sent
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("embeddings.redb");
+        let write_v2 = |entries: &[([u8; 32], usize)]| {
+            let db = Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut table = txn.open_table(V2_TABLE).unwrap();
+                for (key, width) in entries {
+                    let vector: Vec<u8> =
+                        (0..*width).flat_map(|j| (j as f32).to_le_bytes()).collect();
+                    let mut value = checksum(key, &[], &vector).to_vec();
+                    value.extend(&vector);
+                    table.insert(key.as_slice(), value.as_slice()).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+        };
+        write_v2(&[(keys[0], 4), (keys[2], 4)]);
+        let cached = CachedEmbedder::open(Server::new(4), &path).unwrap();
+        let got = cached.embed(&["a", "ccc"]).unwrap();
+        assert_eq!(got.row(0).to_vec(), vec![0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(cached.inner().embedded.load(Ordering::SeqCst), 0);
+        drop(cached);
+        assert_eq!(
+            check_cache(&path, false).unwrap().entries,
+            2,
+            "moved to the current table"
+        );
+    }
+
     /// Overwrites the stored value of `text` (under `embedder`'s identity) with `bytes`.
     fn tamper(path: &Path, key: [u8; 32], bytes: &[u8]) {
         let db = Database::create(path).unwrap();
@@ -991,8 +1404,8 @@ mod tests {
         tamper(&path, keys[0], &flipped);
         tamper(&path, keys[1], &stored[2]);
         let mut nan = stored[3][CHECKSUM..].to_vec();
-        nan[..4].copy_from_slice(&f32::NAN.to_le_bytes());
-        let mut with_sum = checksum(&keys[3], &nan).to_vec();
+        nan[TAG..TAG + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+        let mut with_sum = checksum(&keys[3], &nan[..TAG], &nan[TAG..]).to_vec();
         with_sum.extend(&nan);
         tamper(&path, keys[3], &with_sum);
         let cached = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
@@ -1041,8 +1454,14 @@ mod tests {
         let clean = check_cache(&path, false).unwrap();
         assert_eq!((clean.entries, clean.corrupt), (3, 0));
         tamper(&path, key, &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0x80, 0x7f]);
+        let before = std::fs::read(&path).unwrap();
         let found = check_cache(&path, false).unwrap();
         assert_eq!((found.entries, found.corrupt, found.removed), (3, 1, 0));
+        // verifying once rewrote 4,284 bytes of the file (redb's allocator state, on close)
+        assert!(
+            std::fs::read(&path).unwrap() == before,
+            "verify changed the file"
+        );
         assert!(found.first_failure.unwrap().contains("checksum"));
         assert_eq!(
             check_cache(&path, false).unwrap().corrupt,

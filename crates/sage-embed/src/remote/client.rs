@@ -211,12 +211,12 @@ impl Client {
             }
             if let Some(asked) = failure.retry_after.filter(|r| *r > self.longest_wait) {
                 return Err(self.error(format!(
-                    "{}; the server asks to wait {} s before trying again (Retry-After), longer \
-                     than this run waits between attempts ({} s: the longer of --request-timeout \
-                     and the longest backoff); nothing more was sent",
-                    failure.message,
+                    "the server asks to wait {} s before trying again (Retry-After), longer than \
+                     this run waits between attempts ({} s: the longer of --request-timeout and \
+                     the longest backoff); nothing more was sent. Its answer: {}",
                     asked.as_secs(),
-                    self.longest_wait.as_secs()
+                    self.longest_wait.as_secs(),
+                    failure.message,
                 )));
             }
             self.retries.fetch_add(1, Ordering::Relaxed);
@@ -313,6 +313,8 @@ impl Client {
             .protocol
             .error_message(&text)
             .unwrap_or_else(|| text.into_owned());
+        // sage's own words around it are never cut
+        let reason = sage_core::redact::excerpt(&reason, 200);
         Err(Failure {
             retryable: matches!(status, 408 | 409 | 425 | 429) || status >= 500,
             retry_after,
@@ -366,10 +368,10 @@ fn clock_after(wait: Duration) -> String {
 fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
-        return (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms.min(3.6e6) / 1e3));
+        return (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms.min(1e12) / 1e3));
     }
     let secs = header("retry-after")?.trim().parse::<f64>().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)))
 }
 
 /// The password of a `user:pass@` URL.
