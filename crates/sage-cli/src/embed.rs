@@ -159,37 +159,40 @@ pub fn run(model: &ModelArgs, input: &Path, output: Option<PathBuf>) -> Result<(
         .iter()
         .map(|r| r.str("text"))
         .collect::<Result<_>>()?;
+    let npy = match output
+        .as_ref()
+        .and_then(|p| p.extension())
+        .and_then(|e| e.to_str())
+    {
+        Some("npy") => true,
+        Some("jsonl") | None => false,
+        Some(other) if !model.remote.plan => {
+            bail!("--output must end in .npy or .jsonl, not .{other}")
+        }
+        Some(_) => false,
+    };
+    // before anything is computed or sent: a paid API is not billed for a run that cannot
+    // write its result
+    let mut out = Output::create(output)?;
     let embedder = model.load(spec)?;
     let vectors = embedder
         .embed(&texts)
         .with_context(|| format!("embedding {}", input.display()))?;
     if crate::remote::planning() {
-        let mut out = Output::create(output)?;
         serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&())?)?;
         out.write_all(b"\n")?;
         return out.finish();
     }
     crate::remote::finish(&())?;
-    match output
-        .as_ref()
-        .and_then(|p| p.extension())
-        .and_then(|e| e.to_str())
-    {
-        Some("npy") => {
-            let mut out = Output::create(output)?;
-            write_npy(&mut out, &vectors)?;
-            out.finish()
+    if npy {
+        write_npy(&mut out, &vectors)?;
+    } else {
+        for row in vectors.rows() {
+            serde_json::to_writer(&mut out, &serde_json::json!({ "embedding": row.to_vec() }))?;
+            out.write_all(b"\n")?;
         }
-        Some("jsonl") | None => {
-            let mut out = Output::create(output)?;
-            for row in vectors.rows() {
-                serde_json::to_writer(&mut out, &serde_json::json!({ "embedding": row.to_vec() }))?;
-                out.write_all(b"\n")?;
-            }
-            out.finish()
-        }
-        Some(other) => bail!("--output must end in .npy or .jsonl, not .{other}"),
     }
+    out.finish()
 }
 
 /// NumPy `.npy` version 1.0, little-endian f32, C order.

@@ -428,8 +428,8 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
         }
         Ok(report)
     };
-    let baseline = evaluate(&baseline_spec)?;
     let mut out = Output::create(args.output.clone())?;
+    let baseline = evaluate(&baseline_spec)?;
     if args.compare.is_empty() {
         serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&baseline)?)?;
     } else {

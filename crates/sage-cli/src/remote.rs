@@ -153,6 +153,12 @@ pub fn load(
     Ok(embedder)
 }
 
+/// Lets go of every remote model loaded (and so of its cache, which redb then closes cleanly: a
+/// file left open reads as a killed run's to the next `sage cache verify`).
+pub fn release() {
+    USED.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
 /// Whether this run only plans (`--plan` on a remote model).
 pub fn planning() -> bool {
     USED.lock()

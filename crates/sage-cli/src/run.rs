@@ -307,11 +307,13 @@ fn run_registered(
     output: Option<PathBuf>,
 ) -> Result<()> {
     let suite = registry.find(name)?;
+    // before anything is computed or sent: a paid API is not billed for a run that cannot
+    // write its result
+    let mut out = Output::create(output)?;
     let outcome = suite.run(subject, request)?;
     for note in &outcome.notes {
         eprintln!("sage: note: {name}: {note}");
     }
-    let mut out = Output::create(output)?;
     serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&outcome.report)?)?;
     out.write_all(b"\n")?;
     out.finish()

@@ -34,6 +34,8 @@ pub fn run(
     if metric == Some(Metric::LEVENSHTEIN) {
         check_levenshtein_work(&texts, input, allow_long)?;
     }
+    // before anything is computed or sent (see `Output::create`)
+    let mut out = Output::create(output)?;
     let similarity: Box<dyn Similarity> = match (metric, raw, &model.model) {
         (Some(m), true, _) => m.raw_similarity()?,
         (Some(m), false, _) => m.similarity(),
@@ -44,7 +46,6 @@ pub fn run(
     let scores = similarity
         .score_pairs(&texts)
         .with_context(|| format!("scoring {} with {}", input.display(), similarity.name()))?;
-    let mut out = Output::create(output)?;
     if crate::remote::planning() {
         serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&())?)?;
         out.write_all(b"\n")?;

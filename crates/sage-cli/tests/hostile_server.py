@@ -5,7 +5,9 @@ prints the port on its first line of stdout, and serves until killed (the test s
     python3 hostile_server.py MODE [ARG]
 
 Modes (each answers every request the same way):
-  ok WIDTH          a correct answer: one WIDTH-wide vector per input, from a hash of the text
+  ok WIDTH          a correct answer: one WIDTH-wide vector per input, from a hash of the text;
+                    WIDTH may name a file holding the width, read at every request (a server
+                    whose model changes under the same address)
   huge MEGABYTES    200 with `{"data":[{"index":0,"embedding":[0,0,0,...` of that many MB, its
                     length announced
   huge-unannounced MEGABYTES   the same with no Content-Length (the body ends when the
@@ -94,10 +96,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def answer(self, request):
         if MODE == "ok":
+            width = int(ARG) if ARG.isdigit() else int(open(ARG).read())
             inputs = request["input"] if isinstance(request, dict) else []
             inputs = [inputs] if isinstance(inputs, str) else inputs
             data = [
-                {"object": "embedding", "index": i, "embedding": vector(t, int(ARG))}
+                {"object": "embedding", "index": i, "embedding": vector(t, width)}
                 for i, t in enumerate(inputs)
             ]
             answer = {"object": "list", "data": data, "model": "m",
@@ -139,7 +142,14 @@ class Handler(BaseHTTPRequestHandler):
             self.send(500, b'{"error":{"message":"unknown mode"}}')
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # the client hanging up on an answer it refused is the point, not an error
+        pass
+
+
+server = Server(("127.0.0.1", 0), Handler)
 print(server.server_address[1], flush=True)
 server.serve_forever()

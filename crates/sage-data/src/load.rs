@@ -101,8 +101,12 @@ pub struct Beir {
     pub corpus_positions: Vec<usize>,
     /// queries.jsonl, only those with judgements in this split.
     pub queries: Vec<BeirQuery>,
-    /// query id → document id → relevance.
+    /// query id → document id → relevance (0 or more: see `negative_judgements`).
     pub qrels: BTreeMap<String, BTreeMap<String, i32>>,
+    /// Judgements whose relevance was negative in the file (TREC's "judged, not relevant" at a
+    /// graded level below 0): read as 0, as trec_eval scores them, and counted here so the report
+    /// can say so.
+    pub negative_judgements: usize,
     /// The key of the run's random streams over this set (query and document samples,
     /// perturbations): a checksum of its whole corpus, queries and judgements, so the same files
     /// give the same results under any name or path (see [`sample`](mod@crate::sample)).
@@ -116,8 +120,9 @@ impl Beir {
         split: &str,
         corpus: Vec<BeirDocument>,
         queries: Vec<BeirQuery>,
-        qrels: BTreeMap<String, BTreeMap<String, i32>>,
+        mut qrels: BTreeMap<String, BTreeMap<String, i32>>,
     ) -> Beir {
+        let negative_judgements = read_negative_as_zero(&mut qrels);
         let stream_key = beir_stream_key(&crate::sample::checksum(&corpus), &queries, &qrels);
         Beir {
             dataset: dataset.to_owned(),
@@ -128,6 +133,7 @@ impl Beir {
             corpus,
             queries,
             qrels,
+            negative_judgements,
             stream_key,
         }
     }
@@ -139,6 +145,18 @@ impl Beir {
             .ok()
             .map(|i| &self.corpus[i])
     }
+}
+
+/// Sets every negative relevance in `qrels` to 0; how many there were.
+fn read_negative_as_zero(qrels: &mut BTreeMap<String, BTreeMap<String, i32>>) -> usize {
+    let mut negative = 0;
+    for relevance in qrels.values_mut().flat_map(|d| d.values_mut()) {
+        if *relevance < 0 {
+            *relevance = 0;
+            negative += 1;
+        }
+    }
+    negative
 }
 
 fn beir_stream_key(
@@ -1089,6 +1107,7 @@ impl DataRoot {
                 .or_default()
                 .insert(j.doc, j.relevance);
         }
+        let negative_judgements = read_negative_as_zero(&mut judged);
         let queries: Vec<BeirQuery> = queries
             .into_iter()
             .filter(|q| judged.contains_key(&q.id))
@@ -1103,6 +1122,7 @@ impl DataRoot {
             corpus_positions: Vec::new(),
             queries,
             qrels: judged,
+            negative_judgements,
             stream_key,
         };
         let Some(keep) = keep else {

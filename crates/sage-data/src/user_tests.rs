@@ -186,6 +186,48 @@ fn qrels_that_name_missing_documents_are_refused_by_a_run_and_counted_by_a_check
     }
 }
 
+/// A judgement of relevance -1 once counted as a judgement of its own and moved the results;
+/// it is TREC's "judged, not relevant", read as 0 and counted.
+#[test]
+fn negative_relevance_reads_as_judged_not_relevant_and_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let qrels = std::fs::read_to_string(fixture("retrieval/scifact/qrels/test.tsv")).unwrap();
+    let corpus = std::fs::read_to_string(fixture("retrieval/scifact/corpus.jsonl")).unwrap();
+    let first_query = qrels.lines().nth(1).unwrap().split('\t').next().unwrap();
+    let unjudged_doc: String = corpus
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["_id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .find(|id| !qrels.contains(&format!("\t{id}\t")))
+        .unwrap();
+    let mut root = DataRoot::without_mirror();
+    let mut load = |name: &str, relevance: &str| {
+        let mine = dir.path().join(name);
+        sage_core::test_support::copy_tree(&fixture("retrieval/scifact"), &mine);
+        write(
+            &mine,
+            "qrels/test.tsv",
+            &format!("{qrels}{first_query}\t{unjudged_doc}\t{relevance}\n"),
+        );
+        root.resolve(mine.to_str().unwrap(), &PathHints::default())
+            .unwrap();
+        root.beir(name, "test").unwrap()
+    };
+    let negative = load("negative", "-1");
+    let zero = load("zero", "0");
+    assert_eq!(negative.negative_judgements, 1);
+    assert_eq!(zero.negative_judgements, 0);
+    assert_eq!(negative.qrels, zero.qrels);
+    assert_eq!(
+        negative.stream_key, zero.stream_key,
+        "the same random streams"
+    );
+}
+
 #[test]
 fn detection_never_guesses_and_kind_says_it_outright() {
     assert_eq!(

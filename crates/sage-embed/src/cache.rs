@@ -335,19 +335,19 @@ fn inspect_cache(path: &Path, repair: bool) -> std::result::Result<CacheCheck, U
     if !repair {
         // read-only: verifying writes nothing, not even the allocator state redb saves on close,
         // and works on a file the user may only read
-        let db = redb::ReadOnlyDatabase::open(path).map_err(|e| match e {
-            redb::DatabaseError::RepairAborted => Unread::Other(cache_error(
-                path,
-                "was not closed cleanly (a run was killed while it held the file): `sage cache \
-                 repair` recovers every committed entry; verify only reads",
-            )),
-            other => unread(other),
-        })?;
-        let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
-        let (check, _) = read_entries(path, &txn)?;
-        drop(txn);
-        drop(db);
-        return Ok(check);
+        match redb::ReadOnlyDatabase::open(path) {
+            Ok(db) => {
+                let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
+                let (check, _) = read_entries(path, &txn)?;
+                drop(txn);
+                drop(db);
+                return Ok(check);
+            }
+            // left open by a killed run: redb must recover it before reading, which writes, so
+            // the recovery runs on a copy and the file itself stays as it is
+            Err(redb::DatabaseError::RepairAborted) => return verify_a_copy(path),
+            Err(other) => return Err(unread(other)),
+        }
     }
     let mut db = Database::open(path).map_err(unread)?;
     db.check_integrity().map_err(|e| {
@@ -401,6 +401,37 @@ fn read_widths(
         Err(e) => return Err(cache_error(path, e)),
     }
     Ok(widths)
+}
+
+/// [`check_cache`] without repair, of a file a killed run left open: its copy in the temporary
+/// folder is recovered and read, then removed; the file keeps its bytes.
+fn verify_a_copy(path: &Path) -> std::result::Result<CacheCheck, Unread> {
+    let copy = std::env::temp_dir().join(format!(
+        "sage-verify-{}-{}.redb",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::copy(path, &copy).map_err(|e| {
+        cache_error(
+            path,
+            format!(
+                "was not closed cleanly and could not be copied to {} to verify: {e}",
+                copy.display()
+            ),
+        )
+    })?;
+    let checked = (|| {
+        let db = Database::open(&copy).map_err(|e| Unread::Broken(open_error(path, e)))?;
+        let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
+        let (check, _) = read_entries(path, &txn)?;
+        drop(txn);
+        drop(db);
+        Ok(check)
+    })();
+    let _ = std::fs::remove_file(&copy);
+    checked
 }
 
 /// Every entry of the cache read in `txn`, checked: the counts, and the keys of corrupt entries.
@@ -1446,11 +1477,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("embeddings.redb");
         let texts = ["one", "two", "three"];
+        let left_open = dir.path().join("left-open.redb");
         let key = {
             let cached = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
             cached.embed(&texts).unwrap();
+            // the file as a killed run leaves it: committed entries, never closed
+            std::fs::copy(&path, &left_open).unwrap();
             cached.key("two", None)
         };
+        let unclean = std::fs::read(&left_open).unwrap();
+        assert!(matches!(
+            redb::ReadOnlyDatabase::open(&left_open),
+            Err(redb::DatabaseError::RepairAborted)
+        ));
+        let check = check_cache(&left_open, false).unwrap();
+        assert_eq!((check.entries, check.corrupt), (3, 0));
+        assert!(
+            std::fs::read(&left_open).unwrap() == unclean,
+            "verify recovered the file itself"
+        );
         let clean = check_cache(&path, false).unwrap();
         assert_eq!((clean.entries, clean.corrupt), (3, 0));
         tamper(&path, key, &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0x80, 0x7f]);

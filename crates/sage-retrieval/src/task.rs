@@ -57,6 +57,10 @@ impl Default for Options {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// One perturbation's result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RetentionReport {
@@ -85,6 +89,10 @@ pub struct DatasetReport {
     pub queries: usize,
     /// Judged queries left out: no relevant document (relevance > 0) in the corpus.
     pub queries_without_relevant: usize,
+    /// Judgements with a negative relevance in the qrels file, scored as judged non-relevant
+    /// (0), as trec_eval does (absent when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub negative_judgements: usize,
     /// Mean NDCG@10 on the clean corpus.
     pub ndcg_clean: f64,
     /// Per perturbation, in retrieval_set order.
@@ -379,6 +387,7 @@ fn evaluate_planned(
         corpus_checksum,
         queries: queries.len(),
         queries_without_relevant,
+        negative_judgements: beir.negative_judgements,
         ndcg_clean,
         retentions,
         score,

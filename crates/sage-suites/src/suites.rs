@@ -270,15 +270,34 @@ impl Suite for Retrieval {
         names(&sage_retrieval::DEFAULT_DATASETS)
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        document_task(
+        let mut negative = Vec::new();
+        let mut outcome = document_task(
             self.name(),
             self.kinds(),
             subject,
             request,
             &sage_retrieval::DEFAULT_DATASETS,
             |o: &mut sage_retrieval::Options, seed| o.seed = seed,
-            sage_retrieval::evaluate,
-        )
+            |similarity, root, datasets, options| {
+                let report = sage_retrieval::evaluate(similarity, root, datasets, options)?;
+                negative = report
+                    .datasets
+                    .iter()
+                    .filter(|d| d.negative_judgements > 0)
+                    .map(|d| (d.dataset.clone(), d.negative_judgements))
+                    .collect();
+                Ok::<_, sage_retrieval::RetrievalError>(report)
+            },
+        )?;
+        outcome
+            .notes
+            .extend(negative.into_iter().map(|(dataset, n)| {
+                format!(
+                    "{dataset}: {n} judgements with a negative relevance were scored as judged \
+                 non-relevant (0), as trec_eval does"
+                )
+            }));
+        Ok(outcome)
     }
 }
 
