@@ -1450,7 +1450,7 @@ fn run_jobs(
                 Ok(cost) => Err(format!(
                     "not started: estimated ${cost:.4} would take this run's remote spend from ${spent:.4} past remote.max_cost_usd = ${ceiling}"
                 )),
-                Err(e) => Err(format!("not started: {e:#}")),
+                Err(e) => Err(format!("not started: {}", sage_core::said_once(e.as_ref()))),
             },
         };
         let status = if path.exists() && !overwrite {
@@ -1465,7 +1465,9 @@ fn run_jobs(
                     "done"
                 }
                 Err(e) => {
-                    bars.suspend(|| eprintln!("bench-all: {name}: {e:#}"));
+                    bars.suspend(|| {
+                        eprintln!("bench-all: {name}: {}", sage_core::said_once(e.as_ref()))
+                    });
                     "failed"
                 }
             }

@@ -403,27 +403,10 @@ pub fn main(registry: Registry) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("sage: error: {}", error_text(&e));
+            eprintln!("sage: error: {}", sage_core::said_once(e.as_ref()));
             ExitCode::FAILURE
         }
     }
-}
-
-/// An error and its causes, each said once: a library error that already quotes its cause in
-/// its own message (`retrieval: unknown dataset ...`) is not followed by that cause again.
-fn error_text(e: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in e.chain() {
-        let said = cause.to_string();
-        if text.contains(&said) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&said);
-    }
-    text
 }
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]

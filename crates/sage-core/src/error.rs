@@ -98,6 +98,23 @@ impl SageError {
     }
 }
 
+/// `e` and each of its causes that its message does not already spell out, joined by `": "`:
+/// how every front end (the `sage` binary, bench-all, Python) says an error. The library errors
+/// quote their cause in their own message (`{context}: {source}`) and also return it as their
+/// source, so walking the chain naively (anyhow's `{:#}`) says it twice.
+pub fn said_once(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
 pub(crate) fn ensure_same_len(what: &'static str, left: usize, right: usize) -> Result<()> {
     if left == right {
         Ok(())
@@ -123,5 +140,29 @@ pub(crate) fn ensure_at_least(what: &'static str, needed: usize, got: usize) -> 
         Ok(())
     } else {
         Err(SageError::TooFewValues { what, needed, got })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("running: {source}")]
+    struct Outer {
+        source: SageError,
+    }
+
+    /// anyhow's `{:#}` of the same chain once printed `... HTTP 400: bad: HTTP 400: bad`.
+    #[test]
+    fn each_cause_is_said_once() {
+        let inner = SageError::backend("embedding with m", std::io::Error::other("HTTP 400: bad"));
+        let outer = Outer { source: inner };
+        assert_eq!(
+            said_once(&outer),
+            "running: embedding with m: HTTP 400: bad"
+        );
+        let plain = std::io::Error::other("alone");
+        assert_eq!(said_once(&plain), "alone");
     }
 }

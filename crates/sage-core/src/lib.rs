@@ -40,7 +40,7 @@ pub use embed::{
     cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
-pub use error::{Result, SageError};
+pub use error::{said_once, Result, SageError};
 pub use result::{
     result_label, row_selections, utc_timestamp, write_atomically, Gpu, Host, Parameters,
     ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,

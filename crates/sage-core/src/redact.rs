@@ -292,7 +292,7 @@ mod tests {
         for echoed in [
             "sk-test-012345678",
             "SK-TEST-0123456789",
-            "k-test-0123456789x",
+            "k-test-0123456789",
             "Sk-TeSt-01234",
         ] {
             let shown = redact(&format!("key {echoed} refused"), &[key]);

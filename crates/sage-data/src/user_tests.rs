@@ -202,7 +202,7 @@ fn negative_relevance_reads_as_judged_not_relevant_and_is_counted() {
                 .unwrap()
                 .to_owned()
         })
-        .find(|id| !qrels.contains(&format!("\t{id}\t")))
+        .find(|id| !qrels.contains(&format!("{first_query}\t{id}\t")))
         .unwrap();
     let mut root = DataRoot::without_mirror();
     let mut load = |name: &str, relevance: &str| {

@@ -39,22 +39,8 @@ create_exception!(
     "An error from sage-rs: bad input, a missing dataset or model, a failed run. The message names the file and line where there is one."
 );
 
-/// The error's message with every cause that its own message does not already spell out.
-fn message(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text = format!("{text}: {more}");
-        }
-        source = cause.source();
-    }
-    text
-}
-
 fn py_err(e: impl std::error::Error + 'static) -> PyErr {
-    SageError::new_err(message(&e))
+    SageError::new_err(sage_core::said_once(&e))
 }
 
 fn role(name: &str) -> PyResult<Role> {
@@ -121,8 +107,13 @@ impl Model {
 }
 
 fn load_model(spec: &str, cache: bool) -> PyResult<Arc<dyn Embedder>> {
-    let model = load_embedder(spec, &ResolveOptions::from_env(), Default::default())
-        .map_err(|e| SageError::new_err(format!("loading model {spec:?}: {}", message(&e))))?;
+    let model =
+        load_embedder(spec, &ResolveOptions::from_env(), Default::default()).map_err(|e| {
+            SageError::new_err(format!(
+                "loading model {spec:?}: {}",
+                sage_core::said_once(&e)
+            ))
+        })?;
     if !cache {
         return Ok(Arc::from(model));
     }
@@ -323,7 +314,9 @@ fn perturb(
         let id = perturbation.id();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let perturbed = sage_perturb::perturb_texts(perturbation.as_ref(), &refs, RunSeed(seed))
-            .map_err(|(i, e)| SageError::new_err(format!("text {i}: {id}: {}", message(&e))))?;
+            .map_err(|(i, e)| {
+                SageError::new_err(format!("text {i}: {id}: {}", sage_core::said_once(&e)))
+            })?;
         let records: Vec<serde_json::Value> = perturbed
             .into_iter()
             .map(|p| {

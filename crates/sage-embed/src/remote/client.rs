@@ -202,10 +202,10 @@ impl Client {
                 Err(f) => f,
             };
             if !failure.retryable || attempt >= self.max_retries {
-                let tries = if failure.retryable {
-                    format!(" (after {} attempts)", attempt + 1)
-                } else {
-                    String::new()
+                let tries = match (failure.retryable, attempt) {
+                    (false, _) => String::new(),
+                    (true, 0) => " (after 1 attempt)".to_owned(),
+                    (true, n) => format!(" (after {} attempts)", n + 1),
                 };
                 return Err(self.error(format!("{}{tries}", failure.message)));
             }
