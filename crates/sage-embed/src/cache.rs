@@ -420,15 +420,15 @@ fn verify_a_copy(
         }
     }
     let _removed = Removed(&copy);
-    let checked = (|| {
+    // the copy is removed when `_removed` drops, after the check
+    (|| {
         let db = Database::open(&copy).map_err(unread)?;
         let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
         let (check, _) = read_entries(path, &txn)?;
         drop(txn);
         drop(db);
         Ok(check)
-    })();
-    checked
+    })()
 }
 
 /// Every entry of the cache read in `txn`, checked: the counts, and the keys of corrupt entries.
