@@ -50,6 +50,9 @@ impl OpenAiChat {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
+            // a redirected POST would go as a GET without its body, maybe to another host, and
+            // whatever answered would be read as the completion (as sage-embed's clients refuse)
+            .max_redirects(0)
             .build()
             .into();
         OpenAiChat {
