@@ -768,16 +768,16 @@ impl<E: Embedder> CachedEmbedder<E> {
                             .into(),
                     );
                 }
-            } else if self.planner.is_none() {
-                let positions: Vec<usize> = older.iter().map(|(i, _)| *i).collect();
-                let flat: Vec<f32> = older.iter().flat_map(|(_, v)| v.iter().copied()).collect();
-                let vectors =
-                    Array2::from_shape_vec((older.len(), width), flat).expect("rows of one width");
-                self.store_unguarded(keys, &positions, &vectors)?;
-                for (i, vector) in older {
-                    rows[i] = Some(vector);
-                }
             } else {
+                // a planning run writes nothing
+                if self.planner.is_none() {
+                    let positions: Vec<usize> = older.iter().map(|(i, _)| *i).collect();
+                    let flat: Vec<f32> =
+                        older.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+                    let vectors = Array2::from_shape_vec((older.len(), width), flat)
+                        .expect("rows of one width");
+                    self.store_unguarded(keys, &positions, &vectors)?;
+                }
                 for (i, vector) in older {
                     rows[i] = Some(vector);
                 }
@@ -1217,6 +1217,23 @@ mod tests {
         assert_eq!(check_cache(&path, false).unwrap().corrupt, 0);
     }
 
+    /// Writes entries in the previous (v2) layout, as an older build did: checksum, then the
+    /// vector `0, 1, 2, ...` of the given width, with no model tag.
+    fn write_v2(path: &Path, entries: &[([u8; 32], usize)]) {
+        let db = Database::create(path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(V2_TABLE).unwrap();
+            for (key, width) in entries {
+                let vector: Vec<u8> = (0..*width).flat_map(|j| (j as f32).to_le_bytes()).collect();
+                let mut value = checksum(key, &[], &vector).to_vec();
+                value.extend(&vector);
+                table.insert(key.as_slice(), value.as_slice()).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+
     /// What an older build left: untagged entries, of two widths under one model. Mixed ones are
     /// recomputed, never returned together; agreeing ones are used and moved to the current
     /// table.
@@ -1231,22 +1248,7 @@ mod tests {
             .map(|t| probe.key(t, None))
             .collect();
         drop(probe);
-        let write_v2 = |entries: &[([u8; 32], usize)]| {
-            let db = Database::create(&path).unwrap();
-            let txn = db.begin_write().unwrap();
-            {
-                let mut table = txn.open_table(V2_TABLE).unwrap();
-                for (key, width) in entries {
-                    let vector: Vec<u8> =
-                        (0..*width).flat_map(|j| (j as f32).to_le_bytes()).collect();
-                    let mut value = checksum(key, &[], &vector).to_vec();
-                    value.extend(&vector);
-                    table.insert(key.as_slice(), value.as_slice()).unwrap();
-                }
-            }
-            txn.commit().unwrap();
-        };
-        write_v2(&[(keys[0], 4), (keys[1], 6)]);
+        write_v2(&path, &[(keys[0], 4), (keys[1], 6)]);
         assert_eq!(check_cache(&path, false).unwrap().untagged_older_entries, 2);
         let cached = CachedEmbedder::open(server, &path).unwrap();
         let got = cached.embed(&["a", "bb"]).unwrap();
@@ -1256,22 +1258,7 @@ mod tests {
         // agreeing older entries: used as they are, nothing sent
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("embeddings.redb");
-        let write_v2 = |entries: &[([u8; 32], usize)]| {
-            let db = Database::create(&path).unwrap();
-            let txn = db.begin_write().unwrap();
-            {
-                let mut table = txn.open_table(V2_TABLE).unwrap();
-                for (key, width) in entries {
-                    let vector: Vec<u8> =
-                        (0..*width).flat_map(|j| (j as f32).to_le_bytes()).collect();
-                    let mut value = checksum(key, &[], &vector).to_vec();
-                    value.extend(&vector);
-                    table.insert(key.as_slice(), value.as_slice()).unwrap();
-                }
-            }
-            txn.commit().unwrap();
-        };
-        write_v2(&[(keys[0], 4), (keys[2], 4)]);
+        write_v2(&path, &[(keys[0], 4), (keys[2], 4)]);
         let cached = CachedEmbedder::open(Server::new(4), &path).unwrap();
         let got = cached.embed(&["a", "ccc"]).unwrap();
         assert_eq!(got.row(0).to_vec(), vec![0.0, 1.0, 2.0, 3.0]);

@@ -1,10 +1,9 @@
 //! The HTTP side of a remote embedder: bounded concurrency, rate ceilings, retries.
 
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
-
-use std::io::Read;
 
 use sage_core::redact::{redact, redact_url, url_host};
 use sage_core::Role;
@@ -112,11 +111,16 @@ impl Client {
     fn error(&self, message: String) -> EmbedError {
         EmbedError::Remote {
             provider: format!("{} at {}", self.protocol.name(), self.host),
-            message: redact(
-                &message,
-                &self.secrets.iter().map(String::as_str).collect::<Vec<_>>(),
-            ),
+            message: self.shown(&message),
         }
+    }
+
+    /// `text` as it may be shown: through the one redaction rule, with this client's secrets.
+    fn shown(&self, text: &str) -> String {
+        redact(
+            text,
+            &self.secrets.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
     }
 
     /// Sends every batch (`(start, end)` ranges of `texts`), at most `concurrency` at once, and
@@ -226,10 +230,7 @@ impl Client {
                     "sage: {} at {}: {}; waiting {} s (until {}) before attempt {} of {}",
                     self.protocol.name(),
                     self.host,
-                    redact(
-                        &failure.message,
-                        &self.secrets.iter().map(String::as_str).collect::<Vec<_>>()
-                    ),
+                    self.shown(&failure.message),
                     wait.as_secs(),
                     clock_after(wait),
                     attempt + 2,
