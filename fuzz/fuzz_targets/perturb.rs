@@ -1,7 +1,7 @@
 //! Every perturbation on any text, with parameters drawn inside the ranges its kind documents
 //! (`PerturbationSpec::KINDS`; for one input in four, any strings at all): building either succeeds or names the parameter,
-//! applying never panics, and the same seed gives the same text twice. The WordNet kinds use the
-//! fixture mirror's WordNet.
+//! applying never panics, and the same seed gives the same text twice; a noise channel at rate
+//! 0 gives the text back unchanged. The WordNet kinds use the fixture mirror's WordNet.
 #![no_main]
 
 use std::path::Path;
@@ -62,6 +62,11 @@ fuzz_target!(|input: &[u8]| {
         return;
     };
     let text = String::from_utf8_lossy(u.take_rest()).into_owned();
+    // the first `rate` given is the one built
+    let rate_zero = params
+        .iter()
+        .find(|(k, _)| k == "rate")
+        .is_some_and(|(_, v)| v.parse::<f64>() == Ok(0.0));
     let spec = PerturbationSpec {
         kind: kind.name.to_owned(),
         params,
@@ -72,7 +77,12 @@ fuzz_target!(|input: &[u8]| {
     let once = perturbation.apply(&text, &mut RunSeed(seed).rng("fuzz"));
     let twice = perturbation.apply(&text, &mut RunSeed(seed).rng("fuzz"));
     match (once, twice) {
-        (Ok(a), Ok(b)) => assert_eq!(a, b, "{} is not deterministic", perturbation.id()),
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a, b, "{} is not deterministic", perturbation.id());
+            if rate_zero {
+                assert_eq!(a.text, text, "{} at rate 0 changed the text", perturbation.id());
+            }
+        }
         (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
         (a, b) => panic!("{}: {a:?} then {b:?}", perturbation.id()),
     }

@@ -20,6 +20,18 @@
 //! | [`SynonymReplacement`] | n ∈ {1, 2, 3} words, WordNet | ALIGN-SIM criterion 2 |
 //! | [`AntonymReplacement`] | one word, WordNet | ALIGN-SIM criterion 3 |
 //! | [`Jumbling`] | n ∈ {1, 2, 3} swaps | ALIGN-SIM criterion 5 |
+//! | [`KeyboardTypos`] | rate of words: one QWERTY typo each | noise |
+//! | [`OcrConfusions`] | rate of confusable sites ([`OCR_CONFUSIONS`]) | noise |
+//! | [`CharacterNoise`] | rate of characters: drop, double, swap | noise |
+//! | [`Casing`] (`lower-case`, `upper-case`, `random-case`) | rate of words / letters | noise |
+//! | [`PunctuationLoss`], [`WhitespaceLoss`] | rate of marks / separators removed | noise |
+//! | [`WordDrop`], [`WordSwap`] | rate of words dropped / moved by adjacent swaps | noise |
+//! | [`Boilerplate`] | rate: items of [`BOILERPLATE`] per word | noise |
+//! | [`Truncation`] | rate of cl100k tokens cut from the end | noise |
+//! | [`FillerPadding`] | target length in cl100k tokens, text position | noise |
+//!
+//! The noise channels share one rule for how many units a rate touches (stochastic rounding of
+//! rate × units, exactly the identity at rate 0): see [`KeyboardTypos`]'s module, `noise.rs`.
 //!
 //! [`robustness_set`], [`sensitivity_set`] and [`retrieval_set`] build the exact lists the SAGE
 //! tasks use; [`PerturbationSpec`] parses `kind` + `key=value` parameters (the `sage perturb`
@@ -29,6 +41,7 @@
 mod lexical;
 mod needle;
 mod negation;
+mod noise;
 mod shuffle;
 mod surface;
 pub mod wordnet;
@@ -39,6 +52,11 @@ use std::sync::Arc;
 pub use lexical::{AntonymReplacement, SynonymReplacement, STOPWORDS};
 pub use needle::{filler, filler_tokens, NeedleInsertion, TokenRemoval};
 pub use negation::{NegationToggle, Toggle};
+pub use noise::{
+    qwerty_neighbours, Boilerplate, CaseMode, Casing, CharacterNoise, FillerPadding, KeyboardTypos,
+    OcrConfusions, PunctuationLoss, Truncation, WhitespaceLoss, WordDrop, WordSwap, BOILERPLATE,
+    MAX_PADDED_TOKENS, OCR_CONFUSIONS,
+};
 pub use sage_core::ExperimentRng;
 use serde::{Deserialize, Serialize};
 pub use shuffle::{Jumbling, SentenceShuffle, WordShuffle};
@@ -205,6 +223,16 @@ pub enum Provenance {
     Jumbling {
         swaps: Vec<(usize, usize)>,
     },
+    /// A production-noise channel: the units it counted (words, letters, sites, tokens) and
+    /// how many it touched.
+    Noise {
+        units: usize,
+        touched: usize,
+    },
+    FillerPadding {
+        text_tokens: usize,
+        filler_tokens: usize,
+    },
 }
 
 /// SAGE's six transformation-robustness perturbations: three superficial, then three semantic.
@@ -324,8 +352,9 @@ impl Parameter {
     }
 }
 
-/// A perturbation kind as the command line names it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A perturbation kind as the command line names it: its parameters and how it is built, so
+/// that a new kind is one entry of [`PerturbationSpec::KINDS`].
+#[derive(Clone, Copy, Debug)]
 pub struct Kind {
     /// The name, e.g. `needle-insertion`.
     pub name: &'static str,
@@ -333,6 +362,44 @@ pub struct Kind {
     pub parameters: &'static [Parameter],
     /// Whether it reads WordNet.
     pub needs_wordnet: bool,
+    /// Builds it from checked parameter values.
+    pub build: fn(&mut Arguments) -> Result<Box<dyn Perturbation>>,
+}
+
+/// A kind's parameter values, checked against their ranges, and WordNet on demand: what a
+/// [`Kind::build`] reads.
+pub struct Arguments<'a> {
+    parameters: &'static [Parameter],
+    values: Vec<f64>,
+    wordnet: Option<Box<dyn FnOnce() -> Result<Arc<WordNet>> + 'a>>,
+}
+
+impl Arguments<'_> {
+    /// The value of parameter `name` (given, else its default).
+    ///
+    /// # Panics
+    /// When the kind has no such parameter: the kind's table entry and its builder disagree.
+    pub fn value(&self, name: &str) -> f64 {
+        let i = self
+            .parameters
+            .iter()
+            .position(|p| p.name == name)
+            .expect("a parameter of the kind's table");
+        self.values[i]
+    }
+
+    /// A whole-number parameter: whole and within its range, so exact as `usize`.
+    pub fn count(&self, name: &str) -> usize {
+        self.value(name) as usize
+    }
+
+    /// WordNet, opened on first use.
+    pub fn wordnet(&mut self) -> Result<Arc<WordNet>> {
+        match self.wordnet.take() {
+            Some(open) => open(),
+            None => Err(PerturbError::Spec("WordNet was asked for twice".into())),
+        }
+    }
 }
 
 impl Kind {
@@ -357,26 +424,47 @@ impl Kind {
     }
 }
 
-const fn kind(name: &'static str, parameters: &'static [Parameter]) -> Kind {
+const fn kind(
+    name: &'static str,
+    parameters: &'static [Parameter],
+    build: fn(&mut Arguments) -> Result<Box<dyn Perturbation>>,
+) -> Kind {
     Kind {
         name,
         parameters,
         needs_wordnet: false,
+        build,
     }
 }
+
+/// The one parameter of a noise channel: the share of its units touched.
+const RATE: &[Parameter] = &[Parameter::unit("rate", 0.1)];
 
 impl PerturbationSpec {
     /// Every kind with its parameters, defaults and ranges.
     pub const KINDS: &'static [Kind] = &[
-        kind("random-capitalisation", &[Parameter::unit("p", 0.25)]),
+        kind(
+            "random-capitalisation",
+            &[Parameter::unit("p", 0.25)],
+            |a| {
+                Ok(Box::new(RandomCapitalisation {
+                    probability: a.value("p"),
+                }))
+            },
+        ),
         kind(
             "character-deletion",
             &[Parameter::count("every", 10.0, 1.0, 1e9)],
+            |a| {
+                Ok(Box::new(CharacterDeletion {
+                    every: a.count("every"),
+                }))
+            },
         ),
-        kind("numerisation", &[]),
-        kind("negation-toggle", &[]),
-        kind("sentence-shuffle", &[]),
-        kind("word-shuffle", &[]),
+        kind("numerisation", &[], |_| Ok(Box::new(Numerisation))),
+        kind("negation-toggle", &[], |_| Ok(Box::new(NegationToggle))),
+        kind("sentence-shuffle", &[], |_| Ok(Box::new(SentenceShuffle))),
+        kind("word-shuffle", &[], |_| Ok(Box::new(WordShuffle))),
         kind(
             "needle-insertion",
             &[
@@ -386,22 +474,125 @@ impl PerturbationSpec {
                 },
                 Parameter::unit("pos", 0.5),
             ],
+            |a| {
+                Ok(Box::new(NeedleInsertion {
+                    proportion: a.value("p"),
+                    position: a.value("pos"),
+                }))
+            },
         ),
         kind(
             "token-removal",
             &[Parameter::unit("size", 0.15), Parameter::unit("pos", 0.5)],
+            |a| {
+                Ok(Box::new(TokenRemoval {
+                    size: a.value("size"),
+                    position: a.value("pos"),
+                }))
+            },
         ),
         Kind {
             name: "synonym-replacement",
             parameters: &[Parameter::count("n", 1.0, 0.0, 1e6)],
             needs_wordnet: true,
+            build: |a| {
+                Ok(Box::new(SynonymReplacement {
+                    wordnet: a.wordnet()?,
+                    words: a.count("n"),
+                }))
+            },
         },
         Kind {
             name: "antonym-replacement",
             parameters: &[],
             needs_wordnet: true,
+            build: |a| {
+                Ok(Box::new(AntonymReplacement {
+                    wordnet: a.wordnet()?,
+                }))
+            },
         },
-        kind("jumbling", &[Parameter::count("n", 1.0, 0.0, 1e6)]),
+        kind("jumbling", &[Parameter::count("n", 1.0, 0.0, 1e6)], |a| {
+            Ok(Box::new(Jumbling {
+                swaps: a.count("n"),
+            }))
+        }),
+        kind("keyboard-typos", RATE, |a| {
+            Ok(Box::new(KeyboardTypos {
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("ocr-confusions", RATE, |a| {
+            Ok(Box::new(OcrConfusions {
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("character-noise", RATE, |a| {
+            Ok(Box::new(CharacterNoise {
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("lower-case", RATE, |a| {
+            Ok(Box::new(Casing {
+                mode: CaseMode::Lower,
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("upper-case", RATE, |a| {
+            Ok(Box::new(Casing {
+                mode: CaseMode::Upper,
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("random-case", RATE, |a| {
+            Ok(Box::new(Casing {
+                mode: CaseMode::Random,
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("punctuation-loss", RATE, |a| {
+            Ok(Box::new(PunctuationLoss {
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("whitespace-loss", RATE, |a| {
+            Ok(Box::new(WhitespaceLoss {
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("word-drop", RATE, |a| {
+            Ok(Box::new(WordDrop {
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("word-swap", RATE, |a| {
+            Ok(Box::new(WordSwap {
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("boilerplate", RATE, |a| {
+            Ok(Box::new(Boilerplate {
+                rate: a.value("rate"),
+            }))
+        }),
+        kind("truncation", RATE, |a| {
+            Ok(Box::new(Truncation {
+                rate: a.value("rate"),
+            }))
+        }),
+        kind(
+            "filler-padding",
+            &[
+                Parameter::count("tokens", 512.0, 0.0, noise::MAX_PADDED_TOKENS),
+                Parameter::unit("pos", 0.5),
+            ],
+            |a| {
+                Ok(Box::new(FillerPadding {
+                    tokens: a.count("tokens"),
+                    position: a.value("pos"),
+                }))
+            },
+        ),
     ];
 
     /// Builds the perturbation, opening WordNet (for the kinds that need it) from `wordnet_dir`,
@@ -422,9 +613,9 @@ impl PerturbationSpec {
     }
 
     /// Builds the perturbation; `wordnet` is opened only for the kinds that need it.
-    pub fn build(
+    pub fn build<'w>(
         &self,
-        wordnet: impl FnOnce() -> Result<Arc<WordNet>>,
+        wordnet: impl FnOnce() -> Result<Arc<WordNet>> + 'w,
     ) -> Result<Box<dyn Perturbation>> {
         let Some(kind) = Self::KINDS.iter().find(|k| k.name == self.kind) else {
             let kinds: Vec<&str> = Self::KINDS.iter().map(|k| k.name).collect();
@@ -459,46 +650,11 @@ impl PerturbationSpec {
             };
             values.push(parameter.check(value)?);
         }
-        let value = |name: &str| -> f64 {
-            let i = kind
-                .parameters
-                .iter()
-                .position(|p| p.name == name)
-                .expect("a parameter of the kind's table");
-            values[i]
-        };
-        // whole and within their range: exact as usize
-        let count = |name: &str| value(name) as usize;
-        let built: Box<dyn Perturbation> = match kind.name {
-            "random-capitalisation" => Box::new(RandomCapitalisation {
-                probability: value("p"),
-            }),
-            "character-deletion" => Box::new(CharacterDeletion {
-                every: count("every"),
-            }),
-            "numerisation" => Box::new(Numerisation),
-            "negation-toggle" => Box::new(NegationToggle),
-            "sentence-shuffle" => Box::new(SentenceShuffle),
-            "word-shuffle" => Box::new(WordShuffle),
-            "needle-insertion" => Box::new(NeedleInsertion {
-                proportion: value("p"),
-                position: value("pos"),
-            }),
-            "token-removal" => Box::new(TokenRemoval {
-                size: value("size"),
-                position: value("pos"),
-            }),
-            "jumbling" => Box::new(Jumbling { swaps: count("n") }),
-            "synonym-replacement" => Box::new(SynonymReplacement {
-                wordnet: wordnet()?,
-                words: count("n"),
-            }),
-            "antonym-replacement" => Box::new(AntonymReplacement {
-                wordnet: wordnet()?,
-            }),
-            other => unreachable!("{other} is in KINDS but not built"),
-        };
-        Ok(built)
+        (kind.build)(&mut Arguments {
+            parameters: kind.parameters,
+            values,
+            wordnet: Some(Box::new(wordnet)),
+        })
     }
 }
 
