@@ -83,6 +83,9 @@ struct RegisteredSuite {
     /// The suite's options, passed as `--options JSON`.
     #[serde(default)]
     options: serde_json::Map<String, Value>,
+    /// Under --quick, these options over `options` (a key here replaces the same key there).
+    #[serde(default)]
+    quick_options: serde_json::Map<String, Value>,
 }
 
 fn yes() -> bool {
@@ -340,6 +343,10 @@ impl Config {
         self.pteb.runs = q.pteb_runs;
         self.pteb.max_rows = q.pteb_max_rows;
         self.pteb.datasets = q.pteb_datasets.clone();
+        for suite in self.suites.values_mut() {
+            let quick = std::mem::take(&mut suite.quick_options);
+            suite.options.extend(quick);
+        }
         self
     }
 }
@@ -1668,6 +1675,11 @@ mod tests {
         let quick = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap().quick();
         assert!(quick.sage.cluster_max_texts < config.sage.cluster_max_texts);
         assert!(quick.sage.max_rows > 0);
+        // a suite's quick options replace its options of the same name, and keep the rest
+        let noise = |c: &Config| c.suites["noise"].options.clone();
+        assert_eq!(noise(&config)["max_queries"], 100);
+        assert_eq!(noise(&quick)["max_queries"], 10);
+        assert_eq!(noise(&quick)["lengths"], serde_json::json!([256]));
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub(crate) const SAGE_COLUMNS: [(&str, &str); 5] = [
     ("retrieval", "Retrieval"),
 ];
 
+/// Columns after Overall, each a suite's own category score beside SAGE's (not part of
+/// Overall): (suite folder, task, column title).
+pub(crate) const EXTRA_COLUMNS: [(&str, &str, &str); 1] = [("noise", "noise", "Noise (area)")];
+
 /// Family-wise error rate of the ranking's comparisons.
 pub const ALPHA: f64 = 0.05;
 
@@ -39,11 +43,14 @@ pub struct HeatmapRow {
     pub cells: Vec<Option<Cell>>,
 }
 
-/// Similarity × SAGE category (then Overall), every score with its interval.
+/// Similarity × SAGE category (then Overall, then the other suites' category scores that were
+/// run), every score with its interval.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Heatmap {
-    /// Category titles, then "Overall".
+    /// Category titles, then "Overall", then the extra columns' titles.
     pub columns: Vec<String>,
+    /// Each column's task (`clustering`, ..., `overall`, `noise`): what summary.csv names it.
+    pub tasks: Vec<String>,
     /// One row per similarity with at least one SAGE category.
     pub rows: Vec<HeatmapRow>,
     /// Per column, the rows with the highest score: every one of them when several tie (empty
@@ -202,7 +209,17 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             .iter()
             .map(|(task, _)| find(files, &s, "sage", task))
             .collect();
-        if found.iter().all(Option::is_none) {
+        let extra: Vec<Option<Cell>> = EXTRA_COLUMNS
+            .iter()
+            .map(|(suite, task, _)| {
+                let category = find(files, &s, suite, task)?.typed.category()?;
+                Some(Cell {
+                    score: category.score,
+                    ci95: category.ci95,
+                })
+            })
+            .collect();
+        if found.iter().all(Option::is_none) && extra.iter().all(Option::is_none) {
             continue;
         }
         let mut cells: Vec<Option<Cell>> = found
@@ -233,17 +250,40 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             complete.push((s.clone(), categories, cell));
             Some(cell)
         } else {
-            not_compared.push(format!("{s}: not ranked (a SAGE category has no result)"));
+            if found.iter().any(Option::is_some) {
+                not_compared.push(format!("{s}: not ranked (a SAGE category has no result)"));
+            }
             None
         };
         cells.push(overall);
+        cells.extend(extra);
         rows.push(HeatmapRow {
             similarity: s,
             cells,
         });
     }
     let mut columns: Vec<String> = SAGE_COLUMNS.iter().map(|c| c.1.to_owned()).collect();
+    let mut tasks: Vec<String> = SAGE_COLUMNS.iter().map(|c| c.0.to_owned()).collect();
     columns.push("Overall".into());
+    tasks.push("overall".into());
+    // an extra column shows only when some similarity has its result
+    let mut keep: Vec<bool> = vec![true; columns.len()];
+    for (k, (_, task, title)) in EXTRA_COLUMNS.iter().enumerate() {
+        let used = rows.iter().any(|r| r.cells[SAGE_COLUMNS.len() + 1 + k].is_some());
+        columns.push((*title).to_owned());
+        tasks.push((*task).to_owned());
+        keep.push(used);
+    }
+    let drop = |v: &mut Vec<String>| {
+        let mut k = keep.iter();
+        v.retain(|_| *k.next().unwrap_or(&true));
+    };
+    drop(&mut columns);
+    drop(&mut tasks);
+    for row in &mut rows {
+        let mut k = keep.iter();
+        row.cells.retain(|_| *k.next().unwrap_or(&true));
+    }
     let best = (0..columns.len())
         .map(|c| {
             let scores: Vec<(usize, f64)> = rows
@@ -309,6 +349,7 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
     Ok(Answer {
         heatmap: Heatmap {
             columns,
+            tasks,
             rows,
             best,
         },

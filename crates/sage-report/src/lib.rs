@@ -135,7 +135,7 @@ pub fn write_report(dir: &Path, mteb_results: Option<&Path>) -> Result<Written> 
         })?;
     }
     let answer = answer::answer(&files)?;
-    let tables = tables::tables(&files, &answer, &mut sink);
+    let tables = tables::tables(&files, &answer, &mut sink)?;
     let provenance = load::provenance(&files);
     let palette = plots::Palette::new(&load::similarities(&files));
     let charts = plots::charts(&files, &palette)?;

@@ -30,12 +30,14 @@ pub(crate) enum Typed {
     EvalRank(Box<evalrank::EvalRankReport>),
     AlignSim(Box<align_sim::AlignSimReport>),
     Pteb(Box<pteb::PtebReport>),
+    Noise(Box<sage_noise::NoiseReport>),
     /// A suite registered beyond the shipped ones: the report shows its envelope (score,
     /// datasets).
     Other,
 }
 
-/// What a SAGE category's report says of its score: the same three fields in all five.
+/// What a category's report says of its score: the same three fields in SAGE's five and the
+/// noise suite.
 pub(crate) struct CategoryScore<'a> {
     pub(crate) score: f64,
     pub(crate) ci95: Option<(f64, f64)>,
@@ -57,6 +59,7 @@ impl Typed {
             ("evalrank", _) => Typed::EvalRank(boxed(report)?),
             ("align-sim", _) => Typed::AlignSim(boxed(report)?),
             ("pteb", _) => Typed::Pteb(boxed(report)?),
+            ("noise", _) => Typed::Noise(boxed(report)?),
             _ => Typed::Other,
         })
     }
@@ -80,6 +83,7 @@ impl Typed {
             Typed::Sensitivity(r) => of(r),
             Typed::Clustering(r) => of(r),
             Typed::Retrieval(r) => of(r),
+            Typed::Noise(r) => of(r),
             _ => return None,
         })
     }

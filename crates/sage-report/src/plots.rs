@@ -342,6 +342,97 @@ fn pteb_chart(
     Ok(svg)
 }
 
+/// One channel's retention curves: a line per (similarity, dataset), the similarity's colour,
+/// the dataset's marker (circle, triangle, square, ...), the 95% interval as a band.
+fn noise_curves(
+    channel: &str,
+    runs: &[(&ResultFile, &sage_noise::NoiseReport)],
+    palette: &Palette,
+) -> Result<Option<String>> {
+    let mut datasets: Vec<&str> = Vec::new();
+    // (similarity, dataset index, axis, points)
+    let mut series = Vec::new();
+    for (f, r) in runs {
+        for d in &r.datasets {
+            let Some(c) = d.channels.iter().find(|c| c.channel == channel) else {
+                continue;
+            };
+            let at = match datasets.iter().position(|n| *n == d.dataset) {
+                Some(i) => i,
+                None => {
+                    datasets.push(&d.dataset);
+                    datasets.len() - 1
+                }
+            };
+            series.push((f.similarity.as_str(), at, c.axis, &c.points));
+        }
+    }
+    let Some(&(_, _, axis, _)) = series.first() else {
+        return Ok(None);
+    };
+    let x_max = series
+        .iter()
+        .flat_map(|s| s.3.iter().map(|p| p.level))
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let y_max = series
+        .iter()
+        .flat_map(|s| s.3.iter().map(|p| p.ci95.map_or(p.retention, |c| c.high)))
+        .fold(1.0f64, f64::max)
+        .min(2.0);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, key) = root.split_horizontally(SIZE.0 - KEY_WIDTH);
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(format!("Noise: {channel}"), ("sans-serif", 17))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc(match axis {
+                sage_noise::Axis::Rate => "rate (share of units touched)",
+                sage_noise::Axis::Tokens => "padded length (cl100k tokens)",
+            })
+            .y_desc("retention")
+            .draw()?;
+        let mut entries = Vec::new();
+        for (similarity, at, _, points) in &series {
+            let c = palette.colour(similarity);
+            let band: Vec<(f64, f64)> = points
+                .iter()
+                .map(|p| (p.level, p.ci95.map_or(p.retention, |ci| ci.high)))
+                .chain(
+                    points
+                        .iter()
+                        .rev()
+                        .map(|p| (p.level, p.ci95.map_or(p.retention, |ci| ci.low))),
+                )
+                .collect();
+            chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.15).filled())))?;
+            let line: Vec<(f64, f64)> = points.iter().map(|p| (p.level, p.retention)).collect();
+            chart.draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))?;
+            match at % 3 {
+                0 => chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, c.filled())))?,
+                1 => chart.draw_series(
+                    line.iter()
+                        .map(|&p| TriangleMarker::new(p, 4, c.filled())),
+                )?,
+                _ => chart.draw_series(line.iter().map(|&p| Cross::new(p, 4, c.stroke_width(2))))?,
+            };
+            let name = similarity.rsplit('/').next().unwrap_or(similarity);
+            let dataset = datasets[*at].split('/').next().unwrap_or(datasets[*at]);
+            entries.push((format!("{name} · {dataset}"), c, true));
+        }
+        draw_key(&key, &entries)?;
+        root.present()?;
+    }
+    Ok(Some(svg))
+}
+
 /// Every plot the results allow, each with the table it goes beside.
 pub(crate) fn charts(files: &[ResultFile], palette: &Palette) -> Result<Vec<Chart>> {
     let mut out = Vec::new();
@@ -412,6 +503,31 @@ pub(crate) fn charts(files: &[ResultFile], palette: &Palette) -> Result<Vec<Char
                 palette.colour(&f.similarity),
             )?,
         });
+    }
+    // noise: one retention plot per channel, every similarity and dataset on it
+    let noise: Vec<(&ResultFile, &sage_noise::NoiseReport)> = files
+        .iter()
+        .filter_map(|f| match &f.typed {
+            Typed::Noise(r) => Some((f, r.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let mut channels: Vec<&str> = Vec::new();
+    for (_, r) in &noise {
+        for c in r.datasets.iter().flat_map(|d| &d.channels) {
+            if !channels.contains(&c.channel.as_str()) {
+                channels.push(&c.channel);
+            }
+        }
+    }
+    for channel in channels {
+        if let Some(svg) = noise_curves(channel, &noise, palette)? {
+            out.push(Chart {
+                beside: "noise",
+                caption: format!("Retention under {channel}, 95% intervals as bands"),
+                svg,
+            });
+        }
     }
     // ALIGN-SIM antonym-difference histograms, per similarity and dataset
     for (f, report) in files.iter().filter_map(|f| match &f.typed {

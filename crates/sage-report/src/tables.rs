@@ -93,10 +93,15 @@ fn sage_table(answer: &Answer, sink: &mut Sink) -> Table {
                     out.push("—".into());
                     continue;
                 };
+                let task = &heatmap.tasks[k];
                 sink.csv.push(CsvLine {
                     similarity: row.similarity.clone(),
-                    suite: "sage".into(),
-                    task: SAGE_COLUMNS.get(k).map_or("overall", |c| c.0).into(),
+                    suite: if k < SAGE_COLUMNS.len() || task == "overall" {
+                        "sage".into()
+                    } else {
+                        task.clone()
+                    },
+                    task: task.clone(),
                     dataset: String::new(),
                     measure: "score".into(),
                     value: cell.score,
@@ -117,7 +122,9 @@ fn sage_table(answer: &Answer, sink: &mut Sink) -> Table {
         key: "sage",
         title: "SAGE (Table 1 layout)".into(),
         note: "Scores in [0, 1] with bootstrap 95% intervals; ★ the best of each column; Overall \
-               is the unweighted mean of the five categories (— when one is missing)."
+               is the unweighted mean of the five categories (— when one is missing). Noise \
+               (area), when run, is the noise suite's mean area under the retention curves — \
+               beside SAGE, not part of Overall."
             .into(),
         header,
         rows,
@@ -774,7 +781,11 @@ fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
 }
 
 /// Every table: the answer's (keys `sage`, `ranking`, `comparisons`) first, then the details.
-pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> Vec<Table> {
+pub(crate) fn tables(
+    files: &[ResultFile],
+    answer: &Answer,
+    sink: &mut Sink,
+) -> crate::Result<Vec<Table>> {
     let mut out = vec![sage_table(answer, sink)];
     out.extend(ranking_tables(answer));
     out.extend(human_pref_tables(files, sink));
@@ -855,8 +866,114 @@ pub(crate) fn tables(files: &[ResultFile], answer: &Answer, sink: &mut Sink) -> 
     out.push(evalrank_table(files, sink));
     out.push(align_sim_table(files, sink));
     out.extend(pteb_tables(files, sink));
+    out.push(noise_table(files, sink)?);
     out.push(other_suites_table(files, sink));
-    out.into_iter().filter(|t| !t.rows.is_empty()).collect()
+    Ok(out.into_iter().filter(|t| !t.rows.is_empty()).collect())
+}
+
+/// The noise suite: per dataset and channel, every similarity's area under the retention curve
+/// with its interval, and whether the best is really better than the next (paired bootstrap of
+/// the two areas, Holm-corrected over every row).
+fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
+    let runs: Vec<(&ResultFile, &sage_noise::NoiseReport)> = files
+        .iter()
+        .filter_map(|f| match &f.typed {
+            Typed::Noise(r) => Some((f, r.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let mut header = vec!["Dataset".to_owned(), "Channel".to_owned()];
+    header.extend(runs.iter().map(|(f, _)| f.similarity.clone()));
+    header.push("Best − next [95% CI], p (Holm)".to_owned());
+    // (dataset, channel) rows in first-seen order
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for (_, r) in &runs {
+        for d in &r.datasets {
+            for key in std::iter::once("clean".to_owned())
+                .chain(d.channels.iter().map(|c| c.channel.clone()))
+                .chain(std::iter::once("all channels".to_owned()))
+            {
+                let k = (d.dataset.clone(), key);
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    let mut tests: Vec<(usize, String, sage_core::measures::PairedDifference)> = Vec::new();
+    for (dataset, key) in &keys {
+        let mut row = vec![dataset.clone(), key.clone()];
+        // (similarity, area, replicates, units checksum) of each run that has this row
+        let mut areas = Vec::new();
+        for (f, r) in &runs {
+            let Some(d) = r.datasets.iter().find(|d| &d.dataset == dataset) else {
+                row.push("—".into());
+                continue;
+            };
+            let units = (d.corpus_checksum.clone(), d.rows.as_ref().map(|r| r.checksum.clone()));
+            match key.as_str() {
+                "clean" => row.push(sink.cell(f, dataset, &format!("clean {}", d.measure), Some(d.clean))),
+                "all channels" => {
+                    row.push(sink.cell(f, dataset, "mean area", Some(d.score)));
+                }
+                channel => match d.channels.iter().find(|c| c.channel == channel) {
+                    Some(c) => {
+                        let text = sink.cell(f, dataset, &format!("area {channel}"), Some(c.area));
+                        row.push(match c.area_ci95 {
+                            Some(ci) => format!("{text} [{:.3}, {:.3}]", ci.low, ci.high),
+                            None => text,
+                        });
+                        areas.push((f.similarity.clone(), c.area, c.area_bootstrap.as_ref(), units));
+                    }
+                    None => row.push("—".into()),
+                },
+            }
+        }
+        areas.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let compared = match (areas.first(), areas.get(1)) {
+            (Some(best), Some(next)) => match (best.2, next.2) {
+                (Some(a), Some(b)) if a.drawn_like(b) && best.3 == next.3 => {
+                    sage_core::measures::paired_bootstrap(best.1, next.1, &a.values, &b.values, 0.95)?
+                        .map(|d| (best.0.clone(), d))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        match compared {
+            Some((best, d)) => {
+                tests.push((rows.len(), best, d));
+                row.push(String::new());
+            }
+            None => row.push("—".into()),
+        }
+        rows.push(row);
+    }
+    let holm = sage_core::measures::holm(
+        &tests.iter().map(|t| t.2.p_value).collect::<Vec<_>>(),
+        crate::answer::ALPHA,
+    )?;
+    for (k, (at, best, d)) in tests.iter().enumerate() {
+        let short = best.rsplit('/').next().unwrap_or(best);
+        let verdict = if holm.reject[k] { "" } else { ", not significant" };
+        *rows[*at].last_mut().expect("a row has cells") = format!(
+            "{short} +{:.3} [{:.3}, {:.3}], p {:.3}{verdict}",
+            d.difference, d.ci_low, d.ci_high, holm.adjusted[k]
+        );
+    }
+    Ok(Table {
+        key: "noise",
+        title: "Production noise — area under the retention curve per channel".into(),
+        note: "Retention = score on noisy input / clean score (NDCG@10 with noisy queries; \
+               Spearman or AP with a noisy second sentence). Area: trapezoid under the retention \
+               curve from the clean point to the largest rate (or length), divided by it: 1 = no \
+               loss. 95% paired bootstrap intervals; the last column tests the best area \
+               against the next (paired bootstrap, Holm-corrected over the rows)."
+            .into(),
+        header,
+        rows,
+    })
 }
 
 fn csv_field(s: &str) -> String {

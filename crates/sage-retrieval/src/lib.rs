@@ -41,8 +41,8 @@ mod topk;
 
 pub use sage_perturb::retrieval_set;
 pub use task::{
-    evaluate, evaluate_dataset, DatasetReport, Mode, Options, RetentionReport, RetrievalReport,
-    DEFAULT_DATASETS,
+    evaluate, evaluate_dataset, load_ranking_set, DatasetReport, Doc, Mode, Options, Query,
+    RankingSet, RetentionReport, RetrievalReport, Sampling, DEFAULT_DATASETS,
 };
 pub use topk::TopK;
 

@@ -112,10 +112,84 @@ pub struct DatasetReport {
 pub type RetrievalReport = sage_core::CategoryReport<Options, DatasetReport>;
 
 /// A document as ranked: file position (keys its perturbation streams), id, text.
-struct Doc {
-    position: usize,
-    id: String,
-    text: String,
+#[derive(Clone, Debug, PartialEq)]
+pub struct Doc {
+    /// Position in the corpus file.
+    pub position: usize,
+    /// Document id.
+    pub id: String,
+    /// `title + " " + text`, or the text alone when there is no title.
+    pub text: String,
+}
+
+/// A query as ranked: its position in the queries file (keys its perturbation streams), its
+/// text and its judgements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    /// Position in the queries file.
+    pub position: usize,
+    /// The query.
+    pub text: String,
+    /// Document id → relevance.
+    pub qrels: HashMap<String, i32>,
+}
+
+/// A BEIR split as a run ranks it: the queries kept (with a relevant document in the corpus,
+/// sampled to `max_queries`), the documents used (every relevant one, sampled to `max_docs`),
+/// and what was left out. The one reading of a BEIR split by the tasks that rank it.
+#[derive(Clone, Debug)]
+pub struct RankingSet {
+    /// `name/split`.
+    pub dataset: String,
+    /// Content key of the split: the label perturbation streams derive from.
+    pub stream_key: String,
+    /// The queries kept, in file order.
+    pub queries: Vec<Query>,
+    /// The documents used, in file order.
+    pub documents: Vec<Doc>,
+    /// Documents in the corpus file.
+    pub corpus_total: usize,
+    /// Checksum of the used documents' ids and texts.
+    pub corpus_checksum: String,
+    /// Judged queries left out: no relevant document in the corpus.
+    pub queries_without_relevant: usize,
+    /// Judgements with a negative relevance, scored as 0.
+    pub negative_judgements: usize,
+}
+
+/// How a [`RankingSet`] is sampled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sampling {
+    /// Corpus documents sampled (seeded), every relevant one kept; all when `None`.
+    pub max_docs: Option<usize>,
+    /// Queries sampled (seeded); all judged ones when `None`.
+    pub max_queries: Option<usize>,
+    /// The run seed.
+    pub seed: RunSeed,
+}
+
+/// The [`RankingSet`] of `name/split` (BEIR kind): only the documents it uses are read into
+/// memory (the plan is made on ids first).
+pub fn load_ranking_set(
+    root: &DataRoot,
+    name: &str,
+    split: &str,
+    sampling: Sampling,
+    timings: &mut Timings,
+) -> Result<RankingSet> {
+    let planned = std::cell::RefCell::new(None);
+    let beir = timings.time(format!("load/{name}/{split}"), || {
+        root.beir_sampled(name, split, &|b| {
+            let plan = plan(b, sampling);
+            let positions = plan.positions.clone();
+            *planned.borrow_mut() = Some(plan);
+            positions
+        })
+    })?;
+    let plan = planned
+        .into_inner()
+        .expect("a sampled load asks for its plan");
+    ranking_set(&beir, plan)
 }
 
 /// Ranks `docs` (id, text) for every query, chunk by chunk, into one top-10 per query.
@@ -204,10 +278,10 @@ struct Plan {
     queries_without_relevant: usize,
 }
 
-fn plan(beir: &Beir, options: &Options) -> Plan {
+fn plan(beir: &Beir, sampling: Sampling) -> Plan {
     // keyed by content, not name: see sage_data::sample
     let stream = &beir.stream_key;
-    let seed = options.seed;
+    let seed = sampling.seed;
     // queries with a relevant document, optionally sampled
     let corpus_ids: BTreeSet<&str> = beir.corpus_ids.iter().map(String::as_str).collect();
     let judged: Vec<usize> = (0..beir.queries.len())
@@ -218,7 +292,7 @@ fn plan(beir: &Beir, options: &Options) -> Plan {
         })
         .collect();
     let queries_without_relevant = beir.queries.len() - judged.len();
-    let kept: Vec<usize> = match options.max_queries {
+    let kept: Vec<usize> = match sampling.max_queries {
         Some(max) if max < judged.len() => {
             let mut picked: Vec<usize> = index::sample(
                 &mut seed.rng(&format!("retrieval/{stream}/queries")),
@@ -244,7 +318,7 @@ fn plan(beir: &Beir, options: &Options) -> Plan {
         })
         .collect();
     let total = beir.corpus_ids.len();
-    let positions: Vec<usize> = match options.max_docs {
+    let positions: Vec<usize> = match sampling.max_docs {
         Some(max) if max < total => {
             let (must, rest): (Vec<usize>, Vec<usize>) =
                 (0..total).partition(|&i| relevant.contains(beir.corpus_ids[i].as_str()));
@@ -279,41 +353,45 @@ pub fn evaluate_dataset(
     options: &Options,
     timings: &mut Timings,
 ) -> Result<DatasetReport> {
-    evaluate_planned(similarity, beir, plan(beir, options), options, timings)
+    let set = ranking_set(beir, plan(beir, options.sampling()))?;
+    evaluate_set(similarity, &set, options, timings)
 }
 
-/// [`evaluate_dataset`] with its [`plan`] already made (by the load that kept its documents).
-fn evaluate_planned(
-    similarity: &dyn Similarity,
+impl Options {
+    fn sampling(&self) -> Sampling {
+        Sampling {
+            max_docs: self.max_docs,
+            max_queries: self.max_queries,
+            seed: self.seed,
+        }
+    }
+}
+
+/// The ranking set of `beir` under `plan` (made on its ids, before the documents were read).
+fn ranking_set(
     beir: &Beir,
     Plan {
         kept,
         positions,
         queries_without_relevant,
     }: Plan,
-    options: &Options,
-    timings: &mut Timings,
-) -> Result<DatasetReport> {
+) -> Result<RankingSet> {
     let name = &beir.dataset;
-    let stream = &beir.stream_key;
-    let seed = options.seed;
     if kept.is_empty() {
         return Err(RetrievalError::Insufficient(format!(
             "{name}/{}: no query has a relevant document in the corpus",
             beir.split
         )));
     }
-    let queries: Vec<&str> = kept
+    let queries: Vec<Query> = kept
         .iter()
-        .map(|&i| beir.queries[i].text.as_str())
-        .collect();
-    let qrels: Vec<HashMap<String, i32>> = kept
-        .iter()
-        .map(|&i| {
-            beir.qrels[&beir.queries[i].id]
+        .map(|&i| Query {
+            position: i,
+            text: beir.queries[i].text.clone(),
+            qrels: beir.qrels[&beir.queries[i].id]
                 .iter()
                 .map(|(d, &r)| (d.clone(), r))
-                .collect()
+                .collect(),
         })
         .collect();
     let used: Vec<&BeirDocument> = positions
@@ -327,7 +405,7 @@ fn evaluate_planned(
             })
         })
         .collect::<Result<_>>()?;
-    let docs: Vec<Doc> = positions
+    let documents: Vec<Doc> = positions
         .iter()
         .zip(&used)
         .map(|(&i, d)| Doc {
@@ -336,10 +414,34 @@ fn evaluate_planned(
             text: document_text(&d.title, &d.text),
         })
         .collect();
-    let corpus_checksum = sage_data::sample::checksum(used.iter().copied());
+    Ok(RankingSet {
+        dataset: format!("{name}/{}", beir.split),
+        stream_key: beir.stream_key.clone(),
+        queries,
+        documents,
+        corpus_total: beir.corpus_ids.len(),
+        corpus_checksum: sage_data::sample::checksum(used.iter().copied()),
+        queries_without_relevant,
+        negative_judgements: beir.negative_judgements,
+    })
+}
+
+/// Task 5 on a loaded ranking set.
+fn evaluate_set(
+    similarity: &dyn Similarity,
+    set: &RankingSet,
+    options: &Options,
+    timings: &mut Timings,
+) -> Result<DatasetReport> {
+    let name = set.dataset.split('/').next().unwrap_or(&set.dataset);
+    let stream = &set.stream_key;
+    let seed = options.seed;
+    let queries: Vec<&str> = set.queries.iter().map(|q| q.text.as_str()).collect();
+    let qrels: Vec<HashMap<String, i32>> = set.queries.iter().map(|q| q.qrels.clone()).collect();
+    let docs = &set.documents;
     let chunk = (options.pair_budget / queries.len()).max(1);
     let clean = timings.time(format!("rank/{name}/clean"), || {
-        rank_corpus(similarity, &queries, &docs, chunk, &|d| {
+        rank_corpus(similarity, &queries, docs, chunk, &|d| {
             Ok((d.id.clone(), d.text.clone()))
         })
     })?;
@@ -361,7 +463,7 @@ fn evaluate_planned(
             Ok((doc_id, text))
         };
         let mut tops = timings.time(format!("rank/{name}/{id}"), || {
-            rank_corpus(similarity, &queries, &docs, chunk, &perturb)
+            rank_corpus(similarity, &queries, docs, chunk, &perturb)
         })?;
         if options.mode == Mode::Distractor {
             for (top, original) in tops.iter_mut().zip(&clean) {
@@ -380,14 +482,14 @@ fn evaluate_planned(
     let all: Vec<usize> = (0..clean_per_query.len()).collect();
     let score = retention_score(&clean_per_query, &perturbed_per_query, &all);
     Ok(DatasetReport {
-        dataset: format!("{name}/{}", beir.split),
+        dataset: set.dataset.clone(),
         mode: options.mode,
-        corpus_total: beir.corpus_ids.len(),
+        corpus_total: set.corpus_total,
         corpus_used: docs.len(),
-        corpus_checksum,
+        corpus_checksum: set.corpus_checksum.clone(),
         queries: queries.len(),
-        queries_without_relevant,
-        negative_judgements: beir.negative_judgements,
+        queries_without_relevant: set.queries_without_relevant,
+        negative_judgements: set.negative_judgements,
         ndcg_clean,
         retentions,
         score,
@@ -409,26 +511,8 @@ pub fn evaluate(
     let mut timings = Timings::default();
     let mut reports = Vec::new();
     for &(name, split) in datasets {
-        // only the documents the run ranks are read into memory; the plan is made once, on ids
-        let planned = std::cell::RefCell::new(None);
-        let beir = timings.time(format!("load/{name}/{split}"), || {
-            root.beir_sampled(name, split, &|b| {
-                let plan = plan(b, &options);
-                let positions = plan.positions.clone();
-                *planned.borrow_mut() = Some(plan);
-                positions
-            })
-        })?;
-        let plan = planned
-            .into_inner()
-            .expect("a sampled load asks for its plan");
-        reports.push(evaluate_planned(
-            similarity,
-            &beir,
-            plan,
-            &options,
-            &mut timings,
-        )?);
+        let set = load_ranking_set(root, name, split, options.sampling(), &mut timings)?;
+        reports.push(evaluate_set(similarity, &set, &options, &mut timings)?);
     }
     let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
     let sizes: Vec<usize> = reports.iter().map(|r| r.clean_per_query.len()).collect();

@@ -25,7 +25,7 @@ use sage_metrics::Metric;
 use serde_json::{Map, Value};
 
 pub use suites::{
-    AlignSim, Clustering, EvalRank, HumanPref, Pteb, Retrieval, Robustness, Sensitivity,
+    AlignSim, Clustering, EvalRank, HumanPref, Noise, Pteb, Retrieval, Robustness, Sensitivity,
 };
 
 /// Errors of this crate.
@@ -270,6 +270,7 @@ impl Registry {
                 Arc::new(AlignSim),
                 Arc::new(EvalRank),
                 Arc::new(Pteb),
+                Arc::new(Noise),
             ],
             metrics: Metric::BUILT_IN.to_vec(),
         }

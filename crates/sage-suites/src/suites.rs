@@ -301,6 +301,59 @@ impl Suite for Retrieval {
     }
 }
 
+/// Production noise ([`sage_noise`]): retention curves of retrieval (noisy queries), STS and
+/// pair classification (noisy second sentence) under the twelve noise channels and filler
+/// padding. Options: [`sage_noise::Options`], the one schema (checked before any work).
+pub struct Noise;
+
+impl Suite for Noise {
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[
+            DatasetKind::Beir,
+            DatasetKind::StsPairs,
+            DatasetKind::PairClassification,
+            DatasetKind::ParaphrasePairs,
+        ]
+    }
+    fn name(&self) -> &'static str {
+        "noise"
+    }
+    fn summary(&self) -> &'static str {
+        "Production noise: retention curves of NDCG@10 / Spearman / AP under typos, OCR, casing, \
+         boilerplate, truncation and length, with paired bootstrap intervals"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&sage_noise::DEFAULT_DATASETS)
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let mut o: sage_noise::Options = options(self.name(), &request.options)?;
+        o.seed = request.seed;
+        o.check().map_err(failed(self.name()))?;
+        let mut notes = Vec::new();
+        let datasets = datasets_or_local_defaults(
+            self.name(),
+            self.kinds(),
+            request,
+            &sage_noise::DEFAULT_DATASETS,
+            &mut notes,
+        )?;
+        let similarity = subject.similarity();
+        let scorer = sage_noise::Scorer {
+            similarity: similarity.as_ref(),
+            embedder: match subject {
+                Subject::Model(model) => Some(model.as_ref()),
+                Subject::Metric(_) => None,
+            },
+        };
+        let r = sage_noise::evaluate(scorer, request.root, &as_refs(&datasets), o)
+            .map_err(failed(self.name()))?;
+        Ok(Outcome {
+            report: report(self.name(), &r)?,
+            notes,
+        })
+    }
+}
+
 /// ALIGN-SIM's five criteria ([`align_sim`]). Options: `max_rows` (rows sampled per dataset,
 /// default 1,750), `wordnet` (the WordNet 3.0 dict folder; default `wordnet/dict` under the data
 /// root).

@@ -317,6 +317,23 @@ pub fn ci95(replicates: Option<&BootstrapReplicates>) -> Result<Option<Bootstrap
     })
 }
 
+/// The unit indices of resample `b` of [`bootstrap_replicates`]: every group resampled with
+/// replacement to its own size, from `seed.rng_for_item(label, b)`. For a task that computes
+/// many statistics from one resample (a statistic per condition, then their summary), so that
+/// each is drawn like the category's replicates.
+pub fn bootstrap_draw(
+    group_sizes: &[usize],
+    seed: RunSeed,
+    label: &str,
+    b: usize,
+) -> Vec<Vec<usize>> {
+    let mut rng = seed.rng_for_item(label, b as u64);
+    group_sizes
+        .iter()
+        .map(|&n| (0..n).map(|_| rng.gen_range(0..n)).collect())
+        .collect()
+}
+
 /// Stratified bootstrap of a statistic over groups of units (the documents of each dataset, the
 /// queries of each corpus, ...). In resample `b` every group is resampled with replacement to its
 /// own size, from `seed.rng_for_item(label, b)`, and `statistic` gets the drawn unit indices of
@@ -336,11 +353,7 @@ pub fn bootstrap_replicates(
     let values: Vec<Option<f64>> = (0..resamples)
         .into_par_iter()
         .map(|b| {
-            let mut rng = seed.rng_for_item(label, b as u64);
-            let drawn: Vec<Vec<usize>> = group_sizes
-                .iter()
-                .map(|&n| (0..n).map(|_| rng.gen_range(0..n)).collect())
-                .collect();
+            let drawn = bootstrap_draw(group_sizes, seed, label, b);
             Some(statistic(&drawn)).filter(|v| v.is_finite())
         })
         .collect();

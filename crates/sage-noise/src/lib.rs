@@ -1,0 +1,586 @@
+//! # sage-noise
+//!
+//! How much of a task's quality a similarity keeps as the noise of production text grows:
+//! typed queries, OCR'd documents, lost casing and punctuation, dropped and swapped words,
+//! boilerplate, cut and padded texts. For each **channel** (a rate-parameterised perturbation
+//! of [`sage_perturb`]: keyboard typos, OCR confusions, ...) at each **level** (a rate, or for
+//! [`FillerPadding`](sage_perturb::FillerPadding) a length in tokens) the task is scored on noisy
+//! input and set against its clean score:
+//!
+//! - `retention = noisy score / clean score` (0 when the clean score is not positive), with a
+//!   paired bootstrap 95% interval: the units (queries, pairs) are resampled once per resample,
+//!   and the clean and noisy scores of that resample share the draw;
+//! - per channel, the **area** under the retention curve: the trapezoid over
+//!   `(0, 1), (level₁, retention₁), ...` divided by the largest level, so 1 is "no loss at any
+//!   level" and 0.5 "loses everything linearly";
+//! - per dataset, the mean area over channels; the category score is the mean over datasets,
+//!   with the bootstrap interval and the resamples the report pairs between similarities.
+//!
+//! Where noise lands, per dataset kind:
+//! - **retrieval** (BEIR): the queries (and with `noisy_documents`, the documents too: an OCR'd
+//!   corpus); score: NDCG@10 as trec_eval (sage-core's measure), queries without a relevant
+//!   document left out, as in SAGE's retrieval task;
+//! - **STS**: the second sentence of each pair; score: Spearman of similarity against gold;
+//! - **pair classification** (and paraphrase pairs): the second sentence; score: average
+//!   precision of similarity for the positive label.
+//!
+//! ## Cost
+//! A condition costs only the texts it changes. Retrieval ranks every distinct query text of
+//! every condition in **one** pass over the corpus, so the corpus is embedded (or read back
+//! from the embedding cache) once per run, whatever the number of conditions; a noisy query
+//! equal to its clean text reuses the clean ranking. Memory is that of one retrieval run:
+//! the corpus is scored in chunks into a top-10 per query text. Pair tasks score each condition
+//! in one batch; an embedding model's cache returns the unchanged sentences.
+//!
+//! Every noisy text comes from the generator `(run seed, "noise/<dataset stream>/<perturbation
+//! id>", unit position)`: the same seed gives the same bytes on any thread count.
+#![deny(missing_docs)]
+
+mod conditions;
+mod rank;
+
+use rayon::prelude::*;
+use sage_core::measures::{
+    self, average_precision_score, bootstrap_draw, percentile_interval, spearman,
+    BootstrapInterval, BootstrapReplicates, BOOTSTRAP_RESAMPLES,
+};
+use sage_core::{Embedder, RunSeed, Similarity, Timings};
+use sage_data::{DataRoot, DatasetKind, LabeledPair, RowSelection, StsPair};
+use serde::{Deserialize, Serialize};
+
+pub use conditions::{Axis, Condition, DEFAULT_CHANNELS};
+
+/// Errors of this crate: the error every task over perturbed data shares.
+pub type NoiseError = sage_perturb::TaskError;
+
+/// Result alias of this crate.
+pub type Result<T, E = NoiseError> = std::result::Result<T, E>;
+
+/// The datasets a run without datasets uses: SciFact's queries and STS-B's pairs.
+pub const DEFAULT_DATASETS: [(&str, &str); 2] = [("scifact", "test"), ("stsb", "test")];
+
+/// Run options. Every field has a documented default and range; [`Options::check`] is called
+/// before any work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// The channels swept over `rates`: perturbation kinds with a `rate` parameter (default
+    /// [`DEFAULT_CHANNELS`], the twelve production-noise channels).
+    pub channels: Vec<String>,
+    /// Rates in [0, 1] (default 0, 0.05, 0.1, 0.2, 0.4). Rate 0 is the clean condition and
+    /// always part of each curve.
+    pub rates: Vec<f64>,
+    /// Lengths in cl100k tokens the texts are padded to with filler (default 128, 256, 512);
+    /// empty: no length channel. At most 320,000.
+    pub lengths: Vec<usize>,
+    /// Where a padded text sits in its filler: the share of filler before it, in [0, 1]
+    /// (default 0.5, the middle).
+    pub length_position: f64,
+    /// Retrieval: noise the documents too (an OCR'd corpus), at the cost of scoring the corpus
+    /// once per condition (default false: queries only).
+    pub noisy_documents: bool,
+    /// Retrieval: queries sampled (seeded); all judged ones when `None`.
+    pub max_queries: Option<usize>,
+    /// Retrieval: corpus documents sampled (seeded), every relevant one kept; all when `None`.
+    pub max_docs: Option<usize>,
+    /// Pair tasks: pairs sampled (seeded); all when `None`.
+    pub max_rows: Option<usize>,
+    /// Most query–document pairs a classical metric scores in one batch (default 2²⁰).
+    pub pair_budget: usize,
+    /// Run seed (a suite request's seed always comes from the request).
+    pub seed: RunSeed,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            channels: DEFAULT_CHANNELS.iter().map(|c| (*c).to_owned()).collect(),
+            rates: vec![0.0, 0.05, 0.1, 0.2, 0.4],
+            lengths: vec![128, 256, 512],
+            length_position: 0.5,
+            noisy_documents: false,
+            max_queries: None,
+            max_docs: None,
+            max_rows: None,
+            pair_budget: 1 << 20,
+            seed: RunSeed::default(),
+        }
+    }
+}
+
+impl Options {
+    /// The conditions these options sweep, every parameter checked: an unknown channel, a
+    /// channel without a rate, a rate outside [0, 1] or a length past the bound is an error
+    /// naming it, before any data is read.
+    pub fn check(&self) -> Result<Vec<Condition>> {
+        conditions::build(self)
+    }
+}
+
+/// One (channel, level) point of a curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// The rate, or the length in tokens.
+    pub level: f64,
+    /// The perturbation's id (`keyboard-typos(rate=0.2)`).
+    pub perturbation: String,
+    /// The task's score on the noisy input.
+    pub score: f64,
+    /// `score / clean score`.
+    pub retention: f64,
+    /// Paired bootstrap 95% interval of the retention.
+    pub ci95: Option<BootstrapInterval>,
+    /// Share of the noisy texts that differ from their clean text.
+    pub changed: f64,
+    /// Share of the channel's units touched (words, letters, sites, tokens), over every noisy
+    /// text; absent for padding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub touched: Option<f64>,
+}
+
+/// One channel's retention curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChannelReport {
+    /// The perturbation kind.
+    pub channel: String,
+    /// What the levels are.
+    pub axis: Axis,
+    /// The levels in ascending order, the clean level (0) first.
+    pub points: Vec<Point>,
+    /// Area under the retention curve over `[0, largest level]`, divided by the largest level.
+    pub area: f64,
+    /// Its paired bootstrap 95% interval.
+    pub area_ci95: Option<BootstrapInterval>,
+    /// Every resample's area (drawn like the category's resamples): the report pairs two
+    /// similarities' resamples into a paired bootstrap of their difference.
+    pub area_bootstrap: Option<BootstrapReplicates>,
+}
+
+/// The task a dataset's kind gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Task {
+    /// BEIR: queries ranked against the corpus, NDCG@10.
+    Retrieval,
+    /// STS pairs: Spearman of similarity against gold.
+    Sts,
+    /// Labelled pairs: average precision of similarity for the positive label.
+    PairClassification,
+}
+
+impl Task {
+    /// The score's name.
+    pub fn measure(self) -> &'static str {
+        match self {
+            Task::Retrieval => "ndcg_at_10",
+            Task::Sts => "cosine_spearman",
+            Task::PairClassification => "average_precision",
+        }
+    }
+}
+
+/// One dataset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DatasetReport {
+    /// `name/split`.
+    pub dataset: String,
+    /// The task.
+    pub task: Task,
+    /// The score's name ([`Task::measure`]).
+    pub measure: String,
+    /// What the noise lands on (`queries`, `queries and documents`, `sentence2`).
+    pub noisy: String,
+    /// Units scored and resampled (queries, pairs).
+    pub units: usize,
+    /// Pair tasks: the rows used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<RowSelection>,
+    /// Retrieval: documents in the corpus file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus_total: Option<usize>,
+    /// Retrieval: documents ranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus_used: Option<usize>,
+    /// Retrieval: checksum of the ranked documents' ids and texts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus_checksum: Option<String>,
+    /// The score on clean input.
+    pub clean: f64,
+    /// One curve per channel.
+    pub channels: Vec<ChannelReport>,
+    /// Mean area over channels.
+    pub score: f64,
+}
+
+/// A whole run: options, one [`DatasetReport`] per dataset, the mean of their scores with its
+/// bootstrap interval and resamples, and the timings.
+pub type NoiseReport = sage_core::CategoryReport<Options, DatasetReport>;
+
+/// What scores: the similarity (pair tasks, a classical metric's ranking, the report's name)
+/// and, for an embedding model, its embedder, which retrieval uses to embed the corpus once.
+#[derive(Clone, Copy)]
+pub struct Scorer<'a> {
+    /// The similarity.
+    pub similarity: &'a dyn Similarity,
+    /// The embedding model behind `similarity`, compared by cosine; `None` for a metric.
+    pub embedder: Option<&'a dyn Embedder>,
+}
+
+/// A dataset's per-unit values under every condition, and how they become a score.
+struct Measured {
+    report: DatasetReport,
+    statistic: Statistic,
+    /// `values[0]` clean, then one per condition, one value per unit.
+    values: Vec<Vec<f64>>,
+    /// What each condition changed.
+    tallies: Vec<conditions::Tally>,
+}
+
+/// How per-unit values become a dataset score.
+enum Statistic {
+    /// Mean (NDCG@10 per query).
+    Mean,
+    /// Spearman against gold; 0 when the similarity is constant.
+    Spearman(Vec<f64>),
+    /// Average precision for the positive label.
+    AveragePrecision(Vec<bool>),
+}
+
+impl Statistic {
+    fn of(&self, values: &[f64], drawn: &[usize]) -> f64 {
+        let picked: Vec<f64> = drawn.iter().map(|&i| values[i]).collect();
+        match self {
+            Statistic::Mean => picked.iter().sum::<f64>() / picked.len().max(1) as f64,
+            Statistic::Spearman(gold) => {
+                // a similarity that gives every pair one value (every second sentence dropped)
+                // ranks nothing: score 0, not undefined; constant gold is the data's and stays
+                // undefined
+                if picked.iter().all(|&v| v == picked[0]) {
+                    return 0.0;
+                }
+                let g: Vec<f64> = drawn.iter().map(|&i| gold[i]).collect();
+                spearman(&picked, &g).unwrap_or(f64::NAN)
+            }
+            Statistic::AveragePrecision(truth) => {
+                let t: Vec<bool> = drawn.iter().map(|&i| truth[i]).collect();
+                average_precision_score(&t, &picked).unwrap_or(f64::NAN)
+            }
+        }
+    }
+}
+
+fn retention(noisy: f64, clean: f64) -> f64 {
+    if clean > 0.0 {
+        noisy / clean
+    } else {
+        0.0
+    }
+}
+
+/// The noise suite on each of `datasets` (`name`, `split`; BEIR, STS or labelled pairs).
+pub fn evaluate(
+    scorer: Scorer,
+    root: &DataRoot,
+    datasets: &[(&str, &str)],
+    options: Options,
+) -> Result<NoiseReport> {
+    let conditions = options.check()?;
+    if datasets.is_empty() {
+        return Err(NoiseError::Insufficient("no dataset named".into()));
+    }
+    let mut timings = Timings::default();
+    let mut measured = Vec::new();
+    for &(name, split) in datasets {
+        let kind = root.kind(name)?;
+        measured.push(match kind {
+            DatasetKind::Beir => {
+                let sampling = sage_retrieval::Sampling {
+                    max_docs: options.max_docs,
+                    max_queries: options.max_queries,
+                    seed: options.seed,
+                };
+                let set =
+                    sage_retrieval::load_ranking_set(root, name, split, sampling, &mut timings)?;
+                rank::retrieval(scorer, &set, &conditions, &options, &mut timings)?
+            }
+            DatasetKind::StsPairs => {
+                let (rows, selection) = timings.time(format!("load/{name}/{split}"), || {
+                    Ok::<_, NoiseError>(
+                        root.rows::<StsPair>(name, split)?
+                            .sample(options.max_rows, options.seed)?
+                            .into_parts(),
+                    )
+                })?;
+                let gold: Vec<f64> = rows.iter().map(|r| r.score).collect();
+                let pairs = rows
+                    .into_iter()
+                    .map(|r| (r.sentence1, r.sentence2))
+                    .collect::<Vec<_>>();
+                pair_task(
+                    scorer,
+                    Task::Sts,
+                    &pairs,
+                    Statistic::Spearman(gold),
+                    selection,
+                    &conditions,
+                    options.seed,
+                    &mut timings,
+                )?
+            }
+            DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
+                let (rows, selection) = timings.time(format!("load/{name}/{split}"), || {
+                    Ok::<_, NoiseError>(
+                        root.rows::<LabeledPair>(name, split)?
+                            .sample(options.max_rows, options.seed)?
+                            .into_parts(),
+                    )
+                })?;
+                let truth: Vec<bool> = rows.iter().map(|r| r.label).collect();
+                let pairs = rows
+                    .into_iter()
+                    .map(|r| (r.sentence1, r.sentence2))
+                    .collect::<Vec<_>>();
+                pair_task(
+                    scorer,
+                    Task::PairClassification,
+                    &pairs,
+                    Statistic::AveragePrecision(truth),
+                    selection,
+                    &conditions,
+                    options.seed,
+                    &mut timings,
+                )?
+            }
+            other => {
+                return Err(NoiseError::Insufficient(format!(
+                    "{name}: the noise suite reads retrieval (BEIR), STS and pair-classification \
+                     datasets; this one holds {}",
+                    other.name()
+                )))
+            }
+        });
+    }
+    finish(scorer.similarity.name(), measured, options, &conditions, timings)
+}
+
+/// A pair task: the second sentence of each pair noised, every condition scored in one batch.
+#[allow(clippy::too_many_arguments)] // one call site; the parts are what a pair task is
+fn pair_task(
+    scorer: Scorer,
+    task: Task,
+    pairs: &[(String, String)],
+    statistic: Statistic,
+    selection: RowSelection,
+    conditions: &[Condition],
+    seed: RunSeed,
+    timings: &mut Timings,
+) -> Result<Measured> {
+    let dataset = format!("{}/{}", selection.dataset, selection.split);
+    if pairs.len() < 2 {
+        return Err(NoiseError::Insufficient(format!(
+            "{dataset}: {} pairs; a correlation or a ranking needs at least 2",
+            pairs.len()
+        )));
+    }
+    // keyed by the split's content, as the other tasks' streams
+    let stream = format!("noise/{}", selection.split_checksum);
+    let seconds: Vec<&str> = pairs.iter().map(|(_, b)| b.as_str()).collect();
+    let score = |texts: &[&str]| -> Result<Vec<f64>> {
+        let batch: Vec<(&str, &str)> = pairs
+            .iter()
+            .zip(texts)
+            .map(|((a, _), b)| (a.as_str(), *b))
+            .collect();
+        Ok(scorer
+            .similarity
+            .score_pairs(&batch)?
+            .into_iter()
+            .map(f64::from)
+            .collect())
+    };
+    let clean = timings.time(format!("score/{dataset}/clean"), || score(&seconds))?;
+    let mut values = vec![clean];
+    let mut noisy_texts = Vec::new();
+    for condition in conditions {
+        let noisy = condition.apply(&stream, &seconds, seed)?;
+        let same = noisy.texts.iter().zip(&seconds).all(|(n, c)| n == c);
+        let v = if same {
+            values[0].clone()
+        } else {
+            let texts: Vec<&str> = noisy.texts.iter().map(String::as_str).collect();
+            timings.time(format!("score/{dataset}/{}", condition.id()), || {
+                score(&texts)
+            })?
+        };
+        values.push(v);
+        noisy_texts.push(noisy.tally);
+    }
+    let units = pairs.len();
+    Ok(Measured {
+        report: DatasetReport {
+            dataset,
+            task,
+            measure: task.measure().to_owned(),
+            noisy: "sentence2".into(),
+            units,
+            rows: Some(selection),
+            corpus_total: None,
+            corpus_used: None,
+            corpus_checksum: None,
+            clean: 0.0,
+            channels: Vec::new(),
+            score: 0.0,
+        },
+        statistic,
+        values,
+        tallies: noisy_texts,
+    })
+}
+
+/// Scores, retentions, curves and areas from every dataset's per-unit values, with the paired
+/// bootstrap: resample `b` draws each dataset's units once ([`bootstrap_draw`]) and every
+/// condition's retention, every area and the category score of that resample come from that
+/// one draw.
+fn finish(
+    similarity: &str,
+    measured: Vec<Measured>,
+    options: Options,
+    conditions: &[Condition],
+    mut timings: Timings,
+) -> Result<NoiseReport> {
+    const LABEL: &str = "noise/bootstrap";
+    let seed = options.seed;
+    let sizes: Vec<usize> = measured.iter().map(|m| m.report.units).collect();
+    let channels = conditions::channels(conditions);
+    // per resample: per dataset, the retention of every condition
+    let resampled: Vec<Vec<Vec<f64>>> = timings.time("bootstrap", || {
+        (0..BOOTSTRAP_RESAMPLES)
+            .into_par_iter()
+            .map(|b| {
+                let drawn = bootstrap_draw(&sizes, seed, LABEL, b);
+                measured
+                    .iter()
+                    .zip(&drawn)
+                    .map(|(m, d)| {
+                        let clean = m.statistic.of(&m.values[0], d);
+                        m.values[1..]
+                            .iter()
+                            .map(|v| retention(m.statistic.of(v, d), clean))
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    });
+    let defined = |v: f64| Some(v).filter(|v| v.is_finite());
+    let replicates = |values: Vec<Option<f64>>| BootstrapReplicates {
+        label: LABEL.to_owned(),
+        seed: seed.0,
+        group_sizes: sizes.clone(),
+        values,
+    };
+    let mut reports = Vec::new();
+    // per dataset, per resample: the dataset score
+    let mut dataset_resamples: Vec<Vec<f64>> = Vec::new();
+    for (g, m) in measured.into_iter().enumerate() {
+        let all: Vec<usize> = (0..m.report.units).collect();
+        let clean = m.statistic.of(&m.values[0], &all);
+        let mut curves = Vec::new();
+        let mut area_resamples: Vec<Vec<f64>> = Vec::new();
+        for (channel, axis, members) in &channels {
+            // the clean point, unless the channel ran at level 0 itself
+            let mut points = Vec::new();
+            if !members.iter().any(|&c| conditions[c].level == 0.0) {
+                points.push(Point {
+                    level: 0.0,
+                    perturbation: "clean".into(),
+                    score: clean,
+                    retention: retention(clean, clean),
+                    ci95: None,
+                    changed: 0.0,
+                    touched: None,
+                });
+            }
+            for &c in members {
+                let score = m.statistic.of(&m.values[c + 1], &all);
+                let ci: Vec<Option<f64>> = resampled.iter().map(|r| defined(r[g][c])).collect();
+                let tally = &m.tallies[c];
+                points.push(Point {
+                    level: conditions[c].level,
+                    perturbation: conditions[c].id(),
+                    score,
+                    retention: retention(score, clean),
+                    ci95: percentile_interval(&ci, 0.95)?,
+                    changed: tally.changed as f64 / tally.texts.max(1) as f64,
+                    touched: tally
+                        .units
+                        .map(|(units, touched)| touched as f64 / units.max(1) as f64),
+                });
+            }
+            // a level asked for twice: one point
+            points.sort_by(|a, b| a.level.total_cmp(&b.level));
+            points.dedup_by(|b, a| a.level == b.level);
+            let area = conditions::area(points.iter().map(|p| (p.level, p.retention)));
+            let areas: Vec<f64> = resampled
+                .iter()
+                .map(|r| {
+                    let mut curve: Vec<(f64, f64)> =
+                        members.iter().map(|&c| (conditions[c].level, r[g][c])).collect();
+                    if !curve.iter().any(|p| p.0 == 0.0) {
+                        curve.push((0.0, 1.0));
+                    }
+                    curve.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    curve.dedup_by(|b, a| a.0 == b.0);
+                    conditions::area(curve.into_iter())
+                })
+                .collect();
+            let area_replicates = replicates(areas.iter().map(|&a| defined(a)).collect());
+            curves.push(ChannelReport {
+                channel: channel.clone(),
+                axis: *axis,
+                points,
+                area,
+                area_ci95: area_replicates.interval(0.95)?,
+                area_bootstrap: Some(area_replicates),
+            });
+            area_resamples.push(areas);
+        }
+        let score = measures::mean(&curves.iter().map(|c| c.area).collect::<Vec<_>>())?;
+        dataset_resamples.push(
+            (0..BOOTSTRAP_RESAMPLES)
+                .map(|b| {
+                    area_resamples.iter().map(|a| a[b]).sum::<f64>() / area_resamples.len() as f64
+                })
+                .collect(),
+        );
+        reports.push(DatasetReport {
+            clean,
+            channels: curves,
+            score,
+            ..m.report
+        });
+    }
+    let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
+    let overall = replicates(
+        (0..BOOTSTRAP_RESAMPLES)
+            .map(|b| {
+                defined(
+                    dataset_resamples.iter().map(|d| d[b]).sum::<f64>()
+                        / dataset_resamples.len() as f64,
+                )
+            })
+            .collect(),
+    );
+    Ok(NoiseReport::new(
+        similarity,
+        seed,
+        options,
+        reports,
+        score,
+        Some(overall),
+        timings,
+    )?)
+}
+
+#[cfg(test)]
+mod tests;

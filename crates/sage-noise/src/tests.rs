@@ -1,0 +1,191 @@
+//! The noise suite on the fixture mirror and, when present, on the real data.
+
+use std::sync::Arc;
+
+use sage_core::test_support::data_dir_or_skip;
+use sage_core::{EmbedderIdentity, EmbeddingSimilarity};
+use sage_metrics::Metric;
+
+use super::*;
+
+/// 26 letter counts plus one: vectors whose cosines rank documents by shared letters, so that
+/// typos and casing move them (lower-case letters only: upper case is another letter).
+struct Letters(EmbedderIdentity);
+
+impl Letters {
+    fn new() -> Letters {
+        Letters(EmbedderIdentity {
+            model_id: "letters".into(),
+            revision: None,
+            pooling: "none".into(),
+            normalize: false,
+            max_length: 0,
+        })
+    }
+}
+
+impl Embedder for Letters {
+    fn identity(&self) -> &EmbedderIdentity {
+        &self.0
+    }
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<ndarray::Array2<f32>> {
+        Ok(ndarray::Array2::from_shape_fn((texts.len(), 27), |(i, j)| {
+            if j == 26 {
+                return 1.0;
+            }
+            let letter = char::from(b'a' + j as u8);
+            texts[i].chars().filter(|&c| c == letter).count() as f32
+        }))
+    }
+    fn dimension(&self) -> usize {
+        27
+    }
+}
+
+const FIXTURES: [(&str, &str); 2] = [("scifact", "test"), ("stsb", "test")];
+
+fn options(rates: &[f64]) -> Options {
+    Options {
+        rates: rates.to_vec(),
+        lengths: vec![0, 64],
+        seed: RunSeed(5),
+        ..Options::default()
+    }
+}
+
+fn bytes(mut report: NoiseReport) -> String {
+    report.timings = Timings::default();
+    serde_json::to_string(&report).unwrap()
+}
+
+#[test]
+fn rate_zero_keeps_retention_exactly_one() {
+    let root = sage_testkit::fixtures();
+    let bm25 = Metric::BM25.similarity();
+    let scorer = Scorer {
+        similarity: bm25.as_ref(),
+        embedder: None,
+    };
+    let report = evaluate(scorer, &root, &FIXTURES, options(&[0.0, 0.2, 1.0])).unwrap();
+    assert_eq!(report.datasets.len(), 2);
+    for dataset in &report.datasets {
+        assert_eq!(dataset.channels.len(), 13, "twelve rate channels and padding");
+        for channel in &dataset.channels {
+            let first = &channel.points[0];
+            assert_eq!(first.level, 0.0);
+            assert_ne!(first.perturbation, "clean", "rate 0 ran as a condition");
+            assert_eq!(first.retention, 1.0, "{}: {first:?}", channel.channel);
+            assert_eq!(first.score, dataset.clean);
+            assert_eq!(first.changed, 0.0);
+            assert!(channel.points.windows(2).all(|w| w[0].level < w[1].level));
+        }
+    }
+    // rate 1 drops every word: nothing is left to match
+    let scifact = &report.datasets[0];
+    let drop = scifact
+        .channels
+        .iter()
+        .find(|c| c.channel == "word-drop")
+        .unwrap();
+    let last = drop.points.last().unwrap();
+    assert_eq!((last.level, last.changed, last.touched), (1.0, 1.0, Some(1.0)));
+    assert!(report.ci95.is_some() && report.bootstrap.is_some());
+}
+
+#[test]
+fn same_seed_same_bytes_on_any_thread_count() {
+    let root = sage_testkit::fixtures();
+    let letters = Arc::new(Letters::new());
+    let similarity = EmbeddingSimilarity::cosine(letters.clone());
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                let scorer = Scorer {
+                    similarity: &similarity,
+                    embedder: Some(letters.as_ref()),
+                };
+                bytes(evaluate(scorer, &root, &FIXTURES, options(&[0.0, 0.1, 0.4])).unwrap())
+            })
+    };
+    assert_eq!(run(1), run(3));
+}
+
+/// An embedding model ranks through its vectors (the corpus embedded once); the same model as a
+/// plain similarity ranks pair by pair. Both must give the same NDCG.
+#[test]
+fn vectors_and_pairs_rank_alike() {
+    let root = sage_testkit::fixtures();
+    let letters = Arc::new(Letters::new());
+    let similarity = EmbeddingSimilarity::cosine(letters.clone());
+    let run = |embedder: Option<&dyn Embedder>| {
+        let scorer = Scorer {
+            similarity: &similarity,
+            embedder,
+        };
+        evaluate(scorer, &root, &FIXTURES[..1], options(&[0.1, 0.4])).unwrap()
+    };
+    let (vectors, pairs) = (run(Some(letters.as_ref())), run(None));
+    for (a, b) in vectors.datasets[0]
+        .channels
+        .iter()
+        .flat_map(|c| &c.points)
+        .zip(pairs.datasets[0].channels.iter().flat_map(|c| &c.points))
+    {
+        assert!((a.score - b.score).abs() < 1e-9, "{a:?} vs {b:?}");
+    }
+}
+
+#[test]
+fn other_kinds_of_data_are_refused_by_name() {
+    let root = sage_testkit::fixtures();
+    let bm25 = Metric::BM25.similarity();
+    let scorer = Scorer {
+        similarity: bm25.as_ref(),
+        embedder: None,
+    };
+    let e = evaluate(scorer, &root, &[("twentynewsgroups", "test")], options(&[0.1]))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("retrieval (BEIR), STS and pair-classification"), "{e}");
+}
+
+/// On the real SciFact sample: BM25 matches query tokens exactly, so typos and lost casing cost
+/// it NDCG, more at higher rates.
+#[test]
+fn real_scifact_loses_more_at_higher_rates() {
+    let Some(dir) = data_dir_or_skip("noise on real SciFact") else {
+        return;
+    };
+    let root = DataRoot::new(dir);
+    let bm25 = Metric::BM25.similarity();
+    let scorer = Scorer {
+        similarity: bm25.as_ref(),
+        embedder: None,
+    };
+    let options = Options {
+        channels: vec!["keyboard-typos".into(), "lower-case".into()],
+        lengths: Vec::new(),
+        max_queries: Some(60),
+        max_docs: Some(600),
+        ..Options::default()
+    };
+    let report = evaluate(scorer, &root, &[("scifact", "test")], options).unwrap();
+    let scifact = &report.datasets[0];
+    assert!(scifact.clean > 0.3, "{}", scifact.clean);
+    let typos = &scifact.channels[0];
+    let at = |level: f64| {
+        typos
+            .points
+            .iter()
+            .find(|p| p.level == level)
+            .unwrap()
+            .retention
+    };
+    assert!(at(0.4) < at(0.05), "{typos:?}");
+    assert!(at(0.4) < 0.95, "{typos:?}");
+    assert!(typos.area < 1.0 && typos.area_ci95.unwrap().high <= 1.0 + 1e-9);
+}
