@@ -1680,6 +1680,7 @@ mod tests {
         assert_eq!(noise(&config)["max_queries"], 100);
         assert_eq!(noise(&quick)["max_queries"], 10);
         assert_eq!(noise(&quick)["lengths"], serde_json::json!([256]));
+        assert_eq!(noise(&quick)["max_rows"], 30);
     }
 
     #[test]

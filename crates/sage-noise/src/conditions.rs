@@ -179,9 +179,10 @@ pub(crate) fn build(options: &Options) -> Result<Vec<Condition>> {
             .build(no_wordnet)?,
         });
     }
-    if out.iter().all(|c| c.level == 0.0) {
+    // only level 0 is allowed: the clean evaluation alone, with its interval
+    if out.is_empty() {
         return Err(invalid(
-            "no noisy condition to run: give a channel and a rate above 0, or a length".into(),
+            "no condition to run: give a channel and a rate, or a length".into(),
         ));
     }
     if options.pair_budget == 0 {
@@ -253,10 +254,10 @@ mod tests {
             .unwrap()
             .contains("length_position"));
         assert!(with(&|o| {
-            o.rates = vec![0.0];
+            o.channels.clear();
             o.lengths.clear();
         })
         .unwrap()
-        .contains("no noisy condition"));
+        .contains("no condition"));
     }
 }

@@ -434,7 +434,7 @@ fn evalrank_table(files: &[ResultFile], sink: &mut Sink) -> Table {
 fn has_own_table(file: &ResultFile) -> bool {
     match file.suite.as_str() {
         "sage" => SAGE_COLUMNS.iter().any(|(task, _)| *task == file.task),
-        "evalrank" | "align-sim" | "pteb" => true,
+        "evalrank" | "align-sim" | "pteb" | "noise" => true,
         _ => false,
     }
 }
