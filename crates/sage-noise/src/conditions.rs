@@ -73,7 +73,12 @@ impl Condition {
 
     /// `texts` noised, text `i` with the generator of `(seed, "<stream>/<id>", i)`.
     pub(crate) fn apply(&self, stream: &str, texts: &[&str], seed: RunSeed) -> Result<Noisy> {
-        self.apply_keyed(stream, texts, &(0..texts.len() as u64).collect::<Vec<_>>(), seed)
+        self.apply_keyed(
+            stream,
+            texts,
+            &(0..texts.len() as u64).collect::<Vec<_>>(),
+            seed,
+        )
     }
 
     /// `texts` noised, text `i` with the generator of `(seed, "<stream>/<id>", keys[i])`: the
@@ -249,7 +254,9 @@ mod tests {
             .unwrap()
             .contains("not a perturbation kind with a rate"));
         assert!(with(&|o| o.rates = vec![1.5]).unwrap().contains("1.5"));
-        assert!(with(&|o| o.lengths = vec![1_000_000]).unwrap().contains("tokens"));
+        assert!(with(&|o| o.lengths = vec![1_000_000])
+            .unwrap()
+            .contains("tokens"));
         assert!(with(&|o| o.length_position = 2.0)
             .unwrap()
             .contains("length_position"));

@@ -360,7 +360,13 @@ pub fn evaluate(
             }
         });
     }
-    finish(scorer.similarity.name(), measured, options, &conditions, timings)
+    finish(
+        scorer.similarity.name(),
+        measured,
+        options,
+        &conditions,
+        timings,
+    )
 }
 
 /// A pair task: the second sentence of each pair noised, every condition scored in one batch.
@@ -524,8 +530,10 @@ fn finish(
             let areas: Vec<f64> = resampled
                 .iter()
                 .map(|r| {
-                    let mut curve: Vec<(f64, f64)> =
-                        members.iter().map(|&c| (conditions[c].level, r[g][c])).collect();
+                    let mut curve: Vec<(f64, f64)> = members
+                        .iter()
+                        .map(|&c| (conditions[c].level, r[g][c]))
+                        .collect();
                     if !curve.iter().any(|p| p.0 == 0.0) {
                         curve.push((0.0, 1.0));
                     }

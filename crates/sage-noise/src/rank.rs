@@ -47,13 +47,11 @@ fn rank(scorer: Scorer, texts: &[String], docs: &[Doc], options: &Options) -> Re
                 let mut d = embedder.embed_as(&texts, Role::Document)?;
                 normalize_rows(&mut d);
                 let scores = q.dot(&d.t());
-                tops.par_iter_mut()
-                    .enumerate()
-                    .for_each(|(i, top)| {
-                        for (doc, &s) in block.iter().zip(scores.row(i)) {
-                            top.offer(f64::from(s), &doc.id);
-                        }
-                    });
+                tops.par_iter_mut().enumerate().for_each(|(i, top)| {
+                    for (doc, &s) in block.iter().zip(scores.row(i)) {
+                        top.offer(f64::from(s), &doc.id);
+                    }
+                });
             }
         }
         None => {
@@ -104,22 +102,28 @@ pub(crate) fn retrieval(
     let mut values = Vec::with_capacity(conditions.len() + 1);
     if options.noisy_documents {
         let tops = timings.time(format!("rank/{dataset}/clean"), || {
-            rank(scorer, &clean.iter().map(|q| (*q).to_owned()).collect::<Vec<_>>(), &set.documents, options)
+            rank(
+                scorer,
+                &clean.iter().map(|q| (*q).to_owned()).collect::<Vec<_>>(),
+                &set.documents,
+                options,
+            )
         })?;
         values.push(ndcg(&tops.iter().collect::<Vec<_>>(), set)?);
         for (condition, n) in conditions.iter().zip(&noisy) {
             let texts: Vec<&str> = set.documents.iter().map(|d| d.text.as_str()).collect();
             let positions: Vec<u64> = set.documents.iter().map(|d| d.position as u64).collect();
-            let documents =
-                condition.apply_keyed(&format!("{stream}/documents"), &texts, &positions, options.seed)?;
+            let documents = condition.apply_keyed(
+                &format!("{stream}/documents"),
+                &texts,
+                &positions,
+                options.seed,
+            )?;
             let docs: Vec<Doc> = set
                 .documents
                 .iter()
                 .zip(documents.texts)
-                .map(|(d, text)| Doc {
-                    text,
-                    ..d.clone()
-                })
+                .map(|(d, text)| Doc { text, ..d.clone() })
                 .collect();
             let tops = timings.time(format!("rank/{dataset}/{}", condition.id()), || {
                 rank(scorer, &n.texts, &docs, options)
@@ -144,7 +148,9 @@ pub(crate) fn retrieval(
         }
     }
     if values[0].is_empty() {
-        return Err(NoiseError::Insufficient(format!("{dataset}: no query to rank")));
+        return Err(NoiseError::Insufficient(format!(
+            "{dataset}: no query to rank"
+        )));
     }
     Ok(Measured {
         report: DatasetReport {

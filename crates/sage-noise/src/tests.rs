@@ -29,13 +29,16 @@ impl Embedder for Letters {
         &self.0
     }
     fn embed(&self, texts: &[&str]) -> sage_core::Result<ndarray::Array2<f32>> {
-        Ok(ndarray::Array2::from_shape_fn((texts.len(), 27), |(i, j)| {
-            if j == 26 {
-                return 1.0;
-            }
-            let letter = char::from(b'a' + j as u8);
-            texts[i].chars().filter(|&c| c == letter).count() as f32
-        }))
+        Ok(ndarray::Array2::from_shape_fn(
+            (texts.len(), 27),
+            |(i, j)| {
+                if j == 26 {
+                    return 1.0;
+                }
+                let letter = char::from(b'a' + j as u8);
+                texts[i].chars().filter(|&c| c == letter).count() as f32
+            },
+        ))
     }
     fn dimension(&self) -> usize {
         27
@@ -69,7 +72,11 @@ fn rate_zero_keeps_retention_exactly_one() {
     let report = evaluate(scorer, &root, &FIXTURES, options(&[0.0, 0.2, 1.0])).unwrap();
     assert_eq!(report.datasets.len(), 2);
     for dataset in &report.datasets {
-        assert_eq!(dataset.channels.len(), 13, "twelve rate channels and padding");
+        assert_eq!(
+            dataset.channels.len(),
+            13,
+            "twelve rate channels and padding"
+        );
         for channel in &dataset.channels {
             let first = &channel.points[0];
             assert_eq!(first.level, 0.0);
@@ -88,7 +95,10 @@ fn rate_zero_keeps_retention_exactly_one() {
         .find(|c| c.channel == "word-drop")
         .unwrap();
     let last = drop.points.last().unwrap();
-    assert_eq!((last.level, last.changed, last.touched), (1.0, 1.0, Some(1.0)));
+    assert_eq!(
+        (last.level, last.changed, last.touched),
+        (1.0, 1.0, Some(1.0))
+    );
     assert!(report.ci95.is_some() && report.bootstrap.is_some());
 }
 
@@ -146,11 +156,19 @@ fn other_kinds_of_data_are_refused_by_name() {
         similarity: bm25.as_ref(),
         embedder: None,
     };
-    let e = evaluate(scorer, &root, &[("twentynewsgroups", "test")], options(&[0.1]))
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(e.contains("retrieval (BEIR), STS and pair-classification"), "{e}");
+    let e = evaluate(
+        scorer,
+        &root,
+        &[("twentynewsgroups", "test")],
+        options(&[0.1]),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.contains("retrieval (BEIR), STS and pair-classification"),
+        "{e}"
+    );
 }
 
 /// On the real SciFact sample: BM25 matches query tokens exactly, so typos and lost casing cost

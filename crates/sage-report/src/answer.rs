@@ -269,7 +269,9 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
     // an extra column shows only when some similarity has its result
     let mut keep: Vec<bool> = vec![true; columns.len()];
     for (k, (_, task, title)) in EXTRA_COLUMNS.iter().enumerate() {
-        let used = rows.iter().any(|r| r.cells[SAGE_COLUMNS.len() + 1 + k].is_some());
+        let used = rows
+            .iter()
+            .any(|r| r.cells[SAGE_COLUMNS.len() + 1 + k].is_some());
         columns.push((*title).to_owned());
         tasks.push((*task).to_owned());
         keep.push(used);

@@ -417,11 +417,11 @@ fn noise_curves(
             chart.draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))?;
             match at % 3 {
                 0 => chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, c.filled())))?,
-                1 => chart.draw_series(
-                    line.iter()
-                        .map(|&p| TriangleMarker::new(p, 4, c.filled())),
-                )?,
-                _ => chart.draw_series(line.iter().map(|&p| Cross::new(p, 4, c.stroke_width(2))))?,
+                1 => chart
+                    .draw_series(line.iter().map(|&p| TriangleMarker::new(p, 4, c.filled())))?,
+                _ => {
+                    chart.draw_series(line.iter().map(|&p| Cross::new(p, 4, c.stroke_width(2))))?
+                }
             };
             let name = similarity.rsplit('/').next().unwrap_or(similarity);
             let dataset = datasets[*at].split('/').next().unwrap_or(datasets[*at]);

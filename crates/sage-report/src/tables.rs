@@ -911,9 +911,14 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
                 row.push("—".into());
                 continue;
             };
-            let units = (d.corpus_checksum.clone(), d.rows.as_ref().map(|r| r.checksum.clone()));
+            let units = (
+                d.corpus_checksum.clone(),
+                d.rows.as_ref().map(|r| r.checksum.clone()),
+            );
             match key.as_str() {
-                "clean" => row.push(sink.cell(f, dataset, &format!("clean {}", d.measure), Some(d.clean))),
+                "clean" => {
+                    row.push(sink.cell(f, dataset, &format!("clean {}", d.measure), Some(d.clean)))
+                }
                 "all channels" => {
                     row.push(sink.cell(f, dataset, "mean area", Some(d.score)));
                 }
@@ -924,7 +929,12 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
                             Some(ci) => format!("{text} [{:.3}, {:.3}]", ci.low, ci.high),
                             None => text,
                         });
-                        areas.push((f.similarity.clone(), c.area, c.area_bootstrap.as_ref(), units));
+                        areas.push((
+                            f.similarity.clone(),
+                            c.area,
+                            c.area_bootstrap.as_ref(),
+                            units,
+                        ));
                     }
                     None => row.push("—".into()),
                 },
@@ -934,8 +944,10 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
         let compared = match (areas.first(), areas.get(1)) {
             (Some(best), Some(next)) => match (best.2, next.2) {
                 (Some(a), Some(b)) if a.drawn_like(b) && best.3 == next.3 => {
-                    sage_core::measures::paired_bootstrap(best.1, next.1, &a.values, &b.values, 0.95)?
-                        .map(|d| (best.0.clone(), d))
+                    sage_core::measures::paired_bootstrap(
+                        best.1, next.1, &a.values, &b.values, 0.95,
+                    )?
+                    .map(|d| (best.0.clone(), d))
                 }
                 _ => None,
             },
@@ -956,7 +968,11 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
     )?;
     for (k, (at, best, d)) in tests.iter().enumerate() {
         let short = best.rsplit('/').next().unwrap_or(best);
-        let verdict = if holm.reject[k] { "" } else { ", not significant" };
+        let verdict = if holm.reject[k] {
+            ""
+        } else {
+            ", not significant"
+        };
         *rows[*at].last_mut().expect("a row has cells") = format!(
             "{short} +{:.3} [{:.3}, {:.3}], p {:.3}{verdict}",
             d.difference, d.ci_low, d.ci_high, holm.adjusted[k]

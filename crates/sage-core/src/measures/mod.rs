@@ -20,10 +20,11 @@ pub use ranking::{
     RankedDoc,
 };
 pub use stats::{
-    bootstrap_draw, bootstrap_interval, bootstrap_mean_of_means, bootstrap_replicates, ci95, harmonic_mean,
-    hodges_lehmann, hodges_lehmann_bootstrap, holm, mean, mean_std, paired_bootstrap, percentile,
-    percentile_interval, wilcoxon, BootstrapInterval, BootstrapReplicates, HodgesLehmann,
-    HolmAdjusted, MeanStd, PairedDifference, Wilcoxon, WilcoxonMethod, BOOTSTRAP_RESAMPLES,
+    bootstrap_draw, bootstrap_interval, bootstrap_mean_of_means, bootstrap_replicates, ci95,
+    harmonic_mean, hodges_lehmann, hodges_lehmann_bootstrap, holm, mean, mean_std,
+    paired_bootstrap, percentile, percentile_interval, wilcoxon, BootstrapInterval,
+    BootstrapReplicates, HodgesLehmann, HolmAdjusted, MeanStd, PairedDifference, Wilcoxon,
+    WilcoxonMethod, BOOTSTRAP_RESAMPLES,
 };
 
 /// `values` times the power of two that brings the largest magnitude near 1, and that power's
