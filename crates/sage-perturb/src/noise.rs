@@ -447,7 +447,8 @@ fn is_punctuation(c: char) -> bool {
     c.is_ascii_punctuation() || "‘’“”–—…«»¿¡·•".contains(c)
 }
 
-/// Punctuation loss: each touched punctuation character (units: [`is_punctuation`]'s) removed.
+/// Punctuation loss: each touched punctuation character removed (units: ASCII punctuation and
+/// the common Unicode marks: quotes, dashes, ellipsis, guillemets, inverted marks, bullets).
 #[derive(Clone, Copy, Debug)]
 pub struct PunctuationLoss {
     /// Share of punctuation characters removed.

@@ -178,6 +178,26 @@ def test_a_suite_run_equals_the_clis_report(sage_cli):
         assert without(ours, "timings") == without(cli, "timings"), suite
 
 
+def test_noise_from_python_equals_the_cli_and_takes_a_python_encoder(sage_cli):
+    options = {"channels": ["keyboard-typos", "word-drop"], "rates": [0, 0.2], "lengths": [64]}
+    cli = json.loads(
+        sage_cli(
+            "run", "noise", "--similarity", "bm25", "--seed", 11, "--data-dir", MIRROR,
+            "--options", json.dumps(options),
+        )
+    )
+    ours = sage_rs.run("noise", "bm25", seed=11, data_dir=MIRROR, **options)
+    assert without(ours, "timings") == without(cli, "timings")
+    assert [d["dataset"] for d in ours["datasets"]] == ["scifact/test", "stsb/test"]
+    # a Python encoder ranks the corpus through its own vectors, in their roles
+    model = LetterCounts()
+    report = sage_rs.run("noise", model, data_dir=MIRROR, datasets=["scifact/test"], **options)
+    typos = report["datasets"][0]["channels"][0]
+    assert typos["channel"] == "keyboard-typos"
+    assert typos["points"][0]["level"] == 0 and typos["points"][0]["retention"] == 1.0
+    assert {"query", "document"} <= {name for name, _ in model.calls}
+
+
 def test_suite_errors_name_what_is_wrong():
     with pytest.raises(sage_rs.SageError, match="unknown field `max_row`"):
         sage_rs.run("sensitivity", "rouge", data_dir=MIRROR, max_row=3)
