@@ -1829,9 +1829,12 @@ mod tests {
     }
 
     /// `sage suites` of the shipped registry, as far as planning reads it.
+    /// What `sage suites` lists: the suites with their own sections, then those planned from
+    /// `[suites.<name>]` (noise).
     fn shipped_suites() -> Vec<ListedSuite> {
         CONFIGURED_SUITES
             .iter()
+            .chain(&["noise"])
             .map(|&name| ListedSuite {
                 name: name.into(),
                 takes_metrics: !matches!(name, "evalrank" | "pteb"),
