@@ -51,6 +51,11 @@ impl ParaphraseCache {
             std::fs::create_dir_all(dir)
                 .map_err(|e| error(format!("cannot create folder: {e}")))?;
         }
+        if let Some(why) = sage_core::redb_header_damage(&path) {
+            return Err(error(format!(
+                "{why}; move it aside or pass another --paraphrase-cache"
+            )));
+        }
         // a sibling's momentary read lock (see `reading_siblings`) is waited out
         let db = sage_core::open_when_free(
             || Database::create(&path),
@@ -87,6 +92,9 @@ impl ParaphraseCache {
             .find_map(|sibling| {
                 // redb panics on some broken files; a sibling is optional, so it is skipped
                 std::panic::catch_unwind(|| {
+                    if sage_core::redb_header_damage(&sibling).is_some() {
+                        return None;
+                    }
                     let db = redb::ReadOnlyDatabase::open(&sibling).ok()?;
                     let txn = db.begin_read().ok()?;
                     let table = txn.open_table(TABLE).ok()?;
@@ -181,6 +189,9 @@ pub fn merge_paraphrase_caches(into: &Path, sources: &[PathBuf]) -> Result<sage_
         for source in sources {
             if source == into {
                 return Err(error(source, &"is the merge's target too"));
+            }
+            if let Some(why) = sage_core::redb_header_damage(source) {
+                return Err(error(source, &why));
             }
             let db = redb::ReadOnlyDatabase::open(source).map_err(|e| error(source, &e))?;
             let read = db.begin_read().map_err(|e| error(source, &e))?;

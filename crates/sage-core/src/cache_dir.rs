@@ -79,6 +79,52 @@ pub struct CacheMerge {
     pub corrupt_skipped: u64,
 }
 
+/// Why the redb file at `path` must not be opened as it stands, or `None` when it may be.
+///
+/// redb trusts a cleanly closed file's commit slot without checking its checksum (it checks the
+/// slots only when recovering a file a killed process left open). A damaged root page number
+/// there makes it size its first read from the damage: an allocation of up to 8 TB, which aborts
+/// the process before any error can be returned (found by the cache fuzz target). So every
+/// cache file's primary commit slot is checked here first, the same way redb's recovery checks
+/// it (xxh3-128 of the slot's first 112 bytes against its last 16, file format 3). Files that
+/// are not redb files, are too short, or are flagged for recovery are left to redb, which
+/// reports or recovers them itself. An unreadable file is left to redb too, which names the
+/// I/O error.
+pub fn redb_header_damage(path: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    const MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+    const GOD_BYTE: usize = MAGIC.len();
+    const PRIMARY_BIT: u8 = 1;
+    const RECOVERY_REQUIRED: u8 = 2;
+    const SLOT_0: usize = 64;
+    const SLOT_SIZE: usize = 128;
+    const SLOT_CHECKSUM: usize = SLOT_SIZE - 16;
+    const FORMAT_VERSION: u8 = 3;
+
+    let mut header = [0u8; SLOT_0 + 2 * SLOT_SIZE];
+    let mut file = std::fs::File::open(path).ok()?;
+    file.read_exact(&mut header).ok()?;
+    let god = header[GOD_BYTE];
+    if header[..MAGIC.len()] != MAGIC || god & RECOVERY_REQUIRED != 0 {
+        return None;
+    }
+    let primary = usize::from(god & PRIMARY_BIT != 0);
+    let slot = &header[SLOT_0 + primary * SLOT_SIZE..][..SLOT_SIZE];
+    if slot[0] != FORMAT_VERSION {
+        return None;
+    }
+    let stored = u128::from_le_bytes(slot[SLOT_CHECKSUM..].try_into().ok()?);
+    let computed = xxhash_rust::xxh3::xxh3_128_with_seed(&slot[..SLOT_CHECKSUM], 0);
+    (stored != computed).then(|| {
+        format!(
+            "the file is damaged: its header's commit slot {primary} (bytes {}..{}) fails its \
+             checksum",
+            SLOT_0 + primary * SLOT_SIZE,
+            SLOT_0 + (primary + 1) * SLOT_SIZE
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +153,59 @@ mod tests {
             |e| *e == "busy",
         );
         assert_eq!((failed, tries), (Err("broken"), 1));
+    }
+
+    /// A real redb file with one table entry, closed cleanly; its primary slot's offset.
+    fn written_file(dir: &std::path::Path) -> (std::path::PathBuf, usize) {
+        let path = dir.join("cache.redb");
+        let table: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("t");
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(table).unwrap().insert("a", 1).unwrap();
+        txn.commit().unwrap();
+        drop(db);
+        let god = std::fs::read(&path).unwrap()[9];
+        (path, 64 + 128 * usize::from(god & 1 != 0))
+    }
+
+    #[test]
+    fn a_clean_redb_file_passes_and_a_damaged_commit_slot_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, slot) = written_file(dir.path());
+        assert_eq!(redb_header_damage(&path), None);
+        let clean = std::fs::read(&path).unwrap();
+        // the cache fuzz target's input: the high byte of the system tree's root page number,
+        // whose top five bits are the page's order (4 KiB << 29 = 2 TiB)
+        let mut bytes = clean.clone();
+        bytes[slot + 47] = 0xEA;
+        std::fs::write(&path, &bytes).unwrap();
+        let why = redb_header_damage(&path).expect("damage found");
+        assert!(why.contains("fails its checksum"), "{why}");
+        // the secondary slot is not what redb reads from a cleanly closed file
+        let mut bytes = clean.clone();
+        let secondary = if slot == 64 { 192 } else { 64 };
+        bytes[secondary + 47] ^= 0xFF;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(redb_header_damage(&path), None);
+    }
+
+    #[test]
+    fn files_redb_judges_itself_are_left_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, slot) = written_file(dir.path());
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[slot + 47] = 0xEA;
+        // flagged for recovery: redb checks both slots itself
+        let mut flagged = bytes.clone();
+        flagged[9] |= 2;
+        std::fs::write(&path, &flagged).unwrap();
+        assert_eq!(redb_header_damage(&path), None);
+        // not a redb file, too short, missing
+        let other = dir.path().join("other.redb");
+        std::fs::write(&other, vec![7u8; 4096]).unwrap();
+        assert_eq!(redb_header_damage(&other), None);
+        std::fs::write(&other, &bytes[..100]).unwrap();
+        assert_eq!(redb_header_damage(&other), None);
+        assert_eq!(redb_header_damage(&dir.path().join("missing.redb")), None);
     }
 }

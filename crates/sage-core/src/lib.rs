@@ -34,7 +34,9 @@ mod similarity;
 pub mod test_support;
 mod timings;
 
-pub use cache_dir::{cache_dir, open_when_free, sibling_caches, CacheMerge, CACHE_OPEN_PATIENCE};
+pub use cache_dir::{
+    cache_dir, open_when_free, redb_header_damage, sibling_caches, CacheMerge, CACHE_OPEN_PATIENCE,
+};
 pub use category::CategoryReport;
 pub use embed::{
     cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,

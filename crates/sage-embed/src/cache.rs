@@ -226,6 +226,27 @@ fn broken_file(path: &Path, panic: &&(dyn std::any::Any + Send)) -> EmbedError {
     )
 }
 
+/// Refuses a cache file whose header redb would trust and misread (see
+/// [`sage_core::redb_header_damage`]); called before every open, since the misreading aborts the
+/// process where no panic can be caught.
+fn refuse_damaged(path: &Path) -> Result<()> {
+    refuse_damaged_as(path, path)
+}
+
+/// [`refuse_damaged`] for the file at `read`, reported as `named` (a copy of it, say).
+fn refuse_damaged_as(read: &Path, named: &Path) -> Result<()> {
+    match sage_core::redb_header_damage(read) {
+        None => Ok(()),
+        Some(why) => Err(cache_error(
+            named,
+            format!(
+                "{why}; `sage cache repair --cache {}` moves it aside, or pass --no-cache",
+                named.display()
+            ),
+        )),
+    }
+}
+
 /// A failure to open the cache file, said the way a user can act on it.
 fn open_error(path: &Path, e: redb::DatabaseError) -> EmbedError {
     match e {
@@ -335,6 +356,7 @@ fn inspect_cache(path: &Path, repair: bool) -> std::result::Result<CacheCheck, U
     if !repair {
         return verify_a_copy(path, &unread);
     }
+    refuse_damaged(path).map_err(Unread::Broken)?;
     let mut db = Database::open(path).map_err(unread)?;
     db.check_integrity().map_err(|e| {
         let error = cache_error(path, format!("integrity check: {e}"));
@@ -422,6 +444,7 @@ fn verify_a_copy(
     let _removed = Removed(&copy);
     // the copy is removed when `_removed` drops, after the check
     (|| {
+        refuse_damaged_as(&copy, path).map_err(Unread::Broken)?;
         let db = Database::open(&copy).map_err(unread)?;
         let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
         let (check, _) = read_entries(path, &txn)?;
@@ -500,6 +523,7 @@ pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
     };
     let created = !into.exists();
     let merged = guarded(into, || {
+        refuse_damaged(into)?;
         let target = Database::create(into).map_err(|e| open_error(into, e))?;
         let txn = target.begin_write().map_err(|e| cache_error(into, e))?;
         {
@@ -510,6 +534,7 @@ pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
                     return Err(cache_error(source, "is the merge's target too"));
                 }
                 guarded(source, || {
+                    refuse_damaged(source)?;
                     let db =
                         redb::ReadOnlyDatabase::open(source).map_err(|e| open_error(source, e))?;
                     let read = db.begin_read().map_err(|e| cache_error(source, e))?;
@@ -594,6 +619,7 @@ impl<E: Embedder> CachedEmbedder<E> {
         }
         // a sibling's momentary read lock (see `reading_siblings`) is waited out
         let db = guarded(&path, || {
+            refuse_damaged(&path)?;
             sage_core::open_when_free(
                 || Database::create(&path),
                 |e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
@@ -802,6 +828,9 @@ impl<E: Embedder> CachedEmbedder<E> {
             // unreadable for now (its writer holds it, or it needs its owner's repair): the
             // text is embedded here instead, which gives the same vector
             let _ = guarded(&sibling, || {
+                if refuse_damaged(&sibling).is_err() {
+                    return Ok(());
+                }
                 let Ok(db) = redb::ReadOnlyDatabase::open(&sibling) else {
                     return Ok(());
                 };
@@ -1391,6 +1420,60 @@ mod tests {
             }
         });
         assert!(closed.is_ok(), "a panic escaped the cache");
+    }
+
+    /// Found by the cache fuzz target: one byte of the primary commit slot (the high byte of the
+    /// system tree's root page number, offset 239 there) made redb, which trusts a cleanly closed
+    /// file's slot, allocate 2 TiB on open: the process aborted, past any panic catching. Every
+    /// open now checks the slot first; the file is named, verify reports it, repair moves it
+    /// aside, a merge refuses it, and a sibling shard's damaged file is skipped.
+    #[test]
+    fn a_damaged_commit_slot_is_refused_before_redb_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("embeddings.redb");
+        let texts = ["one", "two", "three"];
+        CachedEmbedder::open(Flaky::new(usize::MAX), &path)
+            .unwrap()
+            .embed(&texts)
+            .unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let slot = 64 + 128 * usize::from(bytes[9] & 1 != 0);
+        bytes[slot + 47] = 0xEA;
+        std::fs::write(&path, &bytes).unwrap();
+
+        let opened = CachedEmbedder::open(Flaky::new(usize::MAX), &path)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(opened.contains("embeddings.redb"), "{opened}");
+        assert!(opened.contains("fails its checksum"), "{opened}");
+        assert!(opened.contains("sage cache repair"), "{opened}");
+        assert!(check_cache(&path, false).is_err());
+        let merged = dir.path().join("merged.redb");
+        let refused = merge_caches(&merged, std::slice::from_ref(&path)).unwrap_err();
+        assert!(
+            refused.to_string().contains("fails its checksum"),
+            "{refused}"
+        );
+
+        // a shard beside the damaged file embeds for itself
+        let shard = CachedEmbedder::open(
+            Flaky::new(usize::MAX),
+            dir.path().join("embeddings.shard-1.redb"),
+        )
+        .unwrap()
+        .reading_siblings(dir.path());
+        assert_eq!(
+            shard.embed(&texts).unwrap(),
+            Flaky::new(usize::MAX).embed(&texts).unwrap()
+        );
+        assert_eq!(shard.stats().hits, 0);
+        drop(shard);
+
+        let repaired = check_cache(&path, true).unwrap();
+        assert!(repaired.moved_to.is_some_and(|aside| aside.exists()));
+        assert!(!path.exists());
+        assert!(CachedEmbedder::open(Flaky::new(usize::MAX), &path).is_ok());
     }
 
     /// A changed byte, a value moved under another text's key, a NaN stored with a valid
