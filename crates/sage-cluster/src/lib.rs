@@ -42,8 +42,8 @@ mod task;
 
 pub use linkage::{complete_linkage, cut};
 pub use task::{
-    evaluate, evaluate_dataset, memory_estimate, similarity_condensed, ClusterReport,
-    DatasetReport, Options, SubsetReport, DEFAULT_DATASETS,
+    check_memory, cluster_texts, evaluate, evaluate_dataset, memory_estimate, similarity_condensed,
+    subset_plans, ClusterReport, DatasetReport, Options, SubsetReport, DEFAULT_DATASETS,
 };
 
 /// Errors of this crate.

@@ -164,8 +164,29 @@ fn cluster_subset(
     let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
     let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
     let classes = labels.iter().collect::<BTreeSet<_>>().len();
+    let predicted = cluster_texts(similarity, dataset, &texts, classes)?;
+    let v = measures::v_measure(&labels, &predicted)?;
+    Ok(SubsetReport {
+        texts: texts.len(),
+        classes,
+        checksum: sage_data::sample::checksum(rows.iter().copied()),
+        homogeneity: v.homogeneity,
+        completeness: v.completeness,
+        v_measure: v.v_measure,
+    })
+}
+
+/// Each text's cluster (0..k): complete linkage on the distances `1 − similarity` of every
+/// pair, cut at `k` clusters (see the crate docs). The one clustering of sage-rs: task 4 and
+/// the noise suite both call it. A NaN similarity is an error naming `dataset`.
+pub fn cluster_texts(
+    similarity: &dyn Similarity,
+    dataset: &str,
+    texts: &[&str],
+    k: usize,
+) -> Result<Vec<usize>> {
     let n = texts.len();
-    let sims = similarity_condensed(similarity, &texts)?;
+    let sims = similarity_condensed(similarity, texts)?;
     let mut distances = Vec::with_capacity(sims.len());
     let (mut i, mut j) = (0usize, 1usize);
     for &s in &sims {
@@ -186,23 +207,29 @@ fn cluster_subset(
     }
     drop(sims);
     let merges = complete_linkage(&mut distances, n);
-    let predicted = cut(&merges, n, classes);
-    let v = measures::v_measure(&labels, &predicted)?;
-    Ok(SubsetReport {
-        texts: n,
-        classes,
-        checksum: sage_data::sample::checksum(rows.iter().copied()),
-        homogeneity: v.homogeneity,
-        completeness: v.completeness,
-        v_measure: v.v_measure,
-    })
+    Ok(cut(&merges, n, k))
+}
+
+/// Refuses, before anything is scored, a clustering of `texts` texts whose pairwise distances
+/// would not fit in the memory available (see the crate docs).
+pub fn check_memory(similarity: &dyn Similarity, dataset: &str, texts: usize) -> Result<()> {
+    let needed = memory_estimate(texts, similarity.is_symmetric());
+    match available_memory() {
+        Some(available) if needed > available => Err(ClusterError::TooLarge {
+            dataset: dataset.to_owned(),
+            texts,
+            needed_mb: needed >> 20,
+            available_mb: available >> 20,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The subsets clustered of a split whose rows have `labels` (file order) and whose content has
 /// `split_checksum`: the whole split when it fits, else `options.subsets` seeded draws (indices
 /// into `labels`, ascending). A function of the labels alone, so that the texts can be streamed
 /// and only the rows drawn kept.
-fn subset_plans(labels: &[String], split_checksum: &str, options: &Options) -> Vec<Vec<usize>> {
+pub fn subset_plans(labels: &[String], split_checksum: &str, options: &Options) -> Vec<Vec<usize>> {
     // keyed by content, not name: see sage_data::sample
     let label = format!("cluster/{split_checksum}");
     let total_classes = labels.iter().collect::<BTreeSet<_>>().len();
@@ -250,17 +277,7 @@ fn evaluate_plans<'r>(
     }
     let total_classes = labels.iter().collect::<BTreeSet<_>>().len();
     let largest = plans.iter().map(Vec::len).max().unwrap_or(0);
-    let needed = memory_estimate(largest, similarity.is_symmetric());
-    if let Some(available) = available_memory() {
-        if needed > available {
-            return Err(ClusterError::TooLarge {
-                dataset: format!("{dataset}/{split}"),
-                texts: largest,
-                needed_mb: needed >> 20,
-                available_mb: available >> 20,
-            });
-        }
-    }
+    check_memory(similarity, &format!("{dataset}/{split}"), largest)?;
     let mut reports = Vec::new();
     for (k, plan) in plans.iter().enumerate() {
         let subset: Vec<&LabeledText> = plan.iter().map(|&i| row(i)).collect();

@@ -193,6 +193,18 @@ pub(crate) fn build(options: &Options) -> Result<Vec<Condition>> {
     if options.pair_budget == 0 {
         return Err(invalid("pair_budget: must be at least 1".into()));
     }
+    for (name, cap) in [
+        ("max_queries", options.max_queries),
+        ("max_docs", options.max_docs),
+        ("max_rows", options.max_rows),
+        ("max_reference", options.max_reference),
+    ] {
+        if cap == Some(0) {
+            return Err(invalid(format!(
+                "{name}: 0 leaves nothing to score; at least 1, or none for all"
+            )));
+        }
+    }
     Ok(out)
 }
 

@@ -22,7 +22,11 @@
 //!   document left out, as in SAGE's retrieval task;
 //! - **STS**: the second sentence of each pair; score: Spearman of similarity against gold;
 //! - **pair classification** (and paraphrase pairs): the second sentence; score: average
-//!   precision of similarity for the positive label.
+//!   precision of similarity for the positive label;
+//! - **classification**: the texts of the named split; each takes the majority label of its
+//!   five most similar clean `train` texts; score: accuracy;
+//! - **clustering**: the texts of one seeded subset, clustered as SAGE's clustering task does
+//!   (complete linkage cut at the number of classes); score: V-measure.
 //!
 //! ## Cost
 //! A condition costs only the texts it changes. Retrieval ranks every distinct query text of
@@ -37,6 +41,7 @@
 #![deny(missing_docs)]
 
 mod conditions;
+mod labelled;
 mod rank;
 
 use rayon::prelude::*;
@@ -45,10 +50,11 @@ use sage_core::measures::{
     BootstrapInterval, BootstrapReplicates, BOOTSTRAP_RESAMPLES,
 };
 use sage_core::{Embedder, RunSeed, Similarity, Timings};
-use sage_data::{DataRoot, DatasetKind, LabeledPair, RowSelection, StsPair};
+use sage_data::{DataRoot, DatasetKind, KindOf, LabeledPair, Row, RowSelection, StsPair};
 use serde::{Deserialize, Serialize};
 
 pub use conditions::{Axis, Condition, DEFAULT_CHANNELS};
+pub use labelled::{CLUSTERING_TEXTS, NEIGHBOURS};
 
 /// Errors of this crate: the error every task over perturbed data shares.
 pub type NoiseError = sage_perturb::TaskError;
@@ -83,8 +89,12 @@ pub struct Options {
     pub max_queries: Option<usize>,
     /// Retrieval: corpus documents sampled (seeded), every relevant one kept; all when `None`.
     pub max_docs: Option<usize>,
-    /// Pair tasks: pairs sampled (seeded); all when `None`.
+    /// Pair tasks: pairs sampled (seeded); classification: texts classified; all when `None`.
+    /// Clustering: texts clustered ([`CLUSTERING_TEXTS`] when `None`).
     pub max_rows: Option<usize>,
+    /// Classification: `train` texts sampled (seeded) as the labelled neighbours (default
+    /// 2,000; all when `None`).
+    pub max_reference: Option<usize>,
     /// Most query–document pairs a classical metric scores in one batch (default 2²⁰).
     pub pair_budget: usize,
     /// Run seed (a suite request's seed always comes from the request).
@@ -102,6 +112,7 @@ impl Default for Options {
             max_queries: None,
             max_docs: None,
             max_rows: None,
+            max_reference: Some(2000),
             pair_budget: 1 << 20,
             seed: RunSeed::default(),
         }
@@ -166,6 +177,10 @@ pub enum Task {
     Sts,
     /// Labelled pairs: average precision of similarity for the positive label.
     PairClassification,
+    /// Labelled texts: accuracy of the nearest `train` neighbours' vote.
+    Classification,
+    /// Labelled texts: V-measure of complete-linkage clusters.
+    Clustering,
 }
 
 impl Task {
@@ -175,6 +190,8 @@ impl Task {
             Task::Retrieval => "ndcg_at_10",
             Task::Sts => "cosine_spearman",
             Task::PairClassification => "average_precision",
+            Task::Classification => "knn_accuracy",
+            Task::Clustering => "v_measure",
         }
     }
 }
@@ -188,13 +205,16 @@ pub struct DatasetReport {
     pub task: Task,
     /// The score's name ([`Task::measure`]).
     pub measure: String,
-    /// What the noise lands on (`queries`, `queries and documents`, `sentence2`).
+    /// What the noise lands on (`queries`, `queries and documents`, `sentence2`, `texts`).
     pub noisy: String,
-    /// Units scored and resampled (queries, pairs).
+    /// Units scored and resampled (queries, pairs, texts).
     pub units: usize,
-    /// Pair tasks: the rows used.
+    /// Pair, classification and clustering tasks: the rows used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows: Option<RowSelection>,
+    /// Classification: the `train` rows the texts are classified against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<RowSelection>,
     /// Retrieval: documents in the corpus file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus_total: Option<usize>,
@@ -210,6 +230,34 @@ pub struct DatasetReport {
     pub channels: Vec<ChannelReport>,
     /// Mean area over channels.
     pub score: f64,
+}
+
+impl DatasetReport {
+    /// A report with its scores still to fill in ([`finish`] does).
+    fn empty(dataset: String, task: Task, noisy: &str, units: usize) -> DatasetReport {
+        DatasetReport {
+            dataset,
+            task,
+            measure: task.measure().to_owned(),
+            noisy: noisy.to_owned(),
+            units,
+            rows: None,
+            reference: None,
+            corpus_total: None,
+            corpus_used: None,
+            corpus_checksum: None,
+            clean: 0.0,
+            channels: Vec::new(),
+            score: 0.0,
+        }
+    }
+
+    fn with_rows(self, rows: RowSelection) -> DatasetReport {
+        DatasetReport {
+            rows: Some(rows),
+            ..self
+        }
+    }
 }
 
 /// A whole run: options, one [`DatasetReport`] per dataset, the mean of their scores with its
@@ -244,6 +292,8 @@ enum Statistic {
     Spearman(Vec<f64>),
     /// Average precision for the positive label.
     AveragePrecision(Vec<bool>),
+    /// V-measure of the values (cluster ids) against these labels.
+    VMeasure(Vec<String>),
 }
 
 impl Statistic {
@@ -264,6 +314,12 @@ impl Statistic {
             Statistic::AveragePrecision(truth) => {
                 let t: Vec<bool> = drawn.iter().map(|&i| truth[i]).collect();
                 average_precision_score(&t, &picked).unwrap_or(f64::NAN)
+            }
+            Statistic::VMeasure(labels) => {
+                let truth: Vec<&str> = drawn.iter().map(|&i| labels[i].as_str()).collect();
+                // cluster ids are small integers stored exactly
+                let clusters: Vec<u64> = picked.iter().map(|&c| c as u64).collect();
+                measures::v_measure(&truth, &clusters).map_or(f64::NAN, |v| v.v_measure)
             }
         }
     }
@@ -304,57 +360,63 @@ pub fn evaluate(
                 rank::retrieval(scorer, &set, &conditions, &options, &mut timings)?
             }
             DatasetKind::StsPairs => {
-                let (rows, selection) = timings.time(format!("load/{name}/{split}"), || {
-                    Ok::<_, NoiseError>(
-                        root.rows::<StsPair>(name, split)?
-                            .sample(options.max_rows, options.seed)?
-                            .into_parts(),
-                    )
-                })?;
+                let (rows, selection) =
+                    sampled::<StsPair>(root, (name, split), &options, &mut timings)?;
                 let gold: Vec<f64> = rows.iter().map(|r| r.score).collect();
                 let pairs = rows
                     .into_iter()
                     .map(|r| (r.sentence1, r.sentence2))
                     .collect::<Vec<_>>();
+                let task = (Task::Sts, Statistic::Spearman(gold));
                 pair_task(
                     scorer,
-                    Task::Sts,
+                    task,
                     &pairs,
-                    Statistic::Spearman(gold),
                     selection,
                     &conditions,
-                    options.seed,
+                    &options,
                     &mut timings,
                 )?
             }
             DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
-                let (rows, selection) = timings.time(format!("load/{name}/{split}"), || {
-                    Ok::<_, NoiseError>(
-                        root.rows::<LabeledPair>(name, split)?
-                            .sample(options.max_rows, options.seed)?
-                            .into_parts(),
-                    )
-                })?;
+                let (rows, selection) =
+                    sampled::<LabeledPair>(root, (name, split), &options, &mut timings)?;
                 let truth: Vec<bool> = rows.iter().map(|r| r.label).collect();
                 let pairs = rows
                     .into_iter()
                     .map(|r| (r.sentence1, r.sentence2))
                     .collect::<Vec<_>>();
+                let task = (Task::PairClassification, Statistic::AveragePrecision(truth));
                 pair_task(
                     scorer,
-                    Task::PairClassification,
+                    task,
                     &pairs,
-                    Statistic::AveragePrecision(truth),
                     selection,
                     &conditions,
-                    options.seed,
+                    &options,
                     &mut timings,
                 )?
             }
+            DatasetKind::Classification => labelled::classification(
+                scorer,
+                root,
+                (name, split),
+                &conditions,
+                &options,
+                &mut timings,
+            )?,
+            DatasetKind::Clustering => labelled::clustering(
+                scorer,
+                root,
+                (name, split),
+                &conditions,
+                &options,
+                &mut timings,
+            )?,
             other => {
                 return Err(NoiseError::Insufficient(format!(
-                    "{name}: the noise suite reads retrieval (BEIR), STS and pair-classification \
-                     datasets; this one holds {}",
+                    "{name}: the noise suite reads retrieval (BEIR), STS, pair-classification, \
+                     classification and clustering datasets; this one holds {}",
                     other.name()
                 )))
             }
@@ -369,18 +431,32 @@ pub fn evaluate(
     )
 }
 
+/// The rows of `name/split` a pair task scores: `max_rows` of them, seeded.
+fn sampled<T: Row + KindOf + Clone + 'static>(
+    root: &DataRoot,
+    (name, split): (&str, &str),
+    options: &Options,
+    timings: &mut Timings,
+) -> Result<(Vec<T>, RowSelection)> {
+    timings.time(format!("load/{name}/{split}"), || {
+        Ok(root
+            .rows::<T>(name, split)?
+            .sample(options.max_rows, options.seed)?
+            .into_parts())
+    })
+}
+
 /// A pair task: the second sentence of each pair noised, every condition scored in one batch.
-#[allow(clippy::too_many_arguments)] // one call site; the parts are what a pair task is
 fn pair_task(
     scorer: Scorer,
-    task: Task,
+    (task, statistic): (Task, Statistic),
     pairs: &[(String, String)],
-    statistic: Statistic,
     selection: RowSelection,
     conditions: &[Condition],
-    seed: RunSeed,
+    options: &Options,
     timings: &mut Timings,
 ) -> Result<Measured> {
+    let seed = options.seed;
     let dataset = format!("{}/{}", selection.dataset, selection.split);
     if pairs.len() < 2 {
         return Err(NoiseError::Insufficient(format!(
@@ -421,22 +497,8 @@ fn pair_task(
         values.push(v);
         noisy_texts.push(noisy.tally);
     }
-    let units = pairs.len();
     Ok(Measured {
-        report: DatasetReport {
-            dataset,
-            task,
-            measure: task.measure().to_owned(),
-            noisy: "sentence2".into(),
-            units,
-            rows: Some(selection),
-            corpus_total: None,
-            corpus_used: None,
-            corpus_checksum: None,
-            clean: 0.0,
-            channels: Vec::new(),
-            score: 0.0,
-        },
+        report: DatasetReport::empty(dataset, task, "sentence2", pairs.len()).with_rows(selection),
         statistic,
         values,
         tallies: noisy_texts,

@@ -15,15 +15,16 @@ use crate::{Condition, DatasetReport, Measured, NoiseError, Options, Result, Sco
 /// every query text stay a few hundred MB, large enough to batch well.
 const EMBEDDING_CHUNK: usize = 256;
 
-/// Distinct query texts, numbered in order of first appearance.
+/// Distinct texts, numbered in order of first appearance: each is ranked once, however many
+/// conditions produce it.
 #[derive(Default)]
-struct QueryTexts {
+pub(crate) struct Distinct {
     index: HashMap<String, usize>,
-    texts: Vec<String>,
+    pub(crate) texts: Vec<String>,
 }
 
-impl QueryTexts {
-    fn id(&mut self, text: &str) -> usize {
+impl Distinct {
+    pub(crate) fn id(&mut self, text: &str) -> usize {
         if let Some(&i) = self.index.get(text) {
             return i;
         }
@@ -33,18 +34,26 @@ impl QueryTexts {
     }
 }
 
-/// Top-10 of every query text over `docs`, in `texts` order.
-fn rank(scorer: Scorer, texts: &[String], docs: &[Doc], options: &Options) -> Result<Vec<TopK>> {
-    let mut tops = vec![TopK::new(10); texts.len()];
+/// The `k` best of `docs` for every text of `texts` (in `texts` order), the texts embedded as
+/// `roles.0` and the documents as `roles.1`; a metric scores at most `pair_budget` pairs at once.
+pub(crate) fn nearest(
+    scorer: Scorer,
+    texts: &[String],
+    docs: &[Doc],
+    k: usize,
+    roles: (Role, Role),
+    pair_budget: usize,
+) -> Result<Vec<TopK>> {
+    let mut tops = vec![TopK::new(k); texts.len()];
     let queries: Vec<&str> = texts.iter().map(String::as_str).collect();
     match scorer.embedder {
         Some(embedder) => {
             // cosine as a dot product of unit rows: each side normalised once
-            let mut q = embedder.embed_as(&queries, Role::Query)?;
+            let mut q = embedder.embed_as(&queries, roles.0)?;
             normalize_rows(&mut q);
             for block in docs.chunks(EMBEDDING_CHUNK) {
                 let texts: Vec<&str> = block.iter().map(|d| d.text.as_str()).collect();
-                let mut d = embedder.embed_as(&texts, Role::Document)?;
+                let mut d = embedder.embed_as(&texts, roles.1)?;
                 normalize_rows(&mut d);
                 let scores = q.dot(&d.t());
                 tops.par_iter_mut().enumerate().for_each(|(i, top)| {
@@ -55,7 +64,7 @@ fn rank(scorer: Scorer, texts: &[String], docs: &[Doc], options: &Options) -> Re
             }
         }
         None => {
-            let chunk = (options.pair_budget / queries.len().max(1)).max(1);
+            let chunk = (pair_budget / queries.len().max(1)).max(1);
             for block in docs.chunks(chunk) {
                 let pairs: Vec<(&str, &str)> = block
                     .iter()
@@ -72,6 +81,18 @@ fn rank(scorer: Scorer, texts: &[String], docs: &[Doc], options: &Options) -> Re
         }
     }
     Ok(tops)
+}
+
+/// Top-10 of every query text over `docs`, as retrieval ranks them.
+fn rank(scorer: Scorer, texts: &[String], docs: &[Doc], options: &Options) -> Result<Vec<TopK>> {
+    nearest(
+        scorer,
+        texts,
+        docs,
+        10,
+        (Role::Query, Role::Document),
+        options.pair_budget,
+    )
 }
 
 fn ndcg(tops: &[&TopK], set: &RankingSet) -> Result<Vec<f64>> {
@@ -110,9 +131,9 @@ pub(crate) fn retrieval(
             )
         })?;
         values.push(ndcg(&tops.iter().collect::<Vec<_>>(), set)?);
+        let texts: Vec<&str> = set.documents.iter().map(|d| d.text.as_str()).collect();
+        let positions: Vec<u64> = set.documents.iter().map(|d| d.position as u64).collect();
         for (condition, n) in conditions.iter().zip(&noisy) {
-            let texts: Vec<&str> = set.documents.iter().map(|d| d.text.as_str()).collect();
-            let positions: Vec<u64> = set.documents.iter().map(|d| d.position as u64).collect();
             let documents = condition.apply_keyed(
                 &format!("{stream}/documents"),
                 &texts,
@@ -132,7 +153,7 @@ pub(crate) fn retrieval(
         }
     } else {
         // one pass: the clean queries and every changed noisy query, each text once
-        let mut texts = QueryTexts::default();
+        let mut texts = Distinct::default();
         let clean_ids: Vec<usize> = clean.iter().map(|q| texts.id(q)).collect();
         let noisy_ids: Vec<Vec<usize>> = noisy
             .iter()
@@ -154,22 +175,19 @@ pub(crate) fn retrieval(
     }
     Ok(Measured {
         report: DatasetReport {
-            dataset,
-            task: crate::Task::Retrieval,
-            measure: crate::Task::Retrieval.measure().to_owned(),
-            noisy: if options.noisy_documents {
-                "queries and documents".into()
-            } else {
-                "queries".into()
-            },
-            units: set.queries.len(),
-            rows: None,
             corpus_total: Some(set.corpus_total),
             corpus_used: Some(set.documents.len()),
             corpus_checksum: Some(set.corpus_checksum.clone()),
-            clean: 0.0,
-            channels: Vec::new(),
-            score: 0.0,
+            ..DatasetReport::empty(
+                dataset,
+                crate::Task::Retrieval,
+                if options.noisy_documents {
+                    "queries and documents"
+                } else {
+                    "queries"
+                },
+                set.queries.len(),
+            )
         },
         statistic: Statistic::Mean,
         values,

@@ -159,16 +159,164 @@ fn other_kinds_of_data_are_refused_by_name() {
     let e = evaluate(
         scorer,
         &root,
-        &[("twentynewsgroups", "test")],
+        &[("askubuntudupquestions", "test")],
         options(&[0.1]),
     )
     .err()
     .unwrap()
     .to_string();
-    assert!(
-        e.contains("retrieval (BEIR), STS and pair-classification"),
-        "{e}"
-    );
+    assert!(e.contains("askubuntudupquestions"), "{e}");
+    assert!(e.contains("classification and clustering datasets"), "{e}");
+}
+
+/// A mirror with a classification set (train and test) and a clustering set whose classes use
+/// separate words, so that every similarity gets the clean task right.
+fn labelled_mirror() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let classes = [
+        (
+            "card",
+            [
+                "my card was declined at the shop",
+                "card payment declined again",
+                "why was my card payment declined",
+                "the card does not work in shops",
+            ],
+        ),
+        (
+            "transfer",
+            [
+                "transfer to my friend is pending",
+                "bank transfer still pending today",
+                "how long does a transfer take",
+                "pending transfer has not arrived",
+            ],
+        ),
+        (
+            "pin",
+            [
+                "forgot the pin of my account",
+                "how do i reset my pin",
+                "change pin number please",
+                "pin blocked after wrong tries",
+            ],
+        ),
+    ];
+    let line = |text: &str, label: &str| {
+        serde_json::json!({ "text": text, "label": label }).to_string() + "\n"
+    };
+    let mut train = String::new();
+    let mut test = String::new();
+    let mut cluster = String::new();
+    for (label, texts) in classes {
+        for t in texts {
+            train += &line(t, label);
+            cluster += &line(t, label);
+        }
+        test += &line(&format!("{} {}", texts[0], label), label);
+        test += &line(&format!("{label} {}", texts[1]), label);
+    }
+    let write = |path: &str, body: &str| {
+        let file = dir.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, body).unwrap();
+    };
+    write("classification/banking77/train.jsonl", &train);
+    write("classification/banking77/test.jsonl", &test);
+    write("clustering/twentynewsgroups/test.jsonl", &cluster);
+    dir
+}
+
+/// Classification and clustering noise the texts themselves: rate 0 keeps everything, every
+/// word dropped leaves the neighbours' vote and the clusters to chance, and the run records
+/// which rows it classified against.
+#[test]
+fn classification_and_clustering_noise_their_texts() {
+    let mirror = labelled_mirror();
+    let root = DataRoot::new(mirror.path().to_owned());
+    let jaccard = Metric::JACCARD.similarity();
+    let letters = Arc::new(Letters::new());
+    let cosine = EmbeddingSimilarity::cosine(letters.clone());
+    let options = Options {
+        channels: vec!["word-drop".into(), "keyboard-typos".into()],
+        rates: vec![0.0, 0.2, 1.0],
+        lengths: Vec::new(),
+        seed: RunSeed(3),
+        ..Options::default()
+    };
+    let datasets = [("banking77", "test"), ("twentynewsgroups", "test")];
+    let metric = Scorer {
+        similarity: jaccard.as_ref(),
+        embedder: None,
+    };
+    let model = Scorer {
+        similarity: &cosine,
+        embedder: Some(letters.as_ref()),
+    };
+    for scorer in [metric, model] {
+        let report = evaluate(scorer, &root, &datasets, options.clone()).unwrap();
+        let (classification, clustering) = (&report.datasets[0], &report.datasets[1]);
+        assert_eq!(
+            (
+                classification.task,
+                classification.units,
+                classification.noisy.as_str()
+            ),
+            (Task::Classification, 6, "texts")
+        );
+        assert_eq!(classification.reference.as_ref().unwrap().used_rows, 12);
+        assert_eq!((clustering.task, clustering.units), (Task::Clustering, 12));
+        assert_eq!(classification.measure, "knn_accuracy");
+        if scorer.embedder.is_none() {
+            // word overlap finds each test text's own class
+            assert_eq!(classification.clean, 1.0);
+        }
+        // the clean clustering is SAGE's clustering task on the same rows
+        let rows = root
+            .rows::<sage_data::LabeledText>("twentynewsgroups", "test")
+            .unwrap()
+            .sample(None, options.seed)
+            .unwrap()
+            .rows;
+        let sage = sage_cluster::evaluate_dataset(
+            scorer.similarity,
+            "twentynewsgroups",
+            "test",
+            &rows,
+            &sage_cluster::Options {
+                seed: options.seed,
+                ..sage_cluster::Options::default()
+            },
+            &mut Timings::default(),
+        )
+        .unwrap();
+        assert_eq!(clustering.clean, sage.v_measure);
+        for dataset in &report.datasets {
+            for channel in &dataset.channels {
+                assert_eq!(channel.points[0].retention, 1.0, "{channel:?}");
+            }
+            let dropped = dataset.channels[0].points.last().unwrap();
+            assert_eq!((dropped.level, dropped.changed), (1.0, 1.0));
+            assert!(dropped.retention < 1.0, "{}: {dropped:?}", dataset.dataset);
+        }
+    }
+    // the train split is the reference, never the split classified
+    let e = evaluate(metric, &root, &[("banking77", "train")], options.clone())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("banking77/test"), "{e}");
+    // a clustering set of one class has nothing to separate
+    std::fs::write(
+        mirror.path().join("clustering/twentynewsgroups/test.jsonl"),
+        "{\"text\": \"a\", \"label\": \"x\"}\n{\"text\": \"b\", \"label\": \"x\"}\n",
+    )
+    .unwrap();
+    let e = evaluate(metric, &root, &datasets[1..], options)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("1 classes"), "{e}");
 }
 
 /// On the real SciFact sample: BM25 matches query tokens exactly, so typos and lost casing cost

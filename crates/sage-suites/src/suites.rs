@@ -302,8 +302,8 @@ impl Suite for Retrieval {
 }
 
 /// Production noise ([`sage_noise`]): retention curves of retrieval (noisy queries), STS and
-/// pair classification (noisy second sentence) under the twelve noise channels and filler
-/// padding. Options: [`sage_noise::Options`], the one schema (checked before any work).
+/// pair classification (noisy second sentence), classification and clustering (noisy texts)
+/// under the twelve noise channels and filler padding. Options: [`sage_noise::Options`], the one schema (checked before any work).
 pub struct Noise;
 
 impl Suite for Noise {
@@ -313,14 +313,17 @@ impl Suite for Noise {
             DatasetKind::StsPairs,
             DatasetKind::PairClassification,
             DatasetKind::ParaphrasePairs,
+            DatasetKind::Classification,
+            DatasetKind::Clustering,
         ]
     }
     fn name(&self) -> &'static str {
         "noise"
     }
     fn summary(&self) -> &'static str {
-        "Production noise: retention curves of NDCG@10 / Spearman / AP under typos, OCR, casing, \
-         boilerplate, truncation and length, with paired bootstrap intervals"
+        "Production noise: retention curves of NDCG@10 / Spearman / AP / accuracy / V-measure \
+         under typos, OCR, casing, boilerplate, truncation and length, with paired bootstrap \
+         intervals"
     }
     fn default_datasets(&self) -> Vec<String> {
         names(&sage_noise::DEFAULT_DATASETS)
