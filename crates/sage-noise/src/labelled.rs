@@ -124,12 +124,7 @@ pub(crate) fn classification(
     let stream = format!("noise/{}", selection.split_checksum);
     let noisy = noised(conditions, &stream, &clean, &positions, options)?;
     // one pass: the clean texts and every changed noisy text, each once
-    let mut distinct = Distinct::default();
-    let clean_ids: Vec<usize> = clean.iter().map(|t| distinct.id(t)).collect();
-    let noisy_ids: Vec<Vec<usize>> = noisy
-        .iter()
-        .map(|n| n.texts.iter().map(|t| distinct.id(t)).collect())
-        .collect();
+    let (distinct, ids) = Distinct::of(&clean, &noisy);
     let tops = timings.time(format!("neighbours/{dataset}/all conditions"), || {
         nearest(
             scorer,
@@ -147,8 +142,7 @@ pub(crate) fn classification(
             .map(|(&i, row)| f64::from(u8::from(predicted[i] == row.label)))
             .collect()
     };
-    let mut values = vec![correct(&clean_ids)];
-    values.extend(noisy_ids.iter().map(|ids| correct(ids)));
+    let values = ids.iter().map(|ids| correct(ids)).collect();
     Ok(Measured {
         report: DatasetReport {
             reference: Some(reference_selection),

@@ -8,7 +8,7 @@ use sage_core::measures::ndcg_at_k;
 use sage_core::{normalize_rows, Role, Timings};
 use sage_retrieval::{Doc, RankingSet, TopK};
 
-use crate::conditions::Tally;
+use crate::conditions::{Noisy, Tally};
 use crate::{Condition, DatasetReport, Measured, NoiseError, Options, Result, Scorer, Statistic};
 
 /// Documents an embedding model embeds per chunk: small enough that a chunk's scores against
@@ -24,7 +24,20 @@ pub(crate) struct Distinct {
 }
 
 impl Distinct {
-    pub(crate) fn id(&mut self, text: &str) -> usize {
+    /// The clean texts and every condition's noisy texts, each numbered once; the ids come back
+    /// per condition with the clean texts first, the order the measured values take.
+    pub(crate) fn of(clean: &[&str], noisy: &[Noisy]) -> (Self, Vec<Vec<usize>>) {
+        let mut distinct = Self::default();
+        let mut ids = vec![clean.iter().map(|t| distinct.id(t)).collect()];
+        ids.extend(
+            noisy
+                .iter()
+                .map(|n| n.texts.iter().map(|t| distinct.id(t)).collect()),
+        );
+        (distinct, ids)
+    }
+
+    fn id(&mut self, text: &str) -> usize {
         if let Some(&i) = self.index.get(text) {
             return i;
         }
@@ -153,19 +166,15 @@ pub(crate) fn retrieval(
         }
     } else {
         // one pass: the clean queries and every changed noisy query, each text once
-        let mut texts = Distinct::default();
-        let clean_ids: Vec<usize> = clean.iter().map(|q| texts.id(q)).collect();
-        let noisy_ids: Vec<Vec<usize>> = noisy
-            .iter()
-            .map(|n| n.texts.iter().map(|q| texts.id(q)).collect())
-            .collect();
+        let (texts, ids) = Distinct::of(&clean, &noisy);
         let tops = timings.time(format!("rank/{dataset}/all conditions"), || {
             rank(scorer, &texts.texts, &set.documents, options)
         })?;
-        let of = |ids: &[usize]| ndcg(&ids.iter().map(|&i| &tops[i]).collect::<Vec<_>>(), set);
-        values.push(of(&clean_ids)?);
-        for ids in &noisy_ids {
-            values.push(of(ids)?);
+        for ids in &ids {
+            values.push(ndcg(
+                &ids.iter().map(|&i| &tops[i]).collect::<Vec<_>>(),
+                set,
+            )?);
         }
     }
     if values[0].is_empty() {
