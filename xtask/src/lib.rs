@@ -12,6 +12,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 mod bench;
+mod book;
 mod shard;
 mod slurm;
 mod throughput;
@@ -35,7 +36,7 @@ Tasks:
       configuration is bench.toml at the repository root. --plan: run nothing; print, per
       remote-model job, the texts and tokens it would send after the embedding cache and its
       estimated cost ([remote] in the config), and the total.
-      Sharding (other machines, other processes; see the README's \"Beyond one box\"):
+      Sharding (other machines, other processes; see docs/src/slurm.md):
       --list-jobs: print the jobs as JSON lines (id, result file, estimated seconds, done) and
       run nothing. --jobs FILE: only the jobs FILE lists (lines as --list-jobs prints them).
       --shard I/N: only share I of N, balanced by estimated cost (--costs FILE: a finished
@@ -63,6 +64,10 @@ Tasks:
       upper-cased copy), else data/fixtures/metric_pairs.jsonl. Prints the table with each
       target ratio and writes DIR/throughput/metrics.json (default DIR: results) with host and
       git revision.
+  book [--mdbook PATH] [--check-only]
+      Check every relative link and anchor in README.md and the guide's sources (docs/src), and
+      that SUMMARY.md lists every chapter; then build the guide with mdBook (PATH, else mdbook
+      on PATH or in ~/.cache/sage-rs/tools/bin) into $CARGO_TARGET_DIR/book.
   help
       This text.
 ";
@@ -73,6 +78,7 @@ pub fn run(args: &[String]) -> Result<()> {
         Some("metrics-throughput") => throughput::metrics_throughput(&args[1..]),
         Some("bench-all") => bench::bench_all(&args[1..]),
         Some("slurm") => slurm::slurm(&args[1..]),
+        Some("book") => book::book(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
             Ok(())

@@ -62,7 +62,7 @@ impl Shard {
 /// day, taken while the machine also compiled (so about twice what an idle machine takes; the
 /// ratios hold); retrieval was stopped after 2,200 s unfinished. EvalRank and ALIGN-SIM: the
 /// same model's `sage run` alone, idle machine. PTEB: paraphrasing dominates, 0.08 s per
-/// paraphrase (README) × about 63,000 texts of the default datasets × 5 runs. Only the ratios
+/// paraphrase (docs/src/pteb.md) × about 63,000 texts of the default datasets × 5 runs. Only the ratios
 /// matter for balancing; `--costs` replaces all of it with a finished run's own times.
 fn reference_seconds(suite: &str, task: &str) -> (f64, f64) {
     match (suite, task) {

@@ -11,7 +11,7 @@
 //! jobs still missing.
 //!
 //! Nothing here is Slurm-only but the two scripts: the same `--list-jobs` / `--jobs` /
-//! `--shard` / `--gather` drive a Kubernetes Indexed Job or a GNU parallel loop (README).
+//! `--shard` / `--gather` drive a Kubernetes Indexed Job or a GNU parallel loop (docs/src/slurm.md).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -349,7 +349,7 @@ fn first_difference(want: &str, got: &str) -> String {
 
 /// A user's BEIR folder named by a `[datasets.NAME]` table in the config runs through bench-all
 /// and writes the same result as the same files placed in a data mirror under a registry name
-/// (dataset name aside): the README's `data/examples/clinic-faq`, on retrieval with BM25.
+/// (dataset name aside): the guide's `data/examples/clinic-faq`, on retrieval with BM25.
 #[test]
 fn a_dataset_table_in_the_config_runs_as_the_same_files_under_a_registry_name() {
     let tmp = tempfile::tempdir().unwrap();

@@ -349,12 +349,12 @@ fn suites_list_the_kinds_they_take_and_data_kinds_lists_columns() {
     assert_eq!(sickr["mteb_rows"]["test"], "train+validation+test");
 }
 
-/// The README's `data/examples/`: the repository's own small files, as a newcomer runs them.
+/// The guide's `data/examples/` (docs/src/your-data.md): the repository's own small files, as a newcomer runs them.
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/examples")
 }
 
-/// PTEB's retrieval task on a BEIR folder of one's own (the README's clinic-faq), with the real
+/// PTEB's retrieval task on a BEIR folder of one's own (the guide's clinic-faq), with the real
 /// SmolLM2 paraphrasing its queries and all-MiniLM-L6-v2 ranking: the same report as the same
 /// files placed in a mirror under a registry name, dataset name aside.
 #[test]
