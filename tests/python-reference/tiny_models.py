@@ -56,7 +56,7 @@ def nomic_config(**extra):
 
 
 def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq_length, prompts,
-          padding_side="right", model_input_names=None, batch_size=2):
+          padding_side="right", model_input_names=None, batch_size=2, bare_tokenizer=False):
     torch.manual_seed(0)
     hf_dir = os.path.join(out, name + ".hf")
     model_class(config).save_pretrained(hf_dir, safe_serialization=True)
@@ -68,6 +68,16 @@ def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq
     tc["padding_side"] = padding_side
     if model_input_names:
         tc["model_input_names"] = model_input_names
+    if bare_tokenizer:
+        # a tokenizer that adds no special tokens (as decoder tokenizers without an end-of-text
+        # post-processor do), so "" has no token at all
+        tc["tokenizer_class"] = "PreTrainedTokenizerFast"
+        tokenizer_json = os.path.join(hf_dir, "tokenizer.json")
+        with open(tokenizer_json) as f:
+            tj = json.load(f)
+        tj["post_processor"] = None
+        with open(tokenizer_json, "w") as f:
+            json.dump(tj, f)
     with open(path, "w") as f:
         json.dump(tc, f)
     modules = [models.Transformer(hf_dir, max_seq_length=max_seq_length),
@@ -82,6 +92,8 @@ def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq
     st.save(folder, safe_serialization=True)
     shutil.rmtree(hf_dir)
     st = SentenceTransformer(folder, device="cpu")
+    if bare_tokenizer:
+        assert st.tokenize([""])["input_ids"].shape[1] == 0, "the bare tokenizer added tokens"
     vectors = {"plain": st.encode(TEXTS, batch_size=batch_size).tolist()}
     # a test is only as sharp as the vectors differ: no family may map texts alike
     lowest = min(float(torch.nn.functional.cosine_similarity(
@@ -132,6 +144,12 @@ def main():
             "qwen2": build(out, tokenizer_dir, "qwen2", transformers.Qwen2Model,
                            decoder(transformers.Qwen2Config), "lasttoken", [], 64, None,
                            padding_side="left"),
+            # Qwen2 with a tokenizer that adds no special tokens: "" has no token, and
+            # sentence-transformers pools it to zeros (its last-token gather is masked). One
+            # batch: alone, "" is a tensor of no tokens, which transformers' attention refuses.
+            "qwen2-bare": build(out, tokenizer_dir, "qwen2-bare", transformers.Qwen2Model,
+                                decoder(transformers.Qwen2Config), "lasttoken", [], 64, None,
+                                bare_tokenizer=True, batch_size=len(TEXTS)),
             # Mistral (e5-mistral, SGPT-style): weighted mean
             "mistral": build(out, tokenizer_dir, "mistral", transformers.MistralModel,
                              decoder(transformers.MistralConfig, sliding_window=None),

@@ -579,13 +579,24 @@ pub(crate) fn pool(
         .iter()
         .map(|row| row.iter().rposition(|&m| m != 0).unwrap_or(0))
         .collect();
+    let real: Vec<bool> = mask.iter().map(|row| row.iter().any(|&m| m != 0)).collect();
     let mask = Tensor::from_vec(mask_values, (batch, tokens, 1), hidden.device())?;
     match pooling {
         Pooling::LastToken => {
+            // sentence-transformers multiplies by the mask before it gathers, so a row without
+            // a real token (or an empty sequence) pools to zeros, not to a padding state
+            let width = hidden.dim(2)?;
             let rows = last
                 .iter()
+                .zip(&real)
                 .enumerate()
-                .map(|(b, &t)| hidden.get(b)?.get(t))
+                .map(|(b, (&t, &any))| {
+                    if any {
+                        hidden.get(b)?.get(t)
+                    } else {
+                        Tensor::zeros(width, DType::F32, hidden.device())
+                    }
+                })
                 .collect::<candle_core::Result<Vec<_>>>()?;
             Tensor::stack(&rows, 0)
         }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use candle_core::{DType, Device};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use ndarray::{Array2, Axis};
 use sage_core::{Embedder, EmbedderIdentity, Role};
@@ -51,6 +51,8 @@ pub struct SentenceTransformer {
     identity: EmbedderIdentity,
     tokenizer: Tokenizer,
     encoder: Backbone,
+    /// Where the backbone's weights live: an empty batch's zeros are made there.
+    device: Device,
     pooling: Pooling,
     normalize: bool,
     do_lower_case: bool,
@@ -171,6 +173,7 @@ impl SentenceTransformer {
             },
             tokenizer,
             encoder,
+            device,
             pooling,
             normalize,
             do_lower_case: config.do_lower_case,
@@ -230,6 +233,13 @@ impl SentenceTransformer {
             .map(|row| (0..longest).map(|i| u32::from(i < row.len())).collect())
             .collect();
         let hidden = match &self.encoder {
+            // Texts without a single token (a tokenizer that adds no special tokens, given ""):
+            // there is nothing to run, and sentence-transformers pools them to zeros.
+            _ if longest == 0 => Tensor::zeros(
+                (batch.len(), 0, self.encoder.hidden_size()),
+                DType::F32,
+                &self.device,
+            )?,
             Backbone::Encoder(encoder) => {
                 let out = encoder.forward(&ids, &mask, self.pooling == Pooling::FirstLastAvg)?;
                 match (&out.first, self.pooling) {
