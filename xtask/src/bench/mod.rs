@@ -1,0 +1,390 @@
+//! `cargo xtask bench-all`: every suite on every similarity, one result file per
+//! (similarity, suite, task), resumable, then `sage report`.
+//!
+//! The work is done by the release `sage` binary (`sage run <task> ... --output FILE`); this
+//! module only decides what to run, wraps each report in the result envelope (schema, harness
+//! version, git revision, host, datasets with row counts and checksums, parameters, timings) and
+//! writes it atomically. A result file that exists is the proof that its job finished, so a
+//! killed run re-run with the same configuration skips what is done and writes the rest: the
+//! files come out the same as an uninterrupted run's except for the `run` block (timestamp, wall
+//! time, host, revision), the report's own `timings` and PTEB's paraphrase `cache_hits` (a run
+//! resumed after a kill finds what the killed one cached), the only fields that depend on when
+//! and where a job ran.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use sage_core::redact::redact_url;
+use sage_core::{
+    Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::shard::{self, Shard};
+use crate::{git_revision, workspace_root, write_atomically};
+
+mod config;
+mod gather;
+mod plan;
+mod run;
+#[cfg(test)]
+mod tests;
+
+pub use config::DEFAULT_CONFIG;
+use config::*;
+use gather::*;
+use plan::*;
+use run::*;
+
+/// A similarity to evaluate: a metric or a model spec.
+#[derive(Clone, Debug)]
+pub(crate) struct Similarity {
+    /// Folder name under the results directory.
+    pub label: String,
+    spec: String,
+    pub is_model: bool,
+}
+
+/// One unit of work and its result file.
+#[derive(Debug)]
+pub(crate) struct Job {
+    pub similarity: Similarity,
+    pub suite: String,
+    pub task: String,
+    /// `sage` arguments, without --output.
+    args: Vec<String>,
+}
+
+impl Job {
+    /// `<similarity>/<suite>/<task>`: the job's name everywhere (job lists, shards, logs) and
+    /// its result file's path under the results folder, without `.json`.
+    pub fn id(&self) -> String {
+        format!("{}/{}/{}", self.similarity.label, self.suite, self.task)
+    }
+
+    /// The job's result file under `out`.
+    pub fn result_path(&self, out: &Path) -> PathBuf {
+        out.join(&self.similarity.label)
+            .join(&self.suite)
+            .join(format!("{}.json", self.task))
+    }
+}
+
+/// A job not run, and why.
+#[derive(Debug, serde::Serialize)]
+struct Skipped {
+    similarity: String,
+    suite: String,
+    task: String,
+    reason: String,
+}
+
+struct Outcome {
+    label: String,
+    suite: String,
+    task: String,
+    status: &'static str,
+    seconds: f64,
+}
+
+/// What a bench-all command line asks for.
+#[derive(Debug, Default)]
+pub(crate) struct Invocation {
+    pub config_path: Option<PathBuf>,
+    pub quick: bool,
+    pub overwrite: bool,
+    pub plan_only: bool,
+    pub list_jobs: bool,
+    pub gather: bool,
+    /// `--jobs FILE`: run only the jobs listed there.
+    pub jobs_file: Option<PathBuf>,
+    pub shard: Option<Shard>,
+    /// `--costs FILE`: a finished run's bench-all.json, for the estimates.
+    pub costs_file: Option<PathBuf>,
+    pub out: PathBuf,
+    pub sage: Option<PathBuf>,
+}
+
+impl Invocation {
+    pub fn parse(args: &[String]) -> Result<Invocation> {
+        let mut inv = Invocation {
+            out: workspace_root().join("results"),
+            ..Invocation::default()
+        };
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let mut value = || crate::flag_value(&mut it, flag);
+            match flag.as_str() {
+                "--config" => inv.config_path = Some(PathBuf::from(value()?)),
+                "--out" => inv.out = PathBuf::from(value()?),
+                "--sage" => inv.sage = Some(PathBuf::from(value()?)),
+                "--jobs" => inv.jobs_file = Some(PathBuf::from(value()?)),
+                "--costs" => inv.costs_file = Some(PathBuf::from(value()?)),
+                "--shard" => inv.shard = Some(Shard::parse(&value()?)?),
+                "--quick" => inv.quick = true,
+                "--overwrite" => inv.overwrite = true,
+                "--plan" => inv.plan_only = true,
+                "--list-jobs" => inv.list_jobs = true,
+                "--gather" => inv.gather = true,
+                other => bail!(
+                    "unknown option {other:?} (bench-all takes --config FILE, --quick, --overwrite, --out DIR, --sage BIN, --plan, --list-jobs, --jobs FILE, --shard I/N, --costs FILE, --gather)"
+                ),
+            }
+        }
+        if inv.gather && inv.shard.is_some() {
+            bail!("--gather folds every shard's work together: it takes no --shard");
+        }
+        Ok(inv)
+    }
+}
+
+/// A bench-all invocation resolved: configuration, data, `sage`, and the jobs selected (all of
+/// the configuration's, or those `--jobs` lists), each with its estimated seconds.
+pub(crate) struct Prepared {
+    pub data_dir: PathBuf,
+    pub sage: PathBuf,
+    similarities: Vec<Similarity>,
+    skipped: Vec<Skipped>,
+    pub jobs: Vec<Job>,
+    pub estimates: Vec<f64>,
+    context: RunContext,
+}
+
+impl Prepared {
+    /// Resolves `inv`: reads the configuration, builds `sage` unless given, plans the jobs.
+    pub fn new(inv: &Invocation) -> Result<Prepared> {
+        let root = workspace_root();
+        let config = match &inv.config_path {
+            Some(p) => Config {
+                file: Some(std::path::absolute(p)?),
+                ..Config::parse(
+                    &std::fs::read_to_string(p)
+                        .with_context(|| format!("{}: cannot read", p.display()))?,
+                    &p.display().to_string(),
+                )?
+            },
+            None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,
+        };
+        if !config.datasets.is_empty() && config.file.is_none() {
+            bail!("[datasets] tables need a configuration file (--config) to be relative to");
+        }
+        let config = if inv.quick { config.quick() } else { config };
+        let data_dir = if !config.data_dir.is_empty() {
+            PathBuf::from(&config.data_dir)
+        } else if let Some(d) = std::env::var_os("SAGE_DATA_DIR").filter(|d| !d.is_empty()) {
+            PathBuf::from(d)
+        } else {
+            root.join("data/fixtures/mirror")
+        };
+        if !data_dir.is_dir() {
+            bail!("data directory {} does not exist", data_dir.display());
+        }
+        let sage = match &inv.sage {
+            Some(s) => s.clone(),
+            None => crate::build_sage_with(&root, config.device == Device::Cuda)?,
+        };
+        // what to run comes from sage's registry: a suite or metric registered in a `sage` of
+        // one's own (`--sage`) is planned like the shipped ones
+        let suites = listed_suites(&sage)?;
+        config.check_against(&listed_metrics(&sage)?, &suites)?;
+        let (similarities, mut skipped) = similarities(&config, &sage, inv.quick)?;
+        let mut jobs = plan(&config, &suites, &similarities, &data_dir, &mut skipped);
+        let measured = match &inv.costs_file {
+            Some(path) => shard::read_costs(path)?,
+            None => BTreeMap::new(),
+        };
+        // once per similarity: a model's folder is read once, not once per job
+        let weights: BTreeMap<&str, f64> = similarities
+            .iter()
+            .map(|s| {
+                let bytes = (s.is_model && !is_remote(&s.spec))
+                    .then(|| model_bytes(&s.spec))
+                    .flatten();
+                (s.label.as_str(), shard::similarity_weight(bytes))
+            })
+            .collect();
+        let mut estimates: Vec<f64> = jobs
+            .iter()
+            .map(|job| {
+                let weight = weights[job.similarity.label.as_str()];
+                shard::estimate(job, weight, inv.quick, &measured)
+            })
+            .collect();
+        if let Some(file) = &inv.jobs_file {
+            let listed: BTreeMap<String, Option<f64>> =
+                shard::read_job_file(file)?.into_iter().collect();
+            let known: Vec<String> = jobs.iter().map(Job::id).collect();
+            if let Some(unknown) = listed.keys().find(|id| !known.contains(id)) {
+                bail!(
+                    "{}: job {unknown:?} is not one this configuration plans (`--list-jobs` prints those)",
+                    file.display()
+                );
+            }
+            // the listed estimates win: every shard reading the file balances the same costs
+            let mut kept = Vec::new();
+            let mut kept_estimates = Vec::new();
+            for (job, estimate) in jobs.into_iter().zip(estimates) {
+                if let Some(listed_estimate) = listed.get(&job.id()) {
+                    kept_estimates.push(listed_estimate.unwrap_or(estimate));
+                    kept.push(job);
+                }
+            }
+            jobs = kept;
+            estimates = kept_estimates;
+        }
+        let context = RunContext {
+            revision: git_revision(&root),
+            host: sage_core::Host::detect(),
+            seed: config.seed,
+            data_dir: data_dir.clone(),
+            quick: inv.quick,
+            max_cost_usd: config.remote.max_cost_usd,
+            prices: config.remote.prices.clone(),
+            caches: None,
+        };
+        Ok(Prepared {
+            data_dir,
+            sage,
+            similarities,
+            skipped,
+            jobs,
+            estimates,
+            context,
+        })
+    }
+}
+
+pub fn bench_all(args: &[String]) -> Result<()> {
+    let inv = Invocation::parse(args)?;
+    let Prepared {
+        data_dir,
+        sage,
+        similarities,
+        skipped,
+        jobs,
+        estimates,
+        mut context,
+    } = Prepared::new(&inv)?;
+    let out = &inv.out;
+    if inv.list_jobs {
+        for (job, estimate) in jobs.iter().zip(&estimates) {
+            let done = job.result_path(out).exists();
+            println!("{}", shard::job_line(job, *estimate, done));
+        }
+        return Ok(());
+    }
+    if inv.gather {
+        return gather(&inv, &jobs, &sage);
+    }
+    let selected: Vec<&Job> = match inv.shard {
+        Some(shard) => shard::assign(&estimates, shard)
+            .into_iter()
+            .map(|i| &jobs[i])
+            .collect(),
+        None => jobs.iter().collect(),
+    };
+    let share = inv
+        .shard
+        .map(|s| {
+            format!(
+                " (shard {}/{}: {} of {} jobs)",
+                s.index,
+                s.count,
+                selected.len(),
+                jobs.len()
+            )
+        })
+        .unwrap_or_default();
+    eprintln!(
+        "bench-all: data {}{}; {} similarities ({}); {} jobs{share}; results in {}",
+        data_dir.display(),
+        if data_dir.ends_with("data/fixtures/mirror") {
+            " (fixtures: SAGE_DATA_DIR unset)"
+        } else {
+            ""
+        },
+        similarities.len(),
+        similarities
+            .iter()
+            .map(|s| s.label.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        selected.len(),
+        out.display()
+    );
+    for s in &skipped {
+        eprintln!(
+            "bench-all: skipped {} {}/{}: {}",
+            s.similarity, s.suite, s.task, s.reason
+        );
+    }
+    if inv.plan_only {
+        return print_plan(&selected, &sage, out, inv.overwrite, &context);
+    }
+    if let Some(shard) = inv.shard {
+        context.caches = Some((shard, sage_core::cache_dir()));
+    }
+    let swept = sweep_stale_temporaries(out);
+    if swept > 0 {
+        eprintln!(
+            "bench-all: removed {swept} temporary files a killed run left in {}",
+            out.display()
+        );
+    }
+    let outcomes = run_jobs(&selected, &sage, out, inv.overwrite, &context);
+
+    let manifest = json!({
+        "schema": "sage-rs/bench-all/1",
+        "harness_version": env!("CARGO_PKG_VERSION"),
+        "git_revision": context.revision,
+        "timestamp": sage_core::utc_timestamp(),
+        "host": context.host,
+        "config": inv.config_path.as_ref().map_or("embedded bench.toml".to_owned(), |p| sage_core::redact::home_relative(&p.display().to_string())),
+        "quick": inv.quick,
+        "shard": inv.shard.map(|s| json!({"index": s.index, "count": s.count})),
+        "data_dir": sage_core::redact::home_relative(&data_dir.display().to_string()),
+        "similarities": similarities.iter().map(|s| json!({"label": s.label, "spec": redact_url(&s.spec), "kind": if s.is_model {"model"} else {"metric"}})).collect::<Vec<_>>(),
+        "skipped": skipped,
+        "jobs": outcomes.iter().map(|o| json!({"similarity": o.label, "suite": o.suite, "task": o.task, "status": o.status, "seconds": o.seconds})).collect::<Vec<_>>(),
+    });
+    // a shard's own manifest: shards running together must not overwrite each other's
+    let manifest_name = match inv.shard {
+        Some(s) => format!("bench-all.shard-{}-of-{}.json", s.index, s.count),
+        None => "bench-all.json".to_owned(),
+    };
+    write_atomically(
+        &out.join(manifest_name),
+        &serde_json::to_vec_pretty(&manifest)?,
+    )?;
+    print_timing_table(&outcomes);
+
+    // a shard leaves the report to --gather, once every shard is done
+    let any_result = outcomes
+        .iter()
+        .any(|o| o.status == "done" || o.status == "kept");
+    if inv.shard.is_none() && any_result {
+        report(&sage, out)?;
+    } else if !any_result {
+        eprintln!("bench-all: no result files, so no report");
+    }
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.status == "failed").collect();
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} jobs failed (their errors are above; every other result is written): {}",
+            failed.len(),
+            outcomes.len(),
+            failed
+                .iter()
+                .map(|o| format!("{} {}/{}", o.label, o.suite, o.task))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,417 @@
+//! Running the jobs: the remote-cost plan, progress bars, one `sage` process per job, the
+//! result envelope written atomically, stale temporaries swept, and the timing table.
+
+use super::*;
+
+pub(super) struct RunContext {
+    pub(super) revision: Option<String>,
+    pub(super) host: sage_core::Host,
+    pub(super) seed: u64,
+    pub(super) data_dir: PathBuf,
+    pub(super) quick: bool,
+    pub(super) max_cost_usd: Option<f64>,
+    pub(super) prices: BTreeMap<String, f64>,
+    /// A shard's own cache files, and the folder of the others it reads (see [`Shard`]).
+    pub(super) caches: Option<(Shard, PathBuf)>,
+}
+
+impl RunContext {
+    /// A shard's cache flags for a model job: its own files, the others read. Not recorded in
+    /// the result (a sharded run's results equal an unsharded one's).
+    pub(super) fn cache_args(&self, job: &Job) -> Vec<String> {
+        let Some((shard, dir)) = &self.caches else {
+            return Vec::new();
+        };
+        if !job.similarity.is_model {
+            return Vec::new();
+        }
+        let (embeddings, paraphrases) = shard.cache_files(dir);
+        let dir = dir.display().to_string();
+        let mut args = vec![
+            "--cache".to_owned(),
+            embeddings.display().to_string(),
+            "--read-caches".to_owned(),
+            dir.clone(),
+        ];
+        if job.suite == "pteb" {
+            args.extend([
+                "--paraphrase-cache".to_owned(),
+                paraphrases.display().to_string(),
+                "--read-paraphrase-caches".to_owned(),
+                dir,
+            ]);
+        }
+        args
+    }
+
+    /// `--price P` for a remote model priced in `[remote.prices]`.
+    pub(super) fn price_args(&self, spec: &str) -> Vec<String> {
+        if !is_remote(spec) {
+            return Vec::new();
+        }
+        self.prices
+            .get(&remote_name(spec))
+            .map(|p| vec!["--price".to_owned(), p.to_string()])
+            .unwrap_or_default()
+    }
+}
+
+/// `sage ... --plan` of a remote job: what it would send and cost, sending nothing.
+pub(super) fn job_plan(job: &Job, sage: &Path, context: &RunContext) -> Result<Value> {
+    let plan = sage_stdout(
+        Command::new(sage)
+            .args(&job.args)
+            .args(context.price_args(&job.similarity.spec))
+            .arg("--plan"),
+        "planning",
+    )?;
+    serde_json::from_slice(&plan).context("sage --plan output")
+}
+
+/// Runs a `sage` command to its end and returns its standard output; a failure is an error that
+/// says `what` failed and gives sage's last line of standard error (its message).
+pub(super) fn sage_stdout(command: &mut Command, what: &str) -> Result<Vec<u8>> {
+    let output = command
+        .output()
+        .with_context(|| format!("running {:?}", command.get_program()))?;
+    if !output.status.success() {
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or("no message")
+        );
+    }
+    Ok(output.stdout)
+}
+
+/// What a remote job would cost: USD, or why unknown.
+pub(super) fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
+    job_plan(job, sage, context)?["estimated_cost_usd"]
+        .as_f64()
+        .with_context(|| {
+            format!(
+                "no price for {}: set it in [remote.prices] to run it under remote.max_cost_usd",
+                remote_name(&job.similarity.spec)
+            )
+        })
+}
+
+/// `--plan`: what each remote job still to run would send and cost; runs nothing.
+pub(super) fn print_plan(
+    jobs: &[&Job],
+    sage: &Path,
+    out: &Path,
+    overwrite: bool,
+    context: &RunContext,
+) -> Result<()> {
+    let mut total = Some(0.0);
+    let mut remote_jobs = 0;
+    for job in jobs.iter().filter(|j| is_remote(&j.similarity.spec)) {
+        remote_jobs += 1;
+        let name = format!("{} {}/{}", job.similarity.label, job.suite, job.task);
+        let path = job.result_path(out);
+        if path.exists() && !overwrite {
+            println!("{name}: kept (result exists), sends nothing");
+            continue;
+        }
+        let plan = job_plan(job, sage, context).with_context(|| name.clone())?;
+        let model = &plan["plan"][0];
+        let cost = plan["estimated_cost_usd"].as_f64();
+        println!(
+            "{name}: {} texts, {} tokens to send ({} cached): {}",
+            model["texts_to_send"],
+            model["tokens_to_send"],
+            model["cached_texts"],
+            cost.map_or("no price".to_owned(), |c| format!("${c:.4}"))
+        );
+        total = total.zip(cost).map(|(t, c)| t + c);
+    }
+    match (remote_jobs, total) {
+        (0, _) => println!("no remote-model jobs: nothing would be sent"),
+        (_, Some(t)) => println!(
+            "total: about ${t:.4} (an upper bound: a text several jobs share is counted in each){}",
+            context
+                .max_cost_usd
+                .map(|m| format!("; remote.max_cost_usd = ${m}"))
+                .unwrap_or_default()
+        ),
+        (_, None) => println!("total: unknown (a model has no price: set it in [remote.prices])"),
+    }
+    Ok(())
+}
+
+/// The cost a finished result file records (its `remote_usage`), 0 when none.
+pub(super) fn recorded_cost(path: &Path) -> f64 {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<ResultEnvelope>(&b).ok())
+        .and_then(|e| e.report["remote_usage"].as_array().cloned())
+        .map_or(0.0, |usage| {
+            usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum()
+        })
+}
+
+pub(super) fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} {msg}")
+        .expect("a valid template")
+        .progress_chars("=> ")
+}
+
+pub(super) fn run_jobs(
+    jobs: &[&Job],
+    sage: &Path,
+    out: &Path,
+    overwrite: bool,
+    context: &RunContext,
+) -> Vec<Outcome> {
+    let bars = MultiProgress::new();
+    let interactive = std::io::stderr().is_terminal();
+    let mut by_similarity: BTreeMap<String, ProgressBar> = BTreeMap::new();
+    let mut by_suite: BTreeMap<&str, ProgressBar> = BTreeMap::new();
+    for job in jobs {
+        for (bar, prefix) in [
+            (
+                by_similarity
+                    .entry(job.similarity.label.clone())
+                    .or_insert_with(|| bars.add(ProgressBar::new(0))),
+                format!("model {}", job.similarity.label),
+            ),
+            (
+                by_suite
+                    .entry(job.suite.as_str())
+                    .or_insert_with(|| bars.add(ProgressBar::new(0))),
+                format!("suite {}", job.suite),
+            ),
+        ] {
+            bar.set_style(bar_style());
+            bar.set_prefix(prefix);
+            bar.inc_length(1);
+        }
+    }
+    let mut outcomes = Vec::new();
+    // estimated spend of this run on remote models, against remote.max_cost_usd
+    let mut spent = 0.0;
+    for (i, job) in jobs.iter().enumerate() {
+        let path = job.result_path(out);
+        let name = format!("{} {}/{}", job.similarity.label, job.suite, job.task);
+        let bar_s = &by_similarity[&job.similarity.label];
+        let bar_t = &by_suite[job.suite.as_str()];
+        bar_s.set_message(format!("{}/{}", job.suite, job.task));
+        bar_t.set_message(job.similarity.label.clone());
+        let start = Instant::now();
+        let ceiling = context
+            .max_cost_usd
+            .filter(|_| is_remote(&job.similarity.spec));
+        let within_budget = match ceiling {
+            _ if path.exists() && !overwrite => Ok(()),
+            None => Ok(()),
+            Some(ceiling) => match planned_cost(job, sage, context) {
+                Ok(cost) if spent + cost <= ceiling => Ok(()),
+                Ok(cost) => Err(format!(
+                    "not started: estimated ${cost:.4} would take this run's remote spend from ${spent:.4} past remote.max_cost_usd = ${ceiling}"
+                )),
+                Err(e) => Err(format!("not started: {}", sage_core::said_once(e.as_ref()))),
+            },
+        };
+        let status = if path.exists() && !overwrite {
+            "kept"
+        } else if let Err(why) = within_budget {
+            bars.suspend(|| eprintln!("bench-all: {name}: {why}"));
+            "over budget"
+        } else {
+            match run_job(job, sage, &path, context) {
+                Ok(()) => {
+                    spent += recorded_cost(&path);
+                    "done"
+                }
+                Err(e) => {
+                    bars.suspend(|| {
+                        eprintln!("bench-all: {name}: {}", sage_core::said_once(e.as_ref()))
+                    });
+                    "failed"
+                }
+            }
+        };
+        let seconds = start.elapsed().as_secs_f64();
+        if !interactive {
+            eprintln!(
+                "bench-all: [{}/{}] {name}: {status} ({seconds:.1} s)",
+                i + 1,
+                jobs.len()
+            );
+        }
+        bar_s.inc(1);
+        bar_t.inc(1);
+        outcomes.push(Outcome {
+            label: job.similarity.label.clone(),
+            suite: job.suite.clone(),
+            task: job.task.clone(),
+            status,
+            seconds,
+        });
+    }
+    for bar in by_similarity.values().chain(by_suite.values()) {
+        bar.finish();
+    }
+    outcomes
+}
+
+/// Removes the temporary files a killed run left in the results tree: `NAME.<pid>.partial` and
+/// `NAME.<pid>.tmp` (bench-all's), `NAME.tmp-<pid>` and `.NAME.<pid>.tmp` (sage's), whose process
+/// is gone. Only on Linux, where /proc tells which processes live; elsewhere they stay, and
+/// nothing reads them. Returns how many were removed.
+pub(super) fn sweep_stale_temporaries(out: &Path) -> usize {
+    fn pid_of(name: &str) -> Option<u32> {
+        if let Some((_, pid)) = name.rsplit_once(".tmp-") {
+            return pid.parse().ok();
+        }
+        let stem = name
+            .strip_suffix(".partial")
+            .or_else(|| name.strip_suffix(".tmp"))?;
+        stem.rsplit_once('.')?.1.parse().ok()
+    }
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return 0;
+    }
+    let mut removed = 0;
+    let mut stack = vec![out.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+                continue;
+            }
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(pid_of) else {
+                continue;
+            };
+            if !process_lives(proc, pid) && std::fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+/// Whether process `pid` can still write a file: `/proc/<pid>` exists for it, and it is not a
+/// zombie (a killed `sage` whose parent died too stays one until an init reaps it, and a
+/// container's init may never do so) nor a thread of another process (`/proc/<tid>` resolves
+/// too, and threads share the pid numbers).
+pub(super) fn process_lives(proc: &Path, pid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(proc.join(pid.to_string()).join("status")) else {
+        return false;
+    };
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+    };
+    let leader = field("Tgid:").and_then(|t| t.parse::<u32>().ok()) == Some(pid);
+    let dead = field("State:").is_some_and(|s| s.starts_with('Z') || s.starts_with('X'));
+    leader && !dead
+}
+
+/// Runs one job and writes its result file atomically; nothing is written on failure.
+pub(super) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<()> {
+    let dir = path.parent().expect("a result path has a folder");
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    // per process: a killed run's orphaned `sage` cannot collide with the re-run's
+    let report_path = path.with_extension(format!("report.{}.partial", std::process::id()));
+    let start = Instant::now();
+    let output = Command::new(sage)
+        .args(&job.args)
+        .args(context.price_args(&job.similarity.spec))
+        .args(context.cache_args(job))
+        .arg("--output")
+        .arg(&report_path)
+        .output()
+        .with_context(|| format!("running {}", sage.display()))?;
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        let _ = std::fs::remove_file(&report_path);
+        bail!(
+            "sage {} failed: {}",
+            job.args.join(" "),
+            stderr.trim().lines().last().unwrap_or("no message")
+        );
+    }
+    let report: Value = serde_json::from_slice(
+        &std::fs::read(&report_path)
+            .with_context(|| format!("{}: cannot read", report_path.display()))?,
+    )
+    .with_context(|| format!("{}: not JSON", report_path.display()))?;
+    let _ = std::fs::remove_file(&report_path);
+    let notes: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("sage: note: "))
+        .collect();
+    let datasets = sage_core::row_selections(&report);
+    let envelope = ResultEnvelope {
+        schema: RESULT_SCHEMA.to_owned(),
+        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
+        similarity: SimilarityRecord {
+            name: job.similarity.label.clone(),
+            spec: redact_url(&job.similarity.spec),
+            kind: if job.similarity.is_model {
+                SimilarityKind::Model
+            } else {
+                SimilarityKind::Metric
+            },
+        },
+        suite: job.suite.to_owned(),
+        task: job.task.clone(),
+        seed: context.seed,
+        quick: context.quick,
+        parameters: Parameters {
+            sage_args: job
+                .args
+                .iter()
+                .map(|a| sage_core::redact::home_relative(&redact_url(a)))
+                .collect(),
+            data_dir: sage_core::redact::home_relative(&context.data_dir.display().to_string()),
+        },
+        datasets,
+        notes: notes.into_iter().map(str::to_owned).collect(),
+        score: report.get("score").and_then(Value::as_f64),
+        report,
+        run: RunRecord {
+            timestamp: sage_core::utc_timestamp(),
+            git_revision: context.revision.clone(),
+            host: context.host.clone(),
+            wall_seconds,
+        },
+    };
+    write_atomically(path, &serde_json::to_vec_pretty(&envelope)?)
+}
+
+pub(super) fn print_timing_table(outcomes: &[Outcome]) {
+    let width = outcomes
+        .iter()
+        .map(|o| o.label.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    eprintln!(
+        "\n{:<width$}  {:<22} {:>7} {:>10}",
+        "similarity", "suite/task", "status", "seconds"
+    );
+    let mut total = 0.0;
+    for o in outcomes {
+        total += o.seconds;
+        eprintln!(
+            "{:<width$}  {:<22} {:>7} {:>10.1}",
+            o.label,
+            format!("{}/{}", o.suite, o.task),
+            o.status,
+            o.seconds
+        );
+    }
+    eprintln!("{:<width$}  {:<22} {:>7} {:>10.1}", "total", "", "", total);
+}
