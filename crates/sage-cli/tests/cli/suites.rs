@@ -1,0 +1,538 @@
+//! `sage run`, `sage data` and `sage pteb`: suites, datasets, task options, the report.
+
+use super::*;
+
+/// Task parameters outside their documented range are refused before any data is read, the
+/// flag, the value and the range named (a 1,000,000-text clustering subset asked for ~4 TB).
+#[test]
+fn task_parameters_are_bounded() {
+    for (args, needle) in [
+        (
+            &[
+                "run",
+                "clustering",
+                "--similarity",
+                "jaccard",
+                "--max-texts",
+                "1000000",
+            ][..],
+            "invalid value '1000000' for '--max-texts <MAX_TEXTS>': 1000000 is not in 2..=50000",
+        ),
+        (
+            &[
+                "run",
+                "clustering",
+                "--similarity",
+                "jaccard",
+                "--subsets",
+                "0",
+            ][..],
+            "'--subsets <SUBSETS>': 0 is not in 1..=1000",
+        ),
+        (
+            &[
+                "run",
+                "retrieval",
+                "--similarity",
+                "bm25",
+                "--pair-budget",
+                "0",
+            ][..],
+            "'--pair-budget <PAIR_BUDGET>': 0 is not in 1000..=100000000",
+        ),
+        (
+            &[
+                "run",
+                "sensitivity",
+                "--similarity",
+                "rouge",
+                "--max-rows",
+                "0",
+            ][..],
+            "'--max-rows <MAX_ROWS>': 0 is not in 1..=10000000",
+        ),
+        (
+            &[
+                "measure",
+                "hodges-lehmann",
+                "--input",
+                "xy.jsonl",
+                "--resamples",
+                "1000000000000",
+            ][..],
+            "'--resamples <RESAMPLES>': 1000000000000 is not in 1..=1000000",
+        ),
+    ] {
+        let out = sage(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn data_list_and_check_on_the_fixture_mirror() {
+    let mirror = fixtures().join("mirror");
+    let mirror = mirror.to_str().unwrap();
+    let out = sage(&["data", "list", "--json", "--data-dir", mirror]);
+    assert!(out.status.success());
+    let entries: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(entries.len() > 80);
+    let stsb = entries.iter().find(|e| e["name"] == "stsb").unwrap();
+    assert_eq!(
+        stsb["present"], false,
+        "the fixture mirror has stsb's test split only"
+    );
+    let checked = ok_lines(&[
+        "data",
+        "check",
+        "scifact",
+        "en-rg-65",
+        "--data-dir",
+        mirror,
+        "--max-rows",
+        "1",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(checked[0]["judgements"], 2);
+    assert_eq!(
+        (
+            checked[1]["total_rows"].as_u64(),
+            checked[1]["used_rows"].as_u64()
+        ),
+        (Some(6), Some(1))
+    );
+    let stsb = ok_lines(&["data", "check", "stsb", "--data-dir", mirror]);
+    assert_eq!(
+        (stsb.len(), stsb[0]["split"].as_str()),
+        (1, Some("test")),
+        "only the local split is checked"
+    );
+    fails_with(
+        &["data", "check", "sickr", "--data-dir", mirror],
+        "dataset sickr is not in the local mirror",
+    );
+    fails_with(
+        &["data", "check", "nope", "--data-dir", mirror],
+        "unknown dataset \"nope\"",
+    );
+}
+
+#[test]
+fn run_align_sim_with_a_metric() {
+    let Some(data) = std::env::var_os("SAGE_DATA_DIR") else {
+        sage_core::test_support::skip(
+            module_path!(),
+            "SAGE_DATA_DIR unset: sage run align-sim not run",
+        );
+        return;
+    };
+    let out = ok_json(&[
+        "run",
+        "align-sim",
+        "--similarity",
+        "rouge",
+        "--max-rows",
+        "40",
+        "--data-dir",
+        Path::new(&data).to_str().unwrap(),
+    ]);
+    assert_eq!(out["similarity"], "rouge");
+    assert_eq!(out["datasets"].as_array().unwrap().len(), 2);
+    assert_eq!(out["datasets"][0]["jumbling"].as_array().unwrap().len(), 3);
+    assert_eq!(out["negation"]["rows"]["used_rows"], 40);
+    fails_with(
+        &[
+            "run",
+            "align-sim",
+            "--similarity",
+            "rouge",
+            "--dataset",
+            "mrpc",
+            "--data-dir",
+            Path::new(&data).to_str().unwrap(),
+        ],
+        "dataset mrpc: name a split, as mrpc/SPLIT (splits: train, test)",
+    );
+}
+
+#[test]
+fn pteb_names_what_is_missing() {
+    let mirror = fixtures().join("mirror");
+    let mirror = mirror.to_str().unwrap();
+    // no such paraphraser: the path is named
+    fails_with(
+        &[
+            "run",
+            "pteb",
+            "--model",
+            "no-such-encoder-folder",
+            "--paraphraser",
+            "/no/such/model.gguf",
+            "--data-dir",
+            mirror,
+            "--no-paraphrase-cache",
+            "--no-cache",
+        ],
+        "/no/such/model.gguf",
+    );
+    // a server needs the model it should run
+    fails_with(
+        &[
+            "run",
+            "pteb",
+            "--model",
+            "x",
+            "--paraphraser",
+            "http://127.0.0.1:9/v1",
+            "--data-dir",
+            mirror,
+            "--no-paraphrase-cache",
+        ],
+        "--llm-model",
+    );
+    // a file that is not GGUF: the file is named
+    let dir = tempfile::tempdir().unwrap();
+    let gguf = dir.path().join("m.gguf");
+    std::fs::write(&gguf, b"not a gguf").unwrap();
+    fails_with(
+        &[
+            "run",
+            "pteb",
+            "--model",
+            "x",
+            "--paraphraser",
+            gguf.to_str().unwrap(),
+            "--data-dir",
+            mirror,
+            "--no-paraphrase-cache",
+        ],
+        "m.gguf",
+    );
+}
+
+/// `sage pteb qualify` on the fixture STS-B with the real SmolLM2 as paraphraser and judge and
+/// MiniLM as the reference encoder: the selection tables on stdout, the figures as JSON; a
+/// missing reference encoder is named.
+#[test]
+fn pteb_qualify_prints_the_selection_table() {
+    let what = "pteb_qualify_prints_the_selection_table";
+    let Some(llm) = sage_core::test_support::model_dir_or_skip("SmolLM2-135M-Instruct-GGUF", what)
+    else {
+        return;
+    };
+    let Some(minilm) = sage_core::test_support::model_dir_or_skip("all-MiniLM-L6-v2", what) else {
+        return;
+    };
+    let mirror = fixtures().join("mirror");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("qualify.json");
+    let llm = llm.to_str().unwrap();
+    let mut args = vec![
+        "pteb",
+        "qualify",
+        "--paraphraser",
+        llm,
+        "--judge",
+        llm,
+        "--dataset",
+        "stsb/test",
+        "--max-rows",
+        "3",
+        "--data-dir",
+        mirror.to_str().unwrap(),
+        "--no-paraphrase-cache",
+        "--quality-encoder",
+        minilm.to_str().unwrap(),
+    ];
+    let out = sage(&[args.as_slice(), &["--output", json.to_str().unwrap()]].concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for header in [
+        "| judge | STS Spearman | unparsable | s/pair | qualified |",
+        "| paraphraser | judge similarity | edit distance | s/text | reference cosine |",
+        "| gguf:SmolLM2-135M-Instruct.Q4_1.gguf | stsb/test | 6 |",
+    ] {
+        assert!(stdout.contains(header), "{header:?} missing from\n{stdout}");
+    }
+    let figures: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let candidate = &figures["paraphrasers"][0];
+    assert_eq!(candidate["datasets"][0]["texts"], 6);
+    let cosine = candidate["figures"]["reference_cosine"].as_f64().unwrap();
+    assert!((-1.0..=1.0).contains(&cosine), "{candidate}");
+    assert_eq!(figures["judges"][0]["pairs"], 3);
+    // the yardstick must be there
+    let last = args.len() - 1;
+    args[last] = "/no/such/encoder";
+    fails_with(&args, "/no/such/encoder");
+}
+
+/// The report marks a dataset whose paraphrases failed PTEB's quality gate, says why and what to
+/// use instead, and says the pooled statistics are over the qualified datasets.
+#[test]
+fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = |name: &str, original: f64, mean: f64, cosine: f64, reasons: &[&str]| {
+        serde_json::json!({
+            "dataset": name, "split": "test", "task": "sts", "metric": "cosine_spearman",
+            "rows": {
+                "dataset": name, "split": "test", "total_rows": 10, "used_rows": 10,
+                "max_rows": null, "seed": 1337, "empty_text_rows": 0, "checksum": "c"
+            },
+            "original": original, "paraphrased": {"mean": mean, "std": 0.01, "n": 2, "ddof": 1},
+            "delta": mean - original, "fallbacks": 0, "runs": [], "examples": [],
+            "quality": {
+                "reference_encoder": "all-MiniLM-L6-v2", "reference_cosine": cosine,
+                "share_below": if reasons.is_empty() { 0.05 } else { 0.4 },
+                "edit_distance": 0.5, "fallback_share": 0.0, "judge": null,
+                "verdict": {"qualified": reasons.is_empty(), "reasons": reasons, "notes": []}
+            }
+        })
+    };
+    let envelope = serde_json::json!({
+        "schema": "sage-rs/result/1",
+        "harness_version": "0.1.0",
+        "similarity": {"name": "all-MiniLM-L6-v2", "kind": "model", "spec": "all-MiniLM-L6-v2"},
+        "suite": "pteb", "task": "mteb", "seed": 1337, "quick": true, "score": null,
+        "datasets": [], "notes": [],
+        "parameters": {"data_dir": "data", "sage_args": ["run", "pteb"]},
+        "run": {
+            "git_revision": null, "timestamp": "2026-11-24T19:00:00Z", "wall_seconds": 1.0,
+            "host": {"arch": "x86_64", "cores": 2, "cpu": null, "gpus": [], "os": "linux"}
+        },
+        // a whole PTEB report (the report reads it into pteb's type), the settings at their
+        // defaults
+        "report": {
+            "suite": "pteb",
+            "encoder": {
+                "model_id": "all-MiniLM-L6-v2", "revision": null, "pooling": "mean",
+                "normalize": true, "max_length": 256
+            },
+            "paraphraser": pteb::ParaphraserIdentity {
+                backend: "gguf:SmolLM2-135M-Instruct".into(),
+                settings: pteb::ParaphraseSettings::default(),
+                instruction: "Paraphrase.".into(),
+            },
+            "options": pteb::Options::default(),
+            "seeds": [1337, 1338],
+            "datasets": [
+                dataset("stsb", 0.85, 0.80, 0.86, &[]),
+                dataset("biosses", 0.80, 0.51, 0.70, &["reference cosine 0.700 < 0.78"]),
+            ],
+            "pooled": {
+                "n": 2, "includes_unqualified": false, "mean_delta": -0.05,
+                "hodges_lehmann": {
+                    "estimate": -0.05, "ci_low": -0.06, "ci_high": -0.04, "confidence": 0.95,
+                    "resamples": 1000, "seed": 1337, "n": 2
+                },
+                "wilcoxon": null
+            },
+            "unqualified": ["biosses/test"],
+            "fallbacks": 0,
+            "timings": sage_core::Timings::default()
+        }
+    });
+    let suite = dir.path().join("all-MiniLM-L6-v2/pteb");
+    std::fs::create_dir_all(&suite).unwrap();
+    std::fs::write(suite.join("mteb.json"), envelope.to_string()).unwrap();
+    let out = sage(&["report", dir.path().to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| all-MiniLM-L6-v2 | {name} |")))
+            .unwrap_or_else(|| panic!("no {name} row in\n{md}"))
+            .to_owned()
+    };
+    let biosses = row("biosses");
+    assert!(biosses.contains("0.510 ± 0.010 †"), "{biosses}");
+    assert!(
+        biosses.contains("paraphraser not qualified: reference cosine 0.700 < 0.78"),
+        "{biosses}"
+    );
+    assert!(biosses.contains("0.700 (40% low)"), "{biosses}");
+    let stsb = row("stsb");
+    assert!(
+        stsb.contains("| qualified |") && !stsb.contains('†'),
+        "{stsb}"
+    );
+    assert!(row("pooled").contains("qualified datasets"), "{md}");
+    assert!(md.contains("† paraphraser not qualified"), "{md}");
+    assert!(md.contains("sage pteb qualify"), "{md}");
+    let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    assert!(
+        csv.contains("all-MiniLM-L6-v2,pteb,mteb,biosses,reference cosine,0.7"),
+        "{csv}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("paraphraser not qualified"));
+
+    // with MTEB's published results beside: the model's STSBenchmark score goes next to its
+    // original stsb score; BIOSSES has none here
+    let mteb = tempfile::tempdir().unwrap();
+    let published = mteb
+        .path()
+        .join("results/sentence-transformers__all-MiniLM-L6-v2/8b3219a9");
+    std::fs::create_dir_all(&published).unwrap();
+    std::fs::write(
+        published.join("STSBenchmark.json"),
+        r#"{"task_name": "STSBenchmark", "scores": {"test": [{"main_score": 0.8203, "hf_subset": "default", "languages": ["eng-Latn"]}]}}"#,
+    )
+    .unwrap();
+    let out = sage(&[
+        "report",
+        dir.path().to_str().unwrap(),
+        "--mteb-results",
+        mteb.path().to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("| Original | MTEB published | Paraphrased |"),
+        "{md}"
+    );
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| all-MiniLM-L6-v2 | {name} |")))
+            .unwrap_or_else(|| panic!("no {name} row in\n{md}"))
+            .to_owned()
+    };
+    assert!(
+        row("stsb").contains("| 0.850 | 0.820 | 0.800 ± 0.010 |"),
+        "{}",
+        row("stsb")
+    );
+    assert!(
+        row("biosses").contains("| 0.800 | — | 0.510 ± 0.010 †"),
+        "{}",
+        row("biosses")
+    );
+    let cells = |line: String| line.matches('|').count();
+    assert_eq!(cells(row("pooled")), cells(row("stsb")), "{md}");
+    let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    assert!(
+        csv.contains("all-MiniLM-L6-v2,pteb,mteb,stsb,mteb published,0.8203"),
+        "{csv}"
+    );
+    // a broken MTEB file is named, and nothing is written over
+    std::fs::write(published.join("STS12.json"), "{").unwrap();
+    let out = sage(&[
+        "report",
+        dir.path().to_str().unwrap(),
+        "--mteb-results",
+        mteb.path().to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("STS12.json:1: not an MTEB task result"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every suite names what it evaluates with `--similarity` (a metric or a model); `--model` is
+/// the same for a model, and evalrank's old `--similarity cos` still works, with a note.
+#[test]
+fn every_suite_takes_what_it_evaluates_as_similarity() {
+    let mirror = fixtures().join("mirror");
+    let mirror = mirror.to_str().unwrap();
+    // a metric where a suite ranks vectors: said, whatever the suite
+    for suite in [
+        &["run", "evalrank", "--level", "word"][..],
+        &["run", "pteb", "--paraphraser", "none.gguf"][..],
+    ] {
+        let mut args = suite.to_vec();
+        args.extend(["--similarity", "jaccard", "--data-dir", mirror]);
+        let out = sage(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            stderr.contains("jaccard") && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+    fails_with(
+        &[
+            "run",
+            "align-sim",
+            "--similarity",
+            "jaccard",
+            "--model",
+            "jaccard",
+            "--data-dir",
+            mirror,
+        ],
+        "not both",
+    );
+    let Some(model) = models_dir() else {
+        sage_core::test_support::skip(
+            "every_suite_takes_what_it_evaluates_as_similarity",
+            "SAGE_MODELS_DIR lacks all-MiniLM-L6-v2: the model part not run",
+        );
+        return;
+    };
+    let model = model.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = sage(args);
+        assert!(
+            out.status.success(),
+            "sage {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let common = ["--level", "word", "--no-cache", "--data-dir", mirror];
+    let mut new = vec!["run", "evalrank", "--similarity", model];
+    new.extend(common);
+    let mut old = vec!["run", "evalrank", "--similarity", "l2", "--model", model];
+    old.extend(common);
+    let mut new_l2 = new.clone();
+    new_l2.extend(["--vector-similarity", "l2"]);
+    let (with_new, _) = run(&new_l2);
+    let (with_old, note) = run(&old);
+    assert!(
+        note.contains("--similarity l2 is --vector-similarity l2 now"),
+        "{note}"
+    );
+    let scores = |v: &Value| v["scores"].clone();
+    assert_eq!(scores(&with_new), scores(&with_old));
+    let (cosine, _) = run(&new);
+    assert!(scores(&cosine)["mrr"].as_f64().is_some());
+    // align-sim over a model named by --similarity, as over a metric
+    let (align, _) = run(&[
+        "run",
+        "align-sim",
+        "--similarity",
+        model,
+        // a sample with the paraphrase and negative pairs criterion 1 needs
+        "--max-rows",
+        "8",
+        "--no-cache",
+        "--data-dir",
+        mirror,
+    ]);
+    assert!(align["similarity"]
+        .as_str()
+        .unwrap()
+        .contains("all-MiniLM-L6-v2"));
+}
