@@ -84,13 +84,18 @@ fn sage_run_takes_the_registered_suite_and_metric() {
     // the fixtures' STS-B holds 3 pairs: 2 of them, sampled
     run(&one, &["--option", "max_rows=2"]);
     run(&two, &["--options", r#"{"max_rows": 2}"#]);
-    let bytes = std::fs::read(&one).unwrap();
-    assert_eq!(
-        bytes,
-        std::fs::read(&two).unwrap(),
-        "--option and --options differ"
-    );
-    let report: Value = serde_json::from_slice(&bytes).unwrap();
+    let read = |path: &Path| -> Value { serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap() };
+    let (file, other) = (read(&one), read(&two));
+    assert_eq!(file["report"], other["report"], "--option and --options differ");
+    // --output writes the result file `sage report` reads: the report in its envelope, with the
+    // rows it used and where it goes in a results folder
+    assert_eq!(file["schema"], sage_core::RESULT_SCHEMA);
+    assert_eq!(file["similarity"]["name"], "shared-letters");
+    assert_eq!(file["similarity"]["kind"], "metric");
+    assert_eq!(file["suite"], "sts-spearman");
+    assert_eq!(file["seed"], 7);
+    assert_eq!(file["score"], file["report"]["score"]);
+    let report = &file["report"];
     assert_eq!(report["similarity"], "shared-letters");
     assert_eq!(report["seed"], 7);
     assert_eq!(report["max_rows"], 2);

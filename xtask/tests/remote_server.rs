@@ -278,7 +278,10 @@ fn a_real_openai_compatible_server() {
                 ],
                 &cache,
             );
-            let report: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+            let file: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+            // the result file: the report inside the envelope; its spec keeps no secret
+            assert_eq!(file["similarity"]["spec"], m);
+            let report = &file["report"];
             if m == spec {
                 let usage = &report["remote_usage"][0];
                 assert_eq!(usage["protocol"], "openai");

@@ -321,16 +321,19 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
     }
 }
 
-/// The task's default datasets that are in the local mirror; the others are named on stderr
-/// (with how to get them), and none at all is an error listing every reason.
+/// A `(name, split)` of the registry.
+type DatasetSplit = (&'static str, &'static str);
+
+/// The task's default datasets that are in the local mirror, and a note for each of the others
+/// (with how to get it), also said on stderr; none at all is an error listing every reason.
 pub(crate) fn local_defaults(
     root: &sage_data::DataRoot,
     task: &'static str,
-    defaults: &[(&'static str, &'static str)],
-) -> Result<Vec<(&'static str, &'static str)>> {
+    defaults: &[DatasetSplit],
+) -> Result<(Vec<DatasetSplit>, Vec<String>)> {
     let (present, notes) = sage_suites::local_datasets(task, root, defaults)?;
     for note in &notes {
         eprintln!("sage: note: {task}: {note}");
     }
-    Ok(present)
+    Ok((present, notes))
 }

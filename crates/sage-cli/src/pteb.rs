@@ -66,7 +66,9 @@ pub struct PtebArgs {
     /// Pairs the judge rates per dataset.
     #[arg(long, default_value_t = Options::default().judge_pairs)]
     judge_pairs: usize,
-    /// Write the report here (atomically) instead of standard output.
+    /// Write the result file here (atomically): the report inside the envelope that bench-all
+    /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
+    /// alone goes to standard output.
     #[arg(long)]
     output: Option<PathBuf>,
     /// Also write each model's original-condition scores as MTEB result files into the MTEB
@@ -341,8 +343,12 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
         }
     }
     let (root, datasets) = args.llm.resolve(&args.datasets)?;
+    let mut notes = Vec::new();
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
-        crate::data::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
+        let (present, missing) =
+            crate::data::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?;
+        notes = missing;
+        present
             .into_iter()
             .map(|(n, s)| (n.to_owned(), s.to_owned()))
             .collect()
@@ -429,9 +435,10 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
         Ok(report)
     };
     let mut out = Output::create(args.output.clone())?;
+    let start = std::time::Instant::now();
     let baseline = evaluate(&baseline_spec)?;
-    if args.compare.is_empty() {
-        serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&baseline)?)?;
+    let report = if args.compare.is_empty() {
+        crate::remote::finish(&baseline)?
     } else {
         let others: Vec<PtebReport> = args
             .compare
@@ -440,15 +447,35 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
             .collect::<Result<_>>()?;
         let refs: Vec<&PtebReport> = others.iter().collect();
         let comparisons = pteb::compare(&baseline, &refs, sage_core::RunSeed(args.seed))?;
-        serde_json::to_writer_pretty(
-            &mut out,
-            &crate::remote::finish(&Compared {
-                suite: "pteb",
-                baseline: &baseline,
-                others: &others,
-                comparisons,
-            })?,
-        )?;
+        crate::remote::finish(&Compared {
+            suite: "pteb",
+            baseline: &baseline,
+            others: &others,
+            comparisons,
+        })?
+    };
+    if args.output.is_some() && !crate::remote::planning() {
+        // the result file every registered suite writes with --output
+        let suite = registry.find("pteb")?;
+        let request = sage_suites::Request {
+            seed: sage_core::RunSeed(args.seed),
+            ..sage_suites::Request::new(&root)
+        };
+        let record = sage_core::SimilarityRecord {
+            name: sage_core::result_label(&baseline_spec),
+            spec: sage_core::redact::redact_url(&baseline_spec),
+            kind: sage_core::SimilarityKind::Model,
+        };
+        let envelope = sage_suites::Outcome { report, notes }.envelope(
+            suite,
+            &request,
+            record,
+            crate::run::parameters(&root),
+            start.elapsed().as_secs_f64(),
+        );
+        serde_json::to_writer_pretty(&mut out, &envelope)?;
+    } else {
+        serde_json::to_writer_pretty(&mut out, &report)?;
     }
     out.write_all(b"\n")?;
     out.finish()
@@ -498,6 +525,7 @@ pub fn qualify(args: QualifyArgs) -> Result<()> {
     let (root, datasets) = args.llm.resolve(&args.datasets)?;
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
         crate::data::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
+            .0
             .into_iter()
             .filter(|(name, _)| root.kind(name).ok() == Some(sage_data::DatasetKind::StsPairs))
             .map(|(n, s)| (n.to_owned(), s.to_owned()))

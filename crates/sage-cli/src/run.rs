@@ -42,7 +42,9 @@ pub enum Task {
         /// Data root (default: $SAGE_DATA_DIR).
         #[arg(long)]
         data_dir: Option<PathBuf>,
-        /// Write the report here (atomically) instead of standard output.
+        /// Write the result file here (atomically): the report inside the envelope that bench-all
+        /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
+        /// alone goes to standard output.
         #[arg(long)]
         output: Option<PathBuf>,
     },
@@ -155,7 +157,9 @@ pub enum Task {
         /// Data root (default: $SAGE_DATA_DIR).
         #[arg(long)]
         data_dir: Option<PathBuf>,
-        /// Write the report here (atomically) instead of standard output.
+        /// Write the result file here (atomically): the report inside the envelope that bench-all
+        /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
+        /// alone goes to standard output.
         #[arg(long)]
         output: Option<PathBuf>,
     },
@@ -258,7 +262,9 @@ pub struct TaskArgs {
     /// Data root (default: $SAGE_DATA_DIR).
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Write the report here (atomically) instead of standard output.
+    /// Write the result file here (atomically): the report inside the envelope that bench-all
+    /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
+    /// alone goes to standard output.
     #[arg(long)]
     output: Option<PathBuf>,
 }
@@ -280,15 +286,21 @@ impl TaskArgs {
 }
 
 /// What a suite evaluates: `--similarity` in every suite (a registered metric's name first, else
-/// a model spec), or `--model`, its older spelling for models, loaded with the model flags.
-fn subject(registry: &Registry, similarity: Option<&str>, model: &ModelArgs) -> Result<Subject> {
+/// a model spec), or `--model`, its older spelling for models, loaded with the model flags; with
+/// the spec it was given as, for the result file.
+fn subject(
+    registry: &Registry,
+    similarity: Option<&str>,
+    model: &ModelArgs,
+) -> Result<(Subject, String)> {
     let spec = match (similarity, &model.model) {
         (Some(_), Some(_)) => bail!("give --similarity or --model, not both (they name the same)"),
         (Some(s), None) => s,
         (None, Some(s)) => s.as_str(),
         (None, None) => bail!("give --similarity: a metric or an embedding model"),
     };
-    registry.subject(spec, |spec| Ok(model.load(spec)?.into()))
+    let subject = registry.subject(spec, |spec| anyhow::Ok(model.load(spec)?.into()))?;
+    Ok((subject, spec.to_owned()))
 }
 
 fn options_object(options: Value) -> serde_json::Map<String, Value> {
@@ -298,25 +310,61 @@ fn options_object(options: Value) -> serde_json::Map<String, Value> {
     }
 }
 
-/// Runs a registered suite, prints its notes on stderr, and writes its report.
+/// Runs a registered suite and prints its notes on stderr. With `--output`, writes the result
+/// file there (the envelope bench-all and `sage report` read: the report, the rows it used, the
+/// notes, the seed, the host); without, the report on standard output.
 fn run_registered(
     registry: &Registry,
     name: &str,
-    subject: &Subject,
+    (subject, spec): &(Subject, String),
     request: &Request,
     output: Option<PathBuf>,
 ) -> Result<()> {
     let suite = registry.find(name)?;
+    let to_file = output.is_some();
     // before anything is computed or sent: a paid API is not billed for a run that cannot
     // write its result
     let mut out = Output::create(output)?;
+    let start = std::time::Instant::now();
     let outcome = suite.run(subject, request)?;
     for note in &outcome.notes {
         eprintln!("sage: note: {name}: {note}");
     }
-    serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&outcome.report)?)?;
+    let report = crate::remote::finish(&outcome.report)?;
+    if to_file && !crate::remote::planning() {
+        let outcome = sage_suites::Outcome {
+            report,
+            notes: outcome.notes,
+        };
+        let envelope = outcome.envelope(
+            suite,
+            request,
+            subject.record(Some(spec)),
+            parameters(request.root),
+            start.elapsed().as_secs_f64(),
+        );
+        serde_json::to_writer_pretty(&mut out, &envelope)?;
+    } else {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+    }
     out.write_all(b"\n")?;
     out.finish()
+}
+
+/// How this `sage` was asked to run, for a result file: its arguments (server URLs redacted,
+/// paths under the home folder as `~`) and the data root.
+pub(crate) fn parameters(root: &sage_data::DataRoot) -> sage_core::Parameters {
+    use sage_core::redact::{home_relative, redact_url};
+    sage_core::Parameters {
+        data_dir: root
+            .root()
+            .map(|r| home_relative(&r.display().to_string()))
+            .unwrap_or_default(),
+        sage_args: std::env::args()
+            .skip(1)
+            .map(|a| home_relative(&redact_url(&a)))
+            .collect(),
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

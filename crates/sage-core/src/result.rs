@@ -1,5 +1,6 @@
-//! The result file: one envelope around every suite's report, written by `cargo xtask
-//! bench-all` and by `sage_rs.run(..., results_dir=)`, read by `sage report`. Defined once, with
+//! The result file: one envelope around every suite's report, written by `sage run --output`
+//! (which bench-all runs, then names the job and the host) and by `sage_rs.run(...,
+//! results_dir=)`, read by `sage report`. Defined once, with
 //! what fills it (the host, the time, the rows a report used, the folder name of a similarity),
 //! so a field renamed on one side is a compile error on the other instead of a "—" in the report.
 //!
@@ -24,7 +25,8 @@ pub struct ResultEnvelope {
     pub datasets: Vec<Map<String, Value>>,
     /// The harness version that wrote the file.
     pub harness_version: String,
-    /// What the job said on stderr as `sage: note: ...` (a default dataset not local, ...).
+    /// What the run left out and why (a default dataset not local, ...), each naming its suite
+    /// (`retrieval: ...`), as `sage run` also says them on stderr (`sage: note: ...`).
     pub notes: Vec<String>,
     /// How the job was run.
     pub parameters: Parameters,

@@ -387,7 +387,7 @@ fn run_suite(
             let envelope = outcome.envelope(
                 suite,
                 &request,
-                similarity_record(&subject, spec.as_deref()),
+                subject.record(spec.as_deref()),
                 sage_core::Parameters {
                     data_dir: root
                         .root()
@@ -410,23 +410,6 @@ fn run_suite(
     };
     let report = serde_json::to_string(&outcome.report).map_err(py_err)?;
     Ok((report, outcome.notes, written))
-}
-
-/// What a result file says of the subject: its results-folder name, the spec it was given as
-/// (a server URL's secrets redacted), and whether it is a metric.
-fn similarity_record(subject: &Subject, spec: Option<&str>) -> sage_core::SimilarityRecord {
-    let (given, kind) = match subject {
-        Subject::Metric(m) => (m.name().to_owned(), sage_core::SimilarityKind::Metric),
-        Subject::Model(e) => (
-            spec.map_or_else(|| e.identity().model_id.clone(), str::to_owned),
-            sage_core::SimilarityKind::Model,
-        ),
-    };
-    sage_core::SimilarityRecord {
-        name: sage_core::result_label(&given),
-        spec: sage_core::redact::redact_url(&given),
-        kind,
-    }
 }
 
 /// `sage report DIR` from Python: writes report.md, summary.csv and report.html into `dir`;

@@ -108,6 +108,23 @@ impl Subject {
         }
     }
 
+    /// What a result file says of the subject: its results-folder name, the spec it was given
+    /// as (`spec`; a model's id when none; a server URL's secrets redacted), and its kind.
+    pub fn record(&self, spec: Option<&str>) -> sage_core::SimilarityRecord {
+        let (given, kind) = match self {
+            Subject::Metric(m) => (m.name().to_owned(), sage_core::SimilarityKind::Metric),
+            Subject::Model(e) => (
+                spec.map_or_else(|| e.identity().model_id.clone(), str::to_owned),
+                sage_core::SimilarityKind::Model,
+            ),
+        };
+        sage_core::SimilarityRecord {
+            name: sage_core::result_label(&given),
+            spec: sage_core::redact::redact_url(&given),
+            kind,
+        }
+    }
+
     /// The embedding model, for suites that compare vectors themselves.
     fn model(&self, suite: &'static str) -> Result<&Arc<dyn Embedder>> {
         match self {
@@ -223,7 +240,12 @@ impl Outcome {
         sage_core::ResultEnvelope {
             datasets: sage_core::row_selections(&self.report),
             harness_version: env!("CARGO_PKG_VERSION").to_owned(),
-            notes: self.notes.clone(),
+            // as `sage run` says them on stderr: each names its suite
+            notes: self
+                .notes
+                .iter()
+                .map(|note| format!("{}: {note}", suite.name()))
+                .collect(),
             parameters,
             quick: false,
             score: self.report.get("score").and_then(Value::as_f64),

@@ -1,10 +1,10 @@
 //! `cargo xtask bench-all`: every suite on every similarity, one result file per
 //! (similarity, suite, task), resumable, then `sage report`.
 //!
-//! The work is done by the release `sage` binary (`sage run <task> ... --output FILE`); this
-//! module only decides what to run, wraps each report in the result envelope (schema, harness
-//! version, git revision, host, datasets with row counts and checksums, parameters, timings) and
-//! writes it atomically. A result file that exists is the proof that its job finished, so a
+//! The work is done by the release `sage` binary (`sage run <task> ... --output FILE`, which
+//! writes the result file: the report, the datasets with row counts and checksums, the notes);
+//! this module only decides what to run, sets in each result file what only it knows (the job's
+//! name, its arguments, the git revision, the host, the wall time) and writes it atomically. A result file that exists is the proof that its job finished, so a
 //! killed run re-run with the same configuration skips what is done and writes the rest: the
 //! files come out the same as an uninterrupted run's except for the `run` block (timestamp, wall
 //! time, host, revision), the report's own `timings` and PTEB's paraphrase `cache_hits` (a run
@@ -20,9 +20,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use sage_core::redact::redact_url;
-use sage_core::{
-    Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
-};
+use sage_core::{Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

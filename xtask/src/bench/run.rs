@@ -342,20 +342,16 @@ pub(super) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext)
             stderr.trim().lines().last().unwrap_or("no message")
         );
     }
-    let report: Value = serde_json::from_slice(
-        &std::fs::read(&report_path)
-            .with_context(|| format!("{}: cannot read", report_path.display()))?,
-    )
-    .with_context(|| format!("{}: not JSON", report_path.display()))?;
+    // `sage run --output` wrote the result file: the report, the rows it used and its notes;
+    // this run knows better what the job is called, how it was asked for, and where it ran
+    let written: Result<ResultEnvelope> = std::fs::read(&report_path)
+        .with_context(|| format!("{}: cannot read", report_path.display()))
+        .and_then(|bytes| {
+            serde_json::from_slice(&bytes)
+                .with_context(|| format!("{}: not a result file", report_path.display()))
+        });
     let _ = std::fs::remove_file(&report_path);
-    let notes: Vec<&str> = stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("sage: note: "))
-        .collect();
-    let datasets = sage_core::row_selections(&report);
     let envelope = ResultEnvelope {
-        schema: RESULT_SCHEMA.to_owned(),
-        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
         similarity: SimilarityRecord {
             name: job.similarity.label.clone(),
             spec: redact_url(&job.similarity.spec),
@@ -377,16 +373,13 @@ pub(super) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext)
                 .collect(),
             data_dir: sage_core::redact::home_relative(&context.data_dir.display().to_string()),
         },
-        datasets,
-        notes: notes.into_iter().map(str::to_owned).collect(),
-        score: report.get("score").and_then(Value::as_f64),
-        report,
         run: RunRecord {
             timestamp: sage_core::utc_timestamp(),
             git_revision: context.revision.clone(),
             host: context.host.clone(),
             wall_seconds,
         },
+        ..written?
     };
     write_atomically(path, &serde_json::to_vec_pretty(&envelope)?)
 }
