@@ -84,9 +84,13 @@ fn sage_run_takes_the_registered_suite_and_metric() {
     // the fixtures' STS-B holds 3 pairs: 2 of them, sampled
     run(&one, &["--option", "max_rows=2"]);
     run(&two, &["--options", r#"{"max_rows": 2}"#]);
-    let read = |path: &Path| -> Value { serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap() };
+    let read =
+        |path: &Path| -> Value { serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap() };
     let (file, other) = (read(&one), read(&two));
-    assert_eq!(file["report"], other["report"], "--option and --options differ");
+    assert_eq!(
+        file["report"], other["report"],
+        "--option and --options differ"
+    );
     // --output writes the result file `sage report` reads: the report in its envelope, with the
     // rows it used and where it goes in a results folder
     assert_eq!(file["schema"], sage_core::RESULT_SCHEMA);

@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 
 mod bench;
 mod book;
+mod manifest;
 mod shard;
 mod slurm;
 mod throughput;

@@ -131,28 +131,10 @@ pub fn estimate(job: &Job, weight: f64, quick: bool, measured: &BTreeMap<String,
 
 /// The recorded seconds of every finished job in a bench-all.json (`--costs FILE`).
 pub fn read_costs(path: &Path) -> Result<BTreeMap<String, f64>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    let manifest: Value =
-        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
-    let jobs = manifest["jobs"].as_array().with_context(|| {
-        format!(
-            "{}: no \"jobs\" list (not a bench-all.json)",
-            path.display()
-        )
-    })?;
-    Ok(jobs
-        .iter()
-        .filter(|j| j["status"] == "done")
-        .filter_map(|j| {
-            let id = format!(
-                "{}/{}/{}",
-                j["similarity"].as_str()?,
-                j["suite"].as_str()?,
-                j["task"].as_str()?
-            );
-            Some((id, j["seconds"].as_f64()?))
-        })
+    Ok(crate::manifest::read_jobs(path)?
+        .into_iter()
+        .filter(|j| j.status == "done")
+        .map(|j| (j.id(), j.seconds))
         .collect())
 }
 

@@ -60,29 +60,13 @@ pub(super) fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> 
         if !(name.starts_with("bench-all.shard-") && name.ends_with(".json")) {
             continue;
         }
-        let manifest: Value = std::fs::read(entry.path())
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .with_context(|| format!("{}: not a bench-all manifest", entry.path().display()))?;
-        for j in manifest["jobs"].as_array().into_iter().flatten() {
-            let id = format!(
-                "{}/{}/{}",
-                j["similarity"].as_str().unwrap_or_default(),
-                j["suite"].as_str().unwrap_or_default(),
-                j["task"].as_str().unwrap_or_default()
-            );
-            recorded.insert(
-                id,
-                (
-                    j["status"].as_str().unwrap_or_default().to_owned(),
-                    j["seconds"].as_f64().unwrap_or(0.0),
-                ),
-            );
+        for j in crate::manifest::read_jobs(&entry.path())? {
+            recorded.insert(j.id(), (j.status, j.seconds));
         }
         shard_manifests.push(name);
     }
     shard_manifests.sort();
-    let job_records: Vec<Value> = jobs
+    let job_records: Vec<JobRecord> = jobs
         .iter()
         .map(|j| {
             let id = j.id();
@@ -95,21 +79,30 @@ pub(super) fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> 
                 (None, Some((status, seconds))) => (status.clone(), *seconds),
                 (None, None) => ("missing".to_owned(), 0.0),
             };
-            json!({"similarity": j.similarity.label, "suite": j.suite, "task": j.task, "status": status, "seconds": seconds})
+            JobRecord {
+                similarity: j.similarity.label.clone(),
+                suite: j.suite.clone(),
+                task: j.task.clone(),
+                status,
+                seconds,
+            }
         })
         .collect();
-    let root = workspace_root();
-    let manifest = json!({
-        "schema": "sage-rs/bench-all/1",
-        "harness_version": env!("CARGO_PKG_VERSION"),
-        "git_revision": git_revision(&root),
-        "timestamp": sage_core::utc_timestamp(),
-        "host": sage_core::Host::detect(),
-        "config": inv.config_path.as_ref().map_or("embedded bench.toml".to_owned(), |p| sage_core::redact::home_relative(&p.display().to_string())),
-        "quick": inv.quick,
-        "gathered_from": shard_manifests,
-        "jobs": job_records,
-    });
+    let manifest = Manifest {
+        schema: MANIFEST_SCHEMA.to_owned(),
+        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
+        git_revision: git_revision(&workspace_root()),
+        timestamp: sage_core::utc_timestamp(),
+        host: sage_core::Host::detect(),
+        config: config_name(inv),
+        quick: inv.quick,
+        gathered_from: Some(shard_manifests),
+        jobs: job_records,
+        data_dir: None,
+        shard: None,
+        similarities: None,
+        skipped: None,
+    };
     write_atomically(
         &out.join("bench-all.json"),
         &serde_json::to_vec_pretty(&manifest)?,

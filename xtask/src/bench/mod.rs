@@ -22,8 +22,11 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use sage_core::redact::redact_url;
 use sage_core::{Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::manifest::{
+    JobRecord, Manifest, ShardRecord, SimilarityEntry, Skipped, MANIFEST_SCHEMA,
+};
 use crate::shard::{self, Shard};
 use crate::{git_revision, workspace_root, write_atomically};
 
@@ -72,15 +75,6 @@ impl Job {
             .join(&self.suite)
             .join(format!("{}.json", self.task))
     }
-}
-
-/// A job not run, and why.
-#[derive(Debug, serde::Serialize)]
-struct Skipped {
-    similarity: String,
-    suite: String,
-    task: String,
-    reason: String,
 }
 
 struct Outcome {
@@ -337,20 +331,44 @@ pub fn bench_all(args: &[String]) -> Result<()> {
     }
     let outcomes = run_jobs(&selected, &sage, out, inv.overwrite, &context);
 
-    let manifest = json!({
-        "schema": "sage-rs/bench-all/1",
-        "harness_version": env!("CARGO_PKG_VERSION"),
-        "git_revision": context.revision,
-        "timestamp": sage_core::utc_timestamp(),
-        "host": context.host,
-        "config": inv.config_path.as_ref().map_or("embedded bench.toml".to_owned(), |p| sage_core::redact::home_relative(&p.display().to_string())),
-        "quick": inv.quick,
-        "shard": inv.shard.map(|s| json!({"index": s.index, "count": s.count})),
-        "data_dir": sage_core::redact::home_relative(&data_dir.display().to_string()),
-        "similarities": similarities.iter().map(|s| json!({"label": s.label, "spec": redact_url(&s.spec), "kind": if s.is_model {"model"} else {"metric"}})).collect::<Vec<_>>(),
-        "skipped": skipped,
-        "jobs": outcomes.iter().map(|o| json!({"similarity": o.label, "suite": o.suite, "task": o.task, "status": o.status, "seconds": o.seconds})).collect::<Vec<_>>(),
-    });
+    let manifest = Manifest {
+        schema: MANIFEST_SCHEMA.to_owned(),
+        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
+        git_revision: context.revision.clone(),
+        timestamp: sage_core::utc_timestamp(),
+        host: context.host.clone(),
+        config: config_name(&inv),
+        quick: inv.quick,
+        shard: Some(inv.shard.map(|s| ShardRecord {
+            index: s.index,
+            count: s.count,
+        })),
+        data_dir: Some(sage_core::redact::home_relative(
+            &data_dir.display().to_string(),
+        )),
+        gathered_from: None,
+        similarities: Some(
+            similarities
+                .iter()
+                .map(|s| SimilarityEntry {
+                    label: s.label.clone(),
+                    spec: redact_url(&s.spec),
+                    kind: if s.is_model { "model" } else { "metric" },
+                })
+                .collect(),
+        ),
+        skipped: Some(skipped),
+        jobs: outcomes
+            .iter()
+            .map(|o| JobRecord {
+                similarity: o.label.clone(),
+                suite: o.suite.clone(),
+                task: o.task.clone(),
+                status: o.status.to_owned(),
+                seconds: o.seconds,
+            })
+            .collect(),
+    };
     // a shard's own manifest: shards running together must not overwrite each other's
     let manifest_name = match inv.shard {
         Some(s) => format!("bench-all.shard-{}-of-{}.json", s.index, s.count),
@@ -385,4 +403,13 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The manifest's name for the configuration a run read.
+fn config_name(inv: &Invocation) -> String {
+    inv.config_path
+        .as_ref()
+        .map_or("embedded bench.toml".to_owned(), |p| {
+            sage_core::redact::home_relative(&p.display().to_string())
+        })
 }
