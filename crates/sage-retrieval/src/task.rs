@@ -34,7 +34,8 @@ pub enum Mode {
 pub struct Options {
     /// Distractor or replace.
     pub mode: Mode,
-    /// Corpus documents sampled (seeded), every relevant one kept; all when `None`.
+    /// Corpus documents sampled (seeded), every one relevant to a kept query kept; all when
+    /// `None`. Drawn queries whose relevant documents would pass it are left out (counted).
     pub max_docs: Option<usize>,
     /// Queries sampled (seeded); all judged ones when `None`.
     pub max_queries: Option<usize>,
@@ -89,6 +90,10 @@ pub struct DatasetReport {
     pub queries: usize,
     /// Judged queries left out: no relevant document (relevance > 0) in the corpus.
     pub queries_without_relevant: usize,
+    /// Drawn queries left out because their relevant documents alone would pass `max_docs`
+    /// (absent when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub queries_over_document_budget: usize,
     /// Judgements with a negative relevance in the qrels file, scored as judged non-relevant
     /// (0), as trec_eval does (absent when none).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -153,6 +158,8 @@ pub struct RankingSet {
     pub corpus_checksum: String,
     /// Judged queries left out: no relevant document in the corpus.
     pub queries_without_relevant: usize,
+    /// Drawn queries left out because their relevant documents would pass `max_docs`.
+    pub queries_over_document_budget: usize,
     /// Judgements with a negative relevance, scored as 0.
     pub negative_judgements: usize,
 }
@@ -160,7 +167,8 @@ pub struct RankingSet {
 /// How a [`RankingSet`] is sampled.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sampling {
-    /// Corpus documents sampled (seeded), every relevant one kept; all when `None`.
+    /// Corpus documents sampled (seeded), every one relevant to a kept query kept; all when
+    /// `None`. Drawn queries whose relevant documents would pass it are left out (counted).
     pub max_docs: Option<usize>,
     /// Queries sampled (seeded); all judged ones when `None`.
     pub max_queries: Option<usize>,
@@ -276,6 +284,7 @@ struct Plan {
     kept: Vec<usize>,
     positions: Vec<usize>,
     queries_without_relevant: usize,
+    queries_over_document_budget: usize,
 }
 
 fn plan(beir: &Beir, sampling: Sampling) -> Plan {
@@ -292,31 +301,46 @@ fn plan(beir: &Beir, sampling: Sampling) -> Plan {
         })
         .collect();
     let queries_without_relevant = beir.queries.len() - judged.len();
-    let kept: Vec<usize> = match sampling.max_queries {
-        Some(max) if max < judged.len() => {
-            let mut picked: Vec<usize> = index::sample(
-                &mut seed.rng(&format!("retrieval/{stream}/queries")),
-                judged.len(),
-                max,
-            )
-            .into_iter()
-            .map(|i| judged[i])
-            .collect();
-            picked.sort_unstable();
-            picked
-        }
+    // in the order drawn: which queries fit the document budget depends on it
+    let drawn: Vec<usize> = match sampling.max_queries {
+        Some(max) if max < judged.len() => index::sample(
+            &mut seed.rng(&format!("retrieval/{stream}/queries")),
+            judged.len(),
+            max,
+        )
+        .into_iter()
+        .map(|i| judged[i])
+        .collect(),
         _ => judged,
     };
+    let relevant_to = |i: usize| {
+        beir.qrels[&beir.queries[i].id]
+            .iter()
+            .filter(|(_, &r)| r > 0)
+            .map(|(d, _)| d.as_str())
+    };
+    // The corpus holds every document relevant to a kept query. Where those alone would pass
+    // `max_docs` (NFCorpus judges ~40 documents per query), queries are kept in the order drawn
+    // while their relevant documents fit, the first always: `max_docs` bounds the work, as a
+    // user who sets it expects, and the queries left out are counted in the report.
+    let mut relevant: BTreeSet<&str> = BTreeSet::new();
+    let mut kept = Vec::with_capacity(drawn.len());
+    for &i in &drawn {
+        let fits = match sampling.max_docs {
+            Some(max) => {
+                let new = relevant_to(i).filter(|d| !relevant.contains(d)).count();
+                relevant.len() + new <= max
+            }
+            None => true,
+        };
+        if fits || kept.is_empty() {
+            relevant.extend(relevant_to(i));
+            kept.push(i);
+        }
+    }
+    let queries_over_document_budget = drawn.len() - kept.len();
+    kept.sort_unstable();
     // the corpus: every document relevant to a kept query, then a seeded sample of the rest
-    let relevant: BTreeSet<&str> = kept
-        .iter()
-        .flat_map(|&i| {
-            beir.qrels[&beir.queries[i].id]
-                .iter()
-                .filter(|(_, &r)| r > 0)
-                .map(|(d, _)| d.as_str())
-        })
-        .collect();
     let total = beir.corpus_ids.len();
     let positions: Vec<usize> = match sampling.max_docs {
         Some(max) if max < total => {
@@ -342,6 +366,7 @@ fn plan(beir: &Beir, sampling: Sampling) -> Plan {
         kept,
         positions,
         queries_without_relevant,
+        queries_over_document_budget,
     }
 }
 
@@ -374,6 +399,7 @@ fn ranking_set(
         kept,
         positions,
         queries_without_relevant,
+        queries_over_document_budget,
     }: Plan,
 ) -> Result<RankingSet> {
     let name = &beir.dataset;
@@ -422,6 +448,7 @@ fn ranking_set(
         corpus_total: beir.corpus_ids.len(),
         corpus_checksum: sage_data::sample::checksum(used.iter().copied()),
         queries_without_relevant,
+        queries_over_document_budget,
         negative_judgements: beir.negative_judgements,
     })
 }
@@ -489,6 +516,7 @@ fn evaluate_set(
         corpus_checksum: set.corpus_checksum.clone(),
         queries: queries.len(),
         queries_without_relevant: set.queries_without_relevant,
+        queries_over_document_budget: set.queries_over_document_budget,
         negative_judgements: set.negative_judgements,
         ndcg_clean,
         retentions,
@@ -593,6 +621,63 @@ mod tests {
             ..Options::default()
         };
         evaluate_dataset(&Constant, &tiny(), &options, &mut Timings::default()).unwrap()
+    }
+
+    /// NFCorpus-like judgements: every query has many relevant documents, so `max_docs` bounds
+    /// the queries as well as the distractors.
+    #[test]
+    fn max_docs_bounds_the_corpus_even_when_queries_judge_many_documents() {
+        let corpus: Vec<BeirDocument> = (0..40)
+            .map(|i| BeirDocument {
+                id: format!("d{i}"),
+                title: String::new(),
+                text: format!("document {i}"),
+            })
+            .collect();
+        let queries: Vec<BeirQuery> = (0..5)
+            .map(|q| BeirQuery {
+                id: format!("q{q}"),
+                text: format!("query {q}"),
+            })
+            .collect();
+        // query q judges documents 8q..8q+7 relevant: 8 each, 40 in all
+        let qrels: BTreeMap<String, BTreeMap<String, i32>> = (0..5)
+            .map(|q| {
+                let docs = (8 * q..8 * q + 8).map(|d| (format!("d{d}"), 1)).collect();
+                (format!("q{q}"), docs)
+            })
+            .collect();
+        let beir = Beir::from_parts("many", "test", corpus, queries, qrels);
+        let sampling = |max_docs| Sampling {
+            max_docs,
+            max_queries: None,
+            seed: RunSeed(7),
+        };
+        let bounded = plan(&beir, sampling(Some(20)));
+        // two queries' 16 documents fit in 20; a third's would make 24
+        assert_eq!(bounded.kept.len(), 2);
+        assert_eq!(bounded.queries_over_document_budget, 3);
+        assert_eq!(bounded.positions.len(), 20);
+        // a budget the relevant documents fit in keeps every query, as before
+        let roomy = plan(&beir, sampling(Some(39)));
+        assert_eq!(roomy.kept.len(), 4);
+        let whole = plan(&beir, sampling(None));
+        assert_eq!(whole.kept, [0, 1, 2, 3, 4]);
+        assert_eq!(whole.queries_over_document_budget, 0);
+        assert_eq!(whole.positions.len(), 40);
+        // one query alone past the budget is still ranked (against its relevant documents)
+        let tight = plan(&beir, sampling(Some(3)));
+        assert_eq!(tight.kept.len(), 1);
+        assert_eq!(tight.positions.len(), 8);
+        // the report counts the left-out queries
+        let options = Options {
+            max_docs: Some(20),
+            ..Options::default()
+        };
+        let report = evaluate_dataset(&Constant, &beir, &options, &mut Timings::default()).unwrap();
+        assert_eq!(report.queries, 2);
+        assert_eq!(report.queries_over_document_budget, 3);
+        assert_eq!(report.corpus_used, 20);
     }
 
     #[test]

@@ -271,6 +271,7 @@ impl Suite for Retrieval {
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let mut negative = Vec::new();
+        let mut over_budget = Vec::new();
         let mut outcome = document_task(
             self.name(),
             self.kinds(),
@@ -286,6 +287,12 @@ impl Suite for Retrieval {
                     .filter(|d| d.negative_judgements > 0)
                     .map(|d| (d.dataset.clone(), d.negative_judgements))
                     .collect();
+                over_budget = report
+                    .datasets
+                    .iter()
+                    .filter(|d| d.queries_over_document_budget > 0)
+                    .map(|d| (d.dataset.clone(), d.queries_over_document_budget, d.queries))
+                    .collect();
                 Ok::<_, sage_retrieval::RetrievalError>(report)
             },
         )?;
@@ -295,6 +302,14 @@ impl Suite for Retrieval {
                 format!(
                     "{dataset}: {n} judgements with a negative relevance were scored as judged \
                  non-relevant (0), as trec_eval does"
+                )
+            }));
+        outcome
+            .notes
+            .extend(over_budget.into_iter().map(|(dataset, left, kept)| {
+                format!(
+                    "{dataset}: {left} drawn queries left out, {kept} kept: their relevant \
+                     documents alone would pass max_docs (raise it to rank them)"
                 )
             }));
         Ok(outcome)
