@@ -137,11 +137,14 @@ pub(crate) fn build_sage_with(root: &Path, cuda: bool) -> Result<PathBuf> {
     if cuda {
         args.extend(["--features", "cuda"]);
     }
-    let status = Command::new(cargo)
-        .current_dir(root)
-        .args(args)
-        .status()
-        .context("running cargo build")?;
+    let mut build = Command::new(cargo);
+    build.current_dir(root).args(args);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            build.env_remove(name);
+        }
+    }
+    let status = build.status().context("running cargo build")?;
     if !status.success() {
         bail!("cargo build --release of sage failed");
     }
@@ -150,6 +153,25 @@ pub(crate) fn build_sage_with(root: &Path, cuda: bool) -> Result<PathBuf> {
     Ok(target
         .join("release")
         .join(format!("sage{}", std::env::consts::EXE_SUFFIX)))
+}
+
+/// Whether `name` is one of the variables `cargo run` (so `cargo xtask`) gives the binary it
+/// runs. The nested `cargo build` must not inherit them: cargo compares a build script's tracked
+/// variables with its own environment, and ring's tracks CARGO_MANIFEST_DIR, so the release
+/// build inside bench-all re-ran it and rebuilt ring, rustls, ureq, hf-hub and 21 workspace
+/// crates above them, and the user's next plain `cargo build --release` rebuilt them again.
+fn set_by_cargo_run(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_RUSTC_CURRENT_DIR"
+                | "OUT_DIR"
+        )
 }
 
 /// The commit of the tree at `root`, `<commit>-dirty` when tracked files differ from it;

@@ -106,7 +106,9 @@ pub enum Task {
         /// distractor: originals + perturbed copies; replace: perturbed copies only.
         #[arg(long, value_enum, default_value_t = RetrievalModeArg::Distractor)]
         mode: RetrievalModeArg,
-        /// Corpus documents sampled (every relevant one kept; 1 to 10,000,000).
+        /// Corpus documents sampled, every one relevant to a kept query among them; drawn queries
+        /// whose relevant documents alone would pass it are left out and counted (1 to
+        /// 10,000,000).
         #[arg(long, value_parser = within(1..=10_000_000))]
         max_docs: Option<usize>,
         /// Queries sampled (1 to 1,000,000).

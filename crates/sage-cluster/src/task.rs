@@ -35,6 +35,14 @@ pub struct Options {
     pub seed: RunSeed,
 }
 
+impl sage_core::CheckOptions for Options {
+    fn check(&self) -> sage_core::Result<()> {
+        sage_core::within("subsets", self.subsets, 1..=1_000)?;
+        sage_core::within("max_texts", self.max_texts, 2..=50_000)?;
+        sage_core::within("max_classes", self.max_classes, 2..=10_000)
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

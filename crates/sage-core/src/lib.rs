@@ -27,6 +27,7 @@ mod category;
 mod embed;
 mod error;
 pub mod measures;
+mod options;
 pub mod redact;
 mod result;
 mod seed;
@@ -43,6 +44,7 @@ pub use embed::{
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
 pub use error::{said_once, Result, SageError};
+pub use options::{within, within_if_set, CheckOptions};
 pub use result::{
     result_label, row_selections, utc_timestamp, write_atomically, Gpu, Host, Parameters,
     ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,

@@ -119,6 +119,14 @@ impl Default for Options {
     }
 }
 
+impl sage_core::CheckOptions for Options {
+    fn check(&self) -> sage_core::Result<()> {
+        conditions::build(self)
+            .map(drop)
+            .map_err(|e| sage_core::SageError::InvalidArgument(e.to_string()))
+    }
+}
+
 impl Options {
     /// The conditions these options sweep, every parameter checked: an unknown channel, a
     /// channel without a rate, a rate outside [0, 1] or a length past the bound is an error

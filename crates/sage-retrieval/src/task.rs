@@ -46,6 +46,14 @@ pub struct Options {
     pub seed: RunSeed,
 }
 
+impl sage_core::CheckOptions for Options {
+    fn check(&self) -> sage_core::Result<()> {
+        sage_core::within_if_set("max_docs", self.max_docs, 1..=10_000_000)?;
+        sage_core::within_if_set("max_queries", self.max_queries, 1..=1_000_000)?;
+        sage_core::within("pair_budget", self.pair_budget, 1_000..=100_000_000)
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

@@ -30,6 +30,13 @@ pub struct Options {
     pub seed: RunSeed,
 }
 
+impl sage_core::CheckOptions for Options {
+    fn check(&self) -> sage_core::Result<()> {
+        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
+        sage_core::within_if_set("truncate_tokens", self.truncate_tokens, 1..=1_000_000)
+    }
+}
+
 /// Which conditions one document meets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Conditions {

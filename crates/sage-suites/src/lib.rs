@@ -409,7 +409,7 @@ pub struct SuiteInfo {
 }
 
 /// Reads a suite's options; serde names the unknown or mistyped field.
-fn options<T: serde::de::DeserializeOwned>(
+fn options<T: serde::de::DeserializeOwned + sage_core::CheckOptions>(
     suite: &'static str,
     options: &Map<String, Value>,
 ) -> Result<T> {
@@ -420,10 +420,22 @@ fn options<T: serde::de::DeserializeOwned>(
             message: "the seed is the run's (seed=, --seed), not an option".into(),
         });
     }
-    serde_json::from_value(Value::Object(options.clone())).map_err(|e| SuiteError::Options {
+    let parsed: T = serde_json::from_value(Value::Object(options.clone())).map_err(|e| {
+        SuiteError::Options {
+            suite,
+            message: e.to_string(),
+        }
+    })?;
+    // every caller's options (flags, --options, bench.toml, Python keywords) meet their ranges
+    // here, before any data is read
+    parsed.check().map_err(|e| SuiteError::Options {
         suite,
-        message: e.to_string(),
-    })
+        message: match e {
+            sage_core::SageError::InvalidArgument(why) => why,
+            other => other.to_string(),
+        },
+    })?;
+    Ok(parsed)
 }
 
 /// The datasets asked for, else the defaults that are local (the others become notes); none

@@ -32,7 +32,7 @@ fn document_task<O, R, E>(
     ) -> std::result::Result<R, E>,
 ) -> Result<Outcome>
 where
-    O: serde::de::DeserializeOwned,
+    O: serde::de::DeserializeOwned + sage_core::CheckOptions,
     R: serde::Serialize,
     E: std::error::Error + Send + Sync + 'static,
 {
@@ -68,6 +68,13 @@ pub struct HumanPref;
 struct HumanPrefOptions {
     max_rows: Option<usize>,
     margin: Option<f64>,
+}
+
+impl sage_core::CheckOptions for HumanPrefOptions {
+    fn check(&self) -> sage_core::Result<()> {
+        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
+        sage_core::within_if_set("margin", self.margin, 0.0..=f64::MAX)
+    }
 }
 
 /// `summarize-from-feedback/<any>` names the two feedback tables; any other name a rating
@@ -386,6 +393,12 @@ struct AlignSimOptions {
     wordnet: Option<PathBuf>,
 }
 
+impl sage_core::CheckOptions for AlignSimOptions {
+    fn check(&self) -> sage_core::Result<()> {
+        sage_core::within("max_rows", self.max_rows, 1..=10_000_000)
+    }
+}
+
 impl Default for AlignSimOptions {
     fn default() -> Self {
         AlignSimOptions {
@@ -484,6 +497,12 @@ struct EvalRankOptions {
     post: PostName,
     #[serde(default = "two")]
     abtt_k: usize,
+}
+
+impl sage_core::CheckOptions for EvalRankOptions {
+    fn check(&self) -> sage_core::Result<()> {
+        sage_core::within("abtt_k", self.abtt_k, 1..=1_000)
+    }
 }
 
 fn two() -> usize {
@@ -585,6 +604,18 @@ struct PtebOptions {
     paraphrase_cache: Option<PathBuf>,
     no_paraphrase_cache: bool,
     cuda: bool,
+}
+
+impl sage_core::CheckOptions for PtebOptions {
+    fn check(&self) -> sage_core::Result<()> {
+        sage_core::within("runs", self.runs, 1..=1_000)?;
+        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
+        sage_core::within_if_set("max_train_rows", self.max_train_rows, 1..=10_000_000)?;
+        sage_core::within("judge_pairs", self.judge_pairs, 1..=10_000_000)?;
+        self.gate
+            .check()
+            .map_err(|e| sage_core::SageError::InvalidArgument(e.to_string()))
+    }
 }
 
 impl Default for PtebOptions {

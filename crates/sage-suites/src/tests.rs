@@ -138,6 +138,46 @@ fn a_misspelt_or_mistyped_option_is_named() {
     assert!(e.contains("paragraph"), "{e}");
 }
 
+/// The ranges the command line documents hold for every caller: Python keywords and
+/// `--options` reach a suite as this JSON, past clap's flag checks.
+#[test]
+fn an_option_outside_its_range_is_named_before_any_data_is_read() {
+    let root = fixtures();
+    for (suite, options, named) in [
+        (
+            "clustering",
+            json!({"subsets": 0}),
+            "subsets = 0 is outside its range 1 to 1000",
+        ),
+        ("clustering", json!({"max_texts": 1}), "max_texts = 1"),
+        ("retrieval", json!({"max_docs": 0}), "max_docs = 0"),
+        ("retrieval", json!({"pair_budget": 10}), "pair_budget = 10"),
+        ("sensitivity", json!({"max_rows": 0}), "max_rows = 0"),
+        (
+            "robustness",
+            json!({"truncate_tokens": 0}),
+            "truncate_tokens = 0",
+        ),
+        ("human-pref", json!({"margin": -1.0}), "margin = -1"),
+        ("align-sim", json!({"max_rows": 0}), "max_rows = 0"),
+        ("noise", json!({"rates": [2.0]}), "rate"),
+    ] {
+        let mut request = Request::new(&root);
+        // a dataset that is not there: only a check before reading could name the option
+        request.datasets = vec![("no-such-dataset".into(), "test".into())];
+        request.options = options.as_object().unwrap().clone();
+        let e = find(suite)
+            .unwrap()
+            .run(&Subject::Metric(Metric::ROUGE), &request)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{suite}: options:")) && e.contains(named),
+            "{suite} {options}: {e}"
+        );
+    }
+}
+
 #[test]
 fn malformed_datasets_and_misfit_subjects_are_refused() {
     let root = fixtures();
