@@ -771,8 +771,9 @@ mod tests {
                 max_queries: Some(if *docs < 300 { 5 } else { 40 }),
                 ..Options::default()
             };
-            // NFCorpus queries have ~40 relevant documents each, all kept: SciFact only for the
-            // transformer, whose cost is every perturbed copy of every kept document
+            // NFCorpus's queries judge ~40 documents each, so max_docs keeps the queries whose
+            // relevant documents fit: SciFact only for the transformer, whose cost is every
+            // perturbed copy of every kept document
             let datasets: &[(&str, &str)] = if *docs < 300 {
                 &[("scifact", "test")]
             } else {
