@@ -2,16 +2,16 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use ndarray::Array2;
 use sage_core::Embedder;
-use sage_embed::{
-    default_cache_path, load_embedder, CachedEmbedder, Pooling, ResolveOptions, TransformerOptions,
-};
+use sage_embed::{default_cache_path, LoadOptions, Pooling, TransformerOptions};
 
 use crate::jsonl::read_records;
 use crate::output::Output;
+use crate::remote::Loaded;
 
 /// How to load an embedding model (shared by `embed` and `score --model`).
 #[derive(Debug, clap::Args)]
@@ -55,98 +55,32 @@ fn parse_pooling(s: &str) -> Result<Pooling, String> {
 }
 
 impl ModelArgs {
-    /// Loads the model, wrapped in the cache unless disabled; reports cache use on stderr.
-    pub fn load(&self, spec: &str) -> Result<Box<dyn Embedder>> {
-        if crate::remote::is_remote(spec) {
-            let cache =
-                (!self.no_cache).then(|| self.cache.clone().unwrap_or_else(default_cache_path));
-            return crate::remote::load(spec, &self.remote, cache, self.read_caches.clone());
+    /// How these flags load a model: behind the cache unless disabled.
+    pub fn load_options(&self) -> Result<LoadOptions> {
+        if self.remote.plan && self.no_cache {
+            bail!("--plan counts what the embedding cache lacks: drop --no-cache");
         }
-        if self.remote.plan {
-            bail!("--plan is for remote models (PROTOCOL:MODEL[@BASE_URL]); {spec:?} is local");
-        }
-        let options = TransformerOptions {
-            pooling: self.pooling,
-            batch_tokens: self.batch_tokens.max(1),
-            cuda: self.cuda,
-            ..TransformerOptions::default()
-        };
-        let mut model = load_embedder(spec, &ResolveOptions::from_env(), options)
-            .with_context(|| format!("loading model {spec:?}"))?;
-        if let Some(dimensions) = self.remote.dimensions {
-            model = Box::new(sage_embed::Truncated::new(model, dimensions)?);
-        }
-        if self.no_cache {
-            return Ok(model);
-        }
-        let path = self.cache.clone().unwrap_or_else(default_cache_path);
-        let mut cache = CachedEmbedder::open(model, &path)?;
-        if let Some(dir) = &self.read_caches {
-            cache = cache.reading_siblings(dir);
-        }
-        Ok(Box::new(ReportingCache(cache)))
-    }
-}
-
-/// Prints the cache's hits and misses when dropped, i.e. once the command is done with it.
-struct ReportingCache(CachedEmbedder<Box<dyn Embedder>>);
-
-// Every method forwarded: a role's prompt (a query's `search_query: `) must reach the model and
-// the cache key; the trait's defaults would embed every role as plain text.
-impl Embedder for ReportingCache {
-    fn identity(&self) -> &sage_core::EmbedderIdentity {
-        self.0.identity()
-    }
-    fn dimension(&self) -> usize {
-        self.0.dimension()
-    }
-    fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
-        self.0.embed(texts)
-    }
-    fn role_variant(&self, role: sage_core::Role) -> Option<String> {
-        self.0.role_variant(role)
-    }
-    fn embed_as(&self, texts: &[&str], role: sage_core::Role) -> sage_core::Result<Array2<f32>> {
-        self.0.embed_as(texts, role)
-    }
-    fn embed_batches(
-        &self,
-        texts: &[&str],
-        role: sage_core::Role,
-        sink: &mut sage_core::BatchSink<'_>,
-    ) -> sage_core::Result<()> {
-        self.0.embed_batches(texts, role, sink)
-    }
-    fn delivers_batches(&self) -> bool {
-        self.0.delivers_batches()
-    }
-    fn remote_usage(&self) -> Option<sage_core::RemoteUsage> {
-        self.0.remote_usage()
-    }
-}
-
-impl Drop for ReportingCache {
-    fn drop(&mut self) {
-        let s = self.0.stats();
-        eprintln!(
-            "sage: embedding cache {}: {} hits{}, {} embedded",
-            self.0.path().display(),
-            s.hits,
-            if s.from_siblings > 0 {
-                format!(" ({} from other cache files)", s.from_siblings)
-            } else {
-                String::new()
+        Ok(LoadOptions {
+            transformer: TransformerOptions {
+                pooling: self.pooling,
+                batch_tokens: self.batch_tokens.max(1),
+                cuda: self.cuda,
+                ..TransformerOptions::default()
             },
-            s.misses
-        );
-        if let Some(why) = self.0.corruption() {
-            eprintln!(
-                "sage: warning: embedding cache {}: {} corrupt entries recomputed and overwritten \
-                 (first: {why})",
-                self.0.path().display(),
-                s.corrupt
-            );
-        }
+            remote: self.remote.options()?,
+            dimensions: self.remote.dimensions,
+            cache: (!self.no_cache).then(|| self.cache.clone().unwrap_or_else(default_cache_path)),
+            read_caches: self.read_caches.clone(),
+            plan: self.remote.plan,
+            ..LoadOptions::from_env()
+        })
+    }
+
+    /// Loads the model `spec` names, kept in `loaded` for what the command reports once done.
+    pub fn load(&self, spec: &str, loaded: &mut Loaded) -> Result<Arc<dyn Embedder>> {
+        let model = sage_embed::load(spec, &self.load_options()?)
+            .with_context(|| format!("loading model {spec:?}"))?;
+        Ok(loaded.keep(model))
     }
 }
 
@@ -174,16 +108,17 @@ pub fn run(model: &ModelArgs, input: &Path, output: Option<PathBuf>) -> Result<(
     // before anything is computed or sent: a paid API is not billed for a run that cannot
     // write its result
     let mut out = Output::create(output)?;
-    let embedder = model.load(spec)?;
+    let mut loaded = Loaded::default();
+    let embedder = model.load(spec, &mut loaded)?;
     let vectors = embedder
         .embed(&texts)
         .with_context(|| format!("embedding {}", input.display()))?;
-    if crate::remote::planning() {
-        serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&())?)?;
+    if loaded.planning() {
+        serde_json::to_writer_pretty(&mut out, &loaded.finish(&())?)?;
         out.write_all(b"\n")?;
         return out.finish();
     }
-    crate::remote::finish(&())?;
+    loaded.finish(&())?;
     if npy {
         write_npy(&mut out, &vectors)?;
     } else {
@@ -213,70 +148,4 @@ fn write_npy(out: &mut impl Write, m: &Array2<f32>) -> Result<()> {
         out.write_all(&x.to_le_bytes())?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use sage_core::{EmbedderIdentity, Role};
-
-    /// An embedder with a query prompt: a query's vector differs from the plain text's.
-    struct Prompted(EmbedderIdentity);
-
-    impl Embedder for Prompted {
-        fn identity(&self) -> &EmbedderIdentity {
-            &self.0
-        }
-        fn dimension(&self) -> usize {
-            2
-        }
-        fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
-            self.embed_as(texts, Role::Plain)
-        }
-        fn role_variant(&self, role: Role) -> Option<String> {
-            (role == Role::Query).then(|| "prompt=query: ".to_owned())
-        }
-        fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
-            let shift = if role == Role::Query { 100.0 } else { 0.0 };
-            Ok(Array2::from_shape_fn((texts.len(), 2), |(i, j)| {
-                texts[i].len() as f32 + shift * (j + 1) as f32
-            }))
-        }
-    }
-
-    /// The cache `sage run` wraps every local model in passes a text's role through: before,
-    /// it forwarded only `embed`, so queries were embedded (and cached) without their prompt.
-    #[test]
-    fn the_reporting_cache_keeps_a_querys_prompt() {
-        let dir = tempfile::tempdir().unwrap();
-        let model = || {
-            Prompted(EmbedderIdentity {
-                model_id: "test/prompted".into(),
-                revision: None,
-                pooling: "mean".into(),
-                normalize: false,
-                max_length: 8,
-            })
-        };
-        let cached = ReportingCache(
-            CachedEmbedder::open(
-                Box::new(model()) as Box<dyn Embedder>,
-                dir.path().join("c.redb"),
-            )
-            .unwrap(),
-        );
-        let texts = ["what is it", "a document"];
-        for role in [Role::Query, Role::Document, Role::Plain] {
-            assert_eq!(
-                cached.embed_as(&texts, role).unwrap(),
-                model().embed_as(&texts, role).unwrap(),
-                "{role:?}"
-            );
-            assert_eq!(cached.role_variant(role), model().role_variant(role));
-        }
-        assert_ne!(
-            cached.embed_as(&texts, Role::Query).unwrap(),
-            cached.embed(&texts).unwrap()
-        );
-    }
 }

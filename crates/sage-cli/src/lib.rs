@@ -387,7 +387,6 @@ pub fn main(registry: Registry) -> ExitCode {
             Ok(())
         }),
     };
-    remote::release();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // A closed pipe (`sage data list | head`) is the reader's choice, not an error.

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::embed::ModelArgs;
 use crate::output::Output;
+use crate::remote::Loaded;
 
 /// The arguments of `sage run pteb`.
 #[derive(Debug, clap::Args)]
@@ -239,27 +240,29 @@ impl QualityArgs {
     }
 
     /// The reference encoder, with its own defaults: the user's pooling or truncation of the
-    /// encoder under test must not change the yardstick.
+    /// encoder under test must not change the yardstick. Kept in `loaded` for its usage.
     fn reference(
         &self,
         cuda: bool,
         remote: &crate::remote::RemoteArgs,
-    ) -> Result<Box<dyn sage_core::Embedder>> {
+        loaded: &mut Loaded,
+    ) -> Result<Arc<dyn sage_core::Embedder>> {
         let spec = self.quality_encoder.as_str();
-        if crate::remote::is_remote(spec) {
-            return crate::remote::load(spec, remote, None, None);
-        }
-        let options = sage_embed::TransformerOptions {
-            cuda,
-            ..sage_embed::TransformerOptions::default()
+        let options = sage_embed::LoadOptions {
+            transformer: sage_embed::TransformerOptions {
+                cuda,
+                ..sage_embed::TransformerOptions::default()
+            },
+            remote: remote.options()?,
+            ..sage_embed::LoadOptions::from_env()
         };
-        sage_embed::load_embedder(spec, &sage_embed::ResolveOptions::from_env(), options)
-            .with_context(|| {
-                format!(
-                    "loading the reference encoder {spec:?} of the paraphrase-quality record \
-                     (fetch it, or name another with --quality-encoder)"
-                )
-            })
+        let model = sage_embed::load(spec, &options).with_context(|| {
+            format!(
+                "loading the reference encoder {spec:?} of the paraphrase-quality record (fetch \
+                 it, or name another with --quality-encoder)"
+            )
+        })?;
+        Ok(loaded.keep(model))
     }
 }
 
@@ -377,12 +380,17 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
         gate: args.quality.gate(),
         pool_unqualified: args.pool_unqualified,
     };
-    let reference = args
-        .quality
-        .reference(args.model.cuda, &args.model.remote)?;
+    // every model's usage, the compared encoders' kept after they are let go of
+    let loaded = std::cell::RefCell::new(Loaded::default());
+    let reference = args.quality.reference(
+        args.model.cuda,
+        &args.model.remote,
+        &mut loaded.borrow_mut(),
+    )?;
     let progress = StderrProgress::new(args.runs);
     let evaluate = |spec: &str| -> Result<PtebReport> {
-        let encoder = args.model.load(spec)?;
+        let mut encoder_loaded = Loaded::default();
+        let encoder = args.model.load(spec, &mut encoder_loaded)?;
         let paraphrasing = Paraphrasing {
             paraphraser: &paraphraser,
             judge: judge.as_ref(),
@@ -432,13 +440,15 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
                 dir.display()
             );
         }
+        drop(encoder);
+        loaded.borrow_mut().absorb(encoder_loaded);
         Ok(report)
     };
-    let mut out = Output::create(args.output.clone())?;
+    let out = Output::create(args.output.clone())?;
     let start = std::time::Instant::now();
     let baseline = evaluate(&baseline_spec)?;
     let report = if args.compare.is_empty() {
-        crate::remote::finish(&baseline)?
+        serde_json::to_value(&baseline)?
     } else {
         let others: Vec<PtebReport> = args
             .compare
@@ -447,38 +457,33 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
             .collect::<Result<_>>()?;
         let refs: Vec<&PtebReport> = others.iter().collect();
         let comparisons = pteb::compare(&baseline, &refs, sage_core::RunSeed(args.seed))?;
-        crate::remote::finish(&Compared {
+        serde_json::to_value(Compared {
             suite: "pteb",
             baseline: &baseline,
             others: &others,
             comparisons,
         })?
     };
-    if args.output.is_some() && !crate::remote::planning() {
-        // the result file every registered suite writes with --output
-        let suite = registry.find("pteb")?;
-        let request = sage_suites::Request {
-            seed: sage_core::RunSeed(args.seed),
-            ..sage_suites::Request::new(&root)
-        };
-        let record = sage_core::SimilarityRecord {
-            name: sage_core::result_label(&baseline_spec),
-            spec: sage_core::redact::redact_url(&baseline_spec),
-            kind: sage_core::SimilarityKind::Model,
-        };
-        let envelope = sage_suites::Outcome { report, notes }.envelope(
-            suite,
-            &request,
-            record,
-            crate::run::parameters(&root),
-            start.elapsed().as_secs_f64(),
-        );
-        serde_json::to_writer_pretty(&mut out, &envelope)?;
-    } else {
-        serde_json::to_writer_pretty(&mut out, &report)?;
-    }
-    out.write_all(b"\n")?;
-    out.finish()
+    let request = sage_suites::Request {
+        seed: sage_core::RunSeed(args.seed),
+        ..sage_suites::Request::new(&root)
+    };
+    let record =
+        sage_core::SimilarityRecord::of_spec(&baseline_spec, sage_core::SimilarityKind::Model);
+    let file = args.output.is_some().then_some(crate::run::ResultFile {
+        suite: "pteb",
+        request: &request,
+        similarity: record,
+        start,
+    });
+    let loaded = loaded.into_inner();
+    crate::run::write_result(
+        out,
+        sage_suites::Outcome { report, notes },
+        &loaded,
+        registry,
+        file,
+    )
 }
 
 /// The arguments of `sage pteb qualify`.
@@ -559,7 +564,10 @@ pub fn qualify(args: QualifyArgs) -> Result<()> {
         gate: args.quality.gate(),
         ..Options::default()
     };
-    let reference = args.quality.reference(args.cuda, &args.remote)?;
+    let mut loaded = Loaded::default();
+    let reference = args
+        .quality
+        .reference(args.cuda, &args.remote, &mut loaded)?;
     let progress = StderrProgress::new(1);
     let qualification = pteb::qualify(
         &paraphrasers.iter().collect::<Vec<_>>(),

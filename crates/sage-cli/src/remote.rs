@@ -1,18 +1,17 @@
-//! Remote models on the command line: their flags, the plan before spending, and the usage
-//! record every report of a run that used one carries.
+//! Remote models on the command line: their flags, and the models a command loaded, from which
+//! it writes the plan before spending or the usage record every report of a run that used one
+//! carries.
 //!
-//! A process holds a list of the remote models it loaded, so that whichever command writes a
-//! report can add what they were asked for and what it cost, and `--plan` can print what would
+//! A command holds its [`Loaded`] models itself (no global list), so that whichever command writes
+//! a report can add what they were asked for and what it cost, and `--plan` can print what would
 //! be sent instead of the report.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
-use sage_core::Embedder;
-use sage_embed::remote::{RemoteOptions, RemoteSpec, PRICES_AS_OF};
-use sage_embed::{CachedEmbedder, PlanCounts, RemoteEmbedder};
+use anyhow::{bail, Result};
+use sage_embed::remote::{RemoteOptions, PRICES_AS_OF};
+use sage_embed::{CacheUse, LoadedModel, PlanCounts};
 use serde_json::{json, Value};
 
 /// Flags of remote models (`openai:`, `voyage:`, `cohere:`, `gemini:` specs).
@@ -55,7 +54,7 @@ pub struct RemoteArgs {
 }
 
 impl RemoteArgs {
-    fn options(&self) -> Result<RemoteOptions> {
+    pub(crate) fn options(&self) -> Result<RemoteOptions> {
         if !(self.request_timeout.is_finite() && self.request_timeout > 0.0) {
             bail!("--request-timeout must be a positive number of seconds");
         }
@@ -77,168 +76,167 @@ impl RemoteArgs {
     }
 }
 
-/// A remote model this process loaded, behind the cache (real or planning) or bare.
-enum Handle {
-    Cached(Arc<CachedEmbedder<RemoteEmbedder>>),
-    Bare(Arc<RemoteEmbedder>),
+/// The models a command loaded. Dropped once the command is done with them: each cache's hits
+/// are said on stderr, and the caches close cleanly (a file left open reads as a killed run's to
+/// the next `sage cache verify`).
+#[derive(Default)]
+pub struct Loaded {
+    live: Vec<LoadedModel>,
+    /// Models let go of before the command ends (PTEB's compared encoders), as they were left.
+    done: Vec<Used>,
 }
 
+/// What a model did, read once it is no longer used.
+#[derive(Clone)]
 struct Used {
-    display: String,
+    name: String,
     price: Option<f64>,
-    handle: Handle,
+    plan: Option<PlanCounts>,
+    usage: Option<sage_core::RemoteUsage>,
+    cache: Option<CacheUse>,
 }
 
 impl Used {
-    /// What a planning cache counted; `None` unless this run only plans.
-    fn plan(&self) -> Option<PlanCounts> {
-        match &self.handle {
-            Handle::Cached(c) => c.plan(),
-            Handle::Bare(_) => None,
-        }
-    }
-
-    fn usage(&self) -> Option<sage_core::RemoteUsage> {
-        match &self.handle {
-            Handle::Cached(c) => c.remote_usage(),
-            Handle::Bare(b) => b.remote_usage(),
+    fn of(model: &LoadedModel) -> Used {
+        Used {
+            name: model.name().to_owned(),
+            price: model.price_per_million_tokens(),
+            plan: model.plan(),
+            usage: model.usage(),
+            cache: model.cache_use(),
         }
     }
 }
 
-static USED: Mutex<Vec<Used>> = Mutex::new(Vec::new());
+impl Loaded {
+    /// Keeps `model` for the report, and hands out its embedder.
+    pub fn keep(&mut self, model: LoadedModel) -> Arc<dyn sage_core::Embedder> {
+        let embedder = model.embedder();
+        self.live.push(model);
+        embedder
+    }
 
-/// Whether `spec` names a remote model (and no file of that name exists).
-pub fn is_remote(spec: &str) -> bool {
-    RemoteSpec::looks_remote(spec) && !Path::new(spec).exists()
-}
+    /// Takes over what `other`'s models did and lets go of the models themselves (their weights
+    /// and caches), for a command that goes on with others.
+    pub fn absorb(&mut self, mut other: Loaded) {
+        let live = std::mem::take(&mut other.live);
+        self.done.extend(live.iter().map(Used::of));
+        self.done.append(&mut other.done);
+    }
 
-/// Loads the remote model `spec`, behind the cache at `cache` (or none; also reading the other
-/// cache files in `siblings`); registered for the report's usage record and for `--plan`.
-pub fn load(
-    spec: &str,
-    args: &RemoteArgs,
-    cache: Option<PathBuf>,
-    siblings: Option<PathBuf>,
-) -> Result<Box<dyn Embedder>> {
-    let parsed = RemoteSpec::parse(spec)?;
-    let display = parsed.display();
-    let remote = RemoteEmbedder::new(parsed, args.options()?)
-        .with_context(|| format!("remote model {display}"))?;
-    let price = remote.price_per_million_tokens();
-    let handle = match (args.plan, cache) {
-        (true, None) => bail!("--plan counts what the embedding cache lacks: drop --no-cache"),
-        (true, Some(path)) => {
-            let counter = remote.token_counter();
-            Handle::Cached(Arc::new(CachedEmbedder::planning(remote, path, counter)?))
-        }
-        (false, Some(path)) => {
-            let mut cache = CachedEmbedder::open(remote, path)?;
-            if let Some(dir) = siblings {
-                cache = cache.reading_siblings(dir);
-            }
-            Handle::Cached(Arc::new(cache))
-        }
-        (false, None) => Handle::Bare(Arc::new(remote)),
-    };
-    let embedder: Box<dyn Embedder> = match &handle {
-        Handle::Cached(c) => Box::new(c.clone()),
-        Handle::Bare(b) => Box::new(b.clone()),
-    };
-    USED.lock().unwrap_or_else(|e| e.into_inner()).push(Used {
-        display,
-        price,
-        handle,
-    });
-    Ok(embedder)
-}
+    fn used(&self) -> Vec<Used> {
+        let mut used: Vec<Used> = self.live.iter().map(Used::of).collect();
+        used.extend(self.done.iter().cloned());
+        used
+    }
 
-/// Lets go of every remote model loaded (and so of its cache, which redb then closes cleanly: a
-/// file left open reads as a killed run's to the next `sage cache verify`).
-pub fn release() {
-    USED.lock().unwrap_or_else(|e| e.into_inner()).clear();
-}
+    /// Whether this run only plans (`--plan` on a remote model).
+    pub fn planning(&self) -> bool {
+        self.used().iter().any(|m| m.plan.is_some())
+    }
 
-/// Whether this run only plans (`--plan` on a remote model).
-pub fn planning() -> bool {
-    USED.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .any(|u| u.plan().is_some())
-}
-
-/// The plan of every remote model loaded: texts and tokens to send, estimated cost.
-pub fn plan() -> Value {
-    let used = USED.lock().unwrap_or_else(|e| e.into_inner());
-    let mut total = 0.0;
-    let mut priced = true;
-    let models: Vec<Value> = used
-        .iter()
-        .filter_map(|u| {
-            let counts = u.plan()?;
-            let cost = u.price.map(|p| counts.tokens_to_send as f64 * p / 1e6);
-            match cost {
-                Some(c) => total += c,
-                None => priced = false,
-            }
-            Some(json!({
-                "model": u.display,
-                "cached_texts": counts.cached_texts,
-                "texts_to_send": counts.texts_to_send,
-                "tokens_to_send": counts.tokens_to_send,
-                "usd_per_million_tokens": u.price,
-                "estimated_cost_usd": cost,
-            }))
+    /// The plan of every remote model loaded: texts and tokens to send, estimated cost.
+    pub fn plan(&self) -> Value {
+        let mut total = 0.0;
+        let mut priced = true;
+        let models: Vec<Value> = self
+            .used()
+            .iter()
+            .filter_map(|m| {
+                let counts = m.plan?;
+                let cost = m.price.map(|p| counts.tokens_to_send as f64 * p / 1e6);
+                match cost {
+                    Some(c) => total += c,
+                    None => priced = false,
+                }
+                Some(json!({
+                    "model": m.name,
+                    "cached_texts": counts.cached_texts,
+                    "texts_to_send": counts.texts_to_send,
+                    "tokens_to_send": counts.tokens_to_send,
+                    "usd_per_million_tokens": m.price,
+                    "estimated_cost_usd": cost,
+                }))
+            })
+            .collect();
+        json!({
+            "plan": models,
+            // null when a model has no price: the total would understate
+            "estimated_cost_usd": priced.then_some(total),
+            "prices_as_of": PRICES_AS_OF,
         })
-        .collect();
-    json!({
-        "plan": models,
-        // null when a model has no price: the total would understate
-        "estimated_cost_usd": priced.then_some(total),
-        "prices_as_of": PRICES_AS_OF,
-    })
+    }
+
+    /// The usage record of every remote model loaded (empty when none).
+    pub fn usage(&self) -> Vec<sage_core::RemoteUsage> {
+        self.used().into_iter().filter_map(|m| m.usage).collect()
+    }
+
+    /// What a command writes as its JSON result: the plan when planning, else `report` with a
+    /// `remote_usage` list added when remote models were used. Prints the usage on stderr too.
+    pub fn finish(&self, report: &impl serde::Serialize) -> Result<Value> {
+        if self.planning() {
+            let plan = self.plan();
+            eprintln!("sage: plan only: nothing was sent");
+            return Ok(plan);
+        }
+        let mut value = serde_json::to_value(report)?;
+        let usage = self.usage();
+        for u in &usage {
+            eprintln!(
+                "sage: {}:{} at {}: {} requests ({} retried), {} texts, {} tokens{}{}",
+                u.protocol,
+                u.model,
+                u.host,
+                u.requests,
+                u.retries,
+                u.texts,
+                u.tokens,
+                if u.truncated > 0 {
+                    format!(", {} truncated", u.truncated)
+                } else {
+                    String::new()
+                },
+                u.cost_usd
+                    .map(|c| format!(", about ${c:.4}"))
+                    .unwrap_or_default()
+            );
+        }
+        if !usage.is_empty() {
+            if let Value::Object(map) = &mut value {
+                map.insert("remote_usage".into(), serde_json::to_value(&usage)?);
+            }
+        }
+        Ok(value)
+    }
 }
 
-/// The usage record of every remote model loaded (empty when none).
-pub fn usage() -> Vec<sage_core::RemoteUsage> {
-    let used = USED.lock().unwrap_or_else(|e| e.into_inner());
-    used.iter().filter_map(Used::usage).collect()
-}
-
-/// What a command writes as its JSON result: the plan when planning, else `report` with a
-/// `remote_usage` list added when remote models were used. Prints the usage on stderr too.
-pub fn finish(report: &impl serde::Serialize) -> Result<Value> {
-    if planning() {
-        let plan = plan();
-        eprintln!("sage: plan only: nothing was sent");
-        return Ok(plan);
-    }
-    let mut value = serde_json::to_value(report)?;
-    let usage = usage();
-    for u in &usage {
-        eprintln!(
-            "sage: {}:{} at {}: {} requests ({} retried), {} texts, {} tokens{}{}",
-            u.protocol,
-            u.model,
-            u.host,
-            u.requests,
-            u.retries,
-            u.texts,
-            u.tokens,
-            if u.truncated > 0 {
-                format!(", {} truncated", u.truncated)
-            } else {
-                String::new()
-            },
-            u.cost_usd
-                .map(|c| format!(", about ${c:.4}"))
-                .unwrap_or_default()
-        );
-    }
-    if !usage.is_empty() {
-        if let Value::Object(map) = &mut value {
-            map.insert("remote_usage".into(), serde_json::to_value(&usage)?);
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        for used in self.used().into_iter().filter(|m| m.plan.is_none()) {
+            let Some(cache) = used.cache else {
+                continue;
+            };
+            let s = cache.stats;
+            eprintln!(
+                "sage: embedding cache {}: {} hits{}, {} embedded",
+                cache.path.display(),
+                s.hits,
+                if s.from_siblings > 0 {
+                    format!(" ({} from other cache files)", s.from_siblings)
+                } else {
+                    String::new()
+                },
+                s.misses
+            );
+            if let Some(why) = cache.corruption {
+                eprintln!(
+                    "sage: warning: embedding cache {}: {} corrupt entries recomputed and \
+                     overwritten (first: {why})",
+                    cache.path.display(),
+                    s.corrupt
+                );
+            }
         }
     }
-    Ok(value)
 }

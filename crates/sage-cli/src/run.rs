@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::embed::ModelArgs;
 use crate::output::Output;
+use crate::remote::Loaded;
 
 /// The tasks.
 #[derive(Debug, Subcommand)]
@@ -289,20 +290,21 @@ impl TaskArgs {
 
 /// What a suite evaluates: `--similarity` in every suite (a registered metric's name first, else
 /// a model spec), or `--model`, its older spelling for models, loaded with the model flags; with
-/// the spec it was given as, for the result file.
+/// the spec it was given as, for the result file, and the models loaded, for their usage.
 fn subject(
     registry: &Registry,
     similarity: Option<&str>,
     model: &ModelArgs,
-) -> Result<(Subject, String)> {
+) -> Result<(Subject, String, Loaded)> {
     let spec = match (similarity, &model.model) {
         (Some(_), Some(_)) => bail!("give --similarity or --model, not both (they name the same)"),
         (Some(s), None) => s,
         (None, Some(s)) => s.as_str(),
         (None, None) => bail!("give --similarity: a metric or an embedding model"),
     };
-    let subject = registry.subject(spec, |spec| anyhow::Ok(model.load(spec)?.into()))?;
-    Ok((subject, spec.to_owned()))
+    let mut loaded = Loaded::default();
+    let subject = registry.subject(spec, |spec| model.load(spec, &mut loaded))?;
+    Ok((subject, spec.to_owned(), loaded))
 }
 
 fn options_object(options: Value) -> serde_json::Map<String, Value> {
@@ -313,12 +315,11 @@ fn options_object(options: Value) -> serde_json::Map<String, Value> {
 }
 
 /// Runs a registered suite and prints its notes on stderr. With `--output`, writes the result
-/// file there (the envelope bench-all and `sage report` read: the report, the rows it used, the
-/// notes, the seed, the host); without, the report on standard output.
+/// file there (see [`write_result`]); without, the report on standard output.
 fn run_registered(
     registry: &Registry,
     name: &str,
-    (subject, spec): &(Subject, String),
+    (subject, spec, loaded): &(Subject, String, Loaded),
     request: &Request,
     output: Option<PathBuf>,
 ) -> Result<()> {
@@ -326,28 +327,57 @@ fn run_registered(
     let to_file = output.is_some();
     // before anything is computed or sent: a paid API is not billed for a run that cannot
     // write its result
-    let mut out = Output::create(output)?;
+    let out = Output::create(output)?;
     let start = std::time::Instant::now();
     let outcome = suite.run(subject, request)?;
     for note in &outcome.notes {
         eprintln!("sage: note: {name}: {note}");
     }
-    let report = crate::remote::finish(&outcome.report)?;
-    if to_file && !crate::remote::planning() {
-        let outcome = sage_suites::Outcome {
-            report,
-            notes: outcome.notes,
-        };
-        let envelope = outcome.envelope(
-            suite,
-            request,
-            subject.record(Some(spec)),
-            parameters(request.root),
-            start.elapsed().as_secs_f64(),
-        );
-        serde_json::to_writer_pretty(&mut out, &envelope)?;
-    } else {
-        serde_json::to_writer_pretty(&mut out, &report)?;
+    let file = to_file.then(|| ResultFile {
+        suite: name,
+        request,
+        similarity: subject.record(Some(spec)),
+        start,
+    });
+    write_result(out, outcome, loaded, registry, file)
+}
+
+/// What a result file says beyond the report: the suite, how it was asked for, its subject,
+/// and when it started.
+pub(crate) struct ResultFile<'a> {
+    pub suite: &'a str,
+    pub request: &'a Request<'a>,
+    pub similarity: sage_core::SimilarityRecord,
+    pub start: std::time::Instant,
+}
+
+/// Writes what a suite run gave to `out`: a remote model's plan when only planning; else with a
+/// `file` the result file (the report, with the remote models' usage, in the envelope bench-all
+/// and `sage report` read: rows used, notes, seed, host); else the report alone.
+pub(crate) fn write_result(
+    mut out: Output,
+    outcome: sage_suites::Outcome,
+    loaded: &Loaded,
+    registry: &Registry,
+    file: Option<ResultFile>,
+) -> Result<()> {
+    let report = loaded.finish(&outcome.report)?;
+    match file.filter(|_| !loaded.planning()) {
+        Some(file) => {
+            let envelope = sage_suites::Outcome {
+                report,
+                notes: outcome.notes,
+            }
+            .envelope(
+                registry.find(file.suite)?,
+                file.request,
+                file.similarity,
+                parameters(file.request.root),
+                file.start.elapsed().as_secs_f64(),
+            );
+            serde_json::to_writer_pretty(&mut out, &envelope)?;
+        }
+        None => serde_json::to_writer_pretty(&mut out, &report)?,
     }
     out.write_all(b"\n")?;
     out.finish()

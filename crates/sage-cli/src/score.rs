@@ -36,22 +36,25 @@ pub fn run(
     }
     // before anything is computed or sent (see `Output::create`)
     let mut out = Output::create(output)?;
+    let mut loaded = crate::remote::Loaded::default();
     let similarity: Box<dyn Similarity> = match (metric, raw, &model.model) {
         (Some(m), true, _) => m.raw_similarity()?,
         (Some(m), false, _) => m.similarity(),
         (None, true, _) => anyhow::bail!("--raw only applies to bm25"),
-        (None, false, Some(spec)) => Box::new(EmbeddingSimilarity::cosine(model.load(spec)?)),
+        (None, false, Some(spec)) => {
+            Box::new(EmbeddingSimilarity::cosine(model.load(spec, &mut loaded)?))
+        }
         (None, false, None) => anyhow::bail!("give --metric or --model"),
     };
     let scores = similarity
         .score_pairs(&texts)
         .with_context(|| format!("scoring {} with {}", input.display(), similarity.name()))?;
-    if crate::remote::planning() {
-        serde_json::to_writer_pretty(&mut out, &crate::remote::finish(&())?)?;
+    if loaded.planning() {
+        serde_json::to_writer_pretty(&mut out, &loaded.finish(&())?)?;
         out.write_all(b"\n")?;
         return out.finish();
     }
-    crate::remote::finish(&())?;
+    loaded.finish(&())?;
     // a score that is not a number would print as null: say which pair instead
     if let Some((record, score)) = records.iter().zip(&scores).find(|(_, s)| !s.is_finite()) {
         anyhow::bail!(

@@ -182,6 +182,25 @@ pub trait Embedder: Send + Sync {
     fn remote_usage(&self) -> Option<RemoteUsage> {
         None
     }
+
+    /// Tokens the model reads of each text (special tokens included, cut at its window), for a
+    /// rate per token; `None` when it cannot say.
+    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+        let _ = texts;
+        None
+    }
+
+    /// Seconds the model took to load (weights read, tokenizer built); `None` when unknown.
+    fn load_seconds(&self) -> Option<f64> {
+        None
+    }
+
+    /// The model behind this one when this is a cache in front of it, for a caller that times the
+    /// model itself (the throughput suite); `None` for a model, and for a cache that only counts
+    /// what would be sent (a plan sends nothing).
+    fn uncached(&self) -> Option<&dyn Embedder> {
+        None
+    }
 }
 
 macro_rules! forward_embedder {
@@ -210,6 +229,15 @@ macro_rules! forward_embedder {
             }
             fn remote_usage(&self) -> Option<RemoteUsage> {
                 (**self).remote_usage()
+            }
+            fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+                (**self).count_tokens(texts)
+            }
+            fn load_seconds(&self) -> Option<f64> {
+                (**self).load_seconds()
+            }
+            fn uncached(&self) -> Option<&dyn Embedder> {
+                (**self).uncached()
             }
         }
     };

@@ -62,6 +62,19 @@ pub struct SimilarityRecord {
     pub spec: String,
 }
 
+impl SimilarityRecord {
+    /// The record of a similarity given as `spec`: its results-folder name ([`result_label`]),
+    /// the spec with a server URL's secrets redacted, and its kind. The one way a result file
+    /// names its subject, whoever writes it.
+    pub fn of_spec(spec: &str, kind: SimilarityKind) -> SimilarityRecord {
+        SimilarityRecord {
+            kind,
+            name: result_label(spec),
+            spec: crate::redact::redact_url(spec),
+        }
+    }
+}
+
 /// A classical metric or an embedding model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

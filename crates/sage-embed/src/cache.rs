@@ -677,6 +677,20 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
         self.inner.remote_usage()
     }
 
+    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+        self.inner.count_tokens(texts)
+    }
+
+    fn load_seconds(&self) -> Option<f64> {
+        self.inner.load_seconds()
+    }
+
+    fn uncached(&self) -> Option<&dyn Embedder> {
+        self.planner
+            .is_none()
+            .then_some(&self.inner as &dyn Embedder)
+    }
+
     fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
         let variant = self.inner.role_variant(role);
         let keys: Vec<[u8; 32]> = texts

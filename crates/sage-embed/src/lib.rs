@@ -18,6 +18,9 @@
 //!   specs) with batching, concurrency, rate ceilings, retries and checked answers.
 //! - [`CachedEmbedder`]: a crash-safe persistent cache keyed by model identity, role and text;
 //!   a remote embedder's answers are stored as each arrives.
+//! - [`load`]: the one way from a spec to a ready embedder behind its cache, which the CLI, the
+//!   Python module and the suites share; its [`LoadedModel`] answers for the cache's hits and a
+//!   remote model's plan and usage afterwards.
 //!
 //! CPU runs in f32, short batches packed (no padding rows) through fused kernels; the `cuda`
 //! feature runs the transformer in f16 on the first GPU.
@@ -30,6 +33,7 @@ pub mod encoder;
 mod error;
 mod fetch;
 mod fused;
+mod loader;
 mod matryoshka;
 pub mod modernbert;
 pub mod nomic_bert;
@@ -51,6 +55,7 @@ pub use config::{
 };
 pub use error::{EmbedError, Result};
 pub use fetch::{fetch_model, hub_model, Fetched, HubModel, HUB_MODELS, NOT_ON_THE_HUB};
+pub use loader::{is_remote, load, CacheUse, LoadOptions, LoadedModel};
 pub use matryoshka::Truncated;
 pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
@@ -106,7 +111,7 @@ pub fn load_embedder(
     resolve: &ResolveOptions,
     options: TransformerOptions,
 ) -> Result<Box<dyn Embedder>> {
-    if RemoteSpec::looks_remote(spec) && !Path::new(spec).exists() {
+    if is_remote(spec) {
         let remote = RemoteSpec::parse(spec)?;
         return Ok(Box::new(RemoteEmbedder::new(
             remote,

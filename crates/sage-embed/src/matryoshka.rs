@@ -54,6 +54,14 @@ impl<E: Embedder> Embedder for Truncated<E> {
         self.inner.role_variant(role)
     }
 
+    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+        self.inner.count_tokens(texts)
+    }
+
+    fn load_seconds(&self) -> Option<f64> {
+        self.inner.load_seconds()
+    }
+
     fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
         let full = self.inner.embed_as(texts, role)?;
         let mut cut = full.slice(s![.., ..self.dimensions]).to_owned();

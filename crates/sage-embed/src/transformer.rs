@@ -64,6 +64,8 @@ pub struct SentenceTransformer {
     options: TransformerOptions,
     /// Texts run through the encoder so far (after merging texts with the same token ids).
     encoded: AtomicUsize,
+    /// How long [`SentenceTransformer::load`] took.
+    load_seconds: f64,
 }
 
 fn device(cuda: bool) -> Result<Device> {
@@ -77,6 +79,7 @@ fn device(cuda: bool) -> Result<Device> {
 impl SentenceTransformer {
     /// Loads a resolved model folder.
     pub fn load(model: &ResolvedModel, options: TransformerOptions) -> Result<SentenceTransformer> {
+        let start = std::time::Instant::now();
         let config = SentenceTransformerConfig::read(&model.dir)?;
         let files = weight_files(&model.dir)?;
         let weights = files[0].clone();
@@ -183,6 +186,7 @@ impl SentenceTransformer {
             dense,
             options,
             encoded: AtomicUsize::new(0),
+            load_seconds: start.elapsed().as_secs_f64(),
         })
     }
 
@@ -490,6 +494,15 @@ impl Embedder for SentenceTransformer {
     /// what the model reads unchanged, and at position 0 the filler alone fills the window.
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
         self.embed_as(texts, Role::Plain)
+    }
+
+    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+        let ids = self.tokenize(texts).ok()?;
+        Some(ids.iter().map(Vec::len).collect())
+    }
+
+    fn load_seconds(&self) -> Option<f64> {
+        Some(self.load_seconds)
     }
 
     fn role_variant(&self, role: Role) -> Option<String> {

@@ -28,7 +28,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use sage_core::measures::{self, RankedDoc};
 use sage_core::{Embedder, EmbedderIdentity, Role, RunSeed, SageError as CoreError};
-use sage_embed::{default_cache_path, load_embedder, CachedEmbedder, ResolveOptions};
+use sage_embed::{default_cache_path, LoadOptions};
 use sage_perturb::PerturbationSpec;
 use sage_suites::{Request, Subject};
 
@@ -107,18 +107,17 @@ impl Model {
 }
 
 fn load_model(spec: &str, cache: bool) -> PyResult<Arc<dyn Embedder>> {
-    let model =
-        load_embedder(spec, &ResolveOptions::from_env(), Default::default()).map_err(|e| {
-            SageError::new_err(format!(
-                "loading model {spec:?}: {}",
-                sage_core::said_once(&e)
-            ))
-        })?;
-    if !cache {
-        return Ok(Arc::from(model));
+    let mut options = LoadOptions::from_env();
+    if cache {
+        options = options.cached(default_cache_path());
     }
-    let cached = CachedEmbedder::open(model, default_cache_path()).map_err(py_err)?;
-    Ok(Arc::new(cached))
+    let model = sage_embed::load(spec, &options).map_err(|e| {
+        SageError::new_err(format!(
+            "loading model {spec:?}: {}",
+            sage_core::said_once(&e)
+        ))
+    })?;
+    Ok(model.embedder())
 }
 
 /// A Python object that embeds: `sage_rs.Encoder` (python/sage_rs/encoder.py) wraps the user's

@@ -330,6 +330,28 @@ def test_a_python_encoder_runs_a_suite_with_its_roles():
     assert 0 <= plain["score"] <= 1
 
 
+def test_throughput_times_a_python_encoder_through_its_own_encode_call():
+    model = LetterCounts()
+    # your own texts, in memory: sentences and a few essays, enough for every length
+    texts = [{"id": f"s{i}", "text": f"Sentence {i} tells a short story about thing {i}."}
+             for i in range(120)]
+    texts += [{"id": f"e{i}", "text": f"Essay {i}. " + "How to grow a startup fast. " * 200}
+              for i in range(3)]
+    report = sage_rs.run(
+        "throughput", model, datasets=[texts], kind="documents", data_dir=MIRROR,
+        texts_per_length=5, repeats=2, latency_calls=3,
+    )
+    assert [l["length"] for l in report["lengths"]] == ["short", "medium", "window"]
+    # per length: one unmeasured call and two timed ones of 5 texts; then 3 single-text calls
+    # (after whatever call told the encoder's width)
+    sizes = [n for _, n in model.calls]
+    assert sizes[-12:] == [5] * 9 + [1] * 3, sizes
+    assert all(l["per_second"]["best"] > 0 for l in report["lengths"])
+    # a Python encoder cannot count its tokens: no rate per token is made up for it
+    assert all(l["tokens_per_second"] is None for l in report["lengths"])
+    assert report["latency"]["calls"] == 3 and report["host"]["cores"] >= 1
+
+
 def test_a_failing_encoder_is_reported_with_its_error():
     class Broken:
         def encode(self, sentences):

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 
 pub use suites::{
     AlignSim, Clustering, EvalRank, HumanPref, Noise, Pteb, Retrieval, Robustness, Sensitivity,
+    Throughput,
 };
 
 /// Errors of this crate.
@@ -118,11 +119,7 @@ impl Subject {
                 sage_core::SimilarityKind::Model,
             ),
         };
-        sage_core::SimilarityRecord {
-            name: sage_core::result_label(&given),
-            spec: sage_core::redact::redact_url(&given),
-            kind,
-        }
+        sage_core::SimilarityRecord::of_spec(&given, kind)
     }
 
     /// The embedding model, for suites that compare vectors themselves.
@@ -293,6 +290,7 @@ impl Registry {
                 Arc::new(EvalRank),
                 Arc::new(Pteb),
                 Arc::new(Noise),
+                Arc::new(Throughput),
             ],
             metrics: Metric::BUILT_IN.to_vec(),
         }

@@ -712,14 +712,17 @@ impl Suite for Pteb {
             None => None,
         };
         // the yardstick keeps its own defaults whatever the encoder under test was loaded with
-        let reference = sage_embed::load_embedder(
+        let reference = sage_embed::load(
             &o.quality_encoder,
-            &sage_embed::ResolveOptions::from_env(),
-            sage_embed::TransformerOptions {
-                cuda: o.cuda,
-                ..sage_embed::TransformerOptions::default()
+            &sage_embed::LoadOptions {
+                transformer: sage_embed::TransformerOptions {
+                    cuda: o.cuda,
+                    ..sage_embed::TransformerOptions::default()
+                },
+                ..sage_embed::LoadOptions::from_env()
             },
         )
+        .map(|loaded| loaded.embedder())
         .map_err(|e| SuiteError::Run {
             suite,
             source: format!(
@@ -763,6 +766,69 @@ impl Suite for Pteb {
         }
         Ok(Outcome {
             report: report(suite, &r)?,
+            notes,
+        })
+    }
+}
+
+/// What a similarity costs to run on this host ([`sage_throughput`]): texts and tokens per second
+/// at three lengths, latency, load time, memory, and an API model's bill for the sample. Options:
+/// those of [`sage_throughput::Options`].
+pub struct Throughput;
+
+impl Suite for Throughput {
+    fn name(&self) -> &'static str {
+        "throughput"
+    }
+    fn summary(&self) -> &'static str {
+        "Cost on this host: texts and tokens per second at short, ~128-token and window-length \
+         inputs, single-text latency p50/p95, load time, peak memory; pairs per second for a \
+         metric; requests, tokens and USD for an API model's bounded sample"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&sage_throughput::DEFAULT_DATASETS)
+    }
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &sage_throughput::KINDS
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let mut o: sage_throughput::Options = options(self.name(), &request.options)?;
+        o.seed = request.seed;
+        let mut notes = Vec::new();
+        let datasets = datasets_or_local_defaults(
+            self.name(),
+            self.kinds(),
+            request,
+            &sage_throughput::DEFAULT_DATASETS,
+            &mut notes,
+        )?;
+        let (pool, rows) = sage_throughput::pool(request.root, &as_refs(&datasets), &o)
+            .map_err(failed(self.name()))?;
+        let r = match subject {
+            Subject::Model(model) => {
+                sage_throughput::measure_model(model.as_ref(), &pool, rows, &o)
+            }
+            Subject::Metric(metric) => {
+                sage_throughput::measure_metric(metric.similarity().as_ref(), &pool, rows, &o)
+            }
+        }
+        .map_err(failed(self.name()))?;
+        let given: Vec<_> = r.lengths.iter().map(|l| l.length).collect();
+        for length in [
+            sage_throughput::Length::Short,
+            sage_throughput::Length::Medium,
+            sage_throughput::Length::Window,
+        ] {
+            if !given.contains(&length) {
+                notes.push(format!(
+                    "no {} texts: the datasets hold none of that length, and too few shorter \
+                     ones to join into one",
+                    length.name()
+                ));
+            }
+        }
+        Ok(Outcome {
+            report: report(self.name(), &r)?,
             notes,
         })
     }

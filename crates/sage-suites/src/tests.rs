@@ -161,6 +161,7 @@ fn an_option_outside_its_range_is_named_before_any_data_is_read() {
         ("human-pref", json!({"margin": -1.0}), "margin = -1"),
         ("align-sim", json!({"max_rows": 0}), "max_rows = 0"),
         ("noise", json!({"rates": [2.0]}), "rate"),
+        ("throughput", json!({"repeats": 0}), "repeats = 0"),
     ] {
         let mut request = Request::new(&root);
         // a dataset that is not there: only a check before reading could name the option
@@ -473,4 +474,70 @@ fn evalrank_ranks_the_users_pairs_against_the_users_background() {
         e.contains("takes text-pairs, sts-pairs, vocabulary; dataset docs holds documents"),
         "{e}"
     );
+}
+
+/// The throughput suite times a metric and a model on the same texts of its default datasets,
+/// each length named, and says where the texts came from and on which host.
+#[test]
+fn throughput_times_a_metric_and_a_model_on_the_same_texts() {
+    // the default datasets, large enough for every length (the fixtures hold a few rows)
+    let dir = tempfile::tempdir().unwrap();
+    let sts = dir.path().join("sts/stsb");
+    let essays = dir.path().join("documents/paul_graham_essays");
+    std::fs::create_dir_all(&sts).unwrap();
+    std::fs::create_dir_all(&essays).unwrap();
+    let pairs: String = (0..100)
+        .map(|i| {
+            json!({"sentence1": format!("A man plays guitar number {i}."),
+                   "sentence2": format!("Someone is playing the guitar {i}."), "score": 3.0})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(sts.join("test.jsonl"), pairs).unwrap();
+    let long: String = (0..4)
+        .map(|i| {
+            json!({"id": i.to_string(), "text": format!("Essay {i}. ") + &"How to start a startup and grow it. ".repeat(150)})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(essays.join("sample.jsonl"), long).unwrap();
+    let root = sage_data::DataRoot::new(dir.path());
+    let mut request = Request::new(&root);
+    request.options = json!({"texts_per_length": 6, "repeats": 2, "latency_calls": 3})
+        .as_object()
+        .unwrap()
+        .clone();
+    let suite = find("throughput").unwrap();
+    let model: Arc<dyn Embedder> = Arc::new(Lengths::default());
+    for subject in [Subject::Metric(Metric::JACCARD), Subject::Model(model)] {
+        let outcome = suite.run(&subject, &request).unwrap();
+        let r = &outcome.report;
+        let lengths: Vec<&str> = r["lengths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["length"].as_str().unwrap())
+            .collect();
+        assert_eq!(lengths, ["short", "medium", "window"], "{r}");
+        for l in r["lengths"].as_array().unwrap() {
+            assert_eq!(l["texts"], 6);
+            assert_eq!(l["seconds"]["runs"].as_array().unwrap().len(), 2);
+            assert!(l["per_second"]["best"].as_f64().unwrap() > 0.0);
+        }
+        let datasets: Vec<&str> = r["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["dataset"].as_str().unwrap())
+            .collect();
+        assert_eq!(datasets, ["stsb", "paul-graham-essays"]);
+        assert!(r["host"]["arch"].is_string());
+        assert_eq!(
+            r["latency"].is_object(),
+            matches!(subject, Subject::Model(_))
+        );
+        assert!(outcome.notes.is_empty(), "{:?}", outcome.notes);
+    }
 }

@@ -352,15 +352,14 @@ pub(super) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext)
         });
     let _ = std::fs::remove_file(&report_path);
     let envelope = ResultEnvelope {
-        similarity: SimilarityRecord {
-            name: job.similarity.label.clone(),
-            spec: redact_url(&job.similarity.spec),
-            kind: if job.similarity.is_model {
+        similarity: SimilarityRecord::of_spec(
+            &job.similarity.spec,
+            if job.similarity.is_model {
                 SimilarityKind::Model
             } else {
                 SimilarityKind::Metric
             },
-        },
+        ),
         suite: job.suite.to_owned(),
         task: job.task.clone(),
         seed: context.seed,

@@ -351,6 +351,18 @@ impl Embedder for RemoteEmbedder {
         self.dimension.load(Ordering::Relaxed)
     }
 
+    /// The client's estimate (see [`RemoteEmbedder::token_counter`]): what is billed is only
+    /// known from the answers, in [`Embedder::remote_usage`].
+    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+        let max = self.limits.max_input_tokens;
+        Some(
+            texts
+                .iter()
+                .map(|t| sage_tokens::count(t).min(max))
+                .collect(),
+        )
+    }
+
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
         self.embed_as(texts, Role::Plain)
     }

@@ -1,0 +1,270 @@
+//! One way from a model spec to a ready embedder: [`load`].
+//!
+//! The CLI, the Python module and the suites (PTEB's reference encoder) all load through here, so
+//! a spec and its options mean the same in each: a remote model (`PROTOCOL:MODEL[@BASE_URL]`)
+//! unless a file of that name exists, else a local folder, a folder under SAGE_MODELS_DIR or a
+//! hub id; behind the embedding cache unless none is asked for; counting what would be sent
+//! instead of sending it when only planning. The [`LoadedModel`] keeps what a caller reads
+//! afterwards (the cache's hits, a remote model's plan and usage), so no global list of loaded
+//! models is needed to write a report.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sage_core::{Embedder, RemoteUsage};
+
+use crate::cache::{CacheStats, CachedEmbedder, PlanCounts};
+use crate::remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
+use crate::{EmbedError, ResolveOptions, Result, TransformerOptions, Truncated};
+
+/// Everything that says how a spec becomes an embedder.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Where local models are looked for.
+    pub resolve: ResolveOptions,
+    /// How a transformer is run (pooling, batch tokens, device).
+    pub transformer: TransformerOptions,
+    /// How a remote model is called.
+    pub remote: RemoteOptions,
+    /// Vectors this wide, Matryoshka-style: a remote model is asked for them, a local model's
+    /// are cut to their first N values and renormalised.
+    pub dimensions: Option<usize>,
+    /// The embedding cache file; `None`: no cache.
+    pub cache: Option<PathBuf>,
+    /// Also read the other `embeddings*.redb` files in this folder for what the cache lacks.
+    pub read_caches: Option<PathBuf>,
+    /// Send nothing: count what a remote model would be sent after the cache.
+    pub plan: bool,
+}
+
+impl LoadOptions {
+    /// Models found as the environment says, transformer and remote defaults, no cache.
+    pub fn from_env() -> LoadOptions {
+        LoadOptions {
+            resolve: ResolveOptions::from_env(),
+            ..LoadOptions::default()
+        }
+    }
+
+    /// The same, behind the embedding cache at `path`.
+    pub fn cached(mut self, path: impl Into<PathBuf>) -> LoadOptions {
+        self.cache = Some(path.into());
+        self
+    }
+}
+
+/// Whether `spec` names a remote model: it reads as `PROTOCOL:MODEL[@BASE_URL]` and no file of
+/// that name exists.
+pub fn is_remote(spec: &str) -> bool {
+    RemoteSpec::looks_remote(spec) && !Path::new(spec).exists()
+}
+
+/// A loaded model and what can be asked of it once it has been used.
+pub struct LoadedModel {
+    name: String,
+    remote: Option<Option<f64>>,
+    cache: Option<Arc<CachedEmbedder<Box<dyn Embedder>>>>,
+    embedder: Arc<dyn Embedder>,
+}
+
+/// What the embedding cache did for one model.
+#[derive(Clone, Debug)]
+pub struct CacheUse {
+    /// The cache file.
+    pub path: PathBuf,
+    /// Hits and misses.
+    pub stats: CacheStats,
+    /// What the first corrupt entry failed, when one was found.
+    pub corruption: Option<String>,
+}
+
+impl LoadedModel {
+    /// The model, ready to embed (behind its cache when it has one).
+    pub fn embedder(&self) -> Arc<dyn Embedder> {
+        self.embedder.clone()
+    }
+
+    /// The spec as it may be shown: a remote model's without its server's credentials.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the model is behind an HTTP API.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// A remote model's USD per million tokens, when it has a price.
+    pub fn price_per_million_tokens(&self) -> Option<f64> {
+        self.remote.flatten()
+    }
+
+    /// What a planning run counted; `None` unless only planning.
+    pub fn plan(&self) -> Option<PlanCounts> {
+        self.cache.as_ref().and_then(|c| c.plan())
+    }
+
+    /// What a remote model was asked for and what it cost; `None` for a local model.
+    pub fn usage(&self) -> Option<RemoteUsage> {
+        self.embedder.remote_usage()
+    }
+
+    /// What the embedding cache did; `None` without a cache.
+    pub fn cache_use(&self) -> Option<CacheUse> {
+        self.cache.as_ref().map(|c| CacheUse {
+            path: c.path().to_owned(),
+            stats: c.stats(),
+            corruption: c.corruption(),
+        })
+    }
+}
+
+/// Loads the model `spec` names, as `options` say.
+pub fn load(spec: &str, options: &LoadOptions) -> Result<LoadedModel> {
+    let (model, name, remote, counter): (Box<dyn Embedder>, _, _, _) = if is_remote(spec) {
+        let parsed = RemoteSpec::parse(spec)?;
+        let name = parsed.display();
+        let remote_options = RemoteOptions {
+            dimensions: options.dimensions.or(options.remote.dimensions),
+            ..options.remote.clone()
+        };
+        let model = RemoteEmbedder::new(parsed, remote_options)?;
+        let price = model.price_per_million_tokens();
+        let counter = model.token_counter();
+        (Box::new(model), name, Some(price), Some(counter))
+    } else {
+        if options.plan {
+            return Err(EmbedError::Resolve(format!(
+                "planning counts what a remote model (PROTOCOL:MODEL[@BASE_URL]) would be sent; \
+                 {spec:?} is local"
+            )));
+        }
+        let model = crate::load_embedder(spec, &options.resolve, options.transformer.clone())?;
+        let model: Box<dyn Embedder> = match options.dimensions {
+            Some(dimensions) => Box::new(Truncated::new(model, dimensions)?),
+            None => model,
+        };
+        (model, spec.to_owned(), None, None)
+    };
+    let cache = match (&options.cache, counter) {
+        (None, _) if options.plan => {
+            return Err(EmbedError::Resolve(
+                "planning counts what the embedding cache lacks: it needs the cache".into(),
+            ))
+        }
+        (None, _) => {
+            return Ok(LoadedModel {
+                name,
+                remote,
+                cache: None,
+                embedder: Arc::from(model),
+            })
+        }
+        (Some(path), Some(counter)) if options.plan => {
+            CachedEmbedder::planning(model, path, counter)?
+        }
+        (Some(path), _) => {
+            let cache = CachedEmbedder::open(model, path)?;
+            match &options.read_caches {
+                Some(dir) => cache.reading_siblings(dir),
+                None => cache,
+            }
+        }
+    };
+    let cache = Arc::new(cache);
+    Ok(LoadedModel {
+        name,
+        remote,
+        embedder: cache.clone(),
+        cache: Some(cache),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GloVe text file: the smallest local model there is.
+    fn word_vectors(dir: &Path) -> PathBuf {
+        let path = dir.join("glove.test.txt");
+        std::fs::write(&path, "red 1 0 0 2\nblue 0 1 0 2\ngreen 0 0 1 2\n").unwrap();
+        path
+    }
+
+    #[test]
+    fn a_cached_model_embeds_as_the_bare_one_and_counts_its_hits() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = word_vectors(dir.path());
+        let spec = spec.to_str().unwrap();
+        let bare = load(spec, &LoadOptions::from_env()).unwrap();
+        assert!(bare.cache_use().is_none() && !bare.is_remote() && bare.usage().is_none());
+        let cached = load(
+            spec,
+            &LoadOptions::from_env().cached(dir.path().join("c.redb")),
+        )
+        .unwrap();
+        let texts = ["red blue", "green"];
+        let expected = bare.embedder().embed(&texts).unwrap();
+        assert_eq!(cached.embedder().embed(&texts).unwrap(), expected);
+        assert_eq!(cached.embedder().embed(&texts).unwrap(), expected);
+        let used = cached.cache_use().unwrap();
+        assert_eq!((used.stats.misses, used.stats.hits), (2, 2));
+        assert_eq!(used.path, dir.path().join("c.redb"));
+    }
+
+    #[test]
+    fn dimensions_cut_a_local_models_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = word_vectors(dir.path());
+        let options = LoadOptions {
+            dimensions: Some(2),
+            ..LoadOptions::from_env()
+        };
+        let model = load(spec.to_str().unwrap(), &options).unwrap();
+        assert_eq!(model.embedder().dimension(), 2);
+    }
+
+    #[test]
+    fn planning_needs_a_remote_model_and_a_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = word_vectors(dir.path());
+        let planning = LoadOptions {
+            plan: true,
+            ..LoadOptions::from_env().cached(dir.path().join("c.redb"))
+        };
+        let local = load(spec.to_str().unwrap(), &planning).err().unwrap();
+        assert!(local.to_string().contains("is local"), "{local}");
+
+        let remote_spec = "openai:text-embedding-3-small@http://127.0.0.1:9";
+        let keyed = RemoteOptions {
+            api_key: Some("sk-test".into()),
+            ..RemoteOptions::default()
+        };
+        let uncached = LoadOptions {
+            plan: true,
+            remote: keyed.clone(),
+            ..LoadOptions::from_env()
+        };
+        let e = load(remote_spec, &uncached).err().unwrap();
+        assert!(e.to_string().contains("needs the cache"), "{e}");
+
+        let planned = load(
+            remote_spec,
+            &LoadOptions {
+                remote: keyed,
+                ..planning
+            },
+        )
+        .unwrap();
+        assert!(planned.is_remote());
+        assert_eq!(
+            planned.name(),
+            "openai:text-embedding-3-small@http://127.0.0.1:9"
+        );
+        // nothing is sent while planning: the closed port is never dialled
+        planned.embedder().embed(&["one text"]).unwrap();
+        let plan = planned.plan().unwrap();
+        assert_eq!((plan.texts_to_send, plan.cached_texts), (1, 0));
+        assert!(plan.tokens_to_send > 0);
+    }
+}
