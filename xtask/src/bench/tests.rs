@@ -164,11 +164,11 @@ fn static_models_sort_before_transformers() {
 
 /// `sage suites` of the shipped registry, as far as planning reads it.
 /// What `sage suites` lists: the suites with their own sections, then those planned from
-/// `[suites.<name>]` (noise).
+/// `[suites.<name>]` (noise, throughput).
 fn shipped_suites() -> Vec<ListedSuite> {
     CONFIGURED_SUITES
         .iter()
-        .chain(&["noise"])
+        .chain(&["noise", "throughput"])
         .map(|&name| ListedSuite {
             name: name.into(),
             takes_metrics: !matches!(name, "evalrank" | "pteb"),
