@@ -156,8 +156,10 @@ fn the_html_report_renders_in_a_headless_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
     let mut run = bench_all(&out, tmp.path());
-    // metrics only: the browser check needs a report, not every model
-    run.arg("--config").arg(metrics_only_config(tmp.path()));
+    // metrics only: the browser check needs a report, not every model; with their throughput,
+    // so that the quality–cost view is drawn
+    run.arg("--config")
+        .arg(metrics_only_config(tmp.path(), Throughput::On));
     let output = run.output().unwrap();
     assert!(
         output.status.success(),
@@ -224,7 +226,13 @@ fn the_html_report_renders_in_a_headless_browser() {
     };
     assert!(at("id=\"verdict\"") < at("id=\"heatmap\""));
     assert!(at("id=\"heatmap\"") < at("id=\"ranking\""));
-    assert!(at("id=\"ranking\"") < at("<details id=\"notes\"><summary>"));
+    assert!(at("id=\"ranking\"") < at("id=\"quality-cost\""));
+    assert!(at("id=\"quality-cost\"") < at("<details id=\"notes\"><summary>"));
+    let cost = &dom[at("id=\"quality-cost\"")..at("<details id=\"notes\"><summary>")];
+    assert!(
+        cost.contains("Quality against speed") && cost.contains("Speeds measured on"),
+        "{cost}"
+    );
     assert!(at("<details id=\"notes\"><summary>") < at("id=\"details\""));
     // the fixtures' SAGE categories: every metric has all five, so all four are ranked
     let ranking = &dom[at("id=\"ranking\"")..];
@@ -261,7 +269,8 @@ fn the_html_report_renders_in_a_headless_browser() {
 fn quick_metrics_results_and_report_equal_the_kept_ones() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
-    let config = metrics_only_config(tmp.path());
+    // the timings of a throughput run differ run to run: pinned without it
+    let config = metrics_only_config(tmp.path(), Throughput::Off);
     let output = bench_all_quick(&config, &out, &tmp.path().join("cache"), &[]);
     assert!(
         output.status.success(),
@@ -317,16 +326,25 @@ fn quick_metrics_results_and_report_equal_the_kept_ones() {
     }
 }
 
+/// Whether a test's config keeps the throughput suite.
+#[derive(PartialEq)]
+enum Throughput {
+    On,
+    Off,
+}
+
 /// The shipped bench.toml with no model: the four metrics (and the suites that take them), in
 /// `dir/bench.toml`.
-fn metrics_only_config(dir: &std::path::Path) -> PathBuf {
+fn metrics_only_config(dir: &std::path::Path, throughput: Throughput) -> PathBuf {
     let config = dir.join("bench.toml");
     let default = std::fs::read_to_string(workspace().join("bench.toml")).unwrap();
-    std::fs::write(
-        &config,
-        default.replace("models = [\"auto\"]", "models = []"),
-    )
-    .unwrap();
+    let section = "[suites.throughput]\nenabled = true";
+    assert!(default.contains(section), "bench.toml's throughput section");
+    let mut text = default.replace("models = [\"auto\"]", "models = []");
+    if throughput == Throughput::Off {
+        text = text.replace(section, "[suites.throughput]\nenabled = false");
+    }
+    std::fs::write(&config, text).unwrap();
     config
 }
 

@@ -167,6 +167,25 @@ impl Loaded {
         })
     }
 
+    /// What each cached model embedded in this command, for its result file (a model loaded
+    /// without a cache counts nothing: `--no-cache`).
+    pub fn work(&self) -> Vec<sage_core::EmbeddingWork> {
+        self.used()
+            .into_iter()
+            .filter_map(|m| {
+                let stats = m.cache.as_ref()?.stats;
+                Some(sage_core::EmbeddingWork {
+                    model: m.name,
+                    embedded: stats.misses,
+                    cached: stats.hits,
+                    seconds: stats.embedding_seconds,
+                    tokens: m.usage.as_ref().map(|u| u.tokens),
+                    cost_usd: m.usage.and_then(|u| u.cost_usd),
+                })
+            })
+            .collect()
+    }
+
     /// The usage record of every remote model loaded (empty when none).
     pub fn usage(&self) -> Vec<sage_core::RemoteUsage> {
         self.used().into_iter().filter_map(|m| m.usage).collect()

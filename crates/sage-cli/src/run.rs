@@ -364,7 +364,7 @@ pub(crate) fn write_result(
     let report = loaded.finish(&outcome.report)?;
     match file.filter(|_| !loaded.planning()) {
         Some(file) => {
-            let envelope = sage_suites::Outcome {
+            let mut envelope = sage_suites::Outcome {
                 report,
                 notes: outcome.notes,
             }
@@ -375,6 +375,7 @@ pub(crate) fn write_result(
                 parameters(file.request.root),
                 file.start.elapsed().as_secs_f64(),
             );
+            envelope.run.embedding = loaded.work();
             serde_json::to_writer_pretty(&mut out, &envelope)?;
         }
         None => serde_json::to_writer_pretty(&mut out, &report)?,

@@ -195,6 +195,12 @@ pub trait Embedder: Send + Sync {
         None
     }
 
+    /// Where and in what precision the model computes (`cpu f32`, `cuda:0 f16`); `None` when
+    /// it cannot say (a remote model, a Python encoder).
+    fn compute(&self) -> Option<String> {
+        None
+    }
+
     /// The model behind this one when this is a cache in front of it, for a caller that times the
     /// model itself (the throughput suite); `None` for a model, and for a cache that only counts
     /// what would be sent (a plan sends nothing).
@@ -235,6 +241,9 @@ macro_rules! forward_embedder {
             }
             fn load_seconds(&self) -> Option<f64> {
                 (**self).load_seconds()
+            }
+            fn compute(&self) -> Option<String> {
+                (**self).compute()
             }
             fn uncached(&self) -> Option<&dyn Embedder> {
                 (**self).uncached()

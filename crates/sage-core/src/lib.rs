@@ -46,8 +46,8 @@ pub use embed::{
 pub use error::{said_once, Result, SageError};
 pub use options::{within, within_if_set, CheckOptions};
 pub use result::{
-    result_label, row_selections, utc_timestamp, write_atomically, Gpu, Host, Parameters,
-    ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
+    result_label, row_selections, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host,
+    Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
 };
 pub use seed::{ExperimentRng, RunSeed};
 pub use similarity::Similarity;

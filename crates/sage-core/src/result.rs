@@ -106,6 +106,27 @@ pub struct RunRecord {
     pub timestamp: String,
     /// The job's wall time.
     pub wall_seconds: f64,
+    /// What each embedding model of the job embedded and what its cache gave back (none for a
+    /// metric's job).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub embedding: Vec<EmbeddingWork>,
+}
+
+/// The embedding work of one model in one job: what it cost, beside the job's wall time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddingWork {
+    /// The model.
+    pub model: String,
+    /// Texts the model embedded (the cache did not hold them).
+    pub embedded: u64,
+    /// Texts read back from the cache.
+    pub cached: u64,
+    /// Seconds in the model's embed calls, storing their vectors included.
+    pub seconds: f64,
+    /// Tokens billed by a remote model during the job.
+    pub tokens: Option<u64>,
+    /// What a remote model billed during the job, where it has a price.
+    pub cost_usd: Option<f64>,
 }
 
 /// The machine a job ran on.

@@ -136,7 +136,7 @@ fn decode_values(vector: &[u8], dim: usize) -> std::result::Result<Vec<f32>, Str
 }
 
 /// Hits and misses since the cache was opened.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct CacheStats {
     /// Texts found in the cache.
     pub hits: u64,
@@ -147,6 +147,8 @@ pub struct CacheStats {
     /// Of the hits, texts found in another cache file ([`CachedEmbedder::reading_siblings`])
     /// and copied into this one.
     pub from_siblings: u64,
+    /// Seconds in the model's embed calls for the misses, storing their vectors included.
+    pub embedding_seconds: f64,
 }
 
 /// What a planned run would send: distinct texts found in the cache and not, and the tokens of
@@ -180,6 +182,8 @@ pub struct CachedEmbedder<E> {
     misses: AtomicU64,
     corrupt: AtomicU64,
     from_siblings: AtomicU64,
+    /// Nanoseconds in the model's embed calls.
+    embedding_nanos: AtomicU64,
     /// The folder whose other `embeddings*.redb` files are read for what this one lacks.
     siblings: Option<PathBuf>,
     /// What the first corrupt entry failed.
@@ -290,6 +294,7 @@ impl<E: Embedder> CachedEmbedder<E> {
             misses: AtomicU64::new(0),
             corrupt: AtomicU64::new(0),
             from_siblings: AtomicU64::new(0),
+            embedding_nanos: AtomicU64::new(0),
             siblings: None,
             first_corruption: Mutex::new(None),
             planner: None,
@@ -343,6 +348,7 @@ impl<E: Embedder> CachedEmbedder<E> {
             misses: self.misses.load(Ordering::Relaxed),
             corrupt: self.corrupt.load(Ordering::Relaxed),
             from_siblings: self.from_siblings.load(Ordering::Relaxed),
+            embedding_seconds: self.embedding_nanos.load(Ordering::Relaxed) as f64 * 1e-9,
         }
     }
 
@@ -685,6 +691,10 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
         self.inner.load_seconds()
     }
 
+    fn compute(&self) -> Option<String> {
+        self.inner.compute()
+    }
+
     fn uncached(&self) -> Option<&dyn Embedder> {
         self.planner
             .is_none()
@@ -731,22 +741,29 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
             };
             for group in groups.into_iter().filter(|g| !g.is_empty()) {
                 let group_texts: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
-                self.inner
-                    .embed_batches(&group_texts, role, &mut |start, vectors| {
-                        let at = group.get(start..start + vectors.nrows()).ok_or_else(|| {
-                            SageError::InvalidArgument(format!(
-                                "embedder delivered rows {start}..{} of {}",
-                                start + vectors.nrows(),
-                                group.len()
-                            ))
-                        })?;
-                        self.store(&keys, at, &vectors)?;
-                        for (k, &i) in at.iter().enumerate() {
-                            rows[i] = Some(vectors.row(k).to_vec());
-                        }
-                        self.misses.fetch_add(at.len() as u64, Ordering::Relaxed);
-                        Ok(())
-                    })?;
+                let started = std::time::Instant::now();
+                let embedded =
+                    self.inner
+                        .embed_batches(&group_texts, role, &mut |start, vectors| {
+                            let at =
+                                group.get(start..start + vectors.nrows()).ok_or_else(|| {
+                                    SageError::InvalidArgument(format!(
+                                        "embedder delivered rows {start}..{} of {}",
+                                        start + vectors.nrows(),
+                                        group.len()
+                                    ))
+                                })?;
+                            self.store(&keys, at, &vectors)?;
+                            for (k, &i) in at.iter().enumerate() {
+                                rows[i] = Some(vectors.row(k).to_vec());
+                            }
+                            self.misses.fetch_add(at.len() as u64, Ordering::Relaxed);
+                            Ok(())
+                        });
+                // a failed call's seconds were spent too
+                self.embedding_nanos
+                    .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                embedded?;
             }
         }
         for (i, first) in repeats {

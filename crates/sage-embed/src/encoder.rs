@@ -13,9 +13,9 @@
 //! to the attention scores of every layer. RoBERTa and XLM-RoBERTa are BERT's layers with
 //! MPNet's position ids and a one-row token-type table.
 //!
-//! On CPU in f32 the attention of batches up to 64 tokens and the dense layers' epilogues (bias +
+//! On CPU in f32 the attention of packed (unpadded) texts and the dense layers' epilogues (bias +
 //! GELU, bias + residual + layer norm) run as fused kernels (`crate::fused`); elsewhere (GPU,
-//! f16/bf16, long inputs' attention) the tensor path below. Tests hold the two paths equal.
+//! f16/bf16) the tensor path below. Tests hold the two paths equal.
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, VarBuilder};
@@ -294,7 +294,7 @@ impl Encoder {
             None => None,
         };
         let (flat_ids, positions, plan) = match real_lengths(mask) {
-            Some(lengths) if fused_applies(&self.device, self.dtype, tokens) => {
+            Some(lengths) if fused_applies(&self.device, self.dtype) => {
                 let real = |values: Vec<u32>| -> Vec<u32> {
                     values
                         .chunks(tokens.max(1))

@@ -1,11 +1,11 @@
-//! Fused CPU kernels (f32) for the encoder: self-attention over packed short texts, and the
+//! Fused CPU kernels (f32) for the encoder: self-attention over packed texts, and the
 //! epilogues of the dense layers (bias; bias + GELU; bias + residual + layer norm).
 //!
 //! Why packing: every dense layer is row-wise, so the padding of a batch is pure waste there
-//! (11% of the rows of STS-B batches of 128 length-sorted sentences). Short batches therefore
-//! run with the texts' real tokens back to back, and attention, the one step that mixes tokens,
-//! runs per text over its own length. Padded keys get weight exactly 0 in the padded
-//! computation, so the result is the same.
+//! (11% of the rows of STS-B batches of 128 length-sorted sentences, and most of a batch that
+//! mixes sentences with documents). Batches therefore run with the texts' real tokens back to
+//! back, and attention, the one step that mixes tokens, runs per text over its own length.
+//! Padded keys get weight exactly 0 in the padded computation, so the result is the same.
 //!
 //! Why the attention: on sentence-length inputs (STS-B averages about 15 tokens) the tensor path
 //! spends more time around its matrix products than in them. Per layer it makes three head-split
@@ -13,8 +13,10 @@
 //! and dispatch), three elementwise passes (scale, mask, softmax) that each wake the thread pool,
 //! and a copy back to token-major order. Here one pass per (text, head) reads queries, keys and
 //! values straight from the QKV projection and writes the context in token-major order: the same
-//! arithmetic in the same order, without the traffic. Long inputs keep the padded tensor path,
-//! where the t² products are large enough for gemm to win.
+//! arithmetic in the same order, without the traffic. A text longer than 64 tokens runs its
+//! head's two products (scores, then context) as gemm calls straight on the same rows: there
+//! the t² work is large enough for gemm's packing to pay, and a batch of a few long documents
+//! still spreads over every core, one task per (text, head).
 //!
 //! Why the epilogues: after each matrix product the tensor path makes a pass to add the bias,
 //! another for the residual, another for the layer norm (or the GELU), each over the whole
@@ -24,8 +26,9 @@
 use candle_core::{CpuStorage, DType, Device, InplaceOp1, Layout, Storage, Tensor};
 use rayon::prelude::*;
 
-/// Longest padded batch the fused kernel takes; beyond it the tensor path is used.
-pub(crate) const FUSED_MAX_TOKENS: usize = 64;
+/// Longest text whose attention runs as plain loops; a longer one's two products per head are
+/// gemm calls, where the t² work is large enough for gemm's packing to pay.
+pub(crate) const LOOP_MAX_TOKENS: usize = 64;
 
 /// An additive score bias shared by every text (MPNet's relative positions): `values`
 /// [heads, span, span], indexed by query and key position within a text; `span` ≥ every length.
@@ -35,10 +38,31 @@ pub(crate) struct SharedBias<'a> {
     pub span: usize,
 }
 
+/// The context rows being written, shared by the (text, head) tasks: each writes its own
+/// head's columns of its own text's rows, which no other task touches.
+#[derive(Clone, Copy)]
+struct ContextRows(*mut f32);
+// SAFETY: tasks write disjoint elements (see `fused_attention`), and the buffer outlives them.
+unsafe impl Send for ContextRows {}
+unsafe impl Sync for ContextRows {}
+
+impl ContextRows {
+    /// The element `offset` values in.
+    ///
+    /// # Safety
+    /// `offset` is inside the buffer.
+    unsafe fn at(&self, offset: usize) -> *mut f32 {
+        self.0.add(offset)
+    }
+}
+
 /// Context vectors [Σ lengths, hidden] from `qkv` [Σ lengths, 3 × hidden] holding the texts
 /// back to back without padding (text i is `lengths[i]` rows; queries, keys and values side by
 /// side, heads contiguous within each). Scores are `q·k / √d + bias`, softmaxed over the text's
 /// own keys: what the tensor path computes on a padded batch, where padded keys get weight 0.
+///
+/// One task per (text, head), in parallel: a long text alone (a latency call, a batch of a few
+/// window-length documents) still uses every core.
 pub(crate) fn fused_attention(
     qkv: &Tensor,
     lengths: &[usize],
@@ -65,56 +89,127 @@ pub(crate) fn fused_attention(
     let data = cpu_f32(&storage, layout)?;
     let scale = (head_dim as f32).sqrt();
     let mut out = vec![0f32; total * hidden];
-    // one (input rows, output rows) pair per text, for the parallel loop
-    let mut texts = Vec::with_capacity(lengths.len());
-    let (mut rest, mut at) = (out.as_mut_slice(), 0);
+    let context = ContextRows(out.as_mut_ptr());
+    // (first row, tokens, head) of every task, longest texts first so the pool ends evenly
+    let mut tasks = Vec::with_capacity(lengths.len() * heads);
+    let mut at = 0;
     for &tokens in lengths {
-        let (context, tail) = rest.split_at_mut(tokens * hidden);
-        texts.push((&data[at * width..(at + tokens) * width], context, tokens));
-        rest = tail;
+        tasks.extend((0..heads).map(|head| (at, tokens, head)));
         at += tokens;
     }
-    texts.into_par_iter().for_each(|(rows, context, tokens)| {
-        let mut scores = vec![0f32; tokens];
-        for head in 0..heads {
+    tasks.sort_by_key(|&(_, tokens, _)| std::cmp::Reverse(tokens));
+    tasks
+        .into_par_iter()
+        .for_each_init(Vec::new, |scores, (first, tokens, head)| {
+            let rows = &data[first * width..(first + tokens) * width];
             let q_at = head * head_dim;
-            let k_at = hidden + head * head_dim;
-            let v_at = 2 * hidden + head * head_dim;
-            for i in 0..tokens {
-                let q = &rows[i * width + q_at..][..head_dim];
-                let mut max = f32::NEG_INFINITY;
-                for (j, score) in scores.iter_mut().enumerate() {
-                    let k = &rows[j * width + k_at..][..head_dim];
-                    let mut s = dot(q, k) / scale;
-                    if let Some(b) = bias {
-                        s += b.values[(head * b.span + i) * b.span + j];
+            let k_at = hidden + q_at;
+            let v_at = 2 * hidden + q_at;
+            scores.clear();
+            scores.resize(tokens * tokens, 0f32);
+            if tokens <= LOOP_MAX_TOKENS {
+                for i in 0..tokens {
+                    let q = &rows[i * width + q_at..][..head_dim];
+                    for (j, score) in scores[i * tokens..][..tokens].iter_mut().enumerate() {
+                        *score = dot(q, &rows[j * width + k_at..][..head_dim]) / scale;
                     }
-                    *score = s;
-                    max = max.max(s);
                 }
-                let mut sum = 0f32;
-                for score in scores.iter_mut() {
-                    *score = (*score - max).exp();
-                    sum += *score;
-                }
-                let row = &mut context[i * hidden + head * head_dim..][..head_dim];
-                for (j, score) in scores.iter().enumerate() {
-                    let p = score / sum;
-                    let v = &rows[j * width + v_at..][..head_dim];
-                    for (o, v) in row.iter_mut().zip(v) {
-                        *o += p * v;
-                    }
+            } else {
+                // SAFETY: the query block is rows × head_dim at row stride `width` from q_at,
+                // the key block the same from k_at (read as its transpose), both inside `rows`;
+                // the destination is the tokens × tokens `scores`.
+                unsafe {
+                    gemm::gemm(
+                        tokens,
+                        tokens,
+                        head_dim,
+                        scores.as_mut_ptr(),
+                        1,
+                        tokens as isize,
+                        false,
+                        rows.as_ptr().add(q_at),
+                        1,
+                        width as isize,
+                        rows.as_ptr().add(k_at),
+                        width as isize,
+                        1,
+                        0f32,
+                        1f32 / scale,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
+                    );
                 }
             }
-        }
-    });
+            for (i, row) in scores.chunks_exact_mut(tokens).enumerate() {
+                if let Some(b) = bias {
+                    let bias_row = &b.values[(head * b.span + i) * b.span..][..tokens];
+                    for (s, b) in row.iter_mut().zip(bias_row) {
+                        *s += b;
+                    }
+                }
+                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0f32;
+                for s in row.iter_mut() {
+                    *s = (*s - max).exp();
+                    sum += *s;
+                }
+                for s in row.iter_mut() {
+                    *s /= sum;
+                }
+            }
+            // this task's block of the output: its text's rows, its head's columns
+            // SAFETY: the first row of this text, at its head's first column, is inside `out`
+            let block = unsafe { context.at(first * hidden + q_at) };
+            if tokens <= LOOP_MAX_TOKENS {
+                for (i, probabilities) in scores.chunks_exact(tokens).enumerate() {
+                    // SAFETY: row i of this task's block, head_dim values inside `out`
+                    let row =
+                        unsafe { std::slice::from_raw_parts_mut(block.add(i * hidden), head_dim) };
+                    for (j, &p) in probabilities.iter().enumerate() {
+                        let v = &rows[j * width + v_at..][..head_dim];
+                        for (o, v) in row.iter_mut().zip(v) {
+                            *o += p * v;
+                        }
+                    }
+                }
+            } else {
+                // SAFETY: the destination is this task's tokens × head_dim block at row stride
+                // `hidden`, inside `out` and written by no other task; the values block is
+                // tokens × head_dim at row stride `width` inside `rows`.
+                unsafe {
+                    gemm::gemm(
+                        tokens,
+                        head_dim,
+                        tokens,
+                        block,
+                        1,
+                        hidden as isize,
+                        false,
+                        scores.as_ptr(),
+                        1,
+                        tokens as isize,
+                        rows.as_ptr().add(v_at),
+                        1,
+                        width as isize,
+                        0f32,
+                        1f32,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
+                    );
+                }
+            }
+        });
     drop(storage);
     Tensor::from_vec(out, (total, hidden), &Device::Cpu)
 }
 
-/// Whether the fused kernel applies to a batch of `tokens` on `device` in `dtype`.
-pub(crate) fn fused_applies(device: &Device, dtype: DType, tokens: usize) -> bool {
-    device.is_cpu() && dtype == DType::F32 && tokens <= FUSED_MAX_TOKENS
+/// Whether the fused kernels apply on `device` in `dtype`: on the CPU in f32, at any length.
+pub(crate) fn fused_applies(device: &Device, dtype: DType) -> bool {
+    device.is_cpu() && dtype == DType::F32
 }
 
 /// `product + bias`, in place: `product` [rows, width] is a fresh matrix product (its storage
@@ -441,6 +536,9 @@ mod tests {
             (vec![9, 8, 7], 4, 32, false),
             (vec![13, 1, 11], 2, 20, true),
             (vec![1], 3, 8, false),
+            // past LOOP_MAX_TOKENS: gemm's products, beside a short text in the same batch
+            (vec![100, 70, 3], 2, 16, true),
+            (vec![130], 4, 8, false),
         ] {
             let (batch, tokens) = (lengths.len(), lengths[0]);
             let width = 3 * heads * head_dim;

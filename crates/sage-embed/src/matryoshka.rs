@@ -62,6 +62,10 @@ impl<E: Embedder> Embedder for Truncated<E> {
         self.inner.load_seconds()
     }
 
+    fn compute(&self) -> Option<String> {
+        self.inner.compute()
+    }
+
     fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
         let full = self.inner.embed_as(texts, role)?;
         let mut cut = full.slice(s![.., ..self.dimensions]).to_owned();

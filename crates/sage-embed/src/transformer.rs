@@ -66,6 +66,8 @@ pub struct SentenceTransformer {
     encoded: AtomicUsize,
     /// How long [`SentenceTransformer::load`] took.
     load_seconds: f64,
+    /// The dtype the backbone computes in.
+    dtype: DType,
 }
 
 fn device(cuda: bool) -> Result<Device> {
@@ -187,6 +189,7 @@ impl SentenceTransformer {
             options,
             encoded: AtomicUsize::new(0),
             load_seconds: start.elapsed().as_secs_f64(),
+            dtype,
         })
     }
 
@@ -503,6 +506,15 @@ impl Embedder for SentenceTransformer {
 
     fn load_seconds(&self) -> Option<f64> {
         Some(self.load_seconds)
+    }
+
+    fn compute(&self) -> Option<String> {
+        let device = match self.device.location() {
+            candle_core::DeviceLocation::Cpu => "cpu".to_owned(),
+            candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+            candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
+        };
+        Some(format!("{device} {}", self.dtype.as_str()))
     }
 
     fn role_variant(&self, role: Role) -> Option<String> {

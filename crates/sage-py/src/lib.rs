@@ -121,9 +121,9 @@ fn load_model(spec: &str, cache: bool) -> PyResult<Arc<dyn Embedder>> {
 }
 
 /// A Python object that embeds: `sage_rs.Encoder` (python/sage_rs/encoder.py) wraps the user's
-/// model and gives it this shape: `name`, `revision`, `dimension`, `role_variants` (role name to
-/// what that role changes, or `None`) and `encode(texts, role)` returning a C-contiguous float32
-/// matrix.
+/// model and gives it this shape: `name`, `revision`, `dimension`, `max_length` (its window,
+/// 0 for unknown), `role_variants` (role name to what that role changes, or `None`) and
+/// `encode(texts, role)` returning a C-contiguous float32 matrix.
 struct PythonEncoder {
     encoder: Py<PyAny>,
     identity: EmbedderIdentity,
@@ -138,7 +138,11 @@ impl PythonEncoder {
             revision: encoder.getattr("revision")?.extract()?,
             pooling: "python".into(),
             normalize: false,
-            max_length: 0,
+            // an encoder object from an older sage_rs has no window: unknown
+            max_length: encoder
+                .getattr("max_length")
+                .and_then(|v| v.extract())
+                .unwrap_or(0),
         };
         Ok(PythonEncoder {
             encoder: encoder.clone().unbind(),

@@ -107,6 +107,8 @@ pub struct Answer {
     pub heatmap: Heatmap,
     /// Ranking with significance.
     pub ranking: Ranking,
+    /// Quality against what it costs.
+    pub cost: crate::cost::CostView,
 }
 
 /// A similarity's five SAGE categories: the result files and their bootstrap resamples.
@@ -348,13 +350,14 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             significant: adjusted.reject[k],
         })
         .collect();
-    Ok(Answer {
+    let mut answer = Answer {
         heatmap: Heatmap {
             columns,
             tasks,
             rows,
             best,
         },
+        cost: Default::default(),
         ranking: Ranking {
             units: complete
                 .first()
@@ -372,5 +375,7 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             alpha: ALPHA,
             not_compared,
         },
-    })
+    };
+    answer.cost = crate::cost::view(files, &answer.ranking);
+    Ok(answer)
 }

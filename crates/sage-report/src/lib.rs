@@ -6,7 +6,10 @@
 //!   fetched at view time). Its first screen is the answer to "which one, and is the difference
 //!   real": a similarity × SAGE-category heatmap with 95% intervals and the best per column
 //!   marked, then the ranking by the overall score with the pairs whose difference is
-//!   significant. Then the details: every table, each with the plots that explain it beside it.
+//!   significant, then, when the throughput suite ran, quality against cost (overall score
+//!   against texts per second on each host and against an API model's price, the Pareto front
+//!   marked; the sentence adds the best buy against the best). Then the details: every table,
+//!   each with the plots that explain it beside it.
 //!   Tables sort by any column on a click (and from the address: `#sort=<table>:<column>:asc`);
 //!   notes about skipped datasets are one line that opens.
 //! - `report.md`: the same answer and tables in markdown.
@@ -25,11 +28,14 @@
 //!   similarity order, so a colour means the same thing across the page.
 //! - Reads only the result files: a report can be made again, on another machine, from a copied
 //!   folder.
+//! - Speeds are compared only within a host: a throughput measured on another machine gets its
+//!   own plot, and every speed is shown with the host it was measured on ([`cost`]).
 #![deny(missing_docs)]
 
 use std::path::{Path, PathBuf};
 
 mod answer;
+pub mod cost;
 mod load;
 mod plots;
 mod render;
@@ -138,7 +144,8 @@ pub fn write_report(dir: &Path, mteb_results: Option<&Path>) -> Result<Written> 
     let tables = tables::tables(&files, &answer, &mut sink)?;
     let provenance = load::provenance(&files);
     let palette = plots::Palette::new(&load::similarities(&files));
-    let charts = plots::charts(&files, &palette)?;
+    let mut charts = plots::charts(&files, &palette)?;
+    charts.extend(plots::cost_charts(&answer.cost, &palette)?);
     let page = render::Page {
         answer: &answer,
         tables: &tables,
@@ -459,6 +466,168 @@ mod tests {
                 && err.contains("not a sage/clustering report")
                 && err.contains("score"),
             "{err}"
+        );
+    }
+
+    /// A throughput result of `similarity`: `per_second` texts per second at every length,
+    /// its three runs 10% apart, on this host.
+    fn write_throughput(dir: &Path, similarity: &str, per_second: f64, usd: Option<f64>) {
+        use sage_throughput::{Latency, Length, LengthReport, Rate, RemoteCost, Timing};
+        let texts = 64;
+        let median = texts as f64 / per_second;
+        let lengths = [Length::Short, Length::Medium, Length::Window]
+            .into_iter()
+            .map(|length| LengthReport {
+                length,
+                texts,
+                mean_yardstick_tokens: 100.0,
+                model_tokens: Some(6_400),
+                seconds: Timing {
+                    runs: vec![median * 0.95, median, median * 1.05],
+                    best: median * 0.95,
+                    median,
+                    spread: 0.1,
+                },
+                per_second: Rate {
+                    best: texts as f64 / (median * 0.95),
+                    median: per_second,
+                },
+                tokens_per_second: None,
+            })
+            .collect();
+        let report = sage_throughput::ThroughputReport {
+            similarity: similarity.to_owned(),
+            kind: sage_core::SimilarityKind::Model,
+            lengths,
+            mixed: None,
+            latency: Some(Latency {
+                calls: 8,
+                p50_ms: 10.0,
+                p95_ms: 12.0,
+                max_ms: 13.0,
+            }),
+            load_seconds: Some(0.5),
+            compute: Some("cpu f32".into()),
+            peak_resident_mib: Some(300.0),
+            threads: 2,
+            cache_bypassed: true,
+            remote: usd.map(|usd| RemoteCost {
+                requests: 4,
+                tokens: 1_000,
+                retries: 0,
+                cost_usd: Some(usd * 1e-3),
+                usd_per_million_tokens: Some(usd),
+            }),
+            repeats: 3,
+            host: sage_core::Host::detect(),
+            datasets: Vec::new(),
+        };
+        let envelope = json!({
+            "datasets": [],
+            "harness_version": "0.1.0",
+            "notes": [],
+            "parameters": {"data_dir": "data", "sage_args": ["run", "throughput"]},
+            "quick": false,
+            "report": report,
+            "run": {
+                "git_revision": "abc",
+                "host": {"arch": "x86_64", "cores": 2, "cpu": "EPYC", "gpus": [], "os": "linux"},
+                "timestamp": "2026-11-25T00:00:00Z",
+                "wall_seconds": 1.0
+            },
+            "schema": sage_core::RESULT_SCHEMA,
+            "score": null,
+            "seed": 7,
+            "similarity": {"kind": "model", "name": similarity, "spec": similarity},
+            "suite": "throughput",
+            "task": "throughput"
+        });
+        let folder = dir.join(similarity).join("throughput");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("throughput.json"),
+            serde_json::to_vec_pretty(&envelope).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// The best is significantly above the rest, and slowest: the answer names the fastest on
+    /// the quality–speed front, with what it gives up; the dominated one is off the front.
+    #[test]
+    fn the_answer_weighs_the_best_against_a_faster_similarity() {
+        let tmp = folder_of_three();
+        write_throughput(tmp.path(), "strong", 10.0, None);
+        write_throughput(tmp.path(), "tied-a", 60.0, None);
+        write_throughput(tmp.path(), "tied-b", 60.0, None);
+        let written = write_report(tmp.path(), None).unwrap();
+        let cost = &written.answer.cost;
+        assert_eq!(cost.points.len(), 3);
+        assert_eq!(cost.hosts.len(), 1, "{cost:?}");
+        let point = |name: &str| cost.points.iter().find(|p| p.similarity == name).unwrap();
+        assert!(point("strong").speed_front);
+        // of two equally fast, the better scored is on the front and the other is not
+        let (a, b) = (point("tied-a"), point("tied-b"));
+        assert!(a.speed_front != b.speed_front, "{a:?} {b:?}");
+        let faster = if a.speed_front { a } else { b };
+        let sentence = cost.sentence.as_deref().unwrap();
+        assert!(
+            sentence.starts_with(&format!("{} is ", faster.similarity))
+                && sentence.contains("below the best overall (significant")
+                && sentence.contains("at 6.0× strong's speed"),
+            "{sentence}"
+        );
+        // on the first screen, below the ranking, with its plot; in the markdown and the CSV
+        let html = std::fs::read_to_string(&written.html).unwrap();
+        let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("{needle}"));
+        assert!(at("id=\"ranking\"") < at("id=\"quality-cost\""));
+        assert!(at("id=\"quality-cost\"") < at("id=\"details\""));
+        assert!(html[at("id=\"quality-cost\"")..at("id=\"details\"")].contains("<svg"));
+        assert!(html.contains(sentence));
+        let md = std::fs::read_to_string(&written.markdown).unwrap();
+        assert!(md.find("### Ranking").unwrap() < md.find("### Quality and cost").unwrap());
+        assert!(md.contains("Speeds measured on"), "{md}");
+        let csv = std::fs::read_to_string(&written.csv).unwrap();
+        assert!(
+            csv.contains("strong,throughput,throughput,,per second medium median,10\n"),
+            "{csv}"
+        );
+    }
+
+    /// Two similarities the ranking cannot tell apart: the faster is the answer, said not to
+    /// differ; a price from the throughput sample goes on its own axis and front.
+    #[test]
+    fn a_faster_similarity_not_told_apart_from_the_best_is_the_answer() {
+        let tmp = tempfile::tempdir().unwrap();
+        for task in TASKS {
+            write_result(tmp.path(), "tied-a", task, &units(0.5, 0.02), "c1");
+            write_result(tmp.path(), "tied-b", task, &units(0.5, -0.02), "c1");
+        }
+        let written = write_report(tmp.path(), None).unwrap();
+        assert!(
+            written.answer.cost.sentence.is_none(),
+            "nothing timed, nothing said"
+        );
+        let best = written.answer.ranking.ranked[0].similarity.clone();
+        let other = if best == "tied-a" { "tied-b" } else { "tied-a" };
+        write_throughput(tmp.path(), &best, 20.0, Some(0.13));
+        write_throughput(tmp.path(), other, 50.0, Some(0.02));
+        let written = write_report(tmp.path(), None).unwrap();
+        let cost = &written.answer.cost;
+        let sentence = cost.sentence.as_deref().unwrap();
+        assert!(
+            sentence.starts_with(&format!("{other} is 0.0"))
+                && sentence.contains("not a significant difference")
+                && sentence.contains(&format!("at 2.5× {best}'s speed"))
+                && sentence.contains("($0.020 vs $0.130 per million tokens)"),
+            "{sentence}"
+        );
+        // neither is both better and cheaper
+        assert!(cost.points.iter().all(|p| p.price_front), "{cost:?}");
+        let html = std::fs::read_to_string(&written.html).unwrap();
+        assert_eq!(
+            html.matches("Quality against").count(),
+            2,
+            "speed and price plots"
         );
     }
 }

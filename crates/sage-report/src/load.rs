@@ -31,6 +31,7 @@ pub(crate) enum Typed {
     AlignSim(Box<align_sim::AlignSimReport>),
     Pteb(Box<pteb::PtebReport>),
     Noise(Box<sage_noise::NoiseReport>),
+    Throughput(Box<sage_throughput::ThroughputReport>),
     /// A suite registered beyond the shipped ones: the report shows its envelope (score,
     /// datasets).
     Other,
@@ -60,6 +61,7 @@ impl Typed {
             ("align-sim", _) => Typed::AlignSim(boxed(report)?),
             ("pteb", _) => Typed::Pteb(boxed(report)?),
             ("noise", _) => Typed::Noise(boxed(report)?),
+            ("throughput", _) => Typed::Throughput(boxed(report)?),
             _ => Typed::Other,
         })
     }
@@ -233,7 +235,7 @@ pub(crate) fn provenance(files: &[ResultFile]) -> Provenance {
             "configured samples".into()
         }
     });
-    let lines = vec![
+    let mut lines = vec![
         format!("{} result files", files.len()),
         format!("git revision: {}", revisions.join(", ")),
         format!("host: {}", hosts.join("; ")),
@@ -241,6 +243,31 @@ pub(crate) fn provenance(files: &[ResultFile]) -> Provenance {
         format!("data: {}", data.join(", ")),
         format!("samples: {}", quick.join(", ")),
     ];
+    // the whole run's embedding cost, per model, from every job's record
+    let mut work: Vec<(&str, f64, u64, u64, Option<f64>)> = Vec::new();
+    for w in files.iter().flat_map(|f| &f.envelope.run.embedding) {
+        let at = match work.iter().position(|x| x.0 == w.model) {
+            Some(at) => at,
+            None => {
+                work.push((&w.model, 0.0, 0, 0, None));
+                work.len() - 1
+            }
+        };
+        let entry = &mut work[at];
+        entry.1 += w.seconds;
+        entry.2 += w.embedded;
+        entry.3 += w.cached;
+        if let Some(usd) = w.cost_usd {
+            entry.4 = Some(entry.4.unwrap_or(0.0) + usd);
+        }
+    }
+    for (model, seconds, embedded, cached, usd) in work {
+        lines.push(format!(
+            "embedding, {model}: {seconds:.1} s embedding {embedded} texts, {cached} from the \
+             cache{}",
+            usd.map(|u| format!(", ${u:.4} billed")).unwrap_or_default()
+        ));
+    }
     let mut notes: Vec<(String, usize)> = Vec::new();
     for f in files {
         for note in &f.envelope.notes {

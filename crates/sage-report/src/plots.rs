@@ -554,3 +554,199 @@ pub(crate) fn charts(files: &[ResultFile], palette: &Palette) -> Result<Vec<Char
     }
     Ok(out)
 }
+
+/// Overall score against a cost (log axis): each similarity in its colour with its interval
+/// and, on the speed axis, the range of its timed runs as error bars; the front joined.
+struct CostAxis {
+    title: String,
+    x_desc: String,
+    points: Vec<CostMark>,
+}
+
+/// One similarity on a cost plot.
+struct CostMark {
+    similarity: String,
+    overall: f64,
+    interval: Option<(f64, f64)>,
+    cost: f64,
+    /// The cost's error bar (the slowest and the fastest run).
+    bar: Option<(f64, f64)>,
+    front: bool,
+}
+
+fn cost_chart(axis: &CostAxis, palette: &Palette) -> Result<String> {
+    let costs = axis
+        .points
+        .iter()
+        .flat_map(|p| [Some(p.cost), p.bar.map(|e| e.0), p.bar.map(|e| e.1)])
+        .flatten()
+        .filter(|c| *c > 0.0);
+    let (lo, hi) = costs.fold((f64::INFINITY, 0.0f64), |(lo, hi), c| {
+        (lo.min(c), hi.max(c))
+    });
+    // a decade of room each side at most, a third of one at least, so labels fit
+    let (x_lo, x_hi) = (lo / 1.6, hi * 1.6);
+    let scores = axis.points.iter().flat_map(|p| {
+        [
+            p.overall,
+            p.interval.map_or(p.overall, |c| c.0),
+            p.interval.map_or(p.overall, |c| c.1),
+        ]
+    });
+    let (y_lo, y_hi) = scores.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
+        (lo.min(s), hi.max(s))
+    });
+    let pad = ((y_hi - y_lo) * 0.15).max(0.01);
+    let (y_lo, y_hi) = ((y_lo - pad).max(0.0), (y_hi + pad).min(1.0));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, key) = root.split_horizontally(SIZE.0 - KEY_WIDTH);
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(&axis.title, ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), y_lo..y_hi)?;
+        chart
+            .configure_mesh()
+            .x_desc(&axis.x_desc)
+            .y_desc("overall SAGE score")
+            .x_label_formatter(&|x| {
+                if *x >= 100.0 {
+                    format!("{x:.0}")
+                } else {
+                    format!("{x:.2}")
+                }
+            })
+            .draw()?;
+        let mut front: Vec<(f64, f64)> = axis
+            .points
+            .iter()
+            .filter(|p| p.front)
+            .map(|p| (p.cost, p.overall))
+            .collect();
+        front.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if front.len() > 1 {
+            chart.draw_series(LineSeries::new(front, NEUTRAL.stroke_width(2)))?;
+        }
+        let mut entries = Vec::new();
+        for CostMark {
+            similarity: name,
+            overall: score,
+            interval,
+            cost,
+            bar,
+            front: on_front,
+        } in &axis.points
+        {
+            let c = palette.colour(name);
+            if let Some((low, high)) = interval {
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(*cost, *low), (*cost, *high)],
+                    c.stroke_width(2),
+                )))?;
+            }
+            if let Some((slow, fast)) = bar {
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(*slow, *score), (*fast, *score)],
+                    c.stroke_width(2),
+                )))?;
+            }
+            let size = if *on_front { 6 } else { 4 };
+            chart.draw_series(std::iter::once(Circle::new(
+                (*cost, *score),
+                size,
+                c.filled(),
+            )))?;
+            if *on_front {
+                chart.draw_series(std::iter::once(Circle::new(
+                    (*cost, *score),
+                    size + 3,
+                    BLACK.stroke_width(1),
+                )))?;
+            }
+            entries.push((name.clone(), c, false));
+        }
+        draw_key(&key, &entries)?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// The quality–cost plots: overall score against speed, one plot per host, and against price
+/// when API models were billed.
+pub(crate) fn cost_charts(view: &crate::cost::CostView, palette: &Palette) -> Result<Vec<Chart>> {
+    let mut out = Vec::new();
+    for host in &view.hosts {
+        let length = view
+            .points
+            .iter()
+            .filter_map(|p| p.speed.as_ref())
+            .find(|s| &s.host == host)
+            .map_or("", |s| s.length.name());
+        let points: Vec<_> = view
+            .points
+            .iter()
+            .filter_map(|p| {
+                let overall = p.overall?;
+                let speed = p.speed.as_ref().filter(|s| &s.host == host)?;
+                Some(CostMark {
+                    similarity: p.similarity.clone(),
+                    overall: overall.score,
+                    interval: overall.ci95,
+                    cost: speed.median,
+                    bar: Some((speed.slowest, speed.fastest)),
+                    front: p.speed_front,
+                })
+            })
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        let axis = CostAxis {
+            title: "Quality against speed".into(),
+            x_desc: format!("texts (metrics: pairs) per second, {length} texts, log"),
+            points,
+        };
+        out.push(Chart {
+            beside: "cost",
+            caption: format!(
+                "Overall score (95% interval) against speed (median run, bars: slowest to \
+                 fastest) on {host}; ringed: the front"
+            ),
+            svg: cost_chart(&axis, palette)?,
+        });
+    }
+    let priced: Vec<_> = view
+        .points
+        .iter()
+        .filter_map(|p| {
+            let overall = p.overall?;
+            Some(CostMark {
+                similarity: p.similarity.clone(),
+                overall: overall.score,
+                interval: overall.ci95,
+                cost: p.usd_per_million_tokens.filter(|u| *u > 0.0)?,
+                bar: None,
+                front: p.price_front,
+            })
+        })
+        .collect();
+    if !priced.is_empty() {
+        let axis = CostAxis {
+            title: "Quality against price".into(),
+            x_desc: "USD per million tokens, log".into(),
+            points: priced,
+        };
+        out.push(Chart {
+            beside: "cost",
+            caption: "Overall score (95% interval) against an API model's price per million \
+                      tokens billed; ringed: the front (cheaper to the left)"
+                .into(),
+            svg: cost_chart(&axis, palette)?,
+        });
+    }
+    Ok(out)
+}

@@ -12,6 +12,8 @@ use crate::tables::Table;
 const ANSWER_KEYS: [&str; 2] = ["sage", "ranking"];
 /// Below the first screen's ranking, folded: the evidence behind it.
 const COMPARISONS_KEY: &str = "comparisons";
+/// Below the ranking, on the first screen: quality against what it costs.
+const COST_KEY: &str = "cost";
 
 /// Everything a page is made of.
 pub(crate) struct Page<'a> {
@@ -28,9 +30,9 @@ impl Page<'_> {
     }
 
     fn details(&self) -> impl Iterator<Item = &Table> {
-        self.tables
-            .iter()
-            .filter(|t| !ANSWER_KEYS.contains(&t.key) && t.key != COMPARISONS_KEY)
+        self.tables.iter().filter(|t| {
+            !ANSWER_KEYS.contains(&t.key) && ![COMPARISONS_KEY, COST_KEY].contains(&t.key)
+        })
     }
 
     /// The one line the notes fold into.
@@ -48,8 +50,8 @@ impl Page<'_> {
     }
 }
 
-/// The answer in one sentence: the best overall, what it is significantly above, and what it
-/// cannot be told apart from.
+/// The answer in a few sentences: the best overall, what it is significantly above, what it
+/// cannot be told apart from, and the best buy against it ([`crate::cost`]).
 fn verdict(answer: &Answer) -> Option<String> {
     let ranking = &answer.ranking;
     let best = ranking.ranked.first()?;
@@ -79,6 +81,10 @@ fn verdict(answer: &Answer) -> Option<String> {
             ranking.alpha
         ));
     }
+    if let Some(cost) = &answer.cost.sentence {
+        out.push(' ');
+        out.push_str(cost);
+    }
     Some(out)
 }
 
@@ -103,7 +109,7 @@ pub(crate) fn markdown(page: &Page<'_>) -> String {
     if let Some(verdict) = verdict(page.answer) {
         let _ = writeln!(out, "\n**{verdict}**");
     }
-    for key in ANSWER_KEYS {
+    for key in ANSWER_KEYS.iter().chain(&[COST_KEY]) {
         if let Some(t) = page.table(key) {
             markdown_table(&mut out, t, "###");
         }
@@ -164,7 +170,8 @@ th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3;cursor:pointer}\
 th[aria-sort=ascending]::after{content:' ▲'}th[aria-sort=descending]::after{content:' ▼'}\
 p.note{color:#555;font-size:88%;max-width:900px;margin:.2em 0}\
-p.verdict{font-size:115%;margin:.5em 0}table.ranked td:nth-child(2){text-align:left}\
+p.verdict{font-size:115%;margin:.5em 0;max-width:1200px}table.ranked td:nth-child(2){text-align:left}\
+table.ranked td:nth-child(4){white-space:normal;min-width:8em;max-width:18em;text-align:left}\
 .answer{display:flex;flex-wrap:wrap;gap:0 2.5em;align-items:flex-start}\
 table.heatmap td{min-width:7em}table.heatmap td.best{font-weight:bold;outline:3px solid #e69f00;outline-offset:-3px}\
 table.heatmap small{opacity:.85}\
@@ -246,6 +253,24 @@ fn html_table(out: &mut String, t: &Table, id: &str, class: &str, page: &Page<'_
     out.push_str("</tbody></table></div>\n");
 }
 
+/// The plots that go beside the table `key`.
+fn plots_beside(out: &mut String, page: &Page<'_>, key: &str) {
+    let beside: Vec<&Chart> = page.charts.iter().filter(|c| c.beside == key).collect();
+    if beside.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"plots\">");
+    for c in beside {
+        let _ = write!(
+            out,
+            "<figure><figcaption>{}</figcaption>\n{}\n</figure>",
+            escape(&c.caption),
+            c.svg
+        );
+    }
+    out.push_str("</div>");
+}
+
 /// report.html: one self-contained file.
 pub(crate) fn html(page: &Page<'_>) -> String {
     let mut out = format!(
@@ -282,6 +307,13 @@ pub(crate) fn html(page: &Page<'_>) -> String {
         out.push_str("</div>\n");
     }
     out.push_str("</div>\n");
+    if let Some(t) = page.table(COST_KEY) {
+        out.push_str("<section class=\"pair\" id=\"quality-cost\"><div>");
+        html_table(&mut out, t, COST_KEY, "", page);
+        out.push_str("</div>");
+        plots_beside(&mut out, page, COST_KEY);
+        out.push_str("</section>\n");
+    }
     if !page.provenance.notes.is_empty() {
         let _ = write!(
             out,
@@ -308,19 +340,7 @@ pub(crate) fn html(page: &Page<'_>) -> String {
         out.push_str("<section class=\"pair\"><div>\n");
         html_table(&mut out, t, t.key, "", page);
         out.push_str("</div>");
-        let beside: Vec<&Chart> = page.charts.iter().filter(|c| c.beside == t.key).collect();
-        if !beside.is_empty() {
-            out.push_str("<div class=\"plots\">");
-            for c in beside {
-                let _ = write!(
-                    out,
-                    "<figure><figcaption>{}</figcaption>\n{}\n</figure>",
-                    escape(&c.caption),
-                    c.svg
-                );
-            }
-            out.push_str("</div>");
-        }
+        plots_beside(&mut out, page, t.key);
         out.push_str("</section>\n");
     }
     out.push_str("<h2>Where these numbers come from</h2>\n<ul>\n");

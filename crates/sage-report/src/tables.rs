@@ -9,7 +9,9 @@ use serde_json::Value;
 use crate::answer::{Answer, Cell, SAGE_COLUMNS};
 use crate::load::{ResultFile, Typed};
 
+mod cost;
 mod paraphrase;
+use cost::cost_table;
 use paraphrase::pteb_tables;
 
 /// A table for the markdown and HTML outputs; every numeric cell also becomes a CSV line.
@@ -437,7 +439,7 @@ fn evalrank_table(files: &[ResultFile], sink: &mut Sink) -> Table {
 fn has_own_table(file: &ResultFile) -> bool {
     match file.suite.as_str() {
         "sage" => SAGE_COLUMNS.iter().any(|(task, _)| *task == file.task),
-        "evalrank" | "align-sim" | "pteb" | "noise" => true,
+        "evalrank" | "align-sim" | "pteb" | "noise" | "throughput" => true,
         _ => false,
     }
 }
@@ -570,6 +572,7 @@ pub(crate) fn tables(
 ) -> crate::Result<Vec<Table>> {
     let mut out = vec![sage_table(answer, sink)];
     out.extend(ranking_tables(answer));
+    out.push(cost_table(files, &answer.cost, sink));
     out.extend(human_pref_tables(files, sink));
     out.push(per_dataset_table(
         files,

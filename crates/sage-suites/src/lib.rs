@@ -253,6 +253,8 @@ impl Outcome {
                 host: sage_core::Host::detect(),
                 timestamp: sage_core::utc_timestamp(),
                 wall_seconds,
+                // the caller knows its models: `sage run` fills it in
+                embedding: Vec::new(),
             },
             schema: sage_core::RESULT_SCHEMA.to_owned(),
             seed: request.seed.0,

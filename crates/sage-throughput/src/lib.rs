@@ -16,6 +16,9 @@
 //!   built kernels), then `repeats` times; the report keeps every run's seconds, the best and the
 //!   median, and the spread ((slowest − fastest) / median), so two models whose figures differ by
 //!   less than their spread are not told apart.
+//! - **Mixed lengths.** Every length's texts are also embedded in one call and set against the
+//!   sum of their separate calls: real inputs mix lengths, and a batch planner that pads them
+//!   together makes the mix slower than its parts.
 //! - **A bounded bill.** A remote model gets `remote_texts_per_length` texts per length, once,
 //!   and no warm-up: what the sample cost is in the report. `sage run throughput --plan` says
 //!   what it would send before anything is.
@@ -228,6 +231,20 @@ pub struct RemoteCost {
     pub usd_per_million_tokens: Option<f64>,
 }
 
+/// Every length in one call against the same texts in separate calls: a batch planner that pads
+/// short texts to the length of long ones makes the mix slower than its parts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mixed {
+    /// Texts in the one call: every length's.
+    pub texts: usize,
+    /// Seconds per run of the one call.
+    pub seconds: Timing,
+    /// The lengths' best runs added up.
+    pub parts_best: f64,
+    /// The lengths' median runs added up.
+    pub parts_median: f64,
+}
+
 /// What running a similarity costs on this host.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputReport {
@@ -237,10 +254,15 @@ pub struct ThroughputReport {
     pub kind: SimilarityKind,
     /// Each length the datasets gave, shortest first.
     pub lengths: Vec<LengthReport>,
+    /// Every length at once (local models with more than one length).
+    pub mixed: Option<Mixed>,
     /// Single short texts, one call each (models only).
     pub latency: Option<Latency>,
     /// Seconds the model took to load, where it says.
     pub load_seconds: Option<f64>,
+    /// Where and in what precision the model computed (`cpu f32`, `cuda:0 f16`), where it says;
+    /// a metric: `cpu`.
+    pub compute: Option<String>,
     /// The process's peak resident memory once the run is done (Linux), MiB.
     pub peak_resident_mib: Option<f64>,
     /// Threads the process may use (RAYON_NUM_THREADS, else the cores available).
@@ -343,6 +365,25 @@ pub fn measure_model(
             .map(|counts| counts.iter().sum::<usize>() as u64);
         lengths.push(length_report(bucket, runs, model_tokens));
     }
+    // a remote model is not sent the sample twice
+    let mixed = if remote || buckets.len() < 2 {
+        None
+    } else {
+        let all: Vec<&str> = buckets
+            .iter()
+            .flat_map(|b| b.texts.iter().map(String::as_str))
+            .collect();
+        embed(&all)?;
+        let runs = (0..repeats)
+            .map(|_| seconds(|| embed(&all)))
+            .collect::<Result<Vec<f64>>>()?;
+        Some(Mixed {
+            texts: all.len(),
+            seconds: Timing::of(runs),
+            parts_best: lengths.iter().map(|l| l.seconds.best).sum(),
+            parts_median: lengths.iter().map(|l| l.seconds.median).sum(),
+        })
+    };
     let short = &buckets[0].texts;
     let calls = if remote {
         options.latency_calls.min(options.remote_texts_per_length)
@@ -367,8 +408,10 @@ pub fn measure_model(
         similarity: name,
         kind: SimilarityKind::Model,
         lengths,
+        mixed,
         latency: Some(latency),
         load_seconds: timed.load_seconds(),
+        compute: timed.compute(),
         peak_resident_mib: peak_resident_mib(),
         threads: threads(),
         cache_bypassed: model.uncached().is_some(),
@@ -434,8 +477,10 @@ pub fn measure_metric(
         similarity: metric.name().to_owned(),
         kind: SimilarityKind::Metric,
         lengths,
+        mixed: None,
         latency: None,
         load_seconds: None,
+        compute: Some("cpu".to_owned()),
         peak_resident_mib: peak_resident_mib(),
         threads: threads(),
         cache_bypassed: false,

@@ -144,9 +144,14 @@ fn a_model_is_run_once_unmeasured_then_timed_at_each_length() {
     }
     // the window's texts are cut by the model: it reads at most its window of each
     assert!(report.lengths[2].model_tokens.unwrap() <= 12 * 256);
-    // 3 lengths x (1 unmeasured + 3 timed) calls of 12 texts, then 5 single-text calls
+    // 3 lengths x (1 unmeasured + 3 timed) calls of 12 texts, the 36 together (1 unmeasured
+    // + 3 timed), then 5 single-text calls
     let calls = model.calls.lock().unwrap().clone();
-    assert_eq!(calls, [[12; 12].as_slice(), &[1; 5]].concat());
+    assert_eq!(calls, [[12; 12].as_slice(), &[36; 4], &[1; 5]].concat());
+    let mixed = report.mixed.unwrap();
+    assert_eq!((mixed.texts, mixed.seconds.runs.len()), (36, 3));
+    let parts: f64 = report.lengths.iter().map(|l| l.seconds.best).sum();
+    assert!((mixed.parts_best - parts).abs() < 1e-12);
     let latency = report.latency.unwrap();
     assert_eq!(latency.calls, 5);
     assert!(latency.p50_ms <= latency.p95_ms && latency.p95_ms <= latency.max_ms);
@@ -161,7 +166,7 @@ fn a_cache_in_front_is_bypassed_to_time_the_model() {
     let cached = FakeCache(Recording::new(128));
     let report = measure_model(&cached, &pool(), Vec::new(), &options()).unwrap();
     assert!(report.cache_bypassed);
-    assert_eq!(cached.0.calls.lock().unwrap().len(), 3 * 4 + 5);
+    assert_eq!(cached.0.calls.lock().unwrap().len(), 3 * 4 + 4 + 5);
 }
 
 #[test]
@@ -173,6 +178,7 @@ fn a_remote_model_is_sent_a_bounded_sample_once_and_its_bill_is_reported() {
     let calls = model.calls.lock().unwrap().clone();
     assert_eq!(calls, [[4; 3].as_slice(), &[1; 4]].concat());
     assert_eq!(report.repeats, 1);
+    assert!(report.mixed.is_none());
     let cost = report.remote.unwrap();
     // what was sent during the run, not what the model had been sent before it
     assert_eq!((cost.requests, cost.tokens), (16, 160));

@@ -83,6 +83,8 @@ struct Outcome {
     task: String,
     status: &'static str,
     seconds: f64,
+    /// What the job's models embedded, from its result file.
+    work: Vec<sage_core::EmbeddingWork>,
 }
 
 /// What a bench-all command line asks for.

@@ -154,6 +154,15 @@ pub(super) fn recorded_cost(path: &Path) -> f64 {
         })
 }
 
+/// The embedding work a result file records (none for a metric's job, or a file without it).
+fn recorded_work(path: &Path) -> Vec<sage_core::EmbeddingWork> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<ResultEnvelope>(&b).ok())
+        .map(|e| e.run.embedding)
+        .unwrap_or_default()
+}
+
 pub(super) fn bar_style() -> ProgressStyle {
     ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} {msg}")
         .expect("a valid template")
@@ -251,6 +260,7 @@ pub(super) fn run_jobs(
             task: job.task.clone(),
             status,
             seconds,
+            work: recorded_work(&path),
         });
     }
     for bar in by_similarity.values().chain(by_suite.values()) {
@@ -351,6 +361,7 @@ pub(super) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext)
                 .with_context(|| format!("{}: not a result file", report_path.display()))
         });
     let _ = std::fs::remove_file(&report_path);
+    let written = written?;
     let envelope = ResultEnvelope {
         similarity: SimilarityRecord::of_spec(
             &job.similarity.spec,
@@ -377,12 +388,16 @@ pub(super) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext)
             git_revision: context.revision.clone(),
             host: context.host.clone(),
             wall_seconds,
+            embedding: written.run.embedding,
         },
-        ..written?
+        ..written
     };
     write_atomically(path, &serde_json::to_vec_pretty(&envelope)?)
 }
 
+/// Each job's wall time and, of it, the seconds its models spent embedding, with the texts they
+/// embedded and the texts the cache gave back; then the run's total and each model's sum (with
+/// what a remote model billed).
 pub(super) fn print_timing_table(outcomes: &[Outcome]) {
     let width = outcomes
         .iter()
@@ -391,19 +406,61 @@ pub(super) fn print_timing_table(outcomes: &[Outcome]) {
         .unwrap_or(10)
         .max(10);
     eprintln!(
-        "\n{:<width$}  {:<22} {:>7} {:>10}",
-        "similarity", "suite/task", "status", "seconds"
+        "\n{:<width$}  {:<22} {:>7} {:>10} {:>10} {:>9} {:>9}",
+        "similarity", "suite/task", "status", "seconds", "embed s", "embedded", "cached"
     );
-    let mut total = 0.0;
+    let sum = |work: &mut dyn Iterator<Item = &sage_core::EmbeddingWork>| {
+        work.fold((0.0, 0, 0), |(s, e, c), w| {
+            (s + w.seconds, e + w.embedded, c + w.cached)
+        })
+    };
+    let mut total = (0.0, 0.0, 0, 0);
     for o in outcomes {
-        total += o.seconds;
+        let (seconds, embedded, cached) = sum(&mut o.work.iter());
+        total = (
+            total.0 + o.seconds,
+            total.1 + seconds,
+            total.2 + embedded,
+            total.3 + cached,
+        );
+        let (seconds, embedded, cached) = if o.work.is_empty() {
+            ("—".to_owned(), "—".to_owned(), "—".to_owned())
+        } else {
+            (
+                format!("{seconds:.1}"),
+                embedded.to_string(),
+                cached.to_string(),
+            )
+        };
         eprintln!(
-            "{:<width$}  {:<22} {:>7} {:>10.1}",
+            "{:<width$}  {:<22} {:>7} {:>10.1} {seconds:>10} {embedded:>9} {cached:>9}",
             o.label,
             format!("{}/{}", o.suite, o.task),
             o.status,
             o.seconds
         );
     }
-    eprintln!("{:<width$}  {:<22} {:>7} {:>10.1}", "total", "", "", total);
+    eprintln!(
+        "{:<width$}  {:<22} {:>7} {:>10.1} {:>10.1} {:>9} {:>9}",
+        "total", "", "", total.0, total.1, total.2, total.3
+    );
+    let mut models: Vec<&str> = outcomes
+        .iter()
+        .flat_map(|o| o.work.iter().map(|w| w.model.as_str()))
+        .collect();
+    models.sort_unstable();
+    models.dedup();
+    for model in models {
+        let work: Vec<&sage_core::EmbeddingWork> = outcomes
+            .iter()
+            .flat_map(|o| &o.work)
+            .filter(|w| w.model == model)
+            .collect();
+        let (seconds, embedded, cached) = sum(&mut work.iter().copied());
+        let usd: Option<f64> = work.iter().filter_map(|w| w.cost_usd).reduce(|a, b| a + b);
+        eprintln!(
+            "embedding: {model}: {seconds:.1} s, {embedded} texts embedded, {cached} from the cache{}",
+            usd.map(|u| format!(", ${u:.4} billed")).unwrap_or_default()
+        );
+    }
 }

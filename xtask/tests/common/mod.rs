@@ -154,9 +154,10 @@ pub fn assert_same_results(expected: &Path, actual: &Path) {
 }
 
 /// A result file without the fields that say when and where a job ran: the `run` block, the
-/// report's `timings`, and cache hit counts (`cache_hits`, at any depth: a run resumed after a
+/// report's `timings`, cache hit counts (`cache_hits`, at any depth: a run resumed after a
 /// kill finds the paraphrases the killed one had cached; the paraphrases themselves, and every
-/// score, are the same).
+/// score, are the same), and a throughput report's measurements (what was timed stays: the
+/// lengths, their texts and tokens, the rows they came from).
 pub fn stable(path: &Path) -> serde_json::Value {
     fn drop_cache_hits(v: &mut serde_json::Value) {
         match v {
@@ -178,5 +179,29 @@ pub fn stable(path: &Path) -> serde_json::Value {
         report.remove("timings");
     }
     drop_cache_hits(&mut v);
+    if v["suite"] == "throughput" {
+        let report = &v["report"];
+        let lengths: Vec<serde_json::Value> = report["lengths"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| {
+                serde_json::json!({
+                    "length": l["length"],
+                    "texts": l["texts"],
+                    "mean_yardstick_tokens": l["mean_yardstick_tokens"],
+                    "model_tokens": l["model_tokens"],
+                })
+            })
+            .collect();
+        v["report"] = serde_json::json!({
+            "similarity": report["similarity"],
+            "kind": report["kind"],
+            "lengths": lengths,
+            "repeats": report["repeats"],
+            "cache_bypassed": report["cache_bypassed"],
+            "datasets": report["datasets"],
+        });
+    }
     v
 }

@@ -396,12 +396,13 @@ fn corrupt_entries_are_recomputed_never_returned() {
     let got = cached.embed(&texts).unwrap();
     assert_eq!(got, fresh, "every vector as the embedder gives it");
     assert_eq!(
-        cached.stats(),
+        counts(cached.stats()),
         CacheStats {
             hits: 1,
             misses: 3,
             corrupt: 3,
-            from_siblings: 0
+            from_siblings: 0,
+            embedding_seconds: 0.0
         }
     );
     assert!(cached.corruption().unwrap().contains("checksum"));
@@ -521,12 +522,13 @@ fn a_killed_run_resumes_with_only_the_missing_texts() {
             .with_chunk(3);
         assert!(cached.embed(&refs).is_err());
         assert_eq!(
-            cached.stats(),
+            counts(cached.stats()),
             CacheStats {
                 hits: 0,
                 misses: 6,
                 corrupt: 0,
-                from_siblings: 0
+                from_siblings: 0,
+                embedding_seconds: 0.0
             }
         );
     }
@@ -535,12 +537,13 @@ fn a_killed_run_resumes_with_only_the_missing_texts() {
         .with_chunk(3);
     let resumed = cached.embed(&refs).unwrap();
     assert_eq!(
-        cached.stats(),
+        counts(cached.stats()),
         CacheStats {
             hits: 6,
             misses: 4,
             corrupt: 0,
-            from_siblings: 0
+            from_siblings: 0,
+            embedding_seconds: 0.0
         }
     );
     assert_eq!(
@@ -553,12 +556,13 @@ fn a_killed_run_resumes_with_only_the_missing_texts() {
     let again = cached.embed(&refs).unwrap();
     assert_eq!(again, fresh);
     assert_eq!(
-        cached.stats(),
+        counts(cached.stats()),
         CacheStats {
             hits: 16,
             misses: 4,
             corrupt: 0,
-            from_siblings: 0
+            from_siblings: 0,
+            embedding_seconds: 0.0
         }
     );
 }
@@ -589,12 +593,56 @@ fn identities_do_not_share_entries() {
     let b = CachedEmbedder::open(other, &path).unwrap();
     b.embed(&["x"]).unwrap();
     assert_eq!(
-        b.stats(),
+        counts(b.stats()),
         CacheStats {
             hits: 0,
             misses: 1,
             corrupt: 0,
-            from_siblings: 0
+            from_siblings: 0,
+            embedding_seconds: 0.0
         }
     );
+}
+
+/// The counts of `stats`, without the seconds: those are measured.
+fn counts(stats: CacheStats) -> CacheStats {
+    CacheStats {
+        embedding_seconds: 0.0,
+        ..stats
+    }
+}
+
+/// A model that takes `pause` per call.
+struct Slow(Flaky, std::time::Duration);
+
+impl Embedder for Slow {
+    fn identity(&self) -> &EmbedderIdentity {
+        self.0.identity()
+    }
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
+        std::thread::sleep(self.1);
+        self.0.embed(texts)
+    }
+}
+
+/// The seconds of a job's embedding work are the model's calls for what the cache lacked: a
+/// call answered from the cache adds none.
+#[test]
+fn the_seconds_in_the_model_are_counted_and_hits_add_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pause = std::time::Duration::from_millis(30);
+    let cache = CachedEmbedder::open(
+        Slow(Flaky::new(usize::MAX), pause),
+        tmp.path().join("c.redb"),
+    )
+    .unwrap();
+    cache.embed(&["one", "two"]).unwrap();
+    let first = cache.stats().embedding_seconds;
+    assert!(first >= pause.as_secs_f64(), "{first}");
+    cache.embed(&["two", "one"]).unwrap();
+    assert_eq!(cache.stats().embedding_seconds, first);
+    assert_eq!((cache.stats().hits, cache.stats().misses), (2, 2));
 }

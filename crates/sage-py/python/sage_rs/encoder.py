@@ -25,7 +25,9 @@ class Encoder:
     model declares a prompt of that name (SentenceTransformer's ``prompts``), else as
     ``prompt_type`` (MTEB's encoders), else as ``task``; a model that takes none embeds every
     role as plain text. ``name`` identifies the model in reports (default: what the model says
-    of itself, else its class name).
+    of itself, else its class name). ``max_length`` is the model's window in its own tokens
+    (default: a SentenceTransformer's ``max_seq_length``, else 0 for unknown): the throughput
+    suite's window-length texts are picked to fill it, as for a sage model of that window.
     """
 
     def __init__(
@@ -36,6 +38,7 @@ class Encoder:
         revision: Optional[str] = None,
         dimension: Optional[int] = None,
         batch_size: Optional[int] = None,
+        max_length: Optional[int] = None,
         **encode_kwargs: Any,
     ) -> None:
         if hasattr(model, "encode"):
@@ -50,6 +53,9 @@ class Encoder:
         self.model = model
         self.name = name or _name_of(model)
         self.revision = revision
+        if max_length is None:
+            max_length = getattr(model, "max_seq_length", None)
+        self.max_length = int(max_length) if isinstance(max_length, int) and max_length > 0 else 0
         self._kwargs = dict(encode_kwargs)
         parameters = _parameters(self._encode) or {}
         takes_any = any(p.kind == p.VAR_KEYWORD for p in parameters.values())
