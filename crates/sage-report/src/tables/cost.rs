@@ -121,9 +121,9 @@ pub(super) fn cost_table(files: &[ResultFile], view: &CostView, sink: &mut Sink)
     let mut note = String::from(
         "What each similarity costs to run, beside its overall score: texts per second (a metric: \
          pairs) at each length (short: at most 32 tokens, ~128, the model's window), the median \
-         of the timed runs ± half their spread; mixed ÷ parts: every length in one call over the \
-         same texts in separate calls (above 1: mixing lengths costs); single-text latency; load \
-         time; peak memory; an API model's price per million tokens billed. Front: no other \
+         of the timed runs ± half their spread; mix÷parts: every length in one call over the \
+         same texts in separate calls (above 1: mixing lengths costs); p50: single-text latency; \
+         load time; peak resident memory; an API model's USD per million tokens billed. Front: no other \
          similarity is both at least as good overall and at least as fast (on the same host) or \
          as cheap.",
     );
@@ -142,14 +142,14 @@ pub(super) fn cost_table(files: &[ResultFile], view: &CostView, sink: &mut Sink)
         header: [
             "Similarity",
             "Overall [95% CI]",
-            "short /s",
-            "~128 tokens /s",
-            "window /s",
-            "mixed ÷ parts",
-            "latency p50 ms",
+            "short/s",
+            "~128/s",
+            "window/s",
+            "mix÷parts",
+            "p50 ms",
             "load s",
             "peak MiB",
-            "USD / M tokens",
+            "$/M tokens",
             "front",
         ]
         .map(String::from)
