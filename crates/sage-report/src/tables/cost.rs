@@ -123,9 +123,9 @@ pub(super) fn cost_table(files: &[ResultFile], view: &CostView, sink: &mut Sink)
          pairs) at each length (short: at most 32 tokens, ~128, the model's window), the median \
          of the timed runs ± half their spread; mix÷parts: every length in one call over the \
          same texts in separate calls (above 1: mixing lengths costs); p50: single-text latency; \
-         load time; peak resident memory; an API model's USD per million tokens billed. Front: no other \
-         similarity is both at least as good overall and at least as fast (on the same host) or \
-         as cheap.",
+         load time; peak resident memory; an API model's USD per million tokens billed. Front: \
+         no other similarity is both at least as good overall and at least as fast (on the same \
+         host) or as cheap.",
     );
     match view.hosts.as_slice() {
         [] => {}
