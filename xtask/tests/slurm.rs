@@ -87,8 +87,7 @@ fn unsharded(config: &Path, dir: &Path) -> PathBuf {
 
 /// report.md without its lines that say when a run happened.
 fn report(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("report.md"))
-        .unwrap()
+    common::stable_report(&std::fs::read_to_string(dir.join("report.md")).unwrap())
         .lines()
         .filter(|l| !l.contains("Generated") && !l.contains("git revision"))
         .collect::<Vec<_>>()

@@ -246,6 +246,15 @@ pub(crate) fn view(files: &[ResultFile], ranking: &Ranking) -> CostView {
     }
 }
 
+/// Whether a ranked similarity other than `best` was timed on `host`.
+fn timed_beside(points: &[CostPoint], best: &str, host: &str) -> bool {
+    points.iter().any(|p| {
+        p.similarity != best
+            && p.overall.is_some()
+            && p.speed.as_ref().is_some_and(|s| s.host == host)
+    })
+}
+
 /// The best buy against the best overall: the fastest (then the cheapest) similarity the
 /// ranking cannot tell from the best, else the fastest on the front, with what it gives up.
 fn sentence(points: &[CostPoint], ranking: &Ranking) -> Option<String> {
@@ -305,10 +314,12 @@ fn sentence(points: &[CostPoint], ranking: &Ranking) -> Option<String> {
                 let ratio = p.speed.as_ref().map_or(0.0, |s| s.median) / best_speed.median;
                 out.extend(said(p, ratio, "speed"));
             }
-            None => out.push(format!(
+            None if timed_beside(points, &best.similarity, &best_speed.host) => out.push(format!(
                 "{} is also the fastest of the ranked similarities timed on its host.",
                 best.similarity
             )),
+            // timed alone: there is nothing to weigh it against
+            None => {}
         }
     }
     // price, among billed models

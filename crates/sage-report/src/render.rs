@@ -50,8 +50,8 @@ impl Page<'_> {
     }
 }
 
-/// The answer in a few sentences: the best overall, what it is significantly above, what it
-/// cannot be told apart from, and the best buy against it ([`crate::cost`]).
+/// The answer in one sentence: the best overall, what it is significantly above, and what it
+/// cannot be told apart from. The best buy against it ([`crate::cost`]) follows on its own line.
 fn verdict(answer: &Answer) -> Option<String> {
     let ranking = &answer.ranking;
     let best = ranking.ranked.first()?;
@@ -81,10 +81,6 @@ fn verdict(answer: &Answer) -> Option<String> {
             ranking.alpha
         ));
     }
-    if let Some(cost) = &answer.cost.sentence {
-        out.push(' ');
-        out.push_str(cost);
-    }
     Some(out)
 }
 
@@ -108,6 +104,9 @@ pub(crate) fn markdown(page: &Page<'_>) -> String {
     let mut out = String::from("# sage-rs report\n\n## The answer\n");
     if let Some(verdict) = verdict(page.answer) {
         let _ = writeln!(out, "\n**{verdict}**");
+    }
+    if let Some(cost) = &page.answer.cost.sentence {
+        let _ = writeln!(out, "\n**At what cost:** {cost}");
     }
     for key in ANSWER_KEYS.iter().chain(&[COST_KEY]) {
         if let Some(t) = page.table(key) {
@@ -293,6 +292,13 @@ pub(crate) fn html(page: &Page<'_>) -> String {
             out,
             "<p class=\"verdict\" id=\"verdict\">{}</p>",
             escape(&verdict)
+        );
+    }
+    if let Some(cost) = &page.answer.cost.sentence {
+        let _ = writeln!(
+            out,
+            "<p class=\"verdict\" id=\"cost-verdict\">At what cost: {}</p>",
+            escape(cost)
         );
     }
     out.push_str("<div class=\"answer\">\n");

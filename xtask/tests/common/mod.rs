@@ -89,6 +89,29 @@ pub fn sensitivity_only_config(model: &str) -> String {
         .replace("enabled = true", "enabled = false")
 }
 
+/// report.md without what a run measured rather than computed: the best buy's line ("At what
+/// cost"), the quality-and-cost table, and each model's embedding work (seconds, cache hits).
+/// Two runs of the same jobs (sharded, killed and resumed) agree on the rest byte for byte.
+pub fn stable_report(markdown: &str) -> String {
+    let mut out = String::new();
+    let mut in_cost = false;
+    for line in markdown.lines() {
+        if line.starts_with("### Quality and cost") {
+            in_cost = true;
+            continue;
+        }
+        if in_cost && (line.starts_with('#') || line.starts_with("<details>")) {
+            in_cost = false;
+        }
+        if in_cost || line.starts_with("**At what cost:**") || line.starts_with("- embedding, ") {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// bench-all with the environment of a fresh clone: fixtures, an empty embedding cache and an
 /// offline, empty hub cache (models come from SAGE_MODELS_DIR when it has them).
 pub fn fresh_clone_bench_all(out: &Path, scratch: &Path) -> Command {
