@@ -70,22 +70,14 @@ pub struct CostView {
 /// The machine a throughput was measured on, as the view names it: a model run on a GPU is on
 /// another axis than the CPU runs of the same host.
 fn host_name(report: &ThroughputReport) -> String {
-    let host = &report.host;
-    let gpus: Vec<&str> = host.gpus.iter().map(|g| g.name.as_str()).collect();
     let device = report
         .compute
         .as_deref()
         .and_then(|c| c.split(' ').next())
         .filter(|d| *d != "cpu");
     format!(
-        "{} ({} cores{}), {} thread{}{}",
-        host.cpu.as_deref().unwrap_or("unknown CPU"),
-        host.cores.map_or("?".to_owned(), |c| c.to_string()),
-        if gpus.is_empty() {
-            String::new()
-        } else {
-            format!(", {}", gpus.join(", "))
-        },
+        "{}, {} thread{}{}",
+        crate::load::host_text(&report.host),
         report.threads,
         if report.threads == 1 { "" } else { "s" },
         device.map(|d| format!(", on {d}")).unwrap_or_default()

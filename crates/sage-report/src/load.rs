@@ -192,6 +192,21 @@ pub(crate) struct Provenance {
     pub(crate) notes: Vec<(String, usize)>,
 }
 
+/// A machine as the report names it: CPU model, cores, GPUs.
+pub(crate) fn host_text(host: &sage_core::Host) -> String {
+    let gpus: Vec<&str> = host.gpus.iter().map(|g| g.name.as_str()).collect();
+    format!(
+        "{} ({} cores){}",
+        host.cpu.as_deref().unwrap_or("unknown CPU"),
+        host.cores.map_or("?".to_owned(), |c| c.to_string()),
+        if gpus.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", gpus.join(", "))
+        }
+    )
+}
+
 /// Where the results came from: revisions, hosts, data, sample mode, notes.
 pub(crate) fn provenance(files: &[ResultFile]) -> Provenance {
     let distinct = |key: &dyn Fn(&ResultEnvelope) -> String| -> Vec<String> {
@@ -209,20 +224,7 @@ pub(crate) fn provenance(files: &[ResultFile]) -> Provenance {
             .take(12)
             .collect()
     });
-    let hosts = distinct(&|e| {
-        let h = &e.run.host;
-        let gpus: Vec<&str> = h.gpus.iter().map(|g| g.name.as_str()).collect();
-        format!(
-            "{} ({} cores){}",
-            h.cpu.as_deref().unwrap_or("unknown CPU"),
-            h.cores.map_or("?".to_owned(), |c| c.to_string()),
-            if gpus.is_empty() {
-                String::new()
-            } else {
-                format!(", {}", gpus.join(", "))
-            }
-        )
-    });
+    let hosts = distinct(&|e| host_text(&e.run.host));
     let data = distinct(&|e| e.parameters.data_dir.clone());
     let devices = distinct(&|e| {
         let on_gpu = e.parameters.sage_args.iter().any(|a| a == "--cuda");

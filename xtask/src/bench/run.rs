@@ -143,24 +143,20 @@ pub(super) fn print_plan(
     Ok(())
 }
 
-/// The cost a finished result file records (its `remote_usage`), 0 when none.
-pub(super) fn recorded_cost(path: &Path) -> f64 {
+/// A job's result file, when there is one that reads.
+fn read_result(path: &Path) -> Option<ResultEnvelope> {
     std::fs::read(path)
         .ok()
-        .and_then(|b| serde_json::from_slice::<ResultEnvelope>(&b).ok())
-        .and_then(|e| e.report["remote_usage"].as_array().cloned())
+        .and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+/// The cost a result file records (its `remote_usage`), 0 when none.
+fn recorded_cost(envelope: &ResultEnvelope) -> f64 {
+    envelope.report["remote_usage"]
+        .as_array()
         .map_or(0.0, |usage| {
             usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum()
         })
-}
-
-/// The embedding work a result file records (none for a metric's job, or a file without it).
-fn recorded_work(path: &Path) -> Vec<sage_core::EmbeddingWork> {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<ResultEnvelope>(&b).ok())
-        .map(|e| e.run.embedding)
-        .unwrap_or_default()
 }
 
 pub(super) fn bar_style() -> ProgressStyle {
@@ -232,10 +228,7 @@ pub(super) fn run_jobs(
             "over budget"
         } else {
             match run_job(job, sage, &path, context) {
-                Ok(()) => {
-                    spent += recorded_cost(&path);
-                    "done"
-                }
+                Ok(()) => "done",
                 Err(e) => {
                     bars.suspend(|| {
                         eprintln!("bench-all: {name}: {}", sage_core::said_once(e.as_ref()))
@@ -244,6 +237,11 @@ pub(super) fn run_jobs(
                 }
             }
         };
+        // read once: what a finished job spent, and its embedding work for the timing table
+        let written = read_result(&path);
+        if status == "done" {
+            spent += written.as_ref().map_or(0.0, recorded_cost);
+        }
         let seconds = start.elapsed().as_secs_f64();
         if !interactive {
             eprintln!(
@@ -260,7 +258,7 @@ pub(super) fn run_jobs(
             task: job.task.clone(),
             status,
             seconds,
-            work: recorded_work(&path),
+            work: written.map(|e| e.run.embedding).unwrap_or_default(),
         });
     }
     for bar in by_similarity.values().chain(by_suite.values()) {
