@@ -75,7 +75,7 @@ fn quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files() {
             "{report}"
         );
     } else {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             "quick_run_on_fixtures_resumes_after_a_kill_with_the_same_files (PTEB part)",
             "all-MiniLM-L6-v2 or SmolLM2-135M-Instruct-GGUF not under SAGE_MODELS_DIR",
         );
@@ -147,7 +147,7 @@ fn the_html_report_renders_in_a_headless_browser() {
             std::env::var_os("CI").is_none(),
             "CI must have chromium (see .ci/run)"
         );
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             "the_html_report_renders_in_a_headless_browser",
             "no chromium on the PATH (apt-get install chromium): report.html not rendered",
         );
@@ -397,7 +397,7 @@ fn a_dataset_table_in_the_config_runs_as_the_same_files_under_a_registry_name() 
     };
     // the table, its path relative to the config file
     let table = tmp.path().join("clinic-faq");
-    sage_core::test_support::copy_tree(&examples, &table);
+    sage_test_env::copy_tree(&examples, &table);
     let user = run(
         "user",
         retrieval_only.replace(
@@ -407,9 +407,9 @@ fn a_dataset_table_in_the_config_runs_as_the_same_files_under_a_registry_name() 
     );
     // the same files as the fixture mirror's scifact
     let mirror = tmp.path().join("mirror");
-    sage_core::test_support::copy_tree(&workspace().join("data/fixtures/mirror"), &mirror);
+    sage_test_env::copy_tree(&workspace().join("data/fixtures/mirror"), &mirror);
     std::fs::remove_dir_all(mirror.join("retrieval/scifact")).unwrap();
-    sage_core::test_support::copy_tree(&examples, &mirror.join("retrieval/scifact"));
+    sage_test_env::copy_tree(&examples, &mirror.join("retrieval/scifact"));
     let registry = run(
         "registry",
         retrieval_only

@@ -43,7 +43,7 @@ fn times_every_metric_and_compares_scores_with_the_python_references() {
         assert!(results[0]["pairs"].as_u64().unwrap() >= 300, "{report}");
     }
     if stderr.contains("Python references skipped") {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             module_path!(),
             "no Python with the metric references (SAGE_METRICS_PYTHON; .ci/run installs one): \
              sage timed alone",

@@ -18,11 +18,10 @@ fn run(args: &[&str], cache: &Path) -> String {
 #[test]
 fn sage_accepts_a_folder_of_each_family() {
     let what = "every model family through the sage command";
-    let Some(tokenizer) = sage_core::test_support::model_dir_or_skip("all-MiniLM-L6-v2", what)
-    else {
+    let Some(tokenizer) = sage_test_env::model_dir_or_skip("all-MiniLM-L6-v2", what) else {
         return;
     };
-    let Some(python) = sage_core::test_support::reference_python_or_skip(what) else {
+    let Some(python) = sage_test_env::reference_python_or_skip(what) else {
         return;
     };
     let scratch = tempfile::tempdir().unwrap();

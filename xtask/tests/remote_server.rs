@@ -204,11 +204,11 @@ fn request_texts(req: &Request) -> Vec<String> {
 #[test]
 fn a_real_openai_compatible_server() {
     let what = "remote embedders against a real Infinity server";
-    let Some(model) = sage_core::test_support::model_dir_or_skip("all-MiniLM-L6-v2", what) else {
+    let Some(model) = sage_test_env::model_dir_or_skip("all-MiniLM-L6-v2", what) else {
         return;
     };
     let Some(binary) = infinity_binary() else {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             what,
             "infinity_emb not installed (.ci/run installs it; or set SAGE_INFINITY)",
         );
@@ -318,6 +318,41 @@ fn a_real_openai_compatible_server() {
     let plan: Value = serde_json::from_slice(&planned.stdout).unwrap();
     assert_eq!(plan["plan"][0]["texts_to_send"], 0, "{plan}");
     assert!(plan["plan"][0]["cached_texts"].as_u64().unwrap() > 0);
+
+    // 3b. the throughput suite times the model behind the cache, so it sends every text of its
+    // sample, cached or not: its plan says so, and the real run sends exactly that
+    let throughput = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "throughput",
+            "--similarity",
+            &spec,
+            "--data-dir",
+            &data_dir,
+            "--option",
+            "remote_texts_per_length=4",
+            "--option",
+            "latency_calls=3",
+        ];
+        args.extend_from_slice(extra);
+        let out = run_sage(&args, &cache);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let plan = throughput(&["--plan"]);
+    let planned_texts = plan["plan"][0]["texts_to_send"].as_u64().unwrap();
+    let report = throughput(&[]);
+    let lengths = report["lengths"].as_array().unwrap();
+    let sample: u64 = lengths.iter().map(|l| l["texts"].as_u64().unwrap()).sum();
+    // each length's texts once, then the single-text latency calls
+    assert_eq!(planned_texts, sample + 3, "{plan}");
+    assert_eq!(
+        report["remote_usage"][0]["texts"], planned_texts,
+        "{report}"
+    );
+    assert!(
+        report["remote"]["requests"].as_u64().unwrap() > 0,
+        "{report}"
+    );
 
     // 4. the same spec in a bench-all config
     let config = sensitivity_only_config(&spec);

@@ -238,7 +238,7 @@ impl Cluster {
         if !output.status.success() {
             let why = String::from_utf8_lossy(&output.stderr);
             if output.status.code() == Some(3) {
-                sage_core::test_support::skip("the Slurm cluster tests", why.trim());
+                sage_test_env::skip("the Slurm cluster tests", why.trim());
                 return None;
             }
             panic!("the test cluster did not start:\n{why}");

@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn constructed_word_lists_equal_the_toolkits() {
         let Ok(root) = DataRoot::from_env() else {
-            sage_core::test_support::skip(
+            sage_test_env::skip(
                 module_path!(),
                 "SAGE_DATA_DIR unset: EvalRank list construction not checked",
             );

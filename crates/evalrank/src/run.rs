@@ -245,7 +245,7 @@ mod tests {
     fn setup(model: &str) -> Option<(DataRoot, Box<dyn Embedder>)> {
         let (Ok(root), Some(models)) = (DataRoot::from_env(), std::env::var_os("SAGE_MODELS_DIR"))
         else {
-            sage_core::test_support::skip(
+            sage_test_env::skip(
                 module_path!(),
                 &format!("SAGE_DATA_DIR or SAGE_MODELS_DIR unset: EvalRank with {model} not run"),
             );

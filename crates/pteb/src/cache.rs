@@ -75,6 +75,27 @@ impl ParaphraseCache {
         })
     }
 
+    /// The cache a run's settings name: none when `disabled`; else the file at `path` (default
+    /// [`default_cache_path`]), reading what it lacks from the other cache files of `siblings`
+    /// when given (see [`ParaphraseCache::reading_siblings`]).
+    pub fn for_run(
+        disabled: bool,
+        path: Option<&Path>,
+        siblings: Option<&Path>,
+    ) -> Result<Option<std::sync::Arc<ParaphraseCache>>> {
+        if disabled {
+            return Ok(None);
+        }
+        let mut cache = match path {
+            Some(path) => ParaphraseCache::open(path)?,
+            None => ParaphraseCache::open(default_cache_path())?,
+        };
+        if let Some(dir) = siblings {
+            cache = cache.reading_siblings(dir);
+        }
+        Ok(Some(std::sync::Arc::new(cache)))
+    }
+
     /// Also look up what this cache lacks in the other `paraphrases*.redb` files of `dir` (a
     /// sharded run's other shards, the merged cache), copying what is found into this file.
     /// A sibling is opened read-only for one lookup, and skipped while its writer holds it or

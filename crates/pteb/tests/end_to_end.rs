@@ -19,7 +19,7 @@ fn env_dir(key: &str) -> Option<PathBuf> {
 #[test]
 fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
     let (Some(data), Some(models)) = (env_dir("SAGE_DATA_DIR"), env_dir("SAGE_MODELS_DIR")) else {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             module_path!(),
             "SAGE_DATA_DIR or SAGE_MODELS_DIR unset: PTEB end to end not run",
         );

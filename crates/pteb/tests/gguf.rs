@@ -7,7 +7,7 @@ use pteb::{ChatModel, GgufChat, ParaphraseSettings, Paraphraser, Sampling};
 
 /// The model's folder, or `None` and a skip line naming `test` when it was not fetched.
 fn smollm2_dir(test: &str) -> Option<PathBuf> {
-    sage_core::test_support::model_dir_or_skip("SmolLM2-135M-Instruct-GGUF", test)
+    sage_test_env::model_dir_or_skip("SmolLM2-135M-Instruct-GGUF", test)
 }
 
 fn load(dir: &std::path::Path) -> GgufChat {

@@ -21,7 +21,7 @@ const PUBLISHED: [(&str, &str, f64); 2] = [
 
 #[test]
 fn original_sts_scores_equal_mtebs_published_ones() {
-    let Some((data, model_dir)) = sage_core::test_support::data_and_model_or_skip(
+    let Some((data, model_dir)) = sage_test_env::data_and_model_or_skip(
         "all-mpnet-base-v2",
         "original_sts_scores_equal_mtebs_published_ones",
     ) else {
@@ -72,7 +72,7 @@ fn original_sts_scores_equal_mtebs_published_ones() {
 /// 77.15).
 #[test]
 fn sickr_original_is_scored_on_mtebs_rows_and_equals_the_published_score() {
-    let Some((data, model_dir)) = sage_core::test_support::data_and_model_or_skip(
+    let Some((data, model_dir)) = sage_test_env::data_and_model_or_skip(
         "all-MiniLM-L6-v2",
         "sickr_original_is_scored_on_mtebs_rows_and_equals_the_published_score",
     ) else {

@@ -56,7 +56,7 @@ pub struct HodgesLehmannArgs {
     #[arg(long, default_value_t = 0.95)]
     confidence: f64,
     /// Bootstrap resamples (1 to 1,000,000).
-    #[arg(long, default_value_t = 1000, value_parser = crate::run::within(1..=1_000_000))]
+    #[arg(long, default_value_t = 1000, value_parser = within(1..=1_000_000))]
     resamples: usize,
     /// Run seed of the bootstrap.
     #[arg(long, default_value_t = RunSeed::default().0)]
@@ -80,7 +80,7 @@ pub struct MeanStdArgs {
     input: PathBuf,
     /// Delta degrees of freedom of the standard deviation (0 = population, numpy's default;
     /// at most 1,000).
-    #[arg(long, default_value_t = 0, value_parser = crate::run::within(0..=1_000))]
+    #[arg(long, default_value_t = 0, value_parser = within(0..=1_000))]
     ddof: usize,
 }
 
@@ -96,7 +96,7 @@ pub struct RankingArgs {
     qrels: PathBuf,
     /// Rank cutoff (required for ndcg; optional MRR@k for mrr; not used by map; 1 to
     /// 1,000,000).
-    #[arg(long, value_parser = crate::run::within(1..=1_000_000))]
+    #[arg(long, value_parser = within(1..=1_000_000))]
     k: Option<usize>,
     /// Also print the value of every query.
     #[arg(long)]
@@ -288,4 +288,11 @@ fn read_qrels(path: &Path) -> Result<Qrels> {
         qrels.entry(j.query).or_default().insert(j.doc, j.relevance);
     }
     Ok(qrels)
+}
+
+/// A whole-number flag within its documented range, checked before any work (the measures
+/// take these as plain arguments, so clap is where they are bounded): the error names the flag,
+/// the value and the range.
+fn within(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(range)
 }

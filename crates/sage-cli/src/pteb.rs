@@ -6,10 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use pteb::{
-    Judge, Options, ParaphraseCache, ParaphraseSettings, Paraphraser, Paraphrasing, PtebReport,
-    QualityGate,
-};
+use pteb::{Judge, ParaphraseCache, ParaphraseSettings, Paraphraser, PtebReport, QualityGate};
+use sage_suites::{PtebOptions, PtebRun};
 use serde::Serialize;
 
 use crate::embed::ModelArgs;
@@ -43,10 +41,10 @@ pub struct PtebArgs {
     #[arg(long)]
     pool_unqualified: bool,
     /// Paraphrase runs; run r uses seed + r.
-    #[arg(long, default_value_t = Options::default().runs)]
+    #[arg(long, default_value_t = PtebOptions::default().runs)]
     runs: usize,
     /// Seed of run 0 (also sampling and bootstrap).
-    #[arg(long, default_value_t = Options::default().seed)]
+    #[arg(long, default_value_t = pteb::Options::default().seed)]
     seed: u64,
     /// Datasets as name/split (default: the paper's English datasets that are local).
     #[arg(long = "dataset")]
@@ -65,7 +63,7 @@ pub struct PtebArgs {
     #[arg(long)]
     judge: Option<String>,
     /// Pairs the judge rates per dataset.
-    #[arg(long, default_value_t = Options::default().judge_pairs)]
+    #[arg(long, default_value_t = PtebOptions::default().judge_pairs)]
     judge_pairs: usize,
     /// Write the result file here (atomically): the report inside the envelope that bench-all
     /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
@@ -145,18 +143,11 @@ impl LlmArgs {
 
     /// The paraphrase cache, unless --no-paraphrase-cache.
     fn cache(&self) -> Result<Option<Arc<ParaphraseCache>>> {
-        if self.no_paraphrase_cache {
-            return Ok(None);
-        }
-        let path = self
-            .paraphrase_cache
-            .clone()
-            .unwrap_or_else(pteb::default_cache_path);
-        let mut cache = ParaphraseCache::open(&path)?;
-        if let Some(dir) = &self.read_paraphrase_caches {
-            cache = cache.reading_siblings(dir);
-        }
-        Ok(Some(Arc::new(cache)))
+        Ok(ParaphraseCache::for_run(
+            self.no_paraphrase_cache,
+            self.paraphrase_cache.as_deref(),
+            self.read_paraphrase_caches.as_deref(),
+        )?)
     }
 
     /// The LLM settings these flags spell.
@@ -335,6 +326,32 @@ struct Compared<'a> {
     comparisons: Vec<pteb::Comparison>,
 }
 
+impl PtebArgs {
+    /// The suite's options these flags spell: each flag sets one field of the one schema that
+    /// `--options`, bench.toml and Python keywords fill too.
+    fn options(&self) -> PtebOptions {
+        PtebOptions {
+            paraphraser: Some(self.paraphraser.clone()),
+            judge: self.judge.clone(),
+            runs: self.runs,
+            max_rows: self.max_rows,
+            max_train_rows: self.max_train_rows,
+            paraphrase_train: self.paraphrase_train,
+            judge_pairs: self.judge_pairs,
+            pool_unqualified: self.pool_unqualified,
+            quality_encoder: self.quality.quality_encoder.clone(),
+            gate: self.quality.gate(),
+            llm: self.llm.config(),
+            paraphrase_cache: self.llm.paraphrase_cache.clone(),
+            no_paraphrase_cache: self.llm.no_paraphrase_cache,
+            read_paraphrase_caches: self.llm.read_paraphrase_caches.clone(),
+            cuda: self.model.cuda,
+        }
+    }
+}
+
+/// `sage run pteb`: the registered suite's run ([`PtebRun`], loaded once) over the baseline and
+/// every `--compare` encoder, with progress on stderr, the comparison and MTEB result files.
 pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
     let Some(baseline_spec) = args.similarity.clone().or_else(|| args.model.model.clone()) else {
         bail!("give --similarity (the encoder; with --compare, the baseline)")
@@ -345,92 +362,39 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
             bail!("pteb: {spec} is a classical metric; PTEB's tasks embed texts: give a model");
         }
     }
+    let options = args.options();
+    options.checked()?;
     let (root, datasets) = args.llm.resolve(&args.datasets)?;
+    let request = sage_suites::Request {
+        datasets,
+        seed: sage_core::RunSeed(args.seed),
+        ..sage_suites::Request::new(&root)
+    };
     let mut notes = Vec::new();
-    let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
-        let (present, missing) =
-            crate::data::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?;
-        notes = missing;
-        present
-            .into_iter()
-            .map(|(n, s)| (n.to_owned(), s.to_owned()))
-            .collect()
-    } else {
-        datasets
-    };
-    let refs: Vec<(&str, &str)> = datasets
-        .iter()
-        .map(|(n, s)| (n.as_str(), s.as_str()))
-        .collect();
-    let cache = args.llm.cache()?;
-    let paraphraser = args
-        .llm
-        .paraphraser(&args.paraphraser, args.model.cuda, &cache)?;
-    let judge = match &args.judge {
-        Some(spec) => Some(args.llm.judge(spec, args.model.cuda, &cache)?),
-        None => None,
-    };
-    let options = Options {
-        runs: args.runs,
-        seed: args.seed,
-        max_rows: args.max_rows,
-        max_train_rows: args.max_train_rows,
-        paraphrase_train: args.paraphrase_train,
-        judge_pairs: args.judge_pairs,
-        gate: args.quality.gate(),
-        pool_unqualified: args.pool_unqualified,
-    };
+    let datasets = PtebRun::datasets(&request, &mut notes)?;
     // every model's usage, the compared encoders' kept after they are let go of
     let loaded = std::cell::RefCell::new(Loaded::default());
-    let reference = args.quality.reference(
-        args.model.cuda,
-        &args.model.remote,
-        &mut loaded.borrow_mut(),
-    )?;
+    let run = PtebRun::new(&options, request.seed, |o| {
+        args.quality
+            .reference(o.cuda, &args.model.remote, &mut loaded.borrow_mut())
+            .map_err(|e| sage_suites::SuiteError::Run {
+                suite: "pteb",
+                source: e.into(),
+            })
+    })?;
     let progress = StderrProgress::new(args.runs);
     let evaluate = |spec: &str| -> Result<PtebReport> {
         let mut encoder_loaded = Loaded::default();
         let encoder = args.model.load(spec, &mut encoder_loaded)?;
-        let paraphrasing = Paraphrasing {
-            paraphraser: &paraphraser,
-            judge: judge.as_ref(),
-            reference: reference.as_ref(),
-        };
-        let report = pteb::evaluate(
-            encoder.as_ref(),
-            paraphrasing,
-            &root,
-            &refs,
-            &options,
-            &progress,
-        )
-        .with_context(|| format!("PTEB with {spec}"))?;
+        let report = run
+            .evaluate(encoder.as_ref(), &root, &datasets, &progress)
+            .with_context(|| format!("PTEB with {spec}"))?;
         eprintln!(
             "sage: pteb: {spec}: {} fallbacks over {} datasets x {} runs",
             report.fallbacks,
             report.datasets.len(),
-            options.runs
+            run.options().runs
         );
-        for d in report
-            .datasets
-            .iter()
-            .filter(|d| !d.quality.verdict.qualified)
-        {
-            eprintln!(
-                "sage: pteb: {}/{}: paraphraser not qualified ({}){}",
-                d.dataset,
-                d.split,
-                d.quality.verdict.reasons.join("; "),
-                if options.pool_unqualified {
-                    ""
-                } else {
-                    ": left out of the pooled statistics"
-                }
-            );
-        }
-        if !report.unqualified.is_empty() {
-            eprintln!("sage: pteb: {}", pteb::NOT_QUALIFIED_ADVICE);
-        }
         if let Some(dir) = &args.mteb_output {
             let written = pteb::mteb::write_original_scores(dir, &report)?;
             eprintln!(
@@ -447,6 +411,14 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
     let out = Output::create(args.output.clone())?;
     let start = std::time::Instant::now();
     let baseline = evaluate(&baseline_spec)?;
+    // the gate judges the paraphrases, not the encoder: the baseline's verdicts are every one's
+    notes.extend(PtebRun::unqualified_notes(&baseline));
+    for note in &notes {
+        eprintln!("sage: note: pteb: {note}");
+    }
+    if !options.pool_unqualified && !baseline.unqualified.is_empty() {
+        eprintln!("sage: pteb: datasets whose paraphraser is not qualified are left out of the pooled statistics and the comparisons (--pool-unqualified keeps them)");
+    }
     let report = if args.compare.is_empty() {
         serde_json::to_value(&baseline)?
     } else {
@@ -456,17 +428,13 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
             .map(|spec| evaluate(spec))
             .collect::<Result<_>>()?;
         let refs: Vec<&PtebReport> = others.iter().collect();
-        let comparisons = pteb::compare(&baseline, &refs, sage_core::RunSeed(args.seed))?;
+        let comparisons = pteb::compare(&baseline, &refs, request.seed)?;
         serde_json::to_value(Compared {
             suite: "pteb",
             baseline: &baseline,
             others: &others,
             comparisons,
         })?
-    };
-    let request = sage_suites::Request {
-        seed: sage_core::RunSeed(args.seed),
-        ..sage_suites::Request::new(&root)
     };
     let record =
         sage_core::SimilarityRecord::of_spec(&baseline_spec, sage_core::SimilarityKind::Model);
@@ -507,10 +475,10 @@ pub struct QualifyArgs {
     #[arg(long, default_value_t = 25)]
     max_rows: usize,
     /// The paraphrasing seed (also the sampling seed).
-    #[arg(long, default_value_t = Options::default().seed)]
+    #[arg(long, default_value_t = pteb::Options::default().seed)]
     seed: u64,
     /// Pairs each judge rates per dataset.
-    #[arg(long, default_value_t = Options::default().judge_pairs)]
+    #[arg(long, default_value_t = PtebOptions::default().judge_pairs)]
     judge_pairs: usize,
     /// Run local LLMs and the reference encoder on the first CUDA GPU.
     #[arg(long)]
@@ -556,13 +524,13 @@ pub fn qualify(args: QualifyArgs) -> Result<()> {
         .iter()
         .map(|spec| args.llm.judge(spec, args.cuda, &cache))
         .collect::<Result<_>>()?;
-    let options = Options {
+    let options = pteb::Options {
         runs: 1,
         seed: args.seed,
         max_rows: Some(args.max_rows),
         judge_pairs: args.judge_pairs,
         gate: args.quality.gate(),
-        ..Options::default()
+        ..pteb::Options::default()
     };
     let mut loaded = Loaded::default();
     let reference = args

@@ -31,9 +31,9 @@ pub enum Task {
         datasets: Vec<String>,
         #[command(flatten)]
         user: crate::data::UserDataArgs,
-        /// Rows sampled per dataset (seeded; 1 to 10,000,000).
-        #[arg(long, default_value_t = 1750, value_parser = within(1..=10_000_000))]
-        max_rows: usize,
+        /// Rows sampled per dataset (seeded; 1 to 10,000,000; default 1,750).
+        #[arg(long)]
+        max_rows: Option<usize>,
         /// Run seed (sampling, random pairs, perturbations).
         #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
         seed: u64,
@@ -67,7 +67,7 @@ pub enum Task {
         task: TaskArgs,
         /// Truncate documents to their first N cl100k tokens first (1 to 1,000,000; default:
         /// whole documents).
-        #[arg(long, value_parser = within(1..=1_000_000))]
+        #[arg(long)]
         truncate_tokens: Option<usize>,
     },
     /// SAGE task 3, information sensitivity: needle insertion and token removal against the
@@ -77,7 +77,7 @@ pub enum Task {
         task: TaskArgs,
         /// Truncate documents to their first N cl100k tokens first (the authors' 2,048; 1 to
         /// 1,000,000).
-        #[arg(long, default_value_t = 2048, conflicts_with = "whole_documents", value_parser = within(1..=1_000_000))]
+        #[arg(long, default_value_t = 2048, conflicts_with = "whole_documents")]
         truncate_tokens: usize,
         /// Do not truncate.
         #[arg(long)]
@@ -89,14 +89,14 @@ pub enum Task {
         #[command(flatten)]
         task: TaskArgs,
         /// Subsets per dataset (1 to 1,000).
-        #[arg(long, default_value_t = sage_cluster::Options::default().subsets, value_parser = within(1..=1_000))]
+        #[arg(long, default_value_t = sage_cluster::Options::default().subsets)]
         subsets: usize,
         /// Texts per subset, at most (2 to 50,000: memory grows with its square, ~5 GB at
         /// 50,000).
-        #[arg(long, default_value_t = sage_cluster::Options::default().max_texts, value_parser = within(2..=50_000))]
+        #[arg(long, default_value_t = sage_cluster::Options::default().max_texts)]
         max_texts: usize,
         /// Classes per subset, at most (2 to 10,000).
-        #[arg(long, default_value_t = sage_cluster::Options::default().max_classes, value_parser = within(2..=10_000))]
+        #[arg(long, default_value_t = sage_cluster::Options::default().max_classes)]
         max_classes: usize,
     },
     /// SAGE task 5, retrieval robustness: NDCG@10 retention on 18 perturbed copies of a BEIR
@@ -110,14 +110,14 @@ pub enum Task {
         /// Corpus documents sampled, every one relevant to a kept query among them; drawn queries
         /// whose relevant documents alone would pass it are left out and counted (1 to
         /// 10,000,000).
-        #[arg(long, value_parser = within(1..=10_000_000))]
+        #[arg(long)]
         max_docs: Option<usize>,
         /// Queries sampled (1 to 1,000,000).
-        #[arg(long, value_parser = within(1..=1_000_000))]
+        #[arg(long)]
         max_queries: Option<usize>,
         /// Most query-document pairs scored at once (bounds memory: about 50 bytes a pair;
         /// 1,000 to 100,000,000).
-        #[arg(long, default_value_t = sage_retrieval::Options::default().pair_budget, value_parser = within(1_000..=100_000_000))]
+        #[arg(long, default_value_t = sage_retrieval::Options::default().pair_budget)]
         pair_budget: usize,
     },
     /// PTEB (Frank & Afli): MTEB tasks scored on the original data and on paraphrases an LLM
@@ -146,7 +146,7 @@ pub enum Task {
         #[arg(long, value_enum, default_value_t = PostArg::None)]
         post: PostArg,
         /// Components removed by --post abtt (1 to 1,000).
-        #[arg(long, default_value_t = 2, value_parser = within(1..=1_000))]
+        #[arg(long, default_value_t = 2)]
         abtt_k: usize,
         #[command(flatten)]
         model: ModelArgs,
@@ -233,14 +233,6 @@ fn run_other(args: &[String], registry: &Registry) -> Result<()> {
     run.task.run(registry, name, Value::Object(options))
 }
 
-/// A whole-number flag within its documented range, checked before any work: clap's error names
-/// the flag, the value and the range.
-pub(crate) fn within(
-    range: std::ops::RangeInclusive<u64>,
-) -> clap::builder::RangedU64ValueParser<usize> {
-    clap::builder::RangedU64ValueParser::<usize>::new().range(range)
-}
-
 /// What every SAGE task takes: a similarity, datasets, a sample size, a seed, where to write.
 #[derive(Debug, clap::Args)]
 pub struct TaskArgs {
@@ -257,7 +249,7 @@ pub struct TaskArgs {
     #[command(flatten)]
     user: crate::data::UserDataArgs,
     /// Rows sampled per dataset (seeded; 1 to 10,000,000; default: all).
-    #[arg(long, value_parser = within(1..=10_000_000))]
+    #[arg(long)]
     max_rows: Option<usize>,
     /// Run seed (sampling, perturbations).
     #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
@@ -275,12 +267,13 @@ pub struct TaskArgs {
 impl TaskArgs {
     /// Runs the registered suite `name` with these arguments and the suite's `options`.
     fn run(&self, registry: &Registry, name: &str, options: Value) -> Result<()> {
+        let options = checked_options(registry, name, options)?;
         let (root, datasets) =
             crate::data::resolve(self.data_dir.clone(), &self.user, &self.datasets)?;
         let request = Request {
             datasets,
             seed: sage_core::RunSeed(self.seed),
-            options: options_object(options),
+            options,
             ..Request::new(&root)
         };
         let subject = subject(registry, self.similarity.as_deref(), &self.model)?;
@@ -312,6 +305,19 @@ fn options_object(options: Value) -> serde_json::Map<String, Value> {
         Value::Object(map) => map,
         _ => unreachable!("suite options are built as JSON objects"),
     }
+}
+
+/// The suite `name`'s options, read and checked against their ranges before any model is loaded
+/// or data read. Each range lives once, in the suite's options (`CheckOptions`): a flag only
+/// spells an option, so the error names the option (`max_texts` for `--max-texts`).
+fn checked_options(
+    registry: &Registry,
+    name: &str,
+    options: Value,
+) -> Result<serde_json::Map<String, Value>> {
+    let options = options_object(options);
+    registry.find(name)?.check_options(&options)?;
+    Ok(options)
 }
 
 /// Runs a registered suite and prints its notes on stderr. With `--output`, writes the result
@@ -446,12 +452,18 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
             data_dir,
             output,
         } => {
+            // an unset --max-rows keeps the suite's default
+            let mut options = json!({ "wordnet": wordnet });
+            if let Some(max_rows) = max_rows {
+                options["max_rows"] = max_rows.into();
+            }
+            let options = checked_options(registry, "align-sim", options)?;
             let subject = subject(registry, similarity.as_deref(), &model)?;
             let (root, datasets) = crate::data::resolve(data_dir, &user, &datasets)?;
             let request = Request {
                 datasets,
                 seed: sage_core::RunSeed(seed),
-                options: options_object(json!({ "max_rows": max_rows, "wordnet": wordnet })),
+                options,
                 ..Request::new(&root)
             };
             run_registered(registry, "align-sim", &subject, &request, output)
@@ -550,11 +562,10 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
                 }
                 _ => (similarity, vector_similarity),
             };
-            let (root, datasets) = crate::data::resolve(data_dir, &user, &datasets)?;
-            let subject = subject(registry, similarity.as_deref(), &model)?;
-            let request = Request {
-                datasets,
-                options: options_object(json!({
+            let options = checked_options(
+                registry,
+                "evalrank",
+                json!({
                     "level": match level {
                         LevelArg::Word => "word",
                         LevelArg::Sentence => "sentence",
@@ -573,7 +584,13 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
                         PostArg::Abtt => "abtt",
                     },
                     "abtt_k": abtt_k,
-                })),
+                }),
+            )?;
+            let (root, datasets) = crate::data::resolve(data_dir, &user, &datasets)?;
+            let subject = subject(registry, similarity.as_deref(), &model)?;
+            let request = Request {
+                datasets,
+                options,
                 ..Request::new(&root)
             };
             run_registered(registry, "evalrank", &subject, &request, output)

@@ -40,7 +40,7 @@ impl Hostile {
             .spawn();
         let Ok(mut child) = spawned else {
             // a line CI counts, past libtest's capture
-            sage_core::test_support::skip(
+            sage_test_env::skip(
                 &format!("hostile-server test ({mode})"),
                 "python3 not found",
             );

@@ -361,15 +361,15 @@ fn examples() -> PathBuf {
 fn pteb_retrieval_on_a_beir_folder_equals_the_same_files_under_a_registry_name() {
     let what = "pteb_retrieval_on_a_beir_folder_equals_the_same_files_under_a_registry_name";
     let (Some(llm), Some(encoder)) = (
-        sage_core::test_support::model_dir_or_skip("SmolLM2-135M-Instruct-GGUF", what),
-        sage_core::test_support::model_dir_or_skip("all-MiniLM-L6-v2", what),
+        sage_test_env::model_dir_or_skip("SmolLM2-135M-Instruct-GGUF", what),
+        sage_test_env::model_dir_or_skip("all-MiniLM-L6-v2", what),
     ) else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let clinic = examples().join("clinic-faq");
     let mirror = tmp.path().join("mirror");
-    sage_core::test_support::copy_tree(&clinic, &mirror.join("retrieval/scifact"));
+    sage_test_env::copy_tree(&clinic, &mirror.join("retrieval/scifact"));
     // each run with its own empty caches, so both do the same work
     let run = |name: &str, dataset: &str, extra: &[&str]| -> Value {
         let paraphrases = tmp.path().join(format!("{name}-paraphrases.redb"));

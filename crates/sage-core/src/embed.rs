@@ -202,8 +202,8 @@ pub trait Embedder: Send + Sync {
     }
 
     /// The model behind this one when this is a cache in front of it, for a caller that times the
-    /// model itself (the throughput suite); `None` for a model, and for a cache that only counts
-    /// what would be sent (a plan sends nothing).
+    /// model itself (the throughput suite); `None` for a model. A cache that only plans gives a
+    /// view that counts every text it is given as sent, and sends nothing.
     fn uncached(&self) -> Option<&dyn Embedder> {
         None
     }

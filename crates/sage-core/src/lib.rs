@@ -32,7 +32,6 @@ pub mod redact;
 mod result;
 mod seed;
 mod similarity;
-pub mod test_support;
 mod timings;
 
 pub use cache_dir::{

@@ -1,7 +1,8 @@
 //! Options with documented ranges, checked once where every caller passes (linfa's
 //! `ParamGuard`): the `sage` flags, `--options` JSON, bench.toml and Python keywords all reach a
-//! task through its options struct, so its `check` is the one place a range is enforced. The
-//! command line's own range checks only make its error messages name the flag.
+//! task through its options struct, so its `check` is the one place a range is stated and
+//! enforced. The command line only spells options as flags, and asks a suite to check them
+//! (`Suite::check_options`) before it loads a model.
 
 use std::fmt::Display;
 use std::ops::RangeInclusive;

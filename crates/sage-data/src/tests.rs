@@ -359,7 +359,7 @@ fn grouped_sampling_takes_whole_groups_within_the_cap() {
 #[test]
 fn the_real_mirror_matches_its_manifest() {
     let Ok(root) = DataRoot::from_env() else {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             module_path!(),
             "SAGE_DATA_DIR unset: the real mirror is not checked",
         );

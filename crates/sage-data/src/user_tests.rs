@@ -106,7 +106,7 @@ fn documents_with_a_content_column_are_numbered_by_line() {
 fn a_beir_folder_outside_the_registry_loads_as_the_registry_copy_does() {
     let dir = tempfile::tempdir().unwrap();
     let mine = dir.path().join("mybeir");
-    sage_core::test_support::copy_tree(&fixture("retrieval/scifact"), &mine);
+    sage_test_env::copy_tree(&fixture("retrieval/scifact"), &mine);
     let mut root = fixtures();
     let (name, split) = root
         .resolve(mine.to_str().unwrap(), &PathHints::default())
@@ -142,7 +142,7 @@ fn a_beir_folder_outside_the_registry_loads_as_the_registry_copy_does() {
 fn qrels_that_name_missing_documents_are_refused_by_a_run_and_counted_by_a_check() {
     let dir = tempfile::tempdir().unwrap();
     let mine = dir.path().join("broken");
-    sage_core::test_support::copy_tree(&fixture("retrieval/scifact"), &mine);
+    sage_test_env::copy_tree(&fixture("retrieval/scifact"), &mine);
     let qrels = std::fs::read_to_string(mine.join("qrels/test.tsv")).unwrap();
     let first_query = qrels.lines().nth(1).unwrap().split('\t').next().unwrap();
     write(
@@ -207,7 +207,7 @@ fn negative_relevance_reads_as_judged_not_relevant_and_is_counted() {
     let mut root = DataRoot::without_mirror();
     let mut load = |name: &str, relevance: &str| {
         let mine = dir.path().join(name);
-        sage_core::test_support::copy_tree(&fixture("retrieval/scifact"), &mine);
+        sage_test_env::copy_tree(&fixture("retrieval/scifact"), &mine);
         write(
             &mine,
             "qrels/test.tsv",

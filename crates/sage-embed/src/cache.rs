@@ -20,7 +20,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ndarray::Array2;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
@@ -157,7 +157,9 @@ pub struct CacheStats {
 pub struct PlanCounts {
     /// Distinct texts (per role) already cached: they cost nothing.
     pub cached_texts: u64,
-    /// Distinct texts (per role) that would be sent.
+    /// Texts that would be sent: each distinct text (per role) the cache lacks, once; and every
+    /// text given to a caller that bypasses the cache ([`Embedder::uncached`]: the throughput
+    /// suite times the model itself), each time it is given, cached or not.
     pub texts_to_send: u64,
     /// Estimated tokens of the texts to send.
     pub tokens_to_send: u64,
@@ -169,6 +171,69 @@ pub type TokenCounter = Box<dyn Fn(&str) -> u64 + Send + Sync>;
 struct Planner {
     count_tokens: TokenCounter,
     seen: Mutex<(HashSet<[u8; 32]>, PlanCounts)>,
+}
+
+/// A planning cache's answer to [`Embedder::uncached`]: the model as a caller that bypasses the
+/// cache would reach it. Such a caller sends every text it is given, cached or repeated, so each
+/// one counts as sent; none is (stand-in vectors, as for the cache's misses).
+struct PlanBypass {
+    planner: Arc<Planner>,
+    identity: EmbedderIdentity,
+    dimension: usize,
+    /// The model's usage when planning began (nothing is sent, so it stays so): `Some` tells the
+    /// caller, as the model itself would, that texts sent cost requests and tokens.
+    usage: Option<RemoteUsage>,
+}
+
+impl Embedder for PlanBypass {
+    fn identity(&self) -> &EmbedderIdentity {
+        &self.identity
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
+        {
+            let mut seen = self.planner.seen.lock().unwrap_or_else(|e| e.into_inner());
+            for text in texts {
+                seen.1.texts_to_send += 1;
+                seen.1.tokens_to_send += (self.planner.count_tokens)(text);
+            }
+        }
+        let width = match self.dimension {
+            0 => STAND_IN_WIDTH,
+            d => d,
+        };
+        let values: Vec<f32> = texts
+            .iter()
+            .flat_map(|text| stand_in(&Sha256::digest(text.as_bytes()).into(), width))
+            .collect();
+        Ok(Array2::from_shape_vec((texts.len(), width), values)
+            .expect("one stand-in of the width per text"))
+    }
+
+    fn remote_usage(&self) -> Option<RemoteUsage> {
+        self.usage.clone()
+    }
+}
+
+/// The width of stand-in vectors for a model that states none and has no vector cached yet.
+const STAND_IN_WIDTH: usize = 16;
+
+/// The vector a plan answers for a text it does not send, derived from the text's `key`:
+/// distinct texts get distinct vectors, so no task stumbles on ties or constants.
+fn stand_in(key: &[u8; 32], width: usize) -> Vec<f32> {
+    let mut state = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
+    (0..width)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect()
 }
 
 /// An [`Embedder`] that looks texts up in a persistent cache before embedding them.
@@ -188,7 +253,9 @@ pub struct CachedEmbedder<E> {
     siblings: Option<PathBuf>,
     /// What the first corrupt entry failed.
     first_corruption: Mutex<Option<String>>,
-    planner: Option<Planner>,
+    planner: Option<Arc<Planner>>,
+    /// What [`Embedder::uncached`] gives while planning.
+    plan_bypass: Option<PlanBypass>,
     /// The model's tag ([`model_tag`]), which every entry it stores carries.
     tag: Tag,
 }
@@ -298,6 +365,7 @@ impl<E: Embedder> CachedEmbedder<E> {
             siblings: None,
             first_corruption: Mutex::new(None),
             planner: None,
+            plan_bypass: None,
             tag,
         })
     }
@@ -305,13 +373,31 @@ impl<E: Embedder> CachedEmbedder<E> {
     /// A planning cache: texts found are returned as usual, texts not found are counted (once
     /// each, with `count_tokens`) and answered with stand-in vectors, never sent to the embedder
     /// and never stored. A task run through it tells what the real run would send
-    /// ([`CachedEmbedder::plan`]); its scores mean nothing.
+    /// ([`CachedEmbedder::plan`]); its scores mean nothing. A caller that bypasses the cache
+    /// ([`Embedder::uncached`]) gets a view that counts every text it is given, since it would
+    /// send them all.
     pub fn planning(inner: E, path: impl AsRef<Path>, count_tokens: TokenCounter) -> Result<Self> {
         let mut cache = Self::open(inner, path)?;
-        cache.planner = Some(Planner {
+        let planner = Arc::new(Planner {
             count_tokens,
             seen: Mutex::new((HashSet::new(), PlanCounts::default())),
         });
+        // the cache's vectors' width when the model states none before it is called (a remote
+        // one), so that stand-ins match what the cache gives
+        let dimension = guarded(&cache.path, || {
+            let txn = cache
+                .db()
+                .begin_read()
+                .map_err(|e| cache_error(&cache.path, e))?;
+            cache.expected_width(&txn)
+        })?;
+        cache.plan_bypass = Some(PlanBypass {
+            planner: Arc::clone(&planner),
+            identity: cache.inner.identity().clone(),
+            dimension,
+            usage: cache.inner.remote_usage(),
+        });
+        cache.planner = Some(planner);
         Ok(cache)
     }
 
@@ -618,7 +704,11 @@ impl<E: Embedder> CachedEmbedder<E> {
         rows: &mut [Option<Vec<f32>>],
     ) {
         let width = match self.inner.dimension() {
-            0 => rows.iter().flatten().next().map_or(16, Vec::len),
+            0 => rows
+                .iter()
+                .flatten()
+                .next()
+                .map_or(STAND_IN_WIDTH, Vec::len),
             d => d,
         };
         let mut seen = planner.seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -633,18 +723,7 @@ impl<E: Embedder> CachedEmbedder<E> {
                 seen.1.texts_to_send += 1;
                 seen.1.tokens_to_send += (planner.count_tokens)(texts[i]);
             }
-            // distinct texts get distinct vectors, so no task stumbles on ties or constants
-            let mut state = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
-            rows[i] = Some(
-                (0..width)
-                    .map(|_| {
-                        state = state
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-                    })
-                    .collect(),
-            );
+            rows[i] = Some(stand_in(key, width));
         }
     }
 }
@@ -696,9 +775,10 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
     }
 
     fn uncached(&self) -> Option<&dyn Embedder> {
-        self.planner
-            .is_none()
-            .then_some(&self.inner as &dyn Embedder)
+        match &self.plan_bypass {
+            Some(bypass) => Some(bypass),
+            None => Some(&self.inner),
+        }
     }
 
     fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {

@@ -44,7 +44,7 @@ fn rows(v: &Value) -> Vec<Vec<f32>> {
 /// The model folder, or None (and a message) when SAGE_MODELS_DIR lacks it.
 fn model_dir(name: &str) -> Option<PathBuf> {
     let Some(root) = std::env::var_os("SAGE_MODELS_DIR") else {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             module_path!(),
             &format!("SAGE_MODELS_DIR unset: golden test of {name} not run"),
         );
@@ -54,7 +54,7 @@ fn model_dir(name: &str) -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        sage_core::test_support::skip(module_path!(), &format!("{} missing: golden test of {name} not run (bash ../shared/tools/fetch-models.sh {name})", dir.display()));
+        sage_test_env::skip(module_path!(), &format!("{} missing: golden test of {name} not run (bash ../shared/tools/fetch-models.sh {name})", dir.display()));
         None
     }
 }
@@ -199,7 +199,7 @@ fn small_random_checkpoints_of_each_family_match_sentence_transformers() {
     let Some(tokenizer) = model_dir("all-MiniLM-L6-v2") else {
         return;
     };
-    let Some(python) = sage_core::test_support::reference_python_or_skip(what) else {
+    let Some(python) = sage_test_env::reference_python_or_skip(what) else {
         return;
     };
     let out = tempfile::tempdir().unwrap();

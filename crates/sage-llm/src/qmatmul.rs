@@ -658,7 +658,7 @@ mod tests {
     #[test]
     fn the_same_bits_as_candles_q4_1_matmul() {
         let Some(best) = best_kernel() else {
-            sage_core::test_support::skip(
+            sage_test_env::skip(
                 "the_same_bits_as_candles_q4_1_matmul",
                 "no AVX2 on this CPU: candle's path runs, nothing to compare",
             );
@@ -672,7 +672,7 @@ mod tests {
     #[test]
     fn the_same_bits_as_candles_q8_0_matmul() {
         let Some(best) = best_kernel() else {
-            sage_core::test_support::skip(
+            sage_test_env::skip(
                 "the_same_bits_as_candles_q8_0_matmul",
                 "no AVX2 on this CPU: candle's path runs, nothing to compare",
             );

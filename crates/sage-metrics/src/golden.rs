@@ -206,7 +206,7 @@ fn long_unicode_strings_do_not_panic() {
 #[test]
 fn real_data_matches_reference() {
     let Some(root) = std::env::var_os("SAGE_DATA_DIR") else {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             module_path!(),
             "SAGE_DATA_DIR unset: real-data golden comparison not run",
         );

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use sage_core::test_support::data_dir_or_skip;
 use sage_core::{EmbedderIdentity, EmbeddingSimilarity};
 use sage_metrics::Metric;
+use sage_test_env::data_dir_or_skip;
 
 use super::*;
 

@@ -129,7 +129,7 @@ fn wordnet_perturbations_are_total_and_deterministic() {
 /// Real documents from SAGE_DATA_DIR: CNN/DailyMail articles and Paul Graham essays.
 fn real_documents() -> Option<Vec<String>> {
     let root = std::path::PathBuf::from(std::env::var_os("SAGE_DATA_DIR").or_else(|| {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             module_path!(),
             "SAGE_DATA_DIR unset: proportions on real documents not checked",
         );

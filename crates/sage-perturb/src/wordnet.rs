@@ -418,7 +418,7 @@ pub(crate) mod tests {
         match WordNet::default_dir() {
             Some(dir) => Some(WordNet::open(dir).expect("SAGE_DATA_DIR/wordnet/dict opens")),
             None => {
-                sage_core::test_support::skip(
+                sage_test_env::skip(
                     module_path!(),
                     "SAGE_DATA_DIR unset: WordNet tests on the real database not run",
                 );

@@ -15,6 +15,7 @@
 //! or [`Registry::with_suite`] from outside this crate.
 #![deny(missing_docs)]
 
+mod pteb_run;
 mod suites;
 
 use std::sync::Arc;
@@ -24,8 +25,9 @@ use sage_data::{DataRoot, DatasetKind};
 use sage_metrics::Metric;
 use serde_json::{Map, Value};
 
+pub use pteb_run::{Pteb, PtebOptions, PtebRun};
 pub use suites::{
-    AlignSim, Clustering, EvalRank, HumanPref, Noise, Pteb, Retrieval, Robustness, Sensitivity,
+    AlignSim, Clustering, EvalRank, HumanPref, Noise, Retrieval, Robustness, Sensitivity,
     Throughput,
 };
 
@@ -211,6 +213,15 @@ pub trait Suite: Send + Sync {
 
     /// Runs the suite.
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome>;
+
+    /// Reads `options` into the suite's typed options and checks their ranges, running nothing:
+    /// a caller asks before it loads a model, so a bad value costs no load. `run` reads them
+    /// the same way. By default nothing is checked here (a suite that only reads its options
+    /// in `run`).
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        let _ = options;
+        Ok(())
+    }
 
     /// Where a run's result goes in a results folder, as `(suite folder, task)`: the file is
     /// `<similarity>/<suite folder>/<task>.json`, the layout bench-all writes and `sage report`
@@ -428,14 +439,19 @@ fn options<T: serde::de::DeserializeOwned + sage_core::CheckOptions>(
     })?;
     // every caller's options (flags, --options, bench.toml, Python keywords) meet their ranges
     // here, before any data is read
-    parsed.check().map_err(|e| SuiteError::Options {
+    checked(suite, &parsed)?;
+    Ok(parsed)
+}
+
+/// `options`' ranges checked, an error naming the suite, the option, the value and the range.
+fn checked(suite: &'static str, options: &impl sage_core::CheckOptions) -> Result<()> {
+    options.check().map_err(|e| SuiteError::Options {
         suite,
         message: match e {
             sage_core::SageError::InvalidArgument(why) => why,
             other => other.to_string(),
         },
-    })?;
-    Ok(parsed)
+    })
 }
 
 /// The datasets asked for, else the defaults that are local (the others become notes); none

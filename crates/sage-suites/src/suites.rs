@@ -54,7 +54,7 @@ fn sage_task_location(task: &'static str) -> (&'static str, String) {
     ("sage", task.to_owned())
 }
 
-fn names(datasets: &[(&str, &str)]) -> Vec<String> {
+pub(crate) fn names(datasets: &[(&str, &str)]) -> Vec<String> {
     datasets.iter().map(|(n, s)| format!("{n}/{s}")).collect()
 }
 
@@ -94,6 +94,9 @@ fn human_pref_source(dataset: &str, split: &str, margin: Option<f64>) -> Source 
 }
 
 impl Suite for HumanPref {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<HumanPrefOptions>(self.name(), options).map(drop)
+    }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[DatasetKind::SummaryRatings, DatasetKind::SummaryAxisRatings]
     }
@@ -159,6 +162,9 @@ impl Suite for HumanPref {
 pub struct Robustness;
 
 impl Suite for Robustness {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<sage_robustness::Options>(self.name(), options).map(drop)
+    }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[DatasetKind::DocumentSummary]
     }
@@ -192,6 +198,9 @@ impl Suite for Robustness {
 pub struct Sensitivity;
 
 impl Suite for Sensitivity {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<sage_sensitivity::Options>(self.name(), options).map(drop)
+    }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[
             DatasetKind::Documents,
@@ -228,6 +237,9 @@ impl Suite for Sensitivity {
 pub struct Clustering;
 
 impl Suite for Clustering {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<sage_cluster::Options>(self.name(), options).map(drop)
+    }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[DatasetKind::Clustering, DatasetKind::Classification]
     }
@@ -261,6 +273,9 @@ impl Suite for Clustering {
 pub struct Retrieval;
 
 impl Suite for Retrieval {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<sage_retrieval::Options>(self.name(), options).map(drop)
+    }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[DatasetKind::Beir]
     }
@@ -329,6 +344,9 @@ impl Suite for Retrieval {
 pub struct Noise;
 
 impl Suite for Noise {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<sage_noise::Options>(self.name(), options).map(drop)
+    }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[
             DatasetKind::Beir,
@@ -409,6 +427,9 @@ impl Default for AlignSimOptions {
 }
 
 impl Suite for AlignSim {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<AlignSimOptions>(self.name(), options).map(drop)
+    }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[
             DatasetKind::ParaphrasePairs,
@@ -510,6 +531,9 @@ fn two() -> usize {
 }
 
 impl Suite for EvalRank {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<EvalRankOptions>(self.name(), options).map(drop)
+    }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[
             DatasetKind::TextPairs,
@@ -577,206 +601,15 @@ impl Suite for EvalRank {
     }
 }
 
-/// PTEB ([`pteb`]): MTEB-style tasks on the original texts and on LLM paraphrases written at
-/// evaluation time, with the paraphrase-quality record and gate of every dataset. Options:
-/// `paraphraser` (required: a GGUF file or folder, a folder name under `$SAGE_MODELS_DIR`, or an
-/// OpenAI-compatible base URL with `llm.llm_model`), `judge` (same forms), `runs`, `max_rows`,
-/// `max_train_rows`, `paraphrase_train`, `judge_pairs`, `pool_unqualified`, `quality_encoder`
-/// (the fixed reference encoder, a local model spec), `gate` (the quality gate's thresholds, an
-/// object), `llm` (sampling and engine settings, an object: [`pteb::LlmConfig`]),
-/// `paraphrase_cache` (a file), `no_paraphrase_cache`, `cuda`.
-pub struct Pteb;
-
-#[derive(Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PtebOptions {
-    paraphraser: Option<String>,
-    judge: Option<String>,
-    runs: usize,
-    max_rows: Option<usize>,
-    max_train_rows: Option<usize>,
-    paraphrase_train: bool,
-    judge_pairs: usize,
-    pool_unqualified: bool,
-    quality_encoder: String,
-    gate: pteb::QualityGate,
-    llm: pteb::LlmConfig,
-    paraphrase_cache: Option<PathBuf>,
-    no_paraphrase_cache: bool,
-    cuda: bool,
-}
-
-impl sage_core::CheckOptions for PtebOptions {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within("runs", self.runs, 1..=1_000)?;
-        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
-        sage_core::within_if_set("max_train_rows", self.max_train_rows, 1..=10_000_000)?;
-        sage_core::within("judge_pairs", self.judge_pairs, 1..=10_000_000)?;
-        self.gate
-            .check()
-            .map_err(|e| sage_core::SageError::InvalidArgument(e.to_string()))
-    }
-}
-
-impl Default for PtebOptions {
-    fn default() -> Self {
-        let o = pteb::Options::default();
-        PtebOptions {
-            paraphraser: None,
-            judge: None,
-            runs: o.runs,
-            max_rows: o.max_rows,
-            max_train_rows: o.max_train_rows,
-            paraphrase_train: o.paraphrase_train,
-            judge_pairs: o.judge_pairs,
-            pool_unqualified: o.pool_unqualified,
-            quality_encoder: pteb::DEFAULT_REFERENCE_ENCODER.to_owned(),
-            gate: o.gate,
-            llm: pteb::LlmConfig::default(),
-            paraphrase_cache: None,
-            no_paraphrase_cache: false,
-            cuda: false,
-        }
-    }
-}
-
-impl Suite for Pteb {
-    fn kinds(&self) -> &'static [DatasetKind] {
-        &[
-            DatasetKind::StsPairs,
-            DatasetKind::PairClassification,
-            DatasetKind::ParaphrasePairs,
-            DatasetKind::Classification,
-            DatasetKind::Clustering,
-            DatasetKind::Beir,
-            DatasetKind::SummaryRatings,
-            DatasetKind::Reranking,
-        ]
-    }
-    fn name(&self) -> &'static str {
-        "pteb"
-    }
-    fn summary(&self) -> &'static str {
-        "PTEB: MTEB tasks on original texts and on LLM paraphrases, with a paraphrase-quality gate"
-    }
-    fn default_datasets(&self) -> Vec<String> {
-        names(&pteb::DEFAULT_DATASETS)
-    }
-    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
-        ("pteb", "mteb".to_owned())
-    }
-    fn takes_metrics(&self) -> bool {
-        false
-    }
-    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        let suite = self.name();
-        let encoder = subject.model(suite)?;
-        let o: PtebOptions = options(suite, &request.options)?;
-        let Some(paraphraser) = &o.paraphraser else {
-            return Err(SuiteError::Options {
-                suite,
-                message: "name the paraphrasing LLM: paraphraser=<GGUF file or folder, a \
-                          folder name under $SAGE_MODELS_DIR, or an OpenAI-compatible URL>"
-                    .into(),
-            });
-        };
-        let mut notes = Vec::new();
-        let datasets = datasets_or_local_defaults(
-            suite,
-            self.kinds(),
-            request,
-            &pteb::DEFAULT_DATASETS,
-            &mut notes,
-        )?;
-        let cache = if o.no_paraphrase_cache {
-            None
-        } else {
-            let path = o
-                .paraphrase_cache
-                .clone()
-                .unwrap_or_else(pteb::default_cache_path);
-            Some(Arc::new(
-                pteb::ParaphraseCache::open(&path).map_err(failed(suite))?,
-            ))
-        };
-        let paraphraser = o
-            .llm
-            .paraphraser(paraphraser, o.cuda, cache.clone())
-            .map_err(failed(suite))?;
-        let judge = match &o.judge {
-            Some(spec) => Some(
-                o.llm
-                    .judge(spec, o.cuda, cache.clone())
-                    .map_err(failed(suite))?,
-            ),
-            None => None,
-        };
-        // the yardstick keeps its own defaults whatever the encoder under test was loaded with
-        let reference = sage_embed::load(
-            &o.quality_encoder,
-            &sage_embed::LoadOptions {
-                transformer: sage_embed::TransformerOptions {
-                    cuda: o.cuda,
-                    ..sage_embed::TransformerOptions::default()
-                },
-                ..sage_embed::LoadOptions::from_env()
-            },
-        )
-        .map(|loaded| loaded.embedder())
-        .map_err(|e| SuiteError::Run {
-            suite,
-            source: format!(
-                "loading the reference encoder {:?} of the paraphrase-quality record (fetch \
-                 it, or name another with quality_encoder=): {e}",
-                o.quality_encoder
-            )
-            .into(),
-        })?;
-        let options = pteb::Options {
-            runs: o.runs,
-            seed: request.seed.0,
-            max_rows: o.max_rows,
-            max_train_rows: o.max_train_rows,
-            paraphrase_train: o.paraphrase_train,
-            judge_pairs: o.judge_pairs,
-            gate: o.gate,
-            pool_unqualified: o.pool_unqualified,
-        };
-        let r = pteb::evaluate(
-            encoder.as_ref(),
-            pteb::Paraphrasing {
-                paraphraser: &paraphraser,
-                judge: judge.as_ref(),
-                reference: reference.as_ref(),
-            },
-            request.root,
-            &as_refs(&datasets),
-            &options,
-            &pteb::Silent,
-        )
-        .map_err(failed(suite))?;
-        for d in r.datasets.iter().filter(|d| !d.quality.verdict.qualified) {
-            notes.push(format!(
-                "{}/{}: paraphraser not qualified ({}); {}",
-                d.dataset,
-                d.split,
-                d.quality.verdict.reasons.join("; "),
-                pteb::NOT_QUALIFIED_ADVICE
-            ));
-        }
-        Ok(Outcome {
-            report: report(suite, &r)?,
-            notes,
-        })
-    }
-}
-
 /// What a similarity costs to run on this host ([`sage_throughput`]): texts and tokens per second
 /// at three lengths, latency, load time, memory, and an API model's bill for the sample. Options:
 /// those of [`sage_throughput::Options`].
 pub struct Throughput;
 
 impl Suite for Throughput {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<sage_throughput::Options>(self.name(), options).map(drop)
+    }
     fn name(&self) -> &'static str {
         "throughput"
     }

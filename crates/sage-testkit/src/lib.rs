@@ -6,17 +6,17 @@
 //!
 //! A real-data test needs optional downloads (`$SAGE_DATA_DIR`, model folders under
 //! `$SAGE_MODELS_DIR`). When one is absent [`real_runs`] prints a counted `skipped:` line (see
-//! [`sage_core::test_support::skip`]) and returns `None`, so the test neither fails for a missing
+//! [`sage_test_env::skip`]) and returns `None`, so the test neither fails for a missing
 //! download nor passes silently.
 #![deny(missing_docs)]
 
 use std::path::PathBuf;
 
-use sage_core::test_support::{data_dir_or_skip, model_dir_or_skip};
 use sage_core::{EmbeddingSimilarity, Similarity};
 use sage_data::DataRoot;
 use sage_embed::{load_embedder, ResolveOptions, TransformerOptions};
 use sage_metrics::Metric;
+use sage_test_env::{data_dir_or_skip, model_dir_or_skip};
 
 /// The small mirror shipped in the repository (`data/fixtures/mirror`).
 pub fn fixtures() -> DataRoot {

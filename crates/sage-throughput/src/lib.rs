@@ -21,7 +21,8 @@
 //!   together makes the mix slower than its parts.
 //! - **A bounded bill.** A remote model gets `remote_texts_per_length` texts per length, once,
 //!   and no warm-up: what the sample cost is in the report. `sage run throughput --plan` says
-//!   what it would send before anything is.
+//!   what it would send before anything is: a planning cache's `uncached` view counts every
+//!   text the timed calls give it, cached or repeated, as they would all be sent.
 //! - **Host in every number.** The report carries the host (CPU model, cores, GPUs) and the
 //!   threads the process was allowed: a speed means nothing without the machine it was measured
 //!   on.

@@ -623,18 +623,15 @@ mod tests {
         corpus_texts(&fixtures, &mut texts);
         match std::env::var_os("SAGE_DATA_DIR") {
             Some(dir) => corpus_texts(std::path::Path::new(&dir), &mut texts),
-            None => sage_core_free_skip("SAGE_DATA_DIR unset: only data/fixtures compared"),
+            None => sage_test_env::skip(
+                module_path!(),
+                "SAGE_DATA_DIR unset: only data/fixtures compared",
+            ),
         }
         assert!(texts.len() > 1_000, "{} texts", texts.len());
         for text in &texts {
             assert_eq!(encode(text), tiktoken(text), "{text:?}");
         }
-    }
-
-    /// The skip line sage_core::test_support writes (this crate sits below sage-core).
-    fn sage_core_free_skip(why: &str) {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "skipped: {}: {why}", module_path!());
     }
 
     /// Characters where the pattern's rules meet: each class, the contraction letters and their

@@ -364,7 +364,7 @@ fn remote_labels_and_result_specs_hold_no_url_or_password() {
 fn temporaries_of_a_zombie_or_of_a_threads_number_are_swept() {
     let proc = Path::new("/proc");
     if !proc.join("self").exists() {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             "temporaries_of_a_zombie_or_of_a_threads_number_are_swept",
             "no /proc here: the sweep keeps every temporary",
         );

@@ -18,7 +18,7 @@ fn cache_verify_and_repair() {
     let aside = repaired["moved_to"].as_str().expect("moved aside");
     assert!(Path::new(aside).exists() && !Path::new(&garbage).exists());
     let Some(model) = models_dir() else {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             "cache_verify_and_repair",
             "SAGE_MODELS_DIR lacks all-MiniLM-L6-v2: the sound-cache part not run",
         );
@@ -76,7 +76,7 @@ fn cache_verify_and_repair() {
 #[test]
 fn embed_writes_npy_and_jsonl_and_reuses_the_cache() {
     let Some(model) = models_dir() else {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             module_path!(),
             "SAGE_MODELS_DIR/all-MiniLM-L6-v2 missing: sage embed not run",
         );
@@ -193,7 +193,7 @@ fn missing_models_say_what_to_do() {
 /// fetch keeps it; a model the hub lacks in sage's layout is refused with where to get it.
 #[test]
 fn models_fetch_builds_a_working_folder_from_the_hub_cache() {
-    let Some(source) = sage_core::test_support::model_dir_or_skip(
+    let Some(source) = sage_test_env::model_dir_or_skip(
         "paraphrase-MiniLM-L3-v2",
         "models_fetch_builds_a_working_folder_from_the_hub_cache",
     ) else {

@@ -162,7 +162,7 @@ fn perturbation_parameters_are_bounded() {
 #[test]
 fn perturb_with_real_wordnet() {
     let Some(data) = std::env::var_os("SAGE_DATA_DIR") else {
-        sage_core::test_support::skip(
+        sage_test_env::skip(
             module_path!(),
             "SAGE_DATA_DIR unset: WordNet perturbation through the CLI not run",
         );

@@ -487,6 +487,25 @@ fn a_plan_counts_what_would_be_sent_and_sends_nothing() {
     assert_eq!(plan.texts_to_send, 8);
     let tokens: u64 = refs[4..].iter().map(|t| sage_tokens::count(t) as u64).sum();
     assert_eq!(plan.tokens_to_send, tokens);
+    // a caller that bypasses the cache (the throughput suite) would send every text it gives,
+    // cached and repeated ones too: each counts, and still nothing is sent
+    let bypass = planner.uncached().expect("a planning cache's bypass");
+    assert!(
+        bypass.remote_usage().is_some(),
+        "it is told the model is remote"
+    );
+    let stand_ins = bypass.embed(&[refs[0], refs[0], refs[5]]).unwrap();
+    assert_eq!(stand_ins.dim(), (3, v.ncols()));
+    assert_eq!(stand_ins.row(0), stand_ins.row(1));
+    assert_ne!(stand_ins.row(0), stand_ins.row(2));
+    assert_eq!(server.requests(), sent, "planning sends nothing");
+    let plan = planner.plan().unwrap();
+    assert_eq!((plan.cached_texts, plan.texts_to_send), (4, 8 + 3));
+    let bypassed: u64 = [refs[0], refs[0], refs[5]]
+        .iter()
+        .map(|t| sage_tokens::count(t) as u64)
+        .sum();
+    assert_eq!(plan.tokens_to_send, tokens + bypassed);
 }
 
 #[test]

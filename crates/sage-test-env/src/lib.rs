@@ -1,3 +1,5 @@
+//! # sage-test-env
+//!
 //! What tests that need optional downloads (the data mirror, model folders, a server package)
 //! do when those are absent: they say so on a line of their own, and pass.
 //!
@@ -5,6 +7,10 @@
 //! one that ran. [`skip`] writes past the capture, straight to the process's standard error, as
 //! one line starting with `skipped:` that a CI script can count (`grep -c '^skipped:'`). The
 //! helpers below find the usual folders and call it when they are missing.
+//!
+//! A crate of its own with no dependencies, a dev-dependency only: it used to ship inside
+//! sage-core beside `Similarity`, and sage-tokens, below sage-core, kept a copy of the skip line.
+#![deny(missing_docs)]
 
 use std::io::Write;
 use std::path::PathBuf;

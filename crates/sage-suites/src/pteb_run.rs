@@ -1,0 +1,308 @@
+//! PTEB as a suite ([`Pteb`]), its options ([`PtebOptions`]: the one schema of every caller),
+//! and what a PTEB run loads once ([`PtebRun`]): the suite evaluates one encoder with it,
+//! `sage run pteb --compare` several on the same paraphrases.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pteb::{Judge, Paraphraser, PtebReport};
+use sage_core::{Embedder, RunSeed};
+use sage_data::{DataRoot, DatasetKind};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::{
+    as_refs, datasets_or_local_defaults, failed, options, report, Outcome, Request, Result,
+    Subject, Suite, SuiteError,
+};
+
+const SUITE: &str = "pteb";
+
+const NO_PARAPHRASER: &str = "name the paraphrasing LLM: paraphraser=<GGUF file or folder, a \
+                              folder name under $SAGE_MODELS_DIR, or an OpenAI-compatible URL>";
+
+/// PTEB ([`pteb`]): MTEB-style tasks on the original texts and on LLM paraphrases written at
+/// evaluation time, with the paraphrase-quality record and gate of every dataset. Options:
+/// [`PtebOptions`].
+pub struct Pteb;
+
+/// The options of a PTEB run, whoever gives them: `sage run pteb`'s flags (each sets one field),
+/// `--options`, bench.toml and Python keywords all become this struct and meet its ranges
+/// ([`sage_core::CheckOptions`]) before anything is loaded.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PtebOptions {
+    /// The paraphrasing LLM (required): a GGUF file or folder, a folder name under
+    /// `$SAGE_MODELS_DIR`, or an OpenAI-compatible base URL with `llm.llm_model`.
+    pub paraphraser: Option<String>,
+    /// An LLM judge (same forms) rating paraphrases 0–5 and itself checked against STS gold;
+    /// none by default (slow).
+    pub judge: Option<String>,
+    /// Paraphrase runs; run r uses seed + r (1 to 1,000).
+    pub runs: usize,
+    /// Rows sampled per dataset (1 to 10,000,000; default: all).
+    pub max_rows: Option<usize>,
+    /// Classification training texts sampled (1 to 10,000,000; default: all).
+    pub max_train_rows: Option<usize>,
+    /// Paraphrase classification training texts too.
+    pub paraphrase_train: bool,
+    /// Pairs the judge rates per dataset (1 to 10,000,000).
+    pub judge_pairs: usize,
+    /// Pool and compare datasets whose paraphrases failed the quality gate too (their numbers
+    /// are always reported, marked).
+    pub pool_unqualified: bool,
+    /// The fixed encoder that compares each original with its paraphrase (never the encoder
+    /// under test): a model spec, loaded with its own defaults.
+    pub quality_encoder: String,
+    /// The quality gate's thresholds (pteb's [`pteb::QualityGate`] says where each default
+    /// comes from).
+    pub gate: pteb::QualityGate,
+    /// Sampling and engine settings of the paraphraser and the judge.
+    pub llm: pteb::LlmConfig,
+    /// The paraphrase cache file (default: `paraphrases.redb` in sage's cache folder).
+    pub paraphrase_cache: Option<PathBuf>,
+    /// Neither read nor write the paraphrase cache.
+    pub no_paraphrase_cache: bool,
+    /// Also read the other paraphrase cache files (`paraphrases*.redb`) of this folder for what
+    /// the cache lacks (a sharded run's shards each write their own).
+    pub read_paraphrase_caches: Option<PathBuf>,
+    /// Run local LLMs and the reference encoder on the first CUDA GPU.
+    pub cuda: bool,
+}
+
+impl sage_core::CheckOptions for PtebOptions {
+    fn check(&self) -> sage_core::Result<()> {
+        if self.paraphraser.is_none() {
+            return Err(sage_core::SageError::InvalidArgument(NO_PARAPHRASER.into()));
+        }
+        sage_core::within("runs", self.runs, 1..=1_000)?;
+        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
+        sage_core::within_if_set("max_train_rows", self.max_train_rows, 1..=10_000_000)?;
+        sage_core::within("judge_pairs", self.judge_pairs, 1..=10_000_000)?;
+        self.gate
+            .check()
+            .map_err(|e| sage_core::SageError::InvalidArgument(e.to_string()))
+    }
+}
+
+impl Default for PtebOptions {
+    fn default() -> Self {
+        let o = pteb::Options::default();
+        PtebOptions {
+            paraphraser: None,
+            judge: None,
+            runs: o.runs,
+            max_rows: o.max_rows,
+            max_train_rows: o.max_train_rows,
+            paraphrase_train: o.paraphrase_train,
+            judge_pairs: o.judge_pairs,
+            pool_unqualified: o.pool_unqualified,
+            quality_encoder: pteb::DEFAULT_REFERENCE_ENCODER.to_owned(),
+            gate: o.gate,
+            llm: pteb::LlmConfig::default(),
+            paraphrase_cache: None,
+            no_paraphrase_cache: false,
+            read_paraphrase_caches: None,
+            cuda: false,
+        }
+    }
+}
+
+impl PtebOptions {
+    /// Every option within its range, as the suite checks them (for a caller that builds the
+    /// struct itself: `sage run pteb`'s flags).
+    pub fn checked(&self) -> Result<()> {
+        crate::checked(SUITE, self)
+    }
+
+    /// The paraphraser's spec: required, so its absence fails [`sage_core::CheckOptions`].
+    fn paraphraser(&self) -> Result<&str> {
+        self.paraphraser
+            .as_deref()
+            .ok_or_else(|| SuiteError::Options {
+                suite: SUITE,
+                message: NO_PARAPHRASER.into(),
+            })
+    }
+
+    /// The reference encoder, with its own defaults (the pooling or truncation the encoder under
+    /// test was loaded with must not change the yardstick) and the environment's settings; a
+    /// caller with settings of its own (`sage run pteb`'s remote flags) loads it itself.
+    pub fn default_reference(&self) -> Result<Arc<dyn Embedder>> {
+        sage_embed::load(
+            &self.quality_encoder,
+            &sage_embed::LoadOptions {
+                transformer: sage_embed::TransformerOptions {
+                    cuda: self.cuda,
+                    ..sage_embed::TransformerOptions::default()
+                },
+                ..sage_embed::LoadOptions::from_env()
+            },
+        )
+        .map(|loaded| loaded.embedder())
+        .map_err(|e| SuiteError::Run {
+            suite: SUITE,
+            source: format!(
+                "loading the reference encoder {:?} of the paraphrase-quality record (fetch it, \
+                 or name another with quality_encoder=, --quality-encoder): {e}",
+                self.quality_encoder
+            )
+            .into(),
+        })
+    }
+}
+
+/// What a PTEB run loads once: the paraphraser, the judge, the reference encoder. Every encoder
+/// it evaluates meets the same paraphrases (the cache holds them after the first).
+pub struct PtebRun {
+    paraphraser: Paraphraser,
+    judge: Option<Judge>,
+    reference: Arc<dyn Embedder>,
+    options: pteb::Options,
+}
+
+impl PtebRun {
+    /// Loads the LLMs `o` names, then the quality record's encoder with `reference`
+    /// ([`PtebOptions::default_reference`], or the caller's own loader); `seed` is run 0's seed.
+    pub fn new(
+        o: &PtebOptions,
+        seed: RunSeed,
+        reference: impl FnOnce(&PtebOptions) -> Result<Arc<dyn Embedder>>,
+    ) -> Result<PtebRun> {
+        let paraphraser = o.paraphraser()?;
+        let cache = pteb::ParaphraseCache::for_run(
+            o.no_paraphrase_cache,
+            o.paraphrase_cache.as_deref(),
+            o.read_paraphrase_caches.as_deref(),
+        )
+        .map_err(failed(SUITE))?;
+        let loading = |spec: &str| {
+            let spec = spec.to_owned();
+            move |e: pteb::PtebError| SuiteError::Run {
+                suite: SUITE,
+                source: format!("loading the LLM {spec:?}: {e}").into(),
+            }
+        };
+        let paraphraser = o
+            .llm
+            .paraphraser(paraphraser, o.cuda, cache.clone())
+            .map_err(loading(paraphraser))?;
+        let judge = match &o.judge {
+            Some(spec) => Some(o.llm.judge(spec, o.cuda, cache).map_err(loading(spec))?),
+            None => None,
+        };
+        Ok(PtebRun {
+            paraphraser,
+            judge,
+            reference: reference(o)?,
+            options: pteb::Options {
+                runs: o.runs,
+                seed: seed.0,
+                max_rows: o.max_rows,
+                max_train_rows: o.max_train_rows,
+                paraphrase_train: o.paraphrase_train,
+                judge_pairs: o.judge_pairs,
+                gate: o.gate.clone(),
+                pool_unqualified: o.pool_unqualified,
+            },
+        })
+    }
+
+    /// The request's datasets, else PTEB's paper datasets that are local (a note for each of
+    /// the others).
+    pub fn datasets(request: &Request, notes: &mut Vec<String>) -> Result<Vec<(String, String)>> {
+        datasets_or_local_defaults(SUITE, Pteb.kinds(), request, &pteb::DEFAULT_DATASETS, notes)
+    }
+
+    /// PTEB for `encoder` on `datasets` of `root`, telling `progress` how far it has got.
+    pub fn evaluate(
+        &self,
+        encoder: &dyn Embedder,
+        root: &DataRoot,
+        datasets: &[(String, String)],
+        progress: &dyn pteb::Progress,
+    ) -> Result<PtebReport> {
+        pteb::evaluate(
+            encoder,
+            pteb::Paraphrasing {
+                paraphraser: &self.paraphraser,
+                judge: self.judge.as_ref(),
+                reference: self.reference.as_ref(),
+            },
+            root,
+            &as_refs(datasets),
+            &self.options,
+            progress,
+        )
+        .map_err(failed(SUITE))
+    }
+
+    /// The options the run was loaded with (runs, seed, gate).
+    pub fn options(&self) -> &pteb::Options {
+        &self.options
+    }
+
+    /// A note for each dataset of `report` whose paraphrases failed the quality gate.
+    pub fn unqualified_notes(report: &PtebReport) -> Vec<String> {
+        report
+            .datasets
+            .iter()
+            .filter(|d| !d.quality.verdict.qualified)
+            .map(|d| {
+                format!(
+                    "{}/{}: paraphraser not qualified ({}); {}",
+                    d.dataset,
+                    d.split,
+                    d.quality.verdict.reasons.join("; "),
+                    pteb::NOT_QUALIFIED_ADVICE
+                )
+            })
+            .collect()
+    }
+}
+
+impl Suite for Pteb {
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<PtebOptions>(SUITE, options).map(drop)
+    }
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &[
+            DatasetKind::StsPairs,
+            DatasetKind::PairClassification,
+            DatasetKind::ParaphrasePairs,
+            DatasetKind::Classification,
+            DatasetKind::Clustering,
+            DatasetKind::Beir,
+            DatasetKind::SummaryRatings,
+            DatasetKind::Reranking,
+        ]
+    }
+    fn name(&self) -> &'static str {
+        SUITE
+    }
+    fn summary(&self) -> &'static str {
+        "PTEB: MTEB tasks on original texts and on LLM paraphrases, with a paraphrase-quality gate"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        crate::suites::names(&pteb::DEFAULT_DATASETS)
+    }
+    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
+        (SUITE, "mteb".to_owned())
+    }
+    fn takes_metrics(&self) -> bool {
+        false
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let encoder = subject.model(SUITE)?;
+        let o: PtebOptions = options(SUITE, &request.options)?;
+        let mut notes = Vec::new();
+        let datasets = PtebRun::datasets(request, &mut notes)?;
+        let run = PtebRun::new(&o, request.seed, PtebOptions::default_reference)?;
+        let r = run.evaluate(encoder.as_ref(), request.root, &datasets, &pteb::Silent)?;
+        notes.extend(PtebRun::unqualified_notes(&r));
+        Ok(Outcome {
+            report: report(SUITE, &r)?,
+            notes,
+        })
+    }
+}
