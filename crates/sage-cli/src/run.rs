@@ -77,7 +77,7 @@ pub enum Task {
         task: TaskArgs,
         /// Truncate documents to their first N cl100k tokens first (the authors' 2,048; 1 to
         /// 1,000,000).
-        #[arg(long, default_value_t = 2048, conflicts_with = "whole_documents")]
+        #[arg(long, default_value_t = sage_sensitivity::DEFAULT_TRUNCATE_TOKENS, conflicts_with = "whole_documents")]
         truncate_tokens: usize,
         /// Do not truncate.
         #[arg(long)]
@@ -146,7 +146,7 @@ pub enum Task {
         #[arg(long, value_enum, default_value_t = PostArg::None)]
         post: PostArg,
         /// Components removed by --post abtt (1 to 1,000).
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = sage_suites::EvalRank::DEFAULT_ABTT_K)]
         abtt_k: usize,
         #[command(flatten)]
         model: ModelArgs,

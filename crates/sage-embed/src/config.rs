@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::backbone::{family_of, supported_model_types, Family};
 use crate::error::{config_error, file_error, Result};
 
 /// How token vectors become one text vector.
@@ -56,24 +57,6 @@ impl Pooling {
         .into_iter()
         .find(|p| p.name() == name)
     }
-}
-
-/// The transformer architecture of a folder.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Architecture {
-    /// BERT: absolute positions from 0, token types, LayerNorm eps from config.
-    Bert,
-    /// MPNet: RoBERTa-style positions, no token types, a shared relative-position bias.
-    MpNet,
-    /// RoBERTa and XLM-RoBERTa: BERT's layers with RoBERTa-style positions (counted from after
-    /// the padding id) and a one-row token-type table.
-    Roberta,
-    /// A decoder-only model used as an embedder ([`crate::decoder`]).
-    Decoder(crate::decoder::DecoderFamily),
-    /// ModernBERT ([`crate::modernbert`]).
-    ModernBert,
-    /// NomicBERT ([`crate::nomic_bert`]).
-    NomicBert,
 }
 
 /// The fields of `config.json` every architecture has: BERT's names, or the GPT-2 names
@@ -137,26 +120,19 @@ fn default_buckets() -> usize {
 }
 
 impl TransformerConfig {
-    /// The architecture, or an error naming the file for anything else.
-    pub fn architecture(&self, path: &Path) -> Result<Architecture> {
-        match self.model_type.as_str() {
-            "bert" => Ok(Architecture::Bert),
-            "mpnet" => Ok(Architecture::MpNet),
-            "roberta" | "xlm-roberta" => Ok(Architecture::Roberta),
-            "modernbert" => Ok(Architecture::ModernBert),
-            "nomic_bert" => Ok(Architecture::NomicBert),
-            other => crate::decoder::DecoderFamily::of(other)
-                .map(Architecture::Decoder)
-                .ok_or_else(|| {
-                    config_error(
-                        path,
-                        format!(
-                            "model_type {other:?} is not supported (bert, mpnet, roberta, \
-                             xlm-roberta, modernbert, nomic_bert, qwen3, qwen2, mistral, llama, gemma3_text)"
-                        ),
-                    )
-                }),
-        }
+    /// The model family that runs this `model_type`, or an error naming the file and listing
+    /// the families there are.
+    pub fn family(&self, path: &Path) -> Result<&'static Family> {
+        family_of(&self.model_type).ok_or_else(|| {
+            config_error(
+                path,
+                format!(
+                    "model_type {:?} is not supported ({})",
+                    self.model_type,
+                    supported_model_types()
+                ),
+            )
+        })
     }
 }
 
@@ -167,8 +143,8 @@ pub struct SentenceTransformerConfig {
     pub dir: PathBuf,
     /// config.json.
     pub transformer: TransformerConfig,
-    /// Architecture from config.json.
-    pub architecture: Architecture,
+    /// The model family config.json's `model_type` names.
+    pub family: &'static Family,
     /// 1_Pooling/config.json (mean when the folder has none, as sentence-transformers does).
     pub pooling: Pooling,
     /// A Normalize module is listed in modules.json.
@@ -346,7 +322,7 @@ impl SentenceTransformerConfig {
     pub fn read(dir: &Path) -> Result<SentenceTransformerConfig> {
         let config_path = dir.join("config.json");
         let transformer: TransformerConfig = read_json(&config_path)?;
-        let architecture = transformer.architecture(&config_path)?;
+        let family = transformer.family(&config_path)?;
         let modules_path = dir.join("modules.json");
         let (mut pooling, mut normalize, mut include_prompt) = (Pooling::Mean, false, true);
         let mut dense = Vec::new();
@@ -381,11 +357,10 @@ impl SentenceTransformerConfig {
             (None, false)
         };
         // RoBERTa-style position ids start after the padding id: the usable length is 2 shorter.
-        let position_limit = match architecture {
-            Architecture::MpNet | Architecture::Roberta => {
-                transformer.max_position_embeddings - transformer.pad_token_id as usize - 1
-            }
-            _ => transformer.max_position_embeddings,
+        let position_limit = if family.positions_after_padding {
+            transformer.max_position_embeddings - transformer.pad_token_id as usize - 1
+        } else {
+            transformer.max_position_embeddings
         };
         let max_seq_length = max_seq.unwrap_or(position_limit).min(position_limit);
         let st_path = dir.join("config_sentence_transformers.json");
@@ -405,7 +380,7 @@ impl SentenceTransformerConfig {
         Ok(SentenceTransformerConfig {
             dir: dir.to_owned(),
             transformer,
-            architecture,
+            family,
             pooling,
             normalize,
             max_seq_length,

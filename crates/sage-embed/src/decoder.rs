@@ -30,19 +30,6 @@ pub enum DecoderFamily {
     Gemma3,
 }
 
-impl DecoderFamily {
-    /// The family of a config.json `model_type`, if it is a decoder this module runs.
-    pub fn of(model_type: &str) -> Option<DecoderFamily> {
-        Some(match model_type {
-            "llama" | "mistral" => DecoderFamily::Llama,
-            "qwen2" => DecoderFamily::Qwen2,
-            "qwen3" => DecoderFamily::Qwen3,
-            "gemma3_text" | "gemma3" => DecoderFamily::Gemma3,
-            _ => return None,
-        })
-    }
-}
-
 /// The fields of a decoder's config.json this module reads.
 #[derive(Clone, Debug, Deserialize)]
 pub struct DecoderConfig {
@@ -473,5 +460,15 @@ impl Decoder {
             candle_nn::ops::silu(&gate)?
         };
         layer.down.forward(&(gate * layer.up.forward(h)?)?)
+    }
+}
+
+impl crate::backbone::Backbone for Decoder {
+    fn hidden_size(&self) -> usize {
+        Decoder::hidden_size(self)
+    }
+
+    fn forward(&self, batch: &crate::backbone::PaddedBatch) -> candle_core::Result<Tensor> {
+        Decoder::forward(self, &batch.ids, &batch.lengths)
     }
 }

@@ -20,10 +20,11 @@
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, VarBuilder};
 
-use crate::config::{Architecture, TransformerConfig};
+use crate::backbone::{Backbone, PaddedBatch};
+use crate::config::TransformerConfig;
 use crate::fused::{
-    add_bias, bias_gelu, bias_residual_norm, cpu_f32, fused_applies, fused_attention, HostNorm,
-    SharedBias,
+    add_bias, bias_gelu, bias_residual_norm, cpu_f32, dense_product, fused_applies,
+    fused_attention, HostNorm, SharedBias,
 };
 
 struct Layer {
@@ -91,9 +92,21 @@ impl HostLayer {
     }
 }
 
-/// A BERT or MPNet encoder.
+/// Which BERT-family layout a checkpoint has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EncoderFlavor {
+    /// BERT: absolute positions from 0, token types, LayerNorm eps from config.
+    Bert,
+    /// MPNet: RoBERTa-style positions, no token types, a shared relative-position bias.
+    MpNet,
+    /// RoBERTa and XLM-RoBERTa: BERT's layers with RoBERTa-style positions (counted from after
+    /// the padding id) and a one-row token-type table.
+    Roberta,
+}
+
+/// A BERT, RoBERTa or MPNet encoder.
 pub struct Encoder {
-    architecture: Architecture,
+    flavor: EncoderFlavor,
     word: Embedding,
     position: Embedding,
     token_type: Option<Embedding>,
@@ -147,19 +160,13 @@ impl Encoder {
     pub fn load(
         vb: VarBuilder,
         config: &TransformerConfig,
-        architecture: Architecture,
+        flavor: EncoderFlavor,
     ) -> candle_core::Result<Encoder> {
-        match architecture {
-            Architecture::Bert | Architecture::MpNet | Architecture::Roberta => {}
-            other => candle_core::bail!(
-                "{other:?} is not a BERT-family encoder: crate::transformer loads it with its own module"
-            ),
-        }
-        let vb = match architecture {
-            Architecture::Bert if vb.contains_tensor("bert.embeddings.word_embeddings.weight") => {
+        let vb = match flavor {
+            EncoderFlavor::Bert if vb.contains_tensor("bert.embeddings.word_embeddings.weight") => {
                 vb.pp("bert")
             }
-            Architecture::Roberta
+            EncoderFlavor::Roberta
                 if vb.contains_tensor("roberta.embeddings.word_embeddings.weight") =>
             {
                 vb.pp("roberta")
@@ -175,8 +182,8 @@ impl Encoder {
             h,
             emb.pp("position_embeddings"),
         )?;
-        let token_type = match architecture {
-            Architecture::Bert | Architecture::Roberta if config.type_vocab_size > 0 => Some(
+        let token_type = match flavor {
+            EncoderFlavor::Bert | EncoderFlavor::Roberta if config.type_vocab_size > 0 => Some(
                 embedding(config.type_vocab_size, h, emb.pp("token_type_embeddings"))?,
             ),
             _ => None,
@@ -186,8 +193,8 @@ impl Encoder {
         let layers = (0..config.num_hidden_layers)
             .map(|i| {
                 let l = enc.pp(format!("layer.{i}"));
-                let (query, key, value, attention_out, attention_norm) = match architecture {
-                    Architecture::Bert | Architecture::Roberta => {
+                let (query, key, value, attention_out, attention_norm) = match flavor {
+                    EncoderFlavor::Bert | EncoderFlavor::Roberta => {
                         let a = l.pp("attention");
                         (
                             linear(h, h, a.pp("self.query"))?,
@@ -197,7 +204,7 @@ impl Encoder {
                             layer_norm(h, eps, a.pp("output.LayerNorm"))?,
                         )
                     }
-                    Architecture::MpNet => {
+                    EncoderFlavor::MpNet => {
                         let a = l.pp("attention");
                         (
                             linear(h, h, a.pp("attn.q"))?,
@@ -207,7 +214,6 @@ impl Encoder {
                             layer_norm(h, eps, a.pp("LayerNorm"))?,
                         )
                     }
-                    other => candle_core::bail!("{other:?} was refused above"),
                 };
                 let qkv = Linear::new(
                     Tensor::cat(&[query.weight(), key.weight(), value.weight()], 0)?,
@@ -229,8 +235,8 @@ impl Encoder {
                 Ok(layer)
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
-        let relative_bias = match architecture {
-            Architecture::MpNet => Some(embedding(
+        let relative_bias = match flavor {
+            EncoderFlavor::MpNet => Some(embedding(
                 config.relative_attention_num_buckets,
                 config.num_attention_heads,
                 enc.pp("relative_attention_bias"),
@@ -243,7 +249,7 @@ impl Encoder {
             other => candle_core::bail!("hidden_act {other:?} is not supported (gelu, gelu_new)"),
         };
         Ok(Encoder {
-            architecture,
+            flavor,
             word,
             position,
             token_type,
@@ -270,8 +276,8 @@ impl Encoder {
     ) -> candle_core::Result<EncoderOutput> {
         let (batch, tokens) = (ids.len(), ids.first().map_or(0, Vec::len));
         let flat_ids: Vec<u32> = ids.iter().flatten().copied().collect();
-        let positions: Vec<u32> = match self.architecture {
-            Architecture::MpNet | Architecture::Roberta => ids
+        let positions: Vec<u32> = match self.flavor {
+            EncoderFlavor::MpNet | EncoderFlavor::Roberta => ids
                 .iter()
                 .flat_map(|row| {
                     let mut seen = 0u32;
@@ -373,7 +379,7 @@ impl Encoder {
         // All dense layers run on every token of the batch at once: one large matrix product
         // instead of a small one per text, which is what makes CPU inference fast on short
         // sentences.
-        let product = |x: &Tensor, l: &Linear| x.matmul(&l.weight().t()?);
+        let product = |x: &Tensor, l: &Linear| dense_product(x, l.weight());
         let qkv = match &layer.host {
             Some(host) => add_bias(product(flat, &layer.qkv)?, &host.qkv_bias)?,
             None => layer.qkv.forward(flat)?,
@@ -461,6 +467,20 @@ impl Encoder {
     /// Hidden width.
     pub fn hidden_size(&self) -> usize {
         self.heads * self.head_dim
+    }
+}
+
+impl Backbone for Encoder {
+    fn hidden_size(&self) -> usize {
+        Encoder::hidden_size(self)
+    }
+
+    fn forward(&self, batch: &PaddedBatch) -> candle_core::Result<Tensor> {
+        let out = Encoder::forward(self, &batch.ids, &batch.mask, batch.first_last_avg)?;
+        match out.first {
+            Some(first) if batch.first_last_avg => (first + &out.last)? / 2.0,
+            _ => Ok(out.last),
+        }
     }
 }
 

@@ -344,7 +344,7 @@ fn encoder_equals_candle_transformers_bert() {
     };
     let reference =
         candle_transformers::models::bert::BertModel::load(vb.clone(), &reference_config).unwrap();
-    let ours = encoder::Encoder::load(vb, &our_config, Architecture::Bert).unwrap();
+    let ours = encoder::Encoder::load(vb, &our_config, encoder::EncoderFlavor::Bert).unwrap();
     let ids = vec![
         vec![101u32, 7592, 2088, 999, 102],
         vec![101, 2129, 102, 0, 0],

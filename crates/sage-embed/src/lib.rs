@@ -9,7 +9,9 @@
 //!   ([`encoder`] explains why it is our own). Pooling and normalisation as the folder declares
 //!   (or overridden, e.g. EvalRank's first-last-avg); truncation at the real max_seq_length;
 //!   length-sorted batches under a token budget, results in input order. The folder's prompts
-//!   (config_sentence_transformers.json) are applied through [`sage_core::Role`]s.
+//!   (config_sentence_transformers.json) are applied through [`sage_core::Role`]s. The model
+//!   families are one table, [`FAMILIES`]: a family is its module (an `impl Backbone`) and one
+//!   line there.
 //! - [`WordVectors`] (EvalRank's bag-of-words over GloVe, fastText `.vec` or word2vec binary
 //!   files) and [`Model2Vec`] static models.
 //! - [`resolve_model`]: a path, a folder under SAGE_MODELS_DIR, or a hub id from the HF cache
@@ -26,6 +28,7 @@
 //! feature runs the transformer in f16 on the first GPU.
 #![deny(missing_docs)]
 
+mod backbone;
 mod cache;
 mod config;
 pub mod decoder;
@@ -45,13 +48,13 @@ mod transformer;
 use std::io::Read;
 use std::path::Path;
 
+pub use backbone::{family_of, Family, FAMILIES};
 pub use cache::{
     check_cache, default_cache_path, merge_caches, CacheCheck, CacheStats, CachedEmbedder,
     PlanCounts, TokenCounter,
 };
 pub use config::{
-    Architecture, DenseActivation, DenseModule, Pooling, Prompts, SentenceTransformerConfig,
-    TransformerConfig,
+    DenseActivation, DenseModule, Pooling, Prompts, SentenceTransformerConfig, TransformerConfig,
 };
 pub use error::{EmbedError, Result};
 pub use fetch::{fetch_model, hub_model, Fetched, HubModel, HUB_MODELS, NOT_ON_THE_HUB};

@@ -230,3 +230,13 @@ impl ModernBert {
         self.final_norm.forward(&x)
     }
 }
+
+impl crate::backbone::Backbone for ModernBert {
+    fn hidden_size(&self) -> usize {
+        ModernBert::hidden_size(self)
+    }
+
+    fn forward(&self, batch: &crate::backbone::PaddedBatch) -> candle_core::Result<Tensor> {
+        ModernBert::forward(self, &batch.ids, &batch.lengths)
+    }
+}

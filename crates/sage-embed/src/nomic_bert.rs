@@ -387,6 +387,16 @@ impl NomicBert {
     }
 }
 
+impl crate::backbone::Backbone for NomicBert {
+    fn hidden_size(&self) -> usize {
+        NomicBert::hidden_size(self)
+    }
+
+    fn forward(&self, batch: &crate::backbone::PaddedBatch) -> candle_core::Result<Tensor> {
+        NomicBert::forward(self, &batch.ids, &batch.lengths)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

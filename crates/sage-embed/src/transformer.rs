@@ -10,13 +10,10 @@ use ndarray::{Array2, Axis};
 use sage_core::{Embedder, EmbedderIdentity, Role};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
-use crate::config::read_json;
-use crate::config::{Architecture, DenseActivation, Pooling, Prompts, SentenceTransformerConfig};
-use crate::decoder::{Decoder, DecoderConfig};
-use crate::encoder::{pool, Encoder};
+use crate::backbone::{Backbone, FamilyFiles, PaddedBatch, FAMILIES};
+use crate::config::{DenseActivation, Pooling, Prompts, SentenceTransformerConfig};
+use crate::encoder::pool;
 use crate::error::{file_error, EmbedError, Result};
-use crate::modernbert::{ModernBert, ModernBertConfig};
-use crate::nomic_bert::{NomicBert, NomicBertConfig};
 use crate::{file_digest, ResolvedModel};
 
 /// How to load and run a transformer model.
@@ -50,7 +47,7 @@ impl Default for TransformerOptions {
 pub struct SentenceTransformer {
     identity: EmbedderIdentity,
     tokenizer: Tokenizer,
-    encoder: Backbone,
+    encoder: Box<dyn Backbone>,
     /// Where the backbone's weights live: an empty batch's zeros are made there.
     device: Device,
     pooling: Pooling,
@@ -86,58 +83,42 @@ impl SentenceTransformer {
         let files = weight_files(&model.dir)?;
         let weights = files[0].clone();
         let device = device(options.cuda)?;
-        let decoder = match config.architecture {
-            Architecture::Decoder(family) => Some(family),
-            _ => None,
-        };
-        // trained in bf16, as the decoders were
-        let bf16_on_gpu = decoder.is_some()
-            || matches!(
-                config.architecture,
-                Architecture::ModernBert | Architecture::NomicBert
-            );
+        let family = config.family;
         // f32 on CPU (f16 and bf16 files are upcast); half precision on GPU, where the finite
-        // attention masks keep it NaN-free: f16 for encoders, bf16 for decoders (trained in it).
-        let dtype = match (device.is_cuda(), bf16_on_gpu) {
+        // attention masks keep it NaN-free: bf16 for the families trained in it, f16 otherwise.
+        let dtype = match (device.is_cuda(), family.trained_in_bf16) {
             (false, _) => DType::F32,
             (true, false) => DType::F16,
             (true, true) => DType::BF16,
         };
         check_memory(&files, dtype, &device)?;
         let pooling = options.pooling.unwrap_or(config.pooling);
-        if config.architecture != Architecture::Bert
-            && config.architecture != Architecture::MpNet
-            && config.architecture != Architecture::Roberta
-            && pooling == Pooling::FirstLastAvg
-        {
+        if pooling == Pooling::FirstLastAvg && !family.first_last_avg {
+            let able: Vec<&str> = FAMILIES
+                .iter()
+                .filter(|f| f.first_last_avg)
+                .map(|f| f.name)
+                .collect();
             return Err(file_error(
                 &weights,
-                "first-last-avg pooling is for BERT, RoBERTa and MPNet (SimCSE's encoders)",
+                format!(
+                    "first-last-avg pooling is for {} (SimCSE's encoders), not {}",
+                    able.join(", "),
+                    family.name
+                ),
             ));
         }
         // SAFETY: the weights files are memory-mapped read-only; they must not be modified while
         // the model is alive, which is true of model folders and hub snapshots.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&files, dtype, &device)? };
-        // each backbone reads the config.json fields it needs, in its own struct
-        let config_path = model.dir.join("config.json");
-        let loading = |e: candle_core::Error| file_error(&weights, format!("loading weights: {e}"));
-        let encoder = match (decoder, config.architecture) {
-            (Some(family), _) => Backbone::Decoder(
-                Decoder::load(vb, &read_json::<DecoderConfig>(&config_path)?, family)
-                    .map_err(loading)?,
-            ),
-            (None, Architecture::ModernBert) => Backbone::ModernBert(
-                ModernBert::load(vb, &read_json::<ModernBertConfig>(&config_path)?)
-                    .map_err(loading)?,
-            ),
-            (None, Architecture::NomicBert) => Backbone::NomicBert(
-                NomicBert::load(vb, &read_json::<NomicBertConfig>(&config_path)?)
-                    .map_err(loading)?,
-            ),
-            (None, architecture) => Backbone::Encoder(
-                Encoder::load(vb, &config.transformer, architecture).map_err(loading)?,
-            ),
+        let files_read = FamilyFiles {
+            config_json: &model.dir.join("config.json"),
+            transformer: &config.transformer,
         };
+        let encoder = (family.load)(vb, &files_read).map_err(|e| match e {
+            EmbedError::Candle(e) => file_error(&weights, format!("loading weights: {e}")),
+            other => other,
+        })?;
         let tokenizer = load_tokenizer(&model.dir.join("tokenizer.json"), config.max_seq_length)?;
         let mut width = config.transformer.hidden_size;
         let mut dense = Vec::new();
@@ -239,34 +220,24 @@ impl SentenceTransformer {
             .iter()
             .map(|row| (0..longest).map(|i| u32::from(i < row.len())).collect())
             .collect();
-        let hidden = match &self.encoder {
-            // Texts without a single token (a tokenizer that adds no special tokens, given ""):
-            // there is nothing to run, and sentence-transformers pools them to zeros.
-            _ if longest == 0 => Tensor::zeros(
+        let padded = PaddedBatch {
+            ids,
+            mask,
+            lengths: batch.iter().map(|row| row.len()).collect(),
+            first_last_avg: self.pooling == Pooling::FirstLastAvg,
+        };
+        // Texts without a single token (a tokenizer that adds no special tokens, given ""):
+        // there is nothing to run, and sentence-transformers pools them to zeros.
+        let hidden = if longest == 0 {
+            Tensor::zeros(
                 (batch.len(), 0, self.encoder.hidden_size()),
                 DType::F32,
                 &self.device,
-            )?,
-            Backbone::Encoder(encoder) => {
-                let out = encoder.forward(&ids, &mask, self.pooling == Pooling::FirstLastAvg)?;
-                match (&out.first, self.pooling) {
-                    (Some(first), Pooling::FirstLastAvg) => ((first + &out.last)? / 2.0)?,
-                    _ => out.last,
-                }
-            }
-            Backbone::Decoder(decoder) => {
-                let lengths: Vec<usize> = batch.iter().map(|row| row.len()).collect();
-                decoder.forward(&ids, &lengths)?
-            }
-            Backbone::ModernBert(model) => {
-                let lengths: Vec<usize> = batch.iter().map(|row| row.len()).collect();
-                model.forward(&ids, &lengths)?
-            }
-            Backbone::NomicBert(model) => {
-                let lengths: Vec<usize> = batch.iter().map(|row| row.len()).collect();
-                model.forward(&ids, &lengths)?
-            }
+            )?
+        } else {
+            self.encoder.forward(&padded)?
         };
+        let mask = padded.mask;
         let mut pooled = if skip == 0 {
             pool(&hidden, &mask, self.pooling)?
         } else {
@@ -303,26 +274,6 @@ impl SentenceTransformer {
             pooled = pooled.broadcast_div(&norms)?;
         }
         Ok(pooled.to_vec2::<f32>()?)
-    }
-}
-
-/// An encoder (BERT, RoBERTa, MPNet), ModernBERT, NomicBERT, or a decoder (Qwen, Mistral/LLaMA,
-/// Gemma 3).
-enum Backbone {
-    Encoder(Encoder),
-    ModernBert(ModernBert),
-    NomicBert(NomicBert),
-    Decoder(Decoder),
-}
-
-impl Backbone {
-    fn hidden_size(&self) -> usize {
-        match self {
-            Backbone::Encoder(e) => e.hidden_size(),
-            Backbone::Decoder(d) => d.hidden_size(),
-            Backbone::ModernBert(m) => m.hidden_size(),
-            Backbone::NomicBert(m) => m.hidden_size(),
-        }
     }
 }
 

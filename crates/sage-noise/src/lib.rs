@@ -12,7 +12,10 @@
 //!   and the clean and noisy scores of that resample share the draw;
 //! - per channel, the **area** under the retention curve: the trapezoid over
 //!   `(0, 1), (level₁, retention₁), ...` divided by the largest level, so 1 is "no loss at any
-//!   level" and 0.5 "loses everything linearly";
+//!   level" and 0.5 "loses everything linearly". Retention is not capped at 1, so neither is the
+//!   area: above 1, the noisy scores beat the clean one (on a small sample, or a metric the noise
+//!   happens to favour, as ROUGE on the fixtures' few pairs), and the interval says whether
+//!   that is more than chance;
 //! - per dataset, the mean area over channels; the category score is the mean over datasets,
 //!   with the bootstrap interval and the resamples the report pairs between similarities.
 //!

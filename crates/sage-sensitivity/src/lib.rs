@@ -28,6 +28,7 @@ pub use sage_perturb::sensitivity_set;
 pub use task::{
     available, evaluate, evaluate_dataset, expected_similarity, CurvePoint, DatasetReport,
     FamilyReport, LevelReport, Options, SensitivityReport, DEFAULT_DATASETS,
+    DEFAULT_TRUNCATE_TOKENS,
 };
 
 /// Errors of this crate: the error every task over perturbed data shares.

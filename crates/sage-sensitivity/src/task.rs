@@ -41,11 +41,14 @@ impl sage_core::CheckOptions for Options {
     }
 }
 
+/// Tokens documents are cut to by default: the authors' 2,048.
+pub const DEFAULT_TRUNCATE_TOKENS: usize = 2048;
+
 impl Default for Options {
     fn default() -> Self {
         Options {
             max_rows: None,
-            truncate_tokens: Some(2048),
+            truncate_tokens: Some(DEFAULT_TRUNCATE_TOKENS),
             seed: RunSeed::default(),
         }
     }

@@ -516,7 +516,7 @@ struct EvalRankOptions {
     lists: ListSource,
     #[serde(default)]
     post: PostName,
-    #[serde(default = "two")]
+    #[serde(default = "default_abtt_k")]
     abtt_k: usize,
 }
 
@@ -526,8 +526,14 @@ impl sage_core::CheckOptions for EvalRankOptions {
     }
 }
 
-fn two() -> usize {
-    2
+impl EvalRank {
+    /// Principal components `post: abtt` removes when `abtt_k` is not given (the EvalRank
+    /// authors' setting); `sage run evalrank --abtt-k` defaults to it.
+    pub const DEFAULT_ABTT_K: usize = 2;
+}
+
+fn default_abtt_k() -> usize {
+    EvalRank::DEFAULT_ABTT_K
 }
 
 impl Suite for EvalRank {
