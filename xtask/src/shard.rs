@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use sage_core::{CostHint, COST_REFERENCE_MODEL_BYTES};
 use serde_json::{json, Value};
 
 use crate::bench::Job;
@@ -53,55 +54,9 @@ impl Shard {
     }
 }
 
-/// Seconds a job takes on the 2-core CPU this project is developed on, at the default sizes of
-/// bench.toml on the shipped data: (a classical metric, a transformer the size of
-/// all-MiniLM-L6-v2, 90.9 MB of weights).
-///
-/// Metrics: the mean of the four classical metrics' job times in one default run
-/// (2026-11-24). Model, SAGE tasks: all-MiniLM-L6-v2's job times in a default run the same
-/// day, taken while the machine also compiled (so about twice what an idle machine takes; the
-/// ratios hold); retrieval was stopped after 2,200 s unfinished. EvalRank and ALIGN-SIM: the
-/// same model's `sage run` alone, idle machine. PTEB: paraphrasing dominates, 0.08 s per
-/// paraphrase (docs/src/pteb.md) × about 63,000 texts of the default datasets × 5 runs. Only the ratios
-/// matter for balancing; `--costs` replaces all of it with a finished run's own times.
-fn reference_seconds(suite: &str, task: &str) -> (f64, f64) {
-    match (suite, task) {
-        ("sage", "human-pref") => (0.7, 77.0),
-        ("sage", "robustness") => (3.2, 257.0),
-        ("sage", "sensitivity") => (1.0, 1255.0),
-        ("sage", "clustering") => (4.6, 154.0),
-        ("sage", "retrieval") => (4.5, 2200.0),
-        ("evalrank", "word") => (0.0, EVALRANK_WORD),
-        ("evalrank", _) => (0.0, EVALRANK_SENTENCE),
-        ("align-sim", _) => (1.6, ALIGN_SIM),
-        ("pteb", _) => (0.0, 25_000.0),
-        _ => (1.0, 100.0),
-    }
-}
-
-/// Weight bytes of all-MiniLM-L6-v2, the model the reference times are for.
-const REFERENCE_MODEL_BYTES: f64 = 90_868_376.0;
-
-/// all-MiniLM-L6-v2's `sage run evalrank --level word`, idle machine, 2026-11-24.
-const EVALRANK_WORD: f64 = 14.7;
-/// The same, `--level sentence`.
-const EVALRANK_SENTENCE: f64 = 71.6;
-/// The same, `sage run align-sim --max-rows 1750`.
-const ALIGN_SIM: f64 = 89.0;
-
-/// What share of a default job's time the same job takes under `--quick`, by suite: its
-/// sample sizes against the default's (bench.toml's `[quick]` table). SAGE's tasks: 30 rows, 2
-/// clustering subsets of 200 texts and 60 retrieval documents are 1/25 to 1/100 of the
-/// defaults; EvalRank has no quick sizes; ALIGN-SIM 60 of 1,750 rows; PTEB 10 STS-B pairs and 2
-/// runs of about 63,000 texts and 5 runs.
-fn quick_share(suite: &str) -> f64 {
-    match suite {
-        "evalrank" => 1.0,
-        "align-sim" => 60.0 / 1750.0,
-        "pteb" => 20.0 * 2.0 / (63_000.0 * 5.0),
-        _ => 0.02,
-    }
-}
+/// The suites' cost hints (`Suite::cost_hints`, as `sage suites` lists them), by the
+/// `(suite folder, task)` of the jobs they are for.
+pub type CostHints = BTreeMap<(String, String), CostHint>;
 
 /// What a similarity weighs against the reference: transformer weight bytes against
 /// all-MiniLM-L6-v2's (a floor for static models, which have none), 1 for a metric or a remote
@@ -109,24 +64,32 @@ fn quick_share(suite: &str) -> f64 {
 pub fn similarity_weight(weight_bytes: Option<u64>) -> f64 {
     match weight_bytes {
         None => 1.0,
-        Some(bytes) => (bytes as f64 / REFERENCE_MODEL_BYTES).max(0.05),
+        Some(bytes) => (bytes as f64 / COST_REFERENCE_MODEL_BYTES).max(0.05),
     }
 }
 
 /// A job's estimated seconds: the recorded time of the same job in `measured` (a finished
-/// run's bench-all.json, `--costs`) when it has one, else the reference table scaled by the
-/// similarity's weight.
-pub fn estimate(job: &Job, weight: f64, quick: bool, measured: &BTreeMap<String, f64>) -> f64 {
+/// run's bench-all.json, `--costs`) when it has one, else its suite's hint scaled by the
+/// similarity's weight (a suite that gives no hint for the task: a mid-sized SAGE task's).
+pub fn estimate(
+    job: &Job,
+    weight: f64,
+    quick: bool,
+    hints: &CostHints,
+    measured: &BTreeMap<String, f64>,
+) -> f64 {
     if let Some(&seconds) = measured.get(&job.id()) {
         return seconds;
     }
-    let (metric, model) = reference_seconds(&job.suite, &job.task);
-    let base = if job.similarity.is_model {
-        model
-    } else {
-        metric
+    let unmeasured;
+    let hint = match hints.get(&(job.suite.clone(), job.task.clone())) {
+        Some(hint) => hint,
+        None => {
+            unmeasured = CostHint::unmeasured(&job.task);
+            &unmeasured
+        }
     };
-    base * weight * if quick { quick_share(&job.suite) } else { 1.0 }
+    hint.seconds(job.similarity.is_model, weight, quick)
 }
 
 /// The recorded seconds of every finished job in a bench-all.json (`--costs FILE`).

@@ -106,7 +106,9 @@ enum Command {
         task: run::Task,
     },
     /// List the evaluation suites `sage run` takes from the suite registry: one JSON line each
-    /// ({"name", "summary", "default_datasets", "takes_metrics"}), for scripts and bench-all.
+    /// ({"name", "summary", "default_datasets", "kinds", "takes_metrics", "result_suite",
+    /// "result_task", "cost_hints"}), for scripts and bench-all (which balances shards by the
+    /// hints).
     Suites,
     /// List the classical metrics `--similarity` and `--metric` take: one JSON line each
     /// ({"name"}), for scripts and bench-all.

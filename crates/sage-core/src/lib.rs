@@ -24,6 +24,7 @@
 
 mod cache_dir;
 mod category;
+mod cost_hint;
 mod embed;
 mod error;
 pub mod measures;
@@ -38,6 +39,7 @@ pub use cache_dir::{
     cache_dir, open_when_free, redb_header_damage, sibling_caches, CacheMerge, CACHE_OPEN_PATIENCE,
 };
 pub use category::CategoryReport;
+pub use cost_hint::{CostHint, COST_REFERENCE_MODEL_BYTES};
 pub use embed::{
     cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,

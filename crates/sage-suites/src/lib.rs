@@ -229,6 +229,15 @@ pub trait Suite: Send + Sync {
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         (self.name(), self.name().to_owned())
     }
+
+    /// What a job of this suite costs at its default sizes, one hint per task it writes (the
+    /// stems [`Suite::result_location`] gives): what bench-all balances `--shard` shares by
+    /// before a run has finished. By default a mid-sized SAGE task's, for the default task.
+    fn cost_hints(&self) -> Vec<sage_core::CostHint> {
+        vec![sage_core::CostHint::unmeasured(
+            self.result_location(&Map::new()).1,
+        )]
+    }
 }
 
 impl Outcome {
@@ -393,6 +402,7 @@ impl Registry {
                     takes_metrics: s.takes_metrics(),
                     result_suite: folder,
                     result_task: task,
+                    cost_hints: s.cost_hints(),
                 }
             })
             .collect()
@@ -417,6 +427,8 @@ pub struct SuiteInfo {
     pub result_suite: &'static str,
     /// and the task, the file's stem.
     pub result_task: String,
+    /// [`Suite::cost_hints`].
+    pub cost_hints: Vec<sage_core::CostHint>,
 }
 
 /// Reads a suite's options; serde names the unknown or mistyped field.

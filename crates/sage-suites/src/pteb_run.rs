@@ -289,6 +289,16 @@ impl Suite for Pteb {
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         (SUITE, "mteb".to_owned())
     }
+    /// Paraphrasing dominates: 0.08 s per paraphrase (docs/src/pteb.md) × about 63,000 texts of
+    /// the default datasets × 5 runs. `--quick`: 10 STS-B pairs (20 texts) and 2 runs.
+    fn cost_hints(&self) -> Vec<sage_core::CostHint> {
+        vec![sage_core::CostHint {
+            task: "mteb".into(),
+            metric_seconds: 0.0,
+            model_seconds: 25_000.0,
+            quick_share: 20.0 * 2.0 / (63_000.0 * 5.0),
+        }]
+    }
     fn takes_metrics(&self) -> bool {
         false
     }

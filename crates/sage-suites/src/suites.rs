@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use evalrank::{Level, ListSource, PostProcess};
-use sage_core::VectorSimilarity;
+use sage_core::{CostHint, VectorSimilarity};
 use sage_data::DatasetKind;
 use sage_human_pref::Source;
 use serde::Deserialize;
@@ -52,6 +52,21 @@ where
 /// The five SAGE tasks write `sage/<task>.json`: the report's SAGE table reads that folder.
 fn sage_task_location(task: &'static str) -> (&'static str, String) {
     ("sage", task.to_owned())
+}
+
+/// A SAGE task's cost hint. Measured on the 2-core development CPU, 2026-11-24: a metric's
+/// seconds are the mean of the four classical metrics' job times in one default bench-all; the
+/// model's are all-MiniLM-L6-v2's job times in a default run the same day, taken while the
+/// machine also compiled (about twice an idle machine's; the ratios hold; retrieval was stopped
+/// at 2,200 s unfinished). `--quick`'s 30 rows, 2 clustering subsets of 200 texts and 60
+/// retrieval documents are 1/25 to 1/100 of the defaults: 0.02.
+fn sage_task_cost(task: &'static str, metric_seconds: f64, model_seconds: f64) -> CostHint {
+    CostHint {
+        task: task.into(),
+        metric_seconds,
+        model_seconds,
+        quick_share: 0.02,
+    }
 }
 
 pub(crate) fn names(datasets: &[(&str, &str)]) -> Vec<String> {
@@ -102,6 +117,9 @@ impl Suite for HumanPref {
     }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
+    }
+    fn cost_hints(&self) -> Vec<CostHint> {
+        vec![sage_task_cost(self.name(), 0.7, 8e+01)]
     }
     fn name(&self) -> &'static str {
         "human-pref"
@@ -171,6 +189,9 @@ impl Suite for Robustness {
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
     }
+    fn cost_hints(&self) -> Vec<CostHint> {
+        vec![sage_task_cost(self.name(), 3.2, 3e+02)]
+    }
     fn name(&self) -> &'static str {
         "robustness"
     }
@@ -211,6 +232,9 @@ impl Suite for Sensitivity {
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
     }
+    fn cost_hints(&self) -> Vec<CostHint> {
+        vec![sage_task_cost(self.name(), 1.0, 1e+03)]
+    }
     fn name(&self) -> &'static str {
         "sensitivity"
     }
@@ -245,6 +269,9 @@ impl Suite for Clustering {
     }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
+    }
+    fn cost_hints(&self) -> Vec<CostHint> {
+        vec![sage_task_cost(self.name(), 4.6, 2e+02)]
     }
     fn name(&self) -> &'static str {
         "clustering"
@@ -281,6 +308,9 @@ impl Suite for Retrieval {
     }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         sage_task_location(self.name())
+    }
+    fn cost_hints(&self) -> Vec<CostHint> {
+        vec![sage_task_cost(self.name(), 4.5, 2e+03)]
     }
     fn name(&self) -> &'static str {
         "retrieval"
@@ -448,6 +478,16 @@ impl Suite for AlignSim {
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         ("align-sim", "criteria".to_owned())
     }
+    /// all-MiniLM-L6-v2's `sage run align-sim --max-rows 1750` alone, idle machine
+    /// (2026-11-24); a metric's from a default bench-all the same day. Quick: 60 of 1,750 rows.
+    fn cost_hints(&self) -> Vec<CostHint> {
+        vec![CostHint {
+            task: "criteria".into(),
+            metric_seconds: 1.6,
+            model_seconds: 89.0,
+            quick_share: 60.0 / 1750.0,
+        }]
+    }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
         let o: AlignSimOptions = options(suite, &request.options)?;
@@ -566,6 +606,19 @@ impl Suite for EvalRank {
             .and_then(Value::as_str)
             .unwrap_or("level");
         ("evalrank", level.to_owned())
+    }
+    /// all-MiniLM-L6-v2's `sage run evalrank --level word` and `--level sentence` alone, idle
+    /// machine (2026-11-24). A metric runs no EvalRank; `--quick` has no smaller lists.
+    fn cost_hints(&self) -> Vec<CostHint> {
+        [("word", 14.7), ("sentence", 71.6)]
+            .into_iter()
+            .map(|(level, model_seconds)| CostHint {
+                task: level.into(),
+                metric_seconds: 0.0,
+                model_seconds,
+                quick_share: 1.0,
+            })
+            .collect()
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();

@@ -541,3 +541,31 @@ fn throughput_times_a_metric_and_a_model_on_the_same_texts() {
         assert!(outcome.notes.is_empty(), "{:?}", outcome.notes);
     }
 }
+
+/// Every shipped suite hints the cost of the task it writes by default, so that bench-all's
+/// shard planner reads nothing of its own; EvalRank hints each level, whose result files are
+/// named by the level.
+#[test]
+fn every_shipped_suite_hints_its_jobs_costs() {
+    for info in Registry::standard().catalogue() {
+        assert!(!info.cost_hints.is_empty(), "{}", info.name);
+        for hint in &info.cost_hints {
+            assert!(
+                hint.model_seconds > 0.0 && hint.metric_seconds >= 0.0,
+                "{}: {hint:?}",
+                info.name
+            );
+            assert!(
+                hint.quick_share > 0.0 && hint.quick_share <= 1.0,
+                "{}: {hint:?}",
+                info.name
+            );
+        }
+        let tasks: Vec<&str> = info.cost_hints.iter().map(|h| h.task.as_str()).collect();
+        if info.name == "evalrank" {
+            assert_eq!(tasks, ["word", "sentence"]);
+        } else {
+            assert_eq!(tasks, [info.result_task.as_str()], "{}", info.name);
+        }
+    }
+}

@@ -150,6 +150,21 @@ pub(crate) struct Prepared {
     context: RunContext,
 }
 
+/// Every listed suite's cost hints, by the `(suite folder, task)` of the jobs they are for.
+fn cost_hints(suites: &[ListedSuite]) -> shard::CostHints {
+    suites
+        .iter()
+        .flat_map(|suite| {
+            suite.cost_hints.iter().map(|hint| {
+                (
+                    (suite.result_suite.clone(), hint.task.clone()),
+                    hint.clone(),
+                )
+            })
+        })
+        .collect()
+}
+
 impl Prepared {
     /// Resolves `inv`: reads the configuration, builds `sage` unless given, plans the jobs.
     pub fn new(inv: &Invocation) -> Result<Prepared> {
@@ -203,11 +218,12 @@ impl Prepared {
                 (s.label.as_str(), shard::similarity_weight(bytes))
             })
             .collect();
+        let hints = cost_hints(&suites);
         let mut estimates: Vec<f64> = jobs
             .iter()
             .map(|job| {
                 let weight = weights[job.similarity.label.as_str()];
-                shard::estimate(job, weight, inv.quick, &measured)
+                shard::estimate(job, weight, inv.quick, &hints, &measured)
             })
             .collect();
         if let Some(file) = &inv.jobs_file {

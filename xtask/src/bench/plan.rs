@@ -109,6 +109,8 @@ pub(crate) struct ListedSuite {
     /// Where a run with default options writes: `<similarity>/<result_suite>/<result_task>.json`.
     pub(super) result_suite: String,
     pub(super) result_task: String,
+    /// The suite's own estimate of a job per task it writes (`Suite::cost_hints`).
+    pub(super) cost_hints: Vec<sage_core::CostHint>,
 }
 
 /// One JSON object per line of `sage <command>`'s output.

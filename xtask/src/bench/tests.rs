@@ -169,13 +169,88 @@ fn shipped_suites() -> Vec<ListedSuite> {
     CONFIGURED_SUITES
         .iter()
         .chain(&["noise", "throughput"])
-        .map(|&name| ListedSuite {
-            name: name.into(),
-            takes_metrics: !matches!(name, "evalrank" | "pteb"),
-            result_suite: name.into(),
-            result_task: name.into(),
+        .map(|&name| {
+            let (result_suite, result_task) = match name {
+                "evalrank" => ("evalrank", "level"),
+                "align-sim" => ("align-sim", "criteria"),
+                "pteb" => ("pteb", "mteb"),
+                _ if SAGE_TASKS.contains(&name) => ("sage", name),
+                _ => (name, name),
+            };
+            ListedSuite {
+                name: name.into(),
+                takes_metrics: !matches!(name, "evalrank" | "pteb"),
+                result_suite: result_suite.into(),
+                result_task: result_task.into(),
+                cost_hints: Vec::new(),
+            }
         })
         .collect()
+}
+
+/// A job's estimate is its suite's own hint (what `sage suites` lists) for the job's task,
+/// scaled by the similarity's weight and, under `--quick`, by the hint's share; a task without
+/// a hint gets a mid-sized SAGE task's; a finished run's time wins over every hint.
+#[test]
+fn estimates_come_from_each_suites_own_cost_hint() {
+    let hint = |task: &str, metric_seconds, model_seconds, quick_share| sage_core::CostHint {
+        task: task.into(),
+        metric_seconds,
+        model_seconds,
+        quick_share,
+    };
+    let mut suites = shipped_suites();
+    for suite in &mut suites {
+        suite.cost_hints = match suite.name.as_str() {
+            "retrieval" => vec![hint("retrieval", 4.0, 2000.0, 0.01)],
+            "evalrank" => vec![
+                hint("word", 0.0, 10.0, 1.0),
+                hint("sentence", 0.0, 70.0, 1.0),
+            ],
+            _ => Vec::new(),
+        };
+    }
+    let hints = cost_hints(&suites);
+    let config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
+    let jobs = plan(
+        &config,
+        &suites,
+        &test_similarities(&["bm25", "model-a"]),
+        Path::new("data"),
+        &mut Vec::new(),
+    );
+    let job = |similarity: &str, suite: &str, task: &str| {
+        jobs.iter()
+            .find(|j| j.similarity.spec == similarity && j.suite == suite && j.task == task)
+            .unwrap_or_else(|| panic!("no job {similarity}/{suite}/{task}"))
+    };
+    let none = BTreeMap::new();
+    let estimate = |j: &Job, weight, quick| shard::estimate(j, weight, quick, &hints, &none);
+    assert_eq!(estimate(job("bm25", "sage", "retrieval"), 1.0, false), 4.0);
+    assert_eq!(
+        estimate(job("model-a", "sage", "retrieval"), 2.0, false),
+        4000.0
+    );
+    assert!((estimate(job("model-a", "sage", "retrieval"), 2.0, true) - 40.0).abs() < 1e-9);
+    assert_eq!(
+        estimate(job("model-a", "evalrank", "word"), 1.0, false),
+        10.0
+    );
+    assert_eq!(
+        estimate(job("model-a", "evalrank", "sentence"), 1.0, true),
+        70.0
+    );
+    // no hint for human-pref here: the unmeasured default
+    let unhinted = job("model-a", "sage", "human-pref");
+    assert_eq!(
+        estimate(unhinted, 1.0, false),
+        sage_core::CostHint::unmeasured("human-pref").seconds(true, 1.0, false)
+    );
+    let measured = BTreeMap::from([(unhinted.id(), 3.5)]);
+    assert_eq!(
+        shard::estimate(unhinted, 1.0, false, &hints, &measured),
+        3.5
+    );
 }
 
 fn shipped_metrics() -> Vec<String> {
@@ -194,6 +269,7 @@ fn a_listed_suite_beyond_the_shipped_ones_is_planned_from_its_table() {
         takes_metrics,
         result_suite: "toys".into(),
         result_task: "letters".into(),
+        cost_hints: Vec::new(),
     };
     let text = format!(
             "{DEFAULT_CONFIG}\n[suites.toy]\ndatasets = [\"stsb/test\"]\noptions = {{ width = 2, label = \"x\" }}\n"
