@@ -312,6 +312,22 @@ fn evaluate_plans<'r>(
     })
 }
 
+impl sage_core::DatasetScore for DatasetReport {
+    fn score(&self) -> f64 {
+        self.v_measure
+    }
+    fn units(&self) -> usize {
+        self.subsets.len()
+    }
+    fn resampled_score(&self, drawn: &[usize]) -> f64 {
+        drawn
+            .iter()
+            .map(|&i| self.subsets[i].v_measure)
+            .sum::<f64>()
+            / drawn.len() as f64
+    }
+}
+
 /// Task 4 on each of `datasets` (registry name, split; clustering kind).
 pub fn evaluate(
     similarity: &dyn Similarity,
@@ -319,61 +335,35 @@ pub fn evaluate(
     datasets: &[(&str, &str)],
     options: Options,
 ) -> Result<ClusterReport> {
-    if datasets.is_empty() {
-        return Err(ClusterError::Insufficient("no dataset named".into()));
-    }
-    let mut timings = Timings::default();
-    let mut reports = Vec::new();
-    for &(name, split) in datasets {
-        // the labels first, then only the rows the subsets draw (a user's file is streamed)
-        let mut plans = Vec::new();
-        let (labels, drawn) = timings.time(format!("load/{name}/{split}"), || {
-            root.rows::<LabeledText>(name, split)?.pick(
-                |r| r.label.clone(),
-                |labels, split_checksum| {
-                    plans = subset_plans(labels, split_checksum, &options);
-                    let union: BTreeSet<usize> = plans.iter().flatten().copied().collect();
-                    union.into_iter().collect()
-                },
-            )
-        })?;
-        let row = |i: usize| {
-            let at = drawn
-                .positions
-                .binary_search(&i)
-                .expect("every row of a plan was kept");
-            &drawn.rows[at]
-        };
-        reports.push(evaluate_plans(
-            similarity,
-            (name, split),
-            &labels,
-            &plans,
-            &row,
-            &mut timings,
-        )?);
-    }
-    let score = reports.iter().map(|r| r.v_measure).sum::<f64>() / reports.len() as f64;
-    let per_subset: Vec<Vec<f64>> = reports
-        .iter()
-        .map(|r| r.subsets.iter().map(|s| s.v_measure).collect())
-        .collect();
-    let groups: Vec<&[f64]> = per_subset.iter().map(Vec::as_slice).collect();
-    let bootstrap = sage_core::measures::bootstrap_mean_of_means(
-        &groups,
-        options.seed,
-        "clustering/bootstrap",
-    )?;
-    let seed = options.seed;
-    Ok(ClusterReport::new(
+    ClusterReport::over_datasets(
+        "clustering",
         similarity.name(),
-        seed,
+        options.seed,
         options,
-        reports,
-        score,
-        bootstrap,
-        timings,
-    )?)
+        datasets,
+        |name, split, options, timings| {
+            // the labels first, then only the rows the subsets draw (a user's file is streamed)
+            let mut plans = Vec::new();
+            let (labels, drawn) = timings.time(format!("load/{name}/{split}"), || {
+                root.rows::<LabeledText>(name, split)?.pick(
+                    |r| r.label.clone(),
+                    |labels, split_checksum| {
+                        plans = subset_plans(labels, split_checksum, options);
+                        let union: BTreeSet<usize> = plans.iter().flatten().copied().collect();
+                        union.into_iter().collect()
+                    },
+                )
+            })?;
+            let row = |i: usize| {
+                let at = drawn
+                    .positions
+                    .binary_search(&i)
+                    .expect("every row of a plan was kept");
+                &drawn.rows[at]
+            };
+            evaluate_plans(similarity, (name, split), &labels, &plans, &row, timings)
+        },
+    )
 }
 
 #[cfg(test)]

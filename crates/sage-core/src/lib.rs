@@ -38,7 +38,7 @@ mod timings;
 pub use cache_dir::{
     cache_dir, open_when_free, redb_header_damage, sibling_caches, CacheMerge, CACHE_OPEN_PATIENCE,
 };
-pub use category::CategoryReport;
+pub use category::{mean_at, CategoryReport, DatasetScore};
 pub use cost_hint::{CostHint, COST_REFERENCE_MODEL_BYTES};
 pub use embed::{
     cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,

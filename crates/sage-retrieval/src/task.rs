@@ -534,6 +534,18 @@ fn evaluate_set(
     })
 }
 
+impl sage_core::DatasetScore for DatasetReport {
+    fn score(&self) -> f64 {
+        self.score
+    }
+    fn units(&self) -> usize {
+        self.clean_per_query.len()
+    }
+    fn resampled_score(&self, drawn: &[usize]) -> f64 {
+        retention_score(&self.clean_per_query, &self.perturbed_per_query, drawn)
+    }
+}
+
 /// Task 5 on each of `datasets` (registry name, qrels split; BEIR kind).
 pub fn evaluate(
     similarity: &dyn Similarity,
@@ -541,41 +553,17 @@ pub fn evaluate(
     datasets: &[(&str, &str)],
     options: Options,
 ) -> Result<RetrievalReport> {
-    if datasets.is_empty() {
-        return Err(RetrievalError::Insufficient("no dataset named".into()));
-    }
-    let mut timings = Timings::default();
-    let mut reports = Vec::new();
-    for &(name, split) in datasets {
-        let set = load_ranking_set(root, name, split, options.sampling(), &mut timings)?;
-        reports.push(evaluate_set(similarity, &set, &options, &mut timings)?);
-    }
-    let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
-    let sizes: Vec<usize> = reports.iter().map(|r| r.clean_per_query.len()).collect();
-    let bootstrap = measures::bootstrap_replicates(
-        &sizes,
-        |drawn| {
-            drawn
-                .iter()
-                .zip(&reports)
-                .map(|(d, r)| retention_score(&r.clean_per_query, &r.perturbed_per_query, d))
-                .sum::<f64>()
-                / reports.len() as f64
-        },
-        measures::BOOTSTRAP_RESAMPLES,
-        options.seed,
-        "retrieval/bootstrap",
-    )?;
-    let seed = options.seed;
-    Ok(RetrievalReport::new(
+    RetrievalReport::over_datasets(
+        "retrieval",
         similarity.name(),
-        seed,
+        options.seed,
         options,
-        reports,
-        score,
-        bootstrap,
-        timings,
-    )?)
+        datasets,
+        |name, split, options, timings| {
+            let set = load_ranking_set(root, name, split, options.sampling(), timings)?;
+            evaluate_set(similarity, &set, options, timings)
+        },
+    )
 }
 
 #[cfg(test)]

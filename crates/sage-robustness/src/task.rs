@@ -1,7 +1,7 @@
 //! The conditions, one dataset, a whole run.
 
 use rayon::prelude::*;
-use sage_core::{measures, RunSeed, Similarity, Timings};
+use sage_core::{RunSeed, Similarity, Timings};
 use sage_data::{DataRoot, DocumentSummary, RowSelection};
 use sage_perturb::robustness_set;
 use serde::{Deserialize, Serialize};
@@ -208,6 +208,18 @@ pub fn evaluate_dataset(
     })
 }
 
+impl sage_core::DatasetScore for DatasetReport {
+    fn score(&self) -> f64 {
+        self.score
+    }
+    fn units(&self) -> usize {
+        self.document_scores.len()
+    }
+    fn resampled_score(&self, drawn: &[usize]) -> f64 {
+        sage_core::mean_at(&self.document_scores, drawn)
+    }
+}
+
 /// Task 2 on each of `datasets` (registry name, split; document+summary kind).
 pub fn evaluate(
     similarity: &dyn Similarity,
@@ -215,43 +227,28 @@ pub fn evaluate(
     datasets: &[(&str, &str)],
     options: Options,
 ) -> Result<RobustnessReport> {
-    if datasets.is_empty() {
-        return Err(RobustnessError::Insufficient("no dataset named".into()));
-    }
-    let mut timings = Timings::default();
-    let mut reports = Vec::new();
-    for &(name, split) in datasets {
-        let sampled = root
-            .rows::<DocumentSummary>(name, split)?
-            .sample(options.max_rows, options.seed)?;
-        let rows: Vec<&DocumentSummary> = sampled.rows.iter().collect();
-        reports.push(evaluate_dataset(
-            similarity,
-            name,
-            &rows,
-            &sampled.positions,
-            sampled.selection,
-            &options,
-            &mut timings,
-        )?);
-    }
-    let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
-    let groups: Vec<&[f64]> = reports
-        .iter()
-        .map(|r| r.document_scores.as_slice())
-        .collect();
-    let bootstrap =
-        measures::bootstrap_mean_of_means(&groups, options.seed, "robustness/bootstrap")?;
-    let seed = options.seed;
-    Ok(RobustnessReport::new(
+    RobustnessReport::over_datasets(
+        "robustness",
         similarity.name(),
-        seed,
+        options.seed,
         options,
-        reports,
-        score,
-        bootstrap,
-        timings,
-    )?)
+        datasets,
+        |name, split, options, timings| {
+            let sampled = root
+                .rows::<DocumentSummary>(name, split)?
+                .sample(options.max_rows, options.seed)?;
+            let rows: Vec<&DocumentSummary> = sampled.rows.iter().collect();
+            evaluate_dataset(
+                similarity,
+                name,
+                &rows,
+                &sampled.positions,
+                sampled.selection,
+                options,
+                timings,
+            )
+        },
+    )
 }
 
 #[cfg(test)]

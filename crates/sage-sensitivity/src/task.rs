@@ -303,6 +303,18 @@ pub fn available(root: &DataRoot) -> Vec<(&'static str, &'static str)> {
     root.partition_local(&DEFAULT_DATASETS).0
 }
 
+impl sage_core::DatasetScore for DatasetReport {
+    fn score(&self) -> f64 {
+        self.score
+    }
+    fn units(&self) -> usize {
+        self.document_scores.len()
+    }
+    fn resampled_score(&self, drawn: &[usize]) -> f64 {
+        sage_core::mean_at(&self.document_scores, drawn)
+    }
+}
+
 /// Task 3 on each of `datasets` (registry name, split; any document-bearing kind).
 pub fn evaluate(
     similarity: &dyn Similarity,
@@ -310,46 +322,28 @@ pub fn evaluate(
     datasets: &[(&str, &str)],
     options: Options,
 ) -> Result<SensitivityReport> {
-    if datasets.is_empty() {
-        return Err(SensitivityError::Insufficient("no dataset named".into()));
-    }
-    let mut timings = Timings::default();
-    let mut reports = Vec::new();
-    for &(name, split) in datasets {
-        let sampled = root
-            .document_rows(name, split)?
-            .sample(options.max_rows, options.seed)?;
-        let texts: Vec<&str> = sampled.rows.iter().map(|d| d.text.as_str()).collect();
-        reports.push(evaluate_dataset(
-            similarity,
-            name,
-            &texts,
-            &sampled.positions,
-            sampled.selection,
-            &options,
-            &mut timings,
-        )?);
-    }
-    let score = mean(reports.iter().map(|r| r.score));
-    let groups: Vec<&[f64]> = reports
-        .iter()
-        .map(|r| r.document_scores.as_slice())
-        .collect();
-    let bootstrap = sage_core::measures::bootstrap_mean_of_means(
-        &groups,
-        options.seed,
-        "sensitivity/bootstrap",
-    )?;
-    let seed = options.seed;
-    Ok(SensitivityReport::new(
+    SensitivityReport::over_datasets(
+        "sensitivity",
         similarity.name(),
-        seed,
+        options.seed,
         options,
-        reports,
-        score,
-        bootstrap,
-        timings,
-    )?)
+        datasets,
+        |name, split, options, timings| {
+            let sampled = root
+                .document_rows(name, split)?
+                .sample(options.max_rows, options.seed)?;
+            let texts: Vec<&str> = sampled.rows.iter().map(|d| d.text.as_str()).collect();
+            evaluate_dataset(
+                similarity,
+                name,
+                &texts,
+                &sampled.positions,
+                sampled.selection,
+                options,
+                timings,
+            )
+        },
+    )
 }
 
 #[cfg(test)]
