@@ -1,5 +1,6 @@
 //! The criteria, their formulas, and the report.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rand::seq::SliceRandom;
@@ -11,6 +12,40 @@ use sage_perturb::{
 use serde::{Deserialize, Serialize};
 
 use crate::{AlignSimError, Result};
+
+/// The paraphrase datasets of a run that names none (registry name, split): MRPC and PAWS-Wiki.
+pub const DEFAULT_DATASETS: [(&str, &str); 2] = [("mrpc", "test"), ("paws-wiki", "test")];
+
+/// Rows sampled per dataset when the options name no other number.
+pub const DEFAULT_MAX_ROWS: usize = 1750;
+
+/// The options of an ALIGN-SIM run, whoever gives them: `sage run align-sim`'s flags,
+/// `--options`, bench.toml and Python keywords all become this struct and meet its ranges
+/// ([`sage_core::CheckOptions`]) before anything is loaded. The seed is the run's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// Rows sampled per dataset (seeded; 1 to 10,000,000).
+    pub max_rows: usize,
+    /// The WordNet 3.0 dict folder the synonym and antonym criteria read; when `None`,
+    /// `wordnet/dict` under the data root.
+    pub wordnet: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_rows: DEFAULT_MAX_ROWS,
+            wordnet: None,
+        }
+    }
+}
+
+impl sage_core::CheckOptions for Options {
+    fn check(&self) -> sage_core::Result<()> {
+        sage_core::within("max_rows", self.max_rows, 1..=10_000_000)
+    }
+}
 
 /// The ε thresholds of criteria 3 and 5.
 pub const EPSILONS: [f64; 4] = [0.0, 0.01, 0.05, 0.1];

@@ -25,8 +25,8 @@ mod criteria;
 
 pub use criteria::{
     evaluate, evaluate_dataset, histogram, negation, paraphrase, shares_above, AlignSimReport,
-    DatasetReport, DifferenceReport, Histogram, NegationReport, ParaphraseReport, SynonymReport,
-    EPSILONS,
+    DatasetReport, DifferenceReport, Histogram, NegationReport, Options, ParaphraseReport,
+    SynonymReport, DEFAULT_DATASETS, DEFAULT_MAX_ROWS, EPSILONS,
 };
 
 /// Errors of this crate: the error every task over perturbed data shares.

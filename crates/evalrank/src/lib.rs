@@ -21,10 +21,12 @@
 #![deny(missing_docs)]
 
 pub mod lists;
+mod options;
 mod post;
 mod rank;
 mod run;
 
+pub use options::{Options, PostKind, DEFAULT_ABTT_K};
 pub use post::{symmetric_eigen, PostProcess};
 pub use rank::{evaluate, rank_pairs, EvalRankScores};
 pub use run::{

@@ -146,7 +146,7 @@ pub enum Task {
         #[arg(long, value_enum, default_value_t = PostArg::None)]
         post: PostArg,
         /// Components removed by --post abtt (1 to 1,000).
-        #[arg(long, default_value_t = sage_suites::EvalRank::DEFAULT_ABTT_K)]
+        #[arg(long, default_value_t = evalrank::DEFAULT_ABTT_K)]
         abtt_k: usize,
         #[command(flatten)]
         model: ModelArgs,

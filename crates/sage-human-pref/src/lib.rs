@@ -36,8 +36,8 @@ mod task;
 
 pub use task::{
     compare, comparisons_from_ratings, correlate, evaluate, evaluate_source, predict,
-    ComparisonReport, CorrelationReport, Derivation, DimensionCorrelation, HumanPrefReport, Scores,
-    Source, SourceReport,
+    ComparisonReport, CorrelationReport, Derivation, DimensionCorrelation, HumanPrefReport,
+    Options, Scores, Source, SourceReport,
 };
 
 /// Errors of this crate.

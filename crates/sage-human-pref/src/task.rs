@@ -13,6 +13,26 @@ use crate::{HumanPrefError, Result};
 /// Classification scores of the comparisons (summary_0 preferred = positive).
 pub type Scores = BinaryScores;
 
+/// The options of a human-preference run, whoever gives them: `sage run human-pref`'s flags,
+/// `--options`, bench.toml and Python keywords all become this struct and meet its ranges
+/// ([`sage_core::CheckOptions`]) before anything is loaded. The seed is the run's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// Rows sampled per source (seeded); all when `None`.
+    pub max_rows: Option<usize>,
+    /// Least mean-rating difference for two summaries of a document to become a comparison;
+    /// when `None`, per dataset: SummEval 0.4, REALSumm 0.1, others 10% of the observed range.
+    pub margin: Option<f64>,
+}
+
+impl sage_core::CheckOptions for Options {
+    fn check(&self) -> sage_core::Result<()> {
+        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
+        sage_core::within_if_set("margin", self.margin, 0.0..=f64::MAX)
+    }
+}
+
 /// Where one source's comparisons and ratings come from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -68,6 +88,23 @@ impl Source {
             comparisons_split: "validation".into(),
             axis: "summarize-from-feedback-axis".into(),
             axis_split: "validation".into(),
+        }
+    }
+
+    /// The source a dataset name gives: `summarize-from-feedback` (any split) names the paper's
+    /// two feedback tables; any other name a rating dataset, `margin` overriding the dataset's
+    /// default (SummEval's and REALSumm's above; others 10% of the observed range).
+    pub fn named(dataset: &str, split: &str, margin: Option<f64>) -> Source {
+        let default_margin = match dataset {
+            "summarize-from-feedback" => return Source::summarize_from_feedback(),
+            "summeval" => Some(0.4),
+            "realsumm" => Some(0.1),
+            _ => None,
+        };
+        Source::Ratings {
+            dataset: dataset.to_owned(),
+            split: split.to_owned(),
+            margin: margin.or(default_margin),
         }
     }
 

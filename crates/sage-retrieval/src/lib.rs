@@ -41,7 +41,7 @@ mod topk;
 
 pub use sage_perturb::retrieval_set;
 pub use task::{
-    evaluate, evaluate_dataset, load_ranking_set, DatasetReport, Doc, Mode, Options, Query,
+    evaluate, evaluate_dataset, load_ranking_set, notes, DatasetReport, Doc, Mode, Options, Query,
     RankingSet, RetentionReport, RetrievalReport, Sampling, DEFAULT_DATASETS,
 };
 pub use topk::TopK;

@@ -566,6 +566,35 @@ pub fn evaluate(
     )
 }
 
+/// What a reader of a run's result should know that its scores do not say: judgements with a
+/// negative relevance scored as non-relevant, and queries left out because their relevant
+/// documents alone pass `max_docs`. One line per dataset concerned.
+pub fn notes(report: &RetrievalReport) -> Vec<String> {
+    let negative = report
+        .datasets
+        .iter()
+        .filter(|d| d.negative_judgements > 0)
+        .map(|d| {
+            format!(
+                "{}: {} judgements with a negative relevance were scored as judged \
+                 non-relevant (0), as trec_eval does",
+                d.dataset, d.negative_judgements
+            )
+        });
+    let over_budget = report
+        .datasets
+        .iter()
+        .filter(|d| d.queries_over_document_budget > 0)
+        .map(|d| {
+            format!(
+                "{}: {} drawn queries left out, {} kept: their relevant documents alone would \
+                 pass max_docs (raise it to rank them)",
+                d.dataset, d.queries_over_document_budget, d.queries
+            )
+        });
+    negative.chain(over_budget).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

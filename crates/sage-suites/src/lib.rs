@@ -27,8 +27,8 @@ use serde_json::{Map, Value};
 
 pub use pteb_run::{Pteb, PtebOptions, PtebRun};
 pub use suites::{
-    AlignSim, Clustering, EvalRank, HumanPref, Noise, Retrieval, Robustness, Sensitivity,
-    Throughput,
+    AlignSim, DocumentTask, EvalRank, HumanPref, Noise, Throughput, CLUSTERING, RETRIEVAL,
+    ROBUSTNESS, SENSITIVITY,
 };
 
 /// Errors of this crate.
@@ -304,10 +304,10 @@ impl Registry {
         Registry {
             suites: vec![
                 Arc::new(HumanPref),
-                Arc::new(Robustness),
-                Arc::new(Sensitivity),
-                Arc::new(Clustering),
-                Arc::new(Retrieval),
+                Arc::new(ROBUSTNESS),
+                Arc::new(SENSITIVITY),
+                Arc::new(CLUSTERING),
+                Arc::new(RETRIEVAL),
                 Arc::new(AlignSim),
                 Arc::new(EvalRank),
                 Arc::new(Pteb),

@@ -1,53 +1,19 @@
 //! The registered suites: each reads its options and calls its crate.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use evalrank::{Level, ListSource, PostProcess};
-use sage_core::{CostHint, VectorSimilarity};
+use sage_core::CostHint;
+use sage_core::{RunSeed, Similarity};
+use sage_data::DataRoot;
 use sage_data::DatasetKind;
 use sage_human_pref::Source;
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{
     as_refs, datasets_or_local_defaults, failed, options, report, Outcome, Request, Result,
     Subject, Suite, SuiteError,
 };
-
-/// A SAGE task over documents: its crate's `Options` read from the request (the request's seed put
-/// in by `seed`), its datasets or the local defaults, and its crate's `evaluate`.
-fn document_task<O, R, E>(
-    suite: &'static str,
-    kinds: &[DatasetKind],
-    subject: &Subject,
-    request: &Request,
-    defaults: &[(&'static str, &'static str)],
-    seed: impl FnOnce(&mut O, sage_core::RunSeed),
-    evaluate: impl FnOnce(
-        &dyn sage_core::Similarity,
-        &sage_data::DataRoot,
-        &[(&str, &str)],
-        O,
-    ) -> std::result::Result<R, E>,
-) -> Result<Outcome>
-where
-    O: serde::de::DeserializeOwned + sage_core::CheckOptions,
-    R: serde::Serialize,
-    E: std::error::Error + Send + Sync + 'static,
-{
-    let mut o: O = options(suite, &request.options)?;
-    seed(&mut o, request.seed);
-    let mut notes = Vec::new();
-    let datasets = datasets_or_local_defaults(suite, kinds, request, defaults, &mut notes)?;
-    let similarity = subject.similarity();
-    let r = evaluate(similarity.as_ref(), request.root, &as_refs(&datasets), o)
-        .map_err(failed(suite))?;
-    Ok(Outcome {
-        report: report(suite, &r)?,
-        notes,
-    })
-}
 
 /// The five SAGE tasks write `sage/<task>.json`: the report's SAGE table reads that folder.
 fn sage_task_location(task: &'static str) -> (&'static str, String) {
@@ -73,44 +39,13 @@ pub(crate) fn names(datasets: &[(&str, &str)]) -> Vec<String> {
     datasets.iter().map(|(n, s)| format!("{n}/{s}")).collect()
 }
 
-/// SAGE task 1, human-preference alignment ([`sage_human_pref`]). Options: `max_rows`, `margin`
-/// (least mean-rating difference for two summaries to become a comparison; default per dataset:
-/// SummEval 0.4, REALSumm 0.1, others 10% of the observed range).
+/// SAGE task 1, human-preference alignment ([`sage_human_pref`]); options:
+/// [`sage_human_pref::Options`].
 pub struct HumanPref;
-
-#[derive(Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct HumanPrefOptions {
-    max_rows: Option<usize>,
-    margin: Option<f64>,
-}
-
-impl sage_core::CheckOptions for HumanPrefOptions {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
-        sage_core::within_if_set("margin", self.margin, 0.0..=f64::MAX)
-    }
-}
-
-/// `summarize-from-feedback/<any>` names the two feedback tables; any other name a rating
-/// dataset, with `margin` overriding its default.
-fn human_pref_source(dataset: &str, split: &str, margin: Option<f64>) -> Source {
-    let default_margin = match dataset {
-        "summarize-from-feedback" => return Source::summarize_from_feedback(),
-        "summeval" => Some(0.4),
-        "realsumm" => Some(0.1),
-        _ => None,
-    };
-    Source::Ratings {
-        dataset: dataset.to_owned(),
-        split: split.to_owned(),
-        margin: margin.or(default_margin),
-    }
-}
 
 impl Suite for HumanPref {
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
-        crate::options::<HumanPrefOptions>(self.name(), options).map(drop)
+        crate::options::<sage_human_pref::Options>(self.name(), options).map(drop)
     }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[DatasetKind::SummaryRatings, DatasetKind::SummaryAxisRatings]
@@ -136,7 +71,7 @@ impl Suite for HumanPref {
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
-        let o: HumanPrefOptions = options(suite, &request.options)?;
+        let o: sage_human_pref::Options = options(suite, &request.options)?;
         let sources: Vec<Source> = if request.datasets.is_empty() {
             let sources = Source::available(request.root);
             if sources.is_empty() {
@@ -156,7 +91,7 @@ impl Suite for HumanPref {
             request
                 .datasets
                 .iter()
-                .map(|(d, s)| human_pref_source(d, s, o.margin))
+                .map(|(d, s)| Source::named(d, s, o.margin))
                 .collect()
         };
         let similarity = subject.similarity();
@@ -175,198 +110,157 @@ impl Suite for HumanPref {
     }
 }
 
-/// SAGE task 2, transformation robustness ([`sage_robustness`]); options:
-/// [`sage_robustness::Options`].
-pub struct Robustness;
+/// A SAGE task over documents, described by the values its crate exports: the registry holds one
+/// per task ([`ROBUSTNESS`], [`SENSITIVITY`], [`CLUSTERING`], [`RETRIEVAL`]). Its options are the
+/// crate's `Options` (the request's seed put in by `set_seed`), its datasets those named or the
+/// local defaults, and its report the crate's `evaluate` returns, with the notes `notes` reads
+/// from it.
+pub struct DocumentTask<O, R, E> {
+    name: &'static str,
+    summary: &'static str,
+    kinds: &'static [DatasetKind],
+    default_datasets: &'static [(&'static str, &'static str)],
+    /// Seconds of a default job on the reference host: a classical metric's, then the reference
+    /// model's (see [`sage_task_cost`]).
+    cost: (f64, f64),
+    set_seed: fn(&mut O, RunSeed),
+    evaluate: Evaluate<O, R, E>,
+    notes: fn(&R) -> Vec<String>,
+}
 
-impl Suite for Robustness {
+/// A SAGE task crate's `evaluate`: a similarity on datasets (registry name, split) of a root.
+type Evaluate<O, R, E> =
+    fn(&dyn Similarity, &DataRoot, &[(&str, &str)], O) -> std::result::Result<R, E>;
+
+fn no_notes<R>(_: &R) -> Vec<String> {
+    Vec::new()
+}
+
+impl<O, R, E> Suite for DocumentTask<O, R, E>
+where
+    O: DeserializeOwned + sage_core::CheckOptions,
+    R: serde::Serialize,
+    E: std::error::Error + Send + Sync + 'static,
+{
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
-        crate::options::<sage_robustness::Options>(self.name(), options).map(drop)
+        crate::options::<O>(self.name, options).map(drop)
     }
     fn kinds(&self) -> &'static [DatasetKind] {
-        &[DatasetKind::DocumentSummary]
+        self.kinds
     }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
-        sage_task_location(self.name())
+        sage_task_location(self.name)
     }
     fn cost_hints(&self) -> Vec<CostHint> {
-        vec![sage_task_cost(self.name(), 3.2, 3e+02)]
+        vec![sage_task_cost(self.name, self.cost.0, self.cost.1)]
     }
     fn name(&self) -> &'static str {
-        "robustness"
+        self.name
     }
     fn summary(&self) -> &'static str {
-        "SAGE task 2: superficial > summary > semantic perturbations of documents"
+        self.summary
     }
     fn default_datasets(&self) -> Vec<String> {
-        names(&sage_robustness::DEFAULT_DATASETS)
+        names(self.default_datasets)
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        document_task(
-            self.name(),
-            self.kinds(),
-            subject,
+        let suite = self.name;
+        let mut options: O = crate::options(suite, &request.options)?;
+        (self.set_seed)(&mut options, request.seed);
+        let mut notes = Vec::new();
+        let datasets = datasets_or_local_defaults(
+            suite,
+            self.kinds,
             request,
-            &sage_robustness::DEFAULT_DATASETS,
-            |o: &mut sage_robustness::Options, seed| o.seed = seed,
-            sage_robustness::evaluate,
+            self.default_datasets,
+            &mut notes,
+        )?;
+        let similarity = subject.similarity();
+        let r = (self.evaluate)(
+            similarity.as_ref(),
+            request.root,
+            &as_refs(&datasets),
+            options,
         )
+        .map_err(failed(suite))?;
+        notes.extend((self.notes)(&r));
+        Ok(Outcome {
+            report: report(suite, &r)?,
+            notes,
+        })
     }
 }
+
+/// SAGE task 2, transformation robustness ([`sage_robustness`]); options:
+/// [`sage_robustness::Options`].
+pub const ROBUSTNESS: DocumentTask<
+    sage_robustness::Options,
+    sage_robustness::RobustnessReport,
+    sage_robustness::RobustnessError,
+> = DocumentTask {
+    name: "robustness",
+    summary: "SAGE task 2: superficial > summary > semantic perturbations of documents",
+    kinds: &[DatasetKind::DocumentSummary],
+    default_datasets: &sage_robustness::DEFAULT_DATASETS,
+    cost: (3.2, 3e+02),
+    set_seed: |o, seed| o.seed = seed,
+    evaluate: sage_robustness::evaluate,
+    notes: no_notes,
+};
 
 /// SAGE task 3, information sensitivity ([`sage_sensitivity`]); options:
 /// [`sage_sensitivity::Options`] (`truncate_tokens: null` keeps whole documents).
-pub struct Sensitivity;
-
-impl Suite for Sensitivity {
-    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
-        crate::options::<sage_sensitivity::Options>(self.name(), options).map(drop)
-    }
-    fn kinds(&self) -> &'static [DatasetKind] {
-        &[
-            DatasetKind::Documents,
-            DatasetKind::DocumentSummary,
-            DatasetKind::Beir,
-        ]
-    }
-    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
-        sage_task_location(self.name())
-    }
-    fn cost_hints(&self) -> Vec<CostHint> {
-        vec![sage_task_cost(self.name(), 1.0, 1e+03)]
-    }
-    fn name(&self) -> &'static str {
-        "sensitivity"
-    }
-    fn summary(&self) -> &'static str {
-        "SAGE task 3: similarity against the expected degradation of needle insertion and token removal"
-    }
-    fn default_datasets(&self) -> Vec<String> {
-        names(&sage_sensitivity::DEFAULT_DATASETS)
-    }
-    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        document_task(
-            self.name(),
-            self.kinds(),
-            subject,
-            request,
-            &sage_sensitivity::DEFAULT_DATASETS,
-            |o: &mut sage_sensitivity::Options, seed| o.seed = seed,
-            sage_sensitivity::evaluate,
-        )
-    }
-}
+pub const SENSITIVITY: DocumentTask<
+    sage_sensitivity::Options,
+    sage_sensitivity::SensitivityReport,
+    sage_sensitivity::SensitivityError,
+> = DocumentTask {
+    name: "sensitivity",
+    summary: "SAGE task 3: similarity against the expected degradation of needle insertion and token removal",
+    kinds: &[
+        DatasetKind::Documents,
+        DatasetKind::DocumentSummary,
+        DatasetKind::Beir,
+    ],
+    default_datasets: &sage_sensitivity::DEFAULT_DATASETS,
+    cost: (1.0, 1e+03),
+    set_seed: |o, seed| o.seed = seed,
+    evaluate: sage_sensitivity::evaluate,
+    notes: no_notes,
+};
 
 /// SAGE task 4, clustering ([`sage_cluster`]); options: [`sage_cluster::Options`].
-pub struct Clustering;
-
-impl Suite for Clustering {
-    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
-        crate::options::<sage_cluster::Options>(self.name(), options).map(drop)
-    }
-    fn kinds(&self) -> &'static [DatasetKind] {
-        &[DatasetKind::Clustering, DatasetKind::Classification]
-    }
-    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
-        sage_task_location(self.name())
-    }
-    fn cost_hints(&self) -> Vec<CostHint> {
-        vec![sage_task_cost(self.name(), 4.6, 2e+02)]
-    }
-    fn name(&self) -> &'static str {
-        "clustering"
-    }
-    fn summary(&self) -> &'static str {
-        "SAGE task 4: complete-linkage clustering of seeded subsets, V-measure"
-    }
-    fn default_datasets(&self) -> Vec<String> {
-        names(&sage_cluster::DEFAULT_DATASETS)
-    }
-    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        document_task(
-            self.name(),
-            self.kinds(),
-            subject,
-            request,
-            &sage_cluster::DEFAULT_DATASETS,
-            |o: &mut sage_cluster::Options, seed| o.seed = seed,
-            sage_cluster::evaluate,
-        )
-    }
-}
+pub const CLUSTERING: DocumentTask<
+    sage_cluster::Options,
+    sage_cluster::ClusterReport,
+    sage_cluster::ClusterError,
+> = DocumentTask {
+    name: "clustering",
+    summary: "SAGE task 4: complete-linkage clustering of seeded subsets, V-measure",
+    kinds: &[DatasetKind::Clustering, DatasetKind::Classification],
+    default_datasets: &sage_cluster::DEFAULT_DATASETS,
+    cost: (4.6, 2e+02),
+    set_seed: |o, seed| o.seed = seed,
+    evaluate: sage_cluster::evaluate,
+    notes: no_notes,
+};
 
 /// SAGE task 5, retrieval robustness ([`sage_retrieval`]); options: [`sage_retrieval::Options`]
 /// (`mode`: `distractor` or `replace`).
-pub struct Retrieval;
-
-impl Suite for Retrieval {
-    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
-        crate::options::<sage_retrieval::Options>(self.name(), options).map(drop)
-    }
-    fn kinds(&self) -> &'static [DatasetKind] {
-        &[DatasetKind::Beir]
-    }
-    fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
-        sage_task_location(self.name())
-    }
-    fn cost_hints(&self) -> Vec<CostHint> {
-        vec![sage_task_cost(self.name(), 4.5, 2e+03)]
-    }
-    fn name(&self) -> &'static str {
-        "retrieval"
-    }
-    fn summary(&self) -> &'static str {
-        "SAGE task 5: NDCG@10 retention on perturbed copies of BEIR corpora"
-    }
-    fn default_datasets(&self) -> Vec<String> {
-        names(&sage_retrieval::DEFAULT_DATASETS)
-    }
-    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
-        let mut negative = Vec::new();
-        let mut over_budget = Vec::new();
-        let mut outcome = document_task(
-            self.name(),
-            self.kinds(),
-            subject,
-            request,
-            &sage_retrieval::DEFAULT_DATASETS,
-            |o: &mut sage_retrieval::Options, seed| o.seed = seed,
-            |similarity, root, datasets, options| {
-                let report = sage_retrieval::evaluate(similarity, root, datasets, options)?;
-                negative = report
-                    .datasets
-                    .iter()
-                    .filter(|d| d.negative_judgements > 0)
-                    .map(|d| (d.dataset.clone(), d.negative_judgements))
-                    .collect();
-                over_budget = report
-                    .datasets
-                    .iter()
-                    .filter(|d| d.queries_over_document_budget > 0)
-                    .map(|d| (d.dataset.clone(), d.queries_over_document_budget, d.queries))
-                    .collect();
-                Ok::<_, sage_retrieval::RetrievalError>(report)
-            },
-        )?;
-        outcome
-            .notes
-            .extend(negative.into_iter().map(|(dataset, n)| {
-                format!(
-                    "{dataset}: {n} judgements with a negative relevance were scored as judged \
-                 non-relevant (0), as trec_eval does"
-                )
-            }));
-        outcome
-            .notes
-            .extend(over_budget.into_iter().map(|(dataset, left, kept)| {
-                format!(
-                    "{dataset}: {left} drawn queries left out, {kept} kept: their relevant \
-                     documents alone would pass max_docs (raise it to rank them)"
-                )
-            }));
-        Ok(outcome)
-    }
-}
+pub const RETRIEVAL: DocumentTask<
+    sage_retrieval::Options,
+    sage_retrieval::RetrievalReport,
+    sage_retrieval::RetrievalError,
+> = DocumentTask {
+    name: "retrieval",
+    summary: "SAGE task 5: NDCG@10 retention on perturbed copies of BEIR corpora",
+    kinds: &[DatasetKind::Beir],
+    default_datasets: &sage_retrieval::DEFAULT_DATASETS,
+    cost: (4.5, 2e+03),
+    set_seed: |o, seed| o.seed = seed,
+    evaluate: sage_retrieval::evaluate,
+    notes: sage_retrieval::notes,
+};
 
 /// Production noise ([`sage_noise`]): retention curves of retrieval (noisy queries), STS and
 /// pair classification (noisy second sentence), classification and clustering (noisy texts)
@@ -427,38 +321,12 @@ impl Suite for Noise {
     }
 }
 
-/// ALIGN-SIM's five criteria ([`align_sim`]). Options: `max_rows` (rows sampled per dataset,
-/// default 1,750), `wordnet` (the WordNet 3.0 dict folder; default `wordnet/dict` under the data
-/// root).
+/// ALIGN-SIM's five criteria ([`align_sim`]); options: [`align_sim::Options`].
 pub struct AlignSim;
-
-const ALIGN_SIM_DATASETS: [(&str, &str); 2] = [("mrpc", "test"), ("paws-wiki", "test")];
-
-#[derive(Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct AlignSimOptions {
-    max_rows: usize,
-    wordnet: Option<PathBuf>,
-}
-
-impl sage_core::CheckOptions for AlignSimOptions {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within("max_rows", self.max_rows, 1..=10_000_000)
-    }
-}
-
-impl Default for AlignSimOptions {
-    fn default() -> Self {
-        AlignSimOptions {
-            max_rows: 1750,
-            wordnet: None,
-        }
-    }
-}
 
 impl Suite for AlignSim {
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
-        crate::options::<AlignSimOptions>(self.name(), options).map(drop)
+        crate::options::<align_sim::Options>(self.name(), options).map(drop)
     }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[
@@ -473,24 +341,24 @@ impl Suite for AlignSim {
         "ALIGN-SIM: paraphrase, synonym, antonym, negation and jumbling criteria"
     }
     fn default_datasets(&self) -> Vec<String> {
-        names(&ALIGN_SIM_DATASETS)
+        names(&align_sim::DEFAULT_DATASETS)
     }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         ("align-sim", "criteria".to_owned())
     }
-    /// all-MiniLM-L6-v2's `sage run align-sim --max-rows 1750` alone, idle machine
+    /// all-MiniLM-L6-v2's `sage run align-sim --max-rows 1750` (the default) alone, idle machine
     /// (2026-11-24); a metric's from a default bench-all the same day. Quick: 60 of 1,750 rows.
     fn cost_hints(&self) -> Vec<CostHint> {
         vec![CostHint {
             task: "criteria".into(),
             metric_seconds: 1.6,
             model_seconds: 89.0,
-            quick_share: 60.0 / 1750.0,
+            quick_share: 60.0 / align_sim::DEFAULT_MAX_ROWS as f64,
         }]
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
-        let o: AlignSimOptions = options(suite, &request.options)?;
+        let o: align_sim::Options = options(suite, &request.options)?;
         let wordnet_dir = match (o.wordnet, request.root.root()) {
             (Some(dir), _) => dir,
             (None, Some(root)) => root.join("wordnet/dict"),
@@ -510,7 +378,7 @@ impl Suite for AlignSim {
             suite,
             self.kinds(),
             request,
-            &ALIGN_SIM_DATASETS,
+            &align_sim::DEFAULT_DATASETS,
             &mut notes,
         )?;
         let similarity = subject.similarity();
@@ -530,55 +398,14 @@ impl Suite for AlignSim {
     }
 }
 
-/// EvalRank ([`evalrank`]): positive pairs ranked against a background set. Options: `level`
-/// (`word` or `sentence`, required), `similarity` (`cosine` or `l2`), `lists` (`shipped` or
-/// `constructed`), `post` (`none`, `whitening` or `abtt`), `abtt_k` (default 2). Without
-/// datasets the level names its lists; with datasets (text pairs, STS pairs, vocabularies: the
+/// EvalRank ([`evalrank`]): positive pairs ranked against a background set; options:
+/// [`evalrank::Options`]. Without datasets the level names its lists; with datasets (text pairs, STS pairs, vocabularies: the
 /// user's own) those make the lists ([`evalrank::run_on_datasets`]). No seed: nothing is sampled.
 pub struct EvalRank;
 
-#[derive(Clone, Copy, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum PostName {
-    #[default]
-    None,
-    Whitening,
-    Abtt,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EvalRankOptions {
-    level: Level,
-    #[serde(default)]
-    similarity: VectorSimilarity,
-    #[serde(default)]
-    lists: ListSource,
-    #[serde(default)]
-    post: PostName,
-    #[serde(default = "default_abtt_k")]
-    abtt_k: usize,
-}
-
-impl sage_core::CheckOptions for EvalRankOptions {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within("abtt_k", self.abtt_k, 1..=1_000)
-    }
-}
-
-impl EvalRank {
-    /// Principal components `post: abtt` removes when `abtt_k` is not given (the EvalRank
-    /// authors' setting); `sage run evalrank --abtt-k` defaults to it.
-    pub const DEFAULT_ABTT_K: usize = 2;
-}
-
-fn default_abtt_k() -> usize {
-    EvalRank::DEFAULT_ABTT_K
-}
-
 impl Suite for EvalRank {
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
-        crate::options::<EvalRankOptions>(self.name(), options).map(drop)
+        crate::options::<evalrank::Options>(self.name(), options).map(drop)
     }
     fn kinds(&self) -> &'static [DatasetKind] {
         &[
@@ -623,12 +450,8 @@ impl Suite for EvalRank {
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
         let model = subject.model(suite)?;
-        let o: EvalRankOptions = options(suite, &request.options)?;
-        let post = match o.post {
-            PostName::None => PostProcess::None,
-            PostName::Whitening => PostProcess::Whitening,
-            PostName::Abtt => PostProcess::Abtt { k: o.abtt_k },
-        };
+        let o: evalrank::Options = options(suite, &request.options)?;
+        let post = o.post_process();
         let r = if request.datasets.is_empty() {
             evalrank::run(
                 request.root,

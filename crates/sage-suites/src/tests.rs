@@ -407,7 +407,7 @@ fn registered_metrics_are_subjects_and_names_are_unique() {
             .with_metric(constant)
     });
     assert!(twice.is_err());
-    let twice = std::panic::catch_unwind(|| Registry::standard().with_suite(Robustness));
+    let twice = std::panic::catch_unwind(|| Registry::standard().with_suite(ROBUSTNESS));
     assert!(twice.is_err());
 }
 
