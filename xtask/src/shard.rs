@@ -161,7 +161,7 @@ pub fn read_job_file(path: &Path) -> Result<Vec<(String, Option<f64>)>> {
 
 /// The shard cache files in `dir` (`<stem>.shard-*.redb`), sorted.
 pub fn shard_caches(dir: &Path, stem: &str) -> Vec<PathBuf> {
-    sage_core::sibling_caches(dir, &format!("{stem}.shard-"), Path::new(""))
+    sage_cache::sibling_caches(dir, &format!("{stem}.shard-"), Path::new(""))
 }
 
 #[cfg(test)]

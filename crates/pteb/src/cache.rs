@@ -6,6 +6,7 @@
 //! the generations in flight, and a re-run (or a run with another encoder) generates only what
 //! is missing.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -24,9 +25,9 @@ pub struct ParaphraseCache {
     siblings: Option<PathBuf>,
 }
 
-/// `paraphrases.redb` in [`sage_core::cache_dir`].
+/// `paraphrases.redb` in [`sage_cache::cache_dir`].
 pub fn default_cache_path() -> PathBuf {
-    sage_core::cache_dir().join("paraphrases.redb")
+    sage_cache::cache_dir().join("paraphrases.redb")
 }
 
 /// The key of a request: SHA-256 of its parts, each followed by a 0 byte.
@@ -43,31 +44,11 @@ impl ParaphraseCache {
     /// Opens (creating file and folder if missing) the cache at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<ParaphraseCache> {
         let path = path.as_ref().to_owned();
-        let error = |m: String| PtebError::Cache {
-            path: path.clone(),
-            message: m,
+        let remedy = sage_cache::Remedy {
+            broken: "move it aside or pass another --paraphrase-cache".into(),
+            in_use: "run one at a time, or pass another --paraphrase-cache".into(),
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| error(format!("cannot create folder: {e}")))?;
-        }
-        if let Some(why) = sage_core::redb_header_damage(&path) {
-            return Err(error(format!(
-                "{why}; move it aside or pass another --paraphrase-cache"
-            )));
-        }
-        // a sibling's momentary read lock (see `reading_siblings`) is waited out
-        let db = sage_core::open_when_free(
-            || Database::create(&path),
-            |e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
-        )
-        .map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => error(
-                "in use by another process (run one at a time, or pass another --paraphrase-cache)"
-                    .into(),
-            ),
-            other => error(other.to_string()),
-        })?;
+        let db = sage_cache::open(&path, &remedy)?;
         Ok(ParaphraseCache {
             db,
             path,
@@ -108,23 +89,23 @@ impl ParaphraseCache {
     /// The bytes stored under `key` in the first readable sibling that has them.
     fn sibling_bytes(&self, key: &[u8; 32]) -> Option<Vec<u8>> {
         let dir = self.siblings.as_ref()?;
-        sage_core::sibling_caches(dir, "paraphrases", &self.path)
-            .into_iter()
-            .find_map(|sibling| {
-                // redb panics on some broken files; a sibling is optional, so it is skipped
-                std::panic::catch_unwind(|| {
-                    if sage_core::redb_header_damage(&sibling).is_some() {
-                        return None;
-                    }
-                    let db = redb::ReadOnlyDatabase::open(&sibling).ok()?;
-                    let txn = db.begin_read().ok()?;
-                    let table = txn.open_table(TABLE).ok()?;
-                    let bytes = table.get(key.as_slice()).ok()??.value().to_vec();
-                    Some(bytes)
-                })
-                .ok()
-                .flatten()
-            })
+        let mut found = None;
+        sage_cache::read_siblings(dir, "paraphrases", &self.path, |_, db| {
+            let bytes = (|| {
+                let txn = db.begin_read().ok()?;
+                let table = txn.open_table(TABLE).ok()?;
+                let bytes = table.get(key.as_slice()).ok()??.value().to_vec();
+                Some(bytes)
+            })();
+            match bytes {
+                Some(bytes) => {
+                    found = Some(bytes);
+                    ControlFlow::Break(())
+                }
+                None => ControlFlow::Continue(()),
+            }
+        });
+        found
     }
 
     /// The cache file.
@@ -192,16 +173,16 @@ impl ParaphraseCache {
 /// an entry is copied when `into` lacks its key, or holds bytes there that are not an outcome
 /// (JSON); a source entry that is not one is skipped and counted. Idempotent; the sources are
 /// only read; all copies are one transaction, so a killed merge leaves the target as it was.
-pub fn merge_paraphrase_caches(into: &Path, sources: &[PathBuf]) -> Result<sage_core::CacheMerge> {
+pub fn merge_paraphrase_caches(into: &Path, sources: &[PathBuf]) -> Result<sage_cache::CacheMerge> {
     let error = |path: &Path, e: &dyn std::fmt::Display| PtebError::Cache {
         path: path.to_owned(),
         message: e.to_string(),
     };
     let target = ParaphraseCache::open(into)?;
-    let mut merge = sage_core::CacheMerge {
+    let mut merge = sage_cache::CacheMerge {
         into: into.to_owned(),
         sources: sources.len(),
-        ..sage_core::CacheMerge::default()
+        ..sage_cache::CacheMerge::default()
     };
     let is_outcome = |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).is_ok();
     let txn = target.db.begin_write().map_err(|e| error(into, &e))?;
@@ -211,7 +192,7 @@ pub fn merge_paraphrase_caches(into: &Path, sources: &[PathBuf]) -> Result<sage_
             if source == into {
                 return Err(error(source, &"is the merge's target too"));
             }
-            if let Some(why) = sage_core::redb_header_damage(source) {
+            if let Some(why) = sage_cache::redb_header_damage(source) {
                 return Err(error(source, &why));
             }
             let db = redb::ReadOnlyDatabase::open(source).map_err(|e| error(source, &e))?;

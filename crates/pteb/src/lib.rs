@@ -100,5 +100,14 @@ pub enum PtebError {
     Task(String),
 }
 
+impl From<sage_cache::CacheError> for PtebError {
+    fn from(e: sage_cache::CacheError) -> Self {
+        PtebError::Cache {
+            path: e.path,
+            message: e.message,
+        }
+    }
+}
+
 /// Result alias of this crate.
 pub type Result<T, E = PtebError> = std::result::Result<T, E>;

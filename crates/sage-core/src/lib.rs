@@ -11,7 +11,8 @@
 //! - [`RunSeed`] — the one documented way experiments derive their random generators, so results
 //!   do not depend on thread count.
 //! - [`Role`] — what a text is for (query, document, plain), so asymmetric embedders get it.
-//! - [`cache_dir`] — the folder every cache file lives in by default.
+//! - [`CategoryReport`] — the report of a SAGE category over datasets, and its one driver
+//!   ([`CategoryReport::over_datasets`]).
 //! - [`redact`] — the one rule for what may be shown of a server URL or answer.
 //! - [`ResultEnvelope`] — the result file every suite's report is written in, and read from.
 //! - [`measures`] — every evaluation measure (Pearson, Spearman, V-measure, NDCG, MRR, MAP,
@@ -22,7 +23,6 @@
 //! report. This crate owns the middle of that chain; it reads no datasets and loads no models.
 #![deny(missing_docs)]
 
-mod cache_dir;
 mod category;
 mod cost_hint;
 mod embed;
@@ -35,9 +35,6 @@ mod seed;
 mod similarity;
 mod timings;
 
-pub use cache_dir::{
-    cache_dir, open_when_free, redb_header_damage, sibling_caches, CacheMerge, CACHE_OPEN_PATIENCE,
-};
 pub use category::{mean_at, CategoryReport, DatasetScore};
 pub use cost_hint::{CostHint, COST_REFERENCE_MODEL_BYTES};
 pub use embed::{

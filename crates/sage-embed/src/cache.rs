@@ -18,13 +18,15 @@
 //! loses at most the chunk in flight and a re-run embeds only what is missing.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ndarray::Array2;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
-use sage_core::{CacheMerge, Embedder, EmbedderIdentity, RemoteUsage, Role, SageError};
+use sage_cache::CacheMerge;
+use sage_core::{Embedder, EmbedderIdentity, RemoteUsage, Role, SageError};
 use sha2::{Digest, Sha256};
 
 use crate::error::{EmbedError, Result};
@@ -260,9 +262,9 @@ pub struct CachedEmbedder<E> {
     tag: Tag,
 }
 
-/// `embeddings.redb` in [`sage_core::cache_dir`].
+/// `embeddings.redb` in [`sage_cache::cache_dir`].
 pub fn default_cache_path() -> PathBuf {
-    sage_core::cache_dir().join("embeddings.redb")
+    sage_cache::cache_dir().join("embeddings.redb")
 }
 
 fn cache_error(path: &Path, e: impl std::fmt::Display) -> EmbedError {
@@ -272,48 +274,46 @@ fn cache_error(path: &Path, e: impl std::fmt::Display) -> EmbedError {
     }
 }
 
-/// Runs `work` on the redb file at `path`, turning a panic inside redb (it panics on some
-/// structurally broken files: a truncated one, overwritten page headers) into an error that says
-/// what to do.
-fn guarded<T>(path: &Path, work: impl FnOnce() -> Result<T>) -> Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-        .unwrap_or_else(|panic| Err(broken_file(path, &panic.as_ref())))
+impl From<sage_cache::CacheError> for EmbedError {
+    fn from(e: sage_cache::CacheError) -> Self {
+        EmbedError::Cache {
+            path: e.path,
+            message: e.message,
+        }
+    }
 }
 
-/// The error for a file redb panicked on (`panic` is the panic's payload).
-fn broken_file(path: &Path, panic: &&(dyn std::any::Any + Send)) -> EmbedError {
-    let what = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())
-        .unwrap_or("a panic");
-    cache_error(
-        path,
-        format!(
-            "the file is structurally broken (redb: {what}); `sage cache repair --cache {}` \
-             moves it aside, or pass --no-cache",
+/// What a user does about an embedding cache file that cannot be used.
+fn remedy(path: &Path) -> sage_cache::Remedy {
+    sage_cache::Remedy {
+        broken: format!(
+            "`sage cache repair --cache {}` moves it aside, or pass --no-cache",
             path.display()
         ),
-    )
+        in_use: "run one at a time, pass another --cache file, or --no-cache".into(),
+    }
+}
+
+/// Runs `work` on the redb file at `path`, a redb panic becoming an error that says what to do
+/// ([`sage_cache::guarded`]).
+fn guarded<T>(path: &Path, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    sage_cache::guarded(path, &remedy(path), work)
 }
 
 /// Refuses a cache file whose header redb would trust and misread (see
-/// [`sage_core::redb_header_damage`]); called before every open, since the misreading aborts the
-/// process where no panic can be caught.
+/// [`sage_cache::redb_header_damage`]); called before every open, since the misreading aborts
+/// the process where no panic can be caught.
 fn refuse_damaged(path: &Path) -> Result<()> {
     refuse_damaged_as(path, path)
 }
 
 /// [`refuse_damaged`] for the file at `read`, reported as `named` (a copy of it, say).
 fn refuse_damaged_as(read: &Path, named: &Path) -> Result<()> {
-    match sage_core::redb_header_damage(read) {
+    match sage_cache::redb_header_damage(read) {
         None => Ok(()),
         Some(why) => Err(cache_error(
             named,
-            format!(
-                "{why}; `sage cache repair --cache {}` moves it aside, or pass --no-cache",
-                named.display()
-            ),
+            format!("{why}; {}", remedy(named).broken),
         )),
     }
 }
@@ -323,7 +323,7 @@ fn open_error(path: &Path, e: redb::DatabaseError) -> EmbedError {
     match e {
         redb::DatabaseError::DatabaseAlreadyOpen => cache_error(
             path,
-            "in use by another process (run one at a time, pass another --cache file, or --no-cache)",
+            format!("in use by another process ({})", remedy(path).in_use),
         ),
         other => cache_error(path, other),
     }
@@ -338,19 +338,8 @@ impl<E: Embedder> CachedEmbedder<E> {
     /// one), every answer as it arrives.
     pub fn open(inner: E, path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_owned();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| cache_error(&path, format!("cannot create folder: {e}")))?;
-        }
         // a sibling's momentary read lock (see `reading_siblings`) is waited out
-        let db = guarded(&path, || {
-            refuse_damaged(&path)?;
-            sage_core::open_when_free(
-                || Database::create(&path),
-                |e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
-            )
-            .map_err(|e| open_error(&path, e))
-        })?;
+        let db = sage_cache::open(&path, &remedy(&path))?;
         let tag = model_tag(inner.identity());
         Ok(CachedEmbedder {
             inner,
@@ -567,40 +556,35 @@ impl<E: Embedder> CachedEmbedder<E> {
         let dim = self.inner.dimension();
         let mut found_rows = Vec::new();
         let mut found = Vec::new();
-        for sibling in sage_core::sibling_caches(dir, "embeddings", &self.path) {
-            if rows.iter().all(Option::is_some) {
-                break;
+        // a sibling unreadable for now (its writer holds it, or it needs its owner's repair) is
+        // skipped: the text is embedded here instead, which gives the same vector
+        sage_cache::read_siblings(dir, "embeddings", &self.path, |_, db| {
+            let Ok(txn) = db.begin_read() else {
+                return ControlFlow::Continue(());
+            };
+            let Ok(table) = txn.open_table(TABLE) else {
+                return ControlFlow::Continue(());
+            };
+            for (i, key) in keys.iter().enumerate() {
+                if rows[i].is_some() {
+                    continue;
+                }
+                let Ok(entry) = table.get(key.as_slice()) else {
+                    return ControlFlow::Continue(());
+                };
+                let entry = entry.and_then(|v| decode_entry(key, v.value(), dim).ok());
+                if let Some(vector) = entry.filter(|e| e.tag == self.tag).map(|e| e.values) {
+                    found.push(vector.clone());
+                    found_rows.push(i);
+                    rows[i] = Some(vector);
+                }
             }
-            // unreadable for now (its writer holds it, or it needs its owner's repair): the
-            // text is embedded here instead, which gives the same vector
-            let _ = guarded(&sibling, || {
-                if refuse_damaged(&sibling).is_err() {
-                    return Ok(());
-                }
-                let Ok(db) = redb::ReadOnlyDatabase::open(&sibling) else {
-                    return Ok(());
-                };
-                let txn = db.begin_read().map_err(|e| cache_error(&sibling, e))?;
-                let Ok(table) = txn.open_table(TABLE) else {
-                    return Ok(());
-                };
-                for (i, key) in keys.iter().enumerate() {
-                    if rows[i].is_some() {
-                        continue;
-                    }
-                    let entry = table
-                        .get(key.as_slice())
-                        .map_err(|e| cache_error(&sibling, e))?;
-                    let entry = entry.and_then(|v| decode_entry(key, v.value(), dim).ok());
-                    if let Some(vector) = entry.filter(|e| e.tag == self.tag).map(|e| e.values) {
-                        found.push(vector.clone());
-                        found_rows.push(i);
-                        rows[i] = Some(vector);
-                    }
-                }
-                Ok(())
-            });
-        }
+            if rows.iter().all(Option::is_some) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
         if found.is_empty() {
             return Ok(());
         }

@@ -159,4 +159,4 @@ pub(crate) fn file_digest(path: &Path) -> Result<String> {
 #[cfg(test)]
 mod golden;
 /// What [`merge_caches`] did (one shape for every kind of cache file).
-pub use sage_core::CacheMerge;
+pub use sage_cache::CacheMerge;

@@ -21,7 +21,7 @@ pub(super) fn report(sage: &Path, out: &Path) -> Result<()> {
 /// runs `sage report`. A missing result is an error naming the job; nothing is reported then.
 pub(super) fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> {
     let out = &inv.out;
-    let cache_dir = sage_core::cache_dir();
+    let cache_dir = sage_cache::cache_dir();
     for (stem, flag) in [("embeddings", None), ("paraphrases", Some("--paraphrases"))] {
         let shards = shard::shard_caches(&cache_dir, stem);
         if shards.is_empty() {

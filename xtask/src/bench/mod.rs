@@ -338,7 +338,7 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         return print_plan(&selected, &sage, out, inv.overwrite, &context);
     }
     if let Some(shard) = inv.shard {
-        context.caches = Some((shard, sage_core::cache_dir()));
+        context.caches = Some((shard, sage_cache::cache_dir()));
     }
     let swept = sweep_stale_temporaries(out);
     if swept > 0 {

@@ -51,13 +51,10 @@ pub fn check_cache(path: &Path, repair: bool) -> Result<CacheCheck> {
     if !path.is_file() {
         return Err(cache_error(path, "no such cache file"));
     }
-    let inspected =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inspect_cache(path, repair)));
-    let broken = match inspected {
+    let broken = match guarded(path, || Ok(inspect_cache(path, repair))) {
         Ok(Ok(check)) => return Ok(check),
         Ok(Err(Unread::Other(e))) => return Err(e),
-        Ok(Err(Unread::Broken(e))) => e,
-        Err(panic) => broken_file(path, &panic.as_ref()),
+        Ok(Err(Unread::Broken(e))) | Err(e) => e,
     };
     if !repair {
         return Err(broken);

@@ -1,4 +1,5 @@
-//! Where sage-rs keeps what it computes once and reuses (embeddings, paraphrases).
+//! Where sage-rs keeps what it computes once and reuses (embeddings, paraphrases), and what every
+//! cache file is checked for before redb opens it.
 
 use std::path::PathBuf;
 

@@ -1,0 +1,30 @@
+//! # sage-cache
+//!
+//! The cache files of sage-rs: the embedding cache (sage-embed's `CachedEmbedder`) and the
+//! paraphrase cache (pteb's `ParaphraseCache`) are both redb files in one folder
+//! ([`cache_dir`]), and this crate holds what every such file needs, once:
+//!
+//! - [`cache_dir`]: the folder, one variable (`SAGE_CACHE_DIR`) moving every cache of a cluster
+//!   run to shared storage.
+//! - [`open`]: a file opened for writing, its folder created, a damaged header refused before
+//!   redb reads it ([`redb_header_damage`]: redb would otherwise abort the process), a sibling's
+//!   momentary read lock waited out ([`open_when_free`]), and a redb panic on a structurally
+//!   broken file turned into an error ([`guarded`]). Every failure names the file and what the
+//!   user can do ([`Remedy`]).
+//! - [`read_siblings`]: a sharded run's other cache files (`<stem>*.redb` in one folder,
+//!   [`sibling_caches`]), each opened read-only for one lookup and skipped while its writer holds
+//!   it or when it cannot be read. A cache answers from them what it lacks, so shards share work
+//!   without sharing a file.
+//! - [`CacheMerge`]: what folding the shards' files into one did, the same counts for every kind.
+//!
+//! What is stored, and how an entry is checked, stays with the cache that stores it: vectors
+//! with their checksums and widths in sage-embed, paraphrase outcomes as JSON in pteb.
+#![deny(missing_docs)]
+
+mod files;
+mod store;
+
+pub use files::{
+    cache_dir, open_when_free, redb_header_damage, sibling_caches, CacheMerge, CACHE_OPEN_PATIENCE,
+};
+pub use store::{guarded, open, read_siblings, CacheError, Remedy};

@@ -1,0 +1,223 @@
+//! Opening a cache file for writing, and reading its siblings: the failures a user meets (a
+//! damaged file, one another process holds, one redb panics on) said once, naming the file and
+//! what to do.
+
+use std::ops::ControlFlow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use redb::{Database, DatabaseError, ReadOnlyDatabase};
+
+use crate::{open_when_free, redb_header_damage, sibling_caches};
+
+/// What a user can do about a cache file that cannot be used, as each kind of cache says it
+/// (its own flags).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remedy {
+    /// For a damaged or structurally broken file ("`sage cache repair --cache F` moves it
+    /// aside, or pass --no-cache").
+    pub broken: String,
+    /// For a file another process holds ("run one at a time, or pass another --cache file").
+    pub in_use: String,
+}
+
+/// A cache file that cannot be used: the file, and why (with what to do, from its [`Remedy`]).
+/// Each cache's crate turns it into its own error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", path.display())]
+pub struct CacheError {
+    /// The cache file.
+    pub path: PathBuf,
+    /// Why it cannot be used.
+    pub message: String,
+}
+
+impl CacheError {
+    /// The error `message` about the file at `path`.
+    pub fn new(path: &Path, message: impl std::fmt::Display) -> CacheError {
+        CacheError {
+            path: path.to_owned(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// Runs `work` on the redb file at `path`, turning a panic inside redb (it panics on some
+/// structurally broken files: a truncated one, overwritten page headers) into an error that says
+/// what to do.
+pub fn guarded<T, E: From<CacheError>>(
+    path: &Path,
+    remedy: &Remedy,
+    work: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        Err(CacheError::new(
+            path,
+            format!(
+                "the file is structurally broken (redb: {what}); {}",
+                remedy.broken
+            ),
+        )
+        .into())
+    })
+}
+
+/// The cache file at `path` opened for writing (created, with its folder, if missing). A
+/// damaged header is refused before redb reads it ([`redb_header_damage`]), a sibling's
+/// momentary read lock is waited out ([`open_when_free`]), and a redb panic becomes an error
+/// ([`guarded`]).
+pub fn open(path: &Path, remedy: &Remedy) -> Result<Database, CacheError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CacheError::new(path, format!("cannot create folder: {e}")))?;
+    }
+    guarded(path, remedy, || {
+        if let Some(why) = redb_header_damage(path) {
+            return Err(CacheError::new(path, format!("{why}; {}", remedy.broken)));
+        }
+        open_when_free(
+            || Database::create(path),
+            |e| matches!(e, DatabaseError::DatabaseAlreadyOpen),
+        )
+        .map_err(|e| match e {
+            DatabaseError::DatabaseAlreadyOpen => CacheError::new(
+                path,
+                format!("in use by another process ({})", remedy.in_use),
+            ),
+            other => CacheError::new(path, other),
+        })
+    })
+}
+
+/// Hands `visit` each sibling of `own` (the `<stem>*.redb` files of `dir`: a sharded run's
+/// other shards, an earlier merge) that can be read now, each opened read-only for the visit
+/// alone, until `visit` breaks. A sibling its writer holds, a damaged one and one redb panics
+/// on are skipped: what it would have answered is computed again, the same (seeded).
+pub fn read_siblings(
+    dir: &Path,
+    stem: &str,
+    own: &Path,
+    mut visit: impl FnMut(&Path, &ReadOnlyDatabase) -> ControlFlow<()>,
+) {
+    for sibling in sibling_caches(dir, stem, own) {
+        let flow = catch_unwind(AssertUnwindSafe(|| {
+            if redb_header_damage(&sibling).is_some() {
+                return ControlFlow::Continue(());
+            }
+            match ReadOnlyDatabase::open(&sibling) {
+                Ok(db) => visit(&sibling, &db),
+                Err(_) => ControlFlow::Continue(()),
+            }
+        }))
+        .unwrap_or(ControlFlow::Continue(()));
+        if flow.is_break() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::{ReadableDatabase, TableDefinition};
+
+    use super::*;
+
+    const TABLE: TableDefinition<&str, u64> = TableDefinition::new("t");
+
+    fn remedy() -> Remedy {
+        Remedy {
+            broken: "move it aside".into(),
+            in_use: "run one at a time".into(),
+        }
+    }
+
+    fn put(db: &Database, key: &str, value: u64) {
+        let txn = db.begin_write().unwrap();
+        txn.open_table(TABLE).unwrap().insert(key, value).unwrap();
+        txn.commit().unwrap();
+    }
+
+    /// A fresh file and its folder are made; a second writer is refused with the remedy; a
+    /// damaged header is refused before redb reads it, naming the file and the remedy.
+    #[test]
+    fn opening_names_the_file_and_the_remedy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deep/er/cache.redb");
+        let db = open(&path, &remedy()).unwrap();
+        put(&db, "a", 1);
+        let busy = open(&path, &remedy()).unwrap_err();
+        assert_eq!(busy.path, path);
+        assert!(
+            busy.message
+                .contains("in use by another process (run one at a time)"),
+            "{busy}"
+        );
+        drop(db);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let slot = 64 + 128 * usize::from(bytes[9] & 1 != 0);
+        bytes[slot + 47] = 0xEA;
+        std::fs::write(&path, &bytes).unwrap();
+        let damaged = open(&path, &remedy()).unwrap_err();
+        assert!(
+            damaged
+                .message
+                .contains("fails its checksum; move it aside"),
+            "{damaged}"
+        );
+        assert!(damaged.to_string().starts_with(&path.display().to_string()));
+    }
+
+    #[test]
+    fn a_panic_inside_becomes_the_broken_file_error() {
+        let path = Path::new("x.redb");
+        let r: Result<(), CacheError> = guarded(path, &remedy(), || panic!("page out of range"));
+        let e = r.unwrap_err();
+        assert_eq!(
+            e.message,
+            "the file is structurally broken (redb: page out of range); move it aside"
+        );
+    }
+
+    /// Siblings are visited in name order, the own file, a held one and a damaged one skipped,
+    /// until the visit breaks.
+    #[test]
+    fn siblings_that_can_be_read_now_are_visited_until_the_visit_breaks() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        for (i, name) in ["c.shard-0.redb", "c.shard-1.redb", "c.shard-3.redb"]
+            .iter()
+            .enumerate()
+        {
+            put(&open(&at(name), &remedy()).unwrap(), "k", i as u64);
+        }
+        let held = open(&at("c.shard-2.redb"), &remedy()).unwrap();
+        put(&held, "k", 2);
+        std::fs::write(at("c.shard-4.redb"), vec![0u8; 64]).unwrap();
+        let mut seen = Vec::new();
+        read_siblings(dir.path(), "c", &at("c.shard-1.redb"), |_, db| {
+            let txn = db.begin_read().unwrap();
+            seen.push(
+                txn.open_table(TABLE)
+                    .unwrap()
+                    .get("k")
+                    .unwrap()
+                    .unwrap()
+                    .value(),
+            );
+            ControlFlow::Continue(())
+        });
+        assert_eq!(seen, [0, 2]);
+        let mut first = Vec::new();
+        read_siblings(dir.path(), "c", Path::new(""), |path, _| {
+            first.push(path.file_name().unwrap().to_owned());
+            ControlFlow::Break(())
+        });
+        assert_eq!(first, ["c.shard-0.redb"]);
+        drop(held);
+    }
+}
