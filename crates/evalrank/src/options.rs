@@ -89,4 +89,12 @@ mod tests {
         let zero = Options { abtt_k: 0, ..o };
         assert!(sage_core::CheckOptions::check(&zero).is_err());
     }
+
+    /// A level's name (cost hints, result files) is the one its options spell.
+    #[test]
+    fn a_levels_name_is_its_serialised_form() {
+        for level in [Level::Word, Level::Sentence] {
+            assert_eq!(serde_json::to_value(level).unwrap(), level.name());
+        }
+    }
 }

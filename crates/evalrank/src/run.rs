@@ -22,6 +22,16 @@ pub enum Level {
     Sentence,
 }
 
+impl Level {
+    /// The level as options, flags and result files name it (`word`, `sentence`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Word => "word",
+            Level::Sentence => "sentence",
+        }
+    }
+}
+
 /// Which lists to rank.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -106,7 +106,8 @@ pub(crate) fn fused_attention(
             let k_at = hidden + q_at;
             let v_at = 2 * hidden + q_at;
             // every element is written below (loop or gemm with alpha 0), so a reused buffer
-            // needs no zeroing: at window length that memset was ~10% of attention
+            // needs no zeroing (the zeroing was estimated at ~10% of attention at window length:
+            // 256 KB against a 2 M multiply-add product per task; not profiled on its own)
             if scores.len() < tokens * tokens {
                 scores.resize(tokens * tokens, 0f32);
             }

@@ -437,15 +437,18 @@ impl Suite for EvalRank {
     /// all-MiniLM-L6-v2's `sage run evalrank --level word` and `--level sentence` alone, idle
     /// machine (2026-11-24). A metric runs no EvalRank; `--quick` has no smaller lists.
     fn cost_hints(&self) -> Vec<CostHint> {
-        [("word", 14.7), ("sentence", 71.6)]
-            .into_iter()
-            .map(|(level, model_seconds)| CostHint {
-                task: level.into(),
-                metric_seconds: 0.0,
-                model_seconds,
-                quick_share: 1.0,
-            })
-            .collect()
+        [
+            (evalrank::Level::Word, 14.7),
+            (evalrank::Level::Sentence, 71.6),
+        ]
+        .into_iter()
+        .map(|(level, model_seconds)| CostHint {
+            task: level.name().into(),
+            metric_seconds: 0.0,
+            model_seconds,
+            quick_share: 1.0,
+        })
+        .collect()
     }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
