@@ -42,7 +42,7 @@ pub use embed::{
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
 pub use error::{said_once, Result, SageError};
-pub use options::{within, within_if_set, CheckOptions};
+pub use options::{at_least, within, within_if_set, CheckOptions};
 pub use result::{
     result_label, row_selections, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host,
     Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,

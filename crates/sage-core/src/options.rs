@@ -33,6 +33,18 @@ pub fn within<T: PartialOrd + Display>(
     }
 }
 
+/// `name = value` at least `least`, for an option with no upper bound, else an error saying so
+/// (a NaN is refused too).
+pub fn at_least<T: PartialOrd + Display>(name: &str, value: T, least: T) -> Result<()> {
+    if value >= least {
+        Ok(())
+    } else {
+        Err(SageError::InvalidArgument(format!(
+            "{name} = {value} is below its least value {least}"
+        )))
+    }
+}
+
 /// [`within`] for an option that may be unset (unset means its documented default).
 pub fn within_if_set<T: PartialOrd + Display>(
     name: &str,
@@ -60,5 +72,11 @@ mod tests {
         assert!(within("margin", f64::NAN, 0.0..=5.0).is_err());
         assert!(within_if_set::<usize>("max_rows", None, 1..=10).is_ok());
         assert!(within_if_set("max_rows", Some(0usize), 1..=10).is_err());
+        assert!(at_least("margin", 0.0, 0.0).is_ok() && at_least("margin", 7e300, 0.0).is_ok());
+        assert_eq!(
+            at_least("margin", -1.0, 0.0).unwrap_err().to_string(),
+            "invalid argument: margin = -1 is below its least value 0"
+        );
+        assert!(at_least("margin", f64::NAN, 0.0).is_err());
     }
 }

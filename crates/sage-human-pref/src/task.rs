@@ -29,7 +29,8 @@ pub struct Options {
 impl sage_core::CheckOptions for Options {
     fn check(&self) -> sage_core::Result<()> {
         sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
-        sage_core::within_if_set("margin", self.margin, 0.0..=f64::MAX)
+        self.margin
+            .map_or(Ok(()), |margin| sage_core::at_least("margin", margin, 0.0))
     }
 }
 
