@@ -76,7 +76,6 @@ impl<O, D: DatasetScore + Sync> CategoryReport<O, D> {
     /// (registry name, split) in turn, sharing the run's timings; the category score is the mean
     /// of the dataset scores, and its interval resamples each dataset's units under the stream
     /// `<category>/bootstrap`, the mean over datasets of their resampled scores being one replicate.
-    #[allow(clippy::too_many_arguments)]
     pub fn over_datasets<E: From<SageError>>(
         category: &str,
         similarity: &str,

@@ -2,10 +2,8 @@
 
 use std::sync::Arc;
 
-use sage_core::CostHint;
-use sage_core::{RunSeed, Similarity};
-use sage_data::DataRoot;
-use sage_data::DatasetKind;
+use sage_core::{CostHint, RunSeed, Similarity};
+use sage_data::{DataRoot, DatasetKind};
 use sage_human_pref::Source;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};

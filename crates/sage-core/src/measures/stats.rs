@@ -397,7 +397,7 @@ pub fn bootstrap_mean_of_means(
             drawn
                 .iter()
                 .zip(groups)
-                .map(|(idx, g)| idx.iter().map(|&i| g[i]).sum::<f64>() / idx.len() as f64)
+                .map(|(idx, g)| crate::mean_at(g, idx))
                 .sum::<f64>()
                 / groups.len() as f64
         },
