@@ -94,6 +94,7 @@ struct Used {
     plan: Option<PlanCounts>,
     usage: Option<sage_core::RemoteUsage>,
     cache: Option<CacheUse>,
+    work: Option<sage_core::EmbeddingWork>,
 }
 
 impl Used {
@@ -104,6 +105,7 @@ impl Used {
             plan: model.plan(),
             usage: model.usage(),
             cache: model.cache_use(),
+            work: model.work(),
         }
     }
 }
@@ -167,23 +169,9 @@ impl Loaded {
         })
     }
 
-    /// What each cached model embedded in this command, for its result file (a model loaded
-    /// without a cache counts nothing: `--no-cache`).
+    /// What each model embedded in this command, for its result file.
     pub fn work(&self) -> Vec<sage_core::EmbeddingWork> {
-        self.used()
-            .into_iter()
-            .filter_map(|m| {
-                let stats = m.cache.as_ref()?.stats;
-                Some(sage_core::EmbeddingWork {
-                    model: m.name,
-                    embedded: stats.misses,
-                    cached: stats.hits,
-                    seconds: stats.embedding_seconds,
-                    tokens: m.usage.as_ref().map(|u| u.tokens),
-                    cost_usd: m.usage.and_then(|u| u.cost_usd),
-                })
-            })
-            .collect()
+        self.used().into_iter().filter_map(|m| m.work).collect()
     }
 
     /// The usage record of every remote model loaded (empty when none).

@@ -129,6 +129,25 @@ pub struct EmbeddingWork {
     pub cost_usd: Option<f64>,
 }
 
+impl EmbeddingWork {
+    /// The work done since `before` was read from the same model: what one job of a model
+    /// that outlives it (a Python `Model` used for several runs) cost.
+    pub fn since(&self, before: &EmbeddingWork) -> EmbeddingWork {
+        let minus =
+            |now: Option<u64>, then: Option<u64>| Some(now?.saturating_sub(then.unwrap_or(0)));
+        EmbeddingWork {
+            model: self.model.clone(),
+            embedded: self.embedded.saturating_sub(before.embedded),
+            cached: self.cached.saturating_sub(before.cached),
+            seconds: (self.seconds - before.seconds).max(0.0),
+            tokens: minus(self.tokens, before.tokens),
+            cost_usd: self
+                .cost_usd
+                .map(|c| (c - before.cost_usd.unwrap_or(0.0)).max(0.0)),
+        }
+    }
+}
+
 /// The machine a job ran on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Host {
@@ -339,6 +358,30 @@ mod tests {
         let spec = "openai:BAAI/bge-small@http://u:pw@127.0.0.1:7997/v1";
         assert_eq!(result_label(spec), "openai:BAAI--bge-small");
         assert_eq!(result_label("cohere:embed-v4.0"), "cohere:embed-v4.0");
+    }
+
+    #[test]
+    fn the_work_since_a_reading_is_the_difference() {
+        let before = EmbeddingWork {
+            model: "m".into(),
+            embedded: 10,
+            cached: 2,
+            seconds: 1.5,
+            tokens: Some(100),
+            cost_usd: Some(0.25),
+        };
+        let after = EmbeddingWork {
+            embedded: 15,
+            cached: 9,
+            seconds: 2.0,
+            tokens: Some(160),
+            cost_usd: Some(0.5),
+            ..before.clone()
+        };
+        let job = after.since(&before);
+        assert_eq!((job.embedded, job.cached, job.seconds), (5, 7, 0.5));
+        assert_eq!((job.tokens, job.cost_usd), (Some(60), Some(0.25)));
+        assert_eq!(after.since(&EmbeddingWork::default()), after);
     }
 
     #[test]

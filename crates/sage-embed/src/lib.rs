@@ -58,7 +58,7 @@ pub use config::{
 };
 pub use error::{EmbedError, Result};
 pub use fetch::{fetch_model, hub_model, Fetched, HubModel, HUB_MODELS, NOT_ON_THE_HUB};
-pub use loader::{is_remote, load, CacheUse, LoadOptions, LoadedModel};
+pub use loader::{is_remote, load, CacheUse, LoadOptions, LoadedModel, Metered};
 pub use matryoshka::Truncated;
 pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};

@@ -9,9 +9,12 @@
 //! models is needed to write a report.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
-use sage_core::{Embedder, RemoteUsage};
+use ndarray::Array2;
+use sage_core::{BatchSink, Embedder, EmbedderIdentity, EmbeddingWork, RemoteUsage, Role};
 
 use crate::cache::{CacheStats, CachedEmbedder, PlanCounts};
 use crate::remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
@@ -64,6 +67,8 @@ pub struct LoadedModel {
     name: String,
     remote: Option<Option<f64>>,
     cache: Option<Arc<CachedEmbedder<Box<dyn Embedder>>>>,
+    /// Without a cache, what counts the model's work instead.
+    meter: Option<Arc<Metered<Box<dyn Embedder>>>>,
     embedder: Arc<dyn Embedder>,
 }
 
@@ -107,6 +112,35 @@ impl LoadedModel {
     /// What a remote model was asked for and what it cost; `None` for a local model.
     pub fn usage(&self) -> Option<RemoteUsage> {
         self.embedder.remote_usage()
+    }
+
+    /// What the model embedded since it was loaded, for a result file: from its cache's counts,
+    /// or, loaded without a cache, from every text it was given (none of them cached). `None`
+    /// when only planning: nothing was embedded.
+    pub fn work(&self) -> Option<EmbeddingWork> {
+        if self.plan().is_some() {
+            return None;
+        }
+        let (embedded, cached, seconds) = match (&self.cache, &self.meter) {
+            (Some(cache), _) => {
+                let stats = cache.stats();
+                (stats.misses, stats.hits, stats.embedding_seconds)
+            }
+            (None, Some(meter)) => {
+                let (embedded, seconds) = meter.embedded();
+                (embedded, 0, seconds)
+            }
+            (None, None) => return None,
+        };
+        let usage = self.usage();
+        Some(EmbeddingWork {
+            model: self.name.clone(),
+            embedded,
+            cached,
+            seconds,
+            tokens: usage.as_ref().map(|u| u.tokens),
+            cost_usd: usage.and_then(|u| u.cost_usd),
+        })
     }
 
     /// What the embedding cache did; `None` without a cache.
@@ -153,12 +187,14 @@ pub fn load(spec: &str, options: &LoadOptions) -> Result<LoadedModel> {
             ))
         }
         (None, _) => {
+            let meter = Arc::new(Metered::new(model));
             return Ok(LoadedModel {
                 name,
                 remote,
                 cache: None,
-                embedder: Arc::from(model),
-            })
+                embedder: meter.clone(),
+                meter: Some(meter),
+            });
         }
         (Some(path), Some(counter)) if options.plan => {
             CachedEmbedder::planning(model, path, counter)?
@@ -177,7 +213,102 @@ pub fn load(spec: &str, options: &LoadOptions) -> Result<LoadedModel> {
         remote,
         embedder: cache.clone(),
         cache: Some(cache),
+        meter: None,
     })
+}
+
+/// A model without a cache in front (loaded with none, or a Python encoder), counting the texts
+/// it embeds and the seconds its embed calls take: what the cache counts as its misses, so a
+/// `--no-cache` run's result file still says what its embedding cost. It is not a cache:
+/// [`Embedder::uncached`] stays `None`, and a caller that times the model (the throughput
+/// suite) times it through the meter, whose cost is a clock read and two atomic adds per call.
+pub struct Metered<E> {
+    inner: E,
+    texts: AtomicU64,
+    nanos: AtomicU64,
+}
+
+impl<E: Embedder> Metered<E> {
+    /// `inner`, counting from zero.
+    pub fn new(inner: E) -> Metered<E> {
+        Metered {
+            inner,
+            texts: AtomicU64::new(0),
+            nanos: AtomicU64::new(0),
+        }
+    }
+
+    /// Texts embedded and seconds spent embedding them, so far.
+    pub fn embedded(&self) -> (u64, f64) {
+        (
+            self.texts.load(Ordering::Relaxed),
+            self.nanos.load(Ordering::Relaxed) as f64 * 1e-9,
+        )
+    }
+
+    fn timed<T>(
+        &self,
+        texts: usize,
+        embed: impl FnOnce() -> sage_core::Result<T>,
+    ) -> sage_core::Result<T> {
+        let started = Instant::now();
+        let result = embed();
+        self.nanos
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.texts.fetch_add(texts as u64, Ordering::Relaxed);
+        result
+    }
+}
+
+impl<E: Embedder> Embedder for Metered<E> {
+    fn identity(&self) -> &EmbedderIdentity {
+        self.inner.identity()
+    }
+
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
+        self.timed(texts.len(), || self.inner.embed(texts))
+    }
+
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+
+    fn role_variant(&self, role: Role) -> Option<String> {
+        self.inner.role_variant(role)
+    }
+
+    fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
+        self.timed(texts.len(), || self.inner.embed_as(texts, role))
+    }
+
+    fn embed_batches(
+        &self,
+        texts: &[&str],
+        role: Role,
+        sink: &mut BatchSink<'_>,
+    ) -> sage_core::Result<()> {
+        self.timed(texts.len(), || self.inner.embed_batches(texts, role, sink))
+    }
+
+    fn delivers_batches(&self) -> bool {
+        self.inner.delivers_batches()
+    }
+
+    fn remote_usage(&self) -> Option<RemoteUsage> {
+        self.inner.remote_usage()
+    }
+
+    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+        self.inner.count_tokens(texts)
+    }
+
+    fn load_seconds(&self) -> Option<f64> {
+        self.inner.load_seconds()
+    }
+
+    fn compute(&self) -> Option<String> {
+        self.inner.compute()
+    }
 }
 
 #[cfg(test)]
@@ -210,6 +341,34 @@ mod tests {
         let used = cached.cache_use().unwrap();
         assert_eq!((used.stats.misses, used.stats.hits), (2, 2));
         assert_eq!(used.path, dir.path().join("c.redb"));
+        let work = cached.work().unwrap();
+        assert_eq!((work.embedded, work.cached), (2, 2));
+        assert_eq!(work.seconds, used.stats.embedding_seconds);
+    }
+
+    #[test]
+    fn a_model_without_a_cache_still_counts_what_it_embeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = word_vectors(dir.path());
+        let bare = load(spec.to_str().unwrap(), &LoadOptions::from_env()).unwrap();
+        let embedder = bare.embedder();
+        embedder.embed(&["red", "blue"]).unwrap();
+        embedder.embed_as(&["green"], Role::Query).unwrap();
+        let mut rows = 0;
+        embedder
+            .embed_batches(&["red", "green", "blue"], Role::Plain, &mut |_, batch| {
+                rows += batch.nrows();
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(rows, 3);
+        // every text given is embedded: nothing is cached, a repeat included
+        let work = bare.work().unwrap();
+        assert_eq!((work.embedded, work.cached), (6, 0));
+        assert!(work.seconds > 0.0 && work.tokens.is_none() && work.cost_usd.is_none());
+        assert_eq!(work.model, bare.name());
+        // a meter is not a cache: the throughput suite reports no cache bypassed
+        assert!(embedder.uncached().is_none());
     }
 
     #[test]

@@ -28,7 +28,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use sage_core::measures::{self, RankedDoc};
 use sage_core::{Embedder, EmbedderIdentity, Role, RunSeed, SageError as CoreError};
-use sage_embed::{default_cache_path, LoadOptions};
+use sage_embed::{default_cache_path, LoadOptions, LoadedModel, Metered};
 use sage_perturb::PerturbationSpec;
 use sage_suites::{Request, Subject};
 
@@ -59,6 +59,8 @@ fn role(name: &str) -> PyResult<Role> {
 #[pyclass(frozen, module = "sage_rs")]
 struct Model {
     embedder: Arc<dyn Embedder>,
+    /// What its runs' result files read their embedding work from.
+    loaded: Arc<LoadedModel>,
     spec: String,
 }
 
@@ -69,8 +71,12 @@ impl Model {
     #[new]
     #[pyo3(signature = (spec, *, cache = true))]
     fn new(py: Python<'_>, spec: String, cache: bool) -> PyResult<Model> {
-        let embedder = py.detach(|| load_model(&spec, cache))?;
-        Ok(Model { embedder, spec })
+        let loaded = Arc::new(py.detach(|| load_model(&spec, cache))?);
+        Ok(Model {
+            embedder: loaded.embedder(),
+            loaded,
+            spec,
+        })
     }
 
     /// One row per text, float32, as a numpy array that owns the model's output buffer.
@@ -106,7 +112,7 @@ impl Model {
     }
 }
 
-fn load_model(spec: &str, cache: bool) -> PyResult<Arc<dyn Embedder>> {
+fn load_model(spec: &str, cache: bool) -> PyResult<LoadedModel> {
     let mut options = LoadOptions::from_env();
     if cache {
         options = options.cached(default_cache_path());
@@ -117,7 +123,7 @@ fn load_model(spec: &str, cache: bool) -> PyResult<Arc<dyn Embedder>> {
             sage_core::said_once(&e)
         ))
     })?;
-    Ok(model.embedder())
+    Ok(model)
 }
 
 /// A Python object that embeds: `sage_rs.Encoder` (python/sage_rs/encoder.py) wraps the user's
@@ -217,16 +223,56 @@ impl Embedder for PythonEncoder {
 static REGISTRY: std::sync::LazyLock<sage_suites::Registry> =
     std::sync::LazyLock::new(sage_suites::Registry::standard);
 
-/// A metric name, a model spec, a `Model`, or a `sage_rs.Encoder`.
-fn subject(what: &Bound<'_, PyAny>, cache: bool) -> PyResult<Subject> {
+/// A metric name, a model spec, a `Model`, or a `sage_rs.Encoder`; with, for a model, where
+/// its embedding work is read.
+fn subject(what: &Bound<'_, PyAny>, cache: bool) -> PyResult<(Subject, Option<WorkMeter>)> {
     if let Ok(model) = what.cast::<Model>() {
-        return Ok(Subject::Model(model.get().embedder.clone()));
+        let model = model.get();
+        return Ok((
+            Subject::Model(model.embedder.clone()),
+            Some(WorkMeter::Loaded(model.loaded.clone())),
+        ));
     }
     if let Ok(spec) = what.extract::<String>() {
         let py = what.py();
-        return REGISTRY.subject(&spec, |spec| py.detach(|| load_model(spec, cache)));
+        let mut loaded = None;
+        let subject = REGISTRY.subject(&spec, |spec| {
+            let model = Arc::new(py.detach(|| load_model(spec, cache))?);
+            let embedder = model.embedder();
+            loaded = Some(WorkMeter::Loaded(model));
+            Ok::<_, PyErr>(embedder)
+        })?;
+        return Ok((subject, loaded));
     }
-    Ok(Subject::Model(Arc::new(PythonEncoder::new(what)?)))
+    let encoder = Arc::new(Metered::new(PythonEncoder::new(what)?));
+    Ok((
+        Subject::Model(encoder.clone()),
+        Some(WorkMeter::Encoder(encoder)),
+    ))
+}
+
+/// Where a run reads what its model embedded: a model loaded here (its cache's counts, or its
+/// meter), or the meter around a Python encoder (the seconds in its own `encode`).
+enum WorkMeter {
+    Loaded(Arc<LoadedModel>),
+    Encoder(Arc<Metered<PythonEncoder>>),
+}
+
+impl WorkMeter {
+    fn read(&self) -> Option<sage_core::EmbeddingWork> {
+        match self {
+            WorkMeter::Loaded(model) => model.work(),
+            WorkMeter::Encoder(encoder) => {
+                let (embedded, seconds) = encoder.embedded();
+                Some(sage_core::EmbeddingWork {
+                    model: encoder.identity().model_id.clone(),
+                    embedded,
+                    seconds,
+                    ..Default::default()
+                })
+            }
+        }
+    }
 }
 
 /// The classical metrics, by name.
@@ -259,7 +305,7 @@ fn score_pairs<'py>(
             text2.len()
         )));
     }
-    let subject = subject(similarity, cache)?;
+    let (subject, _) = subject(similarity, cache)?;
     let similarity = match (&subject, raw) {
         (Subject::Metric(metric), true) => metric.raw_similarity().map_err(py_err)?,
         (Subject::Model(_), true) => {
@@ -380,14 +426,15 @@ fn run_suite(
         ..Request::new(&root)
     };
     let spec = subject.extract::<String>().ok();
-    let subject = subject_for(suite, subject, cache)?;
+    let (subject, meter) = subject_for(suite, subject, cache)?;
+    let work_before = meter.as_ref().and_then(WorkMeter::read);
     let start = std::time::Instant::now();
     let outcome = py
         .detach(|| suite.run(&subject, &request))
         .map_err(py_err)?;
     let written = match results_dir {
         Some(dir) => {
-            let envelope = outcome.envelope(
+            let mut envelope = outcome.envelope(
                 suite,
                 &request,
                 subject.record(spec.as_deref()),
@@ -407,6 +454,16 @@ fn run_suite(
                 },
                 start.elapsed().as_secs_f64(),
             );
+            // a `Model` may have embedded before this run: only this run's work is its own
+            envelope.run.embedding = meter
+                .as_ref()
+                .and_then(WorkMeter::read)
+                .map(|after| match &work_before {
+                    Some(before) => after.since(before),
+                    None => after,
+                })
+                .into_iter()
+                .collect();
             Some(core(envelope.write_into(&dir))?)
         }
         None => None,
@@ -430,15 +487,15 @@ fn subject_for(
     suite: &dyn sage_suites::Suite,
     what: &Bound<'_, PyAny>,
     cache: bool,
-) -> PyResult<Subject> {
-    let subject = subject(what, cache)?;
+) -> PyResult<(Subject, Option<WorkMeter>)> {
+    let (subject, meter) = subject(what, cache)?;
     if matches!(subject, Subject::Metric(_)) && !suite.takes_metrics() {
         return Err(SageError::new_err(format!(
             "{}: ranks embedding vectors: give a model or an encoder, not a metric",
             suite.name()
         )));
     }
-    Ok(subject)
+    Ok((subject, meter))
 }
 
 fn core<T>(result: sage_core::Result<T>) -> PyResult<T> {

@@ -511,7 +511,12 @@ def test_results_written_from_python_make_a_report(tmp_path):
     assert envelope["report"] == reports["jaccard", "robustness"]
     assert envelope["datasets"] and all("checksum" in d for d in envelope["datasets"])
     # a Python encoder's name becomes a folder name, as bench-all's labels
-    assert (out / "letters--v1" / "sage" / "sensitivity.json").is_file()
+    letters = json.loads((out / "letters--v1" / "sage" / "sensitivity.json").read_text())
+    # and its result says what the encoder embedded, in its own encode calls
+    [work] = letters["run"]["embedding"]
+    assert work["model"] == "letters/v1" and work["cached"] == 0, work
+    assert work["embedded"] > 0 and work["seconds"] > 0, work
+    assert "embedding" not in envelope["run"], "a metric embeds nothing"
 
     written = sage_rs.report(out)
     ranking = written["answer"]["ranking"]

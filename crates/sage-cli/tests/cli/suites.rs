@@ -523,7 +523,10 @@ fn every_suite_takes_what_it_evaluates_as_similarity() {
     let (cosine, _) = run(&new);
     assert!(scores(&cosine)["mrr"].as_f64().is_some());
     // align-sim over a model named by --similarity, as over a metric
-    let (align, _) = run(&[
+    // written to a folder that does not exist yet
+    let results = tempfile::tempdir().unwrap();
+    let file = results.path().join("MiniLM/align-sim/criteria.json");
+    let written = sage(&[
         "run",
         "align-sim",
         "--similarity",
@@ -534,9 +537,23 @@ fn every_suite_takes_what_it_evaluates_as_similarity() {
         "--no-cache",
         "--data-dir",
         mirror,
+        "--output",
+        file.to_str().unwrap(),
     ]);
-    assert!(align["similarity"]
+    assert!(
+        written.status.success(),
+        "{}",
+        String::from_utf8_lossy(&written.stderr)
+    );
+    let envelope: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert!(envelope["report"]["similarity"]
         .as_str()
         .unwrap()
         .contains("all-MiniLM-L6-v2"));
+    // without a cache the result still says what the model embedded, none of it cached
+    let work = &envelope["run"]["embedding"][0];
+    assert!(work["model"].as_str().unwrap().contains("all-MiniLM-L6-v2"));
+    assert!(work["embedded"].as_u64().unwrap() > 0, "{work}");
+    assert_eq!(work["cached"], 0);
+    assert!(work["seconds"].as_f64().unwrap() > 0.0, "{work}");
 }
