@@ -726,36 +726,18 @@ impl<E> Drop for CachedEmbedder<E> {
 }
 
 impl<E: Embedder> Embedder for CachedEmbedder<E> {
-    fn identity(&self) -> &EmbedderIdentity {
-        self.inner.identity()
-    }
-
-    fn dimension(&self) -> usize {
-        self.inner.dimension()
-    }
+    pass_through!(
+        inner: identity,
+        dimension,
+        role_variant,
+        remote_usage,
+        count_tokens,
+        load_seconds,
+        compute
+    );
 
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
         self.embed_as(texts, Role::Plain)
-    }
-
-    fn role_variant(&self, role: Role) -> Option<String> {
-        self.inner.role_variant(role)
-    }
-
-    fn remote_usage(&self) -> Option<RemoteUsage> {
-        self.inner.remote_usage()
-    }
-
-    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
-        self.inner.count_tokens(texts)
-    }
-
-    fn load_seconds(&self) -> Option<f64> {
-        self.inner.load_seconds()
-    }
-
-    fn compute(&self) -> Option<String> {
-        self.inner.compute()
     }
 
     fn uncached(&self) -> Option<&dyn Embedder> {

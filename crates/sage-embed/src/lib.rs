@@ -28,6 +28,55 @@
 //! feature runs the transformer in f16 on the first GPU.
 #![deny(missing_docs)]
 
+/// The [`sage_core::Embedder`] methods a wrapper (the cache, the meter, a Matryoshka cut) passes
+/// to the model inside it unchanged, written once: `pass_through!(inner: identity, compute)`
+/// in the wrapper's `impl Embedder`.
+macro_rules! pass_through {
+    ($inner:ident: $($method:ident),+ $(,)?) => {
+        $(pass_through!(@one $inner $method);)+
+    };
+    (@one $inner:ident identity) => {
+        fn identity(&self) -> &sage_core::EmbedderIdentity {
+            self.$inner.identity()
+        }
+    };
+    (@one $inner:ident dimension) => {
+        fn dimension(&self) -> usize {
+            self.$inner.dimension()
+        }
+    };
+    (@one $inner:ident role_variant) => {
+        fn role_variant(&self, role: sage_core::Role) -> Option<String> {
+            self.$inner.role_variant(role)
+        }
+    };
+    (@one $inner:ident remote_usage) => {
+        fn remote_usage(&self) -> Option<sage_core::RemoteUsage> {
+            self.$inner.remote_usage()
+        }
+    };
+    (@one $inner:ident count_tokens) => {
+        fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+            self.$inner.count_tokens(texts)
+        }
+    };
+    (@one $inner:ident load_seconds) => {
+        fn load_seconds(&self) -> Option<f64> {
+            self.$inner.load_seconds()
+        }
+    };
+    (@one $inner:ident compute) => {
+        fn compute(&self) -> Option<String> {
+            self.$inner.compute()
+        }
+    };
+    (@one $inner:ident delivers_batches) => {
+        fn delivers_batches(&self) -> bool {
+            self.$inner.delivers_batches()
+        }
+    };
+}
+
 mod backbone;
 mod cache;
 mod config;

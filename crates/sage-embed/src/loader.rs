@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ndarray::Array2;
-use sage_core::{BatchSink, Embedder, EmbedderIdentity, EmbeddingWork, RemoteUsage, Role};
+use sage_core::{BatchSink, Embedder, EmbeddingWork, RemoteUsage, Role};
 
 use crate::cache::{CacheStats, CachedEmbedder, PlanCounts};
 use crate::remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
@@ -261,20 +261,19 @@ impl<E: Embedder> Metered<E> {
 }
 
 impl<E: Embedder> Embedder for Metered<E> {
-    fn identity(&self) -> &EmbedderIdentity {
-        self.inner.identity()
-    }
+    pass_through!(
+        inner: identity,
+        dimension,
+        role_variant,
+        delivers_batches,
+        remote_usage,
+        count_tokens,
+        load_seconds,
+        compute
+    );
 
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {
         self.timed(texts.len(), || self.inner.embed(texts))
-    }
-
-    fn dimension(&self) -> usize {
-        self.inner.dimension()
-    }
-
-    fn role_variant(&self, role: Role) -> Option<String> {
-        self.inner.role_variant(role)
     }
 
     fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
@@ -288,26 +287,6 @@ impl<E: Embedder> Embedder for Metered<E> {
         sink: &mut BatchSink<'_>,
     ) -> sage_core::Result<()> {
         self.timed(texts.len(), || self.inner.embed_batches(texts, role, sink))
-    }
-
-    fn delivers_batches(&self) -> bool {
-        self.inner.delivers_batches()
-    }
-
-    fn remote_usage(&self) -> Option<RemoteUsage> {
-        self.inner.remote_usage()
-    }
-
-    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
-        self.inner.count_tokens(texts)
-    }
-
-    fn load_seconds(&self) -> Option<f64> {
-        self.inner.load_seconds()
-    }
-
-    fn compute(&self) -> Option<String> {
-        self.inner.compute()
     }
 }
 

@@ -50,21 +50,7 @@ impl<E: Embedder> Embedder for Truncated<E> {
         self.embed_as(texts, Role::Plain)
     }
 
-    fn role_variant(&self, role: Role) -> Option<String> {
-        self.inner.role_variant(role)
-    }
-
-    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
-        self.inner.count_tokens(texts)
-    }
-
-    fn load_seconds(&self) -> Option<f64> {
-        self.inner.load_seconds()
-    }
-
-    fn compute(&self) -> Option<String> {
-        self.inner.compute()
-    }
+    pass_through!(inner: role_variant, count_tokens, load_seconds, compute);
 
     fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
         let full = self.inner.embed_as(texts, role)?;
