@@ -364,14 +364,17 @@ fn an_output_that_cannot_be_written_is_found_before_anything_is_sent() {
     let Some(server) = Hostile::start(dir.path(), "ok", "4") else {
         return;
     };
-    let output = dir.path().join("no-such-folder/out.jsonl");
+    // a missing folder is created; a folder that is a file cannot be
+    let blocker = dir.path().join("a-file-not-a-folder");
+    std::fs::write(&blocker, b"").unwrap();
+    let output = blocker.join("out.jsonl");
     let ran = embed(
         &server,
         &input,
         &["--no-cache", "--output", output.to_str().unwrap()],
     );
     assert_eq!(ran.code, 1, "{}", ran.stderr);
-    assert!(ran.stderr.contains("no-such-folder"), "{}", ran.stderr);
+    assert!(ran.stderr.contains("a-file-not-a-folder"), "{}", ran.stderr);
     assert!(server.requests().is_empty(), "{:?}", server.requests());
 }
 
