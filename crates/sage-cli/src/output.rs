@@ -31,7 +31,7 @@ impl Output {
         // a results folder named for this run need not exist yet: checked before any work
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
-                .with_context(|| format!("{}: cannot create the folder", parent.display()))?;
+                .with_context(|| format!("{}: cannot create folder", parent.display()))?;
         }
         let mut tmp = target.clone().into_os_string();
         tmp.push(format!(".tmp-{}", std::process::id()));
