@@ -58,8 +58,7 @@ fn role(name: &str) -> PyResult<Role> {
 /// (resolved in the Hugging Face cache), or a remote `PROTOCOL:MODEL[@BASE_URL]`.
 #[pyclass(frozen, module = "sage_rs")]
 struct Model {
-    embedder: Arc<dyn Embedder>,
-    /// What its runs' result files read their embedding work from.
+    /// The model, and what its runs' result files read their embedding work from.
     loaded: Arc<LoadedModel>,
     spec: String,
 }
@@ -72,11 +71,7 @@ impl Model {
     #[pyo3(signature = (spec, *, cache = true))]
     fn new(py: Python<'_>, spec: String, cache: bool) -> PyResult<Model> {
         let loaded = Arc::new(py.detach(|| load_model(&spec, cache))?);
-        Ok(Model {
-            embedder: loaded.embedder(),
-            loaded,
-            spec,
-        })
+        Ok(Model { loaded, spec })
     }
 
     /// One row per text, float32, as a numpy array that owns the model's output buffer.
@@ -90,7 +85,7 @@ impl Model {
         let role = self::role(role)?;
         let vectors = py.detach(|| {
             let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-            self.embedder.embed_as(&texts, role)
+            self.loaded.embedder().embed_as(&texts, role)
         });
         Ok(vectors.map_err(py_err)?.into_pyarray(py))
     }
@@ -98,13 +93,13 @@ impl Model {
     /// Width of the vectors.
     #[getter]
     fn dimension(&self) -> usize {
-        self.embedder.dimension()
+        self.loaded.embedder().dimension()
     }
 
     /// What the model is (id, revision, pooling, normalisation, length), as JSON.
     #[getter]
     fn identity_json(&self) -> PyResult<String> {
-        serde_json::to_string(self.embedder.identity()).map_err(py_err)
+        serde_json::to_string(self.loaded.embedder().identity()).map_err(py_err)
     }
 
     fn __repr__(&self) -> String {
@@ -229,7 +224,7 @@ fn subject(what: &Bound<'_, PyAny>, cache: bool) -> PyResult<(Subject, Option<Wo
     if let Ok(model) = what.cast::<Model>() {
         let model = model.get();
         return Ok((
-            Subject::Model(model.embedder.clone()),
+            Subject::Model(model.loaded.embedder()),
             Some(WorkMeter::Loaded(model.loaded.clone())),
         ));
     }
