@@ -1,20 +1,18 @@
-//! `cargo xtask <task>`: project automation (see `cargo xtask help`). A library as well as the
-//! binary, so that workspace tests can run bench-all in-process over a `sage` of their own.
+//! `cargo xtask <task>`: the project's chores (see `cargo xtask help`). A library as well as the
+//! binary, so that workspace tests can run its tasks in-process.
 //!
-//! Kept light on purpose (anyhow, serde, serde_json, toml, indicatif): it builds and drives the release `sage` binary
-//! and never re-implements what the library crates do. Results are JSON files carrying the host,
-//! the git revision and a timestamp, so numbers from different machines and commits can be told
-//! apart.
+//! Chores only: building the release `sage` and handing it to bench-all (the `sage-bench`
+//! library, which `sage bench-all` calls too), submitting bench-all's shards to Slurm, timing
+//! the classical metrics against their Python references, building and link-checking the guide.
+//! Results are JSON files carrying the host, the git revision and a timestamp, so numbers from
+//! different machines and commits can be told apart.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-mod bench;
 mod book;
-mod manifest;
-mod shard;
 mod slurm;
 mod throughput;
 
@@ -77,7 +75,10 @@ Tasks:
 pub fn run(args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("metrics-throughput") => throughput::metrics_throughput(&args[1..]),
-        Some("bench-all") => bench::bench_all(&args[1..]),
+        Some("bench-all") => {
+            let invocation = bench_invocation(&args[1..])?;
+            Ok(sage_bench::bench_all(&invocation, &bench_environment())?)
+        }
         Some("slurm") => slurm::slurm(&args[1..]),
         Some("book") => book::book(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
@@ -205,20 +206,29 @@ pub(crate) fn git_revision(root: &Path) -> Option<String> {
     }
 }
 
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().context("output path has no parent")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    // synced before the rename: after a crash of the machine (not only of the process) the name
-    // points at the whole file or at the old one, never at an empty one
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&tmp)?;
-        std::io::Write::write_all(&mut file, bytes)?;
-        file.sync_all()
-    };
-    write().with_context(|| format!("{}: cannot write", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("{}: cannot move into place", path.display()))
+/// bench-all's options as after `cargo xtask bench-all`: results under the checkout's
+/// `results` unless `--out` says otherwise.
+pub(crate) fn bench_invocation(args: &[String]) -> Result<sage_bench::Invocation> {
+    Ok(sage_bench::Invocation::parse(
+        args,
+        workspace_root().join("results"),
+    )?)
+}
+
+/// bench-all in this checkout: the release `sage` built from it (with CUDA when the
+/// configuration asks), its fixtures as the data of last resort, its git revision.
+pub(crate) fn bench_environment() -> sage_bench::Environment {
+    let root = workspace_root();
+    sage_bench::Environment {
+        sage: Box::new(|cuda| {
+            build_sage_with(&workspace_root(), cuda).map_err(|e| sage_bench::BenchError::Sage {
+                command: "cargo build --release -p sage-cli".to_owned(),
+                message: format!("{e:#}"),
+            })
+        }),
+        fallback_data_dir: Some(root.join("data/fixtures/mirror")),
+        revision: git_revision(&root),
+    }
 }
 
 #[cfg(test)]

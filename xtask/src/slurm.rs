@@ -20,8 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use crate::bench::{Invocation, Prepared};
-use crate::{shard, write_atomically};
+use sage_bench::{shard, write_file, Invocation, Prepared};
 use sage_core::utc_timestamp;
 
 /// What the command line asks of `cargo xtask slurm`.
@@ -79,7 +78,7 @@ fn parse(args: &[String]) -> Result<SlurmOptions> {
             ),
         }
     }
-    let mut bench = Invocation::parse(&bench_args)?;
+    let mut bench = crate::bench_invocation(&bench_args)?;
     // array tasks run on other machines, in another folder: every path they get is absolute
     let absolute = |p: &Path| {
         std::path::absolute(p).with_context(|| format!("{}: cannot make it absolute", p.display()))
@@ -309,7 +308,7 @@ fn log_tail(path: &Path) -> String {
 
 pub fn slurm(args: &[String]) -> Result<()> {
     let options = parse(args)?;
-    let prepared = Prepared::new(&options.bench)?;
+    let prepared = Prepared::new(&options.bench, &crate::bench_environment())?;
     let out = &options.bench.out;
     let pending: Vec<usize> = (0..prepared.jobs.len())
         .filter(|&i| !prepared.jobs[i].result_path(out).exists())
@@ -367,7 +366,7 @@ pub fn slurm(args: &[String]) -> Result<()> {
         ],
         &gather_script,
     )?;
-    write_atomically(
+    write_file(
         &dir.join("submission.json"),
         &serde_json::to_vec_pretty(&json!({
             "array_job": array_id,

@@ -15,7 +15,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::{git_revision, options, workspace_root, write_atomically};
+use crate::{git_revision, options, workspace_root};
+use sage_bench::write_file;
 use sage_core::utc_timestamp;
 
 /// Each metric, with the speed-up over its Python reference that issue 29 asks for.
@@ -139,7 +140,7 @@ pub(crate) fn metrics_throughput(args: &[String]) -> Result<()> {
         "results": rows,
     });
     let path = scratch.join("metrics.json");
-    write_atomically(&path, &serde_json::to_vec_pretty(&report)?)?;
+    write_file(&path, &serde_json::to_vec_pretty(&report)?)?;
     eprintln!("wrote {}", path.display());
     Ok(())
 }
@@ -204,7 +205,7 @@ fn default_input(root: &Path, scratch: &Path) -> Result<PathBuf> {
         }
     }
     let path = scratch.join("cnn_dailymail_pairs.jsonl");
-    write_atomically(&path, lines.as_bytes())?;
+    write_file(&path, lines.as_bytes())?;
     Ok(path)
 }
 

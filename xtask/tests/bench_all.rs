@@ -326,6 +326,60 @@ fn quick_metrics_results_and_report_equal_the_kept_ones() {
     }
 }
 
+/// `sage bench-all` (bench-all run by the `sage` binary itself, no checkout and no build needed)
+/// writes what `cargo xtask bench-all` writes: on the fixtures, with one metric, every result
+/// file equals the kept quick-metrics one (when and where it ran aside), and the report is
+/// written. One library does both; this shows the `sage` entry point finds the same data,
+/// plans the same jobs and records the same arguments.
+#[test]
+fn sage_bench_all_writes_the_results_cargo_xtask_bench_all_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = metrics_only_config(tmp.path(), Throughput::Off);
+    let text = std::fs::read_to_string(&config).unwrap();
+    let all_metrics = "metrics = [\"levenshtein\", \"rouge\", \"jaccard\", \"bm25\"]";
+    assert!(text.contains(all_metrics), "bench.toml's metrics line");
+    std::fs::write(
+        &config,
+        text.replace(all_metrics, "metrics = [\"jaccard\"]"),
+    )
+    .unwrap();
+    let out = tmp.path().join("results");
+    let output = Command::new(common::sage())
+        .current_dir(workspace())
+        .args(["bench-all", "--quick", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .env("SAGE_CACHE_DIR", tmp.path().join("cache"))
+        .env_remove("SAGE_DATA_DIR")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "sage bench-all failed:\n{log}");
+    assert!(log.contains("fixtures: SAGE_DATA_DIR unset"), "{log}");
+    let here = workspace().display().to_string();
+    let kept = workspace().join("xtask/tests/fixtures/quick-metrics");
+    let files = result_files(&out);
+    let kept_jaccard = result_files(&kept.join("jaccard"));
+    assert_eq!(files.len(), kept_jaccard.len(), "{files:?}");
+    for file in &files {
+        let text = serde_json::to_string_pretty(&stable(file))
+            .unwrap()
+            .replace(&here, "<workspace>")
+            .replace(&sage_core::redact::home_relative(&here), "<workspace>");
+        let relative = file.strip_prefix(&out).unwrap();
+        let want = std::fs::read_to_string(kept.join(relative)).unwrap();
+        assert!(
+            want.trim_end() == text,
+            "{} differs from the kept one:\n{}",
+            relative.display(),
+            first_difference(&want, &text)
+        );
+    }
+    assert!(out.join("report.md").is_file() && out.join("bench-all.json").is_file());
+}
+
 /// Whether a test's config keeps the throughput suite.
 #[derive(PartialEq)]
 enum Throughput {

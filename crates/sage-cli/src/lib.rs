@@ -152,6 +152,20 @@ enum Command {
         #[command(subcommand)]
         command: cache::CacheCommand,
     },
+    /// Every suite on every similarity, one result file per (similarity, suite, task), then the
+    /// report: `cargo xtask bench-all` without a checkout, run by this `sage` (so by its
+    /// registry) with no build.
+    ///
+    /// Takes bench-all's options: --config FILE, --quick, --overwrite, --out DIR (default:
+    /// ./results), --sage BIN, --plan, --list-jobs, --jobs FILE, --shard I/N, --costs FILE,
+    /// --gather (see docs/src/bench-all.md). Data: the configuration's data_dir, else
+    /// $SAGE_DATA_DIR, else ./data/fixtures/mirror when run in a checkout.
+    #[command(disable_help_flag = true)]
+    BenchAll {
+        /// bench-all's options, as `cargo xtask bench-all` takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -315,6 +329,30 @@ fn report(dir: &std::path::Path, mteb_results: Option<&std::path::Path>) -> anyh
     Ok(())
 }
 
+/// `sage bench-all`: bench-all driving this very binary, so a `sage` of one's own benches its own
+/// registry without a checkout or a build.
+fn bench_all(args: &[String]) -> anyhow::Result<()> {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        cli.find_subcommand_mut("bench-all")
+            .expect("bench-all is a subcommand")
+            .print_long_help()?;
+        return Ok(());
+    }
+    let invocation = sage_bench::Invocation::parse(args, PathBuf::from("results"))?;
+    let this = std::env::current_exe()?;
+    let environment = sage_bench::Environment {
+        sage: Box::new(move |_cuda| Ok(this.clone())),
+        // in a checkout, its fixtures, as `cargo xtask bench-all` falls back on
+        fallback_data_dir: std::path::absolute("data/fixtures/mirror")
+            .ok()
+            .filter(|d| d.is_dir()),
+        revision: option_env!("SAGE_GIT_REVISION").map(str::to_owned),
+    };
+    Ok(sage_bench::bench_all(&invocation, &environment)?)
+}
+
 /// Runs the command line (`std::env::args`) over `registry`'s suites and metrics: the whole of
 /// the `sage` binary, which passes [`Registry::standard`].
 pub fn main(registry: Registry) -> ExitCode {
@@ -380,6 +418,7 @@ pub fn main(registry: Registry) -> ExitCode {
                 })
         }
         Command::Cache { command } => cache::run(command),
+        Command::BenchAll { args } => bench_all(&args),
         Command::Pteb {
             command: PtebCommand::Qualify(args),
         } => pteb::qualify(*args),

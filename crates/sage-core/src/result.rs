@@ -211,7 +211,14 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> crate::Result<()> {
         .file_name()
         .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| io(&tmp, e))?;
+    // synced before the rename: after a crash of the machine (not only of the process) the name
+    // points at the whole file or at the old one, never at an empty one
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut file, bytes)?;
+        file.sync_all()
+    };
+    write().map_err(|e| io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| io(path, e))
 }
 

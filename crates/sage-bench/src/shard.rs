@@ -11,16 +11,19 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use crate::error::invalid;
+use crate::{BenchError, Result};
 use sage_core::{CostHint, COST_REFERENCE_MODEL_BYTES};
 use serde_json::{json, Value};
 
-use crate::bench::Job;
+use crate::Job;
 
 /// `--shard I/N`: this process runs share `index` of `count`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
+    /// Which share, from 0.
     pub index: usize,
+    /// How many shares.
     pub count: usize,
 }
 
@@ -35,12 +38,12 @@ impl Shard {
             .split_once('/')
             .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
         match parsed {
-            Some((_, count)) if count > MAX_SHARDS => bail!(
+            Some((_, count)) if count > MAX_SHARDS => invalid!(
                 "--shard {text:?}: at most {MAX_SHARDS} shards (a share per job is the most that \
                  helps; `--list-jobs` counts them)"
             ),
             Some((index, count)) if index < count => Ok(Shard { index, count }),
-            _ => bail!("--shard {text:?}: expected I/N with 0 <= I < N (e.g. 0/4)"),
+            _ => invalid!("--shard {text:?}: expected I/N with 0 <= I < N (e.g. 0/4)"),
         }
     }
 
@@ -138,21 +141,21 @@ pub fn job_line(job: &Job, estimated_seconds: f64, done: bool) -> Value {
 /// The job ids a `--jobs FILE` lists (JSON lines with an "id", as `--list-jobs` prints them),
 /// with the estimated seconds the line carries, if any. Errors name the file and line.
 pub fn read_job_file(path: &Path) -> Result<Vec<(String, Option<f64>)>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| BenchError::file(path, "cannot read", e))?;
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let where_ = || format!("{}:{}", path.display(), n + 1);
-        let value: Value =
-            serde_json::from_str(line).with_context(|| format!("{}: not JSON", where_()))?;
-        let id = value["id"].as_str().with_context(|| {
-            format!("{}: no \"id\" (lines as --list-jobs prints them)", where_())
-        })?;
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| BenchError::Invalid(format!("{}: not JSON: {e}", where_())))?;
+        let Some(id) = value["id"].as_str() else {
+            invalid!("{}: no \"id\" (lines as --list-jobs prints them)", where_());
+        };
         if out.iter().any(|(seen, _)| seen == id) {
-            bail!("{}: job {id:?} listed twice", where_());
+            invalid!("{}: job {id:?} listed twice", where_());
         }
         out.push((id.to_owned(), value["estimated_seconds"].as_f64()));
     }

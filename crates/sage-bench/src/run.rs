@@ -1,24 +1,24 @@
 //! Running the jobs: the remote-cost plan, progress bars, one `sage` process per job, the
 //! result envelope written atomically, stale temporaries swept, and the timing table.
 
-use super::*;
+use crate::*;
 
-pub(super) struct RunContext {
-    pub(super) revision: Option<String>,
-    pub(super) host: sage_core::Host,
-    pub(super) seed: u64,
-    pub(super) data_dir: PathBuf,
-    pub(super) quick: bool,
-    pub(super) max_cost_usd: Option<f64>,
-    pub(super) prices: BTreeMap<String, f64>,
+pub(crate) struct RunContext {
+    pub(crate) revision: Option<String>,
+    pub(crate) host: sage_core::Host,
+    pub(crate) seed: u64,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) quick: bool,
+    pub(crate) max_cost_usd: Option<f64>,
+    pub(crate) prices: BTreeMap<String, f64>,
     /// A shard's own cache files, and the folder of the others it reads (see [`Shard`]).
-    pub(super) caches: Option<(Shard, PathBuf)>,
+    pub(crate) caches: Option<(Shard, PathBuf)>,
 }
 
 impl RunContext {
     /// A shard's cache flags for a model job: its own files, the others read. Not recorded in
     /// the result (a sharded run's results equal an unsharded one's).
-    pub(super) fn cache_args(&self, job: &Job) -> Vec<String> {
+    pub(crate) fn cache_args(&self, job: &Job) -> Vec<String> {
         let Some((shard, dir)) = &self.caches else {
             return Vec::new();
         };
@@ -45,7 +45,7 @@ impl RunContext {
     }
 
     /// `--price P` for a remote model priced in `[remote.prices]`.
-    pub(super) fn price_args(&self, spec: &str) -> Vec<String> {
+    pub(crate) fn price_args(&self, spec: &str) -> Vec<String> {
         if !is_remote(spec) {
             return Vec::new();
         }
@@ -57,50 +57,64 @@ impl RunContext {
 }
 
 /// `sage ... --plan` of a remote job: what it would send and cost, sending nothing.
-pub(super) fn job_plan(job: &Job, sage: &Path, context: &RunContext) -> Result<Value> {
+pub(crate) fn job_plan(job: &Job, sage: &Path, context: &RunContext) -> Result<Value> {
     let plan = sage_stdout(
         Command::new(sage)
             .args(&job.args)
             .args(context.price_args(&job.similarity.spec))
             .arg("--plan"),
-        "planning",
+        &format!("planning {}", job.id()),
     )?;
-    serde_json::from_slice(&plan).context("sage --plan output")
+    serde_json::from_slice(&plan).map_err(|e| {
+        BenchError::sage(
+            format!("planning {}", job.id()),
+            format!("unreadable plan: {e}"),
+        )
+    })
 }
 
 /// Runs a `sage` command to its end and returns its standard output; a failure is an error that
 /// says `what` failed and gives sage's last line of standard error (its message).
-pub(super) fn sage_stdout(command: &mut Command, what: &str) -> Result<Vec<u8>> {
-    let output = command
-        .output()
-        .with_context(|| format!("running {:?}", command.get_program()))?;
+pub(crate) fn sage_stdout(command: &mut Command, what: &str) -> Result<Vec<u8>> {
+    let output = command.output().map_err(|e| {
+        BenchError::sage(
+            what,
+            format!(
+                "cannot run {}: {e}",
+                Path::new(command.get_program()).display()
+            ),
+        )
+    })?;
     if !output.status.success() {
-        bail!(
-            "{what} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-                .trim()
-                .lines()
-                .last()
-                .unwrap_or("no message")
-        );
+        return Err(BenchError::sage(
+            what,
+            format!(
+                "failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+                    .trim()
+                    .lines()
+                    .last()
+                    .unwrap_or("no message")
+            ),
+        ));
     }
     Ok(output.stdout)
 }
 
 /// What a remote job would cost: USD, or why unknown.
-pub(super) fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
+pub(crate) fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
     job_plan(job, sage, context)?["estimated_cost_usd"]
         .as_f64()
-        .with_context(|| {
-            format!(
+        .ok_or_else(|| {
+            BenchError::Invalid(format!(
                 "no price for {}: set it in [remote.prices] to run it under remote.max_cost_usd",
                 remote_name(&job.similarity.spec)
-            )
+            ))
         })
 }
 
 /// `--plan`: what each remote job still to run would send and cost; runs nothing.
-pub(super) fn print_plan(
+pub(crate) fn print_plan(
     jobs: &[&Job],
     sage: &Path,
     out: &Path,
@@ -117,7 +131,7 @@ pub(super) fn print_plan(
             println!("{name}: kept (result exists), sends nothing");
             continue;
         }
-        let plan = job_plan(job, sage, context).with_context(|| name.clone())?;
+        let plan = job_plan(job, sage, context)?;
         let model = &plan["plan"][0];
         let cost = plan["estimated_cost_usd"].as_f64();
         println!(
@@ -159,13 +173,13 @@ fn recorded_cost(envelope: &ResultEnvelope) -> f64 {
         })
 }
 
-pub(super) fn bar_style() -> ProgressStyle {
+pub(crate) fn bar_style() -> ProgressStyle {
     ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} {msg}")
         .expect("a valid template")
         .progress_chars("=> ")
 }
 
-pub(super) fn run_jobs(
+pub(crate) fn run_jobs(
     jobs: &[&Job],
     sage: &Path,
     out: &Path,
@@ -218,7 +232,7 @@ pub(super) fn run_jobs(
                 Ok(cost) => Err(format!(
                     "not started: estimated ${cost:.4} would take this run's remote spend from ${spent:.4} past remote.max_cost_usd = ${ceiling}"
                 )),
-                Err(e) => Err(format!("not started: {}", sage_core::said_once(e.as_ref()))),
+                Err(e) => Err(format!("not started: {}", sage_core::said_once(&e))),
             },
         };
         let status = if path.exists() && !overwrite {
@@ -230,9 +244,7 @@ pub(super) fn run_jobs(
             match run_job(job, sage, &path, context) {
                 Ok(()) => "done",
                 Err(e) => {
-                    bars.suspend(|| {
-                        eprintln!("bench-all: {name}: {}", sage_core::said_once(e.as_ref()))
-                    });
+                    bars.suspend(|| eprintln!("bench-all: {name}: {}", sage_core::said_once(&e)));
                     "failed"
                 }
             }
@@ -271,7 +283,7 @@ pub(super) fn run_jobs(
 /// `NAME.<pid>.tmp` (bench-all's), `NAME.tmp-<pid>` and `.NAME.<pid>.tmp` (sage's), whose process
 /// is gone. Only on Linux, where /proc tells which processes live; elsewhere they stay, and
 /// nothing reads them. Returns how many were removed.
-pub(super) fn sweep_stale_temporaries(out: &Path) -> usize {
+pub(crate) fn sweep_stale_temporaries(out: &Path) -> usize {
     fn pid_of(name: &str) -> Option<u32> {
         if let Some((_, pid)) = name.rsplit_once(".tmp-") {
             return pid.parse().ok();
@@ -310,7 +322,7 @@ pub(super) fn sweep_stale_temporaries(out: &Path) -> usize {
 /// zombie (a killed `sage` whose parent died too stays one until an init reaps it, and a
 /// container's init may never do so) nor a thread of another process (`/proc/<tid>` resolves
 /// too, and threads share the pid numbers).
-pub(super) fn process_lives(proc: &Path, pid: u32) -> bool {
+pub(crate) fn process_lives(proc: &Path, pid: u32) -> bool {
     let Ok(status) = std::fs::read_to_string(proc.join(pid.to_string()).join("status")) else {
         return false;
     };
@@ -326,9 +338,9 @@ pub(super) fn process_lives(proc: &Path, pid: u32) -> bool {
 }
 
 /// Runs one job and writes its result file atomically; nothing is written on failure.
-pub(super) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<()> {
+pub(crate) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext) -> Result<()> {
     let dir = path.parent().expect("a result path has a folder");
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| BenchError::file(dir, "cannot create", e))?;
     // per process: a killed run's orphaned `sage` cannot collide with the re-run's
     let report_path = path.with_extension(format!("report.{}.partial", std::process::id()));
     let start = Instant::now();
@@ -339,24 +351,33 @@ pub(super) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext)
         .arg("--output")
         .arg(&report_path)
         .output()
-        .with_context(|| format!("running {}", sage.display()))?;
+        .map_err(|e| BenchError::sage(sage.display().to_string(), format!("cannot run: {e}")))?;
     let wall_seconds = start.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
         let _ = std::fs::remove_file(&report_path);
-        bail!(
-            "sage {} failed: {}",
-            job.args.join(" "),
-            stderr.trim().lines().last().unwrap_or("no message")
-        );
+        return Err(BenchError::sage(
+            format!(
+                "sage {}",
+                job.args
+                    .iter()
+                    .map(|a| redact_url(a))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            format!(
+                "failed: {}",
+                stderr.trim().lines().last().unwrap_or("no message")
+            ),
+        ));
     }
     // `sage run --output` wrote the result file: the report, the rows it used and its notes;
     // this run knows better what the job is called, how it was asked for, and where it ran
     let written: Result<ResultEnvelope> = std::fs::read(&report_path)
-        .with_context(|| format!("{}: cannot read", report_path.display()))
+        .map_err(|e| BenchError::file(&report_path, "cannot read", e))
         .and_then(|bytes| {
             serde_json::from_slice(&bytes)
-                .with_context(|| format!("{}: not a result file", report_path.display()))
+                .map_err(|e| BenchError::file(&report_path, "not a result file", e))
         });
     let _ = std::fs::remove_file(&report_path);
     let written = written?;
@@ -390,13 +411,13 @@ pub(super) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext)
         },
         ..written
     };
-    write_atomically(path, &serde_json::to_vec_pretty(&envelope)?)
+    write_file(path, &to_json(&envelope))
 }
 
 /// Each job's wall time and, of it, the seconds its models spent embedding, with the texts they
 /// embedded and the texts the cache gave back; then the run's total and each model's sum (with
 /// what a remote model billed).
-pub(super) fn print_timing_table(outcomes: &[Outcome]) {
+pub(crate) fn print_timing_table(outcomes: &[Outcome]) {
     let width = outcomes
         .iter()
         .map(|o| o.label.len())

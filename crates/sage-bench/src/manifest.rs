@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use crate::{BenchError, Result};
 use serde::{Deserialize, Serialize};
 
 /// The schema every manifest names.
@@ -112,11 +112,12 @@ struct Jobs {
 
 /// The job records of the manifest at `path`; an error names the file.
 pub(crate) fn read_jobs(path: &Path) -> Result<Vec<JobRecord>> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    let manifest: Jobs = serde_json::from_slice(&bytes).with_context(|| {
-        format!(
-            "{}: no \"jobs\" list of records (not a bench-all.json)",
-            path.display()
+    let bytes = std::fs::read(path).map_err(|e| BenchError::file(path, "cannot read", e))?;
+    let manifest: Jobs = serde_json::from_slice(&bytes).map_err(|e| {
+        BenchError::file(
+            path,
+            "no \"jobs\" list of records (not a bench-all.json)",
+            e,
         )
     })?;
     Ok(manifest.jobs)

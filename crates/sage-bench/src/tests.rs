@@ -1,4 +1,4 @@
-use super::*;
+use crate::*;
 
 #[test]
 fn the_embedded_default_parses_and_quick_shrinks_it() {

@@ -1,16 +1,24 @@
 //! The end of a run: `sage report`, and `--gather` after a sharded run.
 
-use super::*;
+use crate::*;
 
 /// `sage report DIR`.
-pub(super) fn report(sage: &Path, out: &Path) -> Result<()> {
+pub(crate) fn report(sage: &Path, out: &Path) -> Result<()> {
     let status = Command::new(sage)
         .arg("report")
         .arg(out)
         .status()
-        .with_context(|| format!("running {} report", sage.display()))?;
+        .map_err(|e| {
+            BenchError::sage(
+                format!("{} report", sage.display()),
+                format!("cannot run: {e}"),
+            )
+        })?;
     if !status.success() {
-        bail!("sage report {} failed", out.display());
+        return Err(BenchError::sage(
+            format!("sage report {}", out.display()),
+            "failed (its error is above)",
+        ));
     }
     Ok(())
 }
@@ -19,7 +27,12 @@ pub(super) fn report(sage: &Path, out: &Path) -> Result<()> {
 /// (checked, idempotent; the shard files are removed once folded), checks that every selected
 /// job has its result, writes bench-all.json from the results and the shards' manifests, and
 /// runs `sage report`. A missing result is an error naming the job; nothing is reported then.
-pub(super) fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> {
+pub(crate) fn gather(
+    inv: &Invocation,
+    jobs: &[Job],
+    sage: &Path,
+    context: &RunContext,
+) -> Result<()> {
     let out = &inv.out;
     let cache_dir = sage_cache::cache_dir();
     for (stem, flag) in [("embeddings", None), ("paraphrases", Some("--paraphrases"))] {
@@ -44,7 +57,7 @@ pub(super) fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> 
         );
         for file in &shards {
             std::fs::remove_file(file)
-                .with_context(|| format!("{}: cannot remove once merged", file.display()))?;
+                .map_err(|e| BenchError::file(file, "cannot remove once merged", e))?;
         }
     }
     let missing: Vec<String> = jobs
@@ -91,9 +104,9 @@ pub(super) fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> 
     let manifest = Manifest {
         schema: MANIFEST_SCHEMA.to_owned(),
         harness_version: env!("CARGO_PKG_VERSION").to_owned(),
-        git_revision: git_revision(&workspace_root()),
+        git_revision: context.revision.clone(),
         timestamp: sage_core::utc_timestamp(),
-        host: sage_core::Host::detect(),
+        host: context.host.clone(),
         config: config_name(inv),
         quick: inv.quick,
         gathered_from: Some(shard_manifests),
@@ -103,12 +116,9 @@ pub(super) fn gather(inv: &Invocation, jobs: &[Job], sage: &Path) -> Result<()> 
         similarities: None,
         skipped: None,
     };
-    write_atomically(
-        &out.join("bench-all.json"),
-        &serde_json::to_vec_pretty(&manifest)?,
-    )?;
+    write_file(&out.join("bench-all.json"), &to_json(&manifest))?;
     if !missing.is_empty() {
-        bail!(
+        invalid!(
             "{} of {} jobs have no result (re-run them: the same command without --gather, or `cargo xtask slurm` again): {}",
             missing.len(),
             jobs.len(),

@@ -1,10 +1,10 @@
 //! What to run: the similarities (metrics, local and remote models, with their sizes), the
 //! suites `sage suites` lists, and each (similarity, suite, task) job with its `sage` arguments.
 
-use super::*;
+use crate::*;
 
 /// The metrics and models to run; "auto" expands to what `sage models` finds.
-pub(super) fn similarities(
+pub(crate) fn similarities(
     config: &Config,
     sage: &Path,
     quick: bool,
@@ -58,13 +58,13 @@ pub(super) fn similarities(
         }
     }
     if out.is_empty() {
-        bail!("no similarity to run: similarities.metrics and .models are empty");
+        invalid!("no similarity to run: similarities.metrics and .models are empty");
     }
     Ok((out, skipped))
 }
 
 /// Bytes of the transformer weights in a model folder (`*.safetensors`); 0 for static models.
-pub(super) fn transformer_bytes(dir: &Path) -> u64 {
+pub(crate) fn transformer_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -77,7 +77,7 @@ pub(super) fn transformer_bytes(dir: &Path) -> u64 {
 
 /// Transformer weight bytes of a local model spec (a folder, or a folder name under
 /// SAGE_MODELS_DIR); `None` when its folder is not found here (a hub id).
-pub(super) fn model_bytes(spec: &str) -> Option<u64> {
+pub(crate) fn model_bytes(spec: &str) -> Option<u64> {
     let under_models = std::env::var_os("SAGE_MODELS_DIR")
         .filter(|d| !d.is_empty())
         .map(|d| PathBuf::from(d).join(spec));
@@ -90,12 +90,12 @@ pub(super) fn model_bytes(spec: &str) -> Option<u64> {
 
 /// Whether `spec` names a remote model (`openai:`, `voyage:`, `cohere:`, `gemini:`), as
 /// `sage` decides it.
-pub(super) fn is_remote(spec: &str) -> bool {
+pub(crate) fn is_remote(spec: &str) -> bool {
     sage_core::remote_model_name(spec).is_some() && !Path::new(spec).exists()
 }
 
 /// `protocol:model` of a remote spec: its label and its key in `[remote.prices]`.
-pub(super) fn remote_name(spec: &str) -> String {
+pub(crate) fn remote_name(spec: &str) -> String {
     sage_core::remote_model_name(spec)
         .unwrap_or(spec)
         .to_owned()
@@ -104,17 +104,17 @@ pub(super) fn remote_name(spec: &str) -> String {
 /// A suite as `sage suites` lists it: what bench-all needs to plan its jobs.
 #[derive(Clone, Debug, Deserialize)]
 pub(crate) struct ListedSuite {
-    pub(super) name: String,
-    pub(super) takes_metrics: bool,
+    pub(crate) name: String,
+    pub(crate) takes_metrics: bool,
     /// Where a run with default options writes: `<similarity>/<result_suite>/<result_task>.json`.
-    pub(super) result_suite: String,
-    pub(super) result_task: String,
+    pub(crate) result_suite: String,
+    pub(crate) result_task: String,
     /// The suite's own estimate of a job per task it writes (`Suite::cost_hints`).
-    pub(super) cost_hints: Vec<sage_core::CostHint>,
+    pub(crate) cost_hints: Vec<sage_core::CostHint>,
 }
 
 /// One JSON object per line of `sage <command>`'s output.
-pub(super) fn sage_listing<T: serde::de::DeserializeOwned>(
+pub(crate) fn sage_listing<T: serde::de::DeserializeOwned>(
     sage: &Path,
     command: &str,
 ) -> Result<Vec<T>> {
@@ -123,19 +123,23 @@ pub(super) fn sage_listing<T: serde::de::DeserializeOwned>(
         .lines()
         .enumerate()
         .map(|(i, line)| {
-            serde_json::from_str(line)
-                .with_context(|| format!("sage {command}, line {}: {line:?}", i + 1))
+            serde_json::from_str(line).map_err(|e| {
+                BenchError::sage(
+                    format!("sage {command}"),
+                    format!("line {}: {line:?}: {e}", i + 1),
+                )
+            })
         })
         .collect()
 }
 
 /// The suites `sage` registers, in its order (`sage suites`).
-pub(super) fn listed_suites(sage: &Path) -> Result<Vec<ListedSuite>> {
+pub(crate) fn listed_suites(sage: &Path) -> Result<Vec<ListedSuite>> {
     sage_listing(sage, "suites")
 }
 
 /// The metrics `sage` registers (`sage metrics`).
-pub(super) fn listed_metrics(sage: &Path) -> Result<Vec<String>> {
+pub(crate) fn listed_metrics(sage: &Path) -> Result<Vec<String>> {
     #[derive(Deserialize)]
     struct Listed {
         name: String,
@@ -146,7 +150,7 @@ pub(super) fn listed_metrics(sage: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
-pub(super) fn plan(
+pub(crate) fn plan(
     config: &Config,
     suites: &[ListedSuite],
     similarities: &[Similarity],
@@ -392,7 +396,7 @@ pub(super) fn plan(
 /// Whether the configured paraphraser and the quality record's reference encoder are there: a
 /// server URL (or a remote encoder, a hub id) is taken on trust, the run says so if it is not
 /// there; a model must exist as a path or under SAGE_MODELS_DIR.
-pub(super) fn pteb_paraphraser(pteb: &PtebSuite) -> std::result::Result<(), String> {
+pub(crate) fn pteb_paraphraser(pteb: &PtebSuite) -> std::result::Result<(), String> {
     let encoder = match pteb.quality.encoder.as_str() {
         "" => "all-MiniLM-L6-v2",
         named => named,
@@ -426,7 +430,7 @@ pub(super) fn pteb_paraphraser(pteb: &PtebSuite) -> std::result::Result<(), Stri
 }
 
 /// A model given as a path, or as a folder name under SAGE_MODELS_DIR, that is there.
-pub(super) fn local_model(spec: &str) -> bool {
+pub(crate) fn local_model(spec: &str) -> bool {
     let under_models = std::env::var_os("SAGE_MODELS_DIR")
         .filter(|d| !d.is_empty())
         .map(|d| PathBuf::from(d).join(spec));

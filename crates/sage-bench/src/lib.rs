@@ -1,15 +1,32 @@
-//! `cargo xtask bench-all`: every suite on every similarity, one result file per
-//! (similarity, suite, task), resumable, then `sage report`.
+//! bench-all: every suite on every similarity, one result file per (similarity, suite, task),
+//! resumable, sharded or whole, then `sage report`. `cargo xtask bench-all` and `sage bench-all`
+//! both call [`bench_all`]; `cargo xtask slurm` plans its array from [`Prepared`].
 //!
-//! The work is done by the release `sage` binary (`sage run <task> ... --output FILE`, which
-//! writes the result file: the report, the datasets with row counts and checksums, the notes);
-//! this module only decides what to run, sets in each result file what only it knows (the job's
-//! name, its arguments, the git revision, the host, the wall time) and writes it atomically. A result file that exists is the proof that its job finished, so a
-//! killed run re-run with the same configuration skips what is done and writes the rest: the
-//! files come out the same as an uninterrupted run's except for the `run` block (timestamp, wall
-//! time, host, revision), the report's own `timings` and PTEB's paraphrase `cache_hits` (a run
-//! resumed after a kill finds what the killed one cached), the only fields that depend on when
-//! and where a job ran.
+//! # Why it drives the `sage` binary
+//! The work is done by a `sage` binary (`sage run <task> ... --output FILE`, which writes the
+//! result file: the report, the datasets with row counts and checksums, the notes); this crate
+//! only decides what to run, sets in each result file what only it knows (the job's name, its
+//! arguments, the git revision, the host, the wall time) and writes it atomically. One process
+//! per job keeps a model's memory and a crash inside one job from reaching the others, and lets
+//! a `sage` of one's own (a crate that registers its own suites and metrics) be benched like the
+//! shipped one: what to run is asked of that binary (`sage suites`, `sage metrics`, `sage
+//! models`), never linked in here.
+//!
+//! # Why a result file is the record of a finished job
+//! A result file that exists is the proof that its job finished, so a killed run re-run with the
+//! same configuration skips what is done and writes the rest: the files come out the same as an
+//! uninterrupted run's except for the `run` block (timestamp, wall time, host, revision), the
+//! report's own `timings` and PTEB's paraphrase `cache_hits` (a run resumed after a kill finds
+//! what the killed one cached), the only fields that depend on when and where a job ran.
+//!
+//! # Modules
+//! - `config`: bench.toml's schema, defaults and `[quick]` table.
+//! - `plan`: the similarities, the suites `sage` lists, and each job's `sage` arguments.
+//! - `run`: one `sage` process per job, the remote-cost ceiling, progress and the timing table.
+//! - [`shard`]: the job list as data, a balanced share of it, and costs to balance by.
+//! - `gather`: a sharded run's caches and manifests folded into one, then the report.
+//! - `manifest`: `bench-all.json`, the record of a run.
+#![deny(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -17,7 +34,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use sage_core::redact::redact_url;
 use sage_core::{Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord};
@@ -27,36 +43,57 @@ use serde_json::Value;
 use crate::manifest::{
     JobRecord, Manifest, ShardRecord, SimilarityEntry, Skipped, MANIFEST_SCHEMA,
 };
-use crate::shard::{self, Shard};
-use crate::{git_revision, workspace_root, write_atomically};
+use crate::shard::Shard;
 
 mod config;
+mod error;
 mod gather;
+mod manifest;
 mod plan;
 mod run;
+pub mod shard;
 #[cfg(test)]
 mod tests;
 
 pub use config::DEFAULT_CONFIG;
 use config::*;
+use error::invalid;
+pub use error::{BenchError, Result};
 use gather::*;
 use plan::*;
 use run::*;
 
+/// What the caller of bench-all knows of the place it runs in: where `sage` comes from, the data
+/// to fall back on, and the revision the results record.
+pub struct Environment {
+    /// The `sage` binary when the command line gives none (`--sage`): called with whether the
+    /// configuration asks for CUDA, it builds or finds one.
+    pub sage: Box<dyn Fn(bool) -> Result<PathBuf>>,
+    /// Data when neither the configuration nor `SAGE_DATA_DIR` names a folder (a checkout's
+    /// fixtures); `None`: one of those must.
+    pub fallback_data_dir: Option<PathBuf>,
+    /// The source revision the results record (`<commit>`, `<commit>-dirty`), when known.
+    pub revision: Option<String>,
+}
+
 /// A similarity to evaluate: a metric or a model spec.
 #[derive(Clone, Debug)]
-pub(crate) struct Similarity {
+pub struct Similarity {
     /// Folder name under the results directory.
     pub label: String,
     spec: String,
+    /// An embedding model (else a classical metric).
     pub is_model: bool,
 }
 
 /// One unit of work and its result file.
 #[derive(Debug)]
-pub(crate) struct Job {
+pub struct Job {
+    /// What the job evaluates.
     pub similarity: Similarity,
+    /// The result folder of its suite (`sage` for SAGE's five tasks).
     pub suite: String,
+    /// The task: its result file's stem.
     pub task: String,
     /// `sage` arguments, without --output.
     args: Vec<String>,
@@ -89,31 +126,46 @@ struct Outcome {
 
 /// What a bench-all command line asks for.
 #[derive(Debug, Default)]
-pub(crate) struct Invocation {
+pub struct Invocation {
+    /// `--config FILE`; none: the embedded bench.toml.
     pub config_path: Option<PathBuf>,
+    /// `--quick`: the configuration's `[quick]` sample sizes.
     pub quick: bool,
+    /// `--overwrite`: run jobs whose result file exists.
     pub overwrite: bool,
+    /// `--plan`: print what remote jobs would send and cost, run nothing.
     pub plan_only: bool,
+    /// `--list-jobs`: print the job list, run nothing.
     pub list_jobs: bool,
+    /// `--gather`: fold a sharded run together and report.
     pub gather: bool,
     /// `--jobs FILE`: run only the jobs listed there.
     pub jobs_file: Option<PathBuf>,
+    /// `--shard I/N`: only this share of the jobs.
     pub shard: Option<Shard>,
     /// `--costs FILE`: a finished run's bench-all.json, for the estimates.
     pub costs_file: Option<PathBuf>,
+    /// `--out DIR`: the results folder.
     pub out: PathBuf,
+    /// `--sage BIN`: the `sage` binary to drive.
     pub sage: Option<PathBuf>,
 }
 
 impl Invocation {
-    pub fn parse(args: &[String]) -> Result<Invocation> {
+    /// Reads bench-all's options (as after `bench-all`); `out` is the results folder unless
+    /// `--out` says another.
+    pub fn parse(args: &[String], out: PathBuf) -> Result<Invocation> {
         let mut inv = Invocation {
-            out: workspace_root().join("results"),
+            out,
             ..Invocation::default()
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
-            let mut value = || crate::flag_value(&mut it, flag);
+            let mut value = || {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| BenchError::Invalid(format!("{flag} needs a value")))
+            };
             match flag.as_str() {
                 "--config" => inv.config_path = Some(PathBuf::from(value()?)),
                 "--out" => inv.out = PathBuf::from(value()?),
@@ -126,13 +178,13 @@ impl Invocation {
                 "--plan" => inv.plan_only = true,
                 "--list-jobs" => inv.list_jobs = true,
                 "--gather" => inv.gather = true,
-                other => bail!(
+                other => invalid!(
                     "unknown option {other:?} (bench-all takes --config FILE, --quick, --overwrite, --out DIR, --sage BIN, --plan, --list-jobs, --jobs FILE, --shard I/N, --costs FILE, --gather)"
                 ),
             }
         }
         if inv.gather && inv.shard.is_some() {
-            bail!("--gather folds every shard's work together: it takes no --shard");
+            invalid!("--gather folds every shard's work together: it takes no --shard");
         }
         Ok(inv)
     }
@@ -140,12 +192,16 @@ impl Invocation {
 
 /// A bench-all invocation resolved: configuration, data, `sage`, and the jobs selected (all of
 /// the configuration's, or those `--jobs` lists), each with its estimated seconds.
-pub(crate) struct Prepared {
+pub struct Prepared {
+    /// The data folder the jobs read.
     pub data_dir: PathBuf,
+    /// The `sage` binary that runs them.
     pub sage: PathBuf,
     similarities: Vec<Similarity>,
     skipped: Vec<Skipped>,
+    /// The jobs, in the order they run.
     pub jobs: Vec<Job>,
+    /// Each job's estimated seconds, what shares are balanced by.
     pub estimates: Vec<f64>,
     context: RunContext,
 }
@@ -166,37 +222,41 @@ fn cost_hints(suites: &[ListedSuite]) -> shard::CostHints {
 }
 
 impl Prepared {
-    /// Resolves `inv`: reads the configuration, builds `sage` unless given, plans the jobs.
-    pub fn new(inv: &Invocation) -> Result<Prepared> {
-        let root = workspace_root();
+    /// Resolves `inv`: reads the configuration, finds `sage` (the environment's unless given),
+    /// plans the jobs.
+    pub fn new(inv: &Invocation, env: &Environment) -> Result<Prepared> {
         let config = match &inv.config_path {
             Some(p) => Config {
-                file: Some(std::path::absolute(p)?),
+                file: Some(
+                    std::path::absolute(p).map_err(|e| BenchError::file(p, "cannot read", e))?,
+                ),
                 ..Config::parse(
                     &std::fs::read_to_string(p)
-                        .with_context(|| format!("{}: cannot read", p.display()))?,
+                        .map_err(|e| BenchError::file(p, "cannot read", e))?,
                     &p.display().to_string(),
                 )?
             },
             None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,
         };
         if !config.datasets.is_empty() && config.file.is_none() {
-            bail!("[datasets] tables need a configuration file (--config) to be relative to");
+            invalid!("[datasets] tables need a configuration file (--config) to be relative to");
         }
         let config = if inv.quick { config.quick() } else { config };
         let data_dir = if !config.data_dir.is_empty() {
             PathBuf::from(&config.data_dir)
         } else if let Some(d) = std::env::var_os("SAGE_DATA_DIR").filter(|d| !d.is_empty()) {
             PathBuf::from(d)
+        } else if let Some(fallback) = &env.fallback_data_dir {
+            fallback.clone()
         } else {
-            root.join("data/fixtures/mirror")
+            invalid!("no data folder: set SAGE_DATA_DIR, or data_dir in the configuration");
         };
         if !data_dir.is_dir() {
-            bail!("data directory {} does not exist", data_dir.display());
+            invalid!("data directory {} does not exist", data_dir.display());
         }
         let sage = match &inv.sage {
             Some(s) => s.clone(),
-            None => crate::build_sage_with(&root, config.device == Device::Cuda)?,
+            None => (env.sage)(config.device == Device::Cuda)?,
         };
         // what to run comes from sage's registry: a suite or metric registered in a `sage` of
         // one's own (`--sage`) is planned like the shipped ones
@@ -231,7 +291,7 @@ impl Prepared {
                 shard::read_job_file(file)?.into_iter().collect();
             let known: Vec<String> = jobs.iter().map(Job::id).collect();
             if let Some(unknown) = listed.keys().find(|id| !known.contains(id)) {
-                bail!(
+                invalid!(
                     "{}: job {unknown:?} is not one this configuration plans (`--list-jobs` prints those)",
                     file.display()
                 );
@@ -249,7 +309,7 @@ impl Prepared {
             estimates = kept_estimates;
         }
         let context = RunContext {
-            revision: git_revision(&root),
+            revision: env.revision.clone(),
             host: sage_core::Host::detect(),
             seed: config.seed,
             data_dir: data_dir.clone(),
@@ -270,8 +330,8 @@ impl Prepared {
     }
 }
 
-pub fn bench_all(args: &[String]) -> Result<()> {
-    let inv = Invocation::parse(args)?;
+/// Runs bench-all as `inv` asks, in `env`.
+pub fn bench_all(inv: &Invocation, env: &Environment) -> Result<()> {
     let Prepared {
         data_dir,
         sage,
@@ -280,7 +340,7 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         jobs,
         estimates,
         mut context,
-    } = Prepared::new(&inv)?;
+    } = Prepared::new(inv, env)?;
     let out = &inv.out;
     if inv.list_jobs {
         for (job, estimate) in jobs.iter().zip(&estimates) {
@@ -290,7 +350,7 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         return Ok(());
     }
     if inv.gather {
-        return gather(&inv, &jobs, &sage);
+        return gather(inv, &jobs, &sage, &context);
     }
     let selected: Vec<&Job> = match inv.shard {
         Some(shard) => shard::assign(&estimates, shard)
@@ -355,7 +415,7 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         git_revision: context.revision.clone(),
         timestamp: sage_core::utc_timestamp(),
         host: context.host.clone(),
-        config: config_name(&inv),
+        config: config_name(inv),
         quick: inv.quick,
         shard: Some(inv.shard.map(|s| ShardRecord {
             index: s.index,
@@ -392,10 +452,7 @@ pub fn bench_all(args: &[String]) -> Result<()> {
         Some(s) => format!("bench-all.shard-{}-of-{}.json", s.index, s.count),
         None => "bench-all.json".to_owned(),
     };
-    write_atomically(
-        &out.join(manifest_name),
-        &serde_json::to_vec_pretty(&manifest)?,
-    )?;
+    write_file(&out.join(manifest_name), &to_json(&manifest))?;
     print_timing_table(&outcomes);
 
     // a shard leaves the report to --gather, once every shard is done
@@ -409,16 +466,13 @@ pub fn bench_all(args: &[String]) -> Result<()> {
     }
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.status == "failed").collect();
     if !failed.is_empty() {
-        bail!(
-            "{} of {} jobs failed (their errors are above; every other result is written): {}",
-            failed.len(),
-            outcomes.len(),
-            failed
+        return Err(BenchError::JobsFailed {
+            failed: failed
                 .iter()
                 .map(|o| format!("{} {}/{}", o.label, o.suite, o.task))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+                .collect(),
+            total: outcomes.len(),
+        });
     }
     Ok(())
 }
@@ -430,4 +484,17 @@ fn config_name(inv: &Invocation) -> String {
         .map_or("embedded bench.toml".to_owned(), |p| {
             sage_core::redact::home_relative(&p.display().to_string())
         })
+}
+
+/// `value` as pretty JSON: the one shape of the files bench-all writes.
+fn to_json(value: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec_pretty(value).expect("bench-all's records have string keys")
+}
+
+/// Writes `bytes` to `path` atomically, making its folder first.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| BenchError::file(dir, "cannot create", e))?;
+    }
+    Ok(sage_core::write_atomically(path, bytes)?)
 }

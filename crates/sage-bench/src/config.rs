@@ -1,6 +1,6 @@
 //! bench.toml: the schema of bench-all's configuration, its defaults and its [quick] table.
 
-use super::*;
+use crate::*;
 
 /// The commented default configuration, embedded so that a run with no --config uses it.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../bench.toml");
@@ -8,37 +8,37 @@ pub const DEFAULT_CONFIG: &str = include_str!("../../../bench.toml");
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Config {
-    pub(super) seed: u64,
+    pub(crate) seed: u64,
     #[serde(default)]
-    pub(super) data_dir: String,
-    pub(super) device: Device,
-    pub(super) batch_tokens: usize,
-    pub(super) similarities: Similarities,
-    pub(super) sage: SageSuite,
-    pub(super) evalrank: EvalRankSuite,
-    pub(super) align_sim: AlignSimSuite,
-    pub(super) pteb: PtebSuite,
-    pub(super) quick: Quick,
+    pub(crate) data_dir: String,
+    pub(crate) device: Device,
+    pub(crate) batch_tokens: usize,
+    pub(crate) similarities: Similarities,
+    pub(crate) sage: SageSuite,
+    pub(crate) evalrank: EvalRankSuite,
+    pub(crate) align_sim: AlignSimSuite,
+    pub(crate) pteb: PtebSuite,
+    pub(crate) quick: Quick,
     #[serde(default)]
-    pub(super) remote: RemoteSuite,
+    pub(crate) remote: RemoteSuite,
     /// `[suites.<name>]`: suites registered beyond the shipped ones, by name.
     #[serde(default)]
-    pub(super) suites: BTreeMap<String, RegisteredSuite>,
+    pub(crate) suites: BTreeMap<String, RegisteredSuite>,
     /// `[datasets.<name>]`: the user's own datasets. `sage` reads these tables itself (`--datasets
     /// FILE`, paths relative to the file), so their schema is sage-data's and lives once.
     #[serde(default)]
-    pub(super) datasets: BTreeMap<String, toml::Value>,
+    pub(crate) datasets: BTreeMap<String, toml::Value>,
     /// Where the configuration came from, for errors found once `sage` is asked.
     #[serde(skip)]
-    pub(super) origin: String,
+    pub(crate) origin: String,
     /// The configuration file, when it is one (its `[datasets]` tables go to `sage` by path).
     #[serde(skip)]
-    pub(super) file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
 }
 
 /// A dataset entry of a list: `name/split` (the registry's or a `[datasets]` table's), or a
 /// path (`PATH`, `PATH#SPLIT`), which sage reads; a bare name is missing its split.
-pub(super) fn dataset_entry_ok(entry: &str) -> bool {
+pub(crate) fn dataset_entry_ok(entry: &str) -> bool {
     entry.contains('/') || entry.contains('#') || Path::new(entry).exists()
 }
 
@@ -47,128 +47,128 @@ pub(super) fn dataset_entry_ok(entry: &str) -> bool {
 /// defaults.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RegisteredSuite {
+pub(crate) struct RegisteredSuite {
     #[serde(default = "yes")]
-    pub(super) enabled: bool,
+    pub(crate) enabled: bool,
     /// Datasets as name/split; empty: the suite's defaults that are local.
     #[serde(default)]
-    pub(super) datasets: Vec<String>,
+    pub(crate) datasets: Vec<String>,
     /// The suite's options, passed as `--options JSON`.
     #[serde(default)]
-    pub(super) options: serde_json::Map<String, Value>,
+    pub(crate) options: serde_json::Map<String, Value>,
     /// Under --quick, these options over `options` (a key here replaces the same key there).
     #[serde(default)]
-    pub(super) quick_options: serde_json::Map<String, Value>,
+    pub(crate) quick_options: serde_json::Map<String, Value>,
 }
 
-pub(super) fn yes() -> bool {
+pub(crate) fn yes() -> bool {
     true
 }
 
 /// Remote models (`PROTOCOL:MODEL[@BASE_URL]` in similarities.models): what they may cost.
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RemoteSuite {
+pub(crate) struct RemoteSuite {
     /// Stop starting remote jobs before the estimated spend of this run would cross this.
     #[serde(default)]
-    pub(super) max_cost_usd: Option<f64>,
+    pub(crate) max_cost_usd: Option<f64>,
     /// USD per million tokens by `protocol:model`, over `sage`'s shipped list prices.
     #[serde(default)]
-    pub(super) prices: BTreeMap<String, f64>,
+    pub(crate) prices: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub(super) enum Device {
+pub(crate) enum Device {
     Cpu,
     Cuda,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Similarities {
-    pub(super) metrics: Vec<String>,
-    pub(super) models: Vec<String>,
+pub(crate) struct Similarities {
+    pub(crate) metrics: Vec<String>,
+    pub(crate) models: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct SageSuite {
-    pub(super) tasks: Vec<String>,
-    pub(super) max_rows: usize,
-    pub(super) cluster_subsets: usize,
-    pub(super) cluster_max_texts: usize,
-    pub(super) retrieval_max_docs: usize,
-    pub(super) retrieval_max_queries: usize,
-    pub(super) retrieval_mode: String,
+pub(crate) struct SageSuite {
+    pub(crate) tasks: Vec<String>,
+    pub(crate) max_rows: usize,
+    pub(crate) cluster_subsets: usize,
+    pub(crate) cluster_max_texts: usize,
+    pub(crate) retrieval_max_docs: usize,
+    pub(crate) retrieval_max_queries: usize,
+    pub(crate) retrieval_mode: String,
     /// Per task, the datasets to run (name/split); a task not named runs its default
     /// datasets that are in the local mirror.
     #[serde(default)]
-    pub(super) datasets: BTreeMap<String, Vec<String>>,
+    pub(crate) datasets: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct EvalRankSuite {
-    pub(super) levels: Vec<String>,
+pub(crate) struct EvalRankSuite {
+    pub(crate) levels: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct AlignSimSuite {
-    pub(super) max_rows: usize,
+pub(crate) struct AlignSimSuite {
+    pub(crate) max_rows: usize,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct PtebSuite {
-    pub(super) enabled: bool,
+pub(crate) struct PtebSuite {
+    pub(crate) enabled: bool,
     /// GGUF folder name under SAGE_MODELS_DIR, a .gguf path or folder, or an OpenAI-compatible
     /// base URL (with llm_model).
-    pub(super) paraphraser: String,
+    pub(crate) paraphraser: String,
     #[serde(default)]
-    pub(super) llm_model: String,
+    pub(crate) llm_model: String,
     /// Requests a local GGUF paraphraser decodes together in each lane; 0: `sage`'s default for
     /// the device.
     #[serde(default)]
-    pub(super) llm_batch: usize,
+    pub(crate) llm_batch: usize,
     /// Decoding lanes of a local GGUF paraphraser; 0: `sage`'s default for the device.
     #[serde(default)]
-    pub(super) llm_lanes: usize,
+    pub(crate) llm_lanes: usize,
     /// How a local llama/qwen2 paraphraser's requests attend; absent: `sage`'s default for the
     /// device.
     #[serde(default)]
-    pub(super) llm_attention: Option<LlmAttention>,
-    pub(super) runs: usize,
-    pub(super) max_rows: usize,
+    pub(crate) llm_attention: Option<LlmAttention>,
+    pub(crate) runs: usize,
+    pub(crate) max_rows: usize,
     #[serde(default)]
-    pub(super) datasets: Vec<String>,
+    pub(crate) datasets: Vec<String>,
     #[serde(default)]
-    pub(super) quality: PtebQuality,
+    pub(crate) quality: PtebQuality,
 }
 
 /// `[pteb.quality]`: the paraphrase-quality record's reference encoder and the gate's
 /// thresholds; an absent threshold is `sage`'s default (pteb's `QualityGate`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct PtebQuality {
+pub(crate) struct PtebQuality {
     /// `sage run pteb --quality-encoder`; empty: `sage`'s default (all-MiniLM-L6-v2).
     #[serde(default)]
-    pub(super) encoder: String,
-    pub(super) min_reference_cosine: Option<f64>,
-    pub(super) low_cosine: Option<f64>,
-    pub(super) max_share_below: Option<f64>,
-    pub(super) min_edit_distance: Option<f64>,
-    pub(super) max_fallback_share: Option<f64>,
-    pub(super) min_judge_rating: Option<f64>,
-    pub(super) min_judge_sts_spearman: Option<f64>,
+    pub(crate) encoder: String,
+    pub(crate) min_reference_cosine: Option<f64>,
+    pub(crate) low_cosine: Option<f64>,
+    pub(crate) max_share_below: Option<f64>,
+    pub(crate) min_edit_distance: Option<f64>,
+    pub(crate) max_fallback_share: Option<f64>,
+    pub(crate) min_judge_rating: Option<f64>,
+    pub(crate) min_judge_sts_spearman: Option<f64>,
     #[serde(default)]
-    pub(super) pool_unqualified: bool,
+    pub(crate) pool_unqualified: bool,
 }
 
 impl PtebQuality {
     /// The `sage run pteb` flags that say what is set.
-    pub(super) fn flags(&self) -> Vec<String> {
+    pub(crate) fn flags(&self) -> Vec<String> {
         let mut flags = Vec::new();
         if !self.encoder.is_empty() {
             flags.extend(["--quality-encoder".to_owned(), self.encoder.clone()]);
@@ -196,13 +196,13 @@ impl PtebQuality {
 /// `sage run pteb --llm-attention`.
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
-pub(super) enum LlmAttention {
+pub(crate) enum LlmAttention {
     Pooled,
     PerRequest,
 }
 
 impl LlmAttention {
-    pub(super) fn flag_value(self) -> &'static str {
+    pub(crate) fn flag_value(self) -> &'static str {
         match self {
             LlmAttention::Pooled => "pooled",
             LlmAttention::PerRequest => "per-request",
@@ -212,22 +212,22 @@ impl LlmAttention {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Quick {
-    pub(super) max_rows: usize,
-    pub(super) cluster_subsets: usize,
-    pub(super) cluster_max_texts: usize,
-    pub(super) retrieval_max_docs: usize,
-    pub(super) retrieval_max_queries: usize,
-    pub(super) align_sim_max_rows: usize,
-    pub(super) auto_models: Vec<String>,
-    pub(super) pteb_runs: usize,
-    pub(super) pteb_max_rows: usize,
-    pub(super) pteb_datasets: Vec<String>,
+pub(crate) struct Quick {
+    pub(crate) max_rows: usize,
+    pub(crate) cluster_subsets: usize,
+    pub(crate) cluster_max_texts: usize,
+    pub(crate) retrieval_max_docs: usize,
+    pub(crate) retrieval_max_queries: usize,
+    pub(crate) align_sim_max_rows: usize,
+    pub(crate) auto_models: Vec<String>,
+    pub(crate) pteb_runs: usize,
+    pub(crate) pteb_max_rows: usize,
+    pub(crate) pteb_datasets: Vec<String>,
 }
 
 /// The suites bench-all plans from their own configuration sections; every other suite
 /// `sage suites` lists is planned from `[suites.<name>]`.
-pub(super) const CONFIGURED_SUITES: [&str; 8] = [
+pub(crate) const CONFIGURED_SUITES: [&str; 8] = [
     "human-pref",
     "robustness",
     "sensitivity",
@@ -237,7 +237,7 @@ pub(super) const CONFIGURED_SUITES: [&str; 8] = [
     "align-sim",
     "pteb",
 ];
-pub(super) const SAGE_TASKS: [&str; 5] = [
+pub(crate) const SAGE_TASKS: [&str; 5] = [
     "human-pref",
     "robustness",
     "sensitivity",
@@ -248,37 +248,37 @@ pub(super) const SAGE_TASKS: [&str; 5] = [
 impl Config {
     /// Parses and checks a configuration; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
-        let mut config: Config =
-            toml::from_str(text).with_context(|| format!("{origin}: invalid"))?;
+        let mut config: Config = toml::from_str(text)
+            .map_err(|e| BenchError::Invalid(format!("{origin}: invalid: {e}")))?;
         config.origin = origin.to_owned();
         for (name, suite) in &config.suites {
             if CONFIGURED_SUITES.contains(&name.as_str()) {
-                bail!("{origin}: suites.{name}: {name} is configured in its own section ([sage], [evalrank], [align_sim], [pteb])");
+                invalid!("{origin}: suites.{name}: {name} is configured in its own section ([sage], [evalrank], [align_sim], [pteb])");
             }
             if let Some(bad) = suite.datasets.iter().find(|d| !dataset_entry_ok(d)) {
-                bail!("{origin}: suites.{name}.datasets: {bad:?} is not name/split");
+                invalid!("{origin}: suites.{name}.datasets: {bad:?} is not name/split");
             }
         }
         for t in &config.sage.tasks {
             if !SAGE_TASKS.contains(&t.as_str()) {
-                bail!("{origin}: sage.tasks: unknown task {t:?} (one of {SAGE_TASKS:?})");
+                invalid!("{origin}: sage.tasks: unknown task {t:?} (one of {SAGE_TASKS:?})");
             }
         }
         for l in &config.evalrank.levels {
             if !["word", "sentence"].contains(&l.as_str()) {
-                bail!("{origin}: evalrank.levels: unknown level {l:?} (word or sentence)");
+                invalid!("{origin}: evalrank.levels: unknown level {l:?} (word or sentence)");
             }
         }
         for (task, datasets) in &config.sage.datasets {
             if !SAGE_TASKS.contains(&task.as_str()) {
-                bail!("{origin}: sage.datasets: unknown task {task:?} (one of {SAGE_TASKS:?})");
+                invalid!("{origin}: sage.datasets: unknown task {task:?} (one of {SAGE_TASKS:?})");
             }
             if let Some(bad) = datasets.iter().find(|d| !dataset_entry_ok(d)) {
-                bail!("{origin}: sage.datasets.{task}: {bad:?} is not name/split");
+                invalid!("{origin}: sage.datasets.{task}: {bad:?} is not name/split");
             }
         }
         if !["distractor", "replace"].contains(&config.sage.retrieval_mode.as_str()) {
-            bail!(
+            invalid!(
                 "{origin}: sage.retrieval_mode: {:?} is neither distractor nor replace",
                 config.sage.retrieval_mode
             );
@@ -288,24 +288,24 @@ impl Config {
 
     /// Checks the names the configuration gives against what `sage` registers: its metrics
     /// (`sage metrics`) and suites (`sage suites`).
-    pub(super) fn check_against(&self, metrics: &[String], suites: &[ListedSuite]) -> Result<()> {
+    pub(crate) fn check_against(&self, metrics: &[String], suites: &[ListedSuite]) -> Result<()> {
         let origin = &self.origin;
         for m in &self.similarities.metrics {
             if !metrics.contains(m) {
-                bail!("{origin}: similarities.metrics: unknown metric {m:?} (sage registers {metrics:?})");
+                invalid!("{origin}: similarities.metrics: unknown metric {m:?} (sage registers {metrics:?})");
             }
         }
         for name in self.suites.keys() {
             if !suites.iter().any(|s| &s.name == name) {
                 let listed: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
-                bail!("{origin}: suites.{name}: sage registers no suite {name:?} (it lists {listed:?})");
+                invalid!("{origin}: suites.{name}: sage registers no suite {name:?} (it lists {listed:?})");
             }
         }
         Ok(())
     }
 
     /// The same configuration with --quick's sample sizes.
-    pub(super) fn quick(mut self) -> Config {
+    pub(crate) fn quick(mut self) -> Config {
         let q = &self.quick;
         self.sage.max_rows = q.max_rows;
         self.sage.cluster_subsets = q.cluster_subsets;
