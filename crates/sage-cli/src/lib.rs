@@ -34,7 +34,7 @@ mod score;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use sage_suites::Registry;
 
 /// Evaluation harness for text-embedding models and text-similarity metrics
@@ -46,6 +46,8 @@ struct Cli {
     command: Command,
 }
 
+// One value per process, read once: boxing the larger subcommands would save nothing
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Score text pairs with a similarity metric or an embedding model (cosine).
@@ -333,7 +335,6 @@ fn report(dir: &std::path::Path, mteb_results: Option<&std::path::Path>) -> anyh
 /// registry without a checkout or a build.
 fn bench_all(args: &[String]) -> anyhow::Result<()> {
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        use clap::CommandFactory;
         let mut cli = Cli::command();
         cli.find_subcommand_mut("bench-all")
             .expect("bench-all is a subcommand")
@@ -359,7 +360,8 @@ pub fn main(registry: Registry) -> ExitCode {
     quiet_caught_cache_panics();
     keep_large_buffers_in_the_heap();
     fix_thread_count();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Score {
             metric,
@@ -380,7 +382,15 @@ pub fn main(registry: Registry) -> ExitCode {
         } => embed::run(&model, &input, output),
         Command::Perturb(args) => perturb::run(args),
         Command::Data { command } => data::run(command, &registry),
-        Command::Run { task } => run::run(task, &registry),
+        Command::Run { task } => {
+            // which of a suite's flags were given, not defaulted: only those set its options
+            let given = matches
+                .subcommand_matches("run")
+                .and_then(|run| run.subcommand())
+                .map(|(_, given)| given)
+                .expect("`sage run` has a suite");
+            run::run(task, &registry, given)
+        }
         Command::Report { dir, mteb_results } => report(&dir, mteb_results.as_deref()),
         Command::Suites => {
             use std::io::Write;

@@ -29,9 +29,10 @@ pub struct PtebArgs {
     compare: Vec<String>,
     /// The paraphrasing LLM: a .gguf file, a folder with one, a folder name under
     /// $SAGE_MODELS_DIR (e.g. SmolLM2-135M-Instruct-GGUF), or an OpenAI-compatible base URL
-    /// (http://localhost:11434/v1 for Ollama) with --llm-model.
-    #[arg(long)]
-    paraphraser: String,
+    /// (http://localhost:11434/v1 for Ollama) with --llm-model (required, here or as the
+    /// `paraphraser` option).
+    #[arg(long, required_unless_present_any = ["options", "option"])]
+    paraphraser: Option<String>,
     #[command(flatten)]
     llm: LlmArgs,
     #[command(flatten)]
@@ -70,6 +71,8 @@ pub struct PtebArgs {
     /// alone goes to standard output.
     #[arg(long)]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    options: crate::run::OptionArgs,
     /// Also write each model's original-condition scores as MTEB result files into the MTEB
     /// result cache DIR (`DIR/results/<owner>__<model>/<revision>/<Task>.json` and
     /// `model_meta.json`): `mteb.ResultCache(DIR).load_results()` reads them.
@@ -233,12 +236,11 @@ impl QualityArgs {
     /// The reference encoder, with its own defaults: the user's pooling or truncation of the
     /// encoder under test must not change the yardstick. Kept in `loaded` for its usage.
     fn reference(
-        &self,
+        spec: &str,
         cuda: bool,
         remote: &crate::remote::RemoteArgs,
         loaded: &mut Loaded,
     ) -> Result<Arc<dyn sage_core::Embedder>> {
-        let spec = self.quality_encoder.as_str();
         let options = sage_embed::LoadOptions {
             transformer: sage_embed::TransformerOptions {
                 cuda,
@@ -327,32 +329,74 @@ struct Compared<'a> {
 }
 
 impl PtebArgs {
-    /// The suite's options these flags spell: each flag sets one field of the one schema that
-    /// `--options`, bench.toml and Python keywords fill too.
-    fn options(&self) -> PtebOptions {
-        PtebOptions {
-            paraphraser: Some(self.paraphraser.clone()),
-            judge: self.judge.clone(),
-            runs: self.runs,
-            max_rows: self.max_rows,
-            max_train_rows: self.max_train_rows,
-            paraphrase_train: self.paraphrase_train,
-            judge_pairs: self.judge_pairs,
-            pool_unqualified: self.pool_unqualified,
-            quality_encoder: self.quality.quality_encoder.clone(),
-            gate: self.quality.gate(),
-            llm: self.llm.config(),
-            paraphrase_cache: self.llm.paraphrase_cache.clone(),
-            no_paraphrase_cache: self.llm.no_paraphrase_cache,
-            read_paraphrase_caches: self.llm.read_paraphrase_caches.clone(),
-            cuda: self.model.cuda,
+    /// The suite's options: `--options` and `--option`, then each flag given, under the option
+    /// of the one schema (`PtebOptions`) that bench.toml and Python keywords fill too.
+    fn options(&self, given: &clap::ArgMatches) -> Result<PtebOptions> {
+        let (llm, quality) = (&self.llm, &self.quality);
+        let mut flags = crate::run::FlagOptions::new(Some(given), &self.options)?;
+        flags
+            .some("paraphraser", self.paraphraser.as_ref())
+            .some("judge", self.judge.as_ref())
+            .given("runs", "runs", self.runs)
+            .some("max_rows", self.max_rows)
+            .some("max_train_rows", self.max_train_rows)
+            .given("paraphrase_train", "paraphrase_train", true)
+            .given("judge_pairs", "judge_pairs", self.judge_pairs)
+            .given("pool_unqualified", "pool_unqualified", true)
+            .given(
+                "quality_encoder",
+                "quality_encoder",
+                &quality.quality_encoder,
+            )
+            .some("paraphrase_cache", llm.paraphrase_cache.as_ref())
+            .given("no_paraphrase_cache", "no_paraphrase_cache", true)
+            .some(
+                "read_paraphrase_caches",
+                llm.read_paraphrase_caches.as_ref(),
+            )
+            .given("cuda", "cuda", true);
+        for (key, value) in [
+            ("min_reference_cosine", quality.min_reference_cosine),
+            ("low_cosine", quality.low_cosine),
+            ("max_share_below", quality.max_share_below),
+            ("min_edit_distance", quality.min_edit_distance),
+            ("max_fallback_share", quality.max_fallback_share),
+            ("min_judge_rating", quality.min_judge_rating),
+            ("min_judge_sts_spearman", quality.min_judge_sts_spearman),
+        ] {
+            flags.given_in("gate", key, key, value);
         }
+        flags
+            .some_in("llm", "llm_model", llm.llm_model.as_ref())
+            .some_in("llm", "llm_batch", llm.llm_batch)
+            .some_in("llm", "llm_lanes", llm.llm_lanes)
+            .some_in(
+                "llm",
+                "llm_pooled_attention",
+                llm.llm_attention.map(|a| a == LlmAttention::Pooled),
+            )
+            .given_in("llm", "api_key_env", "api_key_env", &llm.api_key_env)
+            .given_in("llm", "http_timeout", "http_timeout", llm.http_timeout)
+            .given_in("llm", "multilingual", "multilingual", true)
+            .given_in("llm", "temperature", "temperature", llm.temperature)
+            .given_in("llm", "top_p", "top_p", llm.top_p)
+            .given_in(
+                "llm",
+                "judge_max_tokens",
+                "judge_max_tokens",
+                llm.judge_max_tokens,
+            );
+        Ok(PtebOptions::read(&flags.into_map())?)
     }
 }
 
 /// `sage run pteb`: the registered suite's run ([`PtebRun`], loaded once) over the baseline and
 /// every `--compare` encoder, with progress on stderr, the comparison and MTEB result files.
-pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
+pub fn run(
+    args: PtebArgs,
+    registry: &sage_suites::Registry,
+    given: &clap::ArgMatches,
+) -> Result<()> {
     let Some(baseline_spec) = args.similarity.clone().or_else(|| args.model.model.clone()) else {
         bail!("give --similarity (the encoder; with --compare, the baseline)")
     };
@@ -362,8 +406,7 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
             bail!("pteb: {spec} is a classical metric; PTEB's tasks embed texts: give a model");
         }
     }
-    let options = args.options();
-    options.checked()?;
+    let options = args.options(given)?;
     let (root, datasets) = args.llm.resolve(&args.datasets)?;
     let request = sage_suites::Request {
         datasets,
@@ -375,14 +418,18 @@ pub fn run(args: PtebArgs, registry: &sage_suites::Registry) -> Result<()> {
     // every model's usage, the compared encoders' kept after they are let go of
     let loaded = std::cell::RefCell::new(Loaded::default());
     let run = PtebRun::new(&options, request.seed, |o| {
-        args.quality
-            .reference(o.cuda, &args.model.remote, &mut loaded.borrow_mut())
-            .map_err(|e| sage_suites::SuiteError::Run {
-                suite: "pteb",
-                source: e.into(),
-            })
+        QualityArgs::reference(
+            &o.quality_encoder,
+            o.cuda,
+            &args.model.remote,
+            &mut loaded.borrow_mut(),
+        )
+        .map_err(|e| sage_suites::SuiteError::Run {
+            suite: "pteb",
+            source: e.into(),
+        })
     })?;
-    let progress = StderrProgress::new(args.runs);
+    let progress = StderrProgress::new(options.runs);
     let evaluate = |spec: &str| -> Result<PtebReport> {
         let mut encoder_loaded = Loaded::default();
         let encoder = args.model.load(spec, &mut encoder_loaded)?;
@@ -533,9 +580,12 @@ pub fn qualify(args: QualifyArgs) -> Result<()> {
         ..pteb::Options::default()
     };
     let mut loaded = Loaded::default();
-    let reference = args
-        .quality
-        .reference(args.cuda, &args.remote, &mut loaded)?;
+    let reference = QualityArgs::reference(
+        &args.quality.quality_encoder,
+        args.cuda,
+        &args.remote,
+        &mut loaded,
+    )?;
     let progress = StderrProgress::new(1);
     let qualification = pteb::qualify(
         &paraphrasers.iter().collect::<Vec<_>>(),

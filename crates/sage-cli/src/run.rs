@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use clap::{Subcommand, ValueEnum};
 use sage_suites::{Registry, Request, Subject};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::embed::ModelArgs;
 use crate::output::Output;
@@ -40,6 +40,8 @@ pub enum Task {
         /// WordNet 3.0 dict folder (default: wordnet/dict under the data root).
         #[arg(long)]
         wordnet: Option<PathBuf>,
+        #[command(flatten)]
+        options: OptionArgs,
         /// Data root (default: $SAGE_DATA_DIR).
         #[arg(long)]
         data_dir: Option<PathBuf>,
@@ -77,7 +79,7 @@ pub enum Task {
         task: TaskArgs,
         /// Truncate documents to their first N cl100k tokens first (the authors' 2,048; 1 to
         /// 1,000,000).
-        #[arg(long, default_value_t = sage_sensitivity::DEFAULT_TRUNCATE_TOKENS, conflicts_with = "whole_documents")]
+        #[arg(long, default_value_t = sage_sensitivity::Options::default().truncate_tokens.unwrap_or_default(), conflicts_with = "whole_documents")]
         truncate_tokens: usize,
         /// Do not truncate.
         #[arg(long)]
@@ -127,9 +129,10 @@ pub enum Task {
     /// EvalRank (Wang et al., ACL 2022): MRR / Hits@1 / Hits@3 of positive pairs ranked against
     /// a background set, plus the classic Spearman similarity score; prints a JSON report.
     Evalrank {
-        /// word: the 13 word-similarity sets; sentence: STS-B and STR-2022.
-        #[arg(long, value_enum)]
-        level: LevelArg,
+        /// word: the 13 word-similarity sets; sentence: STS-B and STR-2022 (required, here or
+        /// as the `level` option).
+        #[arg(long, value_enum, required_unless_present_any = ["options", "option"])]
+        level: Option<LevelArg>,
         /// The embedding model evaluated (the same as --model; every suite names what it
         /// evaluates with --similarity). The old `--similarity cos|l2` still works, with a note:
         /// that is --vector-similarity now.
@@ -160,6 +163,8 @@ pub enum Task {
         /// Data root (default: $SAGE_DATA_DIR).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        #[command(flatten)]
+        options: OptionArgs,
         /// Write the result file here (atomically): the report inside the envelope that bench-all
         /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
         /// alone goes to standard output.
@@ -175,16 +180,25 @@ pub enum Task {
 pub(crate) const REGISTERED_HELP: &str = "A suite registered beyond these (`sage suites` lists \
 every one) runs as: sage run NAME --similarity S [--dataset NAME/SPLIT|PATH]... [--seed N] \
 [--data-dir DIR] [--datasets FILE] [--kind KIND] [--columns OURS=THEIRS,...] [--max-rows N] [--options JSON] [--option KEY=VALUE]... [--output FILE] (and the model \
-flags). Its options are the suite's own: an unknown one is an error naming it.";
+flags). Its options are the suite's own: an unknown one is an error naming it. Every suite, \
+shipped or not, takes --options and --option: a shipped suite's flags are aliases of its \
+options, laid over them.";
 
 /// The flags of a suite that has no subcommand of its own: those of every SAGE task (the subject,
-/// datasets, seed, data root, output; `--max-rows` becomes the `max_rows` option), and the suite's
-/// options as JSON.
+/// datasets, seed, data root, output, `--options` and `--option`; `--max-rows` becomes the
+/// `max_rows` option).
 #[derive(Debug, clap::Parser)]
 #[command(no_binary_name = true)]
 struct RegisteredRun {
     #[command(flatten)]
     task: TaskArgs,
+}
+
+/// `--options JSON` and `--option KEY=VALUE`: a suite's options as its own schema spells them
+/// (`sage suites` names the schema; an unknown key is an error naming it). Every suite takes
+/// them; a shipped suite's flags are aliases of its options, each laid over them when given.
+#[derive(Debug, clap::Args)]
+pub struct OptionArgs {
     /// The suite's options as one JSON object.
     #[arg(long, value_name = "JSON")]
     options: Option<String>,
@@ -194,9 +208,9 @@ struct RegisteredRun {
     option: Vec<String>,
 }
 
-impl RegisteredRun {
+impl OptionArgs {
     /// `--options` with every `--option` laid over it.
-    fn options(&self) -> Result<serde_json::Map<String, Value>> {
+    pub(crate) fn base(&self) -> Result<serde_json::Map<String, Value>> {
         let mut options = match &self.options {
             None => serde_json::Map::new(),
             Some(text) => match serde_json::from_str(text) {
@@ -213,10 +227,104 @@ impl RegisteredRun {
                 serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
             options.insert(key.to_owned(), value);
         }
-        if let Some(max_rows) = self.task.max_rows {
-            options.insert("max_rows".to_owned(), max_rows.into());
-        }
         Ok(options)
+    }
+}
+
+/// A suite's options from its command line: `--options` and `--option` first, then each flag
+/// the user gave, under the option it spells. A flag left at its default sets nothing, so the
+/// same option given by `--options` stands, and the default lives once, in the suite's options.
+pub(crate) struct FlagOptions<'a> {
+    /// The subcommand's parsed arguments (what was given, what was defaulted); none for a suite
+    /// without a subcommand of its own, whose flags are all optional.
+    given: Option<&'a clap::ArgMatches>,
+    options: serde_json::Map<String, Value>,
+}
+
+impl<'a> FlagOptions<'a> {
+    /// The options `base` spells, under flags to come.
+    pub(crate) fn new(given: Option<&'a clap::ArgMatches>, base: &OptionArgs) -> Result<Self> {
+        Ok(FlagOptions {
+            given,
+            options: base.base()?,
+        })
+    }
+
+    /// Whether the flag of clap id `id` was on the command line (not its default).
+    fn was_given(&self, id: &str) -> bool {
+        self.given
+            .is_some_and(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+    }
+
+    /// `value` under `key` when the flag `id` was given.
+    pub(crate) fn given(&mut self, id: &str, key: &str, value: impl serde::Serialize) -> &mut Self {
+        if self.was_given(id) {
+            self.set(key, value);
+        }
+        self
+    }
+
+    /// `value` under `key` when there is one (an optional flag, given when `Some`).
+    pub(crate) fn some(&mut self, key: &str, value: Option<impl serde::Serialize>) -> &mut Self {
+        if let Some(value) = value {
+            self.set(key, value);
+        }
+        self
+    }
+
+    /// `value` under `key` of the object option `section` (created when absent), when the flag
+    /// `id` was given.
+    pub(crate) fn given_in(
+        &mut self,
+        section: &str,
+        id: &str,
+        key: &str,
+        value: impl serde::Serialize,
+    ) -> &mut Self {
+        if self.was_given(id) {
+            self.set_in(section, key, value);
+        }
+        self
+    }
+
+    /// `value` under `key` of `section` when there is one.
+    pub(crate) fn some_in(
+        &mut self,
+        section: &str,
+        key: &str,
+        value: Option<impl serde::Serialize>,
+    ) -> &mut Self {
+        if let Some(value) = value {
+            self.set_in(section, key, value);
+        }
+        self
+    }
+
+    fn set(&mut self, key: &str, value: impl serde::Serialize) {
+        let value = serde_json::to_value(value).expect("a flag's value is JSON");
+        self.options.insert(key.to_owned(), value);
+    }
+
+    fn set_in(&mut self, section: &str, key: &str, value: impl serde::Serialize) {
+        let value = serde_json::to_value(value).expect("a flag's value is JSON");
+        let entry = self
+            .options
+            .entry(section.to_owned())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if !entry.is_object() {
+            // `--options` gave the section as something else: the flag's key replaces it, and
+            // the suite names whatever is still wrong
+            *entry = Value::Object(serde_json::Map::new());
+        }
+        entry
+            .as_object_mut()
+            .expect("made an object above")
+            .insert(key.to_owned(), value);
+    }
+
+    /// The options, flags laid over `--options` and `--option`.
+    pub(crate) fn into_map(self) -> serde_json::Map<String, Value> {
+        self.options
     }
 }
 
@@ -229,8 +337,9 @@ fn run_other(args: &[String], registry: &Registry) -> Result<()> {
     registry.find(name)?;
     let run = RegisteredRun::try_parse_from(flags)
         .map_err(|e| anyhow::anyhow!("sage run {name}: {}", e.render().to_string().trim_end()))?;
-    let options = run.options()?;
-    run.task.run(registry, name, Value::Object(options))
+    let mut options = FlagOptions::new(None, &run.task.options)?;
+    options.some("max_rows", run.task.max_rows);
+    run.task.run(registry, name, options)
 }
 
 /// What every SAGE task takes: a similarity, datasets, a sample size, a seed, where to write.
@@ -257,6 +366,8 @@ pub struct TaskArgs {
     /// Data root (default: $SAGE_DATA_DIR).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    options: OptionArgs,
     /// Write the result file here (atomically): the report inside the envelope that bench-all
     /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
     /// alone goes to standard output.
@@ -266,7 +377,7 @@ pub struct TaskArgs {
 
 impl TaskArgs {
     /// Runs the registered suite `name` with these arguments and the suite's `options`.
-    fn run(&self, registry: &Registry, name: &str, options: Value) -> Result<()> {
+    fn run(&self, registry: &Registry, name: &str, options: FlagOptions) -> Result<()> {
         let options = checked_options(registry, name, options)?;
         let (root, datasets) =
             crate::data::resolve(self.data_dir.clone(), &self.user, &self.datasets)?;
@@ -300,22 +411,15 @@ fn subject(
     Ok((subject, spec.to_owned(), loaded))
 }
 
-fn options_object(options: Value) -> serde_json::Map<String, Value> {
-    match options {
-        Value::Object(map) => map,
-        _ => unreachable!("suite options are built as JSON objects"),
-    }
-}
-
 /// The suite `name`'s options, read and checked against their ranges before any model is loaded
 /// or data read. Each range lives once, in the suite's options (`CheckOptions`): a flag only
 /// spells an option, so the error names the option (`max_texts` for `--max-texts`).
 fn checked_options(
     registry: &Registry,
     name: &str,
-    options: Value,
+    options: FlagOptions,
 ) -> Result<serde_json::Map<String, Value>> {
-    let options = options_object(options);
+    let options = options.into_map();
     registry.find(name)?.check_options(&options)?;
     Ok(options)
 }
@@ -437,9 +541,10 @@ pub enum ListsArg {
     Constructed,
 }
 
-pub fn run(task: Task, registry: &Registry) -> Result<()> {
+/// Runs `task`; `given` is its subcommand's parsed arguments, which say which flags were given.
+pub fn run(task: Task, registry: &Registry, given: &clap::ArgMatches) -> Result<()> {
     match task {
-        Task::Pteb(args) => crate::pteb::run(*args, registry),
+        Task::Pteb(args) => crate::pteb::run(*args, registry, given),
         Task::Registered(args) => run_other(&args, registry),
         Task::AlignSim {
             similarity,
@@ -449,15 +554,13 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
             max_rows,
             seed,
             wordnet,
+            options,
             data_dir,
             output,
         } => {
-            // an unset --max-rows keeps the suite's default
-            let mut options = json!({ "wordnet": wordnet });
-            if let Some(max_rows) = max_rows {
-                options["max_rows"] = max_rows.into();
-            }
-            let options = checked_options(registry, "align-sim", options)?;
+            let mut flags = FlagOptions::new(Some(given), &options)?;
+            flags.some("max_rows", max_rows).some("wordnet", wordnet);
+            let options = checked_options(registry, "align-sim", flags)?;
             let subject = subject(registry, similarity.as_deref(), &model)?;
             let (root, datasets) = crate::data::resolve(data_dir, &user, &datasets)?;
             let request = Request {
@@ -468,31 +571,38 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
             };
             run_registered(registry, "align-sim", &subject, &request, output)
         }
-        Task::HumanPref { task, margin } => task.run(
-            registry,
-            "human-pref",
-            json!({ "max_rows": task.max_rows, "margin": margin }),
-        ),
+        Task::HumanPref { task, margin } => {
+            let mut flags = FlagOptions::new(Some(given), &task.options)?;
+            flags.some("max_rows", task.max_rows).some("margin", margin);
+            task.run(registry, "human-pref", flags)
+        }
         Task::Robustness {
             task,
             truncate_tokens,
-        } => task.run(
-            registry,
-            "robustness",
-            json!({ "max_rows": task.max_rows, "truncate_tokens": truncate_tokens }),
-        ),
+        } => {
+            let mut flags = FlagOptions::new(Some(given), &task.options)?;
+            flags
+                .some("max_rows", task.max_rows)
+                .some("truncate_tokens", truncate_tokens);
+            task.run(registry, "robustness", flags)
+        }
         Task::Sensitivity {
             task,
             truncate_tokens,
             whole_documents,
-        } => task.run(
-            registry,
-            "sensitivity",
-            json!({
-                "max_rows": task.max_rows,
-                "truncate_tokens": (!whole_documents).then_some(truncate_tokens),
-            }),
-        ),
+        } => {
+            let mut flags = FlagOptions::new(Some(given), &task.options)?;
+            flags.some("max_rows", task.max_rows).given(
+                "truncate_tokens",
+                "truncate_tokens",
+                truncate_tokens,
+            );
+            if whole_documents {
+                // no cut: the option's null
+                flags.some("truncate_tokens", Some(Value::Null));
+            }
+            task.run(registry, "sensitivity", flags)
+        }
         Task::Clustering {
             task,
             subsets,
@@ -502,11 +612,12 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
             if task.max_rows.is_some() {
                 bail!("clustering samples subsets: use --max-texts and --subsets");
             }
-            task.run(
-                registry,
-                "clustering",
-                json!({ "subsets": subsets, "max_texts": max_texts, "max_classes": max_classes }),
-            )
+            let mut flags = FlagOptions::new(Some(given), &task.options)?;
+            flags
+                .given("subsets", "subsets", subsets)
+                .given("max_texts", "max_texts", max_texts)
+                .given("max_classes", "max_classes", max_classes);
+            task.run(registry, "clustering", flags)
         }
         Task::Retrieval {
             task,
@@ -518,19 +629,20 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
             if task.max_rows.is_some() {
                 bail!("retrieval samples with --max-docs and --max-queries");
             }
-            task.run(
-                registry,
-                "retrieval",
-                json!({
-                    "mode": match mode {
+            let mut flags = FlagOptions::new(Some(given), &task.options)?;
+            flags
+                .given(
+                    "mode",
+                    "mode",
+                    match mode {
                         RetrievalModeArg::Distractor => "distractor",
                         RetrievalModeArg::Replace => "replace",
                     },
-                    "max_docs": max_docs,
-                    "max_queries": max_queries,
-                    "pair_budget": pair_budget,
-                }),
-            )
+                )
+                .some("max_docs", max_docs)
+                .some("max_queries", max_queries)
+                .given("pair_budget", "pair_budget", pair_budget);
+            task.run(registry, "retrieval", flags)
         }
         Task::Evalrank {
             level,
@@ -543,49 +655,56 @@ pub fn run(task: Task, registry: &Registry) -> Result<()> {
             datasets,
             user,
             data_dir,
+            options,
             output,
         } => {
             // `--similarity cos|l2 --model M`: the spelling from before every suite named its
             // subject with --similarity
-            let (similarity, vector_similarity) = match similarity.as_deref() {
+            let (similarity, old_vector_similarity) = match similarity.as_deref() {
                 Some(old @ ("cos" | "l2")) if model.model.is_some() => {
                     eprintln!(
                         "sage: note: evalrank: --similarity {old} is --vector-similarity {old} now; \
                          --similarity names the model, as in every suite"
                     );
-                    let v = if old == "l2" {
-                        SimilarityArg::L2
-                    } else {
-                        SimilarityArg::Cos
-                    };
-                    (None, v)
+                    (None, Some(old == "l2"))
                 }
-                _ => (similarity, vector_similarity),
+                _ => (similarity, None),
             };
-            let options = checked_options(
-                registry,
-                "evalrank",
-                json!({
-                    "level": match level {
+            let vector_name = |l2: bool| if l2 { "l2" } else { "cosine" };
+            let mut flags = FlagOptions::new(Some(given), &options)?;
+            flags
+                .some(
+                    "level",
+                    level.map(|level| match level {
                         LevelArg::Word => "word",
                         LevelArg::Sentence => "sentence",
-                    },
-                    "similarity": match vector_similarity {
-                        SimilarityArg::Cos => "cosine",
-                        SimilarityArg::L2 => "l2",
-                    },
-                    "lists": match lists {
+                    }),
+                )
+                .given(
+                    "vector_similarity",
+                    "similarity",
+                    vector_name(matches!(vector_similarity, SimilarityArg::L2)),
+                )
+                .some("similarity", old_vector_similarity.map(vector_name))
+                .given(
+                    "lists",
+                    "lists",
+                    match lists {
                         ListsArg::Shipped => "shipped",
                         ListsArg::Constructed => "constructed",
                     },
-                    "post": match post {
+                )
+                .given(
+                    "post",
+                    "post",
+                    match post {
                         PostArg::None => "none",
                         PostArg::Whitening => "whitening",
                         PostArg::Abtt => "abtt",
                     },
-                    "abtt_k": abtt_k,
-                }),
-            )?;
+                )
+                .given("abtt_k", "abtt_k", abtt_k);
+            let options = checked_options(registry, "evalrank", flags)?;
             let (root, datasets) = crate::data::resolve(data_dir, &user, &datasets)?;
             let subject = subject(registry, similarity.as_deref(), &model)?;
             let request = Request {

@@ -109,6 +109,13 @@ impl Default for PtebOptions {
 }
 
 impl PtebOptions {
+    /// Reads `options` (the JSON object every caller's options become) and checks their ranges:
+    /// what the suite's `run` reads, for a caller that runs PTEB itself (`sage run pteb
+    /// --compare`).
+    pub fn read(options: &Map<String, Value>) -> Result<PtebOptions> {
+        crate::options(SUITE, options)
+    }
+
     /// Every option within its range, as the suite checks them (for a caller that builds the
     /// struct itself: `sage run pteb`'s flags).
     pub fn checked(&self) -> Result<()> {

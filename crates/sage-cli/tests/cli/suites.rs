@@ -75,6 +75,111 @@ fn task_parameters_are_bounded() {
     );
 }
 
+/// Every shipped suite takes `--options` and `--option` like a suite registered elsewhere, and
+/// its flags are aliases laid over them: a value given only in `--options` reaches the suite's
+/// check (a flag left at its default does not replace it), and the flag given replaces it. Seen
+/// through the range checks, which run before any model or data is touched.
+#[test]
+fn shipped_suites_take_options_under_their_flags() {
+    let nowhere = [
+        "--similarity",
+        "/no/such/model",
+        "--data-dir",
+        "/no/such/mirror",
+    ];
+    for (suite, bad, fixed, needle) in [
+        (
+            &["clustering"][..],
+            r#"{"subsets": 0}"#,
+            &["--subsets", "2"][..],
+            "clustering: options: subsets = 0",
+        ),
+        (
+            &["retrieval"][..],
+            r#"{"pair_budget": 0}"#,
+            &["--pair-budget", "5000"][..],
+            "retrieval: options: pair_budget = 0",
+        ),
+        (
+            &["sensitivity"][..],
+            r#"{"truncate_tokens": 0}"#,
+            &["--whole-documents"][..],
+            "sensitivity: options: truncate_tokens = 0",
+        ),
+        (
+            &["align-sim"][..],
+            r#"{"max_rows": 0}"#,
+            &["--max-rows", "5"][..],
+            "align-sim: options: max_rows = 0",
+        ),
+        (
+            &["evalrank"][..],
+            r#"{"level": "word", "abtt_k": 0}"#,
+            &["--abtt-k", "3"][..],
+            "evalrank: options: abtt_k = 0",
+        ),
+        (
+            &["pteb"][..],
+            r#"{"paraphraser": "/no/such.gguf", "runs": 0}"#,
+            &["--runs", "2"][..],
+            "pteb: options: runs = 0",
+        ),
+    ] {
+        let run = |extra: &[&str]| {
+            let mut args = vec!["run"];
+            args.extend(suite);
+            args.extend(["--options", bad]);
+            args.extend(extra);
+            args.extend(nowhere);
+            let out = sage(&args);
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let (code, stderr) = run(&[]);
+        assert_eq!(code, Some(1), "{suite:?}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{suite:?} --options {bad}: {stderr}"
+        );
+        // the flag replaces the option: the run gets past the check (to the missing model or
+        // data)
+        let (code, stderr) = run(fixed);
+        assert_eq!(code, Some(1), "{suite:?}: {stderr}");
+        assert!(
+            !stderr.contains("options:"),
+            "{suite:?} {fixed:?}: {stderr}"
+        );
+    }
+    // --option KEY=VALUE over --options, as for a suite registered elsewhere
+    fails_with(
+        &[
+            "run",
+            "clustering",
+            "--options",
+            r#"{"subsets": 2}"#,
+            "--option",
+            "max_texts=1",
+            "--similarity",
+            "jaccard",
+        ],
+        "clustering: options: max_texts = 1",
+    );
+    // evalrank's level may come from the options instead of --level, but from somewhere
+    fails_with(
+        &[
+            "run",
+            "evalrank",
+            "--option",
+            "abtt_k=2",
+            "--similarity",
+            "x",
+        ],
+        "level",
+    );
+}
+
 #[test]
 fn data_list_and_check_on_the_fixture_mirror() {
     let mirror = fixtures().join("mirror");
