@@ -155,18 +155,32 @@ fn bench_all_plans_and_reports_the_registered_suite_and_metric() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = std::fs::read_to_string(workspace().join("bench.toml")).unwrap();
     for (from, to) in [
-        ("data_dir = \"\"", format!("data_dir = {:?}", fixtures().display().to_string())),
+        (
+            "data_dir = \"\"",
+            format!("data_dir = {:?}", fixtures().display().to_string()),
+        ),
         (
             "metrics = [\"levenshtein\", \"rouge\", \"jaccard\", \"bm25\"]",
             "metrics = [\"shared-letters\"]".to_owned(),
         ),
         ("models = [\"auto\"]", "models = []".to_owned()),
+        // of SAGE's tasks robustness alone; EvalRank and PTEB take no metric
         (
-            "tasks = [\"human-pref\", \"robustness\", \"sensitivity\", \"clustering\", \"retrieval\"]",
-            "tasks = [\"robustness\"]".to_owned(),
+            "[suites.human-pref]\n",
+            "[suites.human-pref]\nenabled = false\n".to_owned(),
         ),
-        ("levels = [\"word\", \"sentence\"]", "levels = []".to_owned()),
-        ("[pteb]\nenabled = true", "[pteb]\nenabled = false".to_owned()),
+        (
+            "[suites.sensitivity]\n",
+            "[suites.sensitivity]\nenabled = false\n".to_owned(),
+        ),
+        (
+            "[suites.clustering]\n",
+            "[suites.clustering]\nenabled = false\n".to_owned(),
+        ),
+        (
+            "[suites.retrieval]\n",
+            "[suites.retrieval]\nenabled = false\n".to_owned(),
+        ),
     ] {
         assert!(config.contains(from), "bench.toml has no {from:?}");
         config = config.replacen(from, &to, 1);

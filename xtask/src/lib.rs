@@ -30,7 +30,7 @@ Tasks:
       Data: $SAGE_DATA_DIR, else the fixtures in data/fixtures/mirror. One result file per
       (similarity, suite, task) under DIR/<similarity>/<suite>/<task>.json (default DIR:
       results), written atomically; existing files are kept unless --overwrite, so a killed run
-      resumes. --quick: the small samples of the config's [quick] table. Ends with
+      resumes. --quick: each suite's small samples (quick_options, quick_datasets of its [suites.<name>] table). Ends with
       `sage report DIR` (report.md, summary.csv, report.html). The commented default
       configuration is bench.toml at the repository root. --plan: run nothing; print, per
       remote-model job, the texts and tokens it would send after the embedding cache and its

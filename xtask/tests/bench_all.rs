@@ -392,11 +392,9 @@ enum Throughput {
 fn metrics_only_config(dir: &std::path::Path, throughput: Throughput) -> PathBuf {
     let config = dir.join("bench.toml");
     let default = std::fs::read_to_string(workspace().join("bench.toml")).unwrap();
-    let section = "[suites.throughput]\nenabled = true";
-    assert!(default.contains(section), "bench.toml's throughput section");
     let mut text = default.replace("models = [\"auto\"]", "models = []");
     if throughput == Throughput::Off {
-        text = text.replace(section, "[suites.throughput]\nenabled = false");
+        text = common::disable_suites(&text, &["throughput"]);
     }
     std::fs::write(&config, text).unwrap();
     config
@@ -432,11 +430,12 @@ fn a_dataset_table_in_the_config_runs_as_the_same_files_under_a_registry_name() 
         .replace(
             "metrics = [\"levenshtein\", \"rouge\", \"jaccard\", \"bm25\"]",
             "metrics = [\"bm25\"]",
-        )
-        .replace(
-            "tasks = [\"human-pref\", \"robustness\", \"sensitivity\", \"clustering\", \"retrieval\"]",
-            "tasks = [\"retrieval\"]",
         );
+    let others: Vec<&str> = common::SHIPPED_SUITES
+        .into_iter()
+        .filter(|&s| s != "retrieval")
+        .collect();
+    let retrieval_only = common::disable_suites(&retrieval_only, &others);
     let run = |name: &str, config: String| {
         let path = tmp.path().join(format!("{name}.toml"));
         std::fs::write(&path, config).unwrap();
@@ -455,8 +454,8 @@ fn a_dataset_table_in_the_config_runs_as_the_same_files_under_a_registry_name() 
     let user = run(
         "user",
         retrieval_only.replace(
-            "datasets = {}",
-            "datasets = { retrieval = [\"clinic-faq/test\"] }",
+            "[suites.retrieval]\n",
+            "[suites.retrieval]\ndatasets = [\"clinic-faq/test\"]\n",
         ) + "\n[datasets.clinic-faq]\npath = \"clinic-faq\"\n",
     );
     // the same files as the fixture mirror's scifact
@@ -468,8 +467,8 @@ fn a_dataset_table_in_the_config_runs_as_the_same_files_under_a_registry_name() 
         "registry",
         retrieval_only
             .replace(
-                "datasets = {}",
-                "datasets = { retrieval = [\"scifact/test\"] }",
+                "[suites.retrieval]\n",
+                "[suites.retrieval]\ndatasets = [\"scifact/test\"]\n",
             )
             .replace(
                 "data_dir = \"\"",

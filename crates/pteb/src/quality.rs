@@ -29,7 +29,7 @@ pub const DEFAULT_REFERENCE_ENCODER: &str = "all-MiniLM-L6-v2";
 
 /// What to use instead when a paraphraser fails the gate; the report prints it once.
 pub const NOT_QUALIFIED_ADVICE: &str = "use a stronger paraphraser: a larger local instruct GGUF \
-     (--paraphraser <folder or .gguf>; bench.toml [pteb] paraphraser) or a served model through \
+     (--paraphraser <folder or .gguf>; the paraphraser option of bench.toml's [suites.pteb]) or a served model through \
      the OpenAI-compatible backend (--paraphraser http://host:port/v1 --llm-model NAME); \
      `sage pteb qualify` scores candidates side by side";
 

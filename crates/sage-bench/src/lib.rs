@@ -20,8 +20,10 @@
 //! what the killed one cached), the only fields that depend on when and where a job ran.
 //!
 //! # Modules
-//! - `config`: bench.toml's schema, defaults and `[quick]` table.
-//! - `plan`: the similarities, the suites `sage` lists, and each job's `sage` arguments.
+//! - `config`: bench.toml's schema: the similarities, one `[suites.<name>]` table per suite
+//!   (datasets, options, quick options, runs), `[quick]`, `[remote]`, `[datasets]`.
+//! - `plan`: the similarities, each configured run of the suites `sage` lists (checked by `sage
+//!   suites check`), and each job's `sage` arguments, one form for every suite.
 //! - `run`: one `sage` process per job, the remote-cost ceiling, progress and the timing table.
 //! - [`shard`]: the job list as data, a balanced share of it, and costs to balance by.
 //! - `gather`: a sharded run's caches and manifests folded into one, then the report.
@@ -129,7 +131,7 @@ struct Outcome {
 pub struct Invocation {
     /// `--config FILE`; none: the embedded bench.toml.
     pub config_path: Option<PathBuf>,
-    /// `--quick`: the configuration's `[quick]` sample sizes.
+    /// `--quick`: each suite's quick options and datasets, the `[quick]` models.
     pub quick: bool,
     /// `--overwrite`: run jobs whose result file exists.
     pub overwrite: bool,
@@ -263,7 +265,8 @@ impl Prepared {
         let suites = listed_suites(&sage)?;
         config.check_against(&listed_metrics(&sage)?, &suites)?;
         let (similarities, mut skipped) = similarities(&config, &sage, inv.quick)?;
-        let mut jobs = plan(&config, &suites, &similarities, &data_dir, &mut skipped);
+        let runs = suite_runs(&config, &suites, &sage)?;
+        let mut jobs = plan(&config, &runs, &similarities, &data_dir, &mut skipped);
         let measured = match &inv.costs_file {
             Some(path) => shard::read_costs(path)?,
             None => BTreeMap::new(),

@@ -32,7 +32,7 @@ pub(crate) struct Manifest {
     pub host: sage_core::Host,
     /// Every job selected, with what became of it.
     pub jobs: Vec<JobRecord>,
-    /// Run on the `[quick]` samples.
+    /// Run on the `--quick` samples.
     pub quick: bool,
     /// [`MANIFEST_SCHEMA`].
     pub schema: String,

@@ -106,9 +106,9 @@ pub(crate) fn remote_name(spec: &str) -> String {
 pub(crate) struct ListedSuite {
     pub(crate) name: String,
     pub(crate) takes_metrics: bool,
-    /// Where a run with default options writes: `<similarity>/<result_suite>/<result_task>.json`.
+    /// The suite folder of its results: `<similarity>/<result_suite>/<task>.json` (the task is
+    /// the run's: `sage suites check` says it).
     pub(crate) result_suite: String,
-    pub(crate) result_task: String,
     /// The suite's own estimate of a job per task it writes (`Suite::cost_hints`).
     pub(crate) cost_hints: Vec<sage_core::CostHint>,
 }
@@ -150,20 +150,97 @@ pub(crate) fn listed_metrics(sage: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
-pub(crate) fn plan(
+/// One run of a suite as bench-all plans it: the suite, the options and datasets the
+/// configuration gives it, and what `sage suites check` said of them.
+#[derive(Clone, Debug)]
+pub(crate) struct SuiteRun {
+    /// The suite, as `sage run` takes it.
+    pub(crate) suite: String,
+    pub(crate) takes_metrics: bool,
+    pub(crate) datasets: Vec<String>,
+    pub(crate) options: serde_json::Map<String, Value>,
+    /// Where the run's result goes: `<similarity>/<result_suite>/<result_task>.json`.
+    pub(crate) result_suite: String,
+    pub(crate) result_task: String,
+    /// What this machine lacks for the run (a model not fetched): its jobs are skipped so.
+    pub(crate) missing: Option<String>,
+    /// The suite estimates a model's job of this run at [`LONG_JOB_SECONDS`] or more.
+    pub(crate) long: bool,
+}
+
+/// A job its suite estimates at an hour or more on the reference host (PTEB's paraphrasing) runs
+/// after every shorter one: the rest of the run should not wait on it, and what it makes (the
+/// paraphrases) is cached for every model alike.
+pub(crate) const LONG_JOB_SECONDS: f64 = 3_600.0;
+
+/// What `sage suites check` says of a run.
+#[derive(Deserialize)]
+struct Checked {
+    result_suite: String,
+    result_task: String,
+    missing: Option<String>,
+}
+
+/// Every run the configuration asks of the suites `sage` lists, in the listing's order, each
+/// checked by `sage suites check` before any job starts: an option the suite refuses is an error
+/// naming the configuration's table.
+pub(crate) fn suite_runs(
     config: &Config,
     suites: &[ListedSuite],
+    sage: &Path,
+) -> Result<Vec<SuiteRun>> {
+    let mut runs = Vec::new();
+    for suite in suites {
+        let table = config.suites.get(&suite.name);
+        if table.is_some_and(|t| !t.enabled) {
+            continue;
+        }
+        for options in config.runs_of(&suite.name) {
+            let listing = sage_stdout(
+                Command::new(sage)
+                    .args(["suites", "check", &suite.name, "--options"])
+                    .arg(Value::Object(options.clone()).to_string()),
+                &format!("sage suites check {}", suite.name),
+            )
+            .map_err(|e| {
+                BenchError::Invalid(format!("{}: suites.{}: {e}", config.origin, suite.name))
+            })?;
+            let checked: Checked = serde_json::from_slice(&listing)
+                .map_err(|e| BenchError::sage(format!("sage suites check {}", suite.name), e))?;
+            let long = suite
+                .cost_hints
+                .iter()
+                .any(|h| h.task == checked.result_task && h.model_seconds >= LONG_JOB_SECONDS);
+            runs.push(SuiteRun {
+                suite: suite.name.clone(),
+                takes_metrics: suite.takes_metrics,
+                datasets: table.map(|t| t.datasets.clone()).unwrap_or_default(),
+                options,
+                result_suite: checked.result_suite,
+                result_task: checked.result_task,
+                missing: checked.missing,
+                long,
+            });
+        }
+    }
+    Ok(runs)
+}
+
+/// Every (similarity, suite run) job with its `sage` arguments, one generic form for every
+/// suite: `run NAME --similarity S --seed N --data-dir D [--dataset X]... [--options JSON]` and
+/// the model flags. What a similarity cannot run goes to `skipped`, with the reason.
+pub(crate) fn plan(
+    config: &Config,
+    runs: &[SuiteRun],
     similarities: &[Similarity],
     data_dir: &Path,
     skipped: &mut Vec<Skipped>,
 ) -> Vec<Job> {
-    let listed = |name: &str| suites.iter().any(|s| s.name == name);
     let seed = config.seed.to_string();
     let data = data_dir.display().to_string();
-    let some = |n: usize| (n > 0).then(|| n.to_string());
     let mut jobs = Vec::new();
     for s in similarities {
-        // every model flag a task takes; the embedding cache is shared by all jobs
+        // every model flag a suite takes; the embedding cache is shared by all jobs
         let mut model_flags = Vec::new();
         if s.is_model {
             model_flags.extend(["--batch-tokens".to_owned(), config.batch_tokens.to_string()]);
@@ -171,10 +248,27 @@ pub(crate) fn plan(
                 model_flags.push("--cuda".to_owned());
             }
         }
-        for task in config.sage.tasks.iter().filter(|t| listed(t)) {
+        for run in runs {
+            let skip = |reason: String| Skipped {
+                similarity: s.label.clone(),
+                suite: run.result_suite.clone(),
+                task: run.result_task.clone(),
+                reason,
+            };
+            if !s.is_model && !run.takes_metrics {
+                skipped.push(skip(format!(
+                    "{} evaluates embedding models only (a classical metric has no vectors)",
+                    run.suite
+                )));
+                continue;
+            }
+            if let (true, Some(missing)) = (s.is_model, &run.missing) {
+                skipped.push(skip(missing.clone()));
+                continue;
+            }
             let mut args: Vec<String> = vec![
                 "run".into(),
-                task.clone(),
+                run.suite.clone(),
                 "--similarity".into(),
                 s.spec.clone(),
                 "--seed".into(),
@@ -182,257 +276,38 @@ pub(crate) fn plan(
                 "--data-dir".into(),
                 data.clone(),
             ];
-            for dataset in config.sage.datasets.get(task).into_iter().flatten() {
+            for dataset in &run.datasets {
                 args.extend(["--dataset".into(), dataset.clone()]);
             }
-            match task.as_str() {
-                "clustering" => args.extend([
-                    "--subsets".into(),
-                    config.sage.cluster_subsets.to_string(),
-                    "--max-texts".into(),
-                    config.sage.cluster_max_texts.to_string(),
-                ]),
-                "retrieval" => {
-                    args.extend(["--mode".into(), config.sage.retrieval_mode.clone()]);
-                    if let Some(n) = some(config.sage.retrieval_max_docs) {
-                        args.extend(["--max-docs".into(), n]);
-                    }
-                    if let Some(n) = some(config.sage.retrieval_max_queries) {
-                        args.extend(["--max-queries".into(), n]);
-                    }
-                }
-                _ => {
-                    if let Some(n) = some(config.sage.max_rows) {
-                        args.extend(["--max-rows".into(), n]);
-                    }
-                }
+            if !run.options.is_empty() {
+                args.extend([
+                    "--options".into(),
+                    Value::Object(run.options.clone()).to_string(),
+                ]);
             }
             args.extend(model_flags.iter().cloned());
-            jobs.push(Job {
-                similarity: s.clone(),
-                suite: "sage".into(),
-                task: task.clone(),
-                args,
-            });
-        }
-        let evalrank_levels = if listed("evalrank") {
-            config.evalrank.levels.as_slice()
-        } else {
-            &[]
-        };
-        for level in evalrank_levels {
-            if !s.is_model {
-                skipped.push(Skipped {
-                    similarity: s.label.clone(),
-                    suite: "evalrank".into(),
-                    task: level.clone(),
-                    reason: "EvalRank ranks embedding vectors; a classical metric has none".into(),
-                });
-                continue;
-            }
-            let mut args: Vec<String> = vec![
-                "run".into(),
-                "evalrank".into(),
-                "--level".into(),
-                level.clone(),
-                "--similarity".into(),
-                s.spec.clone(),
-                "--data-dir".into(),
-                data.clone(),
-            ];
-            args.extend(model_flags.iter().cloned());
-            jobs.push(Job {
-                similarity: s.clone(),
-                suite: "evalrank".into(),
-                task: level.clone(),
-                args,
-            });
-        }
-        if listed("align-sim") {
-            let mut args: Vec<String> = vec!["run".into(), "align-sim".into()];
-            args.extend([
-                "--similarity".to_owned(),
-                s.spec.clone(),
-                "--max-rows".into(),
-                config.align_sim.max_rows.to_string(),
-                "--seed".into(),
-                seed.clone(),
-                "--data-dir".into(),
-                data.clone(),
-            ]);
-            args.extend(model_flags.iter().cloned());
-            jobs.push(Job {
-                similarity: s.clone(),
-                suite: "align-sim".into(),
-                task: "criteria".into(),
-                args,
-            });
-        }
-        if config.pteb.enabled && listed("pteb") {
-            match (s.is_model, pteb_paraphraser(&config.pteb)) {
-                (false, _) => skipped.push(Skipped {
-                    similarity: s.label.clone(),
-                    suite: "pteb".into(),
-                    task: "mteb".into(),
-                    reason: "PTEB's tasks embed texts (classification, clustering); a classical metric has no vectors".into(),
-                }),
-                (true, Err(reason)) => skipped.push(Skipped {
-                    similarity: s.label.clone(),
-                    suite: "pteb".into(),
-                    task: "mteb".into(),
-                    reason,
-                }),
-                (true, Ok(())) => {
-                    let mut args: Vec<String> = vec![
-                        "run".into(),
-                        "pteb".into(),
-                        "--similarity".into(),
-                        s.spec.clone(),
-                        "--paraphraser".into(),
-                        config.pteb.paraphraser.clone(),
-                        "--runs".into(),
-                        config.pteb.runs.to_string(),
-                        "--seed".into(),
-                        seed.clone(),
-                        "--data-dir".into(),
-                        data.clone(),
-                    ];
-                    if !config.pteb.llm_model.is_empty() {
-                        args.extend(["--llm-model".into(), config.pteb.llm_model.clone()]);
-                    }
-                    if let Some(n) = some(config.pteb.llm_batch) {
-                        args.extend(["--llm-batch".into(), n]);
-                    }
-                    if let Some(n) = some(config.pteb.llm_lanes) {
-                        args.extend(["--llm-lanes".into(), n]);
-                    }
-                    if let Some(attention) = config.pteb.llm_attention {
-                        args.extend([
-                            "--llm-attention".into(),
-                            attention.flag_value().into(),
-                        ]);
-                    }
-                    if let Some(n) = some(config.pteb.max_rows) {
-                        args.extend(["--max-rows".into(), n]);
-                    }
-                    for dataset in &config.pteb.datasets {
-                        args.extend(["--dataset".into(), dataset.clone()]);
-                    }
-                    args.extend(config.pteb.quality.flags());
-                    args.extend(model_flags.iter().cloned());
-                    jobs.push(Job {
-                        similarity: s.clone(),
-                        suite: "pteb".into(),
-                        task: "mteb".into(),
-                        args,
-                    });
-                }
-            }
-        }
-        for suite in suites
-            .iter()
-            .filter(|x| !CONFIGURED_SUITES.contains(&x.name.as_str()))
-        {
-            let configured = config.suites.get(&suite.name);
-            if configured.is_some_and(|c| !c.enabled) {
-                continue;
-            }
-            if !s.is_model && !suite.takes_metrics {
-                skipped.push(Skipped {
-                    similarity: s.label.clone(),
-                    suite: suite.result_suite.clone(),
-                    task: suite.result_task.clone(),
-                    reason: format!("{} evaluates embedding models only", suite.name),
-                });
-                continue;
-            }
-            let mut args: Vec<String> = vec![
-                "run".into(),
-                suite.name.clone(),
-                "--similarity".into(),
-                s.spec.clone(),
-                "--seed".into(),
-                seed.clone(),
-                "--data-dir".into(),
-                data.clone(),
-            ];
-            if let Some(configured) = configured {
-                for dataset in &configured.datasets {
-                    args.extend(["--dataset".into(), dataset.clone()]);
-                }
-                if !configured.options.is_empty() {
-                    args.extend([
-                        "--options".into(),
-                        Value::Object(configured.options.clone()).to_string(),
-                    ]);
-                }
-            }
-            args.extend(model_flags.iter().cloned());
-            jobs.push(Job {
-                similarity: s.clone(),
-                suite: suite.result_suite.clone(),
-                task: suite.result_task.clone(),
-                args,
-            });
+            jobs.push((
+                run.long,
+                Job {
+                    similarity: s.clone(),
+                    suite: run.result_suite.clone(),
+                    task: run.result_task.clone(),
+                    args,
+                },
+            ));
         }
     }
     // the user's [datasets] tables, for every job that reads datasets by name
     if let (Some(file), false) = (&config.file, config.datasets.is_empty()) {
-        for job in jobs
+        for (_, job) in jobs
             .iter_mut()
-            .filter(|j| j.args.iter().any(|a| a == "--dataset"))
+            .filter(|(_, j)| j.args.iter().any(|a| a == "--dataset"))
         {
             job.args
                 .extend(["--datasets".into(), file.display().to_string()]);
         }
     }
-    // PTEB last: its LLM paraphrasing takes longer than every other suite together, and its
-    // paraphrases are cached and shared by all models, so the rest should not wait on it
-    let (pteb, mut jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.suite == "pteb");
-    jobs.extend(pteb);
-    jobs
-}
-
-/// Whether the configured paraphraser and the quality record's reference encoder are there: a
-/// server URL (or a remote encoder, a hub id) is taken on trust, the run says so if it is not
-/// there; a model must exist as a path or under SAGE_MODELS_DIR.
-pub(crate) fn pteb_paraphraser(pteb: &PtebSuite) -> std::result::Result<(), String> {
-    let encoder = match pteb.quality.encoder.as_str() {
-        "" => "all-MiniLM-L6-v2",
-        named => named,
-    };
-    let path_like = encoder.starts_with(['/', '.', '~']);
-    let remote_or_hub = !path_like && encoder.contains([':', '/']);
-    if !remote_or_hub && !local_model(encoder) {
-        return Err(format!(
-            "the reference encoder of PTEB's paraphrase-quality record, {encoder:?}, not found \
-             (a path, or a folder under $SAGE_MODELS_DIR: bash ../shared/tools/fetch-models.sh \
-             minilm; or set pteb.quality.encoder)"
-        ));
-    }
-    let spec = &pteb.paraphraser;
-    if spec.starts_with("http://") || spec.starts_with("https://") {
-        return if pteb.llm_model.is_empty() {
-            Err(format!(
-                "pteb.paraphraser is the server {spec}: set pteb.llm_model"
-            ))
-        } else {
-            Ok(())
-        };
-    }
-    if local_model(spec) {
-        Ok(())
-    } else {
-        Err(format!(
-            "paraphraser {spec:?} not found (a path, or a folder under $SAGE_MODELS_DIR: bash ../shared/tools/fetch-models.sh smollm2)"
-        ))
-    }
-}
-
-/// A model given as a path, or as a folder name under SAGE_MODELS_DIR, that is there.
-pub(crate) fn local_model(spec: &str) -> bool {
-    let under_models = std::env::var_os("SAGE_MODELS_DIR")
-        .filter(|d| !d.is_empty())
-        .map(|d| PathBuf::from(d).join(spec));
-    Path::new(spec).exists() || under_models.is_some_and(|p| p.exists())
+    let (long, mut jobs): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(long, _)| *long);
+    jobs.extend(long);
+    jobs.into_iter().map(|(_, job)| job).collect()
 }

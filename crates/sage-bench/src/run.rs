@@ -16,8 +16,8 @@ pub(crate) struct RunContext {
 }
 
 impl RunContext {
-    /// A shard's cache flags for a model job: its own files, the others read. Not recorded in
-    /// the result (a sharded run's results equal an unsharded one's).
+    /// A shard's embedding cache flags for a model job: its own file, the others read. Not
+    /// recorded in the result (a sharded run's results equal an unsharded one's).
     pub(crate) fn cache_args(&self, job: &Job) -> Vec<String> {
         let Some((shard, dir)) = &self.caches else {
             return Vec::new();
@@ -25,23 +25,30 @@ impl RunContext {
         if !job.similarity.is_model {
             return Vec::new();
         }
-        let (embeddings, paraphrases) = shard.cache_files(dir);
-        let dir = dir.display().to_string();
-        let mut args = vec![
+        let (embeddings, _) = shard.cache_files(dir);
+        vec![
             "--cache".to_owned(),
             embeddings.display().to_string(),
             "--read-caches".to_owned(),
-            dir.clone(),
-        ];
-        if job.suite == "pteb" {
-            args.extend([
-                "--paraphrase-cache".to_owned(),
-                paraphrases.display().to_string(),
-                "--read-paraphrase-caches".to_owned(),
-                dir,
-            ]);
+            dir.display().to_string(),
+        ]
+    }
+
+    /// A shard's paraphrase cache for a model job, through the environment
+    /// (`SAGE_PARAPHRASE_CACHE`, `SAGE_READ_PARAPHRASE_CACHES`): a suite that paraphrases reads
+    /// it, the others ignore it, so no job needs to be told apart.
+    pub(crate) fn cache_env(&self, job: &Job) -> Vec<(&'static str, PathBuf)> {
+        let Some((shard, dir)) = &self.caches else {
+            return Vec::new();
+        };
+        if !job.similarity.is_model {
+            return Vec::new();
         }
-        args
+        let (_, paraphrases) = shard.cache_files(dir);
+        vec![
+            ("SAGE_PARAPHRASE_CACHE", paraphrases),
+            ("SAGE_READ_PARAPHRASE_CACHES", dir.clone()),
+        ]
     }
 
     /// `--price P` for a remote model priced in `[remote.prices]`.
@@ -348,6 +355,7 @@ pub(crate) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext)
         .args(&job.args)
         .args(context.price_args(&job.similarity.spec))
         .args(context.cache_args(job))
+        .envs(context.cache_env(job))
         .arg("--output")
         .arg(&report_path)
         .output()

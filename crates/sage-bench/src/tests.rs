@@ -7,16 +7,40 @@ fn the_embedded_default_parses_and_quick_shrinks_it() {
         config.similarities.metrics,
         ["levenshtein", "rouge", "jaccard", "bm25"]
     );
-    assert_eq!(config.sage.tasks, SAGE_TASKS);
     let quick = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap().quick();
-    assert!(quick.sage.cluster_max_texts < config.sage.cluster_max_texts);
-    assert!(quick.sage.max_rows > 0);
+    let options = |c: &Config, suite: &str| c.suites[suite].options.clone();
+    assert!(
+        options(&quick, "clustering")["max_texts"].as_u64()
+            < options(&config, "clustering")["max_texts"].as_u64()
+    );
+    assert!(options(&config, "sensitivity").get("max_rows").is_none());
+    assert_eq!(options(&quick, "sensitivity")["max_rows"], 30);
     // a suite's quick options replace its options of the same name, and keep the rest
-    let noise = |c: &Config| c.suites["noise"].options.clone();
-    assert_eq!(noise(&config)["max_queries"], 100);
-    assert_eq!(noise(&quick)["max_queries"], 10);
-    assert_eq!(noise(&quick)["lengths"], serde_json::json!([256]));
-    assert_eq!(noise(&quick)["max_rows"], 30);
+    assert_eq!(options(&config, "noise")["max_queries"], 100);
+    assert_eq!(options(&quick, "noise")["max_queries"], 10);
+    assert_eq!(
+        options(&quick, "noise")["lengths"],
+        serde_json::json!([256])
+    );
+    assert_eq!(options(&quick, "noise")["max_rows"], 30);
+    assert_eq!(
+        options(&quick, "pteb")["paraphraser"],
+        "SmolLM2-135M-Instruct-GGUF"
+    );
+    // quick datasets replace the datasets
+    assert!(config.suites["pteb"].datasets.is_empty());
+    assert_eq!(quick.suites["pteb"].datasets, ["stsb/test"]);
+    // EvalRank: one run per level, each its own result file
+    let levels: Vec<Value> = config
+        .runs_of("evalrank")
+        .iter()
+        .map(|o| o["level"].clone())
+        .collect();
+    assert_eq!(levels, ["word", "sentence"]);
+    assert_eq!(
+        config.runs_of("a-suite-without-a-table"),
+        [serde_json::Map::new()]
+    );
 }
 
 #[test]
@@ -41,11 +65,19 @@ fn bad_configurations_name_the_file_and_the_field() {
         e.contains("my.toml: suites.nope") && e.contains("align-sim"),
         "{e}"
     );
+    // a configuration written before every suite had its table says where each section went
     let e = error(&format!(
-        "{DEFAULT_CONFIG}\n[suites.robustness]\nenabled = false\n"
+        "{DEFAULT_CONFIG}\n[sage]\ntasks = [\"robustness\"]\nmax_rows = 0\n"
     ));
     assert!(
-        e.contains("suites.robustness") && e.contains("[sage]"),
+        e.contains("my.toml: [sage] is gone") && e.contains("[suites.robustness]"),
+        "{e}"
+    );
+    let e = error(&format!("{DEFAULT_CONFIG}\n[align_sim]\nmax_rows = 5\n"));
+    assert!(e.contains("[suites.align-sim]"), "{e}");
+    let e = error(&DEFAULT_CONFIG.replace("[quick]\n", "[quick]\nmax_rows = 30\n"));
+    assert!(
+        e.contains("quick.max_rows is gone") && e.contains("quick_options"),
         "{e}"
     );
     let e = error(&DEFAULT_CONFIG.replace("seed = 1337", "seed = \"x\""));
@@ -55,96 +87,89 @@ fn bad_configurations_name_the_file_and_the_field() {
     let e =
         error(&DEFAULT_CONFIG.replace("[remote.prices]\n", "[remote.prices]\n\"x\" = \"cheap\"\n"));
     assert!(e.contains("remote.prices") || e.contains("cheap"), "{e}");
-    let e = error(&DEFAULT_CONFIG.replace("[pteb]\n", "[pteb]\nllm_attention = \"pool\"\n"));
+    let e = error(&DEFAULT_CONFIG.replace(
+        "[suites.evalrank]\n",
+        "[suites.evalrank]\nsurprise = true\n",
+    ));
+    assert!(e.contains("my.toml") && e.contains("surprise"), "{e}");
+    let e = error(&DEFAULT_CONFIG.replace(
+        "[suites.retrieval]\n",
+        "[suites.retrieval]\ndatasets = [\"scifact\"]\n",
+    ));
     assert!(
-        e.contains("my.toml") && e.contains("pool") && e.contains("per-request"),
-        "{e}"
-    );
-    let e =
-        error(&DEFAULT_CONFIG.replace("datasets = {}", "datasets = { retrieval = [\"scifact\"] }"));
-    assert!(
-        e.contains("sage.datasets.retrieval") && e.contains("name/split"),
+        e.contains("suites.retrieval.datasets") && e.contains("name/split"),
         "{e}"
     );
 }
 
+/// A run its suite estimates at an hour or more (PTEB's) goes after every other job, the rest
+/// keeping their order, similarity by similarity; a run that lacks something here (its
+/// paraphraser) is skipped for every model with the suite's reason, and a suite of vectors
+/// skips the metrics.
 #[test]
-fn pteb_runs_after_every_other_suite() {
-    let mut config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
-    // a paraphraser and a reference encoder given as paths that exist
-    let llm = tempfile::tempdir().unwrap();
-    config.pteb.paraphraser = llm.path().display().to_string();
+fn long_runs_go_last_and_runs_that_lack_something_are_skipped() {
+    let config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
     let similarities = test_similarities(&["bm25", "model-a", "model-b"]);
+    let mut runs = checked_runs(&config, &shipped_suites());
+    let pteb = runs.iter().position(|r| r.suite == "pteb").unwrap();
+    runs[pteb].missing = Some("paraphraser \"x\" not found".into());
     let mut skipped = Vec::new();
-    config.pteb.quality.encoder = llm.path().join("missing-encoder").display().to_string();
     let jobs = plan(
         &config,
-        &shipped_suites(),
+        &runs,
         &similarities,
         Path::new("data"),
         &mut skipped,
     );
     assert!(jobs.iter().all(|j| j.suite != "pteb"));
+    let pteb_skips: Vec<(&str, &str)> = skipped
+        .iter()
+        .filter(|s| s.suite == "pteb")
+        .map(|s| (s.similarity.as_str(), s.reason.as_str()))
+        .collect();
+    assert_eq!(pteb_skips.len(), 3, "{skipped:?}");
     assert!(
-        skipped
-            .iter()
-            .any(|s| s.suite == "pteb" && s.reason.contains("reference encoder")),
-        "{skipped:?}"
+        pteb_skips[0].1.contains("embedding models only"),
+        "{pteb_skips:?}"
     );
-    config.pteb.quality.encoder = llm.path().display().to_string();
-    skipped.clear();
+    assert_eq!(pteb_skips[1], ("model-a", "paraphraser \"x\" not found"));
+
+    runs[pteb].missing = None;
     let jobs = plan(
         &config,
-        &shipped_suites(),
+        &runs,
         &similarities,
         Path::new("data"),
-        &mut skipped,
+        &mut Vec::new(),
     );
     let first_pteb = jobs.iter().position(|j| j.suite == "pteb").unwrap();
     assert!(jobs[first_pteb..].iter().all(|j| j.suite == "pteb"));
     assert_eq!(jobs.len() - first_pteb, 2, "one PTEB job per model");
-    // the rest keeps its order: similarity by similarity
     assert_eq!(jobs[0].similarity.spec, "bm25");
     assert_eq!(jobs[first_pteb - 1].similarity.spec, "model-b");
-    // the paraphraser's settings are left to `sage` unless the configuration sets them
-    assert!(!jobs[first_pteb]
-        .args
-        .iter()
-        .any(|a| a.starts_with("--llm-")));
-    config.pteb.llm_batch = 128;
-    config.pteb.llm_lanes = 3;
-    config.pteb.llm_attention = Some(LlmAttention::PerRequest);
-    let jobs = plan(
-        &config,
-        &shipped_suites(),
-        &similarities,
-        Path::new("data"),
-        &mut skipped,
-    );
+    // the suite's options reach `sage` as they are configured, the gate among them
     let args = jobs.last().unwrap().args.join(" ");
     assert!(
-        args.contains("--llm-batch 128 --llm-lanes 3 --llm-attention per-request"),
+        args.starts_with("run pteb --similarity model-b --seed 1337 --data-dir data --options {"),
         "{args}"
     );
-    // bench.toml's gate reaches `sage`, each threshold as its flag
-    assert!(
-        args.contains("--min-reference-cosine 0.78 --low-cosine 0.66 --max-share-below 0.2"),
-        "{args}"
+    assert!(args.contains("\"min_reference_cosine\":0.78"), "{args}");
+    assert!(args.ends_with("--batch-tokens 8192"), "{args}");
+    // EvalRank: a job per level, each into its own result file
+    let evalrank: Vec<String> = jobs
+        .iter()
+        .filter(|j| j.suite == "evalrank")
+        .map(Job::id)
+        .collect();
+    assert_eq!(
+        evalrank,
+        [
+            "model-a/evalrank/word",
+            "model-a/evalrank/sentence",
+            "model-b/evalrank/word",
+            "model-b/evalrank/sentence"
+        ]
     );
-    assert!(!args.contains("--pool-unqualified"));
-    config.pteb.quality.pool_unqualified = true;
-    let jobs = plan(
-        &config,
-        &shipped_suites(),
-        &similarities,
-        Path::new("data"),
-        &mut skipped,
-    );
-    assert!(jobs
-        .last()
-        .unwrap()
-        .args
-        .contains(&"--pool-unqualified".to_owned()));
 }
 
 #[test]
@@ -162,28 +187,64 @@ fn static_models_sort_before_transformers() {
     assert_eq!(transformer_bytes(&root.join("missing")), 0);
 }
 
-/// `sage suites` of the shipped registry, as far as planning reads it.
-/// What `sage suites` lists: the suites with their own sections, then those planned from
-/// `[suites.<name>]` (noise, throughput).
+/// `sage suites` of the shipped registry, in its order, as far as planning reads it.
 fn shipped_suites() -> Vec<ListedSuite> {
-    CONFIGURED_SUITES
+    [
+        "human-pref",
+        "robustness",
+        "sensitivity",
+        "clustering",
+        "retrieval",
+        "align-sim",
+        "evalrank",
+        "pteb",
+        "noise",
+        "throughput",
+    ]
+    .iter()
+    .map(|&name| ListedSuite {
+        name: name.into(),
+        takes_metrics: !matches!(name, "evalrank" | "pteb"),
+        result_suite: match name {
+            "human-pref" | "robustness" | "sensitivity" | "clustering" | "retrieval" => "sage",
+            other => other,
+        }
+        .into(),
+        cost_hints: Vec::new(),
+    })
+    .collect()
+}
+
+/// What `sage suites check` answers for each configured run of `suites`, as far as planning
+/// reads it: the result file each names, nothing lacking, PTEB's run long. (The real answers
+/// come from `sage`: xtask's bench_all tests plan through it.)
+fn checked_runs(config: &Config, suites: &[ListedSuite]) -> Vec<SuiteRun> {
+    suites
         .iter()
-        .chain(&["noise", "throughput"])
-        .map(|&name| {
-            let (result_suite, result_task) = match name {
-                "evalrank" => ("evalrank", "level"),
-                "align-sim" => ("align-sim", "criteria"),
-                "pteb" => ("pteb", "mteb"),
-                _ if SAGE_TASKS.contains(&name) => ("sage", name),
-                _ => (name, name),
-            };
-            ListedSuite {
-                name: name.into(),
-                takes_metrics: !matches!(name, "evalrank" | "pteb"),
-                result_suite: result_suite.into(),
-                result_task: result_task.into(),
-                cost_hints: Vec::new(),
-            }
+        .filter(|s| config.suites.get(&s.name).is_none_or(|t| t.enabled))
+        .flat_map(|suite| {
+            config.runs_of(&suite.name).into_iter().map(|options| {
+                let task = match suite.name.as_str() {
+                    "evalrank" => options["level"].as_str().unwrap().to_owned(),
+                    "align-sim" => "criteria".to_owned(),
+                    "pteb" => "mteb".to_owned(),
+                    name => name.to_owned(),
+                };
+                SuiteRun {
+                    suite: suite.name.clone(),
+                    takes_metrics: suite.takes_metrics,
+                    datasets: config
+                        .suites
+                        .get(&suite.name)
+                        .map(|t| t.datasets.clone())
+                        .unwrap_or_default(),
+                    options,
+                    result_suite: suite.result_suite.clone(),
+                    result_task: task,
+                    missing: None,
+                    long: suite.name == "pteb",
+                }
+            })
         })
         .collect()
 }
@@ -214,7 +275,7 @@ fn estimates_come_from_each_suites_own_cost_hint() {
     let config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
     let jobs = plan(
         &config,
-        &suites,
+        &checked_runs(&config, &suites),
         &test_similarities(&["bm25", "model-a"]),
         Path::new("data"),
         &mut Vec::new(),
@@ -268,7 +329,6 @@ fn a_listed_suite_beyond_the_shipped_ones_is_planned_from_its_table() {
         name: "toy".into(),
         takes_metrics,
         result_suite: "toys".into(),
-        result_task: "letters".into(),
         cost_hints: Vec::new(),
     };
     let text = format!(
@@ -279,8 +339,13 @@ fn a_listed_suite_beyond_the_shipped_ones_is_planned_from_its_table() {
     let mut suites = shipped_suites();
     suites.push(toy(true));
     config.check_against(&shipped_metrics(), &suites).unwrap();
+    // `sage suites check` of the toy names its result file
     let plan_of = |config: &Config, suites: &[ListedSuite], skipped: &mut Vec<Skipped>| {
-        plan(config, suites, &similarities, Path::new("data"), skipped)
+        let mut runs = checked_runs(config, suites);
+        for run in runs.iter_mut().filter(|r| r.suite == "toy") {
+            run.result_task = "letters".into();
+        }
+        plan(config, &runs, &similarities, Path::new("data"), skipped)
     };
     let mut skipped = Vec::new();
     let jobs = plan_of(&config, &suites, &mut skipped);
@@ -324,8 +389,8 @@ fn a_listed_suite_beyond_the_shipped_ones_is_planned_from_its_table() {
 #[test]
 fn user_dataset_tables_go_to_the_jobs_that_name_datasets() {
     let text = DEFAULT_CONFIG.replace(
-        "datasets = {}",
-        "datasets = { retrieval = [\"mybeir/test\"] }",
+        "[suites.retrieval]\n",
+        "[suites.retrieval]\ndatasets = [\"mybeir/test\"]\n",
     ) + "\n[datasets.mybeir]\npath = \"data/mybeir\"\n";
     let config = Config {
         file: Some(PathBuf::from("/configs/mine.toml")),
@@ -334,7 +399,7 @@ fn user_dataset_tables_go_to_the_jobs_that_name_datasets() {
     let similarities = test_similarities(&["bm25"]);
     let jobs = plan(
         &config,
-        &shipped_suites(),
+        &checked_runs(&config, &shipped_suites()),
         &similarities,
         Path::new("data"),
         &mut Vec::new(),
@@ -347,14 +412,6 @@ fn user_dataset_tables_go_to_the_jobs_that_name_datasets() {
     );
     let robustness = jobs.iter().find(|j| j.task == "robustness").unwrap();
     assert!(!robustness.args.contains(&"--datasets".to_owned()));
-    // a bare name is still refused before anything runs
-    let e = Config::parse(
-        &DEFAULT_CONFIG.replace("datasets = {}", "datasets = { retrieval = [\"mybeir\"] }"),
-        "bad.toml",
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("sage.datasets.retrieval"), "{e}");
 }
 
 /// Similarities by spec; those named `model...` are models.
@@ -387,32 +444,38 @@ fn test_context(prices: BTreeMap<String, f64>) -> RunContext {
 /// recorded arguments.
 #[test]
 fn shard_cache_flags_go_to_model_jobs_only() {
-    let mut config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
-    let llm = tempfile::tempdir().unwrap();
-    config.pteb.paraphraser = llm.path().display().to_string();
+    let config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
     let similarities = test_similarities(&["bm25", "model-a"]);
     let jobs = plan(
         &config,
-        &shipped_suites(),
+        &checked_runs(&config, &shipped_suites()),
         &similarities,
         Path::new("data"),
         &mut Vec::new(),
     );
+    assert!(jobs.iter().any(|j| j.suite == "pteb"));
     let mut context = test_context(BTreeMap::new());
-    assert!(jobs.iter().all(|j| context.cache_args(j).is_empty()));
+    assert!(jobs
+        .iter()
+        .all(|j| context.cache_args(j).is_empty() && context.cache_env(j).is_empty()));
     context.caches = Some((Shard { index: 2, count: 3 }, PathBuf::from("/c")));
     for job in &jobs {
         let args = context.cache_args(job).join(" ");
-        match (job.similarity.is_model, job.suite.as_str()) {
-            (false, _) => assert!(args.is_empty(), "{args}"),
-            (true, "pteb") => assert_eq!(
-                args,
-                "--cache /c/embeddings.shard-2.redb --read-caches /c \
-                     --paraphrase-cache /c/paraphrases.shard-2.redb --read-paraphrase-caches /c"
-            ),
-            (true, _) => {
-                assert_eq!(args, "--cache /c/embeddings.shard-2.redb --read-caches /c")
-            }
+        let env = context.cache_env(job);
+        if job.similarity.is_model {
+            assert_eq!(args, "--cache /c/embeddings.shard-2.redb --read-caches /c");
+            assert_eq!(
+                env,
+                [
+                    (
+                        "SAGE_PARAPHRASE_CACHE",
+                        PathBuf::from("/c/paraphrases.shard-2.redb")
+                    ),
+                    ("SAGE_READ_PARAPHRASE_CACHES", PathBuf::from("/c")),
+                ]
+            );
+        } else {
+            assert!(args.is_empty() && env.is_empty(), "{args}");
         }
         assert!(!job.args.iter().any(|a| a.contains("shard")));
     }

@@ -110,8 +110,11 @@ enum Command {
     /// List the evaluation suites `sage run` takes from the suite registry: one JSON line each
     /// ({"name", "summary", "default_datasets", "kinds", "takes_metrics", "result_suite",
     /// "result_task", "cost_hints"}), for scripts and bench-all (which balances shards by the
-    /// hints).
-    Suites,
+    /// hints). `sage suites check` asks about one run.
+    Suites {
+        #[command(subcommand)]
+        command: Option<SuitesCommand>,
+    },
     /// List the classical metrics `--similarity` and `--metric` take: one JSON line each
     /// ({"name"}), for scripts and bench-all.
     Metrics,
@@ -185,6 +188,21 @@ enum ModelsCommand {
         /// List the known models and exit.
         #[arg(long)]
         list: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SuitesCommand {
+    /// Whether a run of suite NAME with these options can be made here, running nothing: its
+    /// options read and checked (an error names the bad one), what this machine lacks for it (a
+    /// model not fetched), and where its result goes. One JSON line ({"name", "result_suite",
+    /// "result_task", "missing"}): what bench-all asks of every configured run before its first
+    /// job.
+    Check {
+        /// The suite, as `sage run` takes it.
+        name: String,
+        #[command(flatten)]
+        options: run::OptionArgs,
     },
 }
 
@@ -331,6 +349,24 @@ fn report(dir: &std::path::Path, mteb_results: Option<&std::path::Path>) -> anyh
     Ok(())
 }
 
+/// `sage suites check`: one run of a suite checked, nothing run.
+fn check_suite(registry: &Registry, name: &str, options: &run::OptionArgs) -> anyhow::Result<()> {
+    let suite = registry.find(name)?;
+    let options = options.base()?;
+    suite.check_options(&options)?;
+    let (result_suite, result_task) = suite.result_location(&options);
+    println!(
+        "{}",
+        serde_json::json!({
+            "name": suite.name(),
+            "result_suite": result_suite,
+            "result_task": result_task,
+            "missing": suite.missing(&options),
+        })
+    );
+    Ok(())
+}
+
 /// `sage bench-all`: bench-all driving this very binary, so a `sage` of one's own benches its own
 /// registry without a checkout or a build.
 fn bench_all(args: &[String]) -> anyhow::Result<()> {
@@ -392,7 +428,10 @@ pub fn main(registry: Registry) -> ExitCode {
             run::run(task, &registry, given)
         }
         Command::Report { dir, mteb_results } => report(&dir, mteb_results.as_deref()),
-        Command::Suites => {
+        Command::Suites {
+            command: Some(SuitesCommand::Check { name, options }),
+        } => check_suite(&registry, &name, &options),
+        Command::Suites { command: None } => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
             registry

@@ -122,14 +122,14 @@ pub struct LlmArgs {
     #[arg(long, default_value_t = 16)]
     judge_max_tokens: usize,
     /// Paraphrase cache file (default: $SAGE_CACHE_DIR or ~/.cache/sage-rs, paraphrases.redb).
-    #[arg(long)]
+    #[arg(long, env = "SAGE_PARAPHRASE_CACHE")]
     paraphrase_cache: Option<PathBuf>,
     /// Neither read nor write the paraphrase cache.
     #[arg(long)]
     no_paraphrase_cache: bool,
     /// Also read the other paraphrase cache files (`paraphrases*.redb`) in this folder for what
     /// the cache lacks (a sharded run's shards each write their own --paraphrase-cache).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "SAGE_READ_PARAPHRASE_CACHES")]
     read_paraphrase_caches: Option<PathBuf>,
     /// Data root (default: $SAGE_DATA_DIR).
     #[arg(long)]

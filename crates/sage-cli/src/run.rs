@@ -151,6 +151,10 @@ pub enum Task {
         /// Components removed by --post abtt (1 to 1,000).
         #[arg(long, default_value_t = evalrank::DEFAULT_ABTT_K)]
         abtt_k: usize,
+        /// Run seed: EvalRank samples nothing, so it changes nothing; taken as every suite takes
+        /// it, and recorded in the result file.
+        #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
+        seed: u64,
         #[command(flatten)]
         model: ModelArgs,
         /// Your own lists instead of the level's: text-pairs datasets (positive pairs), STS
@@ -651,6 +655,7 @@ pub fn run(task: Task, registry: &Registry, given: &clap::ArgMatches) -> Result<
             lists,
             post,
             abtt_k,
+            seed,
             model,
             datasets,
             user,
@@ -709,6 +714,7 @@ pub fn run(task: Task, registry: &Registry, given: &clap::ArgMatches) -> Result<
             let subject = subject(registry, similarity.as_deref(), &model)?;
             let request = Request {
                 datasets,
+                seed: sage_core::RunSeed(seed),
                 options,
                 ..Request::new(&root)
             };

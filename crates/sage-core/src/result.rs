@@ -30,7 +30,7 @@ pub struct ResultEnvelope {
     pub notes: Vec<String>,
     /// How the job was run.
     pub parameters: Parameters,
-    /// Run on bench.toml's `[quick]` samples.
+    /// Run on bench.toml's `--quick` samples (each suite's `quick_options`).
     pub quick: bool,
     /// The suite's own report, as `sage` wrote it.
     pub report: Value,

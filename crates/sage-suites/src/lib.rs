@@ -223,6 +223,16 @@ pub trait Suite: Send + Sync {
         Ok(())
     }
 
+    /// What this machine lacks for a run with `options` (a model that is not fetched, a server
+    /// without the model name it needs), said before any work: bench-all skips such a run with
+    /// this reason rather than fail it. Options that do not read are [`Suite::check_options`]'s
+    /// to refuse, not this. By default nothing is lacking: a suite that reads only datasets says
+    /// which it skipped in its notes.
+    fn missing(&self, options: &Map<String, Value>) -> Option<String> {
+        let _ = options;
+        None
+    }
+
     /// Where a run's result goes in a results folder, as `(suite folder, task)`: the file is
     /// `<similarity>/<suite folder>/<task>.json`, the layout bench-all writes and `sage report`
     /// reads. By default `<name>/<name>`; the five SAGE tasks are `sage/<name>`.

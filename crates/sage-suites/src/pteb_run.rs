@@ -296,6 +296,44 @@ impl Suite for Pteb {
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         (SUITE, "mteb".to_owned())
     }
+    /// The paraphraser, the judge and the quality record's reference encoder must be here: a
+    /// path, or a folder under the models folder. A server URL (with `llm.llm_model`), a remote
+    /// encoder or a hub id is taken on trust: the run says so if it is not there.
+    fn missing(&self, options: &Map<String, Value>) -> Option<String> {
+        let o: PtebOptions = crate::options(SUITE, options).ok()?;
+        let models = sage_embed::ResolveOptions::from_env().models_dir;
+        let local = |spec: &str| {
+            std::path::Path::new(spec).exists()
+                || models.as_ref().is_some_and(|m| m.join(spec).exists())
+        };
+        let encoder = o.quality_encoder.as_str();
+        let path_like = encoder.starts_with(['/', '.', '~']);
+        let remote_or_hub = !path_like && encoder.contains([':', '/']);
+        if !remote_or_hub && !local(encoder) {
+            return Some(format!(
+                "the reference encoder of PTEB's paraphrase-quality record, {encoder:?}, not found \
+                 (a path, or a folder under $SAGE_MODELS_DIR: bash ../shared/tools/fetch-models.sh \
+                 minilm; or set the quality_encoder option)"
+            ));
+        }
+        let llms = o.paraphraser.iter().map(|s| ("paraphraser", s));
+        for (role, spec) in llms.chain(o.judge.iter().map(|s| ("judge", s))) {
+            if spec.starts_with("http://") || spec.starts_with("https://") {
+                if o.llm.llm_model.is_none() {
+                    return Some(format!(
+                        "the {role} is the server {}: set llm.llm_model",
+                        sage_core::redact::redact_url(spec)
+                    ));
+                }
+            } else if !local(spec) {
+                return Some(format!(
+                    "{role} {spec:?} not found (a path, or a folder under $SAGE_MODELS_DIR: bash \
+                     ../shared/tools/fetch-models.sh smollm2)"
+                ));
+            }
+        }
+        None
+    }
     /// Paraphrasing dominates: 0.08 s per paraphrase (docs/src/pteb.md) × about 63,000 texts of
     /// the default datasets × 5 runs. `--quick`: 10 STS-B pairs (20 texts) and 2 runs.
     fn cost_hints(&self) -> Vec<sage_core::CostHint> {

@@ -74,19 +74,46 @@ pub fn bench_all_quick(
         .unwrap()
 }
 
-/// The shipped bench.toml cut down to `model` alone on SAGE sensitivity (no metric, no EvalRank,
-/// no PTEB): one job, or one job and ALIGN-SIM's.
+/// The shipped bench.toml cut down to `model` alone on SAGE sensitivity (no metric, no other
+/// suite): one job.
 pub fn sensitivity_only_config(model: &str) -> String {
-    std::fs::read_to_string(workspace().join("bench.toml"))
+    let text = std::fs::read_to_string(workspace().join("bench.toml"))
         .unwrap()
         .replace("models = [\"auto\"]", &format!("models = [{model:?}]"))
-        .replace("metrics = [\"levenshtein\", \"rouge\", \"jaccard\", \"bm25\"]", "metrics = []")
         .replace(
-            "tasks = [\"human-pref\", \"robustness\", \"sensitivity\", \"clustering\", \"retrieval\"]",
-            "tasks = [\"sensitivity\"]",
-        )
-        .replace("levels = [\"word\", \"sentence\"]", "levels = []")
-        .replace("enabled = true", "enabled = false")
+            "metrics = [\"levenshtein\", \"rouge\", \"jaccard\", \"bm25\"]",
+            "metrics = []",
+        );
+    let others: Vec<&str> = SHIPPED_SUITES
+        .into_iter()
+        .filter(|&s| s != "sensitivity")
+        .collect();
+    disable_suites(&text, &others)
+}
+
+/// The suites of the shipped registry, each with its `[suites.<name>]` table in bench.toml.
+pub const SHIPPED_SUITES: [&str; 10] = [
+    "human-pref",
+    "robustness",
+    "sensitivity",
+    "clustering",
+    "retrieval",
+    "align-sim",
+    "evalrank",
+    "pteb",
+    "noise",
+    "throughput",
+];
+
+/// `config` (bench.toml's text) with `suites` disabled: `enabled = false` in each one's table.
+pub fn disable_suites(config: &str, suites: &[&str]) -> String {
+    let mut config = config.to_owned();
+    for suite in suites {
+        let header = format!("[suites.{suite}]\n");
+        assert!(config.contains(&header), "the config has no {header:?}");
+        config = config.replacen(&header, &format!("{header}enabled = false\n"), 1);
+    }
+    config
 }
 
 /// report.md without what a run measured rather than computed: the best buy's line ("At what

@@ -131,7 +131,7 @@ pub(super) fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     if unqualified_anywhere {
         note.push_str(&format!(
             " † paraphraser not qualified: the paraphrases of this dataset missed the quality \
-             gate (bench.toml [pteb.quality]), so its drop may be the paraphraser's failure, not \
+             gate (the gate option of bench.toml's [suites.pteb]), so its drop may be the paraphraser's failure, not \
              the model's; it is left out of the pooled statistics and the comparisons. To fix: \
              {}.",
             pteb::NOT_QUALIFIED_ADVICE
