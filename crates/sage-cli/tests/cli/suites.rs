@@ -662,3 +662,58 @@ fn every_suite_takes_what_it_evaluates_as_similarity() {
     assert_eq!(work["cached"], 0);
     assert!(work["seconds"].as_f64().unwrap() > 0.0, "{work}");
 }
+
+/// `sage suites check` answers what bench-all asks of every configured run before its first job:
+/// the run's result file (EvalRank's per level), what this machine lacks for it (PTEB's
+/// paraphraser, or a server without its model name, said as a reason, not an error), and an
+/// option the suite refuses as an error naming it. Nothing is loaded or run.
+#[test]
+fn a_suite_run_is_checked_before_anything_runs() {
+    let checked = ok_json(&["suites", "check", "evalrank", "--option", "level=sentence"]);
+    assert_eq!(checked["result_suite"], "evalrank");
+    assert_eq!(checked["result_task"], "sentence");
+    assert!(checked["missing"].is_null(), "{checked}");
+    let checked = ok_json(&["suites", "check", "clustering"]);
+    assert_eq!(
+        (&checked["result_suite"], &checked["result_task"]),
+        (&"sage".into(), &"clustering".into())
+    );
+
+    let here = tempfile::tempdir().unwrap();
+    let paraphraser = here.path().join("llm");
+    std::fs::create_dir(&paraphraser).unwrap();
+    let pteb = |options: Value| {
+        ok_json(&["suites", "check", "pteb", "--options", &options.to_string()])["missing"].clone()
+    };
+    let encoder = here.path().display().to_string();
+    let missing = pteb(serde_json::json!({
+        "paraphraser": here.path().join("no-such.gguf"),
+        "quality_encoder": encoder,
+    }));
+    assert!(
+        missing.as_str().unwrap().contains("no-such.gguf"),
+        "{missing}"
+    );
+    let missing = pteb(serde_json::json!({
+        "paraphraser": "http://127.0.0.1:9/v1",
+        "quality_encoder": encoder,
+    }));
+    assert!(missing.as_str().unwrap().contains("llm_model"), "{missing}");
+    let missing = pteb(serde_json::json!({
+        "paraphraser": paraphraser,
+        "quality_encoder": here.path().join("no-encoder"),
+    }));
+    assert!(
+        missing.as_str().unwrap().contains("reference encoder"),
+        "{missing}"
+    );
+    let missing = pteb(serde_json::json!({"paraphraser": paraphraser, "quality_encoder": encoder}));
+    assert!(missing.is_null(), "{missing}");
+
+    fails_with(
+        &["suites", "check", "retrieval", "--option", "mode=sideways"],
+        "retrieval: options",
+    );
+    fails_with(&["suites", "check", "pteb"], "paraphraser");
+    fails_with(&["suites", "check", "no-such-suite"], "no-such-suite");
+}
