@@ -102,19 +102,8 @@ pub(crate) fn gather(
         })
         .collect();
     let manifest = Manifest {
-        schema: MANIFEST_SCHEMA.to_owned(),
-        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
-        git_revision: context.revision.clone(),
-        timestamp: sage_core::utc_timestamp(),
-        host: context.host.clone(),
-        config: config_name(inv),
-        quick: inv.quick,
         gathered_from: Some(shard_manifests),
-        jobs: job_records,
-        data_dir: None,
-        shard: None,
-        similarities: None,
-        skipped: None,
+        ..manifest(inv, context, job_records)
     };
     write_file(&out.join("bench-all.json"), &to_json(&manifest))?;
     if !missing.is_empty() {

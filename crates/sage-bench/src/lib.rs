@@ -412,14 +412,17 @@ pub fn bench_all(inv: &Invocation, env: &Environment) -> Result<()> {
     }
     let outcomes = run_jobs(&selected, &sage, out, inv.overwrite, &context);
 
+    let records = outcomes
+        .iter()
+        .map(|o| JobRecord {
+            similarity: o.label.clone(),
+            suite: o.suite.clone(),
+            task: o.task.clone(),
+            status: o.status.to_owned(),
+            seconds: o.seconds,
+        })
+        .collect();
     let manifest = Manifest {
-        schema: MANIFEST_SCHEMA.to_owned(),
-        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
-        git_revision: context.revision.clone(),
-        timestamp: sage_core::utc_timestamp(),
-        host: context.host.clone(),
-        config: config_name(inv),
-        quick: inv.quick,
         shard: Some(inv.shard.map(|s| ShardRecord {
             index: s.index,
             count: s.count,
@@ -439,16 +442,7 @@ pub fn bench_all(inv: &Invocation, env: &Environment) -> Result<()> {
                 .collect(),
         ),
         skipped: Some(skipped),
-        jobs: outcomes
-            .iter()
-            .map(|o| JobRecord {
-                similarity: o.label.clone(),
-                suite: o.suite.clone(),
-                task: o.task.clone(),
-                status: o.status.to_owned(),
-                seconds: o.seconds,
-            })
-            .collect(),
+        ..manifest(inv, &context, records)
     };
     // a shard's own manifest: shards running together must not overwrite each other's
     let manifest_name = match inv.shard {
@@ -478,6 +472,25 @@ pub fn bench_all(inv: &Invocation, env: &Environment) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The manifest of a run (a shard's, a whole run's, a gather's) of `jobs`: what every one says.
+fn manifest(inv: &Invocation, context: &RunContext, jobs: Vec<JobRecord>) -> Manifest {
+    Manifest {
+        schema: MANIFEST_SCHEMA.to_owned(),
+        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
+        git_revision: context.revision.clone(),
+        timestamp: sage_core::utc_timestamp(),
+        host: context.host.clone(),
+        config: config_name(inv),
+        quick: inv.quick,
+        jobs,
+        data_dir: None,
+        gathered_from: None,
+        shard: None,
+        similarities: None,
+        skipped: None,
+    }
 }
 
 /// The manifest's name for the configuration a run read.
