@@ -1,4 +1,4 @@
-//! An embedding server's answer (`sage_embed::remote::answer::read`) on any bytes, for every
+//! An embedding server's answer (`sage_remote::answer::read`) on any bytes, for every
 //! protocol, any text count and any known width: an error, or exactly one finite vector per
 //! text, all of one width (the known one, else at most `MAX_WIDTH`). Never a panic or an abort;
 //! what is held stays within `texts × width` floats, so libFuzzer's memory limit (run.sh) would
@@ -6,8 +6,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sage_embed::remote::answer::{read, MAX_WIDTH};
-use sage_embed::remote::Protocol;
+use sage_remote::answer::{read, MAX_WIDTH};
+use sage_remote::Protocol;
 
 const PROTOCOLS: [Protocol; 4] = [
     Protocol::OpenAi,

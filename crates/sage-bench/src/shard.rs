@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use crate::error::invalid;
 use crate::{BenchError, Result};
 use sage_core::{CostHint, COST_REFERENCE_MODEL_BYTES};
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::Job;
 
@@ -125,17 +126,51 @@ pub fn assign(costs: &[f64], shard: Shard) -> Vec<usize> {
     mine
 }
 
-/// One `--list-jobs` line.
-pub fn job_line(job: &Job, estimated_seconds: f64, done: bool) -> Value {
-    json!({
-        "id": job.id(),
-        "similarity": job.similarity.label,
-        "suite": job.suite,
-        "task": job.task,
-        "result": format!("{}.json", job.id()),
-        "estimated_seconds": (estimated_seconds * 1000.0).round() / 1000.0,
-        "done": done,
-    })
+/// One line of `--list-jobs`, and of a `--jobs FILE` (where only `id` is required). Fields are
+/// declared in alphabetical order, the order of the lines written before this type existed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobLine {
+    /// Whether the job's result file exists.
+    #[serde(default)]
+    pub done: bool,
+    /// The seconds the job is estimated to take (what shares are balanced by).
+    #[serde(default)]
+    pub estimated_seconds: Option<f64>,
+    /// `<similarity>/<suite>/<task>`.
+    pub id: String,
+    /// The result file, relative to the results folder.
+    #[serde(default)]
+    pub result: String,
+    /// The similarity's results-folder name.
+    #[serde(default)]
+    pub similarity: String,
+    /// The suite's results folder.
+    #[serde(default)]
+    pub suite: String,
+    /// The task: the result file's stem.
+    #[serde(default)]
+    pub task: String,
+}
+
+/// The `--list-jobs` line of `job`.
+pub fn job_line(job: &Job, estimated_seconds: f64, done: bool) -> JobLine {
+    JobLine {
+        done,
+        estimated_seconds: Some((estimated_seconds * 1000.0).round() / 1000.0),
+        id: job.id(),
+        result: format!("{}.json", job.id()),
+        similarity: job.similarity.label.clone(),
+        suite: job.suite.clone(),
+        task: job.task.clone(),
+    }
+}
+
+impl std::fmt::Display for JobLine {
+    /// The line as `--list-jobs` prints it: one JSON object.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let line = serde_json::to_string(self).expect("a job line is plain JSON");
+        f.write_str(&line)
+    }
 }
 
 /// The job ids a `--jobs FILE` lists (JSON lines with an "id", as `--list-jobs` prints them),
@@ -143,7 +178,7 @@ pub fn job_line(job: &Job, estimated_seconds: f64, done: bool) -> Value {
 pub fn read_job_file(path: &Path) -> Result<Vec<(String, Option<f64>)>> {
     let text =
         std::fs::read_to_string(path).map_err(|e| BenchError::file(path, "cannot read", e))?;
-    let mut out = Vec::new();
+    let mut out: Vec<(String, Option<f64>)> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -151,13 +186,19 @@ pub fn read_job_file(path: &Path) -> Result<Vec<(String, Option<f64>)>> {
         let where_ = || format!("{}:{}", path.display(), n + 1);
         let value: Value = serde_json::from_str(line)
             .map_err(|e| BenchError::Invalid(format!("{}: not JSON: {e}", where_())))?;
-        let Some(id) = value["id"].as_str() else {
+        if value.get("id").is_none() {
             invalid!("{}: no \"id\" (lines as --list-jobs prints them)", where_());
-        };
-        if out.iter().any(|(seen, _)| seen == id) {
-            invalid!("{}: job {id:?} listed twice", where_());
         }
-        out.push((id.to_owned(), value["estimated_seconds"].as_f64()));
+        let job: JobLine = serde_json::from_value(value).map_err(|e| {
+            BenchError::Invalid(format!(
+                "{}: not a job line as --list-jobs prints it: {e}",
+                where_()
+            ))
+        })?;
+        if out.iter().any(|(seen, _)| *seen == job.id) {
+            invalid!("{}: job {:?} listed twice", where_(), job.id);
+        }
+        out.push((job.id, job.estimated_seconds));
     }
     Ok(out)
 }

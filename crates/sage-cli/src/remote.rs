@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use sage_embed::remote::{RemoteOptions, PRICES_AS_OF};
 use sage_embed::{CacheUse, LoadedModel, PlanCounts};
+use sage_remote::{RemoteOptions, PRICES_AS_OF};
 use serde_json::{json, Value};
 
 /// Flags of remote models (`openai:`, `voyage:`, `cohere:`, `gemini:` specs).

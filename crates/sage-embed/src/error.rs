@@ -37,15 +37,9 @@ pub enum EmbedError {
         /// What went wrong.
         message: String,
     },
-    /// A remote embedder's provider or server failed, or its spec is malformed. The message is
-    /// redacted ([`sage_core::redact`]): it never holds a key or a URL password.
-    #[error("{provider}: {message}")]
-    Remote {
-        /// The protocol and server host (`openai at 127.0.0.1:7997`).
-        provider: String,
-        /// What went wrong, with the server's status and reason.
-        message: String,
-    },
+    /// A remote embedder's provider or server failed, or its spec is malformed (sage-remote).
+    #[error(transparent)]
+    Remote(#[from] sage_remote::RemoteError),
     /// An error from sage-core.
     #[error(transparent)]
     Core(#[from] sage_core::SageError),

@@ -16,8 +16,9 @@
 //!   files) and [`Model2Vec`] static models.
 //! - [`resolve_model`]: a path, a folder under SAGE_MODELS_DIR, or a hub id from the HF cache
 //!   (HF_HUB_OFFLINE honoured) or the hub.
-//! - [`remote`]: API models and embedding servers (`openai:`, `voyage:`, `cohere:`, `gemini:`
-//!   specs) with batching, concurrency, rate ceilings, retries and checked answers.
+//! - remote models, from the sage-remote crate: API models and embedding servers (`openai:`,
+//!   `voyage:`, `cohere:`, `gemini:` specs) with batching, concurrency, rate ceilings, retries
+//!   and checked answers, loaded by [`load`] like a local folder.
 //! - [`CachedEmbedder`]: a crash-safe persistent cache keyed by model identity, role and text;
 //!   a remote embedder's answers are stored as each arrives.
 //! - [`load`]: the one way from a spec to a ready embedder behind its cache, which the CLI, the
@@ -89,7 +90,6 @@ mod loader;
 mod matryoshka;
 pub mod modernbert;
 pub mod nomic_bert;
-pub mod remote;
 mod resolve;
 mod static_models;
 mod transformer;
@@ -109,7 +109,6 @@ pub use error::{EmbedError, Result};
 pub use fetch::{fetch_model, hub_model, Fetched, HubModel, HUB_MODELS, NOT_ON_THE_HUB};
 pub use loader::{is_remote, load, CacheUse, LoadOptions, LoadedModel, Metered};
 pub use matryoshka::Truncated;
-pub use remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
 use sage_core::Embedder;
 pub use static_models::{bow_tokens, Model2Vec, WordVectors};
@@ -156,7 +155,7 @@ pub fn detect_kind(model: &ResolvedModel) -> Result<ModelKind> {
 }
 
 /// Resolves `spec` and loads whatever model it names: a remote spec
-/// (`PROTOCOL:MODEL[@BASE_URL]`, default [`RemoteOptions`]) unless a file of that name exists,
+/// (`PROTOCOL:MODEL[@BASE_URL]`, default [`sage_remote::RemoteOptions`]) unless a file of that name exists,
 /// else a local folder, a folder under SAGE_MODELS_DIR, or a hub id.
 pub fn load_embedder(
     spec: &str,
@@ -164,10 +163,10 @@ pub fn load_embedder(
     options: TransformerOptions,
 ) -> Result<Box<dyn Embedder>> {
     if is_remote(spec) {
-        let remote = RemoteSpec::parse(spec)?;
-        return Ok(Box::new(RemoteEmbedder::new(
+        let remote = sage_remote::RemoteSpec::parse(spec)?;
+        return Ok(Box::new(sage_remote::RemoteEmbedder::new(
             remote,
-            RemoteOptions::default(),
+            sage_remote::RemoteOptions::default(),
         )?));
     }
     let model = resolve_model(spec, resolve)?;

@@ -17,8 +17,8 @@ use ndarray::Array2;
 use sage_core::{BatchSink, Embedder, EmbeddingWork, RemoteUsage, Role};
 
 use crate::cache::{CacheStats, CachedEmbedder, PlanCounts};
-use crate::remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 use crate::{EmbedError, ResolveOptions, Result, TransformerOptions, Truncated};
+use sage_remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 
 /// Everything that says how a spec becomes an embedder.
 #[derive(Clone, Debug, Default)]

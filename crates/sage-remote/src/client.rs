@@ -11,7 +11,7 @@ use sage_core::Role;
 use super::answer;
 use super::protocol::{Answer, Protocol};
 use super::{RemoteOptions, RemoteSpec};
-use crate::error::{EmbedError, Result};
+use crate::error::{RemoteError, Result};
 
 /// Most bytes of an error answer read: enough for any provider's error object.
 const MAX_ERROR_BYTES: u64 = 64 << 10;
@@ -108,8 +108,8 @@ impl Client {
         }
     }
 
-    fn error(&self, message: String) -> EmbedError {
-        EmbedError::Remote {
+    fn error(&self, message: String) -> RemoteError {
+        RemoteError::Remote {
             provider: format!("{} at {}", self.protocol.name(), self.host),
             message: self.shown(&message),
         }
@@ -138,7 +138,7 @@ impl Client {
     ) -> Result<()> {
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
-        let mut first_error: Option<EmbedError> = None;
+        let mut first_error: Option<RemoteError> = None;
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel::<(usize, Result<Answer>)>();
             for _ in 0..self.concurrency.min(batches.len()) {

@@ -17,8 +17,11 @@
 //! - Keys travel only in the request header. Identities, results and errors carry the server's
 //!   host, never a key or a URL password ([`sage_core::redact`]).
 
+#![deny(missing_docs)]
+
 pub mod answer;
 mod client;
+mod error;
 #[cfg(any(test, feature = "loopback"))]
 pub mod loopback;
 mod protocol;
@@ -31,9 +34,8 @@ use ndarray::Array2;
 use sage_core::redact::{redact_url, url_host};
 use sage_core::{BatchSink, Embedder, EmbedderIdentity, RemoteUsage, Role, SageError};
 
+pub use error::{RemoteError, Result};
 pub use protocol::{Answer, Limits, Protocol};
-
-use crate::error::{EmbedError, Result};
 
 /// A parsed `PROTOCOL:MODEL[@BASE_URL]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,7 +59,7 @@ impl RemoteSpec {
 
     /// Parses `spec`; the error says what is wrong with it.
     pub fn parse(spec: &str) -> Result<RemoteSpec> {
-        let bad = |why: &str| EmbedError::Remote {
+        let bad = |why: &str| RemoteError::Remote {
             provider: "spec".into(),
             message: format!(
                 "{:?}: {why} (expected PROTOCOL:MODEL[@BASE_URL])",
@@ -213,13 +215,13 @@ impl RemoteEmbedder {
             options.api_key = std::env::var(&variable).ok().filter(|k| !k.is_empty());
         }
         if options.api_key.is_none() && !spec.custom_base {
-            return Err(EmbedError::Remote {
+            return Err(RemoteError::Remote {
                 provider: spec.protocol.name().into(),
                 message: format!("no API key: set {variable} (or name another variable)"),
             });
         }
         if options.concurrency == 0 {
-            return Err(EmbedError::Remote {
+            return Err(RemoteError::Remote {
                 provider: spec.protocol.name().into(),
                 message: "concurrency must be at least 1".into(),
             });
@@ -286,7 +288,7 @@ impl RemoteEmbedder {
     /// The client's token estimate of a text as sent, for a planning cache: cl100k, which is
     /// OpenAI's own tokenizer and within a few percent of the others on English, capped at the
     /// input limit.
-    pub fn token_counter(&self) -> crate::TokenCounter {
+    pub fn token_counter(&self) -> Box<dyn Fn(&str) -> u64 + Send + Sync> {
         let max = self.limits.max_input_tokens;
         Box::new(move |text| sage_tokens::count(text).min(max) as u64)
     }
@@ -335,7 +337,7 @@ impl RemoteEmbedder {
         out
     }
 
-    fn backend_error(&self, e: EmbedError) -> SageError {
+    fn backend_error(&self, e: RemoteError) -> SageError {
         SageError::backend(format!("embedding with {}", self.spec.display()), e)
     }
 }
@@ -427,7 +429,7 @@ impl Embedder for RemoteEmbedder {
                     Err(w) => w,
                 };
                 if width != known || (expected != 0 && width != expected) {
-                    return Err(EmbedError::Remote {
+                    return Err(RemoteError::Remote {
                         provider: self.spec.protocol.name().into(),
                         message: format!(
                             "vectors {width} wide where {} were {}",
@@ -447,7 +449,7 @@ impl Embedder for RemoteEmbedder {
                 let n = answer.vectors.len();
                 let flat: Vec<f32> = answer.vectors.into_iter().flatten().collect();
                 let matrix = Array2::from_shape_vec((n, width), flat).expect("checked widths");
-                sink(start, matrix).map_err(|e| EmbedError::Remote {
+                sink(start, matrix).map_err(|e| RemoteError::Remote {
                     provider: self.spec.protocol.name().into(),
                     message: format!("storing an answer: {e}"),
                 })

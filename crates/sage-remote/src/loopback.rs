@@ -8,6 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::{json, Value};
+
+use crate::Protocol;
+
 /// A request as received.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -254,5 +258,128 @@ pub fn forward(upstream: &str, request: &Request) -> Reply {
             }
         }
         Err(_) => Reply::Drop,
+    }
+}
+
+// Provider stand-ins: each provider's documented request, response and error bodies, for the
+// tests of remote embedders here and of the cache in front of them (sage-embed).
+
+/// The key a [`provider`] stand-in accepts.
+pub const STAND_IN_KEY: &str = "sk-test-0123456789";
+
+/// The stand-in's vector of `text` in `role_field`: 6 values from a hash, so any mix-up of
+/// texts, order or role shows.
+pub fn stand_in_vector(text: &str, role_field: Option<&str>) -> Vec<f32> {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in text.bytes().chain(role_field.unwrap_or("").bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
+    }
+    (0..6)
+        .map(|i| ((h >> (i * 8)) & 0xff) as f32 / 255.0 - 0.5)
+        .collect()
+}
+
+/// Texts and the role field of a request body, per protocol.
+pub fn request_texts(protocol: Protocol, body: &Value) -> (Vec<String>, Option<String>) {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect()
+    };
+    match protocol {
+        Protocol::OpenAi => (strings(&body["input"]), None),
+        Protocol::Voyage => (
+            strings(&body["input"]),
+            body.get("input_type")
+                .and_then(Value::as_str)
+                .map(String::from),
+        ),
+        Protocol::Cohere => (
+            strings(&body["texts"]),
+            body["input_type"].as_str().map(String::from),
+        ),
+        Protocol::Gemini => {
+            let requests = body["requests"].as_array().unwrap();
+            let texts = requests
+                .iter()
+                .map(|r| {
+                    r["content"]["parts"][0]["text"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect();
+            (texts, requests[0]["taskType"].as_str().map(String::from))
+        }
+    }
+}
+
+/// A provider stand-in: checks the path and key header as documented, answers with
+/// [`stand_in_vector`] in the provider's response shape (OpenAI-style lists in reverse index order,
+/// to prove placement by `index`), and with the provider's error body on a wrong key.
+pub fn provider(
+    protocol: Protocol,
+    model: &'static str,
+) -> impl Fn(&Request) -> Reply + Send + Sync {
+    move |req: &Request| {
+        let expected_path = match protocol {
+            Protocol::OpenAi | Protocol::Voyage => "/v1/embeddings".to_owned(),
+            Protocol::Cohere => "/v2/embed".to_owned(),
+            Protocol::Gemini => format!("/v1beta/models/{model}:batchEmbedContents"),
+        };
+        assert_eq!(req.method, "POST");
+        assert_eq!(req.path, expected_path);
+        let key_ok = match protocol {
+            Protocol::Gemini => req.header("x-goog-api-key") == Some(STAND_IN_KEY),
+            _ => req.header("authorization") == Some(&format!("Bearer {STAND_IN_KEY}")),
+        };
+        if !key_ok {
+            let body = match protocol {
+                Protocol::OpenAi => {
+                    json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+                }
+                Protocol::Voyage => json!({"detail": "Provided API key is invalid."}),
+                Protocol::Cohere => json!({"message": "invalid api token"}),
+                Protocol::Gemini => {
+                    json!({"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}})
+                }
+            };
+            return Reply::json(
+                if protocol == Protocol::Gemini {
+                    400
+                } else {
+                    401
+                },
+                &body,
+            );
+        }
+        let body = req.json();
+        let (texts, role) = request_texts(protocol, &body);
+        let vectors: Vec<Vec<f32>> = texts
+            .iter()
+            .map(|t| stand_in_vector(t, role.as_deref()))
+            .collect();
+        let answer = match protocol {
+            Protocol::OpenAi | Protocol::Voyage => {
+                let data: Vec<Value> = vectors
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, v)| json!({"object": "embedding", "index": i, "embedding": v}))
+                    .collect();
+                json!({"object": "list", "data": data, "model": model,
+                       "usage": {"prompt_tokens": texts.len() * 3, "total_tokens": texts.len() * 3}})
+            }
+            Protocol::Cohere => {
+                json!({"id": "abc", "embeddings": {"float": vectors}, "texts": texts,
+                                        "meta": {"billed_units": {"input_tokens": texts.len() * 3}}})
+            }
+            Protocol::Gemini => {
+                json!({"embeddings": vectors.iter().map(|v| json!({"values": v})).collect::<Vec<_>>()})
+            }
+        };
+        Reply::json(200, &answer)
     }
 }
