@@ -4,36 +4,21 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use sage_core::{Embedder, Role};
 use sage_embed::CachedEmbedder;
 use sage_remote::loopback::{
-    provider, request_texts, stand_in_vector, Reply, Request, Server, STAND_IN_KEY,
+    provider, request_texts, stand_in_options, stand_in_texts, stand_in_vector, Reply, Request,
+    Server,
 };
 use sage_remote::{Protocol, RemoteEmbedder, RemoteOptions, RemoteSpec};
 use serde_json::json;
-
-/// Options that fail fast: the stand-in's key, short time-outs and backoffs.
-fn quick(options: RemoteOptions) -> RemoteOptions {
-    RemoteOptions {
-        api_key: Some(STAND_IN_KEY.into()),
-        timeout: Duration::from_millis(1500),
-        initial_backoff: Duration::from_millis(5),
-        max_backoff: Duration::from_millis(40),
-        ..options
-    }
-}
-
-fn texts(n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("text number {i} ünï")).collect()
-}
 
 #[test]
 fn every_answer_is_cached_at_once_and_a_rerun_sends_only_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("embeddings.redb");
-    let texts = texts(50);
+    let texts = stand_in_texts(50);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let log = seen.clone();
@@ -53,7 +38,7 @@ fn every_answer_is_cached_at_once_and_a_rerun_sends_only_the_rest() {
     });
     let open = || {
         let spec = RemoteSpec::parse(&format!("cohere:embed-v4.0@{}", server.url())).unwrap();
-        let options = quick(RemoteOptions {
+        let options = stand_in_options(RemoteOptions {
             batch_size: Some(10),
             concurrency: 1,
             ..Default::default()
@@ -106,18 +91,18 @@ fn a_plan_counts_what_would_be_sent_and_sends_nothing() {
         ))
         .unwrap()
     };
-    let texts = texts(12);
+    let texts = stand_in_texts(12);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     {
         let real = CachedEmbedder::open(
-            RemoteEmbedder::new(spec(), quick(Default::default())).unwrap(),
+            RemoteEmbedder::new(spec(), stand_in_options(Default::default())).unwrap(),
             &path,
         )
         .unwrap();
         real.embed(&refs[..4]).unwrap();
     }
     let sent = server.requests();
-    let remote = RemoteEmbedder::new(spec(), quick(Default::default())).unwrap();
+    let remote = RemoteEmbedder::new(spec(), stand_in_options(Default::default())).unwrap();
     let planner = CachedEmbedder::planning(
         remote,
         &path,

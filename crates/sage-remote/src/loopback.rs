@@ -383,3 +383,20 @@ pub fn provider(
         Reply::json(200, &answer)
     }
 }
+
+/// `options` that reach a [`provider`] stand-in and fail fast: its key, short time-outs and
+/// backoffs.
+pub fn stand_in_options(options: crate::RemoteOptions) -> crate::RemoteOptions {
+    crate::RemoteOptions {
+        api_key: Some(STAND_IN_KEY.into()),
+        timeout: Duration::from_millis(1500),
+        initial_backoff: Duration::from_millis(5),
+        max_backoff: Duration::from_millis(40),
+        ..options
+    }
+}
+
+/// `n` distinct texts, not all ASCII.
+pub fn stand_in_texts(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("text number {i} ünï")).collect()
+}

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::loopback::{provider, stand_in_vector, Reply, Request, Server, STAND_IN_KEY};
+use super::loopback::{
+    provider, stand_in_options, stand_in_texts, stand_in_vector, Reply, Request, Server,
+    STAND_IN_KEY,
+};
 use super::*;
 
 fn base(protocol: Protocol, server: &Server) -> String {
@@ -15,20 +18,6 @@ fn base(protocol: Protocol, server: &Server) -> String {
         Protocol::Cohere => server.url(),
         Protocol::Gemini => format!("{}/v1beta", server.url()),
     }
-}
-
-fn quick(options: RemoteOptions) -> RemoteOptions {
-    RemoteOptions {
-        api_key: Some(STAND_IN_KEY.into()),
-        timeout: Duration::from_millis(1500),
-        initial_backoff: Duration::from_millis(5),
-        max_backoff: Duration::from_millis(40),
-        ..options
-    }
-}
-
-fn texts(n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("text number {i} ünï")).collect()
 }
 
 #[test]
@@ -85,13 +74,13 @@ fn every_protocol_speaks_its_documented_wire_format() {
         // batches of 7: several requests, several in flight
         let embedder = RemoteEmbedder::new(
             spec,
-            quick(RemoteOptions {
+            stand_in_options(RemoteOptions {
                 batch_size: Some(7),
                 ..Default::default()
             }),
         )
         .unwrap();
-        let texts = texts(30);
+        let texts = stand_in_texts(30);
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         for role in [Role::Plain, Role::Query, Role::Document] {
             let got = embedder.embed_as(&refs, role).unwrap();
@@ -136,7 +125,7 @@ fn every_protocol_speaks_its_documented_wire_format() {
             spec,
             RemoteOptions {
                 api_key: Some("sk-wrong-987654321".into()),
-                ..quick(Default::default())
+                ..stand_in_options(Default::default())
             },
         )
         .unwrap();
@@ -186,11 +175,11 @@ fn faulty(
 
 #[test]
 fn faults_are_retried_and_the_result_is_the_clean_one() {
-    let texts = texts(40);
+    let texts = stand_in_texts(40);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let clean_server = Server::start(provider(Protocol::OpenAi, "m"));
     let options = || {
-        quick(RemoteOptions {
+        stand_in_options(RemoteOptions {
             batch_size: Some(8),
             concurrency: 2,
             ..Default::default()
@@ -237,7 +226,7 @@ fn the_last_failure_names_provider_status_and_reason_and_no_secret() {
     let url = server.url().replace("http://", "http://alice:hunter22@");
     let embedder = RemoteEmbedder::new(
         RemoteSpec::parse(&format!("openai:m@{url}/v1")).unwrap(),
-        quick(RemoteOptions {
+        stand_in_options(RemoteOptions {
             max_retries: 2,
             ..Default::default()
         }),
@@ -257,7 +246,7 @@ fn the_last_failure_names_provider_status_and_reason_and_no_secret() {
         Server::start(|_: &Request| Reply::json(400, &json!({"error": {"message": "bad input"}})));
     let embedder = RemoteEmbedder::new(
         RemoteSpec::parse(&format!("openai:m@{}/v1", bad.url())).unwrap(),
-        quick(RemoteOptions::default()),
+        stand_in_options(RemoteOptions::default()),
     )
     .unwrap();
     assert!(embedder
@@ -273,7 +262,7 @@ fn openai_inputs_over_the_limit_are_cut_and_counted() {
     let server = Server::start(provider(Protocol::OpenAi, "m"));
     let embedder = RemoteEmbedder::new(
         RemoteSpec::parse(&format!("openai:m@{}/v1", server.url())).unwrap(),
-        quick(Default::default()),
+        stand_in_options(Default::default()),
     )
     .unwrap();
     let long = "word ".repeat(9000);
