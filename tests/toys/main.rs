@@ -72,6 +72,19 @@ struct Report {
     score: f64,
 }
 
+/// What a result file needs of the report: its score and the rows it used.
+impl sage_core::SuiteReport for Report {
+    fn score(&self) -> Option<f64> {
+        Some(self.score)
+    }
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        self.datasets
+            .iter()
+            .map(|d| d.rows.clone().into())
+            .collect()
+    }
+}
+
 #[derive(Serialize)]
 struct DatasetScore {
     dataset: String,
@@ -144,9 +157,6 @@ impl Suite for StsSpearman {
             datasets: scores,
             score,
         };
-        Ok(Outcome {
-            report: serde_json::to_value(&report).map_err(|e| failed(e.into()))?,
-            notes: Vec::new(),
-        })
+        Outcome::of(suite, &report, Vec::new())
     }
 }

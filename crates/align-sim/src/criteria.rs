@@ -185,6 +185,22 @@ pub struct AlignSimReport {
     pub negation: NegationReport,
 }
 
+impl sage_core::SuiteReport for AlignSimReport {
+    /// None: five criteria, no one number (the report ranks each criterion).
+    fn score(&self) -> Option<f64> {
+        None
+    }
+    /// Each paraphrase dataset's rows, then AFIN's for negation.
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        self.datasets
+            .iter()
+            .map(|d| &d.rows)
+            .chain([&self.negation.rows])
+            .map(|r| r.clone().into())
+            .collect()
+    }
+}
+
 fn mean(values: &[f32]) -> Result<f64> {
     let v: Vec<f64> = values.iter().map(|&x| f64::from(x)).collect();
     Ok(measures::mean(&v)?)

@@ -30,7 +30,7 @@ pub use criteria::{
 };
 
 /// Errors of this crate: the error every task over perturbed data shares.
-pub type AlignSimError = sage_perturb::TaskError;
+pub type AlignSimError = sage_task::TaskError;
 
 /// Result alias of this crate.
 pub type Result<T, E = AlignSimError> = std::result::Result<T, E>;

@@ -71,6 +71,17 @@ pub struct EvalRankReport {
     pub timings: Timings,
 }
 
+impl sage_core::SuiteReport for EvalRankReport {
+    /// None: MRR and Hits@k are reported side by side, none ranked as the one score.
+    fn score(&self) -> Option<f64> {
+        None
+    }
+    /// None recorded: the lists are whole files, named in `lists`.
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        Vec::new()
+    }
+}
+
 /// The lists of `level` from `source`.
 pub fn load_lists(root: &DataRoot, level: Level, source: ListSource) -> Result<Lists> {
     match (level, source) {

@@ -182,6 +182,19 @@ pub struct PtebReport {
     pub timings: Timings,
 }
 
+impl sage_core::SuiteReport for PtebReport {
+    /// None: PTEB reports a change per dataset, not one score to rank by.
+    fn score(&self) -> Option<f64> {
+        None
+    }
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        self.datasets
+            .iter()
+            .map(|d| d.rows.clone().into())
+            .collect()
+    }
+}
+
 /// Loads and samples a dataset as a task.
 pub fn load_task(
     root: &DataRoot,

@@ -328,6 +328,19 @@ struct Compared<'a> {
     comparisons: Vec<pteb::Comparison>,
 }
 
+impl sage_core::SuiteReport for Compared<'_> {
+    fn score(&self) -> Option<f64> {
+        None
+    }
+    /// The baseline's rows, then each other encoder's (the same rows, unless a run differed).
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        std::iter::once(self.baseline)
+            .chain(self.others)
+            .flat_map(sage_core::SuiteReport::rows_used)
+            .collect()
+    }
+}
+
 impl PtebArgs {
     /// The suite's options: `--options` and `--option`, then each flag given, under the option
     /// of the one schema (`PtebOptions`) that bench.toml and Python keywords fill too.
@@ -466,8 +479,8 @@ pub fn run(
     if !options.pool_unqualified && !baseline.unqualified.is_empty() {
         eprintln!("sage: pteb: datasets whose paraphraser is not qualified are left out of the pooled statistics and the comparisons (--pool-unqualified keeps them)");
     }
-    let report = if args.compare.is_empty() {
-        serde_json::to_value(&baseline)?
+    let outcome = if args.compare.is_empty() {
+        sage_suites::Outcome::of("pteb", &baseline, notes)?
     } else {
         let others: Vec<PtebReport> = args
             .compare
@@ -476,12 +489,13 @@ pub fn run(
             .collect::<Result<_>>()?;
         let refs: Vec<&PtebReport> = others.iter().collect();
         let comparisons = pteb::compare(&baseline, &refs, request.seed)?;
-        serde_json::to_value(Compared {
+        let compared = Compared {
             suite: "pteb",
             baseline: &baseline,
             others: &others,
             comparisons,
-        })?
+        };
+        sage_suites::Outcome::of("pteb", &compared, notes)?
     };
     let record =
         sage_core::SimilarityRecord::of_spec(&baseline_spec, sage_core::SimilarityKind::Model);
@@ -492,13 +506,7 @@ pub fn run(
         start,
     });
     let loaded = loaded.into_inner();
-    crate::run::write_result(
-        out,
-        sage_suites::Outcome { report, notes },
-        &loaded,
-        registry,
-        file,
-    )
+    crate::run::write_result(out, outcome, &loaded, registry, file)
 }
 
 /// The arguments of `sage pteb qualify`.

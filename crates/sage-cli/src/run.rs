@@ -478,11 +478,7 @@ pub(crate) fn write_result(
     let report = loaded.finish(&outcome.report)?;
     match file.filter(|_| !loaded.planning()) {
         Some(file) => {
-            let mut envelope = sage_suites::Outcome {
-                report,
-                notes: outcome.notes,
-            }
-            .envelope(
+            let mut envelope = sage_suites::Outcome { report, ..outcome }.envelope(
                 registry.find(file.suite)?,
                 file.request,
                 file.similarity,

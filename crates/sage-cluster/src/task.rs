@@ -328,6 +328,23 @@ impl sage_core::DatasetScore for DatasetReport {
     }
 }
 
+impl sage_core::DatasetRows for DatasetReport {
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        self.subsets
+            .iter()
+            .map(|s| {
+                sage_core::RowsUsed::Subset(sage_core::SubsetSelection {
+                    dataset: self.dataset.clone(),
+                    total_rows: self.total_rows,
+                    texts: s.texts,
+                    classes: s.classes,
+                    checksum: s.checksum.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
 /// Task 4 on each of `datasets` (registry name, split; clustering kind).
 pub fn evaluate(
     similarity: &dyn Similarity,

@@ -71,6 +71,15 @@ impl<O, D> CategoryReport<O, D> {
     }
 }
 
+impl<O: Serialize, D: crate::DatasetRows + Serialize> crate::SuiteReport for CategoryReport<O, D> {
+    fn score(&self) -> Option<f64> {
+        Some(self.score)
+    }
+    fn rows_used(&self) -> Vec<crate::RowsUsed> {
+        self.datasets.iter().flat_map(D::rows_used).collect()
+    }
+}
+
 impl<O, D: DatasetScore + Sync> CategoryReport<O, D> {
     /// The run every SAGE category over datasets makes: `one` reports each of `datasets`
     /// (registry name, split) in turn, sharing the run's timings; the category score is the mean

@@ -14,7 +14,8 @@
 //! - [`CategoryReport`] — the report of a SAGE category over datasets, and its one driver
 //!   ([`CategoryReport::over_datasets`]).
 //! - [`redact`] — the one rule for what may be shown of a server URL or answer.
-//! - [`ResultEnvelope`] — the result file every suite's report is written in, and read from.
+//! - [`ResultEnvelope`] — the result file every suite's report is written in, and read from, and
+//!   [`SuiteReport`] — what it needs of a suite's typed report (its score, the [`RowsUsed`]).
 //! - [`measures`] — every evaluation measure (Pearson, Spearman, V-measure, NDCG, MRR, MAP,
 //!   Wilcoxon, Hodges–Lehmann, Holm, ...) written once, each matching a named reference
 //!   implementation.
@@ -31,6 +32,7 @@ pub mod measures;
 mod options;
 pub mod redact;
 mod result;
+mod rows_used;
 mod seed;
 mod similarity;
 mod timings;
@@ -44,8 +46,11 @@ pub use embed::{
 pub use error::{said_once, Result, SageError};
 pub use options::{at_least, within, within_if_set, CheckOptions};
 pub use result::{
-    result_label, row_selections, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host,
-    Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
+    result_label, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host, Parameters,
+    ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
+};
+pub use rows_used::{
+    CorpusSelection, DatasetRows, RowSelection, RowsUsed, SubsetSelection, SuiteReport,
 };
 pub use seed::{ExperimentRng, RunSeed};
 pub use similarity::Similarity;

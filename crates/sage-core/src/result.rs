@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The schema every result file names; a reader refuses another. Bumped when a field changes
 /// meaning.
@@ -21,8 +21,8 @@ pub const RESULT_SCHEMA: &str = "sage-rs/result/1";
 /// One (similarity, suite, task) result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResultEnvelope {
-    /// The row selections the report used (every object in it with a dataset and a checksum).
-    pub datasets: Vec<Map<String, Value>>,
+    /// The rows the report used ([`crate::SuiteReport::rows_used`]), each once.
+    pub datasets: Vec<crate::RowsUsed>,
     /// The harness version that wrote the file.
     pub harness_version: String,
     /// What the run left out and why (a default dataset not local, ...), each naming its suite
@@ -237,35 +237,6 @@ pub fn result_label(spec: &str) -> String {
     }
 }
 
-/// Every row-selection record in a report (an object with a dataset and a checksum, its scalar
-/// fields), once each, in the order met: which rows the report used.
-pub fn row_selections(report: &Value) -> Vec<Map<String, Value>> {
-    fn walk(value: &Value, out: &mut Vec<Map<String, Value>>) {
-        match value {
-            Value::Object(map) => {
-                let has_checksum =
-                    map.contains_key("checksum") || map.contains_key("corpus_checksum");
-                if has_checksum && map.contains_key("dataset") {
-                    let scalars: Map<String, Value> = map
-                        .iter()
-                        .filter(|(_, v)| !v.is_object() && !v.is_array())
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    if !out.contains(&scalars) {
-                        out.push(scalars);
-                    }
-                }
-                map.values().for_each(|v| walk(v, out));
-            }
-            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(report, &mut out);
-    out
-}
-
 /// RFC 3339 UTC time without a date-time dependency (Howard Hinnant's civil-from-days).
 pub fn utc_timestamp() -> String {
     let secs = SystemTime::now()
@@ -389,28 +360,6 @@ mod tests {
         assert_eq!((job.embedded, job.cached, job.seconds), (5, 7, 0.5));
         assert_eq!((job.tokens, job.cost_usd), (Some(60), Some(0.25)));
         assert_eq!(after.since(&EmbeddingWork::default()), after);
-    }
-
-    #[test]
-    fn row_selections_are_collected_from_anywhere_in_a_report() {
-        let report = serde_json::json!({
-            "score": 0.5,
-            "datasets": [
-                {"dataset": "a", "rows": {"dataset": "a", "split": "test", "checksum": "1", "used_rows": 3}},
-                {"dataset": "b", "corpus_checksum": "2", "corpus_used": 9, "retentions": [1]}
-            ]
-        });
-        let out: Vec<Value> = row_selections(&report)
-            .into_iter()
-            .map(Value::Object)
-            .collect();
-        assert_eq!(
-            out,
-            [
-                serde_json::json!({"dataset": "a", "split": "test", "checksum": "1", "used_rows": 3}),
-                serde_json::json!({"dataset": "b", "corpus_checksum": "2", "corpus_used": 9}),
-            ]
-        );
     }
 
     use super::*;

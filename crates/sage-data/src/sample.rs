@@ -24,36 +24,13 @@
 
 use rand::seq::index;
 use sage_core::RunSeed;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::rows::{Loaded, Row};
 
-/// Which rows of a dataset split a result used.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct RowSelection {
-    /// Registry name.
-    pub dataset: String,
-    /// Split.
-    pub split: String,
-    /// Rows available after the empty-text policy.
-    pub total_rows: usize,
-    /// Rows used.
-    pub used_rows: usize,
-    /// The cap asked for.
-    pub max_rows: Option<usize>,
-    /// The seed the rows were drawn with.
-    pub seed: u64,
-    /// Rows with an empty text in the file (kept or dropped per the policy).
-    pub empty_text_rows: usize,
-    /// Checksum of the used rows (see the module docs).
-    pub checksum: String,
-    /// Checksum of every row of the split (after the empty-text policy): the key of the run's
-    /// random streams over it (see the module docs). Absent in results written before it was
-    /// recorded.
-    #[serde(default)]
-    pub split_checksum: String,
-}
+/// Which rows of a dataset split a result used: defined in sage-core, where result files and
+/// every suite's report name it.
+pub use sage_core::RowSelection;
 
 /// Indices of the rows to use (ascending).
 pub fn select(total: usize, max_rows: Option<usize>, seed: RunSeed, label: &str) -> Vec<usize> {

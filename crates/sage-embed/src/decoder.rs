@@ -97,7 +97,8 @@ fn default_theta() -> f64 {
 }
 
 /// cos and sin tables [tokens, head_dim / 2] of rotary base `theta` (rotate-half layout, as
-/// transformers' LLaMA-family and ModernBERT models use).
+/// transformers' LLaMA-family and ModernBERT models use): sage-llm's one table builder, its
+/// inverse frequencies in f64 as these encoders' golden tests were taken with.
 pub(crate) fn rotary_tables(
     head_dim: usize,
     tokens: usize,
@@ -105,19 +106,14 @@ pub(crate) fn rotary_tables(
     device: &Device,
     dtype: DType,
 ) -> candle_core::Result<(Tensor, Tensor)> {
-    let half = head_dim / 2;
-    let inv: Vec<f32> = (0..half)
-        .map(|i| (1.0 / theta.powf(2.0 * i as f64 / head_dim as f64)) as f32)
-        .collect();
-    let inv = Tensor::from_vec(inv, (1, half), device)?;
-    let positions = Tensor::arange(0u32, tokens as u32, device)?
-        .to_dtype(DType::F32)?
-        .reshape((tokens, 1))?;
-    let angles = positions.matmul(&inv)?;
-    Ok((
-        angles.cos()?.to_dtype(dtype)?,
-        angles.sin()?.to_dtype(dtype)?,
-    ))
+    sage_llm::rotary::rotary_tables(
+        head_dim,
+        tokens,
+        theta,
+        sage_llm::rotary::InverseFrequencies::F64,
+        device,
+        dtype,
+    )
 }
 
 /// An additive attention mask [batch, 1, tokens, tokens] for right-padded texts of `lengths`:

@@ -243,6 +243,21 @@ pub struct HumanPrefReport {
     pub timings: Timings,
 }
 
+impl sage_core::SuiteReport for HumanPrefReport {
+    fn score(&self) -> Option<f64> {
+        Some(self.score)
+    }
+    /// Each source's comparison rows, then its rating rows (the same rows when the comparisons
+    /// were derived from the ratings).
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        self.sources
+            .iter()
+            .flat_map(|s| [&s.comparisons.rows, &s.correlations.rows])
+            .map(|r| r.clone().into())
+            .collect()
+    }
+}
+
 /// The prediction rule: `true` (summary_0) only when it scores strictly higher.
 pub fn predict(summary_0: f32, summary_1: f32) -> bool {
     summary_0 > summary_1

@@ -25,6 +25,7 @@ mod gguf;
 mod http;
 mod llama;
 mod qmatmul;
+pub mod rotary;
 
 pub use chat::{ChatMessage, ChatModel, Completion, Retry, Sampling};
 pub use gguf::{locate_gguf, sample_top_p, GgufChat, DEFAULT_BATCH_CPU, DEFAULT_BATCH_CUDA};

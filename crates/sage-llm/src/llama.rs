@@ -221,26 +221,6 @@ impl KvCache {
     }
 }
 
-/// The rotary tables exactly as candle's quantized models build them (an outer product, so the
-/// value at a position does not depend on how many positions are built).
-fn rotary_tables(
-    rope_dim: usize,
-    freq_base: f32,
-    positions: usize,
-    device: &Device,
-) -> candle_core::Result<(Tensor, Tensor)> {
-    let theta: Vec<f32> = (0..rope_dim)
-        .step_by(2)
-        .map(|i| 1f32 / freq_base.powf(i as f32 / rope_dim as f32))
-        .collect();
-    let theta = Tensor::new(theta.as_slice(), device)?;
-    let angles = Tensor::arange(0, positions as u32, device)?
-        .to_dtype(DType::F32)?
-        .reshape((positions, 1))?
-        .matmul(&theta.reshape((1, theta.elem_count()))?)?;
-    Ok((angles.cos()?, angles.sin()?))
-}
-
 impl PackedDecoder {
     /// Whether this decoder runs `architecture` (GGUF `general.architecture`).
     pub(crate) fn supports(architecture: &str) -> bool {
@@ -286,7 +266,15 @@ impl PackedDecoder {
             .and_then(|v| v.to_u32())
             .map(|d| d as usize)
             .unwrap_or(4096);
-        let (cos, sin) = rotary_tables(rope_dim, freq_base, context_length, device)?;
+        // exactly as candle's quantized models build them
+        let (cos, sin) = crate::rotary::rotary_tables(
+            rope_dim,
+            context_length,
+            f64::from(freq_base),
+            crate::rotary::InverseFrequencies::F32,
+            device,
+            DType::F32,
+        )?;
         let mut tensor = |name: &str| content.tensor(reader, name, device);
         let embeddings_q = tensor("token_embd.weight")?;
         let embeddings = embeddings_q.dequantize(device)?;

@@ -60,7 +60,7 @@ pub use conditions::{Axis, Condition, DEFAULT_CHANNELS};
 pub use labelled::{CLUSTERING_TEXTS, NEIGHBOURS};
 
 /// Errors of this crate: the error every task over perturbed data shares.
-pub type NoiseError = sage_perturb::TaskError;
+pub type NoiseError = sage_task::TaskError;
 
 /// Result alias of this crate.
 pub type Result<T, E = NoiseError> = std::result::Result<T, E>;
@@ -268,6 +268,30 @@ impl DatasetReport {
             rows: Some(rows),
             ..self
         }
+    }
+}
+
+impl sage_core::DatasetRows for DatasetReport {
+    /// A retrieval dataset's ranked corpus, then the rows of a pair or text task and the
+    /// reference rows a classification is scored against.
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        let corpus = match (&self.corpus_checksum, self.corpus_total, self.corpus_used) {
+            (Some(checksum), Some(total), Some(used)) => {
+                Some(sage_core::RowsUsed::Corpus(sage_core::CorpusSelection {
+                    dataset: self.dataset.clone(),
+                    corpus_checksum: checksum.clone(),
+                    corpus_total: total,
+                    corpus_used: used,
+                    queries: self.units,
+                }))
+            }
+            _ => None,
+        };
+        let rows = [&self.rows, &self.reference]
+            .into_iter()
+            .flatten()
+            .map(|r| r.clone().into());
+        corpus.into_iter().chain(rows).collect()
     }
 }
 

@@ -63,26 +63,6 @@ pub use shuffle::{Jumbling, SentenceShuffle, WordShuffle};
 pub use surface::{CharacterDeletion, Numerisation, RandomCapitalisation};
 pub use wordnet::WordNet;
 
-/// The one error of the tasks that read data and perturb it: robustness, sensitivity, retrieval
-/// and ALIGN-SIM each name it by an alias (`RobustnessError`, ...), so a caller matches the same
-/// variants whichever task failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TaskError {
-    /// Reading the data.
-    #[error(transparent)]
-    Data(#[from] sage_data::DataError),
-    /// Perturbing it.
-    #[error(transparent)]
-    Perturb(#[from] PerturbError),
-    /// A similarity or measure.
-    #[error(transparent)]
-    Core(#[from] sage_core::SageError),
-    /// Too few usable rows to score.
-    #[error("{0}")]
-    Insufficient(String),
-}
-
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -195,7 +195,10 @@ fn units_of(file: &ResultFile) -> Vec<(String, String)> {
     }
     let mut out = Vec::new();
     for d in &file.envelope.datasets {
-        walk(&serde_json::Value::Object(d.clone()), "selection", &mut out);
+        // a record serialises to an object; one that cannot is no unit to compare
+        if let Ok(record) = serde_json::to_value(d) {
+            walk(&record, "selection", &mut out);
+        }
     }
     walk(&file.envelope.report, "report", &mut out);
     out

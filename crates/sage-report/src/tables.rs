@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
 use crate::answer::{Answer, Cell, SAGE_COLUMNS};
 use crate::load::{ResultFile, Typed};
 
@@ -455,14 +453,7 @@ fn other_suites_table(files: &[ResultFile], sink: &mut Sink) -> Table {
                 .envelope
                 .datasets
                 .iter()
-                .map(|d| {
-                    let field = |k: &str| d.get(k).and_then(Value::as_str);
-                    match (field("dataset"), field("split")) {
-                        (Some(name), Some(split)) => format!("{name}/{split}"),
-                        (Some(name), None) => name.to_owned(),
-                        _ => "?".to_owned(),
-                    }
-                })
+                .map(|d| d.dataset().unwrap_or_else(|| "?".to_owned()))
                 .collect();
             vec![
                 r.similarity.clone(),

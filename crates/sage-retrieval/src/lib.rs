@@ -47,7 +47,7 @@ pub use task::{
 pub use topk::TopK;
 
 /// Errors of this crate: the error every task over perturbed data shares.
-pub type RetrievalError = sage_perturb::TaskError;
+pub type RetrievalError = sage_task::TaskError;
 
 /// Result alias of this crate.
 pub type Result<T, E = RetrievalError> = std::result::Result<T, E>;

@@ -546,6 +546,18 @@ impl sage_core::DatasetScore for DatasetReport {
     }
 }
 
+impl sage_core::DatasetRows for DatasetReport {
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        vec![sage_core::RowsUsed::Corpus(sage_core::CorpusSelection {
+            dataset: self.dataset.clone(),
+            corpus_checksum: self.corpus_checksum.clone(),
+            corpus_total: self.corpus_total,
+            corpus_used: self.corpus_used,
+            queries: self.queries,
+        })]
+    }
+}
+
 /// Task 5 on each of `datasets` (registry name, qrels split; BEIR kind).
 pub fn evaluate(
     similarity: &dyn Similarity,

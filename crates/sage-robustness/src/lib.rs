@@ -34,7 +34,7 @@ pub use task::{
 };
 
 /// Errors of this crate: the error every task over perturbed data shares.
-pub type RobustnessError = sage_perturb::TaskError;
+pub type RobustnessError = sage_task::TaskError;
 
 /// Result alias of this crate.
 pub type Result<T, E = RobustnessError> = std::result::Result<T, E>;

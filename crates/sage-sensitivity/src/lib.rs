@@ -32,7 +32,7 @@ pub use task::{
 };
 
 /// Errors of this crate: the error every task over perturbed data shares.
-pub type SensitivityError = sage_perturb::TaskError;
+pub type SensitivityError = sage_task::TaskError;
 
 /// Result alias of this crate.
 pub type Result<T, E = SensitivityError> = std::result::Result<T, E>;

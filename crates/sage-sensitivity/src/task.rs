@@ -315,6 +315,12 @@ impl sage_core::DatasetScore for DatasetReport {
     }
 }
 
+impl sage_core::DatasetRows for DatasetReport {
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        vec![self.rows.clone().into()]
+    }
+}
+
 /// Task 3 on each of `datasets` (registry name, split; any document-bearing kind).
 pub fn evaluate(
     similarity: &dyn Similarity,

@@ -179,11 +179,16 @@ pub fn parse_datasets<S: AsRef<str>>(
         .collect()
 }
 
-/// A finished run.
+/// A finished run: the suite's report, serialised, with what its typed report said of itself
+/// (its score, the rows it used) and the notes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
     /// The suite's report, serialised.
     pub report: Value,
+    /// The report's headline score ([`sage_core::SuiteReport::score`]).
+    pub score: Option<f64>,
+    /// The rows the report used, each once ([`sage_core::SuiteReport::rows_used`]).
+    pub rows_used: Vec<sage_core::RowsUsed>,
     /// What the run left out and why (default datasets missing from the mirror, ...).
     pub notes: Vec<String>,
 }
@@ -251,6 +256,23 @@ pub trait Suite: Send + Sync {
 }
 
 impl Outcome {
+    /// The outcome of a run of `suite` that gave `report`, with `notes`.
+    pub fn of(
+        suite: &'static str,
+        report: &impl sage_core::SuiteReport,
+        notes: Vec<String>,
+    ) -> Result<Outcome> {
+        Ok(Outcome {
+            report: serde_json::to_value(report).map_err(|e| SuiteError::Run {
+                suite,
+                source: Box::new(e),
+            })?,
+            score: report.score(),
+            rows_used: sage_core::RowsUsed::distinct(report.rows_used()),
+            notes,
+        })
+    }
+
     /// The result file of this outcome, as bench-all writes one: the report, the rows it used,
     /// the notes, the seed, and when and where it ran. `similarity` names the subject (its
     /// `name` is the results-folder name: see [`sage_core::result_label`]); `parameters` says
@@ -265,7 +287,7 @@ impl Outcome {
     ) -> sage_core::ResultEnvelope {
         let (folder, task) = suite.result_location(&request.options);
         sage_core::ResultEnvelope {
-            datasets: sage_core::row_selections(&self.report),
+            datasets: self.rows_used.clone(),
             harness_version: env!("CARGO_PKG_VERSION").to_owned(),
             // as `sage run` says them on stderr: each names its suite
             notes: self
@@ -275,7 +297,7 @@ impl Outcome {
                 .collect(),
             parameters,
             quick: false,
-            score: self.report.get("score").and_then(Value::as_f64),
+            score: self.score,
             report: self.report.clone(),
             run: sage_core::RunRecord {
                 // a library has no checkout: the caller's build may say which commit it is
@@ -557,13 +579,6 @@ pub fn local_datasets(
             .map(|m| format!("skipped: {m}"))
             .collect(),
     ))
-}
-
-fn report(suite: &'static str, report: &impl serde::Serialize) -> Result<Value> {
-    serde_json::to_value(report).map_err(|e| SuiteError::Run {
-        suite,
-        source: Box::new(e),
-    })
 }
 
 fn failed<E: std::error::Error + Send + Sync + 'static>(

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::{
-    as_refs, datasets_or_local_defaults, failed, options, report, Outcome, Request, Result,
-    Subject, Suite, SuiteError,
+    as_refs, datasets_or_local_defaults, failed, options, Outcome, Request, Result, Subject, Suite,
+    SuiteError,
 };
 
 const SUITE: &str = "pteb";
@@ -355,9 +355,6 @@ impl Suite for Pteb {
         let run = PtebRun::new(&o, request.seed, PtebOptions::default_reference)?;
         let r = run.evaluate(encoder.as_ref(), request.root, &datasets, &pteb::Silent)?;
         notes.extend(PtebRun::unqualified_notes(&r));
-        Ok(Outcome {
-            report: report(SUITE, &r)?,
-            notes,
-        })
+        Outcome::of(SUITE, &r, notes)
     }
 }

@@ -9,8 +9,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{
-    as_refs, datasets_or_local_defaults, failed, options, report, Outcome, Request, Result,
-    Subject, Suite, SuiteError,
+    as_refs, datasets_or_local_defaults, failed, options, Outcome, Request, Result, Subject, Suite,
+    SuiteError,
 };
 
 /// The five SAGE tasks write `sage/<task>.json`: the report's SAGE table reads that folder.
@@ -101,10 +101,7 @@ impl Suite for HumanPref {
             request.seed,
         )
         .map_err(failed(suite))?;
-        Ok(Outcome {
-            report: report(suite, &r)?,
-            notes: Vec::new(),
-        })
+        Outcome::of(suite, &r, Vec::new())
     }
 }
 
@@ -137,7 +134,7 @@ fn no_notes<R>(_: &R) -> Vec<String> {
 impl<O, R, E> Suite for DocumentTask<O, R, E>
 where
     O: DeserializeOwned + sage_core::CheckOptions,
-    R: serde::Serialize,
+    R: sage_core::SuiteReport,
     E: std::error::Error + Send + Sync + 'static,
 {
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
@@ -182,10 +179,7 @@ where
         )
         .map_err(failed(suite))?;
         notes.extend((self.notes)(&r));
-        Ok(Outcome {
-            report: report(suite, &r)?,
-            notes,
-        })
+        Outcome::of(suite, &r, notes)
     }
 }
 
@@ -312,10 +306,7 @@ impl Suite for Noise {
         };
         let r = sage_noise::evaluate(scorer, request.root, &as_refs(&datasets), o)
             .map_err(failed(self.name()))?;
-        Ok(Outcome {
-            report: report(self.name(), &r)?,
-            notes,
-        })
+        Outcome::of(self.name(), &r, notes)
     }
 }
 
@@ -389,10 +380,7 @@ impl Suite for AlignSim {
             request.seed,
         )
         .map_err(failed(suite))?;
-        Ok(Outcome {
-            report: report(suite, &r)?,
-            notes,
-        })
+        Outcome::of(suite, &r, notes)
     }
 }
 
@@ -477,10 +465,7 @@ impl Suite for EvalRank {
             )
         }
         .map_err(failed(suite))?;
-        Ok(Outcome {
-            report: report(suite, &r)?,
-            notes: Vec::new(),
-        })
+        Outcome::of(suite, &r, Vec::new())
     }
 }
 
@@ -543,9 +528,6 @@ impl Suite for Throughput {
                 ));
             }
         }
-        Ok(Outcome {
-            report: report(self.name(), &r)?,
-            notes,
-        })
+        Outcome::of(self.name(), &r, notes)
     }
 }

@@ -569,3 +569,82 @@ fn every_shipped_suite_hints_its_jobs_costs() {
         }
     }
 }
+
+/// The rows an outcome names are those its typed report used, read from its fields: every
+/// clustering subset, each retrieval corpus, and a rating source's rows once though two of its
+/// sub-tasks read them; the score is the report's.
+#[test]
+fn an_outcome_names_the_rows_its_report_used_and_its_score() {
+    let root = fixtures();
+    let run = |suite: &str| {
+        find(suite)
+            .unwrap()
+            .run(&Subject::Metric(Metric::JACCARD), &Request::new(&root))
+            .unwrap()
+    };
+
+    let clustering = run("clustering");
+    let subsets: Vec<(String, String)> = clustering.report["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| {
+            d["subsets"].as_array().unwrap().iter().map(|s| {
+                (
+                    d["dataset"].as_str().unwrap().to_owned(),
+                    s["checksum"].as_str().unwrap().to_owned(),
+                )
+            })
+        })
+        .collect();
+    let named: Vec<(String, String)> = clustering
+        .rows_used
+        .iter()
+        .map(|r| match r {
+            sage_core::RowsUsed::Subset(s) => (s.dataset.clone(), s.checksum.clone()),
+            other => panic!("clustering named {other:?}"),
+        })
+        .collect();
+    assert!(!named.is_empty());
+    assert_eq!(named, subsets);
+    assert_eq!(clustering.score, clustering.report["score"].as_f64());
+
+    let retrieval = run("retrieval");
+    let corpora = retrieval.report["datasets"].as_array().unwrap();
+    assert_eq!(retrieval.rows_used.len(), corpora.len());
+    for (record, d) in retrieval.rows_used.iter().zip(corpora) {
+        let sage_core::RowsUsed::Corpus(c) = record else {
+            panic!("retrieval named {record:?}");
+        };
+        assert_eq!(c.dataset, d["dataset"].as_str().unwrap());
+        assert_eq!(c.corpus_checksum, d["corpus_checksum"].as_str().unwrap());
+        assert_eq!(c.corpus_used as u64, d["corpus_used"].as_u64().unwrap());
+        assert_eq!(c.queries as u64, d["queries"].as_u64().unwrap());
+    }
+
+    let human = run("human-pref");
+    let sources = human.report["sources"].as_array().unwrap();
+    let mut selections: Vec<&Value> = Vec::new();
+    for s in sources {
+        for part in ["comparisons", "correlations"] {
+            let rows = &s[part]["rows"];
+            if !selections.contains(&rows) {
+                selections.push(rows);
+            }
+        }
+    }
+    let named: Vec<Value> = human
+        .rows_used
+        .iter()
+        .map(|r| match r {
+            sage_core::RowsUsed::Rows(rows) => serde_json::to_value(rows).unwrap(),
+            other => panic!("human-pref named {other:?}"),
+        })
+        .collect();
+    assert_eq!(named.iter().collect::<Vec<_>>(), selections);
+    assert!(
+        named.len() < 2 * sources.len(),
+        "a shared selection is named once"
+    );
+    assert_eq!(human.score, human.report["score"].as_f64());
+}

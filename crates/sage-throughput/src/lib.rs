@@ -281,6 +281,16 @@ pub struct ThroughputReport {
     pub datasets: Vec<RowSelection>,
 }
 
+impl sage_core::SuiteReport for ThroughputReport {
+    /// None: speeds are compared per length, beside quality, not ranked as one score.
+    fn score(&self) -> Option<f64> {
+        None
+    }
+    fn rows_used(&self) -> Vec<sage_core::RowsUsed> {
+        self.datasets.iter().cloned().map(Into::into).collect()
+    }
+}
+
 /// Threads this process may use for its work.
 fn threads() -> usize {
     std::env::var("RAYON_NUM_THREADS")
