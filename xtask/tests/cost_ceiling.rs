@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use sage_remote::loopback::{Reply, Request, Server};
+use sage_loopback::{Reply, Request, Server};
 use serde_json::{json, Value};
 
 mod common;

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sage_remote::loopback::{forward, Reply, Request, Server};
+use sage_loopback::{forward, Reply, Request, Server};
 use serde_json::Value;
 
 mod common;

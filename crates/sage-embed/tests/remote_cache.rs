@@ -1,13 +1,13 @@
 //! The embedding cache in front of a remote model: every answer stored as it arrives, so a
 //! killed run sends only what was not answered; a plan counts what would be sent and sends
-//! nothing. Against the provider stand-ins of sage-remote's loopback server.
+//! nothing. Against the provider stand-ins of sage-loopback's server.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sage_core::{Embedder, Role};
 use sage_embed::CachedEmbedder;
-use sage_remote::loopback::{
+use sage_loopback::{
     provider, request_texts, stand_in_options, stand_in_texts, stand_in_vector, Reply, Request,
     Server,
 };

@@ -137,7 +137,7 @@ impl ChatModel for OpenAiChat {
 
 #[cfg(test)]
 mod tests {
-    use sage_remote::loopback::{Reply, Server};
+    use sage_loopback::{Reply, Server};
     use serde_json::json;
 
     use super::*;
@@ -146,7 +146,7 @@ mod tests {
     /// the identity (written into results and cache keys) nor the error.
     #[test]
     fn no_password_or_key_reaches_identity_or_error() {
-        let server = Server::start(|_req: &sage_remote::loopback::Request| {
+        let server = Server::start(|_req: &sage_loopback::Request| {
             Reply::json(
                 500,
                 &json!({"error": {"message": "failed for Authorization: Bearer sk-chat-secret-42"}}),

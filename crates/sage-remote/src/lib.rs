@@ -22,8 +22,6 @@
 pub mod answer;
 mod client;
 mod error;
-#[cfg(any(test, feature = "loopback"))]
-pub mod loopback;
 mod protocol;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -489,6 +487,3 @@ impl std::fmt::Debug for RemoteEmbedder {
             .finish_non_exhaustive()
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,6 +1,12 @@
 //! A minimal HTTP/1.1 server on 127.0.0.1 for tests: provider stand-ins that follow each
-//! documented wire format, and a fault-injecting proxy in front of a real server. Not part of
-//! the product (feature `loopback`); no traffic leaves the loopback interface.
+//! documented wire format, and a fault-injecting proxy in front of a real server. No traffic
+//! leaves the loopback interface.
+//!
+//! Its own crate, not a feature of sage-remote: a test-only feature that dev-dependencies turn on
+//! gave sage-remote, and every crate above it, a second set of features, so a build of one
+//! package (maturin's of the Python wheel) compiled them all again. Tests take this crate as a
+//! dev-dependency; nothing shipped depends on it.
+#![deny(missing_docs)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -10,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::Protocol;
+use sage_remote::{Protocol, RemoteOptions};
 
 /// A request as received.
 #[derive(Clone, Debug)]
@@ -386,8 +392,8 @@ pub fn provider(
 
 /// `options` that reach a [`provider`] stand-in and fail fast: its key, short time-outs and
 /// backoffs.
-pub fn stand_in_options(options: crate::RemoteOptions) -> crate::RemoteOptions {
-    crate::RemoteOptions {
+pub fn stand_in_options(options: RemoteOptions) -> RemoteOptions {
+    RemoteOptions {
         api_key: Some(STAND_IN_KEY.into()),
         timeout: Duration::from_millis(1500),
         initial_backoff: Duration::from_millis(5),

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::loopback::{
+use sage_core::{Embedder, Role};
+use sage_loopback::{
     provider, stand_in_options, stand_in_texts, stand_in_vector, Reply, Request, Server,
     STAND_IN_KEY,
 };
-use super::*;
+use sage_remote::*;
 
 fn base(protocol: Protocol, server: &Server) -> String {
     match protocol {
