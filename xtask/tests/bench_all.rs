@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{
     assert_same_results, bench_all_quick, fresh_clone_bench_all as bench_all, result_files, stable,
     workspace,

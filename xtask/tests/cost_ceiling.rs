@@ -7,7 +7,7 @@ use std::path::Path;
 use sage_loopback::{Reply, Request, Server};
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 use common::{bench_all_quick, sensitivity_only_config};
 
 /// OpenAI's answer shape with 8 values per text from a hash of it.

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{sage, workspace};
 
 #[test]

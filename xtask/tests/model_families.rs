@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{run_sage, workspace};
 
 fn run(args: &[&str], cache: &Path) -> String {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use sage_loopback::{forward, Reply, Request, Server};
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{bench_all_quick, run_sage, sage, sensitivity_only_config, workspace};
 
 /// A running Infinity server, killed by PID when dropped (also when a check panics).

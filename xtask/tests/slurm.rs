@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 use common::{assert_same_results, result_files, sage, workspace};
 
 /// A test configuration: the shipped bench.toml with two metrics and, when present, the static

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{assert_same_results, files_under, fresh_clone_bench_all, result_files, sage};
 
 /// splitmix64: a seeded sequence of kill moments with no dependency.

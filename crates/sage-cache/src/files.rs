@@ -45,15 +45,17 @@ pub fn sibling_caches(dir: &std::path::Path, stem: &str, own: &std::path::Path) 
 pub const CACHE_OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// `attempt`, tried again every 50 ms while its error `is_busy` (another process holds the
-/// file), for up to [`CACHE_OPEN_PATIENCE`]; then its last result.
+/// file), for up to `patience` ([`CACHE_OPEN_PATIENCE`] in every caller but tests); then its last
+/// result.
 pub fn open_when_free<T, E>(
+    patience: std::time::Duration,
     mut attempt: impl FnMut() -> Result<T, E>,
     is_busy: impl Fn(&E) -> bool,
 ) -> Result<T, E> {
     let started = std::time::Instant::now();
     loop {
         match attempt() {
-            Err(e) if is_busy(&e) && started.elapsed() < CACHE_OPEN_PATIENCE => {
+            Err(e) if is_busy(&e) && started.elapsed() < patience => {
                 std::thread::sleep(std::time::Duration::from_millis(50))
             }
             done => return done,
@@ -134,6 +136,7 @@ mod tests {
     fn a_busy_file_is_tried_again_and_another_error_returned_at_once() {
         let mut tries = 0;
         let opened = open_when_free(
+            CACHE_OPEN_PATIENCE,
             || {
                 tries += 1;
                 if tries < 3 {
@@ -147,6 +150,7 @@ mod tests {
         assert_eq!(opened, Ok(3));
         let mut tries = 0;
         let failed: Result<(), &str> = open_when_free(
+            CACHE_OPEN_PATIENCE,
             || {
                 tries += 1;
                 Err("broken")

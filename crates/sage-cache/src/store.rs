@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, DatabaseError, ReadOnlyDatabase};
 
-use crate::{open_when_free, redb_header_damage, sibling_caches};
+use crate::{open_when_free, redb_header_damage, sibling_caches, CACHE_OPEN_PATIENCE};
 
 /// What a user can do about a cache file that cannot be used, as each kind of cache says it
 /// (its own flags).
@@ -72,6 +72,16 @@ pub fn guarded<T, E: From<CacheError>>(
 /// momentary read lock is waited out ([`open_when_free`]), and a redb panic becomes an error
 /// ([`guarded`]).
 pub fn open(path: &Path, remedy: &Remedy) -> Result<Database, CacheError> {
+    open_within(path, remedy, CACHE_OPEN_PATIENCE)
+}
+
+/// [`open`], waiting at most `patience` for another holder to let go: tests of the refusal need
+/// not wait the 10 s a real sibling gets.
+fn open_within(
+    path: &Path,
+    remedy: &Remedy,
+    patience: std::time::Duration,
+) -> Result<Database, CacheError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| CacheError::new(path, format!("cannot create folder: {e}")))?;
@@ -81,6 +91,7 @@ pub fn open(path: &Path, remedy: &Remedy) -> Result<Database, CacheError> {
             return Err(CacheError::new(path, format!("{why}; {}", remedy.broken)));
         }
         open_when_free(
+            patience,
             || Database::create(path),
             |e| matches!(e, DatabaseError::DatabaseAlreadyOpen),
         )
@@ -150,7 +161,7 @@ mod tests {
         let path = dir.path().join("deep/er/cache.redb");
         let db = open(&path, &remedy()).unwrap();
         put(&db, "a", 1);
-        let busy = open(&path, &remedy()).unwrap_err();
+        let busy = open_within(&path, &remedy(), std::time::Duration::ZERO).unwrap_err();
         assert_eq!(busy.path, path);
         assert!(
             busy.message
