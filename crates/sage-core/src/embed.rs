@@ -195,8 +195,9 @@ pub trait Embedder: Send + Sync {
         None
     }
 
-    /// Where and in what precision the model computes (`cpu f32`, `cuda:0 f16`); `None` when
-    /// it cannot say (a remote model, a Python encoder).
+    /// Where and in what precision the model computes (`cpu f32`, `cuda:0 f16`; `cpu f32
+    /// amx-bf16x3` where its dense products ran on AMX tiles); `None` when it cannot say (a
+    /// remote model, a Python encoder).
     fn compute(&self) -> Option<String> {
         None
     }

@@ -40,6 +40,11 @@ pub(crate) trait Backbone: Send + Sync {
     fn hidden_size(&self) -> usize;
     /// The hidden states of `batch`.
     fn forward(&self, batch: &PaddedBatch) -> candle_core::Result<Tensor>;
+    /// The kernel its dense products run on where it is not the device's own (`amx-bf16x3`):
+    /// a throughput means little without it.
+    fn dense_kernel(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// What a family's loader reads besides the weights.

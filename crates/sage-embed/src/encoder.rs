@@ -24,7 +24,7 @@ use crate::backbone::{Backbone, PaddedBatch};
 use crate::config::TransformerConfig;
 use crate::fused::{
     add_bias, bias_gelu, bias_residual_norm, cpu_f32, dense_product, fused_applies,
-    fused_attention, HostNorm, SharedBias,
+    fused_attention, pack_for_cpu, HostNorm, PackedWeight, SharedBias,
 };
 
 struct Layer {
@@ -41,6 +41,11 @@ struct Layer {
 }
 
 struct HostLayer {
+    /// The four dense weights packed for the AMX kernel (`None`: gemm runs that product).
+    qkv_packed: Option<PackedWeight>,
+    attention_out_packed: Option<PackedWeight>,
+    intermediate_packed: Option<PackedWeight>,
+    output_packed: Option<PackedWeight>,
     qkv_bias: Vec<f32>,
     attention_out_bias: Vec<f32>,
     attention_norm: HostNorm,
@@ -79,6 +84,10 @@ impl HostLayer {
                 norm(&layer.output_norm)?,
             ) {
                 (Some(qkv), Some(a), Some(an), Some(i), Some(o), Some(on)) => Some(HostLayer {
+                    qkv_packed: pack_for_cpu(layer.qkv.weight())?,
+                    attention_out_packed: pack_for_cpu(layer.attention_out.weight())?,
+                    intermediate_packed: pack_for_cpu(layer.intermediate.weight())?,
+                    output_packed: pack_for_cpu(layer.output.weight())?,
                     qkv_bias: qkv,
                     attention_out_bias: a,
                     attention_norm: an,
@@ -379,9 +388,11 @@ impl Encoder {
         // All dense layers run on every token of the batch at once: one large matrix product
         // instead of a small one per text, which is what makes CPU inference fast on short
         // sentences.
-        let product = |x: &Tensor, l: &Linear| dense_product(x, l.weight());
+        let product = |x: &Tensor, l: &Linear, packed: &Option<PackedWeight>| {
+            dense_product(x, l.weight(), packed.as_ref())
+        };
         let qkv = match &layer.host {
-            Some(host) => add_bias(product(flat, &layer.qkv)?, &host.qkv_bias)?,
+            Some(host) => add_bias(product(flat, &layer.qkv, &host.qkv_packed)?, &host.qkv_bias)?,
             None => layer.qkv.forward(flat)?,
         };
         let context = match plan {
@@ -409,18 +420,18 @@ impl Encoder {
         };
         if let Some(host) = &layer.host {
             let attended = bias_residual_norm(
-                product(&context, &layer.attention_out)?,
+                product(&context, &layer.attention_out, &host.attention_out_packed)?,
                 &host.attention_out_bias,
                 flat,
                 &host.attention_norm,
             )?;
             let inner = bias_gelu(
-                product(&attended, &layer.intermediate)?,
+                product(&attended, &layer.intermediate, &host.intermediate_packed)?,
                 &host.intermediate_bias,
                 self.exact_gelu,
             )?;
             return bias_residual_norm(
-                product(&inner, &layer.output)?,
+                product(&inner, &layer.output, &host.output_packed)?,
                 &host.output_bias,
                 &attended,
                 &host.output_norm,
@@ -473,6 +484,11 @@ impl Encoder {
 impl Backbone for Encoder {
     fn hidden_size(&self) -> usize {
         Encoder::hidden_size(self)
+    }
+
+    fn dense_kernel(&self) -> Option<&'static str> {
+        let packed = |layer: &Layer| layer.host.as_ref().is_some_and(|h| h.qkv_packed.is_some());
+        self.layers.iter().any(packed).then_some("amx-bf16x3")
     }
 
     fn forward(&self, batch: &PaddedBatch) -> candle_core::Result<Tensor> {

@@ -204,17 +204,67 @@ pub(crate) fn fused_attention(
     Tensor::from_vec(out, (total, hidden), &Device::Cpu)
 }
 
-/// `x · weightᵀ` for `x` [rows, k] and a dense layer's `weight` [n, k], both f32 on the CPU:
-/// the product candle's `matmul` computes (the same gemm call, over every core), written into a
-/// buffer gemm fills rather than one zeroed first: candle's zeroing was ~3.5% of a MiniLM
-/// forward pass, for memory the product overwrites anyway.
-pub(crate) fn dense_product(x: &Tensor, weight: &Tensor) -> candle_core::Result<Tensor> {
+/// A dense layer's weight packed once, at load, for the AMX kernel (`amx.rs`).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub(crate) use crate::amx::PackedWeight;
+
+/// No AMX kernel off x86_64 Linux: nothing is ever packed there.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+pub(crate) enum PackedWeight {}
+
+/// `weight` [n, k] (f32 on the CPU) packed for the AMX kernel where this CPU runs it and the
+/// kernel covers its width; `None` otherwise, and gemm runs its products.
+pub(crate) fn pack_for_cpu(weight: &Tensor) -> candle_core::Result<Option<PackedWeight>> {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        if !crate::amx::available() {
+            return Ok(None);
+        }
+        let (n, k) = weight.dims2()?;
+        let values = weight.flatten_all()?.to_vec1::<f32>()?;
+        Ok(PackedWeight::of(&values, n, k))
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        let _ = weight;
+        Ok(None)
+    }
+}
+
+/// `x · weightᵀ` for `x` [rows, k] and a dense layer's `weight` [n, k], both f32 on the CPU.
+/// With `packed` (the same weight, see [`pack_for_cpu`]) the product runs on AMX tiles;
+/// otherwise it is the product candle's `matmul` computes (the same gemm call, over every core),
+/// written into a buffer gemm fills rather than one zeroed first: candle's zeroing was ~3.5% of
+/// a MiniLM forward pass, for memory the product overwrites anyway.
+pub(crate) fn dense_product(
+    x: &Tensor,
+    weight: &Tensor,
+    packed: Option<&PackedWeight>,
+) -> candle_core::Result<Tensor> {
     let (rows, k) = x.dims2()?;
     let (n, weight_k) = weight.dims2()?;
     if weight_k != k {
         candle_core::bail!("dense product: x [{rows}, {k}] against weight [{n}, {weight_k}]");
     }
     let x = x.contiguous()?;
+    if let Some(packed) = packed {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            if (packed.n(), packed.k()) != (n, k) {
+                candle_core::bail!(
+                    "dense product: weight [{n}, {k}] packed as [{}, {}]",
+                    packed.n(),
+                    packed.k()
+                );
+            }
+            let (x_storage, x_layout) = x.storage_and_layout();
+            let out = crate::amx::product(cpu_f32(&x_storage, x_layout)?, packed);
+            drop(x_storage);
+            return Tensor::from_vec(out, (rows, n), &Device::Cpu);
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        match *packed {}
+    }
     let weight = weight.contiguous()?;
     let (x_storage, x_layout) = x.storage_and_layout();
     let (w_storage, w_layout) = weight.storage_and_layout();
@@ -633,14 +683,24 @@ mod tests {
             };
             let x = Tensor::from_vec(random(rows * k), (rows, k), &Device::Cpu).unwrap();
             let weight = Tensor::from_vec(random(n * k), (n, k), &Device::Cpu).unwrap();
-            let ours = dense_product(&x, &weight).unwrap();
+            let ours = dense_product(&x, &weight, None).unwrap();
             let theirs = x.matmul(&weight.t().unwrap()).unwrap();
             assert_eq!(ours.dims(), [rows, n]);
             assert_eq!(max_difference(&ours, &theirs), 0.0, "{rows}×{k}·{n}");
+            // on AMX (amx.rs): within a few float32 roundings of the row's absolute sum (≤ k)
+            if let Some(packed) = pack_for_cpu(&weight).unwrap() {
+                let tiles = dense_product(&x, &weight, Some(&packed)).unwrap();
+                assert_eq!(tiles.dims(), [rows, n]);
+                let difference = max_difference(&tiles, &theirs);
+                assert!(
+                    difference <= 4e-6 * k as f32,
+                    "{rows}×{k}·{n}: {difference}"
+                );
+            }
         }
         let x = Tensor::zeros((2, 3), DType::F32, &Device::Cpu).unwrap();
         let weight = Tensor::zeros((2, 4), DType::F32, &Device::Cpu).unwrap();
-        assert!(dense_product(&x, &weight).is_err());
+        assert!(dense_product(&x, &weight, None).is_err());
     }
 
     #[test]

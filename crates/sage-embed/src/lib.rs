@@ -78,6 +78,8 @@ macro_rules! pass_through {
     };
 }
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod amx;
 mod backbone;
 mod cache;
 mod config;

@@ -465,7 +465,12 @@ impl Embedder for SentenceTransformer {
             candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
             candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
         };
-        Some(format!("{device} {}", self.dtype.as_str()))
+        let kernel = self.encoder.dense_kernel().map(|k| format!(" {k}"));
+        Some(format!(
+            "{device} {}{}",
+            self.dtype.as_str(),
+            kernel.unwrap_or_default()
+        ))
     }
 
     fn role_variant(&self, role: Role) -> Option<String> {

@@ -261,7 +261,7 @@ pub struct ThroughputReport {
     pub latency: Option<Latency>,
     /// Seconds the model took to load, where it says.
     pub load_seconds: Option<f64>,
-    /// Where and in what precision the model computed (`cpu f32`, `cuda:0 f16`), where it says;
+    /// Where and in what precision the model computed (`cpu f32`, `cuda:0 f16`, `cpu f32 amx-bf16x3`), where it says;
     /// a metric: `cpu`.
     pub compute: Option<String>,
     /// The process's peak resident memory once the run is done (Linux), MiB.

@@ -1,0 +1,447 @@
+//! Dense products on Intel AMX tiles, accurate to a few float32 roundings.
+//!
+//! Why: at window length (256–512 tokens) an encoder's time is its dense products, and gemm's
+//! float32 kernels already run them near the cores' FMA peak, so float32 FMA cannot make them
+//! faster. Sapphire Rapids and later have AMX: 8 tile registers and a bf16 dot product that does
+//! 16 × 16 × 32 multiply-adds per instruction, several times the float32 FMA rate.
+//!
+//! bf16 alone keeps 8 bits of a value, far from float32's 24. So each operand is split into two
+//! bf16 halves, `x ≈ hi + lo` (`hi` the nearest bf16, `lo` the nearest bf16 to what `hi` missed:
+//! 16 bits between them), and a product takes three bf16 products, `hi·hi + lo·hi + hi·lo`,
+//! accumulated in float32 by the tile unit; the dropped `lo·lo` term and the splits' remainders
+//! are ~2⁻¹⁶ of each term. Measured against float64 on the encoders' shapes: 4e-7 – 1.3e-6 of a
+//! row's absolute sum, against 6e-8 – 3.5e-7 for gemm's float32 (both far inside the 1e-4 the
+//! golden tests allow against sentence-transformers).
+//!
+//! The three products are one product over a three times longer `k`: `x`'s rows are packed as
+//! `[hi, lo, hi]` per 32 values and the weight's columns as `[hi, hi, lo]`. Weights are packed
+//! once, when the model loads ([`PackedWeight`]); each product packs its input rows, a group at a
+//! time, in the tile layout (each 16 × 32 tile's rows contiguous, so a tile is one 1 KiB read).
+//!
+//! Every output element sums the same terms in the same order whatever the batch, the thread
+//! count or the row's place in the batch: a text's vector does not depend on what it is batched
+//! with. It does depend on the CPU: without AMX (or with `SAGE_AMX=0`) gemm's float32 runs.
+//! Non-finite inputs give non-finite outputs, as in float32 (an infinity may come out as NaN).
+
+use std::arch::asm;
+use std::cell::RefCell;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+/// A tile's rows (of `x`, of the output) and a tile row's bf16 values.
+const TILE_ROWS: usize = 16;
+const TILE_K: usize = 32;
+/// u16 values in one 16 × 32 tile (1 KiB).
+const TILE_VALUES: usize = TILE_ROWS * TILE_K;
+/// Output columns of one kernel call: two tiles side by side.
+const BLOCK_COLUMNS: usize = 2 * TILE_ROWS;
+/// Output rows of one kernel call: two tiles stacked.
+const BLOCK_ROWS: usize = 2 * TILE_ROWS;
+/// Rows of `x` one worker packs and multiplies by every column block before moving on: their
+/// packed tiles (≤ 2.4 MB at k = 3,072) stay in the core's L2 across the column blocks.
+const ROW_GROUP: usize = 4 * BLOCK_ROWS;
+
+/// Whether products run on AMX here: the CPU has AMX-BF16, Linux lets this process use the tile
+/// data, and `SAGE_AMX` is not `0`. Asked once per process.
+pub(crate) fn available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        std::env::var("SAGE_AMX").map_or(true, |v| v != "0") && cpu_has_amx() && tiles_permitted()
+    })
+}
+
+fn cpu_has_amx() -> bool {
+    use std::arch::x86_64::__cpuid_count;
+    // leaf 7 is read only where leaf 0 says it exists
+    if __cpuid_count(0, 0).eax < 7 {
+        return false;
+    }
+    let edx = __cpuid_count(7, 0).edx;
+    const AMX_BF16: u32 = 1 << 22;
+    const AMX_TILE: u32 = 1 << 24;
+    edx & AMX_BF16 != 0 && edx & AMX_TILE != 0
+}
+
+/// Linux (5.16+) hands out the 8 KiB of tile state only to processes that ask for it.
+fn tiles_permitted() -> bool {
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: a request for a permission; it changes nothing else and fails on older kernels.
+    unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_REQ_XCOMP_PERM,
+            XFEATURE_XTILEDATA,
+        ) == 0
+    }
+}
+
+/// The bf16 nearest to `x` (ties to even), as its bit pattern.
+#[inline(always)]
+fn bf16_nearest(x: f32) -> u32 {
+    let bits = x.to_bits();
+    bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16
+}
+
+/// `x`'s two bf16 halves: `hi` nearest to `x`, `lo` nearest to `x - hi`.
+#[inline(always)]
+fn split(x: f32) -> (u16, u16) {
+    let hi = bf16_nearest(x);
+    let lo = bf16_nearest(x - f32::from_bits(hi << 16));
+    (hi as u16, lo as u16)
+}
+
+/// 32 values of a row as the three tile rows the kernel reads: `[hi, lo, hi]`.
+#[inline(always)]
+fn split_chunk(values: &[f32; TILE_K]) -> [[u16; TILE_K]; 3] {
+    let mut hi = [0u16; TILE_K];
+    let mut lo = [0u16; TILE_K];
+    for ((x, h), l) in values.iter().zip(&mut hi).zip(&mut lo) {
+        (*h, *l) = split(*x);
+    }
+    [hi, lo, hi]
+}
+
+/// A dense layer's weight [n, k] in the tile layout the kernel reads as its right-hand side:
+/// for each 16 output columns, `3·k'/2` tile rows (k' = k rounded up to 32), each the 16
+/// columns' values at two consecutive k (bf16 pairs, the layout `tdpbf16ps` multiplies), in the
+/// order `[hi, hi, lo]` per 32 values of k.
+pub(crate) struct PackedWeight {
+    n: usize,
+    k: usize,
+    /// Kernel steps over k: one per 32 values of the tripled k.
+    steps: usize,
+    values: Vec<u16>,
+}
+
+impl PackedWeight {
+    /// `weight` [n, k] row-major; `None` where n is not a multiple of 32 (gemm runs those).
+    pub(crate) fn of(weight: &[f32], n: usize, k: usize) -> Option<PackedWeight> {
+        if n == 0 || k == 0 || n % BLOCK_COLUMNS != 0 || weight.len() != n * k {
+            return None;
+        }
+        let chunks = k.div_ceil(TILE_K);
+        let steps = 3 * chunks;
+        let column_tiles = n / TILE_ROWS;
+        let mut values = vec![0u16; column_tiles * steps * TILE_VALUES];
+        values
+            .par_chunks_mut(steps * TILE_VALUES)
+            .enumerate()
+            .for_each(|(tile, block)| {
+                for column in 0..TILE_ROWS {
+                    let row = &weight[(tile * TILE_ROWS + column) * k..][..k];
+                    for chunk in 0..chunks {
+                        let mut padded = [0f32; TILE_K];
+                        let have = (k - chunk * TILE_K).min(TILE_K);
+                        padded[..have].copy_from_slice(&row[chunk * TILE_K..][..have]);
+                        let [hi, lo, _] = split_chunk(&padded);
+                        for (part, halves) in [hi, hi, lo].iter().enumerate() {
+                            let step =
+                                &mut block[(3 * chunk + part) * TILE_VALUES..][..TILE_VALUES];
+                            for (kk, value) in halves.iter().enumerate() {
+                                step[(kk / 2) * 2 * TILE_ROWS + column * 2 + kk % 2] = *value;
+                            }
+                        }
+                    }
+                }
+            });
+        Some(PackedWeight {
+            n,
+            k,
+            steps,
+            values,
+        })
+    }
+
+    /// The output width.
+    pub(crate) fn n(&self) -> usize {
+        self.n
+    }
+
+    /// The input width.
+    pub(crate) fn k(&self) -> usize {
+        self.k
+    }
+
+    fn column_tile(&self, tile: usize) -> *const u16 {
+        self.values[tile * self.steps * TILE_VALUES..].as_ptr()
+    }
+}
+
+/// Packs `rows` (row-major, `k` wide, at most [`ROW_GROUP`]) into `tiles`: for each 16 rows,
+/// `steps` tiles of 16 × 32 bf16, `[hi, lo, hi]` per 32 values of k. Rows past `rows` are zero.
+fn pack_rows(rows: &[f32], k: usize, steps: usize, tiles: &mut Vec<u16>) {
+    let count = rows.len() / k;
+    let row_tiles = count.div_ceil(BLOCK_ROWS) * 2;
+    tiles.clear();
+    tiles.resize(row_tiles * steps * TILE_VALUES, 0);
+    for (index, row) in rows.chunks_exact(k).enumerate() {
+        let (tile_row, within) = (index / TILE_ROWS, index % TILE_ROWS);
+        let base = tile_row * steps * TILE_VALUES + within * TILE_K;
+        for chunk in 0..steps / 3 {
+            let mut padded = [0f32; TILE_K];
+            let have = (k - chunk * TILE_K).min(TILE_K);
+            padded[..have].copy_from_slice(&row[chunk * TILE_K..][..have]);
+            for (part, halves) in split_chunk(&padded).iter().enumerate() {
+                let at = base + (3 * chunk + part) * TILE_VALUES;
+                tiles[at..at + TILE_K].copy_from_slice(halves);
+            }
+        }
+    }
+}
+
+/// `x · weightᵀ` for `x` [rows, k] row-major: [rows, n] row-major. The caller checked
+/// [`available`] and that `x` is `weight.k()` wide.
+pub(crate) fn product(x: &[f32], weight: &PackedWeight) -> Vec<f32> {
+    let (k, n) = (weight.k, weight.n);
+    let rows = x.len() / k;
+    let padded_rows = rows.div_ceil(BLOCK_ROWS) * BLOCK_ROWS;
+    let mut out: Vec<f32> = Vec::with_capacity(padded_rows * n);
+    let destination = SharedOut(out.as_mut_ptr());
+    thread_local! {
+        static TILES: RefCell<Vec<u16>> = const { RefCell::new(Vec::new()) };
+    }
+    (0..padded_rows.div_ceil(ROW_GROUP))
+        .into_par_iter()
+        .for_each(|group| {
+            let first = group * ROW_GROUP;
+            let group_rows = (padded_rows - first).min(ROW_GROUP);
+            let real_rows = rows.saturating_sub(first).min(group_rows);
+            TILES.with_borrow_mut(|tiles| {
+                pack_rows(
+                    &x[first * k..(first + real_rows) * k],
+                    k,
+                    weight.steps,
+                    tiles,
+                );
+                tiles.resize(group_rows / TILE_ROWS * weight.steps * TILE_VALUES, 0);
+                let _config = TileConfig::load();
+                for column_block in 0..n / BLOCK_COLUMNS {
+                    let right = (
+                        weight.column_tile(2 * column_block),
+                        weight.column_tile(2 * column_block + 1),
+                    );
+                    for row_block in 0..group_rows / BLOCK_ROWS {
+                        let left = tiles[row_block * 2 * weight.steps * TILE_VALUES..].as_ptr();
+                        // SAFETY: `left` holds 2 × steps tiles and each `right` steps tiles;
+                        // the 32 × 32 block written lies in rows first.. of `out`'s padded
+                        // capacity, which no other group writes.
+                        unsafe {
+                            block_product(
+                                left,
+                                weight.steps * TILE_VALUES * 2,
+                                right,
+                                weight.steps,
+                                destination.at((first + row_block * BLOCK_ROWS) * n
+                                    + column_block * BLOCK_COLUMNS),
+                                n * 4,
+                            );
+                        }
+                    }
+                }
+            });
+        });
+    // SAFETY: every block of every padded row was written above; the first rows × n are kept.
+    unsafe { out.set_len(rows * n) };
+    out
+}
+
+/// The output, written by every worker at disjoint blocks.
+struct SharedOut(*mut f32);
+// SAFETY: workers write disjoint row groups of it.
+unsafe impl Sync for SharedOut {}
+impl SharedOut {
+    fn at(&self, offset: usize) -> *mut f32 {
+        // SAFETY: offsets are inside the output's capacity (see `product`).
+        unsafe { self.0.add(offset) }
+    }
+}
+
+/// The tile registers' shapes, loaded for the life of the guard: every tile 16 rows of 64
+/// bytes (`tmm0`–`tmm3` the 2 × 2 output tiles, `tmm4`/`tmm5` the rows' tiles, `tmm6`/`tmm7`
+/// the weight's).
+struct TileConfig;
+
+impl TileConfig {
+    fn load() -> TileConfig {
+        #[repr(C, align(64))]
+        struct Palette([u8; 64]);
+        let mut palette = [0u8; 64];
+        palette[0] = 1;
+        for tile in 0..8 {
+            palette[16 + 2 * tile] = 64;
+            palette[48 + tile] = TILE_ROWS as u8;
+        }
+        let palette = Palette(palette);
+        // SAFETY: a valid palette-1 configuration; `available` said the tiles are usable.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) &palette, options(nostack, readonly)) };
+        TileConfig
+    }
+}
+
+impl Drop for TileConfig {
+    fn drop(&mut self) {
+        // SAFETY: releases the tile state this thread configured.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    }
+}
+
+/// One 32 × 32 output block: `steps` tile products of two row tiles (`left`, the second
+/// `left_gap` bytes after it; each step 1 KiB further) by two weight column tiles.
+/// The loads for step s+1 are issued between step s's products, as each tile is freed:
+/// tile registers are not renamed, so a load waits for the products still reading its register.
+///
+/// # Safety
+/// AMX available and configured by [`TileConfig`]; `left` and the `right` pointers hold
+/// `steps` tiles; `out` is 32 rows of at least 32 floats at a stride of `out_stride` bytes.
+unsafe fn block_product(
+    left: *const u16,
+    left_gap: usize,
+    right: (*const u16, *const u16),
+    steps: usize,
+    out: *mut f32,
+    out_stride: usize,
+) {
+    unsafe {
+        asm!(
+            "tilezero tmm0",
+            "tilezero tmm1",
+            "tilezero tmm2",
+            "tilezero tmm3",
+            "tileloadd tmm4, [{a0} + {row}*1]",
+            "tileloadd tmm6, [{b0} + {row}*1]",
+            "tileloadd tmm5, [{a1} + {row}*1]",
+            "tileloadd tmm7, [{b1} + {row}*1]",
+            "dec {steps}",
+            "jz 3f",
+            "2:",
+            "add {a0}, 1024",
+            "add {a1}, 1024",
+            "add {b0}, 1024",
+            "add {b1}, 1024",
+            "tdpbf16ps tmm0, tmm4, tmm6",
+            "tdpbf16ps tmm1, tmm4, tmm7",
+            "tileloadd tmm4, [{a0} + {row}*1]",
+            "tdpbf16ps tmm2, tmm5, tmm6",
+            "tileloadd tmm6, [{b0} + {row}*1]",
+            "tdpbf16ps tmm3, tmm5, tmm7",
+            "tileloadd tmm5, [{a1} + {row}*1]",
+            "tileloadd tmm7, [{b1} + {row}*1]",
+            "dec {steps}",
+            "jnz 2b",
+            "3:",
+            "tdpbf16ps tmm0, tmm4, tmm6",
+            "tdpbf16ps tmm1, tmm4, tmm7",
+            "tdpbf16ps tmm2, tmm5, tmm6",
+            "tdpbf16ps tmm3, tmm5, tmm7",
+            "tilestored [{c00} + {c_stride}*1], tmm0",
+            "tilestored [{c01} + {c_stride}*1], tmm1",
+            "tilestored [{c10} + {c_stride}*1], tmm2",
+            "tilestored [{c11} + {c_stride}*1], tmm3",
+            a0 = inout(reg) left => _,
+            a1 = inout(reg) left.byte_add(left_gap) => _,
+            b0 = inout(reg) right.0 => _,
+            b1 = inout(reg) right.1 => _,
+            row = in(reg) 64usize,
+            steps = inout(reg) steps => _,
+            c00 = in(reg) out,
+            c01 = in(reg) out.add(TILE_ROWS),
+            c10 = in(reg) out.byte_add(TILE_ROWS * out_stride),
+            c11 = in(reg) out.byte_add(TILE_ROWS * out_stride).add(TILE_ROWS),
+            c_stride = in(reg) out_stride,
+            options(nostack)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// Seeded values in [-1, 1).
+    fn values(count: usize, seed: u64) -> Vec<f32> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        (0..count).map(|_| rng.gen_range(-1.0..1.0)).collect()
+    }
+
+    /// Whether this CPU runs the kernel; a skip line where it does not.
+    fn here_or_skip(what: &str) -> bool {
+        if !available() {
+            sage_test_env::skip(
+                what,
+                "this CPU has no AMX-BF16 (or SAGE_AMX=0): gemm runs its products",
+            );
+        }
+        available()
+    }
+
+    #[test]
+    fn split_halves_hold_sixteen_bits() {
+        for x in values(10_000, 7) {
+            let (hi, lo) = split(x);
+            let back = f32::from_bits((hi as u32) << 16) + f32::from_bits((lo as u32) << 16);
+            assert!((back - x).abs() <= x.abs() * 2f32.powi(-16), "{x}: {back}");
+        }
+    }
+
+    #[test]
+    fn product_is_within_float32_roundings_of_the_exact_one() {
+        if !here_or_skip("amx::product accuracy") {
+            return;
+        }
+        // odd sizes: rows not a multiple of 32 or of a row group, k not a multiple of 32
+        for (rows, k, n) in [
+            (1, 384, 384),
+            (45, 100, 64),
+            (300, 768, 96),
+            (129, 1536, 32),
+        ] {
+            let x = values(rows * k, rows as u64);
+            let weight: Vec<f32> = values(n * k, k as u64).iter().map(|w| w * 0.05).collect();
+            let packed = PackedWeight::of(&weight, n, k).unwrap();
+            let ours = product(&x, &packed);
+            assert_eq!(ours.len(), rows * n);
+            for r in 0..rows {
+                for j in 0..n {
+                    let terms = (0..k).map(|kk| x[r * k + kk] as f64 * weight[j * k + kk] as f64);
+                    let exact: f64 = terms.clone().sum();
+                    let scale: f64 = terms.map(f64::abs).sum();
+                    let error = (ours[r * n + j] as f64 - exact).abs();
+                    assert!(
+                        error <= 4e-6 * scale,
+                        "[{rows}, {k}, {n}] ({r}, {j}): {error} of {scale}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_comes_out_the_same_in_any_batch_and_on_any_thread_count() {
+        if !here_or_skip("amx::product batch independence") {
+            return;
+        }
+        let (k, n) = (384, 128);
+        let weight = values(n * k, 3);
+        let packed = PackedWeight::of(&weight, n, k).unwrap();
+        let batch = values(300 * k, 4);
+        let together = product(&batch, &packed);
+        for row in [0, 17, 150, 299] {
+            let alone = product(&batch[row * k..][..k], &packed);
+            assert_eq!(alone, together[row * n..][..n], "row {row}");
+        }
+        let one_thread = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        assert_eq!(one_thread.install(|| product(&batch, &packed)), together);
+    }
+
+    #[test]
+    fn widths_the_kernel_does_not_cover_are_left_to_gemm() {
+        assert!(PackedWeight::of(&values(48 * 8, 1), 48, 8).is_none());
+        assert!(PackedWeight::of(&values(64 * 8, 1), 64, 8).is_some());
+    }
+}
