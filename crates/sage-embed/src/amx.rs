@@ -118,7 +118,7 @@ pub(crate) struct PackedWeight {
 impl PackedWeight {
     /// `weight` [n, k] row-major; `None` where n is not a multiple of 32 (gemm runs those).
     pub(crate) fn of(weight: &[f32], n: usize, k: usize) -> Option<PackedWeight> {
-        if n == 0 || k == 0 || n % BLOCK_COLUMNS != 0 || weight.len() != n * k {
+        if n == 0 || k == 0 || !n.is_multiple_of(BLOCK_COLUMNS) || weight.len() != n * k {
             return None;
         }
         let chunks = k.div_ceil(TILE_K);

@@ -15,7 +15,9 @@
 //!
 //! On CPU in f32 the attention of packed (unpadded) texts and the dense layers' epilogues (bias +
 //! GELU, bias + residual + layer norm) run as fused kernels (`crate::fused`); elsewhere (GPU,
-//! f16/bf16) the tensor path below. Tests hold the two paths equal.
+//! f16/bf16) the tensor path below. Tests hold the two paths equal. There the dense products run
+//! on AMX tiles where the CPU has them (`crate::amx`: three bf16 products per float32 one, its
+//! weights packed when the model loads), otherwise as gemm's float32 products.
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, VarBuilder};
