@@ -13,10 +13,12 @@
 //! row's absolute sum, against 6e-8 – 3.5e-7 for gemm's float32 (both far inside the 1e-4 the
 //! golden tests allow against sentence-transformers).
 //!
-//! The three products are one product over a three times longer `k`: `x`'s rows are packed as
-//! `[hi, lo, hi]` per 32 values and the weight's columns as `[hi, hi, lo]`. Weights are packed
-//! once, when the model loads ([`PackedWeight`]); each product packs its input rows, a group at a
-//! time, in the tile layout (each 16 × 32 tile's rows contiguous, so a tile is one 1 KiB read).
+//! Operands are packed as `[hi, lo]` tiles per 32 values of k: the weights once, when the model
+//! loads ([`PackedWeight`]: as many bytes as their float32), each product's input rows a group at
+//! a time (each 16 × 32 tile's rows contiguous, so a tile is one 1 KiB read). Per 32 values of k
+//! the kernel loads the rows' and the weight's `hi` tiles (4 products), the rows' `lo` tiles (4
+//! more, with the weight's `hi`), then the rows' `hi` again, now in L1, and the weight's `lo`
+//! (4 more): 8 tiles from L2 for 12 products. From L2 is what bounds the kernel at these sizes.
 //!
 //! Every output element sums the same terms in the same order whatever the batch, the thread
 //! count or the row's place in the batch: a text's vector does not depend on what it is batched
@@ -39,7 +41,7 @@ const BLOCK_COLUMNS: usize = 2 * TILE_ROWS;
 /// Output rows of one kernel call: two tiles stacked.
 const BLOCK_ROWS: usize = 2 * TILE_ROWS;
 /// Rows of `x` one worker packs and multiplies by every column block before moving on: their
-/// packed tiles (≤ 2.4 MB at k = 3,072) stay in the core's L2 across the column blocks.
+/// packed tiles (≤ 1.5 MiB at k = 3,072) stay in the core's L2 across the column blocks.
 const ROW_GROUP: usize = 4 * BLOCK_ROWS;
 
 /// Whether products run on AMX here: the CPU has AMX-BF16, Linux lets this process use the tile
@@ -92,26 +94,29 @@ fn split(x: f32) -> (u16, u16) {
     (hi as u16, lo as u16)
 }
 
-/// 32 values of a row as the three tile rows the kernel reads: `[hi, lo, hi]`.
+/// Values `32·chunk ..` of `row` (zero past its end) as two tile rows: `[hi, lo]`.
 #[inline(always)]
-fn split_chunk(values: &[f32; TILE_K]) -> [[u16; TILE_K]; 3] {
+fn split_chunk(row: &[f32], chunk: usize) -> [[u16; TILE_K]; 2] {
+    let mut values = [0f32; TILE_K];
+    let have = (row.len() - chunk * TILE_K).min(TILE_K);
+    values[..have].copy_from_slice(&row[chunk * TILE_K..][..have]);
     let mut hi = [0u16; TILE_K];
     let mut lo = [0u16; TILE_K];
     for ((x, h), l) in values.iter().zip(&mut hi).zip(&mut lo) {
         (*h, *l) = split(*x);
     }
-    [hi, lo, hi]
+    [hi, lo]
 }
 
 /// A dense layer's weight [n, k] in the tile layout the kernel reads as its right-hand side:
-/// for each 16 output columns, `3·k'/2` tile rows (k' = k rounded up to 32), each the 16
-/// columns' values at two consecutive k (bf16 pairs, the layout `tdpbf16ps` multiplies), in the
-/// order `[hi, hi, lo]` per 32 values of k.
+/// for each 16 output columns and each 32 values of k (zero past k), a `hi` tile then a `lo`
+/// tile, each 16 rows of the 16 columns' values at two consecutive k (bf16 pairs, the layout
+/// `tdpbf16ps` multiplies).
 pub(crate) struct PackedWeight {
     n: usize,
     k: usize,
-    /// Kernel steps over k: one per 32 values of the tripled k.
-    steps: usize,
+    /// 32-value chunks of k: the kernel's steps.
+    chunks: usize,
     values: Vec<u16>,
 }
 
@@ -122,23 +127,18 @@ impl PackedWeight {
             return None;
         }
         let chunks = k.div_ceil(TILE_K);
-        let steps = 3 * chunks;
         let column_tiles = n / TILE_ROWS;
-        let mut values = vec![0u16; column_tiles * steps * TILE_VALUES];
+        let mut values = vec![0u16; column_tiles * chunks * 2 * TILE_VALUES];
         values
-            .par_chunks_mut(steps * TILE_VALUES)
+            .par_chunks_mut(chunks * 2 * TILE_VALUES)
             .enumerate()
             .for_each(|(tile, block)| {
                 for column in 0..TILE_ROWS {
                     let row = &weight[(tile * TILE_ROWS + column) * k..][..k];
                     for chunk in 0..chunks {
-                        let mut padded = [0f32; TILE_K];
-                        let have = (k - chunk * TILE_K).min(TILE_K);
-                        padded[..have].copy_from_slice(&row[chunk * TILE_K..][..have]);
-                        let [hi, lo, _] = split_chunk(&padded);
-                        for (part, halves) in [hi, hi, lo].iter().enumerate() {
-                            let step =
-                                &mut block[(3 * chunk + part) * TILE_VALUES..][..TILE_VALUES];
+                        for (part, halves) in split_chunk(row, chunk).iter().enumerate() {
+                            let at = (2 * chunk + part) * TILE_VALUES;
+                            let step = &mut block[at..][..TILE_VALUES];
                             for (kk, value) in halves.iter().enumerate() {
                                 step[(kk / 2) * 2 * TILE_ROWS + column * 2 + kk % 2] = *value;
                             }
@@ -149,7 +149,7 @@ impl PackedWeight {
         Some(PackedWeight {
             n,
             k,
-            steps,
+            chunks,
             values,
         })
     }
@@ -165,26 +165,23 @@ impl PackedWeight {
     }
 
     fn column_tile(&self, tile: usize) -> *const u16 {
-        self.values[tile * self.steps * TILE_VALUES..].as_ptr()
+        self.values[tile * self.chunks * 2 * TILE_VALUES..].as_ptr()
     }
 }
 
-/// Packs `rows` (row-major, `k` wide, at most [`ROW_GROUP`]) into `tiles`: for each 16 rows,
-/// `steps` tiles of 16 × 32 bf16, `[hi, lo, hi]` per 32 values of k. Rows past `rows` are zero.
-fn pack_rows(rows: &[f32], k: usize, steps: usize, tiles: &mut Vec<u16>) {
+/// Packs `rows` (row-major, `k` wide, at most [`ROW_GROUP`]) into `tiles`: for each 16 rows
+/// (zero past the last) and each of `chunks` 32 values of k, a `hi` tile then a `lo` tile.
+fn pack_rows(rows: &[f32], k: usize, chunks: usize, tiles: &mut Vec<u16>) {
     let count = rows.len() / k;
     let row_tiles = count.div_ceil(BLOCK_ROWS) * 2;
     tiles.clear();
-    tiles.resize(row_tiles * steps * TILE_VALUES, 0);
+    tiles.resize(row_tiles * chunks * 2 * TILE_VALUES, 0);
     for (index, row) in rows.chunks_exact(k).enumerate() {
         let (tile_row, within) = (index / TILE_ROWS, index % TILE_ROWS);
-        let base = tile_row * steps * TILE_VALUES + within * TILE_K;
-        for chunk in 0..steps / 3 {
-            let mut padded = [0f32; TILE_K];
-            let have = (k - chunk * TILE_K).min(TILE_K);
-            padded[..have].copy_from_slice(&row[chunk * TILE_K..][..have]);
-            for (part, halves) in split_chunk(&padded).iter().enumerate() {
-                let at = base + (3 * chunk + part) * TILE_VALUES;
+        let base = tile_row * chunks * 2 * TILE_VALUES + within * TILE_K;
+        for chunk in 0..chunks {
+            for (part, halves) in split_chunk(row, chunk).iter().enumerate() {
+                let at = base + (2 * chunk + part) * TILE_VALUES;
                 tiles[at..at + TILE_K].copy_from_slice(halves);
             }
         }
@@ -209,13 +206,15 @@ pub(crate) fn product(x: &[f32], weight: &PackedWeight) -> Vec<f32> {
             let group_rows = (padded_rows - first).min(ROW_GROUP);
             let real_rows = rows.saturating_sub(first).min(group_rows);
             TILES.with_borrow_mut(|tiles| {
+                // u16 values of one 16-row tile across k
+                let row_tile = weight.chunks * 2 * TILE_VALUES;
                 pack_rows(
                     &x[first * k..(first + real_rows) * k],
                     k,
-                    weight.steps,
+                    weight.chunks,
                     tiles,
                 );
-                tiles.resize(group_rows / TILE_ROWS * weight.steps * TILE_VALUES, 0);
+                tiles.resize(group_rows / TILE_ROWS * row_tile, 0);
                 let _config = TileConfig::load();
                 for column_block in 0..n / BLOCK_COLUMNS {
                     let right = (
@@ -223,16 +222,16 @@ pub(crate) fn product(x: &[f32], weight: &PackedWeight) -> Vec<f32> {
                         weight.column_tile(2 * column_block + 1),
                     );
                     for row_block in 0..group_rows / BLOCK_ROWS {
-                        let left = tiles[row_block * 2 * weight.steps * TILE_VALUES..].as_ptr();
-                        // SAFETY: `left` holds 2 × steps tiles and each `right` steps tiles;
+                        let left = tiles[row_block * 2 * row_tile..].as_ptr();
+                        // SAFETY: `left` holds 2 × 2 × chunks tiles, each `right` 2 × chunks;
                         // the 32 × 32 block written lies in rows first.. of `out`'s padded
                         // capacity, which no other group writes.
                         unsafe {
                             block_product(
                                 left,
-                                weight.steps * TILE_VALUES * 2,
+                                row_tile * 2,
                                 right,
-                                weight.steps,
+                                weight.chunks,
                                 destination.at((first + row_block * BLOCK_ROWS) * n
                                     + column_block * BLOCK_COLUMNS),
                                 n * 4,
@@ -287,19 +286,19 @@ impl Drop for TileConfig {
     }
 }
 
-/// One 32 × 32 output block: `steps` tile products of two row tiles (`left`, the second
-/// `left_gap` bytes after it; each step 1 KiB further) by two weight column tiles.
-/// The loads for step s+1 are issued between step s's products, as each tile is freed:
-/// tile registers are not renamed, so a load waits for the products still reading its register.
+/// One 32 × 32 output block: `chunks` steps of 12 tile products, each step two row tiles'
+/// `[hi, lo]` (`left`, the second row tile `left_gap` bytes after it) by two weight column
+/// tiles' `[hi, lo]` (`right`): hi·hi, lo·hi, hi·lo; each step 2 KiB further on every side.
 ///
 /// # Safety
-/// AMX available and configured by [`TileConfig`]; `left` and the `right` pointers hold
-/// `steps` tiles; `out` is 32 rows of at least 32 floats at a stride of `out_stride` bytes.
+/// AMX available and configured by [`TileConfig`]; `left`, `left + left_gap` and the `right`
+/// pointers hold `2 × chunks` tiles; `out` is 32 rows of at least 32 floats at a stride of
+/// `out_stride` bytes.
 unsafe fn block_product(
     left: *const u16,
     left_gap: usize,
     right: (*const u16, *const u16),
-    steps: usize,
+    chunks: usize,
     out: *mut f32,
     out_stride: usize,
 ) {
@@ -309,32 +308,38 @@ unsafe fn block_product(
             "tilezero tmm1",
             "tilezero tmm2",
             "tilezero tmm3",
-            "tileloadd tmm4, [{a0} + {row}*1]",
-            "tileloadd tmm6, [{b0} + {row}*1]",
-            "tileloadd tmm5, [{a1} + {row}*1]",
-            "tileloadd tmm7, [{b1} + {row}*1]",
-            "dec {steps}",
-            "jz 3f",
             "2:",
-            "add {a0}, 1024",
-            "add {a1}, 1024",
-            "add {b0}, 1024",
-            "add {b1}, 1024",
+            // rows' hi × weight's hi
+            "tileloadd tmm4, [{a0} + {row}*1]",
+            "tileloadd tmm6, [{b0} + {row}*1]",
+            "tileloadd tmm5, [{a1} + {row}*1]",
+            "tileloadd tmm7, [{b1} + {row}*1]",
+            "tdpbf16ps tmm0, tmm4, tmm6",
+            "tdpbf16ps tmm1, tmm4, tmm7",
+            "tileloadd tmm4, [{a0} + {row}*1 + 1024]",
+            "tdpbf16ps tmm2, tmm5, tmm6",
+            "tdpbf16ps tmm3, tmm5, tmm7",
+            // rows' lo × weight's hi
+            "tileloadd tmm5, [{a1} + {row}*1 + 1024]",
             "tdpbf16ps tmm0, tmm4, tmm6",
             "tdpbf16ps tmm1, tmm4, tmm7",
             "tileloadd tmm4, [{a0} + {row}*1]",
             "tdpbf16ps tmm2, tmm5, tmm6",
-            "tileloadd tmm6, [{b0} + {row}*1]",
+            "tileloadd tmm6, [{b0} + {row}*1 + 1024]",
             "tdpbf16ps tmm3, tmm5, tmm7",
+            // rows' hi (again, from L1) × weight's lo
             "tileloadd tmm5, [{a1} + {row}*1]",
-            "tileloadd tmm7, [{b1} + {row}*1]",
-            "dec {steps}",
-            "jnz 2b",
-            "3:",
+            "tileloadd tmm7, [{b1} + {row}*1 + 1024]",
             "tdpbf16ps tmm0, tmm4, tmm6",
             "tdpbf16ps tmm1, tmm4, tmm7",
             "tdpbf16ps tmm2, tmm5, tmm6",
             "tdpbf16ps tmm3, tmm5, tmm7",
+            "add {a0}, 2048",
+            "add {a1}, 2048",
+            "add {b0}, 2048",
+            "add {b1}, 2048",
+            "dec {chunks}",
+            "jnz 2b",
             "tilestored [{c00} + {c_stride}*1], tmm0",
             "tilestored [{c01} + {c_stride}*1], tmm1",
             "tilestored [{c10} + {c_stride}*1], tmm2",
@@ -344,7 +349,7 @@ unsafe fn block_product(
             b0 = inout(reg) right.0 => _,
             b1 = inout(reg) right.1 => _,
             row = in(reg) 64usize,
-            steps = inout(reg) steps => _,
+            chunks = inout(reg) chunks => _,
             c00 = in(reg) out,
             c01 = in(reg) out.add(TILE_ROWS),
             c10 = in(reg) out.byte_add(TILE_ROWS * out_stride),
