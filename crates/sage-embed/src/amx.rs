@@ -40,6 +40,11 @@ const TILE_VALUES: usize = TILE_ROWS * TILE_K;
 const BLOCK_COLUMNS: usize = 2 * TILE_ROWS;
 /// Output rows of one kernel call: two tiles stacked.
 const BLOCK_ROWS: usize = 2 * TILE_ROWS;
+
+/// u16 values of one 16-row (or 16-column) tile strip across k: a `hi` and a `lo` tile per chunk.
+const fn strip_values(chunks: usize) -> usize {
+    chunks * 2 * TILE_VALUES
+}
 /// Rows of `x` one worker packs and multiplies by every column block before moving on: their
 /// packed tiles (≤ 1.5 MiB at k = 3,072) stay in the core's L2 across the column blocks.
 const ROW_GROUP: usize = 4 * BLOCK_ROWS;
@@ -128,9 +133,9 @@ impl PackedWeight {
         }
         let chunks = k.div_ceil(TILE_K);
         let column_tiles = n / TILE_ROWS;
-        let mut values = vec![0u16; column_tiles * chunks * 2 * TILE_VALUES];
+        let mut values = vec![0u16; column_tiles * strip_values(chunks)];
         values
-            .par_chunks_mut(chunks * 2 * TILE_VALUES)
+            .par_chunks_mut(strip_values(chunks))
             .enumerate()
             .for_each(|(tile, block)| {
                 for column in 0..TILE_ROWS {
@@ -165,20 +170,21 @@ impl PackedWeight {
     }
 
     fn column_tile(&self, tile: usize) -> *const u16 {
-        self.values[tile * self.chunks * 2 * TILE_VALUES..].as_ptr()
+        self.values[tile * strip_values(self.chunks)..].as_ptr()
     }
 }
 
 /// Packs `rows` (row-major, `k` wide, at most [`ROW_GROUP`]) into `tiles`: for each 16 rows
-/// (zero past the last) and each of `chunks` 32 values of k, a `hi` tile then a `lo` tile.
+/// and each of `chunks` 32 values of k, a `hi` tile then a `lo` tile, up to the next 32 rows.
+/// The padding rows past the last keep whatever an earlier group left there: an output row of a
+/// tile product reads only its own input row, and the padding rows' outputs are cut off.
 fn pack_rows(rows: &[f32], k: usize, chunks: usize, tiles: &mut Vec<u16>) {
     let count = rows.len() / k;
     let row_tiles = count.div_ceil(BLOCK_ROWS) * 2;
-    tiles.clear();
-    tiles.resize(row_tiles * chunks * 2 * TILE_VALUES, 0);
+    tiles.resize(row_tiles * strip_values(chunks), 0);
     for (index, row) in rows.chunks_exact(k).enumerate() {
         let (tile_row, within) = (index / TILE_ROWS, index % TILE_ROWS);
-        let base = tile_row * chunks * 2 * TILE_VALUES + within * TILE_K;
+        let base = tile_row * strip_values(chunks) + within * TILE_K;
         for chunk in 0..chunks {
             for (part, halves) in split_chunk(row, chunk).iter().enumerate() {
                 let at = base + (2 * chunk + part) * TILE_VALUES;
@@ -206,15 +212,14 @@ pub(crate) fn product(x: &[f32], weight: &PackedWeight) -> Vec<f32> {
             let group_rows = (padded_rows - first).min(ROW_GROUP);
             let real_rows = rows.saturating_sub(first).min(group_rows);
             TILES.with_borrow_mut(|tiles| {
-                // u16 values of one 16-row tile across k
-                let row_tile = weight.chunks * 2 * TILE_VALUES;
+                // covers group_rows: they are real_rows rounded up to 32
                 pack_rows(
                     &x[first * k..(first + real_rows) * k],
                     k,
                     weight.chunks,
                     tiles,
                 );
-                tiles.resize(group_rows / TILE_ROWS * row_tile, 0);
+                let row_tile = strip_values(weight.chunks);
                 let _config = TileConfig::load();
                 for column_block in 0..n / BLOCK_COLUMNS {
                     let right = (
