@@ -49,12 +49,16 @@ const fn strip_values(chunks: usize) -> usize {
 /// packed tiles (≤ 1.5 MiB at k = 3,072) stay in the core's L2 across the column blocks.
 const ROW_GROUP: usize = 4 * BLOCK_ROWS;
 
-/// Whether products run on AMX here: the CPU has AMX-BF16, Linux lets this process use the tile
-/// data, and `SAGE_AMX` is not `0`. Asked once per process.
+/// Whether products run on AMX here: the CPU has AMX-BF16 (and AVX512-BF16, for the splits),
+/// Linux lets this process use the tile data, and `SAGE_AMX` is not `0`. Asked once per
+/// process.
 pub(crate) fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
-        std::env::var("SAGE_AMX").map_or(true, |v| v != "0") && cpu_has_amx() && tiles_permitted()
+        std::env::var("SAGE_AMX").map_or(true, |v| v != "0")
+            && cpu_has_amx()
+            && std::arch::is_x86_feature_detected!("avx512bf16")
+            && tiles_permitted()
     })
 }
 
@@ -84,33 +88,52 @@ fn tiles_permitted() -> bool {
     }
 }
 
-/// The bf16 nearest to `x` (ties to even), as its bit pattern.
-#[inline(always)]
-fn bf16_nearest(x: f32) -> u32 {
-    let bits = x.to_bits();
-    bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16
-}
-
-/// `x`'s two bf16 halves: `hi` nearest to `x`, `lo` nearest to `x - hi`.
-#[inline(always)]
-fn split(x: f32) -> (u16, u16) {
-    let hi = bf16_nearest(x);
-    let lo = bf16_nearest(x - f32::from_bits(hi << 16));
-    (hi as u16, lo as u16)
-}
-
-/// Values `32·chunk ..` of `row` (zero past its end) as two tile rows: `[hi, lo]`.
-#[inline(always)]
+/// Values `32·chunk ..` of `row` (zero past its end) as two tile rows: `[hi, lo]`, `hi` the
+/// bf16 nearest to each value (ties to even), `lo` the bf16 nearest to what `hi` missed.
+///
+/// With AVX512-BF16 (every CPU with AMX-BF16 has it; [`available`] checks) one instruction
+/// rounds 32 values: the split with integer rounding was 7–9% of a window-length profile. The
+/// instruction treats subnormal inputs (below 1.2e-38) as zero, which no product here can
+/// tell from their exact value.
+///
+/// Callers without these target features call it only where [`available`] said so.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bf16")]
 fn split_chunk(row: &[f32], chunk: usize) -> [[u16; TILE_K]; 2] {
+    use std::arch::x86_64::*;
     let mut values = [0f32; TILE_K];
-    let have = (row.len() - chunk * TILE_K).min(TILE_K);
-    values[..have].copy_from_slice(&row[chunk * TILE_K..][..have]);
-    let mut hi = [0u16; TILE_K];
-    let mut lo = [0u16; TILE_K];
-    for ((x, h), l) in values.iter().zip(&mut hi).zip(&mut lo) {
-        (*h, *l) = split(*x);
+    let start = chunk * TILE_K;
+    // a whole chunk is a copy of constant length, inlined; a runtime length is a memmove call
+    // per 32 values (9% of a window-length profile once the attention's weights were packed)
+    match row.get(start..start + TILE_K) {
+        Some(whole) => values.copy_from_slice(whole),
+        None => {
+            let have = row.len().saturating_sub(start);
+            values[..have].copy_from_slice(&row[start.min(row.len())..]);
+        }
     }
-    [hi, lo]
+    let mut halves = [[0u16; TILE_K]; 2];
+    // SAFETY: unaligned loads and stores of 32 values inside `values` and `halves`; the
+    // bf16 vectors are 32 u16 each, as __m512i is
+    unsafe {
+        let first = _mm512_loadu_ps(values.as_ptr());
+        let second = _mm512_loadu_ps(values.as_ptr().add(16));
+        let hi: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(second, first));
+        // a bf16 is the upper half of the float32 it stands for
+        let first_hi = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(
+            _mm512_castsi512_si256(hi),
+        )));
+        let second_hi = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(
+            _mm512_extracti64x4_epi64::<1>(hi),
+        )));
+        let lo: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(
+            _mm512_sub_ps(second, second_hi),
+            _mm512_sub_ps(first, first_hi),
+        ));
+        _mm512_storeu_si512(halves[0].as_mut_ptr().cast(), hi);
+        _mm512_storeu_si512(halves[1].as_mut_ptr().cast(), lo);
+    }
+    halves
 }
 
 /// A dense layer's weight [n, k] in the tile layout the kernel reads as its right-hand side:
@@ -128,7 +151,12 @@ pub(crate) struct PackedWeight {
 impl PackedWeight {
     /// `weight` [n, k] row-major; `None` where n is not a multiple of 32 (gemm runs those).
     pub(crate) fn of(weight: &[f32], n: usize, k: usize) -> Option<PackedWeight> {
-        if n == 0 || k == 0 || !n.is_multiple_of(BLOCK_COLUMNS) || weight.len() != n * k {
+        if !available()
+            || n == 0
+            || k == 0
+            || !n.is_multiple_of(BLOCK_COLUMNS)
+            || weight.len() != n * k
+        {
             return None;
         }
         let chunks = k.div_ceil(TILE_K);
@@ -137,18 +165,11 @@ impl PackedWeight {
         values
             .par_chunks_mut(strip_values(chunks))
             .enumerate()
-            .for_each(|(tile, block)| {
+            .for_each(|(tile, strip)| {
                 for column in 0..TILE_ROWS {
                     let row = &weight[(tile * TILE_ROWS + column) * k..][..k];
-                    for chunk in 0..chunks {
-                        for (part, halves) in split_chunk(row, chunk).iter().enumerate() {
-                            let at = (2 * chunk + part) * TILE_VALUES;
-                            let step = &mut block[at..][..TILE_VALUES];
-                            for (kk, value) in halves.iter().enumerate() {
-                                step[(kk / 2) * 2 * TILE_ROWS + column * 2 + kk % 2] = *value;
-                            }
-                        }
-                    }
+                    // SAFETY: `available` said this CPU has AVX512-BF16
+                    unsafe { pack_column(row, column, chunks, strip) };
                 }
             });
         Some(PackedWeight {
@@ -174,23 +195,48 @@ impl PackedWeight {
     }
 }
 
-/// Packs `rows` (row-major, `k` wide, at most [`ROW_GROUP`]) into `tiles`: for each 16 rows
-/// and each of `chunks` 32 values of k, a `hi` tile then a `lo` tile, up to the next 32 rows.
-/// The padding rows past the last keep whatever an earlier group left there: an output row of a
-/// tile product reads only its own input row, and the padding rows' outputs are cut off.
-fn pack_rows(rows: &[f32], k: usize, chunks: usize, tiles: &mut Vec<u16>) {
-    let count = rows.len() / k;
-    let row_tiles = count.div_ceil(BLOCK_ROWS) * 2;
-    tiles.resize(row_tiles * strip_values(chunks), 0);
-    for (index, row) in rows.chunks_exact(k).enumerate() {
-        let (tile_row, within) = (index / TILE_ROWS, index % TILE_ROWS);
-        let base = tile_row * strip_values(chunks) + within * TILE_K;
-        for chunk in 0..chunks {
-            for (part, halves) in split_chunk(row, chunk).iter().enumerate() {
-                let at = base + (2 * chunk + part) * TILE_VALUES;
-                tiles[at..at + TILE_K].copy_from_slice(halves);
+/// One column of a right-hand operand: `values` (its k values; zero past their end) as column
+/// `column` (0..16) of a column tile's `strip` (`chunks` × `[hi, lo]` tiles).
+#[target_feature(enable = "avx512f,avx512bf16")]
+fn pack_column(values: &[f32], column: usize, chunks: usize, strip: &mut [u16]) {
+    for chunk in 0..chunks {
+        for (part, halves) in split_chunk(values, chunk).iter().enumerate() {
+            let step = &mut strip[(2 * chunk + part) * TILE_VALUES..][..TILE_VALUES];
+            for (kk, value) in halves.iter().enumerate() {
+                step[(kk / 2) * 2 * TILE_ROWS + column * 2 + kk % 2] = *value;
             }
         }
+    }
+}
+
+/// Sizes `tiles` for `count` left-hand rows of `chunks` 32-value chunks, rounded up to 32 rows.
+/// The padding rows past the last keep whatever was there before: an output row of a tile
+/// product reads only its own input row, and the padding rows' outputs are cut off.
+fn size_rows(tiles: &mut Vec<u16>, count: usize, chunks: usize) {
+    tiles.resize(count.div_ceil(BLOCK_ROWS) * 2 * strip_values(chunks), 0);
+}
+
+/// Left-hand row `index`, `row` (zero past its end), into `tiles` sized by [`size_rows`]: for
+/// each 16 rows and each 32 values of k, a `hi` tile then a `lo` tile.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bf16")]
+fn pack_row(row: &[f32], index: usize, chunks: usize, tiles: &mut [u16]) {
+    let (tile_row, within) = (index / TILE_ROWS, index % TILE_ROWS);
+    let base = tile_row * strip_values(chunks) + within * TILE_K;
+    for chunk in 0..chunks {
+        for (part, halves) in split_chunk(row, chunk).iter().enumerate() {
+            let at = base + (2 * chunk + part) * TILE_VALUES;
+            tiles[at..at + TILE_K].copy_from_slice(halves);
+        }
+    }
+}
+
+/// Packs `rows` (row-major, `k` wide, at most [`ROW_GROUP`]) into `tiles` as [`pack_row`] does.
+#[target_feature(enable = "avx512f,avx512bf16")]
+fn pack_rows(rows: &[f32], k: usize, chunks: usize, tiles: &mut Vec<u16>) {
+    size_rows(tiles, rows.len() / k, chunks);
+    for (index, row) in rows.chunks_exact(k).enumerate() {
+        pack_row(row, index, chunks, tiles);
     }
 }
 
@@ -213,12 +259,15 @@ pub(crate) fn product(x: &[f32], weight: &PackedWeight) -> Vec<f32> {
             let real_rows = rows.saturating_sub(first).min(group_rows);
             TILES.with_borrow_mut(|tiles| {
                 // covers group_rows: they are real_rows rounded up to 32
-                pack_rows(
-                    &x[first * k..(first + real_rows) * k],
-                    k,
-                    weight.chunks,
-                    tiles,
-                );
+                // SAFETY: the caller checked `available`: this CPU has AVX512-BF16
+                unsafe {
+                    pack_rows(
+                        &x[first * k..(first + real_rows) * k],
+                        k,
+                        weight.chunks,
+                        tiles,
+                    );
+                }
                 let row_tile = strip_values(weight.chunks);
                 let _config = TileConfig::load();
                 for column_block in 0..n / BLOCK_COLUMNS {
@@ -249,6 +298,93 @@ pub(crate) fn product(x: &[f32], weight: &PackedWeight) -> Vec<f32> {
     // SAFETY: every block of every padded row was written above; the first rows × n are kept.
     unsafe { out.set_len(rows * n) };
     out
+}
+
+/// One text's rows of the QKV projection, and where one head's queries and keys sit in them.
+pub(crate) struct HeadInput<'a> {
+    /// The text's `tokens` rows, `width` apart.
+    pub rows: &'a [f32],
+    pub width: usize,
+    pub tokens: usize,
+    /// The columns of the head's queries and keys.
+    pub queries: usize,
+    pub keys: usize,
+    pub head_dim: usize,
+}
+
+/// A worker's buffers for [`head_scores`], reused from one (text, head) to the next.
+#[derive(Default)]
+pub(crate) struct HeadScratch {
+    queries: Vec<u16>,
+    keys: Vec<u16>,
+    scores: Vec<f32>,
+}
+
+/// One head's query–key products over one text, on tiles: the scores and their row stride;
+/// row i's first `tokens` values are query i's products with the text's keys (the rest of the
+/// row is padding). The caller checked [`available`].
+///
+/// Split as the dense products are (`hi·hi + lo·hi + hi·lo`): each score is within a few
+/// float32 roundings of the exact one and depends on its own text only. Only this product runs
+/// on tiles: the weights times the values would need the weights split first, and at head
+/// width 32 that split (per weight) costs more than the float32 product it replaces.
+pub(crate) fn head_scores<'s>(
+    input: HeadInput,
+    scratch: &'s mut HeadScratch,
+) -> (&'s mut [f32], usize) {
+    let HeadInput {
+        rows,
+        width,
+        tokens,
+        queries,
+        keys,
+        head_dim,
+    } = input;
+    let padded = tokens.div_ceil(BLOCK_ROWS) * BLOCK_ROWS;
+    let chunks = head_dim.div_ceil(TILE_K);
+    let row = |i: usize, at: usize| &rows[i * width + at..][..head_dim];
+
+    size_rows(&mut scratch.queries, tokens, chunks);
+    for i in 0..tokens {
+        // SAFETY: the caller checked `available`: this CPU has AVX512-BF16
+        unsafe { pack_row(row(i, queries), i, chunks, &mut scratch.queries) };
+    }
+    // the keys are the scores' columns; those past the text are zero (their scores are unread)
+    let strip = strip_values(chunks);
+    scratch.keys.resize(padded / TILE_ROWS * strip, 0);
+    for (tile, columns) in scratch.keys.chunks_exact_mut(strip).enumerate() {
+        for column in 0..TILE_ROWS {
+            let key = tile * TILE_ROWS + column;
+            let values = if key < tokens { row(key, keys) } else { &[] };
+            // SAFETY: as above
+            unsafe { pack_column(values, column, chunks, columns) };
+        }
+    }
+    scratch.scores.resize(padded * padded, 0.0);
+    let scores = scratch.scores.as_mut_ptr();
+    let _config = TileConfig::load();
+    for column_block in 0..padded / BLOCK_COLUMNS {
+        let right = (
+            scratch.keys[2 * column_block * strip..].as_ptr(),
+            scratch.keys[(2 * column_block + 1) * strip..].as_ptr(),
+        );
+        for row_block in 0..padded / BLOCK_ROWS {
+            // SAFETY: the queries' tiles hold 2 × 2 × chunks tiles from this row block, the
+            // keys' 2 × chunks per column tile; the 32 × 32 block written is inside the
+            // padded × padded scores.
+            unsafe {
+                block_product(
+                    scratch.queries[row_block * 2 * strip..].as_ptr(),
+                    strip * 2,
+                    right,
+                    chunks,
+                    scores.add(row_block * BLOCK_ROWS * padded + column_block * BLOCK_COLUMNS),
+                    padded * 4,
+                );
+            }
+        }
+    }
+    (&mut scratch.scores, padded)
 }
 
 /// The output, written by every worker at disjoint blocks.
@@ -389,10 +525,22 @@ mod tests {
 
     #[test]
     fn split_halves_hold_sixteen_bits() {
-        for x in values(10_000, 7) {
-            let (hi, lo) = split(x);
-            let back = f32::from_bits((hi as u32) << 16) + f32::from_bits((lo as u32) << 16);
-            assert!((back - x).abs() <= x.abs() * 2f32.powi(-16), "{x}: {back}");
+        if !here_or_skip("amx::split_chunk") {
+            return;
+        }
+        // 45 values: a whole chunk, then a part one padded with zeros
+        let row = values(45, 7);
+        for chunk in 0..2 {
+            // SAFETY: `available` said this CPU has AVX512-BF16
+            let [hi, lo] = unsafe { split_chunk(&row, chunk) };
+            for (i, (hi, lo)) in hi.iter().zip(&lo).enumerate() {
+                let x = row.get(chunk * TILE_K + i).copied().unwrap_or(0.0);
+                let back = f32::from_bits((*hi as u32) << 16) + f32::from_bits((*lo as u32) << 16);
+                assert!((back - x).abs() <= x.abs() * 2f32.powi(-16), "{x}: {back}");
+                // hi is the nearest bf16: what it misses is at most half its last place
+                let hi = f32::from_bits((*hi as u32) << 16);
+                assert!((x - hi).abs() <= x.abs() * 2f32.powi(-8), "{x}: hi {hi}");
+            }
         }
     }
 
@@ -452,6 +600,10 @@ mod tests {
     #[test]
     fn widths_the_kernel_does_not_cover_are_left_to_gemm() {
         assert!(PackedWeight::of(&values(48 * 8, 1), 48, 8).is_none());
-        assert!(PackedWeight::of(&values(64 * 8, 1), 64, 8).is_some());
+        // and nothing is packed where the CPU cannot run the kernel
+        assert_eq!(
+            PackedWeight::of(&values(64 * 8, 1), 64, 8).is_some(),
+            available()
+        );
     }
 }

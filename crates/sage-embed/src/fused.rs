@@ -98,110 +98,191 @@ pub(crate) fn fused_attention(
         at += tokens;
     }
     tasks.sort_by_key(|&(_, tokens, _)| std::cmp::Reverse(tokens));
+    let job = AttentionJob {
+        data,
+        width,
+        head_dim,
+        inverse_scale: scale.recip(),
+        bias,
+        context,
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        on_tiles: crate::amx::available(),
+    };
     tasks
         .into_par_iter()
-        .for_each_init(Vec::new, |scores, (first, tokens, head)| {
-            let rows = &data[first * width..(first + tokens) * width];
-            let q_at = head * head_dim;
-            let k_at = hidden + q_at;
-            let v_at = 2 * hidden + q_at;
-            // every element is written below (loop or gemm with alpha 0), so a reused buffer
-            // needs no zeroing (the zeroing was estimated at ~10% of attention at window length:
-            // 256 KB against a 2 M multiply-add product per task; not profiled on its own)
-            if scores.len() < tokens * tokens {
-                scores.resize(tokens * tokens, 0f32);
-            }
-            let scores = &mut scores[..tokens * tokens];
-            if tokens <= LOOP_MAX_TOKENS {
-                for i in 0..tokens {
-                    let q = &rows[i * width + q_at..][..head_dim];
-                    for (j, score) in scores[i * tokens..][..tokens].iter_mut().enumerate() {
-                        *score = dot(q, &rows[j * width + k_at..][..head_dim]) / scale;
-                    }
-                }
-            } else {
-                // SAFETY: the query block is rows × head_dim at row stride `width` from q_at,
-                // the key block the same from k_at (read as its transpose), both inside `rows`;
-                // the destination is the tokens × tokens `scores`.
-                unsafe {
-                    gemm::gemm(
-                        tokens,
-                        tokens,
-                        head_dim,
-                        scores.as_mut_ptr(),
-                        1,
-                        tokens as isize,
-                        false,
-                        rows.as_ptr().add(q_at),
-                        1,
-                        width as isize,
-                        rows.as_ptr().add(k_at),
-                        width as isize,
-                        1,
-                        0f32,
-                        1f32 / scale,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    );
-                }
-            }
-            for (i, row) in scores.chunks_exact_mut(tokens).enumerate() {
-                if let Some(b) = bias {
-                    let bias_row = &b.values[(head * b.span + i) * b.span..][..tokens];
-                    for (s, b) in row.iter_mut().zip(bias_row) {
-                        *s += b;
-                    }
-                }
-                softmax_in_place(row);
-            }
-            // this task's block of the output: its text's rows, its head's columns
-            // SAFETY: the first row of this text, at its head's first column, is inside `out`
-            let block = unsafe { context.at(first * hidden + q_at) };
-            if tokens <= LOOP_MAX_TOKENS {
-                for (i, probabilities) in scores.chunks_exact(tokens).enumerate() {
-                    // SAFETY: row i of this task's block, head_dim values inside `out`
-                    let row =
-                        unsafe { std::slice::from_raw_parts_mut(block.add(i * hidden), head_dim) };
-                    for (j, &p) in probabilities.iter().enumerate() {
-                        let v = &rows[j * width + v_at..][..head_dim];
-                        for (o, v) in row.iter_mut().zip(v) {
-                            *o += p * v;
-                        }
-                    }
-                }
-            } else {
-                // SAFETY: the destination is this task's tokens × head_dim block at row stride
-                // `hidden`, inside `out` and written by no other task; the values block is
-                // tokens × head_dim at row stride `width` inside `rows`.
-                unsafe {
-                    gemm::gemm(
-                        tokens,
-                        head_dim,
-                        tokens,
-                        block,
-                        1,
-                        hidden as isize,
-                        false,
-                        scores.as_ptr(),
-                        1,
-                        tokens as isize,
-                        rows.as_ptr().add(v_at),
-                        1,
-                        width as isize,
-                        0f32,
-                        1f32,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    );
-                }
-            }
+        .for_each_init(HeadScratch::default, |scratch, task| {
+            with_wide_vectors(|| job.run(task, scratch))
         });
     drop(storage);
     Tensor::from_vec(out, (total, hidden), &Device::Cpu)
+}
+
+/// What every (text, head) task of [`fused_attention`] reads.
+struct AttentionJob<'a> {
+    /// The QKV rows of every text, `width` wide.
+    data: &'a [f32],
+    width: usize,
+    head_dim: usize,
+    inverse_scale: f32,
+    bias: Option<SharedBias<'a>>,
+    context: ContextRows,
+    /// Whether a text longer than [`LOOP_MAX_TOKENS`] runs its query–key products on AMX
+    /// tiles (`amx::head_scores`) rather than as a gemm call.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    on_tiles: bool,
+}
+
+impl AttentionJob<'_> {
+    /// The task of text `tokens` long from row `first`, head `head`.
+    #[inline(always)]
+    fn run(&self, (first, tokens, head): (usize, usize, usize), scratch: &mut HeadScratch) {
+        let (width, head_dim) = (self.width, self.head_dim);
+        let hidden = width / 3;
+        let rows = &self.data[first * width..(first + tokens) * width];
+        let q_at = head * head_dim;
+        let k_at = hidden + q_at;
+        let v_at = 2 * hidden + q_at;
+        // this task's block of the output: its text's rows, its head's columns
+        // SAFETY: the first row of this text, at its head's first column, is inside `out`
+        let block = unsafe { self.context.at(first * hidden + q_at) };
+        let (scores, stride, scaled) = self.scores(rows, tokens, q_at, k_at, scratch);
+        for i in 0..tokens {
+            let row = &mut scores[i * stride..][..tokens];
+            if !scaled {
+                for s in row.iter_mut() {
+                    *s *= self.inverse_scale;
+                }
+            }
+            if let Some(b) = self.bias {
+                let bias_row = &b.values[(head * b.span + i) * b.span..][..tokens];
+                for (s, b) in row.iter_mut().zip(bias_row) {
+                    *s += b;
+                }
+            }
+            softmax_in_place(row);
+        }
+        if tokens <= LOOP_MAX_TOKENS {
+            for i in 0..tokens {
+                let probabilities = &scores[i * stride..][..tokens];
+                // SAFETY: row i of this task's block, head_dim values inside `out`
+                let row =
+                    unsafe { std::slice::from_raw_parts_mut(block.add(i * hidden), head_dim) };
+                for (j, &p) in probabilities.iter().enumerate() {
+                    let v = &rows[j * width + v_at..][..head_dim];
+                    for (o, v) in row.iter_mut().zip(v) {
+                        *o += p * v;
+                    }
+                }
+            }
+        } else {
+            // SAFETY: the destination is this task's tokens × head_dim block at row stride
+            // `hidden`, inside `out` and written by no other task; the weights are tokens ×
+            // tokens at row stride `stride` inside `scores`; the values block is tokens ×
+            // head_dim at row stride `width` inside `rows`.
+            unsafe {
+                gemm::gemm(
+                    tokens,
+                    head_dim,
+                    tokens,
+                    block,
+                    1,
+                    hidden as isize,
+                    false,
+                    scores.as_ptr(),
+                    1,
+                    stride as isize,
+                    rows.as_ptr().add(v_at),
+                    1,
+                    width as isize,
+                    0f32,
+                    1f32,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+        }
+    }
+
+    /// The text's query–key products: row i of the result (at `stride`) holds query i's
+    /// `tokens` products, already times `inverse_scale` where the flag says so.
+    #[inline(always)]
+    fn scores<'s>(
+        &self,
+        rows: &[f32],
+        tokens: usize,
+        q_at: usize,
+        k_at: usize,
+        scratch: &'s mut HeadScratch,
+    ) -> (&'s mut [f32], usize, bool) {
+        let (width, head_dim) = (self.width, self.head_dim);
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if self.on_tiles && tokens > LOOP_MAX_TOKENS {
+            let input = crate::amx::HeadInput {
+                rows,
+                width,
+                tokens,
+                queries: q_at,
+                keys: k_at,
+                head_dim,
+            };
+            let (scores, stride) = crate::amx::head_scores(input, &mut scratch.tiles);
+            return (scores, stride, false);
+        }
+        // every element is written below (loop or gemm with alpha 0), so a reused buffer
+        // needs no zeroing (the zeroing was estimated at ~10% of attention at window length:
+        // 256 KB against a 2 M multiply-add product per task; not profiled on its own)
+        if scratch.scores.len() < tokens * tokens {
+            scratch.scores.resize(tokens * tokens, 0f32);
+        }
+        let scores = &mut scratch.scores[..tokens * tokens];
+        if tokens <= LOOP_MAX_TOKENS {
+            for i in 0..tokens {
+                let q = &rows[i * width + q_at..][..head_dim];
+                for (j, score) in scores[i * tokens..][..tokens].iter_mut().enumerate() {
+                    *score = dot(q, &rows[j * width + k_at..][..head_dim]);
+                }
+            }
+            return (scores, tokens, false);
+        }
+        // SAFETY: the query block is rows × head_dim at row stride `width` from q_at, the key
+        // block the same from k_at (read as its transpose), both inside `rows`; the
+        // destination is the tokens × tokens `scores`.
+        unsafe {
+            gemm::gemm(
+                tokens,
+                tokens,
+                head_dim,
+                scores.as_mut_ptr(),
+                1,
+                tokens as isize,
+                false,
+                rows.as_ptr().add(q_at),
+                1,
+                width as isize,
+                rows.as_ptr().add(k_at),
+                width as isize,
+                1,
+                0f32,
+                self.inverse_scale,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+        (scores, tokens, true)
+    }
+}
+
+/// A worker's buffers for its (text, head) tasks, reused from one to the next.
+#[derive(Default)]
+struct HeadScratch {
+    /// The scores of the loops and of gemm.
+    scores: Vec<f32>,
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    tiles: crate::amx::HeadScratch,
 }
 
 /// A dense layer's weight packed once, at load, for the AMX kernel (`amx.rs`).
@@ -390,7 +471,7 @@ impl Epilogue<'_> {
     }
 
     /// Row `index` of the product, `row`, becomes the output row.
-    #[inline]
+    #[inline(always)]
     fn row(&self, row: &mut [f32], index: usize) {
         match *self {
             Epilogue::Bias(bias) => {
@@ -449,9 +530,11 @@ impl InplaceOp1 for Epilogue<'_> {
             .par_chunks_mut(width * ROWS_PER_TASK)
             .enumerate()
             .for_each(|(task, rows)| {
-                for (i, row) in rows.chunks_exact_mut(width).enumerate() {
-                    self.row(row, task * ROWS_PER_TASK + i);
-                }
+                with_wide_vectors(|| {
+                    for (i, row) in rows.chunks_exact_mut(width).enumerate() {
+                        self.row(row, task * ROWS_PER_TASK + i);
+                    }
+                })
             });
         Ok(())
     }
@@ -493,7 +576,7 @@ pub(crate) fn cpu_f32<'a>(
 /// x clamped to [-4, 4] (beyond which erf is ±1 in f32), |error| < 1e-6. Only multiplications
 /// and additions, so loops over it vectorise (plain `a * b + c`: `mul_add` is a libm call
 /// without a target FMA feature). candle's own exact GELU calls scalar `libm::erff`.
-#[inline]
+#[inline(always)]
 pub(crate) fn erf_approx(x: f32) -> f32 {
     let x = x.clamp(-4.0, 4.0);
     let x2 = x * x;
@@ -511,16 +594,34 @@ pub(crate) fn erf_approx(x: f32) -> f32 {
     p / q
 }
 
-/// `row` becomes softmax(row). The exponentials are [`exp_approx`] over eight-lane sums, so
-/// the whole row vectorises: with libm's scalar `expf` (and its call per element) the softmax
-/// was ~21% of an all-MiniLM-L6-v2 forward pass at 256 tokens.
-#[inline]
+/// `row` becomes softmax(row). The exponentials are [`exp_approx`] over [`LANES`]-lane sums,
+/// so the whole row vectorises: with libm's scalar `expf` (and its call per element) the
+/// softmax was ~21% of an all-MiniLM-L6-v2 forward pass at 256 tokens.
+#[inline(always)]
 fn softmax_in_place(row: &mut [f32]) {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut lanes = [0f32; 8];
-    let mut chunks = row.chunks_exact_mut(8);
+    let mut lane_max = [f32::NEG_INFINITY; LANES];
+    let mut chunks = row.chunks_exact(LANES);
     for chunk in &mut chunks {
-        for l in 0..8 {
+        for l in 0..LANES {
+            // not f32::max, whose NaN handling keeps the loop scalar; a NaN score makes the
+            // row NaN either way, through its own exponential
+            lane_max[l] = if chunk[l] > lane_max[l] {
+                chunk[l]
+            } else {
+                lane_max[l]
+            };
+        }
+    }
+    let max = chunks
+        .remainder()
+        .iter()
+        .chain(&lane_max)
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
+    let mut lanes = [0f32; LANES];
+    let mut chunks = row.chunks_exact_mut(LANES);
+    for chunk in &mut chunks {
+        for l in 0..LANES {
             chunk[l] = exp_approx(chunk[l] - max);
             lanes[l] += chunk[l];
         }
@@ -536,12 +637,41 @@ fn softmax_in_place(row: &mut [f32]) {
     }
 }
 
+/// Independent accumulators of the vectorised loops (softmax, layer norm): one AVX-512
+/// register, two AVX2 ones. The same count on every CPU, so a sum adds the same terms in the
+/// same order whichever vectors run it.
+const LANES: usize = 16;
+
+/// Runs `f` compiled for AVX-512 where this CPU has it (F, BW, DQ, VL), as built otherwise:
+/// the build targets x86-64-v3 (AVX2), and at 16 lanes the attention's softmax and the
+/// epilogues' loops do half the instructions. Both copies compute the same values: the loops
+/// use [`LANES`] accumulators and no fused multiply-add, so only the vector width differs.
+#[inline(always)]
+fn with_wide_vectors<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+        fn wide<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+        {
+            // SAFETY: the CPU has the features `wide` is compiled for
+            return unsafe { wide(f) };
+        }
+    }
+    f()
+}
+
 /// e^x in f32 as Cephes' `expf`: x = n·ln 2 + r with |r| ≤ ln 2 / 2 (ln 2 split in two so that
 /// r is exact), e^r by its degree-7 polynomial, 2^n written into the exponent bits. Relative
 /// error below 3e-7 (tested against f64), with only multiplications, additions, a floor and
 /// integer shifts, so loops over it vectorise. Arguments below -87.3 give e^-87.3 (~1e-38)
 /// rather than a subnormal: softmax adds them to a sum of at least 1.
-#[inline]
+#[inline(always)]
 pub(crate) fn exp_approx(x: f32) -> f32 {
     let x = x.clamp(-87.3, 88.3);
     let n = (x * std::f32::consts::LOG2_E + 0.5).floor();
@@ -561,14 +691,14 @@ pub(crate) fn exp_approx(x: f32) -> f32 {
     e_r * f32::from_bits(biased.to_bits() << 23)
 }
 
-/// Σ f(v) over `values` with eight independent accumulators, so that it vectorises (see
+/// Σ f(v) over `values` with [`LANES`] independent accumulators, so that it vectorises (see
 /// [`dot`]): the layer norm's mean and variance were scalar chains.
-#[inline]
+#[inline(always)]
 fn sum_lanes(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
-    let mut lanes = [0f32; 8];
-    let mut chunks = values.chunks_exact(8);
+    let mut lanes = [0f32; LANES];
+    let mut chunks = values.chunks_exact(LANES);
     for chunk in &mut chunks {
-        for l in 0..8 {
+        for l in 0..LANES {
             lanes[l] += f(chunk[l]);
         }
     }
@@ -767,6 +897,11 @@ mod tests {
             // past LOOP_MAX_TOKENS: gemm's products, beside a short text in the same batch
             (vec![100, 70, 3], 2, 16, true),
             (vec![130], 4, 8, false),
+            // heads 32 and 64 wide as in the MiniLMs and MPNet (texts past LOOP_MAX_TOKENS run
+            // their query–key products on AMX tiles where this CPU has them, padded to the
+            // next 32 keys inside the kernel, and on gemm otherwise)
+            (vec![100, 70, 3], 2, 32, true),
+            (vec![129, 65], 2, 64, false),
         ] {
             let (batch, tokens) = (lengths.len(), lengths[0]);
             let width = 3 * heads * head_dim;
@@ -827,7 +962,16 @@ mod tests {
                 &ours,
                 &Tensor::from_vec(theirs, (total, hidden), &Device::Cpu).unwrap(),
             );
-            assert!(worst < 1e-5, "{lengths:?}: max |difference| {worst}");
+            // on tiles the query–key products are split into bf16 halves (amx.rs): within
+            // ~1e-6 of each score's absolute sum (up to ~40 / √32 here) rather than float32's
+            // ~1e-7, so the weights, and the context they average, move by a few 1e-5 at most
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            let tiles_here = crate::amx::available();
+            #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+            let tiles_here = false;
+            let on_tiles = tiles_here && lengths.iter().any(|&l| l > LOOP_MAX_TOKENS);
+            let tolerance = if on_tiles { 5e-5 } else { 1e-5 };
+            assert!(worst < tolerance, "{lengths:?}: max |difference| {worst}");
         }
     }
 }
