@@ -14,9 +14,11 @@
 //! and a copy back to token-major order. Here one pass per (text, head) reads queries, keys and
 //! values straight from the QKV projection and writes the context in token-major order: the same
 //! arithmetic in the same order, without the traffic. A text longer than 64 tokens runs its
-//! head's two products (scores, then context) as gemm calls straight on the same rows: there
-//! the t² work is large enough for gemm's packing to pay, and a batch of a few long documents
-//! still spreads over every core, one task per (text, head).
+//! head's two products (scores, then context) as gemm calls straight on the same rows, its
+//! scores on AMX tiles where the CPU has them (`amx::head_scores`): there the t² work is large
+//! enough for packing to pay, and a batch of a few long documents still spreads over every
+//! core, one task per (text, head). The softmax and the epilogues' loops run 16 lanes wide,
+//! as AVX-512 where the CPU has it ([`with_wide_vectors`]): the same values either way.
 //!
 //! Why the epilogues: after each matrix product the tensor path makes a pass to add the bias,
 //! another for the residual, another for the layer norm (or the GELU), each over the whole
