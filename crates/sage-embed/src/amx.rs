@@ -112,7 +112,8 @@ fn split_chunk(row: &[f32], chunk: usize) -> [[u16; TILE_K]; 2] {
     let mut values = [0f32; TILE_K];
     let start = chunk * TILE_K;
     // a whole chunk is a copy of constant length, inlined; a runtime length is a memmove call
-    // per 32 values (9% of a window-length profile once the attention's weights were packed)
+    // per 32 values (9% of a window-length profile in a version that also split the
+    // attention's weights)
     match row.get(start..start + TILE_K) {
         Some(whole) => values.copy_from_slice(whole),
         None => {
