@@ -53,8 +53,8 @@ const BLOCK_ROWS: usize = 2 * TILE_ROWS;
 const fn strip_values(chunks: usize) -> usize {
     chunks * 2 * TILE_VALUES
 }
-/// Rows of `x` one worker packs and multiplies by every column block before moving on: their
-/// packed tiles (≤ 1.5 MiB at k = 3,072) stay in the core's L2 across the column blocks.
+/// Rows of `x` one worker packs and multiplies by the whole weight before moving on: their
+/// packed tiles (≤ 1.5 MiB at k = 3,072) stay in the core's L2 meanwhile.
 const ROW_GROUP: usize = 4 * BLOCK_ROWS;
 
 /// Whether products run on AMX here: the CPU has AMX-BF16 (and AVX512-BF16, for the splits),
@@ -198,10 +198,6 @@ impl PackedWeight {
     pub(crate) fn k(&self) -> usize {
         self.k
     }
-
-    fn column_tile(&self, tile: usize) -> *const u16 {
-        self.values[tile * strip_values(self.chunks)..].as_ptr()
-    }
 }
 
 /// One column of a right-hand operand: `values` (its k values; zero past their end) as column
@@ -277,34 +273,18 @@ pub(crate) fn product(x: &[f32], weight: &PackedWeight) -> Vec<f32> {
                         tiles,
                     );
                 }
-                let row_tile = strip_values(weight.chunks);
                 let _config = TileConfig::load();
-                // one 32-row block's tiles (48 KiB at k = 384) stay near the core while the
-                // weight's column blocks stream past them: 7–20% faster than the other order on
-                // the encoders' shapes (one thread, best of 15 runs, alternated), where each
-                // row block was read again for every column block
-                for row_block in 0..group_rows / BLOCK_ROWS {
-                    let left = tiles[row_block * 2 * row_tile..].as_ptr();
-                    for column_block in 0..n / BLOCK_COLUMNS {
-                        let right = (
-                            weight.column_tile(2 * column_block),
-                            weight.column_tile(2 * column_block + 1),
-                        );
-                        // SAFETY: `left` holds 2 × 2 × chunks tiles, each `right` 2 × chunks;
-                        // the 32 × 32 block written lies in rows first.. of `out`'s padded
-                        // capacity, which no other group writes.
-                        unsafe {
-                            block_product(
-                                left,
-                                row_tile * 2,
-                                right,
-                                weight.chunks,
-                                destination.at((first + row_block * BLOCK_ROWS) * n
-                                    + column_block * BLOCK_COLUMNS),
-                                n * 4,
-                            );
-                        }
-                    }
+                // SAFETY: `tiles` holds group_rows packed rows and the weight n / 16 column
+                // tiles, both of `chunks`; rows first.. of `out`'s padded capacity hold
+                // group_rows × n floats, and no other group writes them.
+                unsafe {
+                    blocks_product(
+                        tiles,
+                        &weight.values,
+                        weight.chunks,
+                        (group_rows, n),
+                        destination.at(first * n),
+                    );
                 }
             });
         });
@@ -374,28 +354,17 @@ pub(crate) fn head_scores<'s>(
         }
     }
     scratch.scores.resize(padded * padded, 0.0);
-    let scores = scratch.scores.as_mut_ptr();
     let _config = TileConfig::load();
-    for column_block in 0..padded / BLOCK_COLUMNS {
-        let right = (
-            scratch.keys[2 * column_block * strip..].as_ptr(),
-            scratch.keys[(2 * column_block + 1) * strip..].as_ptr(),
+    // SAFETY: the queries' tiles hold `padded` rows and the keys' `padded` columns, both of
+    // `chunks`; the scores are padded × padded.
+    unsafe {
+        blocks_product(
+            &scratch.queries,
+            &scratch.keys,
+            chunks,
+            (padded, padded),
+            scratch.scores.as_mut_ptr(),
         );
-        for row_block in 0..padded / BLOCK_ROWS {
-            // SAFETY: the queries' tiles hold 2 × 2 × chunks tiles from this row block, the
-            // keys' 2 × chunks per column tile; the 32 × 32 block written is inside the
-            // padded × padded scores.
-            unsafe {
-                block_product(
-                    scratch.queries[row_block * 2 * strip..].as_ptr(),
-                    strip * 2,
-                    right,
-                    chunks,
-                    scores.add(row_block * BLOCK_ROWS * padded + column_block * BLOCK_COLUMNS),
-                    padded * 4,
-                );
-            }
-        }
     }
     (&mut scratch.scores, padded)
 }
@@ -408,6 +377,48 @@ impl SharedOut {
     fn at(&self, offset: usize) -> *mut f32 {
         // SAFETY: offsets are inside the output's capacity (see `product`).
         unsafe { self.0.add(offset) }
+    }
+}
+
+/// `left` (rows packed by [`pack_row`]) times `right` (columns packed as [`PackedWeight`]
+/// packs them), both `chunks` of k, into `out`: `rows × columns` floats, row-major. Row by row
+/// block: one 32-row block's tiles (48 KiB at k = 384) stay near the core while the column
+/// blocks stream past them, 7–20% faster than the other order on the encoders' shapes (one
+/// thread, best of 15 runs, alternated), where each row block was read again for every column
+/// block.
+///
+/// # Safety
+/// AMX available and configured by [`TileConfig`]; `left` holds `rows` (a multiple of 32) rows
+/// and `right` `columns` (a multiple of 32) columns of `chunks`; `out` holds `rows × columns`
+/// floats.
+unsafe fn blocks_product(
+    left: &[u16],
+    right: &[u16],
+    chunks: usize,
+    (rows, columns): (usize, usize),
+    out: *mut f32,
+) {
+    let strip = strip_values(chunks);
+    for row_block in 0..rows / BLOCK_ROWS {
+        let left = left[row_block * 2 * strip..].as_ptr();
+        for column_block in 0..columns / BLOCK_COLUMNS {
+            let right = (
+                right[2 * column_block * strip..].as_ptr(),
+                right[(2 * column_block + 1) * strip..].as_ptr(),
+            );
+            // SAFETY: `left` holds 2 × 2 × chunks tiles from this row block, each `right` 2 ×
+            // chunks; the 32 × 32 block written is inside `out` (the caller's promise).
+            unsafe {
+                block_product(
+                    left,
+                    strip * 2,
+                    right,
+                    chunks,
+                    out.add(row_block * BLOCK_ROWS * columns + column_block * BLOCK_COLUMNS),
+                    columns * 4,
+                );
+            }
+        }
     }
 }
 

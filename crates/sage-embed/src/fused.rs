@@ -147,13 +147,11 @@ impl AttentionJob<'_> {
         // this task's block of the output: its text's rows, its head's columns
         // SAFETY: the first row of this text, at its head's first column, is inside `out`
         let block = unsafe { self.context.at(first * hidden + q_at) };
-        let (scores, stride, scaled) = self.scores(rows, tokens, q_at, k_at, scratch);
+        let (scores, stride) = self.scores(rows, tokens, q_at, k_at, scratch);
         for i in 0..tokens {
             let row = &mut scores[i * stride..][..tokens];
-            if !scaled {
-                for s in row.iter_mut() {
-                    *s *= self.inverse_scale;
-                }
+            for s in row.iter_mut() {
+                *s *= self.inverse_scale;
             }
             if let Some(b) = self.bias {
                 let bias_row = &b.values[(head * b.span + i) * b.span..][..tokens];
@@ -207,8 +205,8 @@ impl AttentionJob<'_> {
         }
     }
 
-    /// The text's query–key products: row i of the result (at `stride`) holds query i's
-    /// `tokens` products, already times `inverse_scale` where the flag says so.
+    /// The text's query–key products, unscaled: row i of the result (at `stride`) holds
+    /// query i's `tokens` products.
     #[inline(always)]
     fn scores<'s>(
         &self,
@@ -217,7 +215,7 @@ impl AttentionJob<'_> {
         q_at: usize,
         k_at: usize,
         scratch: &'s mut HeadScratch,
-    ) -> (&'s mut [f32], usize, bool) {
+    ) -> (&'s mut [f32], usize) {
         let (width, head_dim) = (self.width, self.head_dim);
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if self.on_tiles && tokens > LOOP_MAX_TOKENS {
@@ -229,8 +227,7 @@ impl AttentionJob<'_> {
                 keys: k_at,
                 head_dim,
             };
-            let (scores, stride) = crate::amx::head_scores(input, &mut scratch.tiles);
-            return (scores, stride, false);
+            return crate::amx::head_scores(input, &mut scratch.tiles);
         }
         // every element is written below (loop or gemm with alpha 0), so a reused buffer
         // needs no zeroing (the zeroing was estimated at ~10% of attention at window length:
@@ -246,7 +243,7 @@ impl AttentionJob<'_> {
                     *score = dot(q, &rows[j * width + k_at..][..head_dim]);
                 }
             }
-            return (scores, tokens, false);
+            return (scores, tokens);
         }
         // SAFETY: the query block is rows × head_dim at row stride `width` from q_at, the key
         // block the same from k_at (read as its transpose), both inside `rows`; the
@@ -267,14 +264,14 @@ impl AttentionJob<'_> {
                 width as isize,
                 1,
                 0f32,
-                self.inverse_scale,
+                1f32,
                 false,
                 false,
                 false,
                 gemm::Parallelism::None,
             );
         }
-        (scores, tokens, true)
+        (scores, tokens)
     }
 }
 
