@@ -9,6 +9,14 @@ batches (the batches sage plans: longest first, ``--batch-tokens`` padded tokens
 text against the cores' measured float32 peak (a large matrix product in PyTorch on the same
 threads, best of 5: what the best BLAS reaches here, not the datasheet's).
 
+The two sides are timed in ``--rounds`` rounds, each round both suites (``--repeats`` timed runs
+per length each), the side that goes first alternating. Each round gives a ratio per length
+(sage's median run against sentence-transformers' in the same round); the table gives the
+median of those ratios and their range, beside each side's best and median over every run. On
+a shared machine whose speed moves by a third between minutes, only figures timed minutes apart
+can be set against each other: one sitting that ran sentence-transformers twenty minutes after
+sage measured its speed then, not its speed against sage's.
+
 Prints a markdown table and writes every figure to ``--out`` as JSON.
 
     python tests/python-reference/embedding_throughput.py --sage target/release/sage \\
@@ -20,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -101,11 +110,14 @@ def main():
     p.add_argument("--data-dir", default=os.environ.get("SAGE_DATA_DIR"))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--texts-per-length", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=3, help="rounds of both sides, alternating")
+    p.add_argument("--repeats", type=int, default=2, help="timed runs per length, per side and round")
     p.add_argument("--batch-tokens", type=int, default=8192)
     p.add_argument("--max-batch", type=int, default=128)
     p.add_argument("--out", default="results/embedding-throughput.json")
     args = p.parse_args()
+    if args.rounds < 1 or args.repeats < 1:
+        p.error("--rounds and --repeats must be at least 1")
 
     import sentence_transformers
     import torch
@@ -116,8 +128,10 @@ def main():
     peak = fma_peak_gflops(args.threads)
     options = {"texts_per_length": args.texts_per_length, "repeats": args.repeats}
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
-    rows, record = [], {
+    record = {
         "threads": args.threads,
+        "rounds": args.rounds,
+        "repeats_per_round": args.repeats,
         "fma_peak_gflops": peak,
         "torch": torch.__version__,
         "sentence_transformers": sentence_transformers.__version__,
@@ -125,14 +139,6 @@ def main():
     }
     for folder in args.models:
         name = Path(folder).name
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "sage.json"
-            subprocess.run(
-                [args.sage, "run", "throughput", "--similarity", folder, "--data-dir", args.data_dir,
-                 "--options", json.dumps(options), "--output", str(out)],
-                check=True, env=env, stdout=subprocess.DEVNULL,
-            )
-            sage = json.loads(out.read_text())["report"]
         model = sentence_transformers.SentenceTransformer(folder, device="cpu")
         encoder = sage_rs.Encoder(
             SageBatches(model, args.batch_tokens, args.max_batch),
@@ -142,43 +148,94 @@ def main():
                        or model.get_sentence_embedding_dimension)(),
             max_length=model.max_seq_length,
         )
-        st = sage_rs.run("throughput", encoder, data_dir=args.data_dir, cache=False, **options)
+
+        def run_sage():
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "sage.json"
+                subprocess.run(
+                    [args.sage, "run", "throughput", "--similarity", folder, "--data-dir",
+                     args.data_dir, "--options", json.dumps(options), "--output", str(out)],
+                    check=True, env=env, stdout=subprocess.DEVNULL,
+                )
+                return json.loads(out.read_text())["report"]
+
+        def run_st():
+            return sage_rs.run("throughput", encoder, data_dir=args.data_dir, cache=False, **options)
+
+        rounds = []
+        for r in range(args.rounds):
+            if r % 2 == 0:
+                sage = run_sage()
+                st = run_st()
+            else:
+                st = run_st()
+                sage = run_sage()
+            rounds.append({"sage": sage, "sentence_transformers": st})
+            print(f"{name}: round {r + 1} of {args.rounds} done", file=sys.stderr, flush=True)
         config = json.loads((Path(folder) / "config.json").read_text())
-        record["models"][name] = {"sage": sage, "sentence_transformers": st}
-        for s, t in zip(sage["lengths"], st["lengths"]):
-            assert s["length"] == t["length"] and s["texts"] == t["texts"], (s, t)
-            tokens_per_text = s["model_tokens"] / s["texts"]
-            bound = peak * 1e9 / flops_per_text(config, tokens_per_text)
-            rows.append((name, s, t, tokens_per_text, bound))
+        record["models"][name] = {"rounds": rounds, "config": config}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(record, indent=2))
-
-    print(f"threads {args.threads}; float32 peak {peak:.0f} GFLOP/s (torch.mm 2048², best of 5); "
-          f"torch {torch.__version__}, sentence-transformers {sentence_transformers.__version__}")
-    print("| model | length | texts | model tokens/text | sage texts/s best (median, spread) "
-          "| sentence-transformers texts/s best (median, spread) | sage ÷ ST (best, median) "
-          "| bound texts/s | sage of bound |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, s, t, tokens, bound in rows:
-        fig = lambda r: (f"{r['per_second']['best']:.1f} ({r['per_second']['median']:.1f}, "
-                         f"{100 * r['seconds']['spread']:.0f}%)")
-        ratio_best = s["per_second"]["best"] / t["per_second"]["best"]
-        ratio_median = s["per_second"]["median"] / t["per_second"]["median"]
-        print(f"| {name} | {s['length']} | {s['texts']} | {tokens:.0f} | {fig(s)} | {fig(t)} "
-              f"| {ratio_best:.2f}× ({ratio_median:.2f}×) | {bound:.0f} "
-              f"| {100 * s['per_second']['best'] / bound:.0f}% |")
-    print()
-    print("| model | mixed call texts | sage mixed s (parts s) | sentence-transformers mixed s (parts s) |")
-    print("|---|---:|---:|---:|")
-    for name, both in record["models"].items():
-        cells = []
-        for side in ("sage", "sentence_transformers"):
-            m = both[side].get("mixed")
-            cells.append("—" if m is None else
-                         f"{m['seconds']['median']:.2f} ({m['parts_median']:.2f})")
-        texts = (both["sage"].get("mixed") or {}).get("texts", "—")
-        print(f"| {name} | {texts} | {cells[0]} | {cells[1]} |")
+    print_tables(record)
     return 0
+
+
+def pooled(rounds, side, pick):
+    """Every run of one side over all rounds: (best, median, spread) of what ``pick`` selects
+    from a report (a length's or the mixed call's timing), as seconds."""
+    runs = sorted(t for r in rounds for t in pick(r[side])["seconds"]["runs"])
+    median = statistics.median(runs)
+    return runs[0], median, (runs[-1] - runs[0]) / median
+
+
+def print_tables(record):
+    peak = record["fma_peak_gflops"]
+    print(f"threads {record['threads']}; {record['rounds']} rounds × {record['repeats_per_round']} "
+          f"timed runs per length and side; float32 peak {peak:.0f} GFLOP/s (torch.mm 2048², "
+          f"best of 5); torch {record['torch']}, sentence-transformers "
+          f"{record['sentence_transformers']}")
+    print("| model | length | texts | model tokens/text | sage texts/s best (median, spread) "
+          "| sentence-transformers texts/s best (median, spread) | sage ÷ ST per round: median "
+          "(range) | bound texts/s | sage of bound |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, model in record["models"].items():
+        rounds = model["rounds"]
+        first = rounds[0]
+        for i, s in enumerate(first["sage"]["lengths"]):
+            t = first["sentence_transformers"]["lengths"][i]
+            assert s["length"] == t["length"] and s["texts"] == t["texts"], (s, t)
+            texts = s["texts"]
+            pick = lambda report, i=i: report["lengths"][i]
+            cells = []
+            for side in ("sage", "sentence_transformers"):
+                best, median, spread = pooled(rounds, side, pick)
+                cells.append(f"{texts / best:.1f} ({texts / median:.1f}, {100 * spread:.0f}%)")
+            ratios = sorted(
+                r["sentence_transformers"]["lengths"][i]["seconds"]["median"]
+                / r["sage"]["lengths"][i]["seconds"]["median"]
+                for r in rounds
+            )
+            tokens = s["model_tokens"] / texts
+            bound = peak * 1e9 / flops_per_text(model["config"], tokens)
+            sage_best = texts / pooled(rounds, "sage", pick)[0]
+            print(f"| {name} | {s['length']} | {texts} | {tokens:.0f} | {cells[0]} | {cells[1]} "
+                  f"| {statistics.median(ratios):.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f}) "
+                  f"| {bound:.0f} | {100 * sage_best / bound:.0f}% |")
+    print()
+    print("| model | mixed call texts | side | mixed ÷ parts per round: median (range) "
+          "| mixed s median (parts s) |")
+    print("|---|---:|---|---:|---:|")
+    for name, model in record["models"].items():
+        rounds = model["rounds"]
+        for side in ("sage", "sentence_transformers"):
+            mixed = [r[side].get("mixed") for r in rounds]
+            if any(m is None for m in mixed):
+                continue
+            ratios = sorted(x for m in mixed for x in m.get("over_parts", []))
+            parts = statistics.median(m["parts_median"] for m in mixed)
+            median_s = pooled(rounds, side, lambda report: report["mixed"])[1]
+            print(f"| {name} | {mixed[0]['texts']} | {side} | {statistics.median(ratios):.2f} "
+                  f"({ratios[0]:.2f}–{ratios[-1]:.2f}) | {median_s:.2f} ({parts:.2f}) |")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@
 //! - **Mixed lengths.** Every length's texts are also embedded in one call and set against the
 //!   sum of their separate calls: real inputs mix lengths, and a batch planner that pads them
 //!   together makes the mix slower than its parts.
+//! - **Timed in rounds.** Each round times every length, then the mixed call, and the mixed
+//!   call is set against the parts of its own round: on a shared host whose speed moves by a
+//!   third within minutes, runs timed apart compare the host's moods, not the calls.
 //! - **A bounded bill.** A remote model gets `remote_texts_per_length` texts per length, once,
 //!   and no warm-up: what the sample cost is in the report. `sage run throughput --plan` says
 //!   what it would send before anything is: a planning cache's `uncached` view counts every
@@ -244,6 +247,22 @@ pub struct Mixed {
     pub parts_best: f64,
     /// The lengths' median runs added up.
     pub parts_median: f64,
+    /// Each round's mixed call over the same round's lengths added up (below 1: the mix was
+    /// faster). Empty in a report written before rounds were paired.
+    #[serde(default)]
+    pub over_parts: Vec<f64>,
+    /// The median of `over_parts`.
+    #[serde(default)]
+    pub over_parts_median: Option<f64>,
+}
+
+impl Mixed {
+    /// The mixed call over its parts: the median of the paired rounds, or (a report written
+    /// before rounds were paired) the median call over the medians' sum.
+    pub fn over_parts(&self) -> f64 {
+        self.over_parts_median
+            .unwrap_or(self.seconds.median / self.parts_median.max(f64::MIN_POSITIVE))
+    }
 }
 
 /// What running a similarity costs on this host.
@@ -362,39 +381,53 @@ pub fn measure_model(
         }
         Ok(())
     };
-    let mut lengths = Vec::new();
-    for bucket in &buckets {
-        let texts: Vec<&str> = bucket.texts.iter().map(String::as_str).collect();
-        if !remote {
-            embed(&texts)?;
-        }
-        let runs = (0..repeats)
-            .map(|_| seconds(|| embed(&texts)))
-            .collect::<Result<Vec<f64>>>()?;
-        let model_tokens = timed
-            .count_tokens(&texts)
-            .map(|counts| counts.iter().sum::<usize>() as u64);
-        lengths.push(length_report(bucket, runs, model_tokens));
-    }
+    let texts: Vec<Vec<&str>> = buckets
+        .iter()
+        .map(|b| b.texts.iter().map(String::as_str).collect())
+        .collect();
     // a remote model is not sent the sample twice
-    let mixed = if remote || buckets.len() < 2 {
-        None
-    } else {
-        let all: Vec<&str> = buckets
-            .iter()
-            .flat_map(|b| b.texts.iter().map(String::as_str))
-            .collect();
-        embed(&all)?;
-        let runs = (0..repeats)
-            .map(|_| seconds(|| embed(&all)))
-            .collect::<Result<Vec<f64>>>()?;
-        Some(Mixed {
+    let all: Option<Vec<&str>> =
+        (!remote && buckets.len() > 1).then(|| texts.iter().flatten().copied().collect());
+    if !remote {
+        for call in texts.iter().chain(&all) {
+            embed(call)?;
+        }
+    }
+    // Round by round, every length then the mixed call: a run of each is timed within seconds
+    // of the others, so a host that slows down for a minute slows a round, not one length.
+    let mut runs = vec![Vec::with_capacity(repeats); texts.len()];
+    let mut mixed_runs = Vec::with_capacity(repeats);
+    let mut over_parts = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        for (call, times) in texts.iter().zip(&mut runs) {
+            times.push(seconds(|| embed(call))?);
+        }
+        if let Some(all) = &all {
+            let once = seconds(|| embed(all))?;
+            let parts: f64 = runs.iter().map(|times| times[times.len() - 1]).sum();
+            mixed_runs.push(once);
+            over_parts.push(once / parts.max(f64::MIN_POSITIVE));
+        }
+    }
+    let mut lengths = Vec::new();
+    for ((bucket, call), times) in buckets.iter().zip(&texts).zip(runs) {
+        let model_tokens = timed
+            .count_tokens(call)
+            .map(|counts| counts.iter().sum::<usize>() as u64);
+        lengths.push(length_report(bucket, times, model_tokens));
+    }
+    let mixed = all.map(|all| {
+        let mut sorted = over_parts.clone();
+        sorted.sort_by(f64::total_cmp);
+        Mixed {
             texts: all.len(),
-            seconds: Timing::of(runs),
+            seconds: Timing::of(mixed_runs),
             parts_best: lengths.iter().map(|l| l.seconds.best).sum(),
             parts_median: lengths.iter().map(|l| l.seconds.median).sum(),
-        })
-    };
+            over_parts_median: Some(percentile(&sorted, 50.0)),
+            over_parts,
+        }
+    });
     let short = &buckets[0].texts;
     let calls = if remote {
         options.latency_calls.min(options.remote_texts_per_length)

@@ -144,14 +144,27 @@ fn a_model_is_run_once_unmeasured_then_timed_at_each_length() {
     }
     // the window's texts are cut by the model: it reads at most its window of each
     assert!(report.lengths[2].model_tokens.unwrap() <= 12 * 256);
-    // 3 lengths x (1 unmeasured + 3 timed) calls of 12 texts, the 36 together (1 unmeasured
-    // + 3 timed), then 5 single-text calls
+    // each of the 3 lengths' 12 texts then the 36 together: once unmeasured, then 3 timed
+    // rounds; then 5 single-text calls
     let calls = model.calls.lock().unwrap().clone();
-    assert_eq!(calls, [[12; 12].as_slice(), &[36; 4], &[1; 5]].concat());
+    let round = [12, 12, 12, 36];
+    assert_eq!(
+        calls,
+        [&round[..], &round, &round, &round, &[1; 5]].concat()
+    );
     let mixed = report.mixed.unwrap();
     assert_eq!((mixed.texts, mixed.seconds.runs.len()), (36, 3));
     let parts: f64 = report.lengths.iter().map(|l| l.seconds.best).sum();
     assert!((mixed.parts_best - parts).abs() < 1e-12);
+    // each round's mixed call is set against the lengths timed in the same round
+    assert_eq!(mixed.over_parts.len(), 3);
+    for (r, ratio) in mixed.over_parts.iter().enumerate() {
+        let round_parts: f64 = report.lengths.iter().map(|l| l.seconds.runs[r]).sum();
+        assert!((ratio - mixed.seconds.runs[r] / round_parts).abs() < 1e-9);
+    }
+    let mut sorted = mixed.over_parts.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(mixed.over_parts(), sorted[1]);
     let latency = report.latency.unwrap();
     assert_eq!(latency.calls, 5);
     assert!(latency.p50_ms <= latency.p95_ms && latency.p95_ms <= latency.max_ms);

@@ -56,7 +56,7 @@ pub(super) fn cost_table(files: &[ResultFile], view: &CostView, sink: &mut Sink)
         }
         let mixed = throughput.and_then(|(f, r)| {
             let m = r.mixed.as_ref()?;
-            let ratio = m.seconds.median / m.parts_median;
+            let ratio = m.over_parts();
             sink.cell(f, "", "mixed over parts", Some(ratio));
             Some(format!("{ratio:.2}"))
         });
