@@ -113,7 +113,12 @@ pub(crate) fn fused_attention(
     tasks
         .into_par_iter()
         .for_each_init(HeadScratch::default, |scratch, task| {
-            with_wide_vectors(|| job.run(task, scratch))
+            // inline(always): only code inlined into `with_wide_vectors`' AVX-512 copy is
+            // compiled for AVX-512; a closure left as its own function ran on AVX2
+            with_wide_vectors(
+                #[inline(always)]
+                || job.run(task, scratch),
+            )
         });
     drop(storage);
     Tensor::from_vec(out, (total, hidden), &Device::Cpu)
@@ -529,11 +534,15 @@ impl InplaceOp1 for Epilogue<'_> {
             .par_chunks_mut(width * ROWS_PER_TASK)
             .enumerate()
             .for_each(|(task, rows)| {
-                with_wide_vectors(|| {
-                    for (i, row) in rows.chunks_exact_mut(width).enumerate() {
-                        self.row(row, task * ROWS_PER_TASK + i);
-                    }
-                })
+                // inline(always): see fused_attention
+                with_wide_vectors(
+                    #[inline(always)]
+                    || {
+                        for (i, row) in rows.chunks_exact_mut(width).enumerate() {
+                            self.row(row, task * ROWS_PER_TASK + i);
+                        }
+                    },
+                )
             });
         Ok(())
     }
