@@ -19,8 +19,8 @@
 //! - **Mixed lengths.** Every length's texts are also embedded in one call and set against the
 //!   sum of their separate calls: real inputs mix lengths, and a batch planner that pads them
 //!   together makes the mix slower than its parts.
-//! - **Timed in rounds.** Each round times every length, then the mixed call, and the mixed
-//!   call is set against the parts of its own round: on a shared host whose speed moves by a
+//! - **Timed in rounds.** Each round times every length and the mixed call (last in even
+//!   rounds, first in odd ones), and the mixed call is set against the parts of its own round: on a shared host whose speed moves by a
 //!   third within minutes, runs timed apart compare the host's moods, not the calls.
 //! - **A bounded bill.** A remote model gets `remote_texts_per_length` texts per length, once,
 //!   and no warm-up: what the sample cost is in the report. `sage run throughput --plan` says
@@ -393,17 +393,25 @@ pub fn measure_model(
             embed(call)?;
         }
     }
-    // Round by round, every length then the mixed call: a run of each is timed within seconds
+    // Round by round, every length and the mixed call: a run of each is timed within seconds
     // of the others, so a host that slows down for a minute slows a round, not one length.
+    // The mixed call goes last in even rounds and first in odd ones, so that neither side of
+    // "mixed ÷ parts" is always the one timed on warmer caches.
     let mut runs = vec![Vec::with_capacity(repeats); texts.len()];
     let mut mixed_runs = Vec::with_capacity(repeats);
     let mut over_parts = Vec::with_capacity(repeats);
-    for _ in 0..repeats {
+    for round in 0..repeats {
+        let mixed_first = round % 2 == 1;
+        let time_mixed = || all.as_ref().map(|all| seconds(|| embed(all))).transpose();
+        let early = if mixed_first { time_mixed()? } else { None };
         for (call, times) in texts.iter().zip(&mut runs) {
             times.push(seconds(|| embed(call))?);
         }
-        if let Some(all) = &all {
-            let once = seconds(|| embed(all))?;
+        let once = match early {
+            Some(once) => Some(once),
+            None => time_mixed()?,
+        };
+        if let Some(once) = once {
             let parts: f64 = runs.iter().map(|times| times[times.len() - 1]).sum();
             mixed_runs.push(once);
             over_parts.push(once / parts.max(f64::MIN_POSITIVE));
