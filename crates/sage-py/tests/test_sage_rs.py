@@ -342,12 +342,17 @@ def test_throughput_times_a_python_encoder_through_its_own_encode_call():
         texts_per_length=5, repeats=2, latency_calls=3,
     )
     assert [l["length"] for l in report["lengths"]] == ["short", "medium", "window"]
-    # per length: one unmeasured call and two timed ones of 5 texts; then all three lengths'
-    # texts in one call (one unmeasured, two timed); then 3 single-text calls (after whatever
-    # call told the encoder's width)
+    # each length's 5 texts, then all three lengths' 15 in one call: once unmeasured, then two
+    # timed rounds, the mixed call first in the second; then 3 single-text calls (after
+    # whatever call told the encoder's width)
     sizes = [n for _, n in model.calls]
-    assert sizes[-15:] == [5] * 9 + [15] * 3 + [1] * 3, sizes
-    assert report["mixed"]["texts"] == 15 and len(report["mixed"]["seconds"]["runs"]) == 2
+    assert sizes[-15:] == [5, 5, 5, 15] * 2 + [15, 5, 5, 5] + [1] * 3, sizes
+    mixed = report["mixed"]
+    assert mixed["texts"] == 15 and len(mixed["seconds"]["runs"]) == 2
+    # each round's mixed call against that round's lengths
+    for r, ratio in enumerate(mixed["over_parts"]):
+        parts = sum(l["seconds"]["runs"][r] for l in report["lengths"])
+        assert abs(ratio - mixed["seconds"]["runs"][r] / parts) < 1e-9
     assert all(l["per_second"]["best"] > 0 for l in report["lengths"])
     # a Python encoder cannot count its tokens: no rate per token is made up for it
     assert all(l["tokens_per_second"] is None for l in report["lengths"])
