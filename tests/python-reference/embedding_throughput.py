@@ -206,10 +206,9 @@ def print_tables(record):
             assert s["length"] == t["length"] and s["texts"] == t["texts"], (s, t)
             texts = s["texts"]
             pick = lambda report, i=i: report["lengths"][i]
-            cells = []
-            for side in ("sage", "sentence_transformers"):
-                best, median, spread = pooled(rounds, side, pick)
-                cells.append(f"{texts / best:.1f} ({texts / median:.1f}, {100 * spread:.0f}%)")
+            sides = [pooled(rounds, side, pick) for side in ("sage", "sentence_transformers")]
+            cells = [f"{texts / best:.1f} ({texts / median:.1f}, {100 * spread:.0f}%)"
+                     for best, median, spread in sides]
             ratios = sorted(
                 r["sentence_transformers"]["lengths"][i]["seconds"]["median"]
                 / r["sage"]["lengths"][i]["seconds"]["median"]
@@ -217,7 +216,7 @@ def print_tables(record):
             )
             tokens = s["model_tokens"] / texts
             bound = peak * 1e9 / flops_per_text(model["config"], tokens)
-            sage_best = texts / pooled(rounds, "sage", pick)[0]
+            sage_best = texts / sides[0][0]
             print(f"| {name} | {s['length']} | {texts} | {tokens:.0f} | {cells[0]} | {cells[1]} "
                   f"| {statistics.median(ratios):.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f}) "
                   f"| {bound:.0f} | {100 * sage_best / bound:.0f}% |")

@@ -20,8 +20,9 @@
 //!   sum of their separate calls: real inputs mix lengths, and a batch planner that pads them
 //!   together makes the mix slower than its parts.
 //! - **Timed in rounds.** Each round times every length and the mixed call (last in even
-//!   rounds, first in odd ones), and the mixed call is set against the parts of its own round: on a shared host whose speed moves by a
-//!   third within minutes, runs timed apart compare the host's moods, not the calls.
+//!   rounds, first in odd ones), and the mixed call is set against the parts of its own round:
+//!   on a shared host whose speed moves by a third within minutes, runs timed apart compare the
+//!   host's moods, not the calls.
 //! - **A bounded bill.** A remote model gets `remote_texts_per_length` texts per length, once,
 //!   and no warm-up: what the sample cost is in the report. `sage run throughput --plan` says
 //!   what it would send before anything is: a planning cache's `uncached` view counts every
@@ -251,17 +252,18 @@ pub struct Mixed {
     /// faster). Empty in a report written before rounds were paired.
     #[serde(default)]
     pub over_parts: Vec<f64>,
-    /// The median of `over_parts`.
-    #[serde(default)]
-    pub over_parts_median: Option<f64>,
 }
 
 impl Mixed {
     /// The mixed call over its parts: the median of the paired rounds, or (a report written
     /// before rounds were paired) the median call over the medians' sum.
     pub fn over_parts(&self) -> f64 {
-        self.over_parts_median
-            .unwrap_or(self.seconds.median / self.parts_median.max(f64::MIN_POSITIVE))
+        if self.over_parts.is_empty() {
+            return self.seconds.median / self.parts_median.max(f64::MIN_POSITIVE);
+        }
+        let mut sorted = self.over_parts.clone();
+        sorted.sort_by(f64::total_cmp);
+        percentile(&sorted, 50.0)
     }
 }
 
@@ -400,17 +402,16 @@ pub fn measure_model(
     let mut runs = vec![Vec::with_capacity(repeats); texts.len()];
     let mut mixed_runs = Vec::with_capacity(repeats);
     let mut over_parts = Vec::with_capacity(repeats);
+    let time_mixed = || all.as_ref().map(|all| seconds(|| embed(all))).transpose();
     for round in 0..repeats {
         let mixed_first = round % 2 == 1;
-        let time_mixed = || all.as_ref().map(|all| seconds(|| embed(all))).transpose();
-        let early = if mixed_first { time_mixed()? } else { None };
+        let mut once = if mixed_first { time_mixed()? } else { None };
         for (call, times) in texts.iter().zip(&mut runs) {
             times.push(seconds(|| embed(call))?);
         }
-        let once = match early {
-            Some(once) => Some(once),
-            None => time_mixed()?,
-        };
+        if !mixed_first {
+            once = time_mixed()?;
+        }
         if let Some(once) = once {
             let parts: f64 = runs.iter().map(|times| times[times.len() - 1]).sum();
             mixed_runs.push(once);
@@ -424,17 +425,12 @@ pub fn measure_model(
             .map(|counts| counts.iter().sum::<usize>() as u64);
         lengths.push(length_report(bucket, times, model_tokens));
     }
-    let mixed = all.map(|all| {
-        let mut sorted = over_parts.clone();
-        sorted.sort_by(f64::total_cmp);
-        Mixed {
-            texts: all.len(),
-            seconds: Timing::of(mixed_runs),
-            parts_best: lengths.iter().map(|l| l.seconds.best).sum(),
-            parts_median: lengths.iter().map(|l| l.seconds.median).sum(),
-            over_parts_median: Some(percentile(&sorted, 50.0)),
-            over_parts,
-        }
+    let mixed = all.map(|all| Mixed {
+        texts: all.len(),
+        seconds: Timing::of(mixed_runs),
+        parts_best: lengths.iter().map(|l| l.seconds.best).sum(),
+        parts_median: lengths.iter().map(|l| l.seconds.median).sum(),
+        over_parts,
     });
     let short = &buckets[0].texts;
     let calls = if remote {
