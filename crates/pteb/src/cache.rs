@@ -48,7 +48,9 @@ impl ParaphraseCache {
             broken: "move it aside or pass another --paraphrase-cache".into(),
             in_use: "run one at a time, or pass another --paraphrase-cache".into(),
         };
-        let db = sage_cache::open(&path, &remedy)?;
+        // a dropped last commit ([`sage_cache::Opened::rolled_back`]) costs only paraphrases
+        // asked again: this cache keeps no corruption count to report it in
+        let db = sage_cache::open(&path, &remedy)?.database;
         Ok(ParaphraseCache {
             db,
             path,

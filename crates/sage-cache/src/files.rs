@@ -82,6 +82,18 @@ pub struct CacheMerge {
     pub corrupt_skipped: u64,
 }
 
+// redb's file header (format 3, redb 3.x: `tree_store/page_store/header.rs`), read here before
+// redb trusts it: the magic number, the god byte's flags, and the two commit slots.
+const MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+const GOD_BYTE: usize = MAGIC.len();
+const PRIMARY_BIT: u8 = 1;
+const RECOVERY_REQUIRED: u8 = 2;
+const TWO_PHASE_COMMIT: u8 = 4;
+const SLOT_0: usize = 64;
+const SLOT_SIZE: usize = 128;
+const SLOT_CHECKSUM: usize = SLOT_SIZE - 16;
+const FORMAT_VERSION: u8 = 3;
+
 /// Why the redb file at `path` must not be opened as it stands, or `None` when it may be.
 ///
 /// redb trusts a cleanly closed file's commit slot without checking its checksum (it checks the
@@ -95,15 +107,6 @@ pub struct CacheMerge {
 /// I/O error.
 pub fn redb_header_damage(path: &std::path::Path) -> Option<String> {
     use std::io::Read;
-    const MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
-    const GOD_BYTE: usize = MAGIC.len();
-    const PRIMARY_BIT: u8 = 1;
-    const RECOVERY_REQUIRED: u8 = 2;
-    const SLOT_0: usize = 64;
-    const SLOT_SIZE: usize = 128;
-    const SLOT_CHECKSUM: usize = SLOT_SIZE - 16;
-    const FORMAT_VERSION: u8 = 3;
-
     let mut header = [0u8; SLOT_0 + 2 * SLOT_SIZE];
     let mut file = std::fs::File::open(path).ok()?;
     file.read_exact(&mut header).ok()?;
@@ -126,6 +129,100 @@ pub fn redb_header_damage(path: &std::path::Path) -> Option<String> {
             SLOT_0 + (primary + 1) * SLOT_SIZE
         )
     })
+}
+
+/// How [`mark_for_full_check`] found a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marked {
+    /// No redb file there (missing, too short, another format): redb creates or refuses it.
+    NotRedb,
+    /// Its last writer closed it cleanly; now marked.
+    Closed,
+    /// A writer left it open (killed), so redb recovers it anyway; now marked (or already was).
+    LeftOpen,
+    /// Another process holds it (a writer, or a sibling reading it for a moment): nothing was
+    /// written.
+    Busy,
+}
+
+/// Marks the redb file at `path` the way a writer killed mid-commit leaves it (recovery
+/// required, the last commit not two-phase), so that redb's next read-write open checks every
+/// page against the checksum its parent holds, from the roots down, before it follows a pointer
+/// in it, and goes back to the commit before when the last one fails.
+///
+/// redb trusts a cleanly closed file's pages. A damaged branch page can name itself, or an
+/// ancestor, as its child; redb's tree walks then recurse until the stack overflows, which
+/// aborts the process where no panic can be caught (found by the cache fuzz target, in a
+/// `widths` table). Forcing the recovery costs one read of the file at open, what redb does
+/// after every crash anyway. The file is locked (as redb locks it) while its header byte is
+/// rewritten, so a process holding it is never written under.
+pub fn mark_for_full_check(path: &std::path::Path) -> std::io::Result<Marked> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Marked::NotRedb),
+        Err(e) => return Err(e),
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(Marked::Busy),
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    let mut head = [0u8; GOD_BYTE + 1];
+    if file.read_exact(&mut head).is_err() || head[..MAGIC.len()] != MAGIC {
+        return Ok(Marked::NotRedb);
+    }
+    let god = head[GOD_BYTE];
+    let found = if god & RECOVERY_REQUIRED != 0 {
+        Marked::LeftOpen
+    } else {
+        Marked::Closed
+    };
+    let marked = (god | RECOVERY_REQUIRED) & !TWO_PHASE_COMMIT;
+    if marked != god {
+        file.seek(SeekFrom::Start(GOD_BYTE as u64))?;
+        file.write_all(&[marked])?;
+    }
+    // the lock goes with the file handle
+    Ok(found)
+}
+
+/// Test damage: rewrites each leaf page of the redb file at `path` whose bytes contain `needle`
+/// (the live one and any stale copy an earlier commit left) into a branch page whose only child
+/// is the page itself, the damage that sent redb's tree walks into endless recursion. Returns
+/// how many pages were rewritten. Only for files of one region (a few MB), the ones tests write.
+#[cfg(any(test, feature = "test-damage"))]
+pub fn point_leaves_at_themselves(path: &std::path::Path, needle: &[u8]) -> std::io::Result<usize> {
+    const LEAF: u8 = 1;
+    const BRANCH: u8 = 2;
+    let mut bytes = std::fs::read(path)?;
+    let field = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    // after the magic number and god byte, two bytes of padding, then the page size and the
+    // region header's pages (`header.rs`)
+    let page_size = field(GOD_BYTE + 3) as usize;
+    let region_header_pages = field(GOD_BYTE + 7) as usize;
+    // the super-header fills the first page; region 0's header pages follow it
+    let first_data_page = page_size * (1 + region_header_pages);
+    let pages: Vec<usize> = (first_data_page..bytes.len().saturating_sub(page_size - 1))
+        .step_by(page_size)
+        .filter(|&at| {
+            let page = &bytes[at..at + page_size];
+            page[0] == LEAF && page.windows(needle.len()).any(|w| w == needle)
+        })
+        .collect();
+    for &at in &pages {
+        let own_number = ((at - first_data_page) / page_size) as u64; // region 0, order 0
+        let page = &mut bytes[at..at + page_size];
+        page.fill(0);
+        page[0] = BRANCH; // no keys: one child, whose checksum (16 bytes at 8) stays zero
+        page[24..32].copy_from_slice(&own_number.to_le_bytes());
+    }
+    std::fs::write(path, &bytes)?;
+    Ok(pages.len())
 }
 
 #[cfg(test)]

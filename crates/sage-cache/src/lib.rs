@@ -7,7 +7,9 @@
 //! - [`cache_dir`]: the folder, one variable (`SAGE_CACHE_DIR`) moving every cache of a cluster
 //!   run to shared storage.
 //! - [`open`]: a file opened for writing, its folder created, a damaged header refused before
-//!   redb reads it ([`redb_header_damage`]: redb would otherwise abort the process), a sibling's
+//!   redb reads it ([`redb_header_damage`]: redb would otherwise abort the process), every page
+//!   checked against its checksum before redb follows a pointer in it ([`mark_for_full_check`]:
+//!   a damaged page naming itself as its child sent redb into endless recursion), a sibling's
 //!   momentary read lock waited out ([`open_when_free`]), and a redb panic on a structurally
 //!   broken file turned into an error ([`guarded`]). Every failure names the file and what the
 //!   user can do ([`Remedy`]).
@@ -24,7 +26,12 @@
 mod files;
 mod store;
 
+#[cfg(any(test, feature = "test-damage"))]
+pub use files::point_leaves_at_themselves;
 pub use files::{
-    cache_dir, open_when_free, redb_header_damage, sibling_caches, CacheMerge, CACHE_OPEN_PATIENCE,
+    cache_dir, mark_for_full_check, open_when_free, redb_header_damage, sibling_caches, CacheMerge,
+    Marked, CACHE_OPEN_PATIENCE,
 };
-pub use store::{guarded, open, read_siblings, CacheError, Remedy};
+pub use store::{
+    guarded, open, open_checked, read_siblings, CacheError, Opened, Remedy, ROLLED_BACK,
+};

@@ -5,10 +5,15 @@
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use redb::{Database, DatabaseError, ReadOnlyDatabase};
 
-use crate::{open_when_free, redb_header_damage, sibling_caches, CACHE_OPEN_PATIENCE};
+use crate::{
+    mark_for_full_check, open_when_free, redb_header_damage, sibling_caches, Marked,
+    CACHE_OPEN_PATIENCE,
+};
 
 /// What a user can do about a cache file that cannot be used, as each kind of cache says it
 /// (its own flags).
@@ -67,11 +72,56 @@ pub fn guarded<T, E: From<CacheError>>(
     })
 }
 
+/// A cache file opened by [`open`] or [`open_checked`].
+#[derive(Debug)]
+pub struct Opened {
+    /// The database, open for writing.
+    pub database: Database,
+    /// The file had been closed cleanly, yet its last commit failed its checksums (it was
+    /// damaged since), so redb went back to the commit before it: what the last commit stored is
+    /// gone, and is computed again when next needed. A killed writer's half-written last commit
+    /// is dropped the same way, and is not reported: that is recovery, not damage.
+    pub rolled_back: bool,
+}
+
+/// What a cache says of a file whose last commit was dropped ([`Opened::rolled_back`]).
+pub const ROLLED_BACK: &str = "the file's last commit failed its checksums (the file was damaged \
+     after it was closed): redb went back to the commit before it, and what the last one stored \
+     is computed again when next needed";
+
+/// The redb file at `path` opened for writing (created if missing), every page checked against
+/// its checksum before redb follows a pointer in it ([`mark_for_full_check`]). The errors are
+/// redb's; a file another process holds is `DatabaseAlreadyOpen`. [`open`] adds the folder, the
+/// header check, the wait for a sibling's read and the words a user can act on; `sage cache
+/// verify` and `repair` call this directly.
+pub fn open_checked(path: &Path) -> Result<Opened, DatabaseError> {
+    let found =
+        mark_for_full_check(path).map_err(|e| DatabaseError::Storage(redb::StorageError::Io(e)))?;
+    if found == Marked::Busy {
+        return Err(DatabaseError::DatabaseAlreadyOpen);
+    }
+    let last_commit_failed = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&last_commit_failed);
+    let database = redb::Builder::new()
+        .set_repair_callback(move |session| {
+            // redb reports 0.3 only when the last commit failed its checksums, just before it
+            // goes back to the one before (`Database::do_repair`, redb 3)
+            if (0.2..0.4).contains(&session.progress()) {
+                flag.store(true, Ordering::Relaxed);
+            }
+        })
+        .create(path)?;
+    Ok(Opened {
+        database,
+        rolled_back: found == Marked::Closed && last_commit_failed.load(Ordering::Relaxed),
+    })
+}
+
 /// The cache file at `path` opened for writing (created, with its folder, if missing). A
-/// damaged header is refused before redb reads it ([`redb_header_damage`]), a sibling's
-/// momentary read lock is waited out ([`open_when_free`]), and a redb panic becomes an error
-/// ([`guarded`]).
-pub fn open(path: &Path, remedy: &Remedy) -> Result<Database, CacheError> {
+/// damaged header is refused before redb reads it ([`redb_header_damage`]), every page is
+/// checked before redb trusts it ([`open_checked`]), a sibling's momentary read lock is waited
+/// out ([`open_when_free`]), and a redb panic becomes an error ([`guarded`]).
+pub fn open(path: &Path, remedy: &Remedy) -> Result<Opened, CacheError> {
     open_within(path, remedy, CACHE_OPEN_PATIENCE)
 }
 
@@ -81,7 +131,7 @@ fn open_within(
     path: &Path,
     remedy: &Remedy,
     patience: std::time::Duration,
-) -> Result<Database, CacheError> {
+) -> Result<Opened, CacheError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| CacheError::new(path, format!("cannot create folder: {e}")))?;
@@ -92,7 +142,7 @@ fn open_within(
         }
         open_when_free(
             patience,
-            || Database::create(path),
+            || open_checked(path),
             |e| matches!(e, DatabaseError::DatabaseAlreadyOpen),
         )
         .map_err(|e| match e {
@@ -100,6 +150,9 @@ fn open_within(
                 path,
                 format!("in use by another process ({})", remedy.in_use),
             ),
+            corrupted @ DatabaseError::Storage(redb::StorageError::Corrupted(_)) => {
+                CacheError::new(path, format!("{corrupted}; {}", remedy.broken))
+            }
             other => CacheError::new(path, other),
         })
     })
@@ -134,7 +187,7 @@ pub fn read_siblings(
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, TableDefinition};
+    use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
     use super::*;
 
@@ -159,7 +212,7 @@ mod tests {
     fn opening_names_the_file_and_the_remedy() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("deep/er/cache.redb");
-        let db = open(&path, &remedy()).unwrap();
+        let db = open(&path, &remedy()).unwrap().database;
         put(&db, "a", 1);
         let busy = open_within(&path, &remedy(), std::time::Duration::ZERO).unwrap_err();
         assert_eq!(busy.path, path);
@@ -183,6 +236,56 @@ mod tests {
         assert!(damaged.to_string().starts_with(&path.display().to_string()));
     }
 
+    /// A leaf page rewritten into a branch naming itself as its child: redb, trusting the
+    /// cleanly closed file, recursed until the stack overflowed and the process aborted (the
+    /// cache fuzz target's crash). Checked at open, the page fails its checksum, and the file is
+    /// refused with the remedy; the entries read fine before the damage.
+    #[test]
+    fn a_page_that_names_itself_as_its_child_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.redb");
+        {
+            let db = open(&path, &remedy()).unwrap().database;
+            put(&db, "needle-key", 7);
+            let txn = db.begin_read().unwrap();
+            let table = txn.open_table(TABLE).unwrap();
+            assert_eq!(table.iter().unwrap().count(), 1);
+        }
+        assert!(crate::point_leaves_at_themselves(&path, b"needle-key").unwrap() >= 1);
+        let refused = open(&path, &remedy()).expect_err("the damaged file is refused");
+        assert_eq!(refused.path, path);
+        assert!(
+            refused.message.contains("corrupted") && refused.message.ends_with("move it aside"),
+            "{refused}"
+        );
+    }
+
+    /// A file closed cleanly and opened again keeps every entry: the check at open rebuilds
+    /// nothing a user sees, and reports no rollback.
+    #[test]
+    fn a_sound_file_opens_with_its_entries_and_no_rollback() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.redb");
+        for (round, key) in ["a", "b", "c"].iter().enumerate() {
+            let opened = open(&path, &remedy()).unwrap();
+            assert!(!opened.rolled_back);
+            put(&opened.database, key, round as u64);
+        }
+        let opened = open(&path, &remedy()).unwrap();
+        assert!(!opened.rolled_back);
+        let txn = opened.database.begin_read().unwrap();
+        let table = txn.open_table(TABLE).unwrap();
+        let entries: Vec<(String, u64)> = table
+            .iter()
+            .unwrap()
+            .map(|e| {
+                let (k, v) = e.unwrap();
+                (k.value().to_owned(), v.value())
+            })
+            .collect();
+        assert_eq!(entries, [("a".into(), 0), ("b".into(), 1), ("c".into(), 2)]);
+    }
+
     #[test]
     fn a_panic_inside_becomes_the_broken_file_error() {
         let path = Path::new("x.redb");
@@ -204,9 +307,9 @@ mod tests {
             .iter()
             .enumerate()
         {
-            put(&open(&at(name), &remedy()).unwrap(), "k", i as u64);
+            put(&open(&at(name), &remedy()).unwrap().database, "k", i as u64);
         }
-        let held = open(&at("c.shard-2.redb"), &remedy()).unwrap();
+        let held = open(&at("c.shard-2.redb"), &remedy()).unwrap().database;
         put(&held, "k", 2);
         std::fs::write(at("c.shard-4.redb"), vec![0u8; 64]).unwrap();
         let mut seen = Vec::new();

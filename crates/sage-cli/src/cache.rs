@@ -16,7 +16,8 @@ pub enum CacheCommand {
         #[arg(long)]
         cache: Option<PathBuf>,
     },
-    /// Verify, run redb's integrity check, and remove corrupt entries (they are recomputed when
+    /// Verify, with every page checked against its checksum (a damaged last commit is dropped
+    /// for the one before: `rolled_back`), and remove corrupt entries (they are recomputed when
     /// next needed); a file that cannot be read at all is moved aside (`*.broken-<time>.redb`)
     /// so that the next run starts a new cache. Prints what was done as one JSON object.
     Repair {

@@ -339,11 +339,11 @@ impl<E: Embedder> CachedEmbedder<E> {
     pub fn open(inner: E, path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_owned();
         // a sibling's momentary read lock (see `reading_siblings`) is waited out
-        let db = sage_cache::open(&path, &remedy(&path))?;
+        let opened = sage_cache::open(&path, &remedy(&path))?;
         let tag = model_tag(inner.identity());
-        Ok(CachedEmbedder {
+        let cache = CachedEmbedder {
             inner,
-            db: Some(db),
+            db: Some(opened.database),
             path,
             chunk: 256,
             hits: AtomicU64::new(0),
@@ -356,7 +356,11 @@ impl<E: Embedder> CachedEmbedder<E> {
             planner: None,
             plan_bypass: None,
             tag,
-        })
+        };
+        if opened.rolled_back {
+            cache.note_corrupt(sage_cache::ROLLED_BACK.into());
+        }
+        Ok(cache)
     }
 
     /// A planning cache: texts found are returned as usual, texts not found are counted (once

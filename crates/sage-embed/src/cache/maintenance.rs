@@ -35,6 +35,10 @@ pub struct CacheCheck {
     /// current table) only when their width agrees with their model's; their model cannot be
     /// known offline.
     pub untagged_older_entries: u64,
+    /// Repair: the last commit failed its checksums (the file was damaged after it was closed)
+    /// and was dropped, redb going back to the commit before it; what it stored is recomputed
+    /// when next needed. Verifying reports such a file as damaged instead.
+    pub rolled_back: bool,
     /// Repair: corrupt entries removed (they are recomputed when next needed).
     pub removed: u64,
     /// Repair: the file could not be read and was moved here; the next run starts a new cache.
@@ -44,9 +48,10 @@ pub struct CacheCheck {
 /// The entries of the v1 (unchecksummed) table, which this version never reads.
 pub(super) const OLD_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("embeddings-v1");
 
-/// Checks every entry of the cache file at `path` offline (`sage cache verify`); with `repair`,
-/// also runs redb's integrity check, removes the corrupt entries, and moves a file that cannot
-/// be read at all aside (`sage cache repair`). Without `repair` nothing is written.
+/// Checks every page and every entry of the cache file at `path` offline (`sage cache
+/// verify`); with `repair`, also drops a damaged last commit for the one before, removes the
+/// corrupt entries, and moves a file that cannot be read at all aside (`sage cache repair`).
+/// Without `repair` nothing is written.
 pub fn check_cache(path: &Path, repair: bool) -> Result<CacheCheck> {
     if !path.is_file() {
         return Err(cache_error(path, "no such cache file"));
@@ -99,19 +104,15 @@ pub(super) fn inspect_cache(path: &Path, repair: bool) -> std::result::Result<Ca
         return verify_a_copy(path, &unread);
     }
     refuse_damaged(path).map_err(Unread::Broken)?;
-    let mut db = Database::open(path).map_err(unread)?;
-    db.check_integrity().map_err(|e| {
-        let error = cache_error(path, format!("integrity check: {e}"));
-        if corrupted(&e) {
-            Unread::Broken(error)
-        } else {
-            Unread::Other(error)
-        }
-    })?;
+    // every page is checked at open, as redb's integrity check would, and a damaged last
+    // commit dropped for the one before it
+    let opened = sage_cache::open_checked(path).map_err(unread)?;
+    let db = opened.database;
     let (mut check, bad_keys) = {
         let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
         read_entries(path, &txn)?
     };
+    check.rolled_back = opened.rolled_back;
     if !bad_keys.is_empty() {
         let txn = db.begin_write().map_err(|e| cache_error(path, e))?;
         {
@@ -154,7 +155,8 @@ pub(super) fn read_widths(
 }
 
 /// [`check_cache`] without repair: the file is only read, into a copy in the temporary folder,
-/// which is opened, checked and removed. So verifying changes no byte of the file (opening it
+/// which is opened (every page checked, [`sage_cache::open_checked`]), read and removed. So
+/// verifying changes no byte of the file (opening it
 /// in place writes redb's allocator state on close, and recovers a file a killed run left open)
 /// and works on a file the user may only read. redb's read-only mode is not used: on a damaged
 /// file it sizes a read from the damaged bytes (an 8 GB allocation, found by the cache fuzz
@@ -187,7 +189,15 @@ pub(super) fn verify_a_copy(
     // the copy is removed when `_removed` drops, after the check
     (|| {
         refuse_damaged_as(&copy, path).map_err(Unread::Broken)?;
-        let db = Database::open(&copy).map_err(unread)?;
+        let opened = sage_cache::open_checked(&copy).map_err(unread)?;
+        if opened.rolled_back {
+            return Err(Unread::Broken(cache_error(
+                path,
+                "its last commit fails its checksums (the file was damaged after it was \
+                 closed); `sage cache repair` goes back to the commit before it",
+            )));
+        }
+        let db = opened.database;
         let txn = db.begin_read().map_err(|e| cache_error(path, e))?;
         let (check, _) = read_entries(path, &txn)?;
         drop(txn);

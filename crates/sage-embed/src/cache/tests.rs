@@ -308,6 +308,20 @@ fn a_damaged_header_does_not_panic_when_the_cache_closes() {
     assert!(closed.is_ok(), "a panic escaped the cache");
 }
 
+/// The texts the damage tests cache.
+const THREE: [&str; 3] = ["one", "two", "three"];
+
+/// `embeddings.redb` in `dir`, holding [`THREE`]'s vectors and closed: what the damage tests
+/// damage.
+fn closed_cache_of_three(dir: &Path) -> PathBuf {
+    let path = dir.join("embeddings.redb");
+    CachedEmbedder::open(Flaky::new(usize::MAX), &path)
+        .unwrap()
+        .embed(&THREE)
+        .unwrap();
+    path
+}
+
 /// Found by the cache fuzz target: one byte of the primary commit slot (the high byte of the
 /// system tree's root page number, offset 239 there) made redb, which trusts a cleanly closed
 /// file's slot, allocate 2 TiB on open: the process aborted, past any panic catching. Every
@@ -316,12 +330,7 @@ fn a_damaged_header_does_not_panic_when_the_cache_closes() {
 #[test]
 fn a_damaged_commit_slot_is_refused_before_redb_reads_it() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("embeddings.redb");
-    let texts = ["one", "two", "three"];
-    CachedEmbedder::open(Flaky::new(usize::MAX), &path)
-        .unwrap()
-        .embed(&texts)
-        .unwrap();
+    let (path, texts) = (closed_cache_of_three(dir.path()), THREE);
     let mut bytes = std::fs::read(&path).unwrap();
     let slot = 64 + 128 * usize::from(bytes[9] & 1 != 0);
     bytes[slot + 47] = 0xEA;
@@ -502,6 +511,40 @@ fn verify_and_repair_offline() {
     let moved = check_cache(&path, true).unwrap();
     let aside = moved.moved_to.expect("moved aside");
     assert!(aside.exists() && !path.exists());
+    let fresh = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
+    assert_eq!(
+        fresh.embed(&texts).unwrap(),
+        Flaky::new(usize::MAX).embed(&texts).unwrap()
+    );
+}
+
+/// Pages of the cache rewritten into branches that name themselves as their child: redb,
+/// trusting the cleanly closed file, recursed until the stack overflowed (the cache fuzz
+/// target's crash, in `sage cache verify`'s walk of the widths table). Verify, open and repair
+/// refuse the file, naming it, before any walk; the run after the repair starts a new file.
+#[test]
+fn a_page_naming_itself_as_its_child_is_refused_before_any_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, texts) = (closed_cache_of_three(dir.path()), THREE);
+    let tag = model_tag(Flaky::new(usize::MAX).identity());
+    let rewritten = sage_cache::point_leaves_at_themselves(&path, tag.as_slice()).unwrap();
+    assert!(rewritten >= 1, "the widths table's leaf holds the tag");
+
+    let verified = check_cache(&path, false).unwrap_err().to_string();
+    assert!(
+        verified.contains("embeddings.redb") && verified.contains("corrupted"),
+        "{verified}"
+    );
+    let opened = match CachedEmbedder::open(Flaky::new(usize::MAX), &path) {
+        Ok(_) => panic!("the damaged file is opened"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        opened.contains("embeddings.redb") && opened.contains("sage cache repair"),
+        "{opened}"
+    );
+    let repaired = check_cache(&path, true).unwrap();
+    assert!(repaired.moved_to.expect("moved aside").exists());
     let fresh = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
     assert_eq!(
         fresh.embed(&texts).unwrap(),
