@@ -4,6 +4,10 @@
 //! the cache returns must be the embedder's own, bit for bit: a damaged entry is recomputed,
 //! never returned.
 //!
+//! A page that names itself (or an ancestor) as its child sent redb's tree walks into endless
+//! recursion, a stack overflow no catch survives: every open now has redb check each page
+//! against its checksum first (`sage_cache::open_checked`).
+//!
 //! redb panics on some damage; the cache catches those panics and reports the file. libFuzzer
 //! aborts on every panic, caught or not, so this target replaces its panic hook with one that
 //! stays quiet: an uncaught panic still aborts, through libfuzzer-sys's own catch.

@@ -225,6 +225,34 @@ pub fn point_leaves_at_themselves(path: &std::path::Path, needle: &[u8]) -> std:
     Ok(pages.len())
 }
 
+/// Test damage: flips a byte that its checksum covers in every tree page (leaf or branch) of
+/// the redb file at `path` that differs from `before` (the file's bytes read earlier). Read
+/// just before a clean close, `before` leaves the pages closing wrote: the last commit's own,
+/// never a page of the commit before it, which redb does not write over. Returns how many pages
+/// were damaged.
+#[cfg(any(test, feature = "test-damage"))]
+pub fn damage_pages_written_since(path: &std::path::Path, before: &[u8]) -> std::io::Result<usize> {
+    const LEAF: u8 = 1;
+    const BRANCH: u8 = 2;
+    let mut bytes = std::fs::read(path)?;
+    let page_size = u32::from_le_bytes(
+        bytes[GOD_BYTE + 3..GOD_BYTE + 7]
+            .try_into()
+            .expect("4 bytes"),
+    ) as usize;
+    let written: Vec<usize> = (1..bytes.len().min(before.len()) / page_size)
+        .map(|p| p * page_size)
+        .filter(|&at| before[at..at + page_size] != bytes[at..at + page_size])
+        .filter(|&at| matches!(bytes[at], LEAF | BRANCH))
+        .collect();
+    for &at in &written {
+        // a branch's first child checksum, a leaf's first end offsets
+        bytes[at + 8] ^= 0xFF;
+    }
+    std::fs::write(path, &bytes)?;
+    Ok(written.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

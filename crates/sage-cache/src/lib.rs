@@ -26,12 +26,12 @@
 mod files;
 mod store;
 
-#[cfg(any(test, feature = "test-damage"))]
-pub use files::point_leaves_at_themselves;
 pub use files::{
     cache_dir, mark_for_full_check, open_when_free, redb_header_damage, sibling_caches, CacheMerge,
     Marked, CACHE_OPEN_PATIENCE,
 };
+#[cfg(any(test, feature = "test-damage"))]
+pub use files::{damage_pages_written_since, point_leaves_at_themselves};
 pub use store::{
     guarded, open, open_checked, read_siblings, CacheError, Opened, Remedy, ROLLED_BACK,
 };

@@ -260,6 +260,25 @@ mod tests {
         );
     }
 
+    /// A cleanly closed file whose last commit (the one closing wrote) is damaged: redb, told
+    /// to check every page, finds it, goes back to the commit before, which holds every entry,
+    /// and the open says so ([`Opened::rolled_back`]).
+    #[test]
+    fn a_damaged_last_commit_is_dropped_for_the_one_before_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.redb");
+        let db = open(&path, &remedy()).unwrap().database;
+        put(&db, "kept", 7);
+        let before_close = std::fs::read(&path).unwrap();
+        drop(db);
+        assert!(crate::damage_pages_written_since(&path, &before_close).unwrap() >= 1);
+        let opened = open(&path, &remedy()).unwrap();
+        assert!(opened.rolled_back);
+        let txn = opened.database.begin_read().unwrap();
+        let kept = txn.open_table(TABLE).unwrap().get("kept").unwrap();
+        assert_eq!(kept.map(|v| v.value()), Some(7));
+    }
+
     /// A file closed cleanly and opened again keeps every entry: the check at open rebuilds
     /// nothing a user sees, and reports no rollback.
     #[test]

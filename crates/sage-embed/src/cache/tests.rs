@@ -552,6 +552,42 @@ fn a_page_naming_itself_as_its_child_is_refused_before_any_walk() {
     );
 }
 
+/// A closed cache whose last commit (the one closing wrote) is damaged: verify says so, repair
+/// and a run go back to the commit before, which holds every vector, and say so.
+#[test]
+fn a_damaged_last_commit_is_dropped_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("embeddings.redb");
+    let cache = CachedEmbedder::open(Flaky::new(usize::MAX), &path).unwrap();
+    cache.embed(&THREE).unwrap();
+    let before_close = std::fs::read(&path).unwrap();
+    drop(cache);
+    assert!(sage_cache::damage_pages_written_since(&path, &before_close).unwrap() >= 1);
+    let repaired_copy = dir.path().join("embeddings-copy.redb");
+    std::fs::copy(&path, &repaired_copy).unwrap();
+    let verified = check_cache(&repaired_copy, false).unwrap_err().to_string();
+    assert!(
+        verified.contains("embeddings-copy.redb")
+            && verified.contains("last commit fails its checksums"),
+        "{verified}"
+    );
+    let repaired = check_cache(&repaired_copy, true).unwrap();
+    assert!(repaired.rolled_back && repaired.moved_to.is_none());
+    assert_eq!((repaired.entries, repaired.corrupt), (3, 0));
+    assert!(!check_cache(&repaired_copy, false).unwrap().rolled_back);
+
+    let reopened = CachedEmbedder::open(Flaky::new(0), &path).unwrap();
+    assert_eq!(
+        reopened.corruption().as_deref(),
+        Some(sage_cache::ROLLED_BACK)
+    );
+    assert_eq!(
+        reopened.embed(&THREE).unwrap(),
+        Flaky::new(usize::MAX).embed(&THREE).unwrap(),
+        "every vector comes from the commit before (the embedder would fail)"
+    );
+}
+
 #[test]
 fn a_killed_run_resumes_with_only_the_missing_texts() {
     let dir = tempfile::tempdir().unwrap();
