@@ -170,6 +170,9 @@ pub fn mark_for_full_check(path: &std::path::Path) -> std::io::Result<Marked> {
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => return Ok(Marked::Busy),
+        // where the file system has no locks redb opens the file unlocked too (and warns the
+        // user to run one process at a time)
+        Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {}
         Err(std::fs::TryLockError::Error(e)) => return Err(e),
     }
     let mut head = [0u8; GOD_BYTE + 1];
@@ -296,6 +299,38 @@ mod tests {
         drop(db);
         let god = std::fs::read(&path).unwrap()[9];
         (path, 64 + 128 * usize::from(god & 1 != 0))
+    }
+
+    /// Marking says how the file was left and writes only a redb file nobody holds: the god
+    /// byte gains "recovery required" and loses "two-phase commit", as a killed writer leaves it.
+    #[test]
+    fn marking_writes_the_god_byte_of_a_free_redb_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            mark_for_full_check(&dir.path().join("missing.redb")).unwrap(),
+            Marked::NotRedb
+        );
+        let other = dir.path().join("other.redb");
+        std::fs::write(&other, b"not a redb file at all").unwrap();
+        assert_eq!(mark_for_full_check(&other).unwrap(), Marked::NotRedb);
+        assert_eq!(std::fs::read(&other).unwrap(), b"not a redb file at all");
+
+        let (path, _) = written_file(dir.path());
+        let god = std::fs::read(&path).unwrap()[GOD_BYTE];
+        assert_eq!(
+            god & (RECOVERY_REQUIRED | TWO_PHASE_COMMIT),
+            TWO_PHASE_COMMIT
+        );
+        assert_eq!(mark_for_full_check(&path).unwrap(), Marked::Closed);
+        let marked = std::fs::read(&path).unwrap()[GOD_BYTE];
+        assert_eq!(marked, (god | RECOVERY_REQUIRED) & !TWO_PHASE_COMMIT);
+        assert_eq!(mark_for_full_check(&path).unwrap(), Marked::LeftOpen);
+
+        let held = redb::Database::create(&path).unwrap();
+        let while_held = std::fs::read(&path).unwrap();
+        assert_eq!(mark_for_full_check(&path).unwrap(), Marked::Busy);
+        assert_eq!(std::fs::read(&path).unwrap(), while_held);
+        drop(held);
     }
 
     #[test]
