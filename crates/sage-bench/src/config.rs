@@ -5,9 +5,10 @@ use crate::*;
 /// The commented default configuration, embedded so that a run with no --config uses it.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../bench.toml");
 
+/// bench-all's configuration: a bench.toml, checked.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Config {
+pub struct Config {
     pub(crate) seed: u64,
     #[serde(default)]
     pub(crate) data_dir: String,
@@ -192,6 +193,46 @@ impl Config {
             }
         }
         self
+    }
+
+    /// The registry datasets a run of this configuration reads, as `name/split` (or the bare name
+    /// where a suite's defaults give one): each enabled suite's configured datasets, else the
+    /// defaults `suites` gives for it (`(suite, its default datasets)`, as the registry lists
+    /// them). A user's own paths are left out: nothing fetches them.
+    pub fn datasets_needed(&self, suites: &[(String, Vec<String>)]) -> Vec<String> {
+        let mut needed = Vec::new();
+        for (name, defaults) in suites {
+            let table = self.suites.get(name);
+            if table.is_some_and(|t| !t.enabled) {
+                continue;
+            }
+            let configured = table.map(|t| t.datasets.clone()).unwrap_or_default();
+            let list = if configured.is_empty() { defaults.clone() } else { configured };
+            for d in list {
+                if d.contains('#') || Path::new(&d).exists() || self.datasets.contains_key(d.split('/').next().unwrap_or(&d)) {
+                    continue;
+                }
+                if !needed.contains(&d) {
+                    needed.push(d);
+                }
+            }
+        }
+        needed
+    }
+
+    /// Reads a configuration file (the embedded bench.toml without one), with --quick's datasets
+    /// when `quick`.
+    pub fn load(file: Option<&Path>, quick: bool) -> Result<Config> {
+        let config = match file {
+            Some(file) => {
+                let text = std::fs::read_to_string(file).map_err(|e| {
+                    BenchError::Invalid(format!("{}: {e}", file.display()))
+                })?;
+                Config::parse(&text, &file.display().to_string())?
+            }
+            None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,
+        };
+        Ok(if quick { config.quick() } else { config })
     }
 
     /// The options of each run the configuration asks of suite `name`: one with the table's

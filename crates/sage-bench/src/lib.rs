@@ -57,7 +57,7 @@ pub mod shard;
 #[cfg(test)]
 mod tests;
 
-pub use config::DEFAULT_CONFIG;
+pub use config::{Config, DEFAULT_CONFIG};
 use config::*;
 use error::invalid;
 pub use error::{BenchError, Result};

@@ -50,22 +50,48 @@ pub enum DataCommand {
         #[arg(long, default_value_t = RunSeed::default().0)]
         seed: u64,
     },
-    /// Download datasets from the Hugging Face hub (HF_HOME / HF_HUB_CACHE, HF_ENDPOINT,
-    /// HF_TOKEN; HF_HUB_OFFLINE=1 uses the hub cache only) and write them into the local layout
-    /// under the data root; one JSON line per split. Splits already local are skipped.
+    /// Rebuild datasets, byte for byte, from their pinned public sources (a GitHub repository
+    /// at a commit, an npm or Debian package at a version): each source downloaded in parallel
+    /// and checked against its pinned sha256, converted, checked again, and only then put under
+    /// its name in the data root (SAGE_DATA_DIR, else the default data folder every command then
+    /// finds). One JSON line per dataset. A dataset with only a Hugging Face source is fetched
+    /// from the hub (HF_HOME / HF_HUB_CACHE, HF_ENDPOINT, HF_TOKEN; HF_HUB_OFFLINE=1 uses the hub
+    /// cache only). Files already present as pinned are kept.
     Fetch {
-        /// Datasets to fetch (`sage data list` shows which have a hub source).
-        #[arg(required = true)]
+        /// Datasets to fetch (`sage data list` shows each one's source and licence).
         names: Vec<String>,
-        /// Only these splits (default: every split of each dataset).
+        /// Every dataset with a pinned source.
+        #[arg(long, conflicts_with = "names")]
+        all: bool,
+        /// The datasets a bench-all run of this configuration reads (bench.toml's form).
+        #[arg(long = "for", value_name = "CONFIG", conflicts_with_all = ["names", "all"])]
+        for_config: Option<PathBuf>,
+        /// With --for: the datasets of a `--quick` run.
+        #[arg(long, requires = "for_config")]
+        quick: bool,
+        /// Hub datasets only: these splits (default: every split).
         #[arg(long = "split")]
         splits: Vec<String>,
-        /// Replace splits already in the local mirror.
+        /// Replace files present with other content than pinned.
         #[arg(long)]
         overwrite: bool,
-        /// Data root to write into (default: $SAGE_DATA_DIR).
+        /// Data root to write into (default: $SAGE_DATA_DIR, else the default data folder).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Downloads at once.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
+        /// Keep the downloaded sources under DATA_DIR/.sources (default: removed once the
+        /// dataset is made).
+        #[arg(long)]
+        keep_sources: bool,
+        /// Serve every source URL https://HOST/PATH from BASE/HOST/PATH instead: a local copy
+        /// of the sources (as `.sources` keeps them) behind a web server.
+        #[arg(long, env = "SAGE_DATA_SOURCES", value_name = "BASE")]
+        sources: Option<String>,
+        /// No progress bars.
+        #[arg(long)]
+        quiet: bool,
     },
 }
 
@@ -143,20 +169,51 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
     match command {
         DataCommand::Fetch {
             names,
+            all,
+            for_config,
+            quick,
             splits,
             overwrite,
             data_dir,
+            jobs,
+            keep_sources,
+            sources,
+            quiet,
         } => {
-            let root = DataRoot::new(data_dir.map_or_else(
-                || DataRoot::from_env().map(|r| r.root().map(Into::into).unwrap_or_default()),
-                Ok,
-            )?);
-            let hub = sage_data::HubSettings::from_env();
-            let splits: Vec<&str> = splits.iter().map(String::as_str).collect();
-            for name in &names {
-                for fetched in sage_data::fetch(&root, name, &splits, &hub, overwrite)? {
-                    writeln!(out, "{}", serde_json::to_string(&fetched)?)?;
-                }
+            let names = if all {
+                sage_data::pins::Pins::builtin()
+                    .datasets
+                    .iter()
+                    .filter(|d| d.unavailable.is_none())
+                    .map(|d| d.name.clone())
+                    .collect()
+            } else if let Some(config) = &for_config {
+                needed_by(config, quick, registry)?
+            } else if names.is_empty() {
+                anyhow::bail!("name the datasets to fetch, or pass --all or --for CONFIG");
+            } else {
+                names
+            };
+            let request = fetch::Request {
+                root: fetch::data_root(data_dir)?,
+                overwrite,
+                jobs,
+                keep_sources,
+                sources,
+                quiet,
+                splits,
+            };
+            let outcomes = fetch::fetch(&names, &request)?;
+            for outcome in &outcomes {
+                writeln!(out, "{}", serde_json::to_string(outcome)?)?;
+            }
+            let failed: Vec<&str> = outcomes
+                .iter()
+                .filter(|o| o.status == "failed")
+                .map(|o| o.dataset.as_str())
+                .collect();
+            if !failed.is_empty() {
+                anyhow::bail!("{} of {} datasets not fetched: {}", failed.len(), outcomes.len(), failed.join(", "));
             }
             Ok(())
         }
@@ -319,6 +376,23 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
             Ok(())
         }
     }
+}
+
+/// The registry datasets a bench-all run of `config` reads.
+fn needed_by(config: &std::path::Path, quick: bool, registry: &sage_suites::Registry) -> Result<Vec<String>> {
+    let config = sage_bench::Config::load(Some(config), quick)?;
+    let suites: Vec<(String, Vec<String>)> = registry
+        .suites()
+        .map(|s| (s.name().to_owned(), s.default_datasets()))
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    for d in config.datasets_needed(&suites) {
+        let name = d.split('/').next().unwrap_or(&d).to_owned();
+        if sage_data::entry(&name).is_some() && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Ok(names)
 }
 
 /// A `(name, split)` of the registry.

@@ -22,6 +22,7 @@
 mod cache;
 mod data;
 mod embed;
+mod fetch;
 mod jsonl;
 mod measure;
 mod output;

@@ -107,7 +107,7 @@ pub enum DataError {
         by: String,
     },
     /// No data root: neither SAGE_DATA_DIR nor a flag.
-    #[error("no data directory: set SAGE_DATA_DIR or pass --data-dir")]
+    #[error("no data directory: `sage data fetch --all` makes the default one; or set SAGE_DATA_DIR, or pass --data-dir")]
     NoRoot,
     /// A hub file could not be had.
     #[cfg(feature = "fetch")]
@@ -124,6 +124,14 @@ pub enum DataError {
         /// The dataset.
         dataset: String,
         /// Where they go.
+        hint: String,
+    },
+    /// The dataset has no pinned public source (or is not registered).
+    #[error("dataset {dataset}: {hint}")]
+    NoSource {
+        /// The name given.
+        dataset: String,
+        /// Why, and what to do.
         hint: String,
     },
     /// An error from sage-core.

@@ -19,6 +19,11 @@
 //!   read with polars. Behind the feature `fetch` (off by default; the `sage` binary turns it
 //!   on): without it polars and the hub client stay out of the build, and the loaders read the
 //!   local mirror only.
+//! - [`pins`]: the pinned public source of every registered dataset (a GitHub repository at a
+//!   commit, an npm or Debian package at a version), with the sha256 of each artifact and of each
+//!   file made from it, and each dataset's licence; [`rebuild`] turns them into the local layout
+//!   byte for byte (`sage data fetch`; downloading behind the feature `fetch`, the converters
+//!   always built and tested).
 //! - [`user`]: a user's own dataset — a file (JSON lines, CSV, TSV, Parquet) or a folder (BEIR,
 //!   split files) — its kind detected from its columns, registered on a [`DataRoot`] by path or
 //!   by a `[datasets.NAME]` table, and read by every loader like a registry dataset.
@@ -36,6 +41,8 @@ mod error;
 pub mod fetch;
 pub mod lines;
 mod load;
+pub mod pins;
+pub mod rebuild;
 mod records;
 mod registry;
 mod rows;

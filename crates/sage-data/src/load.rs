@@ -274,12 +274,24 @@ impl DataRoot {
         }
     }
 
-    /// The mirror at SAGE_DATA_DIR.
+    /// The mirror at SAGE_DATA_DIR, else at the default data folder when `sage data fetch` has
+    /// made it ([`DataRoot::default_dir`]).
     pub fn from_env() -> Result<DataRoot> {
         std::env::var_os("SAGE_DATA_DIR")
             .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| DataRoot::default_dir().filter(|d| d.is_dir()))
             .map(DataRoot::new)
             .ok_or(DataError::NoRoot)
+    }
+
+    /// Where `sage data fetch` puts the data when SAGE_DATA_DIR is unset, and where every command
+    /// then finds it: `$XDG_DATA_HOME/sage-rs/data`, else `~/.local/share/sage-rs/data`.
+    pub fn default_dir() -> Option<PathBuf> {
+        let nonempty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        nonempty("XDG_DATA_HOME")
+            .or_else(|| nonempty("HOME").map(|home| home.join(".local").join("share")))
+            .map(|base| base.join("sage-rs").join("data"))
     }
 
     /// The mirror at `dir`, else at SAGE_DATA_DIR, else none.

@@ -1,0 +1,798 @@
+//! The converters: one per source format, each turning the bytes of its pinned inputs into the
+//! bytes of one file of our layout. They are pure (bytes in, bytes out), so each is tested on a
+//! few lines written in its source's format, and the rebuilt file is checked against its pinned
+//! sha256 by the caller.
+//!
+//! Every converter reproduces what the mirror's producer did, quirks included (a score of
+//! `5.000` read as a float and written `5.0`, a trailing space dropped, a Latin-1 byte read as
+//! Latin-1): the published numbers were computed on those bytes.
+
+use std::fmt;
+
+use super::pyjson::{self, PyValue};
+use crate::pins::FilePin;
+
+/// One input of a converter: what the pin calls it (`URL` or `URL#MEMBER`) and its bytes.
+pub struct Input<'a> {
+    /// The pin's name for it, for messages.
+    pub name: &'a str,
+    /// Its content.
+    pub bytes: &'a [u8],
+}
+
+/// A converter's failure, naming the input and, where there is one, its line.
+#[derive(Debug, PartialEq)]
+pub struct ConvertError {
+    /// The input (`URL` or `URL#MEMBER`), or the output when no one input is at fault.
+    pub input: String,
+    /// 1-based line of the input.
+    pub line: Option<usize>,
+    /// What was wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.input, self.message),
+            None => write!(f, "{}: {}", self.input, self.message),
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, ConvertError>;
+
+fn fail(input: &Input<'_>, line: Option<usize>, message: impl Into<String>) -> ConvertError {
+    ConvertError {
+        input: input.name.to_owned(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// Every converter's name, for the table's test and `sage data list`.
+pub const CONVERTERS: &[&str] = &[
+    "copy",
+    "tab-rows",
+    "csv-rows",
+    "labelled-lines",
+    "sst-binary",
+    "sst-fine",
+    "trec-coarse",
+    "semeval-sts",
+    "fasttext-reviews",
+    "jsonl-rows",
+    "numbered-files",
+    "bartscore-pickle",
+    "text-block",
+];
+
+/// Runs the pin's converter on its inputs (in the pin's `from` order).
+pub fn convert(pin: &FilePin, inputs: &[Input<'_>]) -> Result<Vec<u8>> {
+    let options = Options { pin };
+    let whole = |message: String| ConvertError {
+        input: pin.path.clone(),
+        line: None,
+        message,
+    };
+    if inputs.len() != pin.from.len() {
+        return Err(whole(format!(
+            "{} inputs for {} named",
+            inputs.len(),
+            pin.from.len()
+        )));
+    }
+    let rows: Vec<Vec<(String, PyValue)>> = match pin.convert.as_str() {
+        "copy" => {
+            let [input] = inputs else {
+                return Err(whole("copy takes one input".into()));
+            };
+            return Ok(input.bytes.to_vec());
+        }
+        "tab-rows" => tab_rows(inputs, &options)?,
+        "csv-rows" => csv_rows(inputs, &options)?,
+        "labelled-lines" => owned(labelled_lines(inputs, &options)?),
+        "sst-binary" => owned(sst_binary(inputs)?),
+        "sst-fine" => owned(sst_fine(inputs)?),
+        "trec-coarse" => owned(trec_coarse(inputs)?),
+        "semeval-sts" => owned(semeval_sts(inputs, &options)?),
+        "fasttext-reviews" => owned(fasttext_reviews(inputs)?),
+        "jsonl-rows" => jsonl_rows(inputs, &options)?,
+        "numbered-files" => numbered_files(inputs, &options)?,
+        "bartscore-pickle" => owned(bartscore_pickle(inputs, &options)?),
+        "text-block" => return text_block(inputs, &options),
+        other => return Err(whole(format!("no converter named {other:?}"))),
+    };
+    Ok(jsonl(rows))
+}
+
+type Row = Vec<(&'static str, PyValue)>;
+
+fn owned(rows: Vec<Row>) -> Vec<Vec<(String, PyValue)>> {
+    rows.into_iter()
+        .map(|r| r.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        .collect()
+}
+
+fn jsonl(rows: Vec<Vec<(impl AsRef<str>, PyValue)>>) -> Vec<u8> {
+    let mut out = String::new();
+    for row in rows {
+        let fields = row
+            .into_iter()
+            .map(|(k, v)| (k.as_ref().to_owned(), v))
+            .collect();
+        pyjson::write_value(&mut out, &PyValue::Object(fields), false);
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// The pin's options, read with errors that name the file.
+struct Options<'a> {
+    pin: &'a FilePin,
+}
+
+impl Options<'_> {
+    fn error(&self, message: String) -> ConvertError {
+        ConvertError {
+            input: format!("sources.toml [{}]", self.pin.path),
+            line: None,
+            message,
+        }
+    }
+
+    fn strings(&self, key: &str) -> Result<Vec<String>> {
+        let values = self
+            .pin
+            .options
+            .get(key)
+            .and_then(|v| v.as_array())
+            .ok_or_else(|| self.error(format!("option {key:?}: a list of strings is needed")))?;
+        values
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| self.error(format!("option {key:?}: {v:?} is not a string")))
+            })
+            .collect()
+    }
+
+    fn integer(&self, key: &str, default: i64) -> Result<i64> {
+        match self.pin.options.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_integer()
+                .ok_or_else(|| self.error(format!("option {key:?}: {v:?} is not an integer"))),
+        }
+    }
+
+    /// `fields = [["ours", "theirs or column index", "str|float|int"], ...]`.
+    fn fields(&self) -> Result<Vec<Field>> {
+        let values = self
+            .pin
+            .options
+            .get("fields")
+            .and_then(|v| v.as_array())
+            .ok_or_else(|| self.error("option \"fields\": a list of [ours, column, type] is needed".into()))?;
+        values
+            .iter()
+            .map(|v| {
+                let parts = v.as_array().filter(|p| p.len() == 3);
+                let parts = parts.ok_or_else(|| self.error(format!("field {v:?}: [ours, column, type] expected")))?;
+                let ours = parts[0].as_str().ok_or_else(|| self.error(format!("field {v:?}: ours is a string")))?;
+                let column = match &parts[1] {
+                    toml::Value::Integer(i) => Column::Index(*i as usize),
+                    toml::Value::String(s) => Column::Name(s.clone()),
+                    other => return Err(self.error(format!("field {v:?}: column {other:?} is an index or a name"))),
+                };
+                let kind = match parts[2].as_str() {
+                    Some("str") => FieldType::Str,
+                    Some("float") => FieldType::Float,
+                    Some("int") => FieldType::Int,
+                    Some("const") => FieldType::Const,
+                    Some("mapped") => FieldType::Mapped,
+                    Some("line1") => FieldType::Line(0),
+                    Some("line2") => FieldType::Line(1),
+                    _ => return Err(self.error(format!("field {v:?}: type is str, float, int, const, mapped, line1 or line2"))),
+                };
+                Ok(Field {
+                    ours: ours.to_owned(),
+                    column,
+                    kind,
+                })
+            })
+            .collect()
+    }
+}
+
+enum Column {
+    Index(usize),
+    Name(String),
+}
+
+#[derive(Clone, Copy)]
+enum FieldType {
+    Str,
+    Float,
+    Int,
+    /// The column names the value itself.
+    Const,
+    /// The cell looked up in the option `label_map` (an integer, or `"drop"`: the row is left out).
+    Mapped,
+    /// One line of a cell of exactly two lines (STR-2022 keeps a pair in one cell).
+    Line(usize),
+}
+
+struct Field {
+    ours: String,
+    column: Column,
+    kind: FieldType,
+}
+
+/// A source string as the field's type: a float parsed as Python's `float()` reads it (surrounding
+/// whitespace allowed), an int as `int()`.
+fn typed(kind: FieldType, text: &str) -> std::result::Result<PyValue, String> {
+    match kind {
+        FieldType::Str => Ok(PyValue::Str(text.to_owned())),
+        FieldType::Float => text
+            .trim()
+            .parse::<f64>()
+            .map(PyValue::Float)
+            .map_err(|_| format!("{text:?} is not a number")),
+        FieldType::Int => text
+            .trim()
+            .parse::<i64>()
+            .map(PyValue::Int)
+            .map_err(|_| format!("{text:?} is not an integer")),
+        FieldType::Const | FieldType::Mapped => Ok(PyValue::Str(text.to_owned())),
+        FieldType::Line(k) => {
+            let lines: Vec<&str> = text.split('\n').collect();
+            match lines.as_slice() {
+                [_, _] => Ok(PyValue::Str(lines[k].to_owned())),
+                _ => Err(format!("{} lines in a cell that holds a pair", lines.len())),
+            }
+        }
+    }
+}
+
+/// The input as UTF-8 text, split on `\n` (the final newline ends the last line rather than
+/// starting an empty one): `(1-based line, text)`.
+fn text_lines<'a>(input: &'a Input<'a>) -> Result<Vec<(usize, &'a str)>> {
+    let text = std::str::from_utf8(input.bytes).map_err(|e| {
+        let line = input.bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+        fail(input, Some(line), "not UTF-8")
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(text.split('\n').enumerate().map(|(i, l)| (i + 1, l)).collect())
+}
+
+/// Tab-separated lines, split on every TAB with no quoting (the STS releases' format: a `"` is
+/// text); `skip` header lines; empty lines skipped; each field taken by column index.
+fn tab_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(String, PyValue)>>> {
+    let fields = options.fields()?;
+    let skip = options.integer("skip", 0)? as usize;
+    let drop_empty = options.integer("drop_empty", -1)?;
+    let mut rows = Vec::new();
+    for input in inputs {
+        for (line, text) in text_lines(input)?.into_iter().skip(skip) {
+            let text = text.strip_suffix('\r').unwrap_or(text);
+            if text.is_empty() {
+                continue;
+            }
+            let columns: Vec<&str> = text.split('\t').collect();
+            if drop_empty >= 0 && columns.get(drop_empty as usize).is_some_and(|c| c.is_empty()) {
+                continue;
+            }
+            let mut row = Vec::with_capacity(fields.len());
+            let mut dropped = false;
+            for f in &fields {
+                let i = match (&f.column, f.kind) {
+                    (Column::Name(value), FieldType::Const) => {
+                        row.push((f.ours.clone(), PyValue::Str(value.clone())));
+                        continue;
+                    }
+                    (Column::Index(i), _) => *i,
+                    _ => return Err(options.error("tab-rows takes column indices".into())),
+                };
+                let cell = columns.get(i).ok_or_else(|| {
+                    fail(input, Some(line), format!("{} columns, column {i} needed", columns.len()))
+                })?;
+                if let FieldType::Mapped = f.kind {
+                    match options.pin.options.get("label_map").and_then(|m| m.get(*cell)) {
+                        Some(toml::Value::Integer(v)) => row.push((f.ours.clone(), PyValue::Int(*v))),
+                        Some(toml::Value::String(d)) if d == "drop" => dropped = true,
+                        _ => return Err(fail(input, Some(line), format!("{cell:?} is not in the label map"))),
+                    }
+                    continue;
+                }
+                row.push((f.ours.clone(), typed(f.kind, cell).map_err(|m| fail(input, Some(line), m))?));
+            }
+            if !dropped {
+                rows.push(row);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// RFC 4180 CSV with a header (quoted fields may hold newlines), each field taken by header name.
+fn csv_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(String, PyValue)>>> {
+    let fields = options.fields()?;
+    let mut rows = Vec::new();
+    for input in inputs {
+        let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(input.bytes);
+        let header = reader
+            .headers()
+            .map_err(|e| fail(input, Some(1), e.to_string()))?
+            .clone();
+        let mut index = Vec::new();
+        for f in &fields {
+            index.push(match &f.column {
+                Column::Index(i) => Some(*i),
+                // the record's 0-based number, as a string (an id the source does not have)
+                Column::Name(name) if name == "{row}" => None,
+                Column::Name(name) => Some(header.iter().position(|h| h == name).ok_or_else(|| {
+                    fail(input, Some(1), format!("no column {name:?} in the header"))
+                })?),
+            });
+        }
+        for (number, record) in reader.records().enumerate() {
+            let record = record.map_err(|e| {
+                let line = e.position().map(|p| p.line() as usize);
+                fail(input, line, e.to_string())
+            })?;
+            let line = record.position().map(|p| p.line() as usize);
+            let mut row = Vec::with_capacity(fields.len());
+            for (f, &i) in fields.iter().zip(&index) {
+                let number = number.to_string();
+                let cell = match i {
+                    Some(i) => record.get(i).unwrap_or_default(),
+                    None => &number,
+                };
+                row.push((f.ours.clone(), typed(f.kind, cell).map_err(|m| fail(input, line, m))?));
+            }
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// SentEval's one-sentence-per-line files, one file per label (`labels`, in input order): the
+/// text without its trailing spaces, empty lines dropped.
+fn labelled_lines(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> {
+    let labels = options.strings("labels")?;
+    if labels.len() != inputs.len() {
+        return Err(options.error(format!("{} labels for {} inputs", labels.len(), inputs.len())));
+    }
+    let mut rows = Vec::new();
+    for (input, label) in inputs.iter().zip(&labels) {
+        for (_, text) in text_lines(input)? {
+            let text = text.trim_end_matches(' ');
+            if text.is_empty() {
+                continue;
+            }
+            rows.push(vec![("text", text.into()), ("label", label.as_str().into())]);
+        }
+    }
+    Ok(rows)
+}
+
+/// SentEval's SST-2 lines: `TEXT <space><TAB>LABEL`.
+fn sst_binary(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for input in inputs {
+        for (line, text) in text_lines(input)? {
+            let (sentence, label) = text
+                .split_once('\t')
+                .ok_or_else(|| fail(input, Some(line), "no TAB before the label"))?;
+            let sentence = sentence.strip_suffix(' ').unwrap_or(sentence);
+            rows.push(vec![("text", sentence.into()), ("label", label.into())]);
+        }
+    }
+    Ok(rows)
+}
+
+/// SentEval's SST-5 lines: `LABEL TEXT`.
+fn sst_fine(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for input in inputs {
+        for (line, text) in text_lines(input)? {
+            let (label, sentence) = text
+                .split_once(' ')
+                .ok_or_else(|| fail(input, Some(line), "no space after the label"))?;
+            rows.push(vec![("text", sentence.into()), ("label", label.into())]);
+        }
+    }
+    Ok(rows)
+}
+
+/// TREC question classification (`COARSE:fine question ...`), read as Latin-1 as the release is
+/// (one byte of the training file is not UTF-8); the coarse class is the label.
+fn trec_coarse(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for input in inputs {
+        let text: String = input.bytes.iter().map(|&b| b as char).collect();
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        for (i, line) in text.split('\n').enumerate() {
+            let (class, _) = line
+                .split_once(':')
+                .ok_or_else(|| fail(input, Some(i + 1), "no `:` after the class"))?;
+            let (_, question) = line
+                .split_once(' ')
+                .ok_or_else(|| fail(input, Some(i + 1), "no question after the class"))?;
+            rows.push(vec![
+                ("text", question.trim_end_matches(' ').into()),
+                ("label", class.into()),
+            ]);
+        }
+    }
+    Ok(rows)
+}
+
+/// SemEval STS test files (`SCORE<TAB>S1<TAB>S2`, unscored pairs dropped), each input the subset
+/// named at its place in `subsets`. The subset named `stsb_subset` (2012's MSRvid, which no
+/// public copy of the SemEval files has) is taken from the STS Benchmark release files among the
+/// inputs: its `main-captions` / `2012test` rows, in the order of their SemEval ids.
+fn semeval_sts(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> {
+    let subsets = options.strings("subsets")?;
+    if subsets.len() != inputs.len() {
+        return Err(options.error(format!("{} subsets for {} inputs", subsets.len(), inputs.len())));
+    }
+    let from_stsb = options.pin.options.get("stsb_subset").and_then(|v| v.as_str());
+    let row = |s1: &str, s2: &str, score: f64, subset: &str| -> Row {
+        vec![
+            ("sentence1", s1.into()),
+            ("sentence2", s2.into()),
+            ("score", PyValue::Float(score)),
+            ("subset", subset.into()),
+        ]
+    };
+    let mut rows = Vec::new();
+    let mut k = 0;
+    while k < inputs.len() {
+        let subset = subsets[k].as_str();
+        if Some(subset) == from_stsb {
+            let mut found: Vec<(u64, Row)> = Vec::new();
+            while k < inputs.len() && subsets[k] == subset {
+                let input = &inputs[k];
+                for (line, text) in text_lines(input)? {
+                    let c: Vec<&str> = text.split('\t').collect();
+                    if c.len() < 7 || c[0] != "main-captions" || c[1] != subset || c[2] != "2012test" {
+                        continue;
+                    }
+                    let bad = |m: String| fail(input, Some(line), m);
+                    let id = c[3].parse().map_err(|_| bad(format!("id {:?} is not a number", c[3])))?;
+                    let score = c[4].trim().parse().map_err(|_| bad(format!("{:?} is not a number", c[4])))?;
+                    found.push((id, row(c[5], c[6], score, subset)));
+                }
+                k += 1;
+            }
+            found.sort_by_key(|(id, _)| *id);
+            rows.extend(found.into_iter().map(|(_, r)| r));
+            continue;
+        }
+        let input = &inputs[k];
+        for (line, text) in text_lines(input)? {
+            let c: Vec<&str> = text.split('\t').collect();
+            let [score, s1, s2] = c.as_slice() else {
+                return Err(fail(input, Some(line), format!("{} columns, 3 expected", c.len())));
+            };
+            if score.is_empty() {
+                continue;
+            }
+            let score = score
+                .trim()
+                .parse()
+                .map_err(|_| fail(input, Some(line), format!("{score:?} is not a number")))?;
+            rows.push(row(s1, s2, score, subset));
+        }
+        k += 1;
+    }
+    Ok(rows)
+}
+
+/// fastText-labelled reviews (`__label__N TITLE: CONTENT`, Amazon polarity's form): label 1 is
+/// negative (0), 2 positive (1); the text is title and content on two lines.
+fn fasttext_reviews(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for input in inputs {
+        for (line, text) in text_lines(input)? {
+            let bad = |m: &str| fail(input, Some(line), m);
+            let (tag, review) = text.split_once(' ').ok_or_else(|| bad("no space after the label"))?;
+            let label = match tag {
+                "__label__1" => 0,
+                "__label__2" => 1,
+                _ => return Err(bad("the label is neither __label__1 nor __label__2")),
+            };
+            let (title, content) = review.split_once(": ").ok_or_else(|| bad("no `: ` after the title"))?;
+            rows.push(vec![
+                ("id", (rows.len()).to_string().into()),
+                ("text", format!("{title}\n{content}").into()),
+                ("title", title.into()),
+                ("label", PyValue::Int(label)),
+            ]);
+        }
+    }
+    Ok(rows)
+}
+
+/// JSON lines (a `\r` before each `\n` allowed), each field taken by key.
+fn jsonl_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(String, PyValue)>>> {
+    let fields = options.fields()?;
+    let mut rows = Vec::new();
+    for input in inputs {
+        for (line, text) in text_lines(input)? {
+            let text = text.strip_suffix('\r').unwrap_or(text);
+            if text.is_empty() {
+                continue;
+            }
+            let object: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| fail(input, Some(line), format!("not JSON: {e}")))?;
+            let mut row = Vec::with_capacity(fields.len());
+            for f in &fields {
+                let Column::Name(key) = &f.column else {
+                    return Err(options.error("jsonl-rows takes keys".into()));
+                };
+                let value = object
+                    .get(key)
+                    .ok_or_else(|| fail(input, Some(line), format!("no key {key:?}")))?;
+                let value = match (value, f.kind) {
+                    (serde_json::Value::String(s), FieldType::Str) => PyValue::Str(s.clone()),
+                    (serde_json::Value::Number(n), FieldType::Str) => PyValue::Str(n.to_string()),
+                    (serde_json::Value::Number(n), FieldType::Float) => {
+                        PyValue::Float(n.as_f64().unwrap_or(f64::NAN))
+                    }
+                    (serde_json::Value::Number(n), FieldType::Int) => PyValue::Int(
+                        n.as_i64()
+                            .ok_or_else(|| fail(input, Some(line), format!("{key:?} is not an integer")))?,
+                    ),
+                    (other, _) => {
+                        return Err(fail(input, Some(line), format!("{key:?} is {other}, not of its type")))
+                    }
+                };
+                row.push((f.ours.clone(), value));
+            }
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// One row per group of whole files (SumPubMed's `text_i.txt` and `abstract_i.txt`): the inputs
+/// in consecutive groups, one per key of `keys`; the id counts groups from `first_id`.
+fn numbered_files(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(String, PyValue)>>> {
+    let keys = options.strings("keys")?;
+    let first = options.integer("first_id", 1)?;
+    if keys.is_empty() || inputs.len() % keys.len() != 0 {
+        return Err(options.error(format!("{} inputs are not groups of {} files", inputs.len(), keys.len())));
+    }
+    inputs
+        .chunks(keys.len())
+        .enumerate()
+        .map(|(i, group)| {
+            let mut row = vec![("id".to_owned(), PyValue::Str((first + i as i64).to_string()))];
+            for (key, input) in keys.iter().zip(group) {
+                let text = std::str::from_utf8(input.bytes).map_err(|_| fail(input, None, "not UTF-8"))?;
+                row.push((key.clone(), PyValue::Str(text.to_owned())));
+            }
+            Ok(row)
+        })
+        .collect()
+}
+
+/// BARTScore's SummEval and REALSumm pickles (read as plain data: [`super::pickle`]): `layout`
+/// `ratings` (one row per document and system, the `dimensions` as floats) or `docs` (one per
+/// document; `references` too where the pickle has them).
+fn bartscore_pickle(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> {
+    use super::pickle::{self, Pickled};
+    let [input] = inputs else {
+        return Err(options.error("bartscore-pickle takes one input".into()));
+    };
+    let layout = options.strings("layout")?;
+    let dimensions = options.strings("dimensions").unwrap_or_default();
+    let with_references = options.pin.options.get("references").and_then(|v| v.as_bool()) == Some(true);
+    let data = pickle::read(input.bytes).map_err(|e| fail(input, None, e))?;
+    let Pickled::Dict(docs) = &data else {
+        return Err(fail(input, None, "the pickle is not a dict of documents"));
+    };
+    let text = |v: Option<&Pickled>, what: &str, doc: &str| -> Result<PyValue> {
+        match v {
+            Some(Pickled::Str(s)) => Ok(PyValue::Str(s.clone())),
+            _ => Err(fail(input, None, format!("document {doc}: {what} is not a string"))),
+        }
+    };
+    let mut rows = Vec::new();
+    for (id, doc) in docs {
+        let id = match id {
+            Pickled::Str(s) => s.clone(),
+            Pickled::Int(i) => i.to_string(),
+            other => return Err(fail(input, None, format!("a document id {other:?}"))),
+        };
+        if layout.iter().any(|l| l == "ratings") {
+            let Some(Pickled::Dict(systems)) = doc.get("sys_summs") else {
+                return Err(fail(input, None, format!("document {id}: no sys_summs dict")));
+            };
+            for (system, summary) in systems {
+                let Pickled::Str(system) = system else {
+                    return Err(fail(input, None, format!("document {id}: a system name is not a string")));
+                };
+                let mut row: Row = vec![
+                    ("doc_id", id.clone().into()),
+                    ("source", text(doc.get("src"), "src", &id)?),
+                    ("summary", text(summary.get("sys_summ"), "sys_summ", &id)?),
+                    ("system", system.clone().into()),
+                ];
+                for dimension in &dimensions {
+                    let score = match summary.get("scores").and_then(|s| s.get(dimension)) {
+                        Some(Pickled::Float(f)) => *f,
+                        Some(Pickled::Int(i)) => *i as f64,
+                        _ => return Err(fail(input, None, format!("document {id}, {system}: no score {dimension}"))),
+                    };
+                    // dimension names are few and fixed; leak-free static keys via the list below
+                    row.push((static_key(dimension).ok_or_else(|| options.error(format!("dimension {dimension:?} is not known")))?, PyValue::Float(score)));
+                }
+                rows.push(row);
+            }
+        }
+        if layout.iter().any(|l| l == "docs") {
+            let mut row: Row = vec![
+                ("doc_id", id.clone().into()),
+                ("source", text(doc.get("src"), "src", &id)?),
+                ("reference", text(doc.get("ref_summ"), "ref_summ", &id)?),
+            ];
+            if with_references {
+                let Some(Pickled::List(refs)) = doc.get("ref_summs") else {
+                    return Err(fail(input, None, format!("document {id}: no ref_summs list")));
+                };
+                let refs = refs
+                    .iter()
+                    .map(|r| text(Some(r), "a reference", &id))
+                    .collect::<Result<Vec<_>>>()?;
+                row.push(("references", PyValue::List(refs)));
+            }
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// The rating dimensions the human-preference files carry.
+fn static_key(name: &str) -> Option<&'static str> {
+    ["coherence", "consistency", "fluency", "relevance", "litepyramid_recall"]
+        .into_iter()
+        .find(|k| *k == name)
+}
+
+/// The lines after the line `after`, up to the line `until` (neither included), verbatim: a
+/// file quoted whole inside another (WordNet's `lexnames` in a Lisp comment).
+fn text_block(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<u8>> {
+    let [input] = inputs else {
+        return Err(options.error("text-block takes one input".into()));
+    };
+    let after = options.strings("after")?.concat();
+    let until = options.strings("until")?.concat();
+    let lines = text_lines(input)?;
+    let start = lines
+        .iter()
+        .position(|(_, l)| *l == after)
+        .ok_or_else(|| fail(input, None, format!("no line {after:?}")))?;
+    let mut out = String::new();
+    for (_, line) in &lines[start + 1..] {
+        if *line == until {
+            return Ok(out.into_bytes());
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    Err(fail(input, Some(lines[start].0), format!("no line {until:?} after this one")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pin(convert: &str, inputs: usize, options: &str) -> FilePin {
+        FilePin {
+            path: "out.jsonl".into(),
+            bytes: 0,
+            sha256: String::new(),
+            convert: convert.into(),
+            from: (0..inputs).map(|i| format!("https://example.org/{i}")).collect(),
+            options: toml::from_str(options).unwrap(),
+        }
+    }
+
+    fn run(convert: &str, options: &str, inputs: &[&[u8]]) -> std::result::Result<String, String> {
+        let names: Vec<String> = (0..inputs.len()).map(|i| format!("in{i}")).collect();
+        let inputs: Vec<Input<'_>> = inputs
+            .iter()
+            .zip(&names)
+            .map(|(bytes, name)| Input { name, bytes })
+            .collect();
+        super::convert(&pin(convert, inputs.len(), options), &inputs)
+            .map(|b| String::from_utf8(b).unwrap())
+            .map_err(|e| e.to_string())
+    }
+
+    // Lines in the STS Benchmark release's format (sts-test.csv): 7 or 9 TAB-separated columns,
+    // quotes as text, scores written 5.000 / 4 / 0.666667.
+    #[test]
+    fn stsb_tab_lines() {
+        let source = b"main-captions\tMSRvid\t2012test\t0001\t5.000\tA girl is styling her hair.\tA girl is \"brushing\" her hair.\n\
+main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
+        let options = r#"fields = [["sentence1", 5, "str"], ["sentence2", 6, "str"], ["score", 4, "float"]]"#;
+        assert_eq!(
+            run("tab-rows", options, &[source]).unwrap(),
+            "{\"sentence1\": \"A girl is styling her hair.\", \"sentence2\": \"A girl is \\\"brushing\\\" her hair.\", \"score\": 5.0}\n\
+{\"sentence1\": \" A\", \"sentence2\": \"B \", \"score\": 0.666667}\n"
+        );
+        let short = run("tab-rows", options, &[b"a\tb\n"]).unwrap_err();
+        assert_eq!(short, "in0:1: 2 columns, column 5 needed");
+        let bad = run("tab-rows", options, &[b"g\tf\ty\ti\tfive\ta\tb\n"]).unwrap_err();
+        assert_eq!(bad, "in0:1: \"five\" is not a number");
+    }
+
+    // banking77's CSV: a header, CRLF records, quoted fields with bare LF newlines and "".
+    #[test]
+    fn csv_with_quoted_newlines() {
+        let source = b"text,category\r\n\"\nI can't use my \"\"card\"\"\n\",card_not_working\r\nplain,top_up\r\n";
+        let options = r#"fields = [["text", "text", "str"], ["label", "category", "str"]]"#;
+        assert_eq!(
+            run("csv-rows", options, &[source]).unwrap(),
+            "{\"text\": \"\\nI can't use my \\\"card\\\"\\n\", \"label\": \"card_not_working\"}\n\
+{\"text\": \"plain\", \"label\": \"top_up\"}\n"
+        );
+        let missing = run("csv-rows", r#"fields = [["text", "body", "str"]]"#, &[source]).unwrap_err();
+        assert_eq!(missing, "in0:1: no column \"body\" in the header");
+    }
+
+    // SentEval's rt-polarity.pos/.neg: a trailing space on every line, empty lines dropped.
+    #[test]
+    fn senteval_label_files() {
+        let pos = b"the rock is destined . \n\nsimply brilliant . \n";
+        let neg = "na\u{ef}ve and dull . \n".as_bytes();
+        assert_eq!(
+            run("labelled-lines", r#"labels = ["1", "0"]"#, &[pos, neg]).unwrap(),
+            "{\"text\": \"the rock is destined .\", \"label\": \"1\"}\n\
+{\"text\": \"simply brilliant .\", \"label\": \"1\"}\n\
+{\"text\": \"na\u{ef}ve and dull .\", \"label\": \"0\"}\n"
+        );
+        let latin1 = run("labelled-lines", r#"labels = ["1"]"#, &[b"ok\nna\xefve\n"]).unwrap_err();
+        assert_eq!(latin1, "in0:2: not UTF-8");
+    }
+
+    // SentEval's SST files: binary `text \tlabel`, fine `label text`.
+    #[test]
+    fn sst_lines() {
+        assert_eq!(
+            run("sst-binary", "", &[b"a cr\\/eme film . \t1\n"]).unwrap(),
+            "{\"text\": \"a cr\\\\/eme film .\", \"label\": \"1\"}\n"
+        );
+        assert_eq!(
+            run("sst-fine", "", &[b"4 a gorgeous film .\n"]).unwrap(),
+            "{\"text\": \"a gorgeous film .\", \"label\": \"4\"}\n"
+        );
+        assert_eq!(run("sst-binary", "", &[b"no tab\n"]).unwrap_err(), "in0:1: no TAB before the label");
+    }
+
+    // TREC's train_5500.label: COARSE:fine, Latin-1, trailing spaces, inner double spaces kept.
+    #[test]
+    fn trec_latin1_lines() {
+        assert_eq!(
+            run("trec-coarse", "", &[b"DESC:manner How did serfdom  develop ? \nHUM:ind Who is \xf0 ?\n"]).unwrap(),
+            "{\"text\": \"How did serfdom  develop ?\", \"label\": \"DESC\"}\n\
+{\"text\": \"Who is \u{f0} ?\", \"label\": \"HUM\"}\n"
+        );
+    }
+
+    #[test]
+    fn copy_is_the_input() {
+        assert_eq!(run("copy", "", &[b"word1\tword2\t1.0\r\n"]).unwrap(), "word1\tword2\t1.0\r\n");
+        assert!(run("nope", "", &[b""]).unwrap_err().contains("no converter named"));
+    }
+}

@@ -1,0 +1,375 @@
+//! `sage data fetch`: registered datasets rebuilt, byte for byte, from their pinned public
+//! sources ([`crate::pins`]).
+//!
+//! For each dataset asked for: the files not already present with their pinned sha256 are
+//! listed; the artifacts they need are downloaded in parallel into the data root's `.sources`
+//! folder, at `.sources/HOST/PATH` of their URL (so a file placed there by hand is used, and a
+//! rerun resumes); each file is converted ([`convert`]), checked against its pinned size and
+//! sha256, and renamed into place. A dataset that fails leaves none of its files half-written and
+//! does not stop the others; the outcome of each is reported.
+#![allow(missing_docs)] // the submodules' items are documented where they are public
+
+pub mod archive;
+pub mod convert;
+#[cfg(feature = "fetch")]
+pub mod download;
+pub mod pickle;
+pub mod pyjson;
+
+#[cfg(feature = "fetch")]
+pub use fetch_impl::*;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::pins::{url_path, FilePin, Pins};
+
+/// Makes one pinned file from its artifacts, read from `sources` (laid out as `HOST/PATH` of
+/// each URL), and checks it against its pinned size and sha256: the bytes to write, or why not.
+pub fn make_file(pins: &Pins, sources: &Path, f: &FilePin) -> Result<Vec<u8>, String> {
+    let mut artifacts: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
+    for url in f.artifacts() {
+        let path = sources.join(url_path(url).unwrap_or(url));
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        artifacts.insert(url, bytes);
+    }
+    let members: Vec<(String, Vec<u8>)> = f
+        .from
+        .iter()
+        .map(|spec| {
+            let (url, member) = match spec.split_once('#') {
+                Some((u, m)) => (u, Some(m)),
+                None => (spec.as_str(), None),
+            };
+            let bytes = &artifacts[url];
+            // an archive's members are bounded by what they may reasonably hold, not by what
+            // their headers claim
+            let pinned = pins.artifacts.get(url).map_or(0, |a| a.bytes);
+            let limit = 4 * pinned.max(f.bytes) + (64 << 20);
+            let data = match member {
+                None => bytes.clone(),
+                Some(member) => archive::extract(bytes, member, limit).map_err(|e| format!("{spec}: {e}"))?,
+            };
+            Ok((spec.clone(), data))
+        })
+        .collect::<Result<_, String>>()?;
+    let inputs: Vec<convert::Input<'_>> = members
+        .iter()
+        .map(|(name, bytes)| convert::Input { name, bytes })
+        .collect();
+    let produced = convert::convert(f, &inputs).map_err(|e| e.to_string())?;
+    let sha: String = Sha256::digest(&produced).iter().map(|b| format!("{b:02x}")).collect();
+    if produced.len() as u64 != f.bytes || sha != f.sha256 {
+        return Err(format!(
+            "{}: converted to {} bytes with sha256 {sha}; pinned {} bytes, {} (not written: the \
+             source or the converter changed)",
+            f.path,
+            produced.len(),
+            f.bytes,
+            f.sha256
+        ));
+    }
+    Ok(produced)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every pinned file rebuilt from the real upstream files, byte for byte, where a copy of
+    /// them is at SAGE_UPSTREAM_DIR (laid out as `HOST/PATH` of each URL: `sage data fetch
+    /// --keep-sources` leaves them so under `DATA_DIR/.sources`).
+    #[test]
+    fn converters_reproduce_the_pinned_files_from_upstream() {
+        let Some(dir) = std::env::var_os("SAGE_UPSTREAM_DIR") else {
+            sage_test_env::skip(
+                "converters_reproduce_the_pinned_files_from_upstream",
+                "SAGE_UPSTREAM_DIR unset (a copy of the pinned sources)",
+            );
+            return;
+        };
+        let pins = Pins::builtin();
+        let mut failures = Vec::new();
+        let mut checked = 0;
+        for d in &pins.datasets {
+            for f in &d.files {
+                checked += 1;
+                if let Err(e) = make_file(pins, Path::new(&dir), f) {
+                    failures.push(format!("{}: {e}", d.name));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{} of {checked} files:\n{}", failures.len(), failures.join("\n"));
+    }
+}
+
+#[cfg(feature = "fetch")]
+mod fetch_impl {
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    use serde::Serialize;
+
+    use super::download::{self, DownloadSettings};
+    use crate::pins::{url_path, DatasetPin, FilePin, Pins};
+
+    /// How a rebuild runs.
+    #[derive(Clone, Debug)]
+    pub struct RebuildOptions {
+        /// The data root the files go into.
+        pub root: PathBuf,
+        /// Downloads at once.
+        pub jobs: usize,
+        /// Replace files present with other content than pinned.
+        pub overwrite: bool,
+        /// Keep the downloaded sources (under `ROOT/.sources`) after the files are made.
+        pub keep_sources: bool,
+        /// How downloads run.
+        pub download: DownloadSettings,
+    }
+
+    /// What one dataset's rebuild came to.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct Rebuilt {
+        /// Registry name.
+        pub dataset: String,
+        /// `fetched`, `present` (every file already there as pinned), or `failed`.
+        pub status: &'static str,
+        /// Files written.
+        pub written: Vec<String>,
+        /// Files present with other content than pinned, left alone (pass overwrite).
+        pub differs: Vec<String>,
+        /// Bytes downloaded for it.
+        pub downloaded_bytes: u64,
+        /// Why it failed: the source URL and how to place the file by hand.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error: Option<String>,
+        /// The licence as its source states it.
+        pub licence: String,
+    }
+
+    /// Progress of the downloads: the CLI draws bars from it.
+    pub trait Progress: Sync {
+        /// The whole rebuild will download `bytes` in `files` artifacts.
+        fn total(&self, files: usize, bytes: u64);
+        /// An artifact of `bytes` starts (`name`: its file name).
+        fn start(&self, url: &str, bytes: u64);
+        /// `bytes` more of `url` arrived.
+        fn advance(&self, url: &str, bytes: u64);
+        /// `url` is done (or failed).
+        fn finish(&self, url: &str, ok: bool);
+    }
+
+    /// No progress shown.
+    pub struct Quiet;
+
+    impl Progress for Quiet {
+        fn total(&self, _: usize, _: u64) {}
+        fn start(&self, _: &str, _: u64) {}
+        fn advance(&self, _: &str, _: u64) {}
+        fn finish(&self, _: &str, _: bool) {}
+    }
+
+    /// Where a URL's artifact is kept under the data root.
+    pub fn source_path(root: &Path, url: &str) -> PathBuf {
+        root.join(".sources").join(url_path(url).unwrap_or(url))
+    }
+
+    /// The line said when a source cannot be had.
+    fn by_hand(root: &Path, dataset: &str, url: &str, why: &str) -> String {
+        format!(
+            "{dataset}: {url}: {why}. To place it by hand, download that URL elsewhere and put the \
+             file at {}, then run `sage data fetch {dataset}` again",
+            source_path(root, url).display()
+        )
+    }
+
+    /// Rebuilds `names` from `pins` into `options.root`.
+    pub fn rebuild(
+        pins: &Pins,
+        names: &[String],
+        options: &RebuildOptions,
+        progress: &dyn Progress,
+    ) -> crate::Result<Vec<Rebuilt>> {
+        let mut datasets: Vec<&DatasetPin> = Vec::new();
+        for name in names {
+            let pin = pins.dataset(name).ok_or_else(|| crate::DataError::NoSource {
+                dataset: name.clone(),
+                hint: if crate::entry(name).is_some() {
+                    "it has no pinned source; `sage data list` shows its hub source, if any".into()
+                } else {
+                    "not a registered dataset; `sage data list` shows the registry".into()
+                },
+            })?;
+            if !datasets.iter().any(|d| d.name == pin.name) {
+                datasets.push(pin);
+            }
+        }
+        let root = &options.root;
+        // what each dataset still needs
+        let mut plans: Vec<(&DatasetPin, Vec<&FilePin>, Vec<String>)> = Vec::new();
+        for d in &datasets {
+            let mut todo = Vec::new();
+            let mut differs = Vec::new();
+            for f in &d.files {
+                let path = root.join(&f.path);
+                let pin = crate::pins::ArtifactPin {
+                    bytes: f.bytes,
+                    sha256: f.sha256.clone(),
+                };
+                let io = |e: std::io::Error| crate::DataError::Io {
+                    path: path.clone(),
+                    message: e.to_string(),
+                };
+                if download::matches(&path, &pin).map_err(io)? {
+                    continue;
+                }
+                if path.exists() && !options.overwrite {
+                    differs.push(f.path.clone());
+                    continue;
+                }
+                todo.push(f);
+            }
+            plans.push((d, todo, differs));
+        }
+        // every artifact needed, downloaded once
+        let mut needed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (d, todo, _) in &plans {
+            if d.unavailable.is_some() {
+                continue;
+            }
+            for f in todo {
+                for url in f.artifacts() {
+                    needed.entry(url).or_default().push(&d.name);
+                }
+            }
+        }
+        let mut missing: Vec<(&str, u64)> = Vec::new();
+        for &url in needed.keys() {
+            let pin = &pins.artifacts[url];
+            let dest = source_path(root, url);
+            let io = |e: std::io::Error| crate::DataError::Io {
+                path: dest.clone(),
+                message: e.to_string(),
+            };
+            if !download::matches(&dest, pin).map_err(io)? {
+                missing.push((url, pin.bytes));
+            }
+        }
+        progress.total(missing.len(), missing.iter().map(|m| m.1).sum());
+        let failures: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..options.jobs.clamp(1, 16) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(url, bytes)) = missing.get(i) else {
+                        break;
+                    };
+                    progress.start(url, bytes);
+                    let dest = source_path(root, url);
+                    let result = options.download.download(url, &pins.artifacts[url], &dest, &|n| {
+                        progress.advance(url, n)
+                    });
+                    progress.finish(url, result.is_ok());
+                    if let Err(e) = result {
+                        failures.lock().unwrap().insert(url.to_owned(), e.message);
+                    }
+                });
+            }
+        });
+        let failures = failures.into_inner().unwrap();
+        let downloaded: BTreeMap<&str, u64> = missing.iter().copied().collect();
+        let mut outcomes = Vec::new();
+        for (d, todo, differs) in plans {
+            let mut outcome = Rebuilt {
+                dataset: d.name.clone(),
+                status: "present",
+                written: Vec::new(),
+                differs,
+                downloaded_bytes: 0,
+                error: None,
+                licence: d.licence.clone(),
+            };
+            if let Some(why) = &d.unavailable {
+                if !todo.is_empty() {
+                    outcome.status = "failed";
+                    outcome.error = Some(format!("{}: no public source: {why}", d.name));
+                }
+                outcomes.push(outcome);
+                continue;
+            }
+            let mut urls: Vec<&str> = todo.iter().flat_map(|f| f.artifacts()).collect();
+            urls.sort_unstable();
+            urls.dedup();
+            outcome.downloaded_bytes = urls.iter().filter_map(|u| downloaded.get(u)).sum();
+            if let Some((url, why)) = urls
+                .iter()
+                .find_map(|u| failures.get(*u).map(|why| (*u, why)))
+            {
+                outcome.status = "failed";
+                outcome.error = Some(by_hand(root, &d.name, url, why));
+                outcomes.push(outcome);
+                continue;
+            }
+            match make_files(pins, root, &todo) {
+                Ok(written) => {
+                    if !written.is_empty() {
+                        outcome.status = "fetched";
+                    }
+                    outcome.written = written;
+                }
+                Err(e) => {
+                    outcome.status = "failed";
+                    outcome.error = Some(format!("{}: {e}", d.name));
+                }
+            }
+            outcomes.push(outcome);
+        }
+        if !options.keep_sources {
+            let failed: Vec<&str> = outcomes
+                .iter()
+                .filter(|o| o.status == "failed")
+                .map(|o| o.dataset.as_str())
+                .collect();
+            // a source still needed by a failed dataset stays, so the rerun need not download it
+            for (url, users) in &needed {
+                if users.iter().all(|u| !failed.contains(u)) {
+                    let _ = std::fs::remove_file(source_path(root, url));
+                }
+            }
+        }
+        Ok(outcomes)
+    }
+
+    /// Converts and places `files`; the first failure stops (what was placed stays: it matches
+    /// its pin).
+    fn make_files(pins: &Pins, root: &Path, files: &[&FilePin]) -> Result<Vec<String>, String> {
+        let mut written = Vec::new();
+        for f in files {
+            let produced = super::make_file(pins, &root.join(".sources"), f)?;
+            let dest = root.join(&f.path);
+            place(&dest, &produced).map_err(|e| format!("{}: {e}", dest.display()))?;
+            written.push(f.path.clone());
+        }
+        Ok(written)
+    }
+
+    /// Writes `bytes` to `dest` through a temporary file in the same folder, renamed into place.
+    fn place(dest: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        if let Some(dir) = dest.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = download::partial_path(dest);
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, dest)
+    }
+}
