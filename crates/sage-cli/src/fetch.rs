@@ -112,14 +112,20 @@ impl Progress for Bars {
 /// with neither is an error before anything is downloaded.
 pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>> {
     let pins = Pins::builtin();
-    let (pinned, hub): (Vec<String>, Vec<String>) =
-        names.iter().cloned().partition(|n| pins.dataset(n).is_some());
+    // a dataset no public source can rebuild falls back to its hub copy, where it has one
+    let (pinned, hub): (Vec<String>, Vec<String>) = names
+        .iter()
+        .cloned()
+        .partition(|n| pins.dataset(n).is_some_and(|d| d.unavailable.is_none()));
     for name in &hub {
         let entry = sage_data::entry(name).ok_or_else(|| {
             anyhow::anyhow!("unknown dataset {name:?}; `sage data list` shows the registry")
         })?;
         if entry.hub.is_none() {
-            anyhow::bail!("dataset {name} has neither a pinned source nor a hub source");
+            match pins.dataset(name).and_then(|d| d.unavailable.as_deref()) {
+                Some(why) => anyhow::bail!("dataset {name}: no public source sage can rebuild it from: {why}"),
+                None => anyhow::bail!("dataset {name} has neither a pinned source nor a hub source"),
+            }
         }
     }
     let mut outcomes = Vec::new();

@@ -188,15 +188,46 @@ pub fn zip_member(bytes: &[u8], path: &str, limit: u64) -> ArchiveResult<Vec<u8>
             return Err("a zip central directory entry has a bad signature".into());
         }
         let method = u16_at(bytes, at + 10)?;
-        let compressed = u32_at(bytes, at + 20)? as usize;
-        let size = u32_at(bytes, at + 24)? as u64;
+        let mut compressed = u32_at(bytes, at + 20)? as u64;
+        let mut size = u32_at(bytes, at + 24)? as u64;
         let name_len = u16_at(bytes, at + 28)? as usize;
         let extra_len = u16_at(bytes, at + 30)? as usize;
         let comment_len = u16_at(bytes, at + 32)? as usize;
-        let local = u32_at(bytes, at + 42)? as usize;
+        let mut local = u32_at(bytes, at + 42)? as u64;
         let name = bytes
             .get(at + 46..at + 46 + name_len)
             .ok_or("a zip entry name runs past the archive's end")?;
+        // Zip64: a field of 0xFFFFFFFF is in the extra field 0x0001, in the order uncompressed
+        // size, compressed size, local header offset (Python's zipfile writes them so for large
+        // or streamed members)
+        let mut extra = at + 46 + name_len;
+        let extra_end = extra + extra_len;
+        while extra + 4 <= extra_end {
+            let id = u16_at(bytes, extra)?;
+            let len = u16_at(bytes, extra + 2)? as usize;
+            if id == 1 {
+                let mut field = extra + 4;
+                let mut next = || -> ArchiveResult<u64> {
+                    let v = bytes
+                        .get(field..field + 8)
+                        .ok_or("a zip64 field runs past the archive's end")?;
+                    field += 8;
+                    Ok(u64::from_le_bytes(v.try_into().expect("8 bytes")))
+                };
+                if size == 0xFFFF_FFFF {
+                    size = next()?;
+                }
+                if compressed == 0xFFFF_FFFF {
+                    compressed = next()?;
+                }
+                if local == 0xFFFF_FFFF {
+                    local = next()?;
+                }
+            }
+            extra += 4 + len;
+        }
+        let compressed = usize::try_from(compressed).map_err(|_| "a zip member is too large")?;
+        let local = usize::try_from(local).map_err(|_| "a zip offset is too large")?;
         at += 46 + name_len + extra_len + comment_len;
         if name != path.as_bytes() {
             continue;

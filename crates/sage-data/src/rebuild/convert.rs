@@ -65,6 +65,10 @@ pub const CONVERTERS: &[&str] = &[
     "numbered-files",
     "bartscore-pickle",
     "text-block",
+    "lf-lines",
+    "trec-docs",
+    "trec-qrels",
+    "labelled-files",
 ];
 
 /// Runs the pin's converter on its inputs (in the pin's `from` order).
@@ -101,6 +105,10 @@ pub fn convert(pin: &FilePin, inputs: &[Input<'_>]) -> Result<Vec<u8>> {
         "numbered-files" => numbered_files(inputs, &options)?,
         "bartscore-pickle" => owned(bartscore_pickle(inputs, &options)?),
         "text-block" => return text_block(inputs, &options),
+        "lf-lines" => return lf_lines(inputs),
+        "trec-docs" => owned(trec_docs(inputs)?),
+        "trec-qrels" => return trec_qrels(inputs),
+        "labelled-files" => owned(labelled_files(inputs)?),
         other => return Err(whole(format!("no converter named {other:?}"))),
     };
     Ok(jsonl(rows))
@@ -194,6 +202,7 @@ impl Options<'_> {
                     Some("mapped") => FieldType::Mapped,
                     Some("line1") => FieldType::Line(0),
                     Some("line2") => FieldType::Line(1),
+                    Some("numpy-strings") => FieldType::NumpyStrings,
                     _ => return Err(self.error(format!("field {v:?}: type is str, float, int, const, mapped, line1 or line2"))),
                 };
                 Ok(Field {
@@ -222,6 +231,8 @@ enum FieldType {
     Mapped,
     /// One line of a cell of exactly two lines (STR-2022 keeps a pair in one cell).
     Line(usize),
+    /// numpy's `str()` of an array of strings (a SciFact abstract), its items joined by a space.
+    NumpyStrings,
 }
 
 struct Field {
@@ -246,6 +257,7 @@ fn typed(kind: FieldType, text: &str) -> std::result::Result<PyValue, String> {
             .map(PyValue::Int)
             .map_err(|_| format!("{text:?} is not an integer")),
         FieldType::Const | FieldType::Mapped => Ok(PyValue::Str(text.to_owned())),
+        FieldType::NumpyStrings => numpy_strings(text).map(PyValue::Str),
         FieldType::Line(k) => {
             let lines: Vec<&str> = text.split('\n').collect();
             match lines.as_slice() {
@@ -432,6 +444,101 @@ fn trec_coarse(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
         }
     }
     Ok(rows)
+}
+
+/// numpy's `str()` of a 1-D array of strings: `[` items `]`, each a Python string literal in `'`
+/// or `"`, separated by spaces or newlines. Each item is taken as the mirror took it: its raw
+/// characters with `\'` read as `'` and no other escape decoded (a `\n` stays two characters).
+fn numpy_strings(cell: &str) -> std::result::Result<String, String> {
+    let inner = cell
+        .strip_prefix('[')
+        .and_then(|c| c.strip_suffix(']'))
+        .ok_or("not an array of strings: no [ ... ]")?;
+    let mut items = Vec::new();
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.next_if(|c| *c == ' ' || *c == '\n').is_some() {}
+        let Some(quote) = chars.next() else { break };
+        if quote != '\'' && quote != '"' {
+            return Err(format!("an array item starts with {quote:?}, not a quote"));
+        }
+        let mut raw = String::new();
+        loop {
+            match chars.next() {
+                None => return Err("an array item is not closed".into()),
+                Some('\\') => {
+                    raw.push('\\');
+                    raw.push(chars.next().ok_or("an array item ends in a backslash")?);
+                }
+                Some(c) if c == quote => break,
+                Some(c) => raw.push(c),
+            }
+        }
+        items.push(raw.replace("\\'", "'"));
+    }
+    Ok(items.join(" "))
+}
+
+/// One file of texts per label (the label its file name without `.txt`, as TWEAC keeps Reddit and
+/// Stack Exchange titles): a row per line, verbatim, in the inputs' order.
+fn labelled_files(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for input in inputs {
+        let name = input.name.rsplit('/').next().unwrap_or(input.name);
+        let label = name.strip_suffix(".txt").unwrap_or(name);
+        for (_, text) in text_lines(input)? {
+            rows.push(vec![("text", text.into()), ("label", label.into())]);
+        }
+    }
+    Ok(rows)
+}
+
+/// The input with CRLF line ends made LF (BEIR qrels written on Windows).
+fn lf_lines(inputs: &[Input<'_>]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for input in inputs {
+        let mut bytes = input.bytes.iter().peekable();
+        while let Some(&b) = bytes.next() {
+            if b == b'\r' && bytes.peek() == Some(&&b'\n') {
+                continue;
+            }
+            out.push(b);
+        }
+    }
+    Ok(out)
+}
+
+/// TREC-style document files (`DOCID<TAB>TEXT` per line), several merged: a document already read
+/// from an earlier file is not repeated. No titles.
+fn trec_docs(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut rows = Vec::new();
+    for input in inputs {
+        for (line, text) in text_lines(input)? {
+            let (id, body) = text
+                .split_once('\t')
+                .ok_or_else(|| fail(input, Some(line), "no TAB after the document id"))?;
+            if seen.insert(id.to_owned()) {
+                rows.push(vec![("_id", id.into()), ("title", "".into()), ("text", body.into())]);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// TREC qrels (`QID 0 DOCID LEVEL`, tab-separated) as BEIR's qrels TSV, header included.
+fn trec_qrels(inputs: &[Input<'_>]) -> Result<Vec<u8>> {
+    let mut out = String::from("query-id\tcorpus-id\tscore\n");
+    for input in inputs {
+        for (line, text) in text_lines(input)? {
+            let c: Vec<&str> = text.split('\t').collect();
+            let [query, _, doc, level] = c.as_slice() else {
+                return Err(fail(input, Some(line), format!("{} columns, 4 expected", c.len())));
+            };
+            out.push_str(&format!("{query}\t{doc}\t{level}\n"));
+        }
+    }
+    Ok(out.into_bytes())
 }
 
 /// SemEval STS test files (`SCORE<TAB>S1<TAB>S2`, unscored pairs dropped), each input the subset
@@ -787,6 +894,48 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
             run("trec-coarse", "", &[b"DESC:manner How did serfdom  develop ? \nHUM:ind Who is \xf0 ?\n"]).unwrap(),
             "{\"text\": \"How did serfdom  develop ?\", \"label\": \"DESC\"}\n\
 {\"text\": \"Who is \u{f0} ?\", \"label\": \"HUM\"}\n"
+        );
+    }
+
+    // SciFact's corpus_train.csv: the abstract is numpy's str() of a list of sentences.
+    #[test]
+    fn numpy_string_arrays() {
+        assert_eq!(
+            numpy_strings("['Alterations of the white matter.'\n \"It's \\\\n kept.\" 'a \\'b\\'']").unwrap(),
+            "Alterations of the white matter. It's \\\\n kept. a 'b'"
+        );
+        assert!(numpy_strings("no brackets").is_err());
+        assert!(numpy_strings("['open").is_err());
+    }
+
+    // NFCorpus's .docs and .2-1-0.qrel files; BEIR qrels with CRLF.
+    #[test]
+    fn trec_files() {
+        assert_eq!(
+            run("trec-docs", "", &[b"MED-1\tfirst text \nMED-2\tsecond", b"MED-2\tsecond\nMED-3\tthird"]).unwrap(),
+            "{\"_id\": \"MED-1\", \"title\": \"\", \"text\": \"first text \"}\n\
+{\"_id\": \"MED-2\", \"title\": \"\", \"text\": \"second\"}\n\
+{\"_id\": \"MED-3\", \"title\": \"\", \"text\": \"third\"}\n"
+        );
+        assert_eq!(
+            run("trec-qrels", "", &[b"PLAIN-1\t0\tMED-2\t2\n"]).unwrap(),
+            "query-id\tcorpus-id\tscore\nPLAIN-1\tMED-2\t2\n"
+        );
+        assert_eq!(run("lf-lines", "", &[b"q\tc\r\n1\t2\t1\r\n"]).unwrap(), "q\tc\n1\t2\t1\n");
+    }
+
+    // TWEAC's data/reddit/test/<subreddit>.txt: one title per line, the label the file name.
+    #[test]
+    fn label_per_file() {
+        let inputs = [
+            Input { name: "https://example.org/data/reddit/test/AFL.txt", bytes: b"Grand final \x10 day\n" },
+            Input { name: "https://example.org/data/reddit/test/academia.stackexchange.com.txt", bytes: b" spaced \n" },
+        ];
+        let rows = labelled_files(&inputs).unwrap();
+        assert_eq!(
+            String::from_utf8(jsonl(owned(rows))).unwrap(),
+            "{\"text\": \"Grand final \\u0010 day\", \"label\": \"AFL\"}\n\
+{\"text\": \" spaced \", \"label\": \"academia.stackexchange.com\"}\n"
         );
     }
 
