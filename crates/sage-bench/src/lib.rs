@@ -151,6 +151,8 @@ pub struct Invocation {
     pub out: PathBuf,
     /// `--sage BIN`: the `sage` binary to drive.
     pub sage: Option<PathBuf>,
+    /// `--fetch`: rebuild the datasets the run reads from their pinned sources first.
+    pub fetch: bool,
 }
 
 impl Invocation {
@@ -176,12 +178,13 @@ impl Invocation {
                 "--costs" => inv.costs_file = Some(PathBuf::from(value()?)),
                 "--shard" => inv.shard = Some(Shard::parse(&value()?)?),
                 "--quick" => inv.quick = true,
+                "--fetch" => inv.fetch = true,
                 "--overwrite" => inv.overwrite = true,
                 "--plan" => inv.plan_only = true,
                 "--list-jobs" => inv.list_jobs = true,
                 "--gather" => inv.gather = true,
                 other => invalid!(
-                    "unknown option {other:?} (bench-all takes --config FILE, --quick, --overwrite, --out DIR, --sage BIN, --plan, --list-jobs, --jobs FILE, --shard I/N, --costs FILE, --gather)"
+                    "unknown option {other:?} (bench-all takes --config FILE, --quick, --fetch, --overwrite, --out DIR, --sage BIN, --plan, --list-jobs, --jobs FILE, --shard I/N, --costs FILE, --gather)"
                 ),
             }
         }
@@ -244,22 +247,50 @@ impl Prepared {
             invalid!("[datasets] tables need a configuration file (--config) to be relative to");
         }
         let config = if inv.quick { config.quick() } else { config };
+        // the default data folder is sage data fetch's (sage_data::DataRoot::default_dir)
+        let default_dir = std::env::var_os("XDG_DATA_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".local").join("share")))
+            .map(|base| base.join("sage-rs").join("data"));
         let data_dir = if !config.data_dir.is_empty() {
             PathBuf::from(&config.data_dir)
         } else if let Some(d) = std::env::var_os("SAGE_DATA_DIR").filter(|d| !d.is_empty()) {
             PathBuf::from(d)
+        } else if let Some(d) = default_dir.clone().filter(|d| inv.fetch || d.is_dir()) {
+            d
         } else if let Some(fallback) = &env.fallback_data_dir {
             fallback.clone()
         } else {
-            invalid!("no data folder: set SAGE_DATA_DIR, or data_dir in the configuration");
+            invalid!("no data folder: `sage data fetch --for CONFIG` (or bench-all --fetch) makes the default one; or set SAGE_DATA_DIR, or data_dir in the configuration");
         };
-        if !data_dir.is_dir() {
-            invalid!("data directory {} does not exist", data_dir.display());
-        }
         let sage = match &inv.sage {
             Some(s) => s.clone(),
             None => (env.sage)(config.device == Device::Cuda)?,
         };
+        if inv.fetch {
+            // what the run reads, rebuilt from the pinned sources first (present files are kept)
+            let mut fetch = Command::new(&sage);
+            fetch.args(["data", "fetch", "--quiet", "--data-dir"]).arg(&data_dir).arg("--for");
+            match &config.file {
+                Some(file) => fetch.arg(file),
+                None => fetch.arg(""),
+            };
+            if inv.quick {
+                fetch.arg("--quick");
+            }
+            eprintln!("bench-all: fetching the datasets the run reads into {}", data_dir.display());
+            let status = fetch
+                .stdout(std::process::Stdio::null())
+                .status()
+                .map_err(|e| BenchError::sage("sage data fetch", format!("cannot run {}: {e}", sage.display())))?;
+            if !status.success() {
+                return Err(BenchError::sage("sage data fetch", "failed (its lines above say which datasets and why)"));
+            }
+        }
+        if !data_dir.is_dir() {
+            invalid!("data directory {} does not exist (bench-all --fetch makes it)", data_dir.display());
+        }
         // what to run comes from sage's registry: a suite or metric registered in a `sage` of
         // one's own (`--sage`) is planned like the shipped ones
         let suites = listed_suites(&sage)?;

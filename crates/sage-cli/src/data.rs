@@ -63,8 +63,9 @@ pub enum DataCommand {
         /// Every dataset with a pinned source.
         #[arg(long, conflicts_with = "names")]
         all: bool,
-        /// The datasets a bench-all run of this configuration reads (bench.toml's form).
-        #[arg(long = "for", value_name = "CONFIG", conflicts_with_all = ["names", "all"])]
+        /// The datasets a bench-all run of this configuration reads (bench.toml's form; with no
+        /// value, or an empty one, the shipped configuration's).
+        #[arg(long = "for", value_name = "CONFIG", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["names", "all"])]
         for_config: Option<PathBuf>,
         /// With --for: the datasets of a `--quick` run.
         #[arg(long, requires = "for_config")]
@@ -380,7 +381,8 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
 
 /// The registry datasets a bench-all run of `config` reads.
 fn needed_by(config: &std::path::Path, quick: bool, registry: &sage_suites::Registry) -> Result<Vec<String>> {
-    let config = sage_bench::Config::load(Some(config), quick)?;
+    let file = (!config.as_os_str().is_empty()).then_some(config);
+    let config = sage_bench::Config::load(file, quick)?;
     let suites: Vec<(String, Vec<String>)> = registry
         .suites()
         .map(|s| (s.name().to_owned(), s.default_datasets()))

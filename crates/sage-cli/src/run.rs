@@ -377,12 +377,51 @@ pub struct TaskArgs {
     /// alone goes to standard output.
     #[arg(long)]
     output: Option<PathBuf>,
+    /// First rebuild the registry datasets the run reads (those given, else the suite's
+    /// defaults) from their pinned sources, as `sage data fetch` does; present files are kept.
+    #[arg(long)]
+    fetch: bool,
 }
 
 impl TaskArgs {
     /// Runs the registered suite `name` with these arguments and the suite's `options`.
     fn run(&self, registry: &Registry, name: &str, options: FlagOptions) -> Result<()> {
         let options = checked_options(registry, name, options)?;
+        if self.fetch {
+            let wanted: Vec<String> = if self.datasets.is_empty() {
+                registry
+                    .suites()
+                    .find(|s| s.name() == name)
+                    .map(|s| s.default_datasets())
+                    .unwrap_or_default()
+            } else {
+                self.datasets.clone()
+            };
+            let mut names: Vec<String> = Vec::new();
+            for d in wanted {
+                let n = d.split('/').next().unwrap_or(&d).to_owned();
+                if sage_data::entry(&n).is_some() && !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            let request = crate::fetch::Request {
+                root: crate::fetch::data_root(self.data_dir.clone())?,
+                overwrite: false,
+                jobs: 4,
+                keep_sources: false,
+                sources: std::env::var("SAGE_DATA_SOURCES").ok().filter(|s| !s.is_empty()),
+                quiet: false,
+                splits: Vec::new(),
+            };
+            let failed: Vec<String> = crate::fetch::fetch(&names, &request)?
+                .into_iter()
+                .filter(|o| o.status == "failed")
+                .map(|o| o.dataset)
+                .collect();
+            if !failed.is_empty() {
+                anyhow::bail!("--fetch: not fetched: {} (see above)", failed.join(", "));
+            }
+        }
         let (root, datasets) =
             crate::data::resolve(self.data_dir.clone(), &self.user, &self.datasets)?;
         let request = Request {

@@ -545,13 +545,17 @@ impl DataRoot {
         let root = self.root.as_ref().ok_or(DataError::NoRoot)?;
         let path = root.join(e.local_path(split));
         if !self.is_local(e, split) {
+            let pinned = crate::pins::Pins::builtin()
+                .dataset(name)
+                .is_some_and(|d| d.unavailable.is_none());
             let hint = match &e.hub {
+                _ if pinned => format!("`sage data fetch {name}` rebuilds it from its pinned source"),
                 Some(h) => format!(
                     "it is on the Hugging Face hub as {} (sage data fetch {name})",
                     h.repo
                 ),
                 None => {
-                    "it has no hub source; put the files there in the documented layout".to_owned()
+                    "it has no public source; put the files there in the documented layout".to_owned()
                 }
             };
             return Err(DataError::NotLocal {

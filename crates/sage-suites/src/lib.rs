@@ -60,7 +60,7 @@ pub enum SuiteError {
         message: String,
     },
     /// None of the suite's default datasets is in the local mirror.
-    #[error("{suite}: none of its datasets is in the local mirror {root}:\n  {}", missing.join("\n  "))]
+    #[error("{suite}: none of its datasets is in the local mirror {root}:\n  {}\nfetch them with: sage data fetch {} (or run again with --fetch)", missing.join("\n  "), names.join(" "))]
     NoLocalData {
         /// The suite.
         suite: &'static str,
@@ -68,6 +68,8 @@ pub enum SuiteError {
         root: String,
         /// Why each default dataset is absent, with how to get it.
         missing: Vec<String>,
+        /// The registry names of the missing datasets.
+        names: Vec<String>,
     },
     /// The subject cannot run this suite (a classical metric given to a suite of vectors).
     #[error("{suite}: {why}")]
@@ -566,10 +568,17 @@ pub fn local_datasets(
     let (present, missing) = root.partition_local(defaults);
     let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
     if present.is_empty() {
+        let mut names: Vec<String> = Vec::new();
+        for (name, _) in defaults {
+            if !names.iter().any(|n| n == name) {
+                names.push((*name).to_owned());
+            }
+        }
         return Err(SuiteError::NoLocalData {
             suite,
             root: root.describe(),
             missing,
+            names,
         });
     }
     Ok((
