@@ -207,9 +207,18 @@ impl Config {
                 continue;
             }
             let configured = table.map(|t| t.datasets.clone()).unwrap_or_default();
-            let list = if configured.is_empty() { defaults.clone() } else { configured };
+            let list = if configured.is_empty() {
+                defaults.clone()
+            } else {
+                configured
+            };
             for d in list {
-                if d.contains('#') || Path::new(&d).exists() || self.datasets.contains_key(d.split('/').next().unwrap_or(&d)) {
+                if d.contains('#')
+                    || Path::new(&d).exists()
+                    || self
+                        .datasets
+                        .contains_key(d.split('/').next().unwrap_or(&d))
+                {
                     continue;
                 }
                 if !needed.contains(&d) {
@@ -225,9 +234,8 @@ impl Config {
     pub fn load(file: Option<&Path>, quick: bool) -> Result<Config> {
         let config = match file {
             Some(file) => {
-                let text = std::fs::read_to_string(file).map_err(|e| {
-                    BenchError::Invalid(format!("{}: {e}", file.display()))
-                })?;
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| BenchError::Invalid(format!("{}: {e}", file.display())))?;
                 Config::parse(&text, &file.display().to_string())?
             }
             None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,

@@ -57,8 +57,8 @@ pub mod shard;
 #[cfg(test)]
 mod tests;
 
-pub use config::{Config, DEFAULT_CONFIG};
 use config::*;
+pub use config::{Config, DEFAULT_CONFIG};
 use error::invalid;
 pub use error::{BenchError, Result};
 use gather::*;
@@ -251,7 +251,11 @@ impl Prepared {
         let default_dir = std::env::var_os("XDG_DATA_HOME")
             .filter(|d| !d.is_empty())
             .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".local").join("share")))
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|d| !d.is_empty())
+                    .map(|h| PathBuf::from(h).join(".local").join("share"))
+            })
             .map(|base| base.join("sage-rs").join("data"));
         let data_dir = if !config.data_dir.is_empty() {
             PathBuf::from(&config.data_dir)
@@ -271,7 +275,10 @@ impl Prepared {
         if inv.fetch {
             // what the run reads, rebuilt from the pinned sources first (present files are kept)
             let mut fetch = Command::new(&sage);
-            fetch.args(["data", "fetch", "--quiet", "--data-dir"]).arg(&data_dir).arg("--for");
+            fetch
+                .args(["data", "fetch", "--quiet", "--data-dir"])
+                .arg(&data_dir)
+                .arg("--for");
             match &config.file {
                 Some(file) => fetch.arg(file),
                 None => fetch.arg(""),
@@ -279,17 +286,31 @@ impl Prepared {
             if inv.quick {
                 fetch.arg("--quick");
             }
-            eprintln!("bench-all: fetching the datasets the run reads into {}", data_dir.display());
+            eprintln!(
+                "bench-all: fetching the datasets the run reads into {}",
+                data_dir.display()
+            );
             let status = fetch
                 .stdout(std::process::Stdio::null())
                 .status()
-                .map_err(|e| BenchError::sage("sage data fetch", format!("cannot run {}: {e}", sage.display())))?;
+                .map_err(|e| {
+                    BenchError::sage(
+                        "sage data fetch",
+                        format!("cannot run {}: {e}", sage.display()),
+                    )
+                })?;
             if !status.success() {
-                return Err(BenchError::sage("sage data fetch", "failed (its lines above say which datasets and why)"));
+                return Err(BenchError::sage(
+                    "sage data fetch",
+                    "failed (its lines above say which datasets and why)",
+                ));
             }
         }
         if !data_dir.is_dir() {
-            invalid!("data directory {} does not exist (bench-all --fetch makes it)", data_dir.display());
+            invalid!(
+                "data directory {} does not exist (bench-all --fetch makes it)",
+                data_dir.display()
+            );
         }
         // what to run comes from sage's registry: a suite or metric registered in a `sage` of
         // one's own (`--sage`) is planned like the shipped ones

@@ -195,8 +195,8 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
             } else {
                 names
             };
-            let request = fetch::Request {
-                root: fetch::data_root(data_dir)?,
+            let request = crate::fetch::Request {
+                root: crate::fetch::data_root(data_dir)?,
                 overwrite,
                 jobs,
                 keep_sources,
@@ -204,7 +204,7 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
                 quiet,
                 splits,
             };
-            let outcomes = fetch::fetch(&names, &request)?;
+            let outcomes = crate::fetch::fetch(&names, &request)?;
             for outcome in &outcomes {
                 writeln!(out, "{}", serde_json::to_string(outcome)?)?;
             }
@@ -214,7 +214,12 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
                 .map(|o| o.dataset.as_str())
                 .collect();
             if !failed.is_empty() {
-                anyhow::bail!("{} of {} datasets not fetched: {}", failed.len(), outcomes.len(), failed.join(", "));
+                anyhow::bail!(
+                    "{} of {} datasets not fetched: {}",
+                    failed.len(),
+                    outcomes.len(),
+                    failed.join(", ")
+                );
             }
             Ok(())
         }
@@ -380,7 +385,11 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
 }
 
 /// The registry datasets a bench-all run of `config` reads.
-fn needed_by(config: &std::path::Path, quick: bool, registry: &sage_suites::Registry) -> Result<Vec<String>> {
+fn needed_by(
+    config: &std::path::Path,
+    quick: bool,
+    registry: &sage_suites::Registry,
+) -> Result<Vec<String>> {
     let file = (!config.as_os_str().is_empty()).then_some(config);
     let config = sage_bench::Config::load(file, quick)?;
     let suites: Vec<(String, Vec<String>)> = registry

@@ -63,9 +63,11 @@ impl Bars {
         }
         let total = multi.add(ProgressBar::new(0));
         total.set_style(
-            ProgressStyle::with_template("{prefix:>12} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {msg}")
-                .expect("a valid template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{prefix:>12} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {msg}",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
         );
         total.set_prefix("total");
         Bars {
@@ -83,15 +85,22 @@ impl Progress for Bars {
     }
 
     fn start(&self, url: &str, bytes: u64) {
-        let bar = self.multi.insert_before(&self.total, ProgressBar::new(bytes));
+        let bar = self
+            .multi
+            .insert_before(&self.total, ProgressBar::new(bytes));
         bar.set_style(
-            ProgressStyle::with_template("{prefix:>12} [{bar:30}] {bytes}/{total_bytes} {wide_msg}")
-                .expect("a valid template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{prefix:>12} [{bar:30}] {bytes}/{total_bytes} {wide_msg}",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
         );
         bar.set_prefix("download");
         bar.set_message(url.rsplit('/').next().unwrap_or(url).to_owned());
-        self.files.lock().expect("not poisoned").insert(url.to_owned(), bar);
+        self.files
+            .lock()
+            .expect("not poisoned")
+            .insert(url.to_owned(), bar);
     }
 
     fn advance(&self, url: &str, bytes: u64) {
@@ -123,8 +132,12 @@ pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>>
         })?;
         if entry.hub.is_none() {
             match pins.dataset(name).and_then(|d| d.unavailable.as_deref()) {
-                Some(why) => anyhow::bail!("dataset {name}: no public source sage can rebuild it from: {why}"),
-                None => anyhow::bail!("dataset {name} has neither a pinned source nor a hub source"),
+                Some(why) => anyhow::bail!(
+                    "dataset {name}: no public source sage can rebuild it from: {why}"
+                ),
+                None => {
+                    anyhow::bail!("dataset {name} has neither a pinned source nor a hub source")
+                }
             }
         }
     }
@@ -169,7 +182,11 @@ pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>>
         for name in &hub {
             match sage_data::fetch(&root, name, &splits, &settings, request.overwrite) {
                 Ok(fetched) => {
-                    let status = if fetched.iter().all(|f| f.skipped) { "present" } else { "fetched" };
+                    let status = if fetched.iter().all(|f| f.skipped) {
+                        "present"
+                    } else {
+                        "fetched"
+                    };
                     outcomes.push(Outcome {
                         dataset: name.clone(),
                         status,

@@ -409,7 +409,9 @@ impl TaskArgs {
                 overwrite: false,
                 jobs: 4,
                 keep_sources: false,
-                sources: std::env::var("SAGE_DATA_SOURCES").ok().filter(|s| !s.is_empty()),
+                sources: std::env::var("SAGE_DATA_SOURCES")
+                    .ok()
+                    .filter(|s| !s.is_empty()),
                 quiet: false,
                 splits: Vec::new(),
             };

@@ -288,7 +288,11 @@ impl DataRoot {
     /// Where `sage data fetch` puts the data when SAGE_DATA_DIR is unset, and where every command
     /// then finds it: `$XDG_DATA_HOME/sage-rs/data`, else `~/.local/share/sage-rs/data`.
     pub fn default_dir() -> Option<PathBuf> {
-        let nonempty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let nonempty = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         nonempty("XDG_DATA_HOME")
             .or_else(|| nonempty("HOME").map(|home| home.join(".local").join("share")))
             .map(|base| base.join("sage-rs").join("data"))
@@ -549,14 +553,15 @@ impl DataRoot {
                 .dataset(name)
                 .is_some_and(|d| d.unavailable.is_none());
             let hint = match &e.hub {
-                _ if pinned => format!("`sage data fetch {name}` rebuilds it from its pinned source"),
+                _ if pinned => {
+                    format!("`sage data fetch {name}` rebuilds it from its pinned source")
+                }
                 Some(h) => format!(
                     "it is on the Hugging Face hub as {} (sage data fetch {name})",
                     h.repo
                 ),
-                None => {
-                    "it has no public source; put the files there in the documented layout".to_owned()
-                }
+                None => "it has no public source; put the files there in the documented layout"
+                    .to_owned(),
             };
             return Err(DataError::NotLocal {
                 dataset: name.to_owned(),

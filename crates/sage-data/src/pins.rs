@@ -162,7 +162,9 @@ mod tests {
             for split in e.splits {
                 let local = e.local_path(split);
                 assert!(
-                    d.files.iter().any(|f| f.path == local || f.path.starts_with(&format!("{local}/"))),
+                    d.files
+                        .iter()
+                        .any(|f| f.path == local || f.path.starts_with(&format!("{local}/"))),
                     "{}: split {split} ({local}) is not among its pinned files",
                     d.name
                 );

@@ -115,7 +115,8 @@ fn registry_misuse_is_explained() {
         .unwrap_err()
         .to_string();
     assert!(
-        missing.contains("mteb/stsbenchmark-sts") && missing.contains("sts/stsb/train.jsonl"),
+        missing.contains("`sage data fetch stsb` rebuilds it from its pinned source")
+            && missing.contains("sts/stsb/train.jsonl"),
         "{missing}"
     );
 }

@@ -77,7 +77,12 @@ impl Suite for HumanPref {
                     suite,
                     root: request.root.describe(),
                     missing: self.default_datasets(),
-                    names: vec!["summeval".into(), "summeval-docs".into(), "realsumm".into(), "realsumm-docs".into()],
+                    names: vec![
+                        "summeval".into(),
+                        "summeval-docs".into(),
+                        "realsumm".into(),
+                        "realsumm-docs".into(),
+                    ],
                 });
             }
             sources

@@ -39,7 +39,10 @@ pub fn unxz(bytes: &[u8], limit: u64) -> ArchiveResult<Vec<u8>> {
             Ok(())
         }
     }
-    let mut out = Bounded { out: Vec::new(), limit };
+    let mut out = Bounded {
+        out: Vec::new(),
+        limit,
+    };
     lzma_rs::xz_decompress(&mut std::io::BufReader::new(bytes), &mut out).map_err(|e| match e {
         lzma_rs::error::Error::IoError(io) if io.to_string() == "over the limit" => {
             format!("decompresses to more than {limit} bytes")
@@ -238,7 +241,8 @@ pub fn zip_member(bytes: &[u8], path: &str, limit: u64) -> ArchiveResult<Vec<u8>
         if u32_at(bytes, local)? != 0x0403_4b50 {
             return Err(format!("zip member {path:?}: bad local header"));
         }
-        let data_start = local + 30 + u16_at(bytes, local + 26)? as usize + u16_at(bytes, local + 28)? as usize;
+        let data_start =
+            local + 30 + u16_at(bytes, local + 26)? as usize + u16_at(bytes, local + 28)? as usize;
         let data = bytes
             .get(data_start..data_start + compressed)
             .ok_or_else(|| format!("zip member {path:?} runs past the archive's end"))?;
@@ -252,7 +256,11 @@ pub fn zip_member(bytes: &[u8], path: &str, limit: u64) -> ArchiveResult<Vec<u8>
                     .map_err(|e| format!("zip member {path:?}: not valid deflate: {e}"))?;
                 out
             }
-            other => return Err(format!("zip member {path:?}: compression method {other} is not supported")),
+            other => {
+                return Err(format!(
+                    "zip member {path:?}: compression method {other} is not supported"
+                ))
+            }
         };
         if out.len() as u64 != size {
             return Err(format!(
@@ -273,7 +281,10 @@ pub fn ar_member<'a>(bytes: &'a [u8], name: &str) -> ArchiveResult<&'a [u8]> {
     let mut at = 8;
     while at + 60 <= bytes.len() {
         let header = &bytes[at..at + 60];
-        let member = String::from_utf8_lossy(&header[0..16]).trim_end().trim_end_matches('/').to_owned();
+        let member = String::from_utf8_lossy(&header[0..16])
+            .trim_end()
+            .trim_end_matches('/')
+            .to_owned();
         let size: usize = String::from_utf8_lossy(&header[48..58])
             .trim()
             .parse()
@@ -324,7 +335,8 @@ pub(crate) mod tests {
 
     /// A zip archive with one deflated member (the layout of Python's zipfile, ZIP_DEFLATED).
     pub(crate) fn zip_of(name: &str, data: &[u8]) -> Vec<u8> {
-        let mut deflate = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut deflate =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
         deflate.write_all(data).unwrap();
         let compressed = deflate.finish().unwrap();
         let crc = {
@@ -364,22 +376,43 @@ pub(crate) mod tests {
 
     #[test]
     fn tgz_members_by_path() {
-        let tgz = gzip_of(&tar_of(&[("package/a.txt", b"alpha\n"), ("package/dict/b", b"")]));
+        let tgz = gzip_of(&tar_of(&[
+            ("package/a.txt", b"alpha\n"),
+            ("package/dict/b", b""),
+        ]));
         let tar = gunzip(&tgz, 1 << 20).unwrap();
         assert_eq!(tar_member(&tar, "package/a.txt").unwrap(), b"alpha\n");
         assert_eq!(tar_member(&tar, "package/dict/b").unwrap(), b"");
-        assert!(tar_member(&tar, "package/c").unwrap_err().contains("no member"));
+        assert!(tar_member(&tar, "package/c")
+            .unwrap_err()
+            .contains("no member"));
     }
 
     #[test]
     fn nested_members() {
         let inner = gzip_of(&tar_of(&[("dict/data.adj", b"  1 adj\n")]));
-        let outer = gzip_of(&tar_of(&[("package/LICENSE", b"WordNet"), ("package/WNdb-3.0.tar.gz", &inner)]));
-        assert_eq!(extract(&outer, "package/WNdb-3.0.tar.gz!dict/data.adj", 1 << 20).unwrap(), b"  1 adj\n");
-        assert_eq!(extract(&outer, "package/LICENSE", 1 << 20).unwrap(), b"WordNet");
+        let outer = gzip_of(&tar_of(&[
+            ("package/LICENSE", b"WordNet"),
+            ("package/WNdb-3.0.tar.gz", &inner),
+        ]));
+        assert_eq!(
+            extract(&outer, "package/WNdb-3.0.tar.gz!dict/data.adj", 1 << 20).unwrap(),
+            b"  1 adj\n"
+        );
+        assert_eq!(
+            extract(&outer, "package/LICENSE", 1 << 20).unwrap(),
+            b"WordNet"
+        );
         let mut xz = Vec::new();
-        lzma_rs::xz_compress(&mut &tar_of(&[("./usr/share/wordnet/sents.vrb", b"1 x\n")])[..], &mut xz).unwrap();
-        assert_eq!(extract(&xz, "./usr/share/wordnet/sents.vrb", 1 << 20).unwrap(), b"1 x\n");
+        lzma_rs::xz_compress(
+            &mut &tar_of(&[("./usr/share/wordnet/sents.vrb", b"1 x\n")])[..],
+            &mut xz,
+        )
+        .unwrap();
+        assert_eq!(
+            extract(&xz, "./usr/share/wordnet/sents.vrb", 1 << 20).unwrap(),
+            b"1 x\n"
+        );
         assert!(unxz(&xz, 10).unwrap_err().contains("more than 10"));
     }
 
@@ -393,22 +426,41 @@ pub(crate) mod tests {
     fn tar_member_past_the_end_refused() {
         let mut tar = tar_of(&[("x", b"abc")]);
         tar.truncate(514);
-        assert!(tar_members(&tar).unwrap_err().contains("past the archive's end"));
+        assert!(tar_members(&tar)
+            .unwrap_err()
+            .contains("past the archive's end"));
     }
 
     #[test]
     fn zip_deflated_member() {
         let zip = zip_of("data/corpus.csv", b"id,text\n1,hello\n");
-        assert_eq!(zip_member(&zip, "data/corpus.csv", 1 << 20).unwrap(), b"id,text\n1,hello\n");
-        assert!(zip_member(&zip, "data/corpus.csv", 4).unwrap_err().contains("over 4"));
-        assert!(zip_member(&zip, "other", 1 << 20).unwrap_err().contains("no member"));
+        assert_eq!(
+            zip_member(&zip, "data/corpus.csv", 1 << 20).unwrap(),
+            b"id,text\n1,hello\n"
+        );
+        assert!(zip_member(&zip, "data/corpus.csv", 4)
+            .unwrap_err()
+            .contains("over 4"));
+        assert!(zip_member(&zip, "other", 1 << 20)
+            .unwrap_err()
+            .contains("no member"));
     }
 
     #[test]
     fn ar_members() {
         let mut deb = b"!<arch>\n".to_vec();
         for (name, data) in [("debian-binary", &b"2.0\n"[..]), ("data.tar.gz", b"xyz")] {
-            deb.extend_from_slice(format!("{name:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n", 0, 0, 0, 100644, data.len()).as_bytes());
+            deb.extend_from_slice(
+                format!(
+                    "{name:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+                    0,
+                    0,
+                    0,
+                    100644,
+                    data.len()
+                )
+                .as_bytes(),
+            );
             deb.extend_from_slice(data);
             if data.len() % 2 == 1 {
                 deb.push(b'\n');

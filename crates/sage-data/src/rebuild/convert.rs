@@ -182,29 +182,42 @@ impl Options<'_> {
             .options
             .get("fields")
             .and_then(|v| v.as_array())
-            .ok_or_else(|| self.error("option \"fields\": a list of [ours, column, type] is needed".into()))?;
+            .ok_or_else(|| {
+                self.error("option \"fields\": a list of [ours, column, type] is needed".into())
+            })?;
         values
             .iter()
             .map(|v| {
                 let parts = v.as_array().filter(|p| p.len() == 3);
-                let parts = parts.ok_or_else(|| self.error(format!("field {v:?}: [ours, column, type] expected")))?;
-                let ours = parts[0].as_str().ok_or_else(|| self.error(format!("field {v:?}: ours is a string")))?;
+                let parts = parts.ok_or_else(|| {
+                    self.error(format!("field {v:?}: [ours, column, type] expected"))
+                })?;
+                let ours = parts[0]
+                    .as_str()
+                    .ok_or_else(|| self.error(format!("field {v:?}: ours is a string")))?;
                 let column = match &parts[1] {
                     toml::Value::Integer(i) => Column::Index(*i as usize),
                     toml::Value::String(s) => Column::Name(s.clone()),
-                    other => return Err(self.error(format!("field {v:?}: column {other:?} is an index or a name"))),
+                    other => {
+                        return Err(self.error(format!(
+                            "field {v:?}: column {other:?} is an index or a name"
+                        )))
+                    }
                 };
-                let kind = match parts[2].as_str() {
-                    Some("str") => FieldType::Str,
-                    Some("float") => FieldType::Float,
-                    Some("int") => FieldType::Int,
-                    Some("const") => FieldType::Const,
-                    Some("mapped") => FieldType::Mapped,
-                    Some("line1") => FieldType::Line(0),
-                    Some("line2") => FieldType::Line(1),
-                    Some("numpy-strings") => FieldType::NumpyStrings,
-                    _ => return Err(self.error(format!("field {v:?}: type is str, float, int, const, mapped, line1 or line2"))),
-                };
+                let kind =
+                    match parts[2].as_str() {
+                        Some("str") => FieldType::Str,
+                        Some("float") => FieldType::Float,
+                        Some("int") => FieldType::Int,
+                        Some("const") => FieldType::Const,
+                        Some("mapped") => FieldType::Mapped,
+                        Some("line1") => FieldType::Line(0),
+                        Some("line2") => FieldType::Line(1),
+                        Some("numpy-strings") => FieldType::NumpyStrings,
+                        _ => return Err(self.error(format!(
+                            "field {v:?}: type is str, float, int, const, mapped, line1 or line2"
+                        ))),
+                    };
                 Ok(Field {
                     ours: ours.to_owned(),
                     column,
@@ -272,7 +285,11 @@ fn typed(kind: FieldType, text: &str) -> std::result::Result<PyValue, String> {
 /// starting an empty one): `(1-based line, text)`.
 fn text_lines<'a>(input: &'a Input<'a>) -> Result<Vec<(usize, &'a str)>> {
     let text = std::str::from_utf8(input.bytes).map_err(|e| {
-        let line = input.bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+        let line = input.bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
         fail(input, Some(line), "not UTF-8")
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -280,7 +297,11 @@ fn text_lines<'a>(input: &'a Input<'a>) -> Result<Vec<(usize, &'a str)>> {
     if text.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(text.split('\n').enumerate().map(|(i, l)| (i + 1, l)).collect())
+    Ok(text
+        .split('\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .collect())
 }
 
 /// Tab-separated lines, split on every TAB with no quoting (the STS releases' format: a `"` is
@@ -297,7 +318,11 @@ fn tab_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(Stri
                 continue;
             }
             let columns: Vec<&str> = text.split('\t').collect();
-            if drop_empty >= 0 && columns.get(drop_empty as usize).is_some_and(|c| c.is_empty()) {
+            if drop_empty >= 0
+                && columns
+                    .get(drop_empty as usize)
+                    .is_some_and(|c| c.is_empty())
+            {
                 continue;
             }
             let mut row = Vec::with_capacity(fields.len());
@@ -312,17 +337,37 @@ fn tab_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(Stri
                     _ => return Err(options.error("tab-rows takes column indices".into())),
                 };
                 let cell = columns.get(i).ok_or_else(|| {
-                    fail(input, Some(line), format!("{} columns, column {i} needed", columns.len()))
+                    fail(
+                        input,
+                        Some(line),
+                        format!("{} columns, column {i} needed", columns.len()),
+                    )
                 })?;
                 if let FieldType::Mapped = f.kind {
-                    match options.pin.options.get("label_map").and_then(|m| m.get(*cell)) {
-                        Some(toml::Value::Integer(v)) => row.push((f.ours.clone(), PyValue::Int(*v))),
+                    match options
+                        .pin
+                        .options
+                        .get("label_map")
+                        .and_then(|m| m.get(*cell))
+                    {
+                        Some(toml::Value::Integer(v)) => {
+                            row.push((f.ours.clone(), PyValue::Int(*v)))
+                        }
                         Some(toml::Value::String(d)) if d == "drop" => dropped = true,
-                        _ => return Err(fail(input, Some(line), format!("{cell:?} is not in the label map"))),
+                        _ => {
+                            return Err(fail(
+                                input,
+                                Some(line),
+                                format!("{cell:?} is not in the label map"),
+                            ))
+                        }
                     }
                     continue;
                 }
-                row.push((f.ours.clone(), typed(f.kind, cell).map_err(|m| fail(input, Some(line), m))?));
+                row.push((
+                    f.ours.clone(),
+                    typed(f.kind, cell).map_err(|m| fail(input, Some(line), m))?,
+                ));
             }
             if !dropped {
                 rows.push(row);
@@ -337,7 +382,9 @@ fn csv_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(Stri
     let fields = options.fields()?;
     let mut rows = Vec::new();
     for input in inputs {
-        let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(input.bytes);
+        let mut reader = csv::ReaderBuilder::new()
+            .flexible(false)
+            .from_reader(input.bytes);
         let header = reader
             .headers()
             .map_err(|e| fail(input, Some(1), e.to_string()))?
@@ -348,9 +395,11 @@ fn csv_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(Stri
                 Column::Index(i) => Some(*i),
                 // the record's 0-based number, as a string (an id the source does not have)
                 Column::Name(name) if name == "{row}" => None,
-                Column::Name(name) => Some(header.iter().position(|h| h == name).ok_or_else(|| {
-                    fail(input, Some(1), format!("no column {name:?} in the header"))
-                })?),
+                Column::Name(name) => {
+                    Some(header.iter().position(|h| h == name).ok_or_else(|| {
+                        fail(input, Some(1), format!("no column {name:?} in the header"))
+                    })?)
+                }
             });
         }
         for (number, record) in reader.records().enumerate() {
@@ -366,7 +415,10 @@ fn csv_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(Stri
                     Some(i) => record.get(i).unwrap_or_default(),
                     None => &number,
                 };
-                row.push((f.ours.clone(), typed(f.kind, cell).map_err(|m| fail(input, line, m))?));
+                row.push((
+                    f.ours.clone(),
+                    typed(f.kind, cell).map_err(|m| fail(input, line, m))?,
+                ));
             }
             rows.push(row);
         }
@@ -379,7 +431,11 @@ fn csv_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(Stri
 fn labelled_lines(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> {
     let labels = options.strings("labels")?;
     if labels.len() != inputs.len() {
-        return Err(options.error(format!("{} labels for {} inputs", labels.len(), inputs.len())));
+        return Err(options.error(format!(
+            "{} labels for {} inputs",
+            labels.len(),
+            inputs.len()
+        )));
     }
     let mut rows = Vec::new();
     for (input, label) in inputs.iter().zip(&labels) {
@@ -388,7 +444,10 @@ fn labelled_lines(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row
             if text.is_empty() {
                 continue;
             }
-            rows.push(vec![("text", text.into()), ("label", label.as_str().into())]);
+            rows.push(vec![
+                ("text", text.into()),
+                ("label", label.as_str().into()),
+            ]);
         }
     }
     Ok(rows)
@@ -519,7 +578,11 @@ fn trec_docs(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
                 .split_once('\t')
                 .ok_or_else(|| fail(input, Some(line), "no TAB after the document id"))?;
             if seen.insert(id.to_owned()) {
-                rows.push(vec![("_id", id.into()), ("title", "".into()), ("text", body.into())]);
+                rows.push(vec![
+                    ("_id", id.into()),
+                    ("title", "".into()),
+                    ("text", body.into()),
+                ]);
             }
         }
     }
@@ -533,7 +596,11 @@ fn trec_qrels(inputs: &[Input<'_>]) -> Result<Vec<u8>> {
         for (line, text) in text_lines(input)? {
             let c: Vec<&str> = text.split('\t').collect();
             let [query, _, doc, level] = c.as_slice() else {
-                return Err(fail(input, Some(line), format!("{} columns, 4 expected", c.len())));
+                return Err(fail(
+                    input,
+                    Some(line),
+                    format!("{} columns, 4 expected", c.len()),
+                ));
             };
             out.push_str(&format!("{query}\t{doc}\t{level}\n"));
         }
@@ -548,9 +615,17 @@ fn trec_qrels(inputs: &[Input<'_>]) -> Result<Vec<u8>> {
 fn semeval_sts(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> {
     let subsets = options.strings("subsets")?;
     if subsets.len() != inputs.len() {
-        return Err(options.error(format!("{} subsets for {} inputs", subsets.len(), inputs.len())));
+        return Err(options.error(format!(
+            "{} subsets for {} inputs",
+            subsets.len(),
+            inputs.len()
+        )));
     }
-    let from_stsb = options.pin.options.get("stsb_subset").and_then(|v| v.as_str());
+    let from_stsb = options
+        .pin
+        .options
+        .get("stsb_subset")
+        .and_then(|v| v.as_str());
     let row = |s1: &str, s2: &str, score: f64, subset: &str| -> Row {
         vec![
             ("sentence1", s1.into()),
@@ -569,12 +644,21 @@ fn semeval_sts(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> 
                 let input = &inputs[k];
                 for (line, text) in text_lines(input)? {
                     let c: Vec<&str> = text.split('\t').collect();
-                    if c.len() < 7 || c[0] != "main-captions" || c[1] != subset || c[2] != "2012test" {
+                    if c.len() < 7
+                        || c[0] != "main-captions"
+                        || c[1] != subset
+                        || c[2] != "2012test"
+                    {
                         continue;
                     }
                     let bad = |m: String| fail(input, Some(line), m);
-                    let id = c[3].parse().map_err(|_| bad(format!("id {:?} is not a number", c[3])))?;
-                    let score = c[4].trim().parse().map_err(|_| bad(format!("{:?} is not a number", c[4])))?;
+                    let id = c[3]
+                        .parse()
+                        .map_err(|_| bad(format!("id {:?} is not a number", c[3])))?;
+                    let score = c[4]
+                        .trim()
+                        .parse()
+                        .map_err(|_| bad(format!("{:?} is not a number", c[4])))?;
                     found.push((id, row(c[5], c[6], score, subset)));
                 }
                 k += 1;
@@ -587,7 +671,11 @@ fn semeval_sts(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> 
         for (line, text) in text_lines(input)? {
             let c: Vec<&str> = text.split('\t').collect();
             let [score, s1, s2] = c.as_slice() else {
-                return Err(fail(input, Some(line), format!("{} columns, 3 expected", c.len())));
+                return Err(fail(
+                    input,
+                    Some(line),
+                    format!("{} columns, 3 expected", c.len()),
+                ));
             };
             if score.is_empty() {
                 continue;
@@ -610,13 +698,17 @@ fn fasttext_reviews(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
     for input in inputs {
         for (line, text) in text_lines(input)? {
             let bad = |m: &str| fail(input, Some(line), m);
-            let (tag, review) = text.split_once(' ').ok_or_else(|| bad("no space after the label"))?;
+            let (tag, review) = text
+                .split_once(' ')
+                .ok_or_else(|| bad("no space after the label"))?;
             let label = match tag {
                 "__label__1" => 0,
                 "__label__2" => 1,
                 _ => return Err(bad("the label is neither __label__1 nor __label__2")),
             };
-            let (title, content) = review.split_once(": ").ok_or_else(|| bad("no `: ` after the title"))?;
+            let (title, content) = review
+                .split_once(": ")
+                .ok_or_else(|| bad("no `: ` after the title"))?;
             rows.push(vec![
                 ("id", (rows.len()).to_string().into()),
                 ("text", format!("{title}\n{content}").into()),
@@ -654,12 +746,17 @@ fn jsonl_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(St
                     (serde_json::Value::Number(n), FieldType::Float) => {
                         PyValue::Float(n.as_f64().unwrap_or(f64::NAN))
                     }
-                    (serde_json::Value::Number(n), FieldType::Int) => PyValue::Int(
-                        n.as_i64()
-                            .ok_or_else(|| fail(input, Some(line), format!("{key:?} is not an integer")))?,
-                    ),
+                    (serde_json::Value::Number(n), FieldType::Int) => {
+                        PyValue::Int(n.as_i64().ok_or_else(|| {
+                            fail(input, Some(line), format!("{key:?} is not an integer"))
+                        })?)
+                    }
                     (other, _) => {
-                        return Err(fail(input, Some(line), format!("{key:?} is {other}, not of its type")))
+                        return Err(fail(
+                            input,
+                            Some(line),
+                            format!("{key:?} is {other}, not of its type"),
+                        ))
                     }
                 };
                 row.push((f.ours.clone(), value));
@@ -672,19 +769,30 @@ fn jsonl_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(St
 
 /// One row per group of whole files (SumPubMed's `text_i.txt` and `abstract_i.txt`): the inputs
 /// in consecutive groups, one per key of `keys`; the id counts groups from `first_id`.
-fn numbered_files(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(String, PyValue)>>> {
+fn numbered_files(
+    inputs: &[Input<'_>],
+    options: &Options<'_>,
+) -> Result<Vec<Vec<(String, PyValue)>>> {
     let keys = options.strings("keys")?;
     let first = options.integer("first_id", 1)?;
     if keys.is_empty() || inputs.len() % keys.len() != 0 {
-        return Err(options.error(format!("{} inputs are not groups of {} files", inputs.len(), keys.len())));
+        return Err(options.error(format!(
+            "{} inputs are not groups of {} files",
+            inputs.len(),
+            keys.len()
+        )));
     }
     inputs
         .chunks(keys.len())
         .enumerate()
         .map(|(i, group)| {
-            let mut row = vec![("id".to_owned(), PyValue::Str((first + i as i64).to_string()))];
+            let mut row = vec![(
+                "id".to_owned(),
+                PyValue::Str((first + i as i64).to_string()),
+            )];
             for (key, input) in keys.iter().zip(group) {
-                let text = std::str::from_utf8(input.bytes).map_err(|_| fail(input, None, "not UTF-8"))?;
+                let text =
+                    std::str::from_utf8(input.bytes).map_err(|_| fail(input, None, "not UTF-8"))?;
                 row.push((key.clone(), PyValue::Str(text.to_owned())));
             }
             Ok(row)
@@ -702,7 +810,12 @@ fn bartscore_pickle(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<R
     };
     let layout = options.strings("layout")?;
     let dimensions = options.strings("dimensions").unwrap_or_default();
-    let with_references = options.pin.options.get("references").and_then(|v| v.as_bool()) == Some(true);
+    let with_references = options
+        .pin
+        .options
+        .get("references")
+        .and_then(|v| v.as_bool())
+        == Some(true);
     let data = pickle::read(input.bytes).map_err(|e| fail(input, None, e))?;
     let Pickled::Dict(docs) = &data else {
         return Err(fail(input, None, "the pickle is not a dict of documents"));
@@ -710,7 +823,11 @@ fn bartscore_pickle(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<R
     let text = |v: Option<&Pickled>, what: &str, doc: &str| -> Result<PyValue> {
         match v {
             Some(Pickled::Str(s)) => Ok(PyValue::Str(s.clone())),
-            _ => Err(fail(input, None, format!("document {doc}: {what} is not a string"))),
+            _ => Err(fail(
+                input,
+                None,
+                format!("document {doc}: {what} is not a string"),
+            )),
         }
     };
     let mut rows = Vec::new();
@@ -722,11 +839,19 @@ fn bartscore_pickle(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<R
         };
         if layout.iter().any(|l| l == "ratings") {
             let Some(Pickled::Dict(systems)) = doc.get("sys_summs") else {
-                return Err(fail(input, None, format!("document {id}: no sys_summs dict")));
+                return Err(fail(
+                    input,
+                    None,
+                    format!("document {id}: no sys_summs dict"),
+                ));
             };
             for (system, summary) in systems {
                 let Pickled::Str(system) = system else {
-                    return Err(fail(input, None, format!("document {id}: a system name is not a string")));
+                    return Err(fail(
+                        input,
+                        None,
+                        format!("document {id}: a system name is not a string"),
+                    ));
                 };
                 let mut row: Row = vec![
                     ("doc_id", id.clone().into()),
@@ -738,10 +863,21 @@ fn bartscore_pickle(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<R
                     let score = match summary.get("scores").and_then(|s| s.get(dimension)) {
                         Some(Pickled::Float(f)) => *f,
                         Some(Pickled::Int(i)) => *i as f64,
-                        _ => return Err(fail(input, None, format!("document {id}, {system}: no score {dimension}"))),
+                        _ => {
+                            return Err(fail(
+                                input,
+                                None,
+                                format!("document {id}, {system}: no score {dimension}"),
+                            ))
+                        }
                     };
                     // dimension names are few and fixed; leak-free static keys via the list below
-                    row.push((static_key(dimension).ok_or_else(|| options.error(format!("dimension {dimension:?} is not known")))?, PyValue::Float(score)));
+                    row.push((
+                        static_key(dimension).ok_or_else(|| {
+                            options.error(format!("dimension {dimension:?} is not known"))
+                        })?,
+                        PyValue::Float(score),
+                    ));
                 }
                 rows.push(row);
             }
@@ -754,7 +890,11 @@ fn bartscore_pickle(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<R
             ];
             if with_references {
                 let Some(Pickled::List(refs)) = doc.get("ref_summs") else {
-                    return Err(fail(input, None, format!("document {id}: no ref_summs list")));
+                    return Err(fail(
+                        input,
+                        None,
+                        format!("document {id}: no ref_summs list"),
+                    ));
                 };
                 let refs = refs
                     .iter()
@@ -770,9 +910,15 @@ fn bartscore_pickle(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<R
 
 /// The rating dimensions the human-preference files carry.
 fn static_key(name: &str) -> Option<&'static str> {
-    ["coherence", "consistency", "fluency", "relevance", "litepyramid_recall"]
-        .into_iter()
-        .find(|k| *k == name)
+    [
+        "coherence",
+        "consistency",
+        "fluency",
+        "relevance",
+        "litepyramid_recall",
+    ]
+    .into_iter()
+    .find(|k| *k == name)
 }
 
 /// The lines after the line `after`, up to the line `until` (neither included), verbatim: a
@@ -796,7 +942,11 @@ fn text_block(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<u8>> {
         out.push_str(line);
         out.push('\n');
     }
-    Err(fail(input, Some(lines[start].0), format!("no line {until:?} after this one")))
+    Err(fail(
+        input,
+        Some(lines[start].0),
+        format!("no line {until:?} after this one"),
+    ))
 }
 
 #[cfg(test)]
@@ -809,7 +959,9 @@ mod tests {
             bytes: 0,
             sha256: String::new(),
             convert: convert.into(),
-            from: (0..inputs).map(|i| format!("https://example.org/{i}")).collect(),
+            from: (0..inputs)
+                .map(|i| format!("https://example.org/{i}"))
+                .collect(),
             options: toml::from_str(options).unwrap(),
         }
     }
@@ -832,7 +984,8 @@ mod tests {
     fn stsb_tab_lines() {
         let source = b"main-captions\tMSRvid\t2012test\t0001\t5.000\tA girl is styling her hair.\tA girl is \"brushing\" her hair.\n\
 main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
-        let options = r#"fields = [["sentence1", 5, "str"], ["sentence2", 6, "str"], ["score", 4, "float"]]"#;
+        let options =
+            r#"fields = [["sentence1", 5, "str"], ["sentence2", 6, "str"], ["score", 4, "float"]]"#;
         assert_eq!(
             run("tab-rows", options, &[source]).unwrap(),
             "{\"sentence1\": \"A girl is styling her hair.\", \"sentence2\": \"A girl is \\\"brushing\\\" her hair.\", \"score\": 5.0}\n\
@@ -854,7 +1007,12 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
             "{\"text\": \"\\nI can't use my \\\"card\\\"\\n\", \"label\": \"card_not_working\"}\n\
 {\"text\": \"plain\", \"label\": \"top_up\"}\n"
         );
-        let missing = run("csv-rows", r#"fields = [["text", "body", "str"]]"#, &[source]).unwrap_err();
+        let missing = run(
+            "csv-rows",
+            r#"fields = [["text", "body", "str"]]"#,
+            &[source],
+        )
+        .unwrap_err();
         assert_eq!(missing, "in0:1: no column \"body\" in the header");
     }
 
@@ -884,14 +1042,22 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
             run("sst-fine", "", &[b"4 a gorgeous film .\n"]).unwrap(),
             "{\"text\": \"a gorgeous film .\", \"label\": \"4\"}\n"
         );
-        assert_eq!(run("sst-binary", "", &[b"no tab\n"]).unwrap_err(), "in0:1: no TAB before the label");
+        assert_eq!(
+            run("sst-binary", "", &[b"no tab\n"]).unwrap_err(),
+            "in0:1: no TAB before the label"
+        );
     }
 
     // TREC's train_5500.label: COARSE:fine, Latin-1, trailing spaces, inner double spaces kept.
     #[test]
     fn trec_latin1_lines() {
         assert_eq!(
-            run("trec-coarse", "", &[b"DESC:manner How did serfdom  develop ? \nHUM:ind Who is \xf0 ?\n"]).unwrap(),
+            run(
+                "trec-coarse",
+                "",
+                &[b"DESC:manner How did serfdom  develop ? \nHUM:ind Who is \xf0 ?\n"]
+            )
+            .unwrap(),
             "{\"text\": \"How did serfdom  develop ?\", \"label\": \"DESC\"}\n\
 {\"text\": \"Who is \u{f0} ?\", \"label\": \"HUM\"}\n"
         );
@@ -901,7 +1067,10 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
     #[test]
     fn numpy_string_arrays() {
         assert_eq!(
-            numpy_strings("['Alterations of the white matter.'\n \"It's \\\\n kept.\" 'a \\'b\\'']").unwrap(),
+            numpy_strings(
+                "['Alterations of the white matter.'\n \"It's \\\\n kept.\" 'a \\'b\\'']"
+            )
+            .unwrap(),
             "Alterations of the white matter. It's \\\\n kept. a 'b'"
         );
         assert!(numpy_strings("no brackets").is_err());
@@ -912,7 +1081,15 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
     #[test]
     fn trec_files() {
         assert_eq!(
-            run("trec-docs", "", &[b"MED-1\tfirst text \nMED-2\tsecond", b"MED-2\tsecond\nMED-3\tthird"]).unwrap(),
+            run(
+                "trec-docs",
+                "",
+                &[
+                    b"MED-1\tfirst text \nMED-2\tsecond",
+                    b"MED-2\tsecond\nMED-3\tthird"
+                ]
+            )
+            .unwrap(),
             "{\"_id\": \"MED-1\", \"title\": \"\", \"text\": \"first text \"}\n\
 {\"_id\": \"MED-2\", \"title\": \"\", \"text\": \"second\"}\n\
 {\"_id\": \"MED-3\", \"title\": \"\", \"text\": \"third\"}\n"
@@ -921,15 +1098,24 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
             run("trec-qrels", "", &[b"PLAIN-1\t0\tMED-2\t2\n"]).unwrap(),
             "query-id\tcorpus-id\tscore\nPLAIN-1\tMED-2\t2\n"
         );
-        assert_eq!(run("lf-lines", "", &[b"q\tc\r\n1\t2\t1\r\n"]).unwrap(), "q\tc\n1\t2\t1\n");
+        assert_eq!(
+            run("lf-lines", "", &[b"q\tc\r\n1\t2\t1\r\n"]).unwrap(),
+            "q\tc\n1\t2\t1\n"
+        );
     }
 
     // TWEAC's data/reddit/test/<subreddit>.txt: one title per line, the label the file name.
     #[test]
     fn label_per_file() {
         let inputs = [
-            Input { name: "https://example.org/data/reddit/test/AFL.txt", bytes: b"Grand final \x10 day\n" },
-            Input { name: "https://example.org/data/reddit/test/academia.stackexchange.com.txt", bytes: b" spaced \n" },
+            Input {
+                name: "https://example.org/data/reddit/test/AFL.txt",
+                bytes: b"Grand final \x10 day\n",
+            },
+            Input {
+                name: "https://example.org/data/reddit/test/academia.stackexchange.com.txt",
+                bytes: b" spaced \n",
+            },
         ];
         let rows = labelled_files(&inputs).unwrap();
         assert_eq!(
@@ -941,7 +1127,12 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
 
     #[test]
     fn copy_is_the_input() {
-        assert_eq!(run("copy", "", &[b"word1\tword2\t1.0\r\n"]).unwrap(), "word1\tword2\t1.0\r\n");
-        assert!(run("nope", "", &[b""]).unwrap_err().contains("no converter named"));
+        assert_eq!(
+            run("copy", "", &[b"word1\tword2\t1.0\r\n"]).unwrap(),
+            "word1\tword2\t1.0\r\n"
+        );
+        assert!(run("nope", "", &[b""])
+            .unwrap_err()
+            .contains("no converter named"));
     }
 }

@@ -127,7 +127,10 @@ impl DownloadSettings {
         };
         let pinned = match &self.base {
             Some(base) if absolute.starts_with(base.trim_end_matches('/')) => {
-                format!("https://{}", absolute[base.trim_end_matches('/').len()..].trim_start_matches('/'))
+                format!(
+                    "https://{}",
+                    absolute[base.trim_end_matches('/').len()..].trim_start_matches('/')
+                )
             }
             _ => absolute.clone(),
         };
@@ -157,7 +160,12 @@ impl DownloadSettings {
         };
         match host_of(url) {
             Some(host) if url.starts_with("https://") && ALLOWED_HOSTS.contains(&host) => {}
-            _ => return Err(error(format!("not an HTTPS URL on a documented host ({})", ALLOWED_HOSTS.join(", ")))),
+            _ => {
+                return Err(error(format!(
+                    "not an HTTPS URL on a documented host ({})",
+                    ALLOWED_HOSTS.join(", ")
+                )))
+            }
         }
         if let Some(dir) = dest.parent() {
             std::fs::create_dir_all(dir).map_err(|e| error(format!("{}: {e}", dir.display())))?;
@@ -195,7 +203,9 @@ impl DownloadSettings {
                     .and_then(|v| v.to_str().ok())
                     .ok_or_else(|| error(format!("HTTP {status} without a Location")))?
                     .to_owned();
-                target = self.redirect_target(&self.served_from(&target), &location).map_err(error)?;
+                target = self
+                    .redirect_target(&self.served_from(&target), &location)
+                    .map_err(error)?;
                 continue;
             }
             if status != 200 && status != 206 {
@@ -245,12 +255,17 @@ impl DownloadSettings {
             if got > expect {
                 drop(file);
                 let _ = std::fs::remove_file(&partial);
-                return Err(error(format!("the body runs past the pinned {} bytes", pin.bytes)));
+                return Err(error(format!(
+                    "the body runs past the pinned {} bytes",
+                    pin.bytes
+                )));
             }
-            file.write_all(&buf[..n]).map_err(|e| error(format!("{}: {e}", partial.display())))?;
+            file.write_all(&buf[..n])
+                .map_err(|e| error(format!("{}: {e}", partial.display())))?;
             on_bytes(n as u64);
         }
-        file.sync_all().map_err(|e| error(format!("{}: {e}", partial.display())))?;
+        file.sync_all()
+            .map_err(|e| error(format!("{}: {e}", partial.display())))?;
         drop(file);
         if got < expect {
             return Err(error(format!(
@@ -259,10 +274,14 @@ impl DownloadSettings {
                 pin.bytes
             )));
         }
-        let sha = sha256_file(&partial).map_err(|e| error(format!("{}: {e}", partial.display())))?;
+        let sha =
+            sha256_file(&partial).map_err(|e| error(format!("{}: {e}", partial.display())))?;
         if sha != pin.sha256 {
             let _ = std::fs::remove_file(&partial);
-            return Err(error(format!("sha256 {sha}, pinned {} (removed)", pin.sha256)));
+            return Err(error(format!(
+                "sha256 {sha}, pinned {} (removed)",
+                pin.sha256
+            )));
         }
         std::fs::rename(&partial, dest).map_err(|e| error(format!("{}: {e}", dest.display())))?;
         Ok(())
@@ -291,21 +310,34 @@ mod tests {
             "http://127.0.0.1:9/raw.githubusercontent.com/a/b/c/d.txt"
         );
         assert_eq!(
-            s.redirect_target("http://127.0.0.1:9/github.com/a/b", "http://127.0.0.1:9/codeload.github.com/a/b/tar.gz/c")
-                .unwrap(),
+            s.redirect_target(
+                "http://127.0.0.1:9/github.com/a/b",
+                "http://127.0.0.1:9/codeload.github.com/a/b/tar.gz/c"
+            )
+            .unwrap(),
             "https://codeload.github.com/a/b/tar.gz/c"
         );
         assert!(s
-            .redirect_target("http://127.0.0.1:9/github.com/a", "http://127.0.0.1:9/evil.example/x")
+            .redirect_target(
+                "http://127.0.0.1:9/github.com/a",
+                "http://127.0.0.1:9/evil.example/x"
+            )
             .unwrap_err()
             .contains("outside the documented hosts"));
         let direct = DownloadSettings::default();
         assert!(direct
-            .redirect_target("https://github.com/a", "https://raw.githubusercontent.com@evil.example/x")
+            .redirect_target(
+                "https://github.com/a",
+                "https://raw.githubusercontent.com@evil.example/x"
+            )
             .is_err());
-        assert!(direct.redirect_target("https://github.com/a", "http://github.com/x").is_err());
+        assert!(direct
+            .redirect_target("https://github.com/a", "http://github.com/x")
+            .is_err());
         assert_eq!(
-            direct.redirect_target("https://github.com/a/b", "/a/c").unwrap(),
+            direct
+                .redirect_target("https://github.com/a/b", "/a/c")
+                .unwrap(),
             "https://github.com/a/c"
         );
     }

@@ -35,32 +35,36 @@ pub fn make_file(pins: &Pins, sources: &Path, f: &FilePin) -> Result<Vec<u8>, St
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         artifacts.insert(url, bytes);
     }
-    let members: Vec<(String, Vec<u8>)> = f
-        .from
-        .iter()
-        .map(|spec| {
-            let (url, member) = match spec.split_once('#') {
-                Some((u, m)) => (u, Some(m)),
-                None => (spec.as_str(), None),
-            };
-            let bytes = &artifacts[url];
-            // an archive's members are bounded by what they may reasonably hold, not by what
-            // their headers claim
-            let pinned = pins.artifacts.get(url).map_or(0, |a| a.bytes);
-            let limit = 4 * pinned.max(f.bytes) + (64 << 20);
-            let data = match member {
-                None => bytes.clone(),
-                Some(member) => archive::extract(bytes, member, limit).map_err(|e| format!("{spec}: {e}"))?,
-            };
-            Ok((spec.clone(), data))
-        })
-        .collect::<Result<_, String>>()?;
+    let members: Vec<(String, Vec<u8>)> =
+        f.from
+            .iter()
+            .map(|spec| {
+                let (url, member) = match spec.split_once('#') {
+                    Some((u, m)) => (u, Some(m)),
+                    None => (spec.as_str(), None),
+                };
+                let bytes = &artifacts[url];
+                // an archive's members are bounded by what they may reasonably hold, not by what
+                // their headers claim
+                let pinned = pins.artifacts.get(url).map_or(0, |a| a.bytes);
+                let limit = 4 * pinned.max(f.bytes) + (64 << 20);
+                let data = match member {
+                    None => bytes.clone(),
+                    Some(member) => archive::extract(bytes, member, limit)
+                        .map_err(|e| format!("{spec}: {e}"))?,
+                };
+                Ok((spec.clone(), data))
+            })
+            .collect::<Result<_, String>>()?;
     let inputs: Vec<convert::Input<'_>> = members
         .iter()
         .map(|(name, bytes)| convert::Input { name, bytes })
         .collect();
     let produced = convert::convert(f, &inputs).map_err(|e| e.to_string())?;
-    let sha: String = Sha256::digest(&produced).iter().map(|b| format!("{b:02x}")).collect();
+    let sha: String = Sha256::digest(&produced)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     if produced.len() as u64 != f.bytes || sha != f.sha256 {
         return Err(format!(
             "{}: converted to {} bytes with sha256 {sha}; pinned {} bytes, {} (not written: the \
@@ -101,7 +105,12 @@ mod tests {
                 }
             }
         }
-        assert!(failures.is_empty(), "{} of {checked} files:\n{}", failures.len(), failures.join("\n"));
+        assert!(
+            failures.is_empty(),
+            "{} of {checked} files:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
     }
 }
 
@@ -197,14 +206,17 @@ mod fetch_impl {
     ) -> crate::Result<Vec<Rebuilt>> {
         let mut datasets: Vec<&DatasetPin> = Vec::new();
         for name in names {
-            let pin = pins.dataset(name).ok_or_else(|| crate::DataError::NoSource {
-                dataset: name.clone(),
-                hint: if crate::entry(name).is_some() {
-                    "it has no pinned source; `sage data list` shows its hub source, if any".into()
-                } else {
-                    "not a registered dataset; `sage data list` shows the registry".into()
-                },
-            })?;
+            let pin = pins
+                .dataset(name)
+                .ok_or_else(|| crate::DataError::NoSource {
+                    dataset: name.clone(),
+                    hint: if crate::entry(name).is_some() {
+                        "it has no pinned source; `sage data list` shows its hub source, if any"
+                            .into()
+                    } else {
+                        "not a registered dataset; `sage data list` shows the registry".into()
+                    },
+                })?;
             if !datasets.iter().any(|d| d.name == pin.name) {
                 datasets.push(pin);
             }
@@ -272,9 +284,12 @@ mod fetch_impl {
                     };
                     progress.start(url, bytes);
                     let dest = source_path(root, url);
-                    let result = options.download.download(url, &pins.artifacts[url], &dest, &|n| {
-                        progress.advance(url, n)
-                    });
+                    let result =
+                        options
+                            .download
+                            .download(url, &pins.artifacts[url], &dest, &|n| {
+                                progress.advance(url, n)
+                            });
                     progress.finish(url, result.is_ok());
                     if let Err(e) = result {
                         failures.lock().unwrap().insert(url.to_owned(), e.message);

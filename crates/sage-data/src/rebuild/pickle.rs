@@ -97,7 +97,8 @@ pub fn read(bytes: &[u8]) -> Result<Pickled, String> {
             0x88 => stack.push(Slot::Value(Pickled::Bool(true))),
             0x89 => stack.push(Slot::Value(Pickled::Bool(false))),
             b'X' => {
-                let len = u32::from_le_bytes(take(&mut at, 4)?.try_into().expect("4 bytes")) as usize;
+                let len =
+                    u32::from_le_bytes(take(&mut at, 4)?.try_into().expect("4 bytes")) as usize;
                 let text = std::str::from_utf8(take(&mut at, len)?)
                     .map_err(|_| format!("a string at byte {op_at} is not UTF-8"))?;
                 stack.push(Slot::Value(Pickled::Str(text.to_owned())));
@@ -210,9 +211,15 @@ mod tests {
         let value = read(bytes).unwrap();
         assert_eq!(
             value.get("a"),
-            Some(&Pickled::List(vec![Pickled::Float(1.5), Pickled::Str("x".into())]))
+            Some(&Pickled::List(vec![
+                Pickled::Float(1.5),
+                Pickled::Str("x".into())
+            ]))
         );
-        assert_eq!(value.get("b").and_then(|b| b.get("c")), Some(&Pickled::Int(7)));
+        assert_eq!(
+            value.get("b").and_then(|b| b.get("c")),
+            Some(&Pickled::Int(7))
+        );
         let shared = b"\x80\x03]q\x00(X\x01\x00\x00\x00sq\x01h\x01e.";
         assert_eq!(
             read(shared).unwrap(),

@@ -1,0 +1,381 @@
+//! `sage data fetch`'s downloads against a loopback server that plays the sources (GitHub raw
+//! files, an npm tarball) in their own formats, and misbehaves on purpose: damaged, truncated,
+//! oversized, redirected and stalled answers. Nothing leaves 127.0.0.1; the server thread ends
+//! with the test.
+#![cfg(feature = "fetch")]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sage_data::pins::{ArtifactPin, DatasetPin, FilePin, Pins};
+use sage_data::rebuild::download::DownloadSettings;
+use sage_data::rebuild::{rebuild, Quiet, RebuildOptions, Rebuilt};
+use sha2::{Digest, Sha256};
+
+/// How the server answers one path.
+#[derive(Clone)]
+enum Answer {
+    /// The bytes, honouring `Range: bytes=N-`.
+    Serve(Vec<u8>),
+    /// The first `n` bytes under a Content-Length of all of them, then the connection closes.
+    Truncate(Vec<u8>, usize),
+    /// A Content-Length larger than any pin.
+    Oversize,
+    /// A redirect.
+    Redirect(String),
+    /// Headers and the first bytes, then nothing for longer than the client waits.
+    Stall(Vec<u8>),
+}
+
+struct Server {
+    base: String,
+    answers: Arc<Mutex<BTreeMap<String, Answer>>>,
+    ranges: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let answers: Arc<Mutex<BTreeMap<String, Answer>>> = Default::default();
+        let ranges: Arc<Mutex<Vec<String>>> = Default::default();
+        let (a, r) = (answers.clone(), ranges.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (a, r) = (a.clone(), r.clone());
+                std::thread::spawn(move || answer(stream, &a, &r));
+            }
+        });
+        Server {
+            base,
+            answers,
+            ranges,
+        }
+    }
+
+    fn set(&self, url: &str, answer: Answer) {
+        let path = format!("/{}", url.strip_prefix("https://").unwrap());
+        self.answers.lock().unwrap().insert(path, answer);
+    }
+}
+
+fn answer(
+    stream: TcpStream,
+    answers: &Mutex<BTreeMap<String, Answer>>,
+    ranges: &Mutex<Vec<String>>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    let path = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("/")
+        .to_owned();
+    let mut from = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(range) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
+            from = range.trim().trim_end_matches('-').parse().unwrap_or(0);
+            ranges.lock().unwrap().push(format!("{path} {from}"));
+        }
+    }
+    let mut out = stream;
+    let found = answers.lock().unwrap().get(&path).cloned();
+    let _ = match found {
+        None => out
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+        Some(Answer::Serve(bytes)) if from > 0 && from < bytes.len() => {
+            let rest = &bytes[from..];
+            let head = format!(
+                "HTTP/1.1 206 Partial Content\r\ncontent-length: {}\r\ncontent-range: bytes {from}-{}/{}\r\nconnection: close\r\n\r\n",
+                rest.len(),
+                bytes.len() - 1,
+                bytes.len()
+            );
+            out.write_all(head.as_bytes())
+                .and_then(|_| out.write_all(rest))
+        }
+        Some(Answer::Serve(bytes)) => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                bytes.len()
+            );
+            out.write_all(head.as_bytes())
+                .and_then(|_| out.write_all(&bytes))
+        }
+        Some(Answer::Truncate(bytes, n)) => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                bytes.len()
+            );
+            out.write_all(head.as_bytes())
+                .and_then(|_| out.write_all(&bytes[..n]))
+        }
+        Some(Answer::Oversize) => out.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-length: 999999999\r\nconnection: close\r\n\r\nxx",
+        ),
+        Some(Answer::Redirect(to)) => {
+            let head = format!("HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            out.write_all(head.as_bytes())
+        }
+        Some(Answer::Stall(bytes)) => {
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", bytes.len());
+            let _ = out
+                .write_all(head.as_bytes())
+                .and_then(|_| out.write_all(&bytes[..2]));
+            std::thread::sleep(Duration::from_secs(6));
+            Ok(())
+        }
+    };
+    let _ = out.flush();
+    let mut sink = Vec::new();
+    let _ = reader.read_to_end(&mut sink);
+}
+
+fn sha(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+const TSV_URL: &str = "https://raw.githubusercontent.com/owner/sts/0123456789abcdef0123456789abcdef01234567/data/sts-test.csv";
+const TGZ_URL: &str = "https://registry.npmjs.org/wndb-like/-/wndb-like-1.0.0.tgz";
+
+/// A STS Benchmark-style TSV and an npm-style tarball, the pins of both and of what they make.
+fn fixture() -> (Pins, Vec<u8>, Vec<u8>) {
+    let tsv = b"main-captions\tMSRvid\t2012test\t0001\t5.000\tA girl is styling her hair.\tA girl is brushing her hair.\n\
+main-news\theadlines\t2015\t0002\t0.666667\tOne\tTwo\n"
+        .to_vec();
+    let jsonl = "{\"sentence1\": \"A girl is styling her hair.\", \"sentence2\": \"A girl is brushing her hair.\", \"score\": 5.0}\n\
+{\"sentence1\": \"One\", \"sentence2\": \"Two\", \"score\": 0.666667}\n";
+    let license = b"WordNet Release 3.0 licence\n".to_vec();
+    let tgz = {
+        let mut tar = Vec::new();
+        let mut header = [0u8; 512];
+        let name = b"package/LICENSE";
+        header[..name.len()].copy_from_slice(name);
+        header[100..107].copy_from_slice(b"0000644");
+        header[124..135].copy_from_slice(format!("{:011o}", license.len()).as_bytes());
+        header[156] = b'0';
+        header[257..263].copy_from_slice(b"ustar\0");
+        tar.extend_from_slice(&header);
+        tar.extend_from_slice(&license);
+        tar.resize(tar.len().div_ceil(512) * 512 + 1024, 0);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&tar).unwrap();
+        gz.finish().unwrap()
+    };
+    let file = |path: &str, convert: &str, from: &str, bytes: &[u8], options: &str| FilePin {
+        path: path.into(),
+        bytes: bytes.len() as u64,
+        sha256: sha(bytes),
+        convert: convert.into(),
+        from: vec![from.into()],
+        options: toml::from_str(options).unwrap(),
+    };
+    let pins = Pins {
+        artifacts: [
+            (
+                TSV_URL.to_owned(),
+                ArtifactPin {
+                    bytes: tsv.len() as u64,
+                    sha256: sha(&tsv),
+                },
+            ),
+            (
+                TGZ_URL.to_owned(),
+                ArtifactPin {
+                    bytes: tgz.len() as u64,
+                    sha256: sha(&tgz),
+                },
+            ),
+        ]
+        .into_iter()
+        .collect(),
+        datasets: vec![
+            DatasetPin {
+                name: "stsb-like".into(),
+                licence: "CC BY-SA 4.0".into(),
+                unavailable: None,
+                files: vec![file(
+                    "sts/stsb_like/test.jsonl",
+                    "tab-rows",
+                    TSV_URL,
+                    jsonl.as_bytes(),
+                    r#"fields = [["sentence1", 5, "str"], ["sentence2", 6, "str"], ["score", 4, "float"]]"#,
+                )],
+            },
+            DatasetPin {
+                name: "wordnet-like".into(),
+                licence: "WordNet 3.0".into(),
+                unavailable: None,
+                files: vec![file(
+                    "wordnet_like/LICENSE",
+                    "copy",
+                    &format!("{TGZ_URL}#package/LICENSE"),
+                    &license,
+                    "",
+                )],
+            },
+        ],
+    };
+    (pins, tsv, tgz)
+}
+
+fn options(root: &Path, server: &Server) -> RebuildOptions {
+    RebuildOptions {
+        root: root.to_owned(),
+        jobs: 2,
+        overwrite: false,
+        keep_sources: false,
+        download: DownloadSettings {
+            base: Some(server.base.clone()),
+            stall: Duration::from_secs(2),
+            min_rate: 1 << 20,
+        },
+    }
+}
+
+fn names() -> Vec<String> {
+    vec!["stsb-like".into(), "wordnet-like".into()]
+}
+
+fn by_name(outcomes: &[Rebuilt], name: &str) -> Rebuilt {
+    outcomes
+        .iter()
+        .find(|o| o.dataset == name)
+        .cloned()
+        .unwrap()
+}
+
+/// Every file under `root` but the `.sources` folder's partial downloads.
+fn files_under(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path().strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn fetch_rebuilds_the_pinned_bytes_and_keeps_what_is_present() {
+    let (pins, tsv, tgz) = fixture();
+    let server = Server::start();
+    server.set(TSV_URL, Answer::Serve(tsv));
+    // the npm registry answers a tarball request with a redirect to its own host's file
+    let moved = "https://registry.npmjs.org/wndb-like/-/moved.tgz";
+    server.set(
+        TGZ_URL,
+        Answer::Redirect(format!(
+            "{}/{}",
+            server.base,
+            moved.strip_prefix("https://").unwrap()
+        )),
+    );
+    server.set(moved, Answer::Serve(tgz));
+    let root = tempfile::tempdir().unwrap();
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    for o in &outcomes {
+        assert_eq!(o.status, "fetched", "{o:?}");
+    }
+    assert_eq!(
+        files_under(root.path()),
+        ["sts/stsb_like/test.jsonl", "wordnet_like/LICENSE"]
+    );
+    let again = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    assert!(
+        again
+            .iter()
+            .all(|o| o.status == "present" && o.downloaded_bytes == 0),
+        "{again:?}"
+    );
+}
+
+#[test]
+fn damaged_oversized_and_foreign_answers_leave_nothing_under_a_name() {
+    let (pins, tsv, _) = fixture();
+    let server = Server::start();
+    let mut damaged = tsv.clone();
+    damaged[10] ^= 1;
+    server.set(TSV_URL, Answer::Serve(damaged));
+    server.set(TGZ_URL, Answer::Oversize);
+    let root = tempfile::tempdir().unwrap();
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    let sts = by_name(&outcomes, "stsb-like");
+    assert_eq!(sts.status, "failed");
+    let why = sts.error.unwrap();
+    assert!(
+        why.contains(TSV_URL) && why.contains("sha256") && why.contains("place it by hand"),
+        "{why}"
+    );
+    let wn = by_name(&outcomes, "wordnet-like").error.unwrap();
+    assert!(wn.contains("the server offers 999999999 bytes"), "{wn}");
+    assert_eq!(files_under(root.path()), Vec::<String>::new());
+
+    server.set(
+        TGZ_URL,
+        Answer::Redirect("https://evil.example/wndb.tgz".into()),
+    );
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    let wn = by_name(&outcomes, "wordnet-like").error.unwrap();
+    assert!(wn.contains("outside the documented hosts"), "{wn}");
+    assert_eq!(files_under(root.path()), Vec::<String>::new());
+}
+
+#[test]
+fn a_truncated_download_resumes_and_a_stalled_one_is_cut() {
+    let (pins, tsv, tgz) = fixture();
+    let server = Server::start();
+    server.set(TSV_URL, Answer::Truncate(tsv.clone(), 40));
+    server.set(TGZ_URL, Answer::Stall(tgz.clone()));
+    let root = tempfile::tempdir().unwrap();
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    assert!(
+        outcomes.iter().all(|o| o.status == "failed"),
+        "{outcomes:?}"
+    );
+    let kept = sage_data::rebuild::source_path(root.path(), TSV_URL);
+    let partial = sage_data::rebuild::download::partial_path(&kept);
+    assert_eq!(
+        std::fs::metadata(&partial).unwrap().len(),
+        40,
+        "the first 40 bytes are kept"
+    );
+    assert!(!root.path().join("sts/stsb_like/test.jsonl").exists());
+
+    server.set(TSV_URL, Answer::Serve(tsv));
+    server.set(TGZ_URL, Answer::Serve(tgz));
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    assert!(
+        outcomes.iter().all(|o| o.status == "fetched"),
+        "{outcomes:?}"
+    );
+    let ranges = server.ranges.lock().unwrap().clone();
+    assert!(
+        ranges.iter().any(|r| r.ends_with(" 40")),
+        "the rerun asked for the rest: {ranges:?}"
+    );
+    assert_eq!(
+        files_under(root.path()),
+        ["sts/stsb_like/test.jsonl", "wordnet_like/LICENSE"]
+    );
+}
