@@ -125,7 +125,7 @@ mod tests {
                 d.name
             );
             assert!(
-                d.unavailable.is_some() != !d.files.is_empty(),
+                d.unavailable.is_some() == d.files.is_empty(),
                 "{}: either files or a reason none can exist",
                 d.name
             );

@@ -204,20 +204,21 @@ impl Options<'_> {
                         )))
                     }
                 };
-                let kind =
-                    match parts[2].as_str() {
-                        Some("str") => FieldType::Str,
-                        Some("float") => FieldType::Float,
-                        Some("int") => FieldType::Int,
-                        Some("const") => FieldType::Const,
-                        Some("mapped") => FieldType::Mapped,
-                        Some("line1") => FieldType::Line(0),
-                        Some("line2") => FieldType::Line(1),
-                        Some("numpy-strings") => FieldType::NumpyStrings,
-                        _ => return Err(self.error(format!(
+                let kind = match parts[2].as_str() {
+                    Some("str") => FieldType::Str,
+                    Some("float") => FieldType::Float,
+                    Some("int") => FieldType::Int,
+                    Some("const") => FieldType::Const,
+                    Some("mapped") => FieldType::Mapped,
+                    Some("line1") => FieldType::Line(0),
+                    Some("line2") => FieldType::Line(1),
+                    Some("numpy-strings") => FieldType::NumpyStrings,
+                    _ => {
+                        return Err(self.error(format!(
                             "field {v:?}: type is str, float, int, const, mapped, line1 or line2"
-                        ))),
-                    };
+                        )))
+                    }
+                };
                 Ok(Field {
                     ours: ours.to_owned(),
                     column,
@@ -775,7 +776,7 @@ fn numbered_files(
 ) -> Result<Vec<Vec<(String, PyValue)>>> {
     let keys = options.strings("keys")?;
     let first = options.integer("first_id", 1)?;
-    if keys.is_empty() || inputs.len() % keys.len() != 0 {
+    if keys.is_empty() || !inputs.len().is_multiple_of(keys.len()) {
         return Err(options.error(format!(
             "{} inputs are not groups of {} files",
             inputs.len(),

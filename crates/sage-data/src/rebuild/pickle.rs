@@ -161,7 +161,7 @@ pub fn read(bytes: &[u8]) -> Result<Pickled, String> {
                 } else {
                     since_mark(&mut stack, op_at)?
                 };
-                if items.len() % 2 != 0 {
+                if !items.len().is_multiple_of(2) {
                     return Err(format!("odd SETITEMS at byte {op_at}"));
                 }
                 match stack.last_mut() {
