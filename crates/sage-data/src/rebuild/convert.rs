@@ -69,6 +69,7 @@ pub const CONVERTERS: &[&str] = &[
     "trec-docs",
     "trec-qrels",
     "labelled-files",
+    "newsgroup-subjects",
 ];
 
 /// Runs the pin's converter on its inputs (in the pin's `from` order).
@@ -109,6 +110,7 @@ pub fn convert(pin: &FilePin, inputs: &[Input<'_>]) -> Result<Vec<u8>> {
         "trec-docs" => owned(trec_docs(inputs)?),
         "trec-qrels" => return trec_qrels(inputs),
         "labelled-files" => owned(labelled_files(inputs)?),
+        "newsgroup-subjects" => owned(newsgroup_subjects(inputs, &options)?),
         other => return Err(whole(format!("no converter named {other:?}"))),
     };
     Ok(jsonl(rows))
@@ -549,6 +551,48 @@ fn labelled_files(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
         for (_, text) in text_lines(input)? {
             rows.push(vec![("text", text.into()), ("label", label.into())]);
         }
+    }
+    Ok(rows)
+}
+
+/// 20 Newsgroups messages in a repository tarball (GitHub's: one top folder), those under the
+/// folder `under` as `GROUP/ID`: each message's first `Subject:` line (read as Latin-1, the
+/// messages' own encoding), trimmed, labelled with its group; groups and messages in bytewise
+/// name order, as git lists them.
+fn newsgroup_subjects(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> {
+    let [input] = inputs else {
+        return Err(options.error("newsgroup-subjects takes one tarball".into()));
+    };
+    let under = options.strings("under")?.concat();
+    let limit = options.integer("max_unpacked", 1 << 30)? as u64;
+    let tar = super::archive::gunzip(input.bytes, limit).map_err(|e| fail(input, None, e))?;
+    let members = super::archive::tar_members(&tar).map_err(|e| fail(input, None, e))?;
+    let mut messages: Vec<(&str, &str, &[u8])> = Vec::new();
+    for m in &members {
+        let Some((_, inside)) = m.path.split_once('/') else { continue };
+        let Some(rest) = inside.strip_prefix(under.as_str()) else { continue };
+        if let Some((group, id)) = rest.split_once('/') {
+            if !id.contains('/') && !id.is_empty() {
+                messages.push((group, id, m.data));
+            }
+        }
+    }
+    if messages.is_empty() {
+        return Err(fail(input, None, format!("no messages under {under:?}")));
+    }
+    messages.sort_by(|a, b| (a.0.as_bytes(), a.1.as_bytes()).cmp(&(b.0.as_bytes(), b.1.as_bytes())));
+    let mut rows = Vec::with_capacity(messages.len());
+    for (group, id, data) in messages {
+        let text: String = data.iter().map(|&b| b as char).collect();
+        let subject = text
+            .split('\n')
+            .find_map(|line| line.strip_prefix("Subject:"))
+            .ok_or_else(|| ConvertError {
+                input: format!("{}#{group}/{id}", input.name),
+                line: None,
+                message: "no Subject: line".into(),
+            })?;
+        rows.push(vec![("text", subject.trim().into()), ("label", group.into())]);
     }
     Ok(rows)
 }
@@ -1124,6 +1168,27 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
             "{\"text\": \"Grand final \\u0010 day\", \"label\": \"AFL\"}\n\
 {\"text\": \" spaced \", \"label\": \"academia.stackexchange.com\"}\n"
         );
+    }
+
+    // A GitHub tarball of 20news-bydate: one top folder, messages as GROUP/ID, Latin-1 headers.
+    #[test]
+    fn newsgroup_subject_lines() {
+        use super::super::archive::tests::{gzip_of, tar_of};
+        let tgz = gzip_of(&tar_of(&[
+            ("repo-abc/20news/sci.med/9999", b"From: a\nSubject:  Re: caf\xe9 \t\n\nSubject: quoted\n"),
+            ("repo-abc/20news/alt.atheism/10000", b"Subject: God\n"),
+            ("repo-abc/20news/alt.atheism/9", b"Subject: first\n"),
+            ("repo-abc/readme.txt", b"not a message"),
+        ]));
+        let options = "under = [\"20news/\"]";
+        assert_eq!(
+            run("newsgroup-subjects", options, &[&tgz]).unwrap(),
+            "{\"text\": \"God\", \"label\": \"alt.atheism\"}\n\
+{\"text\": \"first\", \"label\": \"alt.atheism\"}\n\
+{\"text\": \"Re: caf\u{e9}\", \"label\": \"sci.med\"}\n"
+        );
+        let bad = gzip_of(&tar_of(&[("repo-abc/20news/sci.med/1", b"From: a\n")]));
+        assert_eq!(run("newsgroup-subjects", options, &[&bad]).unwrap_err(), "in0#sci.med/1: no Subject: line");
     }
 
     #[test]

@@ -62,17 +62,18 @@ pub struct DownloadError {
 /// Bytes arrived (for progress).
 pub type OnBytes<'a> = &'a (dyn Fn(u64) + Sync);
 
-/// Whether the file at `path` has the pinned size and sha256.
+/// Whether the file at `path` has the pinned size and sha256 (an artifact without a sha256: is
+/// there, within its bound; a download in progress is never under the name).
 pub fn matches(path: &Path, pin: &ArtifactPin) -> std::io::Result<bool> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
-    if meta.len() != pin.bytes {
-        return Ok(false);
+    match &pin.sha256 {
+        Some(sha) => Ok(meta.len() == pin.bytes && &sha256_file(path)? == sha),
+        None => Ok(meta.len() <= pin.bytes),
     }
-    Ok(sha256_file(path)? == pin.sha256)
 }
 
 /// The sha256 of a file, lower-case hex.
@@ -182,7 +183,8 @@ impl DownloadSettings {
             .build()
             .into();
         let have = std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
-        let have = if have >= pin.bytes { 0 } else { have };
+        // an unhashed artifact starts afresh: nothing says the first part is of the same bytes
+        let have = if have >= pin.bytes || pin.sha256.is_none() { 0 } else { have };
         let mut target = url.to_owned();
         let mut hops = 0;
         let response = loop {
@@ -221,9 +223,10 @@ impl DownloadSettings {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
         {
-            if length > expect {
+            if length > expect || (pin.sha256.is_some() && length < expect) {
                 return Err(error(format!(
-                    "the server offers {length} bytes; the pinned file is {} bytes",
+                    "the server offers {length} bytes; the pinned file is {}{} bytes",
+                    if pin.sha256.is_some() { "" } else { "at most " },
                     pin.bytes
                 )));
             }
@@ -267,7 +270,7 @@ impl DownloadSettings {
         file.sync_all()
             .map_err(|e| error(format!("{}: {e}", partial.display())))?;
         drop(file);
-        if got < expect {
+        if got < expect && pin.sha256.is_some() {
             return Err(error(format!(
                 "the body ended after {} of {} bytes (kept; a rerun resumes)",
                 have * u64::from(resumed) + got,

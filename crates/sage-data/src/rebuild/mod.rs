@@ -231,7 +231,7 @@ mod fetch_impl {
                 let path = root.join(&f.path);
                 let pin = crate::pins::ArtifactPin {
                     bytes: f.bytes,
-                    sha256: f.sha256.clone(),
+                    sha256: Some(f.sha256.clone()),
                 };
                 let io = |e: std::io::Error| crate::DataError::Io {
                     path: path.clone(),
