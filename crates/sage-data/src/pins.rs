@@ -148,7 +148,10 @@ mod tests {
         for (url, a) in &pins.artifacts {
             match &a.sha256 {
                 Some(sha) => assert_eq!(sha.len(), 64, "{url}"),
-                None => assert!(url.starts_with("https://codeload.github.com/"), "{url}: only a GitHub tarball goes unhashed"),
+                None => assert!(
+                    url.starts_with("https://codeload.github.com/"),
+                    "{url}: only a GitHub tarball goes unhashed"
+                ),
             }
         }
     }

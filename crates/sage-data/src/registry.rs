@@ -153,6 +153,26 @@ macro_rules! entry {
     };
 }
 
+/// A hub source at the commit MTEB's task metadata pins for it (mteb/tasks/..., `revision`), so
+/// the hub copy is the one MTEB's published scores were computed on.
+const fn hub_at(
+    revision: &'static str,
+    repo: &'static str,
+    config: Option<&'static str>,
+    files: &'static [&'static str],
+    columns: &'static [(&'static str, &'static str)],
+) -> Option<HubSource> {
+    Some(HubSource {
+        repo,
+        revision,
+        config,
+        files,
+        columns,
+    })
+}
+
+/// A hub source MTEB does not pin (its branch head: it moves; the dataset's pinned public
+/// source in `sources.toml`, where it has one, is what `sage data fetch` uses).
 const fn hub(
     repo: &'static str,
     config: Option<&'static str>,
@@ -194,7 +214,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         StsPairs,
         ["train", "validation", "test"],
         "sts/stsb/{split}.jsonl",
-        hub("mteb/stsbenchmark-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        hub_at(
+            "b0fddb56ed78048fa8b90373c8a3cfc37b684831",
+            "mteb/stsbenchmark-sts",
+            None,
+            MTEB_STS_FILES,
+            STS_COLUMNS
+        ),
         "STS Benchmark, scores 0-5"
     ),
     DatasetEntry {
@@ -203,7 +229,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         splits: &["train", "validation", "test"],
         local: "sts/sickr/{split}.jsonl",
         dimensions: &[],
-        hub: hub("mteb/sickr-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        hub: hub_at(
+            "20a6d6f312dd54037fe07a32d58e5e168867909d",
+            "mteb/sickr-sts",
+            None,
+            MTEB_STS_FILES,
+            STS_COLUMNS,
+        ),
         // mteb/sickr-sts has one split, test, of every SICK pair (train + trial + test)
         mteb_rows: &[("test", &["train", "validation", "test"])],
         description: "SICK relatedness, scores 1-5 (MTEB's SICK-R test: all three splits)",
@@ -213,7 +245,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         StsPairs,
         ["test"],
         "sts/sts12/{split}.jsonl",
-        hub("mteb/sts12-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        hub_at(
+            "a0d554a64d88156834ff5ae9920b964011b16384",
+            "mteb/sts12-sts",
+            None,
+            MTEB_STS_FILES,
+            STS_COLUMNS
+        ),
         "SemEval STS 2012"
     ),
     entry!(
@@ -221,7 +259,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         StsPairs,
         ["test"],
         "sts/sts13/{split}.jsonl",
-        hub("mteb/sts13-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        hub_at(
+            "7e90230a92c190f1bf69ae9002b8cea547a64cca",
+            "mteb/sts13-sts",
+            None,
+            MTEB_STS_FILES,
+            STS_COLUMNS
+        ),
         "SemEval STS 2013 (no SMT)"
     ),
     entry!(
@@ -229,7 +273,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         StsPairs,
         ["test"],
         "sts/sts14/{split}.jsonl",
-        hub("mteb/sts14-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        hub_at(
+            "6031580fec1f6af667f0bd2da0a551cf4f0b2375",
+            "mteb/sts14-sts",
+            None,
+            MTEB_STS_FILES,
+            STS_COLUMNS
+        ),
         "SemEval STS 2014"
     ),
     entry!(
@@ -237,7 +287,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         StsPairs,
         ["test"],
         "sts/sts15/{split}.jsonl",
-        hub("mteb/sts15-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        hub_at(
+            "ae752c7c21bf194d8b67fd573edf7ae58183cbe3",
+            "mteb/sts15-sts",
+            None,
+            MTEB_STS_FILES,
+            STS_COLUMNS
+        ),
         "SemEval STS 2015"
     ),
     entry!(
@@ -245,7 +301,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         StsPairs,
         ["test"],
         "sts/sts16/{split}.jsonl",
-        hub("mteb/sts16-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        hub_at(
+            "4d8694f8f0e0100860b497b999b3dbed754a0513",
+            "mteb/sts16-sts",
+            None,
+            MTEB_STS_FILES,
+            STS_COLUMNS
+        ),
         "SemEval STS 2016"
     ),
     entry!(
@@ -253,7 +315,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         StsPairs,
         ["test"],
         "sts/biosses/{split}.jsonl",
-        hub("mteb/biosses-sts", None, MTEB_STS_FILES, STS_COLUMNS),
+        hub_at(
+            "d3fb88f8f02e40887cd149695127462bbcf29b4a",
+            "mteb/biosses-sts",
+            None,
+            MTEB_STS_FILES,
+            STS_COLUMNS
+        ),
         "BIOSSES biomedical STS"
     ),
     entry!(
@@ -399,7 +467,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         splits: &["ratings"],
         local: "human_pref/summeval/{split}.jsonl",
         dimensions: &["coherence", "consistency", "fluency", "relevance"],
-        hub: hub(
+        hub: hub_at(
+            "cda12ad7615edc362dbf25a00fdd61d3b1eaf93c",
             "mteb/summeval",
             None,
             &["test.jsonl.gz"],
@@ -492,7 +561,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/twentynewsgroups/{split}.jsonl",
-        hub(
+        hub_at(
+            "6125ec4e24fa026cec8a478383ee943acfbd5449",
             "mteb/twentynewsgroups-clustering",
             None,
             MTEB_CLUSTERING_FILES,
@@ -505,7 +575,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/reddit/{split}.jsonl",
-        hub(
+        hub_at(
+            "24640382cdbf8abc73003fb0fa6d111a705499eb",
             "mteb/reddit-clustering",
             None,
             MTEB_CLUSTERING_FILES,
@@ -518,7 +589,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/stackexchange/{split}.jsonl",
-        hub(
+        hub_at(
+            "6cbc1f7b2bc0622f2e39d2c77fa502909748c259",
             "mteb/stackexchange-clustering",
             None,
             MTEB_CLUSTERING_FILES,
@@ -531,7 +603,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/reddit_p2p/{split}.jsonl",
-        hub(
+        hub_at(
+            "385e3cb46b4cfa89021f56c4380204149d0efe33",
             "mteb/reddit-clustering-p2p",
             None,
             MTEB_CLUSTERING_FILES,
@@ -544,7 +617,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/stackexchange_p2p/{split}.jsonl",
-        hub(
+        hub_at(
+            "815ca46b2622cec33ccafc3735d572c266efdb44",
             "mteb/stackexchange-clustering-p2p",
             None,
             MTEB_CLUSTERING_FILES,
@@ -557,7 +631,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/arxiv_s2s/{split}.jsonl",
-        hub(
+        hub_at(
+            "f910caf1a6075f7329cdf8c1a6135696f37dbd53",
             "mteb/arxiv-clustering-s2s",
             None,
             MTEB_CLUSTERING_FILES,
@@ -570,7 +645,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/arxiv_p2p/{split}.jsonl",
-        hub(
+        hub_at(
+            "a122ad7f3f0291bf49cc6f4d32aa80929df69d5d",
             "mteb/arxiv-clustering-p2p",
             None,
             MTEB_CLUSTERING_FILES,
@@ -583,7 +659,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/biorxiv_s2s/{split}.jsonl",
-        hub(
+        hub_at(
+            "258694dd0231531bc1fd9de6ceb52a0853c6d908",
             "mteb/biorxiv-clustering-s2s",
             None,
             MTEB_CLUSTERING_FILES,
@@ -596,7 +673,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/biorxiv_p2p/{split}.jsonl",
-        hub(
+        hub_at(
+            "65b79d1d13f80053f67aca9498d9402c2d9f1f40",
             "mteb/biorxiv-clustering-p2p",
             None,
             MTEB_CLUSTERING_FILES,
@@ -609,7 +687,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/medrxiv_s2s/{split}.jsonl",
-        hub(
+        hub_at(
+            "35191c8c0dca72d8ff3efcd72aa802307d469663",
             "mteb/medrxiv-clustering-s2s",
             None,
             MTEB_CLUSTERING_FILES,
@@ -622,7 +701,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Clustering,
         ["test"],
         "clustering/medrxiv_p2p/{split}.jsonl",
-        hub(
+        hub_at(
+            "e7a26af6f3ae46b30dde8737f02c07b1505bcc73",
             "mteb/medrxiv-clustering-p2p",
             None,
             MTEB_CLUSTERING_FILES,
@@ -749,7 +829,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Classification,
         ["train", "test"],
         "classification/banking77/{split}.jsonl",
-        hub(
+        hub_at(
+            "0fd18e25b25c072e09e0d92ab615fda904d66300",
             "mteb/banking77",
             None,
             &["{split}.jsonl.gz"],
@@ -842,7 +923,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         PairClassification,
         ["dev", "test"],
         "pair_classification/twitter_semeval2015/{split}.jsonl",
-        hub(
+        hub_at(
+            "70970daeab8776df92f5ea462b6173c0b46fd2d1",
             "mteb/twittersemeval2015-pairclassification",
             None,
             &["test.jsonl.gz"],

@@ -569,8 +569,12 @@ fn newsgroup_subjects(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec
     let members = super::archive::tar_members(&tar).map_err(|e| fail(input, None, e))?;
     let mut messages: Vec<(&str, &str, &[u8])> = Vec::new();
     for m in &members {
-        let Some((_, inside)) = m.path.split_once('/') else { continue };
-        let Some(rest) = inside.strip_prefix(under.as_str()) else { continue };
+        let Some((_, inside)) = m.path.split_once('/') else {
+            continue;
+        };
+        let Some(rest) = inside.strip_prefix(under.as_str()) else {
+            continue;
+        };
         if let Some((group, id)) = rest.split_once('/') {
             if !id.contains('/') && !id.is_empty() {
                 messages.push((group, id, m.data));
@@ -580,7 +584,8 @@ fn newsgroup_subjects(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec
     if messages.is_empty() {
         return Err(fail(input, None, format!("no messages under {under:?}")));
     }
-    messages.sort_by(|a, b| (a.0.as_bytes(), a.1.as_bytes()).cmp(&(b.0.as_bytes(), b.1.as_bytes())));
+    messages
+        .sort_by(|a, b| (a.0.as_bytes(), a.1.as_bytes()).cmp(&(b.0.as_bytes(), b.1.as_bytes())));
     let mut rows = Vec::with_capacity(messages.len());
     for (group, id, data) in messages {
         let text: String = data.iter().map(|&b| b as char).collect();
@@ -592,7 +597,10 @@ fn newsgroup_subjects(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec
                 line: None,
                 message: "no Subject: line".into(),
             })?;
-        rows.push(vec![("text", subject.trim().into()), ("label", group.into())]);
+        rows.push(vec![
+            ("text", subject.trim().into()),
+            ("label", group.into()),
+        ]);
     }
     Ok(rows)
 }
@@ -1175,7 +1183,10 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
     fn newsgroup_subject_lines() {
         use super::super::archive::tests::{gzip_of, tar_of};
         let tgz = gzip_of(&tar_of(&[
-            ("repo-abc/20news/sci.med/9999", b"From: a\nSubject:  Re: caf\xe9 \t\n\nSubject: quoted\n"),
+            (
+                "repo-abc/20news/sci.med/9999",
+                b"From: a\nSubject:  Re: caf\xe9 \t\n\nSubject: quoted\n",
+            ),
             ("repo-abc/20news/alt.atheism/10000", b"Subject: God\n"),
             ("repo-abc/20news/alt.atheism/9", b"Subject: first\n"),
             ("repo-abc/readme.txt", b"not a message"),
@@ -1188,7 +1199,10 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
 {\"text\": \"Re: caf\u{e9}\", \"label\": \"sci.med\"}\n"
         );
         let bad = gzip_of(&tar_of(&[("repo-abc/20news/sci.med/1", b"From: a\n")]));
-        assert_eq!(run("newsgroup-subjects", options, &[&bad]).unwrap_err(), "in0#sci.med/1: no Subject: line");
+        assert_eq!(
+            run("newsgroup-subjects", options, &[&bad]).unwrap_err(),
+            "in0#sci.med/1: no Subject: line"
+        );
     }
 
     #[test]

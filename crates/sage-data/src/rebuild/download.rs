@@ -184,7 +184,11 @@ impl DownloadSettings {
             .into();
         let have = std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
         // an unhashed artifact starts afresh: nothing says the first part is of the same bytes
-        let have = if have >= pin.bytes || pin.sha256.is_none() { 0 } else { have };
+        let have = if have >= pin.bytes || pin.sha256.is_none() {
+            0
+        } else {
+            have
+        };
         let mut target = url.to_owned();
         let mut hops = 0;
         let response = loop {
