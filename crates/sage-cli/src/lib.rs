@@ -393,6 +393,8 @@ fn bench_all(args: &[String]) -> anyhow::Result<()> {
 
 /// Runs the command line (`std::env::args`) over `registry`'s suites and metrics: the whole of
 /// the `sage` binary, which passes [`Registry::standard`].
+///
+/// (See [`command`] for the command line alone.)
 pub fn main(registry: Registry) -> ExitCode {
     quiet_caught_cache_panics();
     keep_large_buffers_in_the_heap();
@@ -497,6 +499,12 @@ pub fn main(registry: Registry) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The `sage` command line as clap knows it: what the guide's examples are checked against, and
+/// what shell completions are made from.
+pub fn command() -> clap::Command {
+    Cli::command()
 }
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]

@@ -389,15 +389,27 @@ mod tests {
 
     const COMMIT: &str = "1111111111111111111111111111111111111111";
 
+    /// The commit the registry pins `repo` at, else [`COMMIT`] (the branch head's).
+    fn commit_of(repo: &str) -> &'static str {
+        crate::REGISTRY
+            .iter()
+            .filter_map(|e| e.hub)
+            .find(|h| h.repo == repo && h.revision != "main")
+            .map_or(COMMIT, |h| h.revision)
+    }
+
     /// A hub cache as huggingface_hub lays it out, written by the test: the file under
-    /// `datasets--owner--name/snapshots/<commit>/`, `refs/main` naming the commit.
+    /// `datasets--owner--name/snapshots/<commit>/`, `refs/<revision>` naming the commit (the
+    /// revision the registry pins, else main).
     fn put(cache: &Path, repo: &str, file: &str, bytes: &[u8]) {
         let folder = cache.join(format!("datasets--{}", repo.replace('/', "--")));
-        let path = folder.join("snapshots").join(COMMIT).join(file);
+        let commit = commit_of(repo);
+        let path = folder.join("snapshots").join(commit).join(file);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, bytes).unwrap();
         std::fs::create_dir_all(folder.join("refs")).unwrap();
-        std::fs::write(folder.join("refs/main"), COMMIT).unwrap();
+        let revision = if commit == COMMIT { "main" } else { commit };
+        std::fs::write(folder.join("refs").join(revision), commit).unwrap();
     }
 
     fn gz(text: &str) -> Vec<u8> {
@@ -437,7 +449,10 @@ mod tests {
         );
         let root = DataRoot::new(&data);
         let got = fetch(&root, "twentynewsgroups", &[], &offline(&cache), false).unwrap();
-        assert_eq!((got[0].rows, got[0].revision.as_deref()), (4, Some(COMMIT)));
+        assert_eq!(
+            (got[0].rows, got[0].revision.as_deref()),
+            (4, Some(commit_of("mteb/twentynewsgroups-clustering")))
+        );
         let rows = root
             .load::<LabeledText>("twentynewsgroups", "test")
             .unwrap()

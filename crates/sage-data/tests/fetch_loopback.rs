@@ -190,14 +190,14 @@ main-news\theadlines\t2015\t0002\t0.666667\tOne\tTwo\n"
                 TSV_URL.to_owned(),
                 ArtifactPin {
                     bytes: tsv.len() as u64,
-                    sha256: sha(&tsv),
+                    sha256: Some(sha(&tsv)),
                 },
             ),
             (
                 TGZ_URL.to_owned(),
                 ArtifactPin {
                     bytes: tgz.len() as u64,
-                    sha256: sha(&tgz),
+                    sha256: Some(sha(&tgz)),
                 },
             ),
         ]
@@ -299,7 +299,19 @@ fn fetch_rebuilds_the_pinned_bytes_and_keeps_what_is_present() {
     }
     assert_eq!(
         files_under(root.path()),
-        ["sts/stsb_like/test.jsonl", "wordnet_like/LICENSE"]
+        [
+            "PROVENANCE.json",
+            "sts/stsb_like/test.jsonl",
+            "wordnet_like/LICENSE"
+        ]
+    );
+    let provenance: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.path().join("PROVENANCE.json")).unwrap())
+            .unwrap();
+    assert_eq!(provenance["wordnet-like"]["licence"], "WordNet 3.0");
+    assert_eq!(
+        provenance["wordnet-like"]["origins"][0],
+        "npm wndb-like@1.0.0"
     );
     let again = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
     assert!(
@@ -376,6 +388,10 @@ fn a_truncated_download_resumes_and_a_stalled_one_is_cut() {
     );
     assert_eq!(
         files_under(root.path()),
-        ["sts/stsb_like/test.jsonl", "wordnet_like/LICENSE"]
+        [
+            "PROVENANCE.json",
+            "sts/stsb_like/test.jsonl",
+            "wordnet_like/LICENSE"
+        ]
     );
 }

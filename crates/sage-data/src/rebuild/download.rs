@@ -281,14 +281,13 @@ impl DownloadSettings {
                 pin.bytes
             )));
         }
-        let sha =
-            sha256_file(&partial).map_err(|e| error(format!("{}: {e}", partial.display())))?;
-        if sha != pin.sha256 {
-            let _ = std::fs::remove_file(&partial);
-            return Err(error(format!(
-                "sha256 {sha}, pinned {} (removed)",
-                pin.sha256
-            )));
+        if let Some(pinned) = &pin.sha256 {
+            let sha =
+                sha256_file(&partial).map_err(|e| error(format!("{}: {e}", partial.display())))?;
+            if &sha != pinned {
+                let _ = std::fs::remove_file(&partial);
+                return Err(error(format!("sha256 {sha}, pinned {pinned} (removed)")));
+            }
         }
         std::fs::rename(&partial, dest).map_err(|e| error(format!("{}: {e}", dest.display())))?;
         Ok(())
