@@ -8,6 +8,8 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+
+use sha2::Digest;
 use std::time::{Duration, Instant};
 
 use crate::common;
@@ -352,6 +354,7 @@ fn sage_bench_all_writes_the_results_cargo_xtask_bench_all_writes() {
         .arg(&out)
         .env("SAGE_CACHE_DIR", tmp.path().join("cache"))
         .env_remove("SAGE_DATA_DIR")
+        .env("XDG_DATA_HOME", tmp.path().join("no-data-home"))
         .env_remove("OPENAI_API_KEY")
         .output()
         .unwrap();
@@ -378,6 +381,129 @@ fn sage_bench_all_writes_the_results_cargo_xtask_bench_all_writes() {
         );
     }
     assert!(out.join("report.md").is_file() && out.join("bench-all.json").is_file());
+}
+
+/// On a fresh clone with no data at all, `bench-all --quick --fetch` fetches what the run reads
+/// from loopback sources (a pins table of the fixtures' files, served as GitHub raw files at a
+/// commit), into the default data folder, and the run on them scores what the run on the
+/// fixtures scores (the kept quick-metrics results). What the table does not have is said once
+/// and the run goes on.
+#[test]
+fn a_fresh_clone_fetches_what_the_quick_run_reads_and_scores_as_on_the_fixtures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixtures = workspace().join("data/fixtures/mirror");
+    let base = "https://raw.githubusercontent.com/sage-rs/fixture-sources/0123456789abcdef0123456789abcdef01234567";
+    // every registry dataset whose files the fixtures have, pinned as copies of them
+    let mut artifacts = String::from("[artifacts]\n");
+    let mut datasets = String::new();
+    let mut served = std::collections::BTreeMap::new();
+    for entry in sage_data::REGISTRY {
+        let mut files = Vec::new();
+        for split in entry.splits {
+            let local = entry.local_path(split);
+            let at = fixtures.join(&local);
+            if at.is_file() {
+                files.push(local);
+            } else if at.is_dir() {
+                files.extend(
+                    common::files_under(&at)
+                        .into_iter()
+                        .map(|f| f.strip_prefix(&fixtures).unwrap().display().to_string()),
+                );
+            }
+        }
+        files.sort();
+        files.dedup();
+        if files.is_empty() {
+            continue;
+        }
+        datasets.push_str(&format!(
+            "[[dataset]]\nname = \"{}\"\nlicence = \"the fixtures'\"\n",
+            entry.name
+        ));
+        for file in files {
+            let bytes = std::fs::read(fixtures.join(&file)).unwrap();
+            let sha: String = sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let url = format!("{base}/{file}");
+            artifacts.push_str(&format!(
+                "\"{url}\" = {{ bytes = {}, sha256 = \"{sha}\" }}\n",
+                bytes.len()
+            ));
+            datasets.push_str(&format!(
+                "[[dataset.file]]\npath = \"{file}\"\nbytes = {}\nsha256 = \"{sha}\"\nconvert = \"copy\"\nfrom = [\"{url}\"]\n",
+                bytes.len()
+            ));
+            served.insert(format!("/{}", url.strip_prefix("https://").unwrap()), bytes);
+        }
+    }
+    assert!(served.len() > 20, "{} fixture files", served.len());
+    let pins = tmp.path().join("pins.toml");
+    std::fs::write(&pins, format!("{artifacts}\n{datasets}")).unwrap();
+    let server = sage_loopback::Server::start(move |request: &sage_loopback::Request| match served
+        .get(&request.path)
+    {
+        Some(bytes) => sage_loopback::Reply::Respond {
+            status: 200,
+            headers: vec![],
+            body: bytes.clone(),
+        },
+        None => sage_loopback::Reply::Respond {
+            status: 404,
+            headers: vec![],
+            body: vec![],
+        },
+    });
+    let config = metrics_only_config(tmp.path(), Throughput::Off);
+    let out = tmp.path().join("results");
+    let data_home = tmp.path().join("xdg");
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(workspace())
+        .args(["bench-all", "--quick", "--fetch", "--sage"])
+        .arg(common::sage())
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .env_remove("SAGE_DATA_DIR")
+        .env("XDG_DATA_HOME", &data_home)
+        .env("SAGE_DATA_PINS", &pins)
+        .env("SAGE_DATA_SOURCES", server.url())
+        .env("SAGE_CACHE_DIR", tmp.path().join("cache"))
+        .env("HF_HOME", tmp.path().join("hf"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "bench-all --quick --fetch failed:\n{log}"
+    );
+    assert!(log.contains("fetching the datasets the run reads"), "{log}");
+    let data = data_home.join("sage-rs/data");
+    let fetched = common::files_under(&data);
+    assert!(
+        fetched.iter().any(|f| f.ends_with("sts/stsb/test.jsonl"))
+            && fetched
+                .iter()
+                .any(|f| f.ends_with("wordnet/dict/data.noun")),
+        "{fetched:?}"
+    );
+    assert!(data.join("PROVENANCE.json").is_file());
+    // the same scores as the run on the fixtures themselves
+    let kept = workspace().join("xtask/tests/fixtures/quick-metrics");
+    let files = result_files(&out);
+    assert_eq!(files.len(), result_files(&kept).len(), "{files:?}");
+    for file in &files {
+        let relative = file.strip_prefix(&out).unwrap();
+        let want: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(kept.join(relative)).unwrap()).unwrap();
+        let got = stable(file);
+        assert_eq!(got["score"], want["score"], "{}", relative.display());
+    }
 }
 
 /// Whether a test's config keeps the throughput suite.

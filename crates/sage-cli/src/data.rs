@@ -183,7 +183,8 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
             quiet,
         } => {
             let names = if all {
-                sage_data::pins::Pins::builtin()
+                sage_data::pins::Pins::active()
+                    .map_err(anyhow::Error::msg)?
                     .datasets
                     .iter()
                     .filter(|d| d.unavailable.is_none())
@@ -255,7 +256,7 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
             for file in &tables {
                 root.add_tables(file)?;
             }
-            let pins = sage_data::pins::Pins::builtin();
+            let pins = sage_data::pins::Pins::active().map_err(anyhow::Error::msg)?;
             for e in REGISTRY {
                 let present = root
                     .root()

@@ -117,31 +117,36 @@ impl Progress for Bars {
     }
 }
 
-/// Fetches `names` (registry names): pinned ones rebuilt, hub-only ones from the hub. A name
-/// with neither is an error before anything is downloaded.
+/// Fetches `names` (registry names): pinned ones rebuilt, hub-only ones from the hub; one with
+/// neither is a failed outcome that says why. An unknown name is an error before anything is
+/// downloaded.
 pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>> {
-    let pins = Pins::builtin();
+    let pins = Pins::active().map_err(anyhow::Error::msg)?;
+    if let Some(unknown) = names.iter().find(|n| sage_data::entry(n).is_none()) {
+        anyhow::bail!("unknown dataset {unknown:?}; `sage data list` shows the registry");
+    }
+    let mut outcomes = Vec::new();
     // a dataset no public source can rebuild falls back to its hub copy, where it has one
-    let (pinned, hub): (Vec<String>, Vec<String>) = names
+    let (pinned, others): (Vec<String>, Vec<String>) = names
         .iter()
         .cloned()
         .partition(|n| pins.dataset(n).is_some_and(|d| d.unavailable.is_none()));
-    for name in &hub {
-        let entry = sage_data::entry(name).ok_or_else(|| {
-            anyhow::anyhow!("unknown dataset {name:?}; `sage data list` shows the registry")
-        })?;
-        if entry.hub.is_none() {
-            match pins.dataset(name).and_then(|d| d.unavailable.as_deref()) {
-                Some(why) => anyhow::bail!(
-                    "dataset {name}: no public source sage can rebuild it from: {why}"
-                ),
-                None => {
-                    anyhow::bail!("dataset {name} has neither a pinned source nor a hub source")
-                }
-            }
-        }
+    let (hub, sourceless): (Vec<String>, Vec<String>) = others
+        .into_iter()
+        .partition(|n| sage_data::entry(n).is_some_and(|e| e.hub.is_some()));
+    for name in sourceless {
+        let why = match pins.dataset(&name).and_then(|d| d.unavailable.as_deref()) {
+            Some(why) => format!("{name}: no public source sage can rebuild it from: {why}"),
+            None => format!("{name}: neither a pinned source nor a hub source"),
+        };
+        eprintln!("sage: {why}");
+        outcomes.push(Outcome {
+            dataset: name,
+            status: "failed",
+            source: "none",
+            detail: serde_json::json!({ "error": why }),
+        });
     }
-    let mut outcomes = Vec::new();
     if !pinned.is_empty() {
         let options = RebuildOptions {
             root: request.root.clone(),

@@ -137,6 +137,25 @@ impl Pins {
         })
     }
 
+    /// The table `sage data fetch` uses: the file SAGE_DATA_PINS names (a table of the same form
+    /// for sources of your own, such as a mirror of them inside a network that cannot reach the
+    /// public ones), else the compiled-in one. A bad file is an error naming it.
+    pub fn active() -> Result<&'static Pins, String> {
+        static CUSTOM: OnceLock<Result<Pins, String>> = OnceLock::new();
+        let Some(file) = std::env::var_os("SAGE_DATA_PINS").filter(|f| !f.is_empty()) else {
+            return Ok(Pins::builtin());
+        };
+        CUSTOM
+            .get_or_init(|| {
+                let path = std::path::PathBuf::from(&file);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("SAGE_DATA_PINS={}: {e}", path.display()))?;
+                toml::from_str(&text).map_err(|e| format!("SAGE_DATA_PINS={}: {e}", path.display()))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     /// The pins of a registry dataset.
     pub fn dataset(&self, name: &str) -> Option<&DatasetPin> {
         self.datasets.iter().find(|d| d.name == name)

@@ -1,12 +1,11 @@
-//! `sage data fetch`'s downloads against a loopback server that plays the sources (GitHub raw
-//! files, an npm tarball) in their own formats, and misbehaves on purpose: damaged, truncated,
-//! oversized, redirected and stalled answers. Nothing leaves 127.0.0.1; the server thread ends
-//! with the test.
+//! `sage data fetch`'s downloads against a loopback server (sage-loopback's) that plays the
+//! sources (GitHub raw files, an npm tarball) in their own formats, and misbehaves on purpose:
+//! damaged, truncated, oversized, redirected and stalled answers. Nothing leaves 127.0.0.1; the
+//! server stops when the test drops it.
 #![cfg(feature = "fetch")]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,9 +13,10 @@ use std::time::Duration;
 use sage_data::pins::{ArtifactPin, DatasetPin, FilePin, Pins};
 use sage_data::rebuild::download::DownloadSettings;
 use sage_data::rebuild::{rebuild, Quiet, RebuildOptions, Rebuilt};
+use sage_loopback::{Reply, Request, Server};
 use sha2::{Digest, Sha256};
 
-/// How the server answers one path.
+/// How the sources answer one path.
 #[derive(Clone)]
 enum Answer {
     /// The bytes, honouring `Range: bytes=N-`.
@@ -27,30 +27,62 @@ enum Answer {
     Oversize,
     /// A redirect.
     Redirect(String),
-    /// Headers and the first bytes, then nothing for longer than the client waits.
-    Stall(Vec<u8>),
+    /// Nothing, for longer than the client waits.
+    Stall,
 }
 
-struct Server {
+/// The loopback server playing the sources: `BASE/HOST/PATH` for `https://HOST/PATH`.
+struct Sources {
+    /// Kept for its lifetime: dropping it stops the server.
+    _server: Server,
     base: String,
     answers: Arc<Mutex<BTreeMap<String, Answer>>>,
     ranges: Arc<Mutex<Vec<String>>>,
 }
 
-impl Server {
-    fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+impl Sources {
+    fn start() -> Sources {
         let answers: Arc<Mutex<BTreeMap<String, Answer>>> = Default::default();
         let ranges: Arc<Mutex<Vec<String>>> = Default::default();
         let (a, r) = (answers.clone(), ranges.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let (a, r) = (a.clone(), r.clone());
-                std::thread::spawn(move || answer(stream, &a, &r));
+        let server = Server::start(move |request: &Request| {
+            let from: usize = request
+                .header("range")
+                .and_then(|v| v.strip_prefix("bytes="))
+                .and_then(|v| v.trim_end_matches('-').parse().ok())
+                .unwrap_or(0);
+            if from > 0 {
+                r.lock().unwrap().push(format!("{} {from}", request.path));
+            }
+            let respond =
+                |status: u16, headers: Vec<(String, String)>, body: Vec<u8>| Reply::Respond {
+                    status,
+                    headers,
+                    body,
+                };
+            match a.lock().unwrap().get(&request.path).cloned() {
+                None => respond(404, vec![], vec![]),
+                Some(Answer::Serve(bytes)) if from > 0 && from < bytes.len() => {
+                    let range = format!("bytes {from}-{}/{}", bytes.len() - 1, bytes.len());
+                    respond(
+                        206,
+                        vec![("Content-Range".into(), range)],
+                        bytes[from..].to_vec(),
+                    )
+                }
+                Some(Answer::Serve(bytes)) => respond(200, vec![], bytes),
+                Some(Answer::Truncate(body, keep)) => Reply::Truncate { body, keep },
+                Some(Answer::Oversize) => Reply::Announce {
+                    length: 999_999_999,
+                    sent: b"xx".to_vec(),
+                },
+                Some(Answer::Redirect(to)) => respond(302, vec![("Location".into(), to)], vec![]),
+                Some(Answer::Stall) => Reply::Stall(Duration::from_secs(6)),
             }
         });
-        Server {
+        let base = server.url();
+        Sources {
+            _server: server,
             base,
             answers,
             ranges,
@@ -61,85 +93,6 @@ impl Server {
         let path = format!("/{}", url.strip_prefix("https://").unwrap());
         self.answers.lock().unwrap().insert(path, answer);
     }
-}
-
-fn answer(
-    stream: TcpStream,
-    answers: &Mutex<BTreeMap<String, Answer>>,
-    ranges: &Mutex<Vec<String>>,
-) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
-        return;
-    }
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("/")
-        .to_owned();
-    let mut from = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        if let Some(range) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
-            from = range.trim().trim_end_matches('-').parse().unwrap_or(0);
-            ranges.lock().unwrap().push(format!("{path} {from}"));
-        }
-    }
-    let mut out = stream;
-    let found = answers.lock().unwrap().get(&path).cloned();
-    let _ = match found {
-        None => out
-            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
-        Some(Answer::Serve(bytes)) if from > 0 && from < bytes.len() => {
-            let rest = &bytes[from..];
-            let head = format!(
-                "HTTP/1.1 206 Partial Content\r\ncontent-length: {}\r\ncontent-range: bytes {from}-{}/{}\r\nconnection: close\r\n\r\n",
-                rest.len(),
-                bytes.len() - 1,
-                bytes.len()
-            );
-            out.write_all(head.as_bytes())
-                .and_then(|_| out.write_all(rest))
-        }
-        Some(Answer::Serve(bytes)) => {
-            let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                bytes.len()
-            );
-            out.write_all(head.as_bytes())
-                .and_then(|_| out.write_all(&bytes))
-        }
-        Some(Answer::Truncate(bytes, n)) => {
-            let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                bytes.len()
-            );
-            out.write_all(head.as_bytes())
-                .and_then(|_| out.write_all(&bytes[..n]))
-        }
-        Some(Answer::Oversize) => out.write_all(
-            b"HTTP/1.1 200 OK\r\ncontent-length: 999999999\r\nconnection: close\r\n\r\nxx",
-        ),
-        Some(Answer::Redirect(to)) => {
-            let head = format!("HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-            out.write_all(head.as_bytes())
-        }
-        Some(Answer::Stall(bytes)) => {
-            let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", bytes.len());
-            let _ = out
-                .write_all(head.as_bytes())
-                .and_then(|_| out.write_all(&bytes[..2]));
-            std::thread::sleep(Duration::from_secs(6));
-            Ok(())
-        }
-    };
-    let _ = out.flush();
-    let mut sink = Vec::new();
-    let _ = reader.read_to_end(&mut sink);
 }
 
 fn sha(bytes: &[u8]) -> String {
@@ -233,7 +186,7 @@ main-news\theadlines\t2015\t0002\t0.666667\tOne\tTwo\n"
     (pins, tsv, tgz)
 }
 
-fn options(root: &Path, server: &Server) -> RebuildOptions {
+fn options(root: &Path, server: &Sources) -> RebuildOptions {
     RebuildOptions {
         root: root.to_owned(),
         jobs: 2,
@@ -279,7 +232,7 @@ fn files_under(root: &Path) -> Vec<String> {
 #[test]
 fn fetch_rebuilds_the_pinned_bytes_and_keeps_what_is_present() {
     let (pins, tsv, tgz) = fixture();
-    let server = Server::start();
+    let server = Sources::start();
     server.set(TSV_URL, Answer::Serve(tsv));
     // the npm registry answers a tarball request with a redirect to its own host's file
     let moved = "https://registry.npmjs.org/wndb-like/-/moved.tgz";
@@ -325,7 +278,7 @@ fn fetch_rebuilds_the_pinned_bytes_and_keeps_what_is_present() {
 #[test]
 fn damaged_oversized_and_foreign_answers_leave_nothing_under_a_name() {
     let (pins, tsv, _) = fixture();
-    let server = Server::start();
+    let server = Sources::start();
     let mut damaged = tsv.clone();
     damaged[10] ^= 1;
     server.set(TSV_URL, Answer::Serve(damaged));
@@ -356,9 +309,9 @@ fn damaged_oversized_and_foreign_answers_leave_nothing_under_a_name() {
 #[test]
 fn a_truncated_download_resumes_and_a_stalled_one_is_cut() {
     let (pins, tsv, tgz) = fixture();
-    let server = Server::start();
+    let server = Sources::start();
     server.set(TSV_URL, Answer::Truncate(tsv.clone(), 40));
-    server.set(TGZ_URL, Answer::Stall(tgz.clone()));
+    server.set(TGZ_URL, Answer::Stall);
     let root = tempfile::tempdir().unwrap();
     let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
     assert!(

@@ -62,6 +62,14 @@ pub enum Reply {
     Drop,
     /// Waits, then closes without answering (a client time-out).
     Stall(Duration),
+    /// Announces a body of `length` bytes, sends `sent`, then closes (an oversized or lying
+    /// answer, with no need to hold what it claims).
+    Announce {
+        /// The Content-Length announced.
+        length: u64,
+        /// What is actually sent.
+        sent: Vec<u8>,
+    },
     /// Announces the whole body's length but sends only its first `keep` bytes, then closes.
     Truncate {
         /// Body announced.
@@ -171,6 +179,13 @@ fn serve_connection(stream: TcpStream, handler: &Handler, count: &AtomicUsize) {
             Reply::Drop => return,
             Reply::Stall(wait) => {
                 std::thread::sleep(wait);
+                return;
+            }
+            Reply::Announce { length, sent } => {
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n");
+                let _ = writer.write_all(head.as_bytes());
+                let _ = writer.write_all(&sent);
+                let _ = writer.flush();
                 return;
             }
             Reply::Truncate { body, keep } => {

@@ -69,6 +69,8 @@ pub fn bench_all_quick(
         .arg(out)
         .env("SAGE_CACHE_DIR", cache)
         .env_remove("SAGE_DATA_DIR")
+        // no default data folder either (a machine that ran `sage data fetch` has one)
+        .env("XDG_DATA_HOME", cache.join("no-data-home"))
         .env_remove("OPENAI_API_KEY")
         .output()
         .unwrap()
@@ -149,6 +151,7 @@ pub fn fresh_clone_bench_all(out: &Path, scratch: &Path) -> Command {
         .arg("--out")
         .arg(out)
         .env_remove("SAGE_DATA_DIR")
+        .env("XDG_DATA_HOME", scratch.join("no-data-home"))
         .env("SAGE_CACHE_DIR", scratch.join("cache"))
         .env("HF_HOME", scratch.join("hf"))
         .env("HF_HUB_OFFLINE", "1");
