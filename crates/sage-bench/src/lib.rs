@@ -318,6 +318,21 @@ impl Prepared {
         // one's own (`--sage`) is planned like the shipped ones
         let suites = listed_suites(&sage)?;
         config.check_against(&listed_metrics(&sage)?, &suites)?;
+        // said once, with the one command that fetches them; each job's notes say what it skipped
+        let missing = missing_datasets(&config, &suites, &data_dir);
+        if !missing.is_empty() && !inv.list_jobs {
+            let for_config = config
+                .file
+                .as_ref()
+                .map_or(String::new(), |f| format!(" {}", f.display()));
+            eprintln!(
+                "bench-all: {} of the datasets the run reads are not in {}: {}; `sage data fetch --for{for_config}{}` fetches them (or run bench-all with --fetch)",
+                missing.len(),
+                data_dir.display(),
+                missing.join(", "),
+                if inv.quick { " --quick" } else { "" }
+            );
+        }
         let (similarities, mut skipped) = similarities(&config, &sage, inv.quick)?;
         let runs = suite_runs(&config, &suites, &sage)?;
         let mut jobs = plan(&config, &runs, &similarities, &data_dir, &mut skipped);

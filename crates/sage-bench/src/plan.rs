@@ -111,6 +111,39 @@ pub(crate) struct ListedSuite {
     pub(crate) result_suite: String,
     /// The suite's own estimate of a job per task it writes (`Suite::cost_hints`).
     pub(crate) cost_hints: Vec<sage_core::CostHint>,
+    /// The datasets a run without any given reads (`Suite::default_datasets`), as `name/split`.
+    #[serde(default)]
+    pub(crate) default_datasets: Vec<String>,
+}
+
+/// The registry datasets (`name/split`) the configuration's runs read that are not in
+/// `data_dir`: what `sage data fetch --for CONFIG` would fetch.
+pub(crate) fn missing_datasets(
+    config: &Config,
+    suites: &[ListedSuite],
+    data_dir: &Path,
+) -> Vec<String> {
+    let defaults: Vec<(String, Vec<String>)> = suites
+        .iter()
+        .map(|s| (s.name.clone(), s.default_datasets.clone()))
+        .collect();
+    let root = sage_data::DataRoot::new(data_dir);
+    config
+        .datasets_needed(&defaults)
+        .into_iter()
+        .filter(|d| {
+            let (name, split) = d
+                .split_once('/')
+                .map_or((d.as_str(), None), |(n, s)| (n, Some(s)));
+            match sage_data::entry(name) {
+                Some(entry) => match split {
+                    Some(split) => !root.is_local(entry, split),
+                    None => entry.splits.iter().any(|s| !root.is_local(entry, s)),
+                },
+                None => false,
+            }
+        })
+        .collect()
 }
 
 /// One JSON object per line of `sage <command>`'s output.
