@@ -211,6 +211,7 @@ fn shipped_suites() -> Vec<ListedSuite> {
         }
         .into(),
         cost_hints: Vec::new(),
+        default_datasets: Vec::new(),
     })
     .collect()
 }
@@ -330,6 +331,7 @@ fn a_listed_suite_beyond_the_shipped_ones_is_planned_from_its_table() {
         takes_metrics,
         result_suite: "toys".into(),
         cost_hints: Vec::new(),
+        default_datasets: Vec::new(),
     };
     let text = format!(
             "{DEFAULT_CONFIG}\n[suites.toy]\ndatasets = [\"stsb/test\"]\noptions = {{ width = 2, label = \"x\" }}\n"

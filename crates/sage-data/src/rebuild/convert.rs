@@ -1205,6 +1205,121 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
         );
     }
 
+    // SemEval STS 2012's files as brmson/dataset-sts keeps them (`SCORE<TAB>S1<TAB>S2`, unscored
+    // pairs with an empty score), and MSRvid taken from the STS Benchmark release by its ids.
+    #[test]
+    fn semeval_subsets_and_msrvid_from_stsb() {
+        let msrpar = b"4.400\tThe cat sat.\tA cat sat.\n\tunscored\tpair\n";
+        let stsb_train = b"main-captions\tMSRvid\t2012test\t0002\tx\tthird\tthird b\n\
+main-captions\tMSRvid\t2012train\t0000\t1.0\tnot test\tnot test\n";
+        let stsb_test = b"main-captions\tMSRvid\t2012test\t0000\t5.000\tfirst\tfirst b\n";
+        let options = r#"subsets = ["MSRpar", "MSRvid", "MSRvid"]
+stsb_subset = "MSRvid""#;
+        let bad = run("semeval-sts", options, &[msrpar, stsb_train, stsb_test]).unwrap_err();
+        assert_eq!(bad, "in1:1: \"x\" is not a number");
+        let stsb_train = b"main-captions\tMSRvid\t2012test\t0002\t0.5\tthird\tthird b\n";
+        assert_eq!(
+            run("semeval-sts", options, &[msrpar, stsb_train, stsb_test]).unwrap(),
+            "{\"sentence1\": \"The cat sat.\", \"sentence2\": \"A cat sat.\", \"score\": 4.4, \"subset\": \"MSRpar\"}\n\
+{\"sentence1\": \"first\", \"sentence2\": \"first b\", \"score\": 5.0, \"subset\": \"MSRvid\"}\n\
+{\"sentence1\": \"third\", \"sentence2\": \"third b\", \"score\": 0.5, \"subset\": \"MSRvid\"}\n"
+        );
+    }
+
+    // Amazon polarity in fastText's form (test.ft.txt): the first `: ` ends the title.
+    #[test]
+    fn fasttext_reviews_lines() {
+        assert_eq!(
+            run("fasttext-reviews", "", &[b"__label__1 :\\: If I could: I would\n__label__2 Great: works\n"]).unwrap(),
+            "{\"id\": \"0\", \"text\": \":\\\\\\nIf I could: I would\", \"title\": \":\\\\\", \"label\": 0}\n\
+{\"id\": \"1\", \"text\": \"Great\\nworks\", \"title\": \"Great\", \"label\": 1}\n"
+        );
+        assert_eq!(
+            run("fasttext-reviews", "", &[b"__label__3 a: b\n"]).unwrap_err(),
+            "in0:1: the label is neither __label__1 nor __label__2"
+        );
+    }
+
+    // BillSum's us_train_data.jsonl (CRLF lines, compact JSON, \u escapes) and AFIN's splits.
+    #[test]
+    fn json_lines_by_key() {
+        let options = r#"fields = [["id", "bill_id", "str"], ["text", "text", "str"]]"#;
+        assert_eq!(
+            run("jsonl-rows", options, &[b"{\"bill_id\":\"110_hr37\",\"text\":\"SECTION 1.\\u001a caf\\u00e9\",\"sum_len\":3}\r\n"]).unwrap(),
+            "{\"id\": \"110_hr37\", \"text\": \"SECTION 1.\\u001a caf\u{e9}\"}\n"
+        );
+        assert_eq!(
+            run("jsonl-rows", options, &[b"{\"bill_id\":\"1\"}\n"]).unwrap_err(),
+            "in0:1: no key \"text\""
+        );
+    }
+
+    // SumPubMed's text_<i>.txt and abstract_<i>.txt, used whole.
+    #[test]
+    fn numbered_file_pairs() {
+        assert_eq!(
+            run(
+                "numbered-files",
+                "keys = [\"text\", \"summary\"]\nfirst_id = 1",
+                &[b"body one\n", b"abs one\n", b"body two\n", b"abs two\n"]
+            )
+            .unwrap(),
+            "{\"id\": \"1\", \"text\": \"body one\\n\", \"summary\": \"abs one\\n\"}\n\
+{\"id\": \"2\", \"text\": \"body two\\n\", \"summary\": \"abs two\\n\"}\n"
+        );
+    }
+
+    // BARTScore's data.pkl layout, written by Python 3.11's pickle (protocol 3):
+    // {"dm-1": {"src": "a", "ref_summs": ["r"], "sys_summs": {"M0": {"sys_summ": "s",
+    // "scores": {"coherence": 1.5}}}, "ref_summ": "r"}}
+    #[test]
+    fn bartscore_ratings_and_docs() {
+        let pickled = b"\x80\x03}q\x00X\x04\x00\x00\x00dm-1q\x01}q\x02(X\x03\x00\x00\x00srcq\x03X\x01\x00\x00\x00aq\x04X\t\x00\x00\x00ref_summsq\x05]q\x06X\x01\x00\x00\x00rq\x07aX\t\x00\x00\x00sys_summsq\x08}q\tX\x02\x00\x00\x00M0q\n}q\x0b(X\x08\x00\x00\x00sys_summq\x0cX\x01\x00\x00\x00sq\rX\x06\x00\x00\x00scoresq\x0e}q\x0fX\t\x00\x00\x00coherenceq\x10G?\xf8\x00\x00\x00\x00\x00\x00susX\x08\x00\x00\x00ref_summq\x11h\x07us.";
+        assert_eq!(
+            run("bartscore-pickle", "layout = [\"ratings\"]\ndimensions = [\"coherence\"]", &[pickled]).unwrap(),
+            "{\"doc_id\": \"dm-1\", \"source\": \"a\", \"summary\": \"s\", \"system\": \"M0\", \"coherence\": 1.5}\n"
+        );
+        assert_eq!(
+            run("bartscore-pickle", "layout = [\"docs\"]\nreferences = true", &[pickled]).unwrap(),
+            "{\"doc_id\": \"dm-1\", \"source\": \"a\", \"reference\": \"r\", \"references\": [\"r\"]}\n"
+        );
+    }
+
+    // WordNet's lexnames as the Lisp source quotes it, trailing spaces kept.
+    #[test]
+    fn a_block_of_lines() {
+        let lisp = b"(defun x ())\n#|  usr/local/share/wordnet/WordNet-3.0/dict/lexnames\n00\tadj.all\t3\n01\tadj.pert\t3 \n|#\n(more)\n";
+        let options =
+            "after = [\"#|  usr/local/share/wordnet/WordNet-3.0/dict/lexnames\"]\nuntil = [\"|#\"]";
+        assert_eq!(
+            run("text-block", options, &[lisp]).unwrap(),
+            "00\tadj.all\t3\n01\tadj.pert\t3 \n"
+        );
+        assert!(run(
+            "text-block",
+            options,
+            &[b"#|  usr/local/share/wordnet/WordNet-3.0/dict/lexnames\nno end\n"]
+        )
+        .unwrap_err()
+        .contains("no line \"|#\""));
+    }
+
+    // PIT-2015's dev.data: labels as (yes, no) vote counts, the debatable (2, 3) dropped.
+    #[test]
+    fn mapped_labels_and_dropped_rows() {
+        let options = r#"fields = [["sentence1", 2, "str"], ["sentence2", 3, "str"], ["label", 4, "mapped"]]
+label_map = { "(3, 2)" = 1, "(1, 4)" = 0, "(2, 3)" = "drop" }"#;
+        let data = b"4\tTopic\tA\tB\t(3, 2)\ttags\ttags\n4\tTopic\tC\tD\t(2, 3)\tt\tt\n4\tTopic\tE\tF\t(1, 4)\tt\tt\n";
+        assert_eq!(
+            run("tab-rows", options, &[data]).unwrap(),
+            "{\"sentence1\": \"A\", \"sentence2\": \"B\", \"label\": 1}\n{\"sentence1\": \"E\", \"sentence2\": \"F\", \"label\": 0}\n"
+        );
+        assert_eq!(
+            run("tab-rows", options, &[b"4\tT\tA\tB\t(9, 9)\tt\tt\n"]).unwrap_err(),
+            "in0:1: \"(9, 9)\" is not in the label map"
+        );
+    }
+
     #[test]
     fn copy_is_the_input() {
         assert_eq!(
