@@ -83,7 +83,7 @@ fn directed(pairs: impl IntoIterator<Item = (String, String)>) -> Vec<(String, S
 }
 
 /// The 13 word-similarity sets of the registry, in file-name order.
-fn word_sets() -> Vec<&'static str> {
+pub fn word_sets() -> Vec<&'static str> {
     let mut sets: Vec<_> = REGISTRY
         .iter()
         .filter(|e| e.kind == DatasetKind::WordSimilarity)

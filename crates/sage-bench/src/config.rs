@@ -197,11 +197,12 @@ impl Config {
 
     /// The registry datasets a run of this configuration reads, as `name/split` (or the bare name
     /// where a suite's defaults give one): each enabled suite's configured datasets, else the
-    /// defaults `suites` gives for it (`(suite, its default datasets)`, as the registry lists
-    /// them). A user's own paths are left out: nothing fetches them.
-    pub fn datasets_needed(&self, suites: &[(String, Vec<String>)]) -> Vec<String> {
+    /// defaults `suites` gives for it, and the datasets it reads whatever it is given (`(suite,
+    /// its default datasets, its reference datasets)`, as the registry lists them). A user's own
+    /// paths are left out: nothing fetches them.
+    pub fn datasets_needed(&self, suites: &[(String, Vec<String>, Vec<String>)]) -> Vec<String> {
         let mut needed = Vec::new();
-        for (name, defaults) in suites {
+        for (name, defaults, references) in suites {
             let table = self.suites.get(name);
             if table.is_some_and(|t| !t.enabled) {
                 continue;
@@ -212,7 +213,7 @@ impl Config {
             } else {
                 configured
             };
-            for d in list {
+            for d in list.into_iter().chain(references.iter().cloned()) {
                 if d.contains('#')
                     || Path::new(&d).exists()
                     || self

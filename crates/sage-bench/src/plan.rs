@@ -114,6 +114,9 @@ pub(crate) struct ListedSuite {
     /// The datasets a run without any given reads (`Suite::default_datasets`), as `name/split`.
     #[serde(default)]
     pub(crate) default_datasets: Vec<String>,
+    /// The datasets it reads whatever it is given (`Suite::reference_datasets`).
+    #[serde(default)]
+    pub(crate) reference_datasets: Vec<String>,
 }
 
 /// The registry datasets (`name/split`) the configuration's runs read that are not in
@@ -123,9 +126,15 @@ pub(crate) fn missing_datasets(
     suites: &[ListedSuite],
     data_dir: &Path,
 ) -> Vec<String> {
-    let defaults: Vec<(String, Vec<String>)> = suites
+    let defaults: Vec<(String, Vec<String>, Vec<String>)> = suites
         .iter()
-        .map(|s| (s.name.clone(), s.default_datasets.clone()))
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.default_datasets.clone(),
+                s.reference_datasets.clone(),
+            )
+        })
         .collect();
     let root = sage_data::DataRoot::new(data_dir);
     config

@@ -212,6 +212,7 @@ fn shipped_suites() -> Vec<ListedSuite> {
         .into(),
         cost_hints: Vec::new(),
         default_datasets: Vec::new(),
+        reference_datasets: Vec::new(),
     })
     .collect()
 }
@@ -332,6 +333,7 @@ fn a_listed_suite_beyond_the_shipped_ones_is_planned_from_its_table() {
         result_suite: "toys".into(),
         cost_hints: Vec::new(),
         default_datasets: Vec::new(),
+        reference_datasets: Vec::new(),
     };
     let text = format!(
             "{DEFAULT_CONFIG}\n[suites.toy]\ndatasets = [\"stsb/test\"]\noptions = {{ width = 2, label = \"x\" }}\n"

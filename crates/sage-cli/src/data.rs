@@ -405,9 +405,15 @@ fn needed_by(
 ) -> Result<Vec<String>> {
     let file = (!config.as_os_str().is_empty()).then_some(config);
     let config = sage_bench::Config::load(file, quick)?;
-    let suites: Vec<(String, Vec<String>)> = registry
+    let suites: Vec<(String, Vec<String>, Vec<String>)> = registry
         .suites()
-        .map(|s| (s.name().to_owned(), s.default_datasets()))
+        .map(|s| {
+            (
+                s.name().to_owned(),
+                s.default_datasets(),
+                s.reference_datasets(),
+            )
+        })
         .collect();
     let mut names: Vec<String> = Vec::new();
     for d in config.datasets_needed(&suites) {

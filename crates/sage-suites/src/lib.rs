@@ -206,6 +206,13 @@ pub trait Suite: Send + Sync {
     /// The datasets a run without datasets uses (those that are local), as `name/split`.
     fn default_datasets(&self) -> Vec<String>;
 
+    /// The registry datasets the suite reads whatever datasets it is given, as `name/split`
+    /// (ALIGN-SIM's AFIN and WordNet, EvalRank's lists): `sage data fetch --for` fetches them
+    /// with the others.
+    fn reference_datasets(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The kinds of dataset the suite reads (`sage suites` lists them); a dataset of another kind
     /// is refused before any work, naming these. Empty: the suite takes no datasets, or does not
     /// say (then nothing is checked).
@@ -432,6 +439,7 @@ impl Registry {
                     name: s.name(),
                     summary: s.summary(),
                     default_datasets: s.default_datasets(),
+                    reference_datasets: s.reference_datasets(),
                     kinds: s.kinds().iter().map(|k| k.name()).collect(),
                     takes_metrics: s.takes_metrics(),
                     result_suite: folder,
@@ -452,6 +460,8 @@ pub struct SuiteInfo {
     pub summary: &'static str,
     /// [`Suite::default_datasets`].
     pub default_datasets: Vec<String>,
+    /// [`Suite::reference_datasets`].
+    pub reference_datasets: Vec<String>,
     /// [`Suite::kinds`], by name.
     pub kinds: Vec<&'static str>,
     /// [`Suite::takes_metrics`].

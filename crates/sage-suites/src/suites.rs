@@ -67,6 +67,18 @@ impl Suite for HumanPref {
             "realsumm/ratings".into(),
         ]
     }
+    fn reference_datasets(&self) -> Vec<String> {
+        // the paper's two tables behind `summarize-from-feedback`, and the rated summaries'
+        // documents
+        [
+            "summarize-from-feedback-comparisons/validation",
+            "summarize-from-feedback-axis/validation",
+            "summeval-docs/docs",
+            "realsumm-docs/docs",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
         let suite = self.name();
         let o: sage_human_pref::Options = options(suite, &request.options)?;
@@ -338,6 +350,10 @@ impl Suite for AlignSim {
     fn default_datasets(&self) -> Vec<String> {
         names(&align_sim::DEFAULT_DATASETS)
     }
+    fn reference_datasets(&self) -> Vec<String> {
+        // the negation criterion's AFIN and the synonyms' and antonyms' WordNet
+        vec!["afin/test".into(), "wordnet/all".into()]
+    }
     fn result_location(&self, _options: &Map<String, Value>) -> (&'static str, String) {
         ("align-sim", "criteria".to_owned())
     }
@@ -414,6 +430,26 @@ impl Suite for EvalRank {
     }
     fn default_datasets(&self) -> Vec<String> {
         Vec::new()
+    }
+    fn reference_datasets(&self) -> Vec<String> {
+        // the lists it ranks in (word and sentence level) and the classic scores' gold sets
+        let mut read: Vec<String> = evalrank::lists::word_sets()
+            .iter()
+            .map(|n| format!("{n}/all"))
+            .collect();
+        read.extend(
+            [
+                "wiki-20k",
+                "evalrank-word-pairs",
+                "evalrank-word-basic-vocab",
+                "evalrank-word-wiki-vocab",
+                "evalrank-sent-pairs",
+                "evalrank-sent-background",
+            ]
+            .map(|n| format!("{n}/all")),
+        );
+        read.push("stsb/test".into());
+        read
     }
     fn takes_metrics(&self) -> bool {
         false
