@@ -36,6 +36,16 @@ pub(crate) struct Outcome {
     pub(crate) detail: serde_json::Value,
 }
 
+/// An outcome's detail without the fields the outcome line itself has (a repeated key is an
+/// error to every JSON-lines reader of ours).
+fn without_name(mut detail: serde_json::Value) -> serde_json::Value {
+    if let Some(fields) = detail.as_object_mut() {
+        fields.remove("dataset");
+        fields.remove("status");
+    }
+    detail
+}
+
 /// The data root a fetch writes into: the flag, else SAGE_DATA_DIR, else the default folder.
 pub(crate) fn data_root(flag: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(dir) = flag {
@@ -176,7 +186,7 @@ pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>>
                 dataset: r.dataset.clone(),
                 status: r.status,
                 source: "pinned",
-                detail: serde_json::to_value(&r)?,
+                detail: without_name(serde_json::to_value(&r)?),
             });
         }
     }

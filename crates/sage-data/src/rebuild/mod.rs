@@ -358,7 +358,17 @@ mod fetch_impl {
             // a source still needed by a failed dataset stays, so the rerun need not download it
             for (url, users) in &needed {
                 if users.iter().all(|u| !failed.contains(u)) {
-                    let _ = std::fs::remove_file(source_path(root, url));
+                    let path = source_path(root, url);
+                    let _ = std::fs::remove_file(&path);
+                    // and the folders it leaves empty, up to .sources itself
+                    let top = root.join(".sources");
+                    let mut dir = path.parent();
+                    while let Some(d) = dir.filter(|d| d.starts_with(&top)) {
+                        if std::fs::remove_dir(d).is_err() {
+                            break;
+                        }
+                        dir = d.parent();
+                    }
                 }
             }
         }
