@@ -179,13 +179,7 @@ const fn hub(
     files: &'static [&'static str],
     columns: &'static [(&'static str, &'static str)],
 ) -> Option<HubSource> {
-    Some(HubSource {
-        repo,
-        revision: "main",
-        config,
-        files,
-        columns,
-    })
+    hub_at("main", repo, config, files, columns)
 }
 
 const STS_COLUMNS: &[(&str, &str)] = &[
