@@ -39,6 +39,10 @@ pub struct ArtifactPin {
     /// holds can be bounded; the files made from it are still checked against their own sha256.
     #[serde(default)]
     pub sha256: Option<String>,
+    /// The same bytes at other URLs, tried in order when the pinned one fails (Debian's pool
+    /// drops a superseded version; snapshot.debian.org keeps every file by its sha1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mirrors: Vec<String>,
 }
 
 /// One registry dataset: its files and their licence, or why no source can exist.
@@ -299,6 +303,16 @@ mod tests {
                     url.starts_with("https://codeload.github.com/"),
                     "{url}: only a GitHub tarball goes unhashed"
                 ),
+            }
+            for mirror in &a.mirrors {
+                assert!(
+                    url_path(mirror).is_some(),
+                    "{url}: mirror {mirror} is not https://HOST/PATH"
+                );
+                assert!(
+                    a.sha256.is_some(),
+                    "{url}: a mirror is only as good as the pinned sha256"
+                );
             }
         }
     }

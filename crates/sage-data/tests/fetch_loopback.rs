@@ -104,6 +104,8 @@ fn sha(bytes: &[u8]) -> String {
 
 const TSV_URL: &str = "https://raw.githubusercontent.com/owner/sts/0123456789abcdef0123456789abcdef01234567/data/sts-test.csv";
 const TGZ_URL: &str = "https://registry.npmjs.org/wndb-like/-/wndb-like-1.0.0.tgz";
+const TGZ_MIRROR: &str =
+    "https://snapshot.debian.org/file/0123456789abcdef0123456789abcdef01234567";
 
 /// A STS Benchmark-style TSV and an npm-style tarball, the pins of both and of what they make.
 fn fixture() -> (Pins, Vec<u8>, Vec<u8>) {
@@ -144,6 +146,7 @@ main-news\theadlines\t2015\t0002\t0.666667\tOne\tTwo\n"
                 ArtifactPin {
                     bytes: tsv.len() as u64,
                     sha256: Some(sha(&tsv)),
+                    mirrors: Vec::new(),
                 },
             ),
             (
@@ -151,6 +154,7 @@ main-news\theadlines\t2015\t0002\t0.666667\tOne\tTwo\n"
                 ArtifactPin {
                     bytes: tgz.len() as u64,
                     sha256: Some(sha(&tgz)),
+                    mirrors: vec![TGZ_MIRROR.to_owned()],
                 },
             ),
         ]
@@ -346,5 +350,29 @@ fn a_truncated_download_resumes_and_a_stalled_one_is_cut() {
             "sts/stsb_like/test.jsonl",
             "wordnet_like/LICENSE"
         ]
+    );
+}
+
+#[test]
+fn a_source_gone_from_its_url_is_taken_from_its_mirror() {
+    let (pins, tsv, tgz) = fixture();
+    let server = Sources::start();
+    server.set(TSV_URL, Answer::Serve(tsv));
+    // the pinned URL answers 404 (nothing set); the mirror has the same bytes
+    server.set(TGZ_MIRROR, Answer::Serve(tgz));
+    let root = tempfile::tempdir().unwrap();
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    assert!(
+        outcomes.iter().all(|o| o.status == "fetched"),
+        "{outcomes:?}"
+    );
+    // both gone: one line with both answers
+    let root = tempfile::tempdir().unwrap();
+    server.set(TGZ_MIRROR, Answer::Oversize);
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    let why = by_name(&outcomes, "wordnet-like").error.unwrap();
+    assert!(
+        why.contains("HTTP 404") && why.contains(&format!("its mirror {TGZ_MIRROR}")),
+        "{why}"
     );
 }

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::pins::ArtifactPin;
 
 /// The hosts a source or its redirects may name: GitHub's raw files and archives, the npm
-/// registry, Debian's archive.
+/// registry, Debian's archive and its snapshots.
 pub const ALLOWED_HOSTS: &[&str] = &[
     "raw.githubusercontent.com",
     "github.com",
@@ -26,6 +26,7 @@ pub const ALLOWED_HOSTS: &[&str] = &[
     "objects.githubusercontent.com",
     "registry.npmjs.org",
     "deb.debian.org",
+    "snapshot.debian.org",
 ];
 
 /// How downloads run.

@@ -7,7 +7,6 @@
 //! rerun resumes); each file is converted ([`convert`]), checked against its pinned size and
 //! sha256, and renamed into place. A dataset that fails leaves none of its files half-written and
 //! does not stop the others; the outcome of each is reported.
-#![allow(missing_docs)] // the submodules' items are documented where they are public
 
 pub mod archive;
 pub mod convert;
@@ -165,7 +164,7 @@ mod fetch_impl {
     pub trait Progress: Sync {
         /// The whole rebuild will download `bytes` in `files` artifacts.
         fn total(&self, files: usize, bytes: u64);
-        /// An artifact of `bytes` starts (`name`: its file name).
+        /// The download of `url`, `bytes` long, starts.
         fn start(&self, url: &str, bytes: u64);
         /// `bytes` more of `url` arrived.
         fn advance(&self, url: &str, bytes: u64);
@@ -232,6 +231,7 @@ mod fetch_impl {
                 let pin = crate::pins::ArtifactPin {
                     bytes: f.bytes,
                     sha256: Some(f.sha256.clone()),
+                    mirrors: Vec::new(),
                 };
                 let io = |e: std::io::Error| crate::DataError::Io {
                     path: path.clone(),
@@ -284,15 +284,30 @@ mod fetch_impl {
                     };
                     progress.start(url, bytes);
                     let dest = source_path(root, url);
-                    let result =
-                        options
+                    let pin = &pins.artifacts[url];
+                    // the pinned URL, then its mirrors (the same bytes elsewhere), in order
+                    let mut tried = Vec::new();
+                    for candidate in
+                        std::iter::once(url).chain(pin.mirrors.iter().map(String::as_str))
+                    {
+                        match options
                             .download
-                            .download(url, &pins.artifacts[url], &dest, &|n| {
-                                progress.advance(url, n)
-                            });
-                    progress.finish(url, result.is_ok());
-                    if let Err(e) = result {
-                        failures.lock().unwrap().insert(url.to_owned(), e.message);
+                            .download(candidate, pin, &dest, &|n| progress.advance(url, n))
+                        {
+                            Ok(()) => {
+                                tried.clear();
+                                break;
+                            }
+                            Err(e) if candidate == url => tried.push(e.message),
+                            Err(e) => tried.push(format!("its mirror {candidate}: {}", e.message)),
+                        }
+                    }
+                    progress.finish(url, tried.is_empty());
+                    if !tried.is_empty() {
+                        failures
+                            .lock()
+                            .unwrap()
+                            .insert(url.to_owned(), tried.join("; "));
                     }
                 });
             }
