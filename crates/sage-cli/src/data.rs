@@ -187,7 +187,7 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
                     .map_err(anyhow::Error::msg)?
                     .datasets
                     .iter()
-                    .filter(|d| d.unavailable.is_none())
+                    .filter(|d| d.rebuildable())
                     .map(|d| d.name.clone())
                     .collect()
             } else if let Some(config) = &for_config {
@@ -263,12 +263,12 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
                     .is_some()
                     .then(|| e.splits.iter().all(|s| root.is_local(e, s)));
                 let pin = pins.dataset(e.name);
-                let rebuildable = pin.is_some_and(|p| p.unavailable.is_none());
+                let rebuildable = pin.is_some_and(|p| p.rebuildable());
                 if json {
                     writeln!(
                         out,
                         "{}",
-                        json!({"name": e.name, "kind": e.kind, "splits": e.splits, "local": e.local, "present": present, "source": pin.map(|p| json!({"origins": p.origins(), "files": p.files.iter().map(|f| json!({"path": f.path, "sha256": f.sha256, "from": f.from})).collect::<Vec<_>>(), "unavailable": p.unavailable})), "licence": pin.map(|p| p.licence.as_str()), "hub": e.hub, "description": e.description, "mteb_rows": e.mteb_rows.iter().map(|(split, parts)| (split.to_string(), parts.join("+"))).collect::<std::collections::BTreeMap<_, _>>()})
+                        json!({"name": e.name, "kind": e.kind, "splits": e.splits, "local": e.local, "present": present, "source": pin.map(|p| json!({"origins": p.origins(), "files": p.files.iter().map(|f| json!({"path": f.path, "sha256": f.sha256, "from": f.from})).collect::<Vec<_>>(), "unavailable": p.unavailable, "hub_only": p.hub_only})), "licence": pin.map(|p| p.licence.as_str()), "hub": e.hub, "description": e.description, "mteb_rows": e.mteb_rows.iter().map(|(split, parts)| (split.to_string(), parts.join("+"))).collect::<std::collections::BTreeMap<_, _>>()})
                     )?;
                 } else {
                     let mark = match present {

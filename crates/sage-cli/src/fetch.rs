@@ -140,12 +140,12 @@ pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>>
     let (pinned, others): (Vec<String>, Vec<String>) = names
         .iter()
         .cloned()
-        .partition(|n| pins.dataset(n).is_some_and(|d| d.unavailable.is_none()));
+        .partition(|n| pins.dataset(n).is_some_and(|d| d.rebuildable()));
     let (hub, sourceless): (Vec<String>, Vec<String>) = others
         .into_iter()
         .partition(|n| sage_data::entry(n).is_some_and(|e| e.hub.is_some()));
     for name in sourceless {
-        let why = match pins.dataset(&name).and_then(|d| d.unavailable.as_deref()) {
+        let why = match pins.dataset(&name).and_then(|d| d.why_not()) {
             Some(why) => format!("{name}: no public source sage can rebuild it from: {why}"),
             None => format!("{name}: neither a pinned source nor a hub source"),
         };

@@ -551,7 +551,7 @@ impl DataRoot {
         if !self.is_local(e, split) {
             let pinned = crate::pins::Pins::builtin()
                 .dataset(name)
-                .is_some_and(|d| d.unavailable.is_none());
+                .is_some_and(|d| d.rebuildable());
             let hint = match &e.hub {
                 _ if pinned => {
                     format!("`sage data fetch {name}` rebuilds it from its pinned source")

@@ -2,7 +2,7 @@
 //! repository at a commit, an npm or Debian package at a version), the converter that turns it
 //! into our layout, and the sha256 of both ends. The table is data, `sources.toml` beside this
 //! crate's manifest, compiled in; `sage data fetch` rebuilds from it
-//! ([`crate::rebuild`](crate::rebuild) with the feature `fetch`), and `sage data list` shows its
+//! ([`crate::rebuild`], downloading with the feature `fetch`), and `sage data list` shows its
 //! licences.
 //!
 //! Why pins on both ends: an artifact's sha256 says the source has not moved (a commit cannot;
@@ -56,6 +56,9 @@ pub struct DatasetPin {
     /// Why it cannot be rebuilt from a public source, and how a user obtains the files instead.
     #[serde(default)]
     pub unavailable: Option<String>,
+    /// Why the Hugging Face hub is its only source (`sage data fetch` takes it from there).
+    #[serde(default)]
+    pub hub_only: Option<String>,
     /// The files it consists of, relative to the data root.
     #[serde(default, rename = "file")]
     pub files: Vec<FilePin>,
@@ -81,6 +84,16 @@ pub struct FilePin {
 }
 
 impl DatasetPin {
+    /// Whether `sage data fetch` rebuilds it from pinned public sources (else it says why not).
+    pub fn rebuildable(&self) -> bool {
+        !self.files.is_empty()
+    }
+
+    /// Why it is not rebuilt from a pinned public source, if it is not.
+    pub fn why_not(&self) -> Option<&str> {
+        self.unavailable.as_deref().or(self.hub_only.as_deref())
+    }
+
     /// Where its files come from, one line each: `github OWNER/REPO@COMMIT`, `npm PACKAGE@VERSION`,
     /// `debian PACKAGE_VERSION`, in the order first used.
     pub fn origins(&self) -> Vec<String> {
@@ -206,7 +219,7 @@ mod tests {
         let unavailable: Vec<String> = pins
             .datasets
             .iter()
-            .filter(|d| d.unavailable.is_some())
+            .filter(|d| !d.rebuildable())
             .filter_map(|d| crate::entry(&d.name))
             .map(|e| {
                 e.local_path("test")
@@ -278,11 +291,20 @@ mod tests {
                 "sources.toml names {:?}, not a registry dataset",
                 d.name
             );
-            assert!(
-                d.unavailable.is_some() == d.files.is_empty(),
-                "{}: either files or a reason none can exist",
+            let reasons = usize::from(d.unavailable.is_some()) + usize::from(d.hub_only.is_some());
+            assert_eq!(
+                reasons + usize::from(!d.files.is_empty()),
+                1,
+                "{}: files, or one reason there are none",
                 d.name
             );
+            if d.hub_only.is_some() {
+                assert!(
+                    crate::entry(&d.name).unwrap().hub.is_some(),
+                    "{}: hub only, with no hub source",
+                    d.name
+                );
+            }
             for f in &d.files {
                 assert_eq!(f.sha256.len(), 64, "{}: {}", d.name, f.path);
                 for url in f.artifacts() {
@@ -327,7 +349,7 @@ mod tests {
             }
         }
         // a pinned dataset covers each split's local path
-        for d in pins.datasets.iter().filter(|d| d.unavailable.is_none()) {
+        for d in pins.datasets.iter().filter(|d| d.rebuildable()) {
             let e = crate::entry(&d.name).unwrap();
             for split in e.splits {
                 let local = e.local_path(split);
@@ -340,6 +362,13 @@ mod tests {
                 );
             }
         }
-        assert!(REGISTRY.len() >= pins.datasets.len());
+        // every registry dataset is pinned, or says why not
+        for e in REGISTRY {
+            assert!(
+                pins.dataset(e.name).is_some(),
+                "{}: no [[dataset]] in sources.toml",
+                e.name
+            );
+        }
     }
 }

@@ -165,6 +165,7 @@ main-news\theadlines\t2015\t0002\t0.666667\tOne\tTwo\n"
                 name: "stsb-like".into(),
                 licence: "CC BY-SA 4.0".into(),
                 unavailable: None,
+                hub_only: None,
                 files: vec![file(
                     "sts/stsb_like/test.jsonl",
                     "tab-rows",
@@ -177,6 +178,7 @@ main-news\theadlines\t2015\t0002\t0.666667\tOne\tTwo\n"
                 name: "wordnet-like".into(),
                 licence: "WordNet 3.0".into(),
                 unavailable: None,
+                hub_only: None,
                 files: vec![file(
                     "wordnet_like/LICENSE",
                     "copy",

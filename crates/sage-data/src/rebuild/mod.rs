@@ -251,7 +251,7 @@ mod fetch_impl {
         // every artifact needed, downloaded once
         let mut needed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for (d, todo, _) in &plans {
-            if d.unavailable.is_some() {
+            if !d.rebuildable() {
                 continue;
             }
             for f in todo {
@@ -325,11 +325,12 @@ mod fetch_impl {
                 error: None,
                 licence: d.licence.clone(),
             };
-            if let Some(why) = &d.unavailable {
-                if !todo.is_empty() {
-                    outcome.status = "failed";
-                    outcome.error = Some(format!("{}: no public source: {why}", d.name));
-                }
+            if let Some(why) = d.why_not() {
+                outcome.status = "failed";
+                outcome.error = Some(format!(
+                    "{}: not rebuilt from a pinned source: {why}",
+                    d.name
+                ));
                 outcomes.push(outcome);
                 continue;
             }
@@ -424,7 +425,7 @@ mod fetch_impl {
             let complete = outcomes
                 .iter()
                 .any(|o| o.dataset == d.name && o.status != "failed" && o.differs.is_empty());
-            if !complete || d.unavailable.is_some() {
+            if !complete || !d.rebuildable() {
                 continue;
             }
             record.insert(
