@@ -54,8 +54,8 @@ dimensions = ["coherence"]
 references = true"#),
         ("newsgroup-subjects", r#"under = ["20news/"]
 max_unpacked = 1048576"#),
-        ("text-block", r#"after = ["#|"]
-until = ["|#"]"#),
+        ("text-block", r##"after = ["#|"]
+until = ["|#"]"##),
     ] {
         let _ = convert::convert(&pin(name, 1, options), &inputs);
     }
