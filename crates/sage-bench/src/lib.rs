@@ -247,16 +247,7 @@ impl Prepared {
             invalid!("[datasets] tables need a configuration file (--config) to be relative to");
         }
         let config = if inv.quick { config.quick() } else { config };
-        // the default data folder is sage data fetch's (sage_data::DataRoot::default_dir)
-        let default_dir = std::env::var_os("XDG_DATA_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|d| !d.is_empty())
-                    .map(|h| PathBuf::from(h).join(".local").join("share"))
-            })
-            .map(|base| base.join("sage-rs").join("data"));
+        let default_dir = sage_data::DataRoot::default_dir();
         let data_dir = if !config.data_dir.is_empty() {
             PathBuf::from(&config.data_dir)
         } else if let Some(d) = std::env::var_os("SAGE_DATA_DIR").filter(|d| !d.is_empty()) {

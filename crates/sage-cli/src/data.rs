@@ -415,14 +415,9 @@ fn needed_by(
             )
         })
         .collect();
-    let mut names: Vec<String> = Vec::new();
-    for d in config.datasets_needed(&suites) {
-        let name = d.split('/').next().unwrap_or(&d).to_owned();
-        if sage_data::entry(&name).is_some() && !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    Ok(names)
+    Ok(crate::fetch::registry_names(
+        config.datasets_needed(&suites),
+    ))
 }
 
 /// A `(name, split)` of the registry.

@@ -36,6 +36,19 @@ pub(crate) struct Outcome {
     pub(crate) detail: serde_json::Value,
 }
 
+/// The registry names among `datasets` (`name` or `name/split`), each once, in order; a user's
+/// own paths and table names are not fetched.
+pub(crate) fn registry_names(datasets: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for d in datasets {
+        let name = d.split('/').next().unwrap_or(&d).to_owned();
+        if sage_data::entry(&name).is_some() && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 /// An outcome's detail without the fields the outcome line itself has (a repeated key is an
 /// error to every JSON-lines reader of ours).
 fn without_name(mut detail: serde_json::Value) -> serde_json::Value {

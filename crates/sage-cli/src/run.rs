@@ -378,7 +378,8 @@ pub struct TaskArgs {
     #[arg(long)]
     output: Option<PathBuf>,
     /// First rebuild the registry datasets the run reads (those given, else the suite's
-    /// defaults) from their pinned sources, as `sage data fetch` does; present files are kept.
+    /// defaults, and those it always reads) from their pinned sources, as `sage data fetch`
+    /// does; present files are kept.
     #[arg(long)]
     fetch: bool,
 }
@@ -388,22 +389,15 @@ impl TaskArgs {
     fn run(&self, registry: &Registry, name: &str, options: FlagOptions) -> Result<()> {
         let options = checked_options(registry, name, options)?;
         if self.fetch {
-            let wanted: Vec<String> = if self.datasets.is_empty() {
-                registry
-                    .suites()
-                    .find(|s| s.name() == name)
-                    .map(|s| s.default_datasets())
-                    .unwrap_or_default()
+            // those given (else the suite's defaults), and those it reads whatever it is given
+            let suite = registry.suites().find(|s| s.name() == name);
+            let mut wanted = if self.datasets.is_empty() {
+                suite.map(|s| s.default_datasets()).unwrap_or_default()
             } else {
                 self.datasets.clone()
             };
-            let mut names: Vec<String> = Vec::new();
-            for d in wanted {
-                let n = d.split('/').next().unwrap_or(&d).to_owned();
-                if sage_data::entry(&n).is_some() && !names.contains(&n) {
-                    names.push(n);
-                }
-            }
+            wanted.extend(suite.map(|s| s.reference_datasets()).unwrap_or_default());
+            let names = crate::fetch::registry_names(wanted);
             let request = crate::fetch::Request {
                 root: crate::fetch::data_root(self.data_dir.clone())?,
                 overwrite: false,

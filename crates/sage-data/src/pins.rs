@@ -249,10 +249,7 @@ mod tests {
             let on_disk = dir.join(path);
             let data =
                 std::fs::read(&on_disk).unwrap_or_else(|e| panic!("{}: {e}", on_disk.display()));
-            let digest: String = sha2::Sha256::digest(&data)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let digest = crate::sample::hex(&sha2::Sha256::digest(&data));
             assert_eq!(
                 digest, pin.sha256,
                 "{path}: the mirror's file is not what the pin makes"

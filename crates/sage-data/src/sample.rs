@@ -67,7 +67,12 @@ impl Checksum {
 
 /// How a digest is written in results: its first 8 bytes as 16 hex digits.
 pub(crate) fn short_hex(digest: &[u8]) -> String {
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    hex(&digest[..digest.len().min(8)])
+}
+
+/// Lower-case hex of `bytes` (a sha256 as the pins and MANIFEST.tsv write it).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Checksum of rows (see the module docs).

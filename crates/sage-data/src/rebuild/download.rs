@@ -51,15 +51,6 @@ impl Default for DownloadSettings {
     }
 }
 
-/// Why a download failed.
-#[derive(Debug)]
-pub struct DownloadError {
-    /// The URL (the pinned one, not where it was served from).
-    pub url: String,
-    /// What happened.
-    pub message: String,
-}
-
 /// Bytes arrived (for progress).
 pub type OnBytes<'a> = &'a (dyn Fn(u64) + Sync);
 
@@ -89,12 +80,7 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hex(&hasher.finalize()))
-}
-
-/// Lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    Ok(crate::sample::hex(&hasher.finalize()))
 }
 
 fn host_of(url: &str) -> Option<&str> {
@@ -148,18 +134,16 @@ impl DownloadSettings {
         }
     }
 
-    /// Downloads `url` to `dest` (via `dest.partial`), checked against `pin`.
+    /// Downloads `url` to `dest` (via `dest.partial`), checked against `pin`; the error says
+    /// what happened (the caller names the URL).
     pub fn download(
         &self,
         url: &str,
         pin: &ArtifactPin,
         dest: &Path,
         on_bytes: OnBytes<'_>,
-    ) -> Result<(), DownloadError> {
-        let error = |message: String| DownloadError {
-            url: url.to_owned(),
-            message,
-        };
+    ) -> Result<(), String> {
+        let error = |message: String| message;
         match host_of(url) {
             Some(host) if url.starts_with("https://") && ALLOWED_HOSTS.contains(&host) => {}
             _ => {

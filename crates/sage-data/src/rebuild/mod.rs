@@ -60,10 +60,7 @@ pub fn make_file(pins: &Pins, sources: &Path, f: &FilePin) -> Result<Vec<u8>, St
         .map(|(name, bytes)| convert::Input { name, bytes })
         .collect();
     let produced = convert::convert(f, &inputs).map_err(|e| e.to_string())?;
-    let sha: String = Sha256::digest(&produced)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let sha = crate::sample::hex(&Sha256::digest(&produced));
     if produced.len() as u64 != f.bytes || sha != f.sha256 {
         return Err(format!(
             "{}: converted to {} bytes with sha256 {sha}; pinned {} bytes, {} (not written: the \
@@ -298,8 +295,8 @@ mod fetch_impl {
                                 tried.clear();
                                 break;
                             }
-                            Err(e) if candidate == url => tried.push(e.message),
-                            Err(e) => tried.push(format!("its mirror {candidate}: {}", e.message)),
+                            Err(e) if candidate == url => tried.push(e),
+                            Err(e) => tried.push(format!("its mirror {candidate}: {e}")),
                         }
                     }
                     progress.finish(url, tried.is_empty());
