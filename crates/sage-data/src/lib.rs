@@ -29,6 +29,8 @@
 //!   by a `[datasets.NAME]` table, and read by every loader like a registry dataset.
 //! - [`lines`]: how any line-oriented file splits into numbered lines and how a JSON line becomes
 //!   an object (a repeated key is an error), shared with the `sage` command's readers.
+//! - [`parquet_check`]: a Parquet file's footer and page headers checked by a decoder of our own
+//!   before polars is given the file, which trusts what a file says of itself.
 //! - [`trec`]: qrels (BEIR's and trec_eval's) and TREC runs, for the retrieval loader and
 //!   `sage measure`.
 //!
@@ -41,6 +43,7 @@ mod error;
 pub mod fetch;
 pub mod lines;
 mod load;
+pub mod parquet_check;
 pub mod pins;
 pub mod rebuild;
 mod records;

@@ -10,6 +10,8 @@
 //! the `sage` command answers input line i on output line i, so for it a blank line is an error;
 //! a dataset file is a set of rows, so its loaders pass over them.
 
+use std::io::{BufRead, Read};
+
 use serde_json::{Map, Value};
 
 /// A line that is not valid UTF-8.
@@ -41,6 +43,78 @@ pub fn numbered_lines(bytes: &[u8]) -> Result<Vec<(usize, &str)>, NotUtf8> {
                 })
         })
         .collect()
+}
+
+/// The longest line read from a file: longer is an error naming its line, raised while reading
+/// (at most this much of the line is ever held), so one runaway line or a file without newlines
+/// costs an error, not the machine's memory.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// Why a streamed line could not be had: the reader failed, or the line is too long or not UTF-8.
+#[derive(Debug)]
+pub enum LineError<E> {
+    /// Reading failed (the message is the I/O error's).
+    Read {
+        /// 1-based line being read.
+        line: usize,
+        /// What the reader said.
+        message: String,
+    },
+    /// A line over [`MAX_LINE_BYTES`] or not valid UTF-8.
+    Bad {
+        /// 1-based line.
+        line: usize,
+        /// What is wrong, in words.
+        message: String,
+    },
+    /// What the caller's function returned.
+    Caller(E),
+}
+
+/// Calls `each` with every non-blank line of `reader` and its 1-based number, read the way
+/// [`numbered_lines`] reads (byte-order mark, `\r\n`), holding one line at a time and never more
+/// than [`MAX_LINE_BYTES`] of it.
+pub fn for_each_line<R: BufRead, E>(
+    mut reader: R,
+    each: &mut dyn FnMut(usize, &str) -> Result<(), E>,
+) -> Result<(), LineError<E>> {
+    let mut buf = Vec::new();
+    let mut line = 0;
+    loop {
+        line += 1;
+        buf.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| LineError::Read {
+                line,
+                message: e.to_string(),
+            })?;
+        if read == 0 {
+            return Ok(());
+        }
+        if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
+            return Err(LineError::Bad {
+                line,
+                message: format!("line longer than {} MiB", MAX_LINE_BYTES >> 20),
+            });
+        }
+        let body = if line == 1 {
+            buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buf)
+        } else {
+            &buf[..]
+        };
+        let body = body.strip_suffix(b"\n").unwrap_or(body);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        let text = std::str::from_utf8(body).map_err(|e| LineError::Bad {
+            line,
+            message: format!("not valid UTF-8: {e}"),
+        })?;
+        if is_blank(text) {
+            continue;
+        }
+        each(line, text).map_err(LineError::Caller)?;
+    }
 }
 
 /// True for a line with nothing but white space.
@@ -139,6 +213,35 @@ mod tests {
         assert!(numbered_lines(b"\n").unwrap().is_empty());
         // a second final newline is an empty line of its own
         assert_eq!(numbered_lines(b"a\n\n").unwrap(), vec![(1, "a"), (2, "")]);
+    }
+
+    #[test]
+    fn streamed_lines_read_as_numbered_lines_do_less_the_blank_ones() {
+        let bytes = b"\xEF\xBB\xBFa\r\n\n  \nb\n";
+        let mut streamed = Vec::new();
+        for_each_line::<_, ()>(&bytes[..], &mut |n, l| {
+            streamed.push((n, l.to_owned()));
+            Ok(())
+        })
+        .unwrap();
+        let whole: Vec<(usize, String)> = numbered_lines(bytes)
+            .unwrap()
+            .into_iter()
+            .filter(|(_, l)| !is_blank(l))
+            .map(|(n, l)| (n, l.to_owned()))
+            .collect();
+        assert_eq!(streamed, whole);
+    }
+
+    #[test]
+    fn a_streamed_line_over_the_cap_is_refused_without_reading_the_rest() {
+        // a reader that never ends: the cap, not the input, must stop it
+        let endless = std::io::BufReader::new(std::io::repeat(b'x'));
+        let e = for_each_line::<_, ()>(endless, &mut |_, _| Ok(())).unwrap_err();
+        assert!(
+            matches!(&e, LineError::Bad { line: 1, message } if message.contains("64 MiB")),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -16,9 +16,7 @@ use serde_json::{Map, Value};
 use crate::error::{parse_error, DataError, Result};
 use crate::lines;
 
-/// The longest line (JSON lines) or record (CSV, TSV) read: longer is an error naming its line,
-/// so one runaway cell or a file without newlines cannot take the machine's memory.
-pub const MAX_LINE_BYTES: usize = 64 << 20;
+pub use crate::lines::MAX_LINE_BYTES;
 
 /// How a user's file is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -90,8 +88,8 @@ pub fn columns(path: &Path, format: Format) -> Result<Vec<String>> {
     match format {
         Format::Csv | Format::Tsv => {
             let delimiter = if format == Format::Csv { b',' } else { b'\t' };
-            let mut reader = csv_reader(path, delimiter)?;
-            header(path, &mut reader)
+            let mut file = csv_reader(path, delimiter)?;
+            header(path, &mut file)
         }
         Format::JsonLines => {
             let mut first = None;
@@ -116,10 +114,44 @@ pub fn columns(path: &Path, format: Format) -> Result<Vec<String>> {
     }
 }
 
-fn open(path: &Path) -> Result<File> {
-    File::open(path).map_err(|e| DataError::Io {
+/// `path` opened for reading. Only a regular file is opened: a FIFO, a device or a socket would
+/// block or never end, and none of them is a dataset.
+pub(crate) fn open(path: &Path) -> Result<File> {
+    let fail = |e: std::io::Error| DataError::Io {
         path: path.to_owned(),
         message: format!("cannot read: {e}"),
+    };
+    let meta = std::fs::metadata(path).map_err(fail)?;
+    if !meta.is_file() {
+        return Err(DataError::Io {
+            path: path.to_owned(),
+            message: "not a regular file (a folder, FIFO, device or socket is not read)".into(),
+        });
+    }
+    File::open(path).map_err(fail)
+}
+
+/// Calls `each` with every non-blank line of the file at `path` and its number, streamed and
+/// capped at [`MAX_LINE_BYTES`] a line ([`lines::for_each_line`]); errors name the file and line.
+pub(crate) fn for_each_line(
+    path: &Path,
+    each: &mut dyn FnMut(usize, &str) -> Result<()>,
+) -> Result<()> {
+    for_each_line_in(path, BufReader::new(open(path)?), each)
+}
+
+/// [`for_each_line`] of any reader; `path` names it in errors.
+pub(crate) fn for_each_line_in(
+    path: &Path,
+    reader: impl BufRead,
+    each: &mut dyn FnMut(usize, &str) -> Result<()>,
+) -> Result<()> {
+    lines::for_each_line(reader, each).map_err(|e| match e {
+        lines::LineError::Read { line, message } => {
+            parse_error(path, line, format!("cannot read: {message}"))
+        }
+        lines::LineError::Bad { line, message } => parse_error(path, line, message),
+        lines::LineError::Caller(e) => e,
     })
 }
 
@@ -127,50 +159,155 @@ fn json_lines(
     path: &Path,
     each: &mut dyn FnMut(usize, Map<String, Value>) -> Result<()>,
 ) -> Result<()> {
-    let mut reader = BufReader::new(open(path)?);
-    let mut buf = Vec::new();
-    let mut line = 0;
-    loop {
-        line += 1;
-        buf.clear();
-        let read = (&mut reader)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| parse_error(path, line, format!("cannot read: {e}")))?;
-        if read == 0 {
-            return Ok(());
-        }
-        if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
-            return Err(parse_error(
-                path,
-                line,
-                format!("line longer than {} MiB", MAX_LINE_BYTES >> 20),
-            ));
-        }
-        let body = if line == 1 {
-            buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buf)
-        } else {
-            &buf[..]
-        };
-        let body = body.strip_suffix(b"\n").unwrap_or(body);
-        let body = body.strip_suffix(b"\r").unwrap_or(body);
-        let text = std::str::from_utf8(body)
-            .map_err(|e| parse_error(path, line, format!("not valid UTF-8: {e}")))?;
-        if lines::is_blank(text) {
-            continue;
-        }
+    for_each_line(path, &mut |line, text| {
         let object = lines::json_object(text).map_err(|e| parse_error(path, line, e))?;
-        each(line, object)?;
+        each(line, object)
+    })
+}
+
+/// The bytes the CSV reader buffers ahead of the record it parses.
+const CSV_BUFFER_BYTES: usize = 64 << 10;
+
+/// A file that refuses to be read past a limit the CSV loop moves after every record, so a record
+/// over [`MAX_LINE_BYTES`] is stopped while it is read rather than after it is all in memory
+/// (the csv crate grows its record buffer to whatever the file holds).
+struct CappedFile {
+    file: File,
+    read: u64,
+    limit: std::rc::Rc<std::cell::Cell<u64>>,
+    tripped: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl Read for CappedFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let allowed = self.limit.get().saturating_sub(self.read);
+        if allowed == 0 {
+            self.tripped.set(true);
+            return Err(std::io::Error::other("record too long"));
+        }
+        let take = buf
+            .len()
+            .min(usize::try_from(allowed).unwrap_or(usize::MAX));
+        let n = self.file.read(&mut buf[..take])?;
+        self.read += n as u64;
+        Ok(n)
     }
 }
 
-fn csv_reader(path: &Path, delimiter: u8) -> Result<csv::Reader<File>> {
-    Ok(csv::ReaderBuilder::new()
+/// A CSV or TSV reader over a [`CappedFile`], and the handles that move and read its cap.
+struct CsvFile {
+    reader: csv::Reader<CappedFile>,
+    limit: std::rc::Rc<std::cell::Cell<u64>>,
+    tripped: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl CsvFile {
+    /// Lets the next record (starting at byte `from`) be read, and no more than the cap of it.
+    fn allow_record_from(&self, from: u64) {
+        self.limit
+            .set(from + (MAX_LINE_BYTES + CSV_BUFFER_BYTES) as u64 + 1);
+    }
+
+    /// `e` as our error: a tripped cap says so, naming the line where the record began.
+    fn error(&self, path: &Path, e: &csv::Error, record_line: usize) -> DataError {
+        if self.tripped.get() {
+            return parse_error(
+                path,
+                record_line,
+                format!(
+                    "record longer than {} MiB (from this line on)",
+                    MAX_LINE_BYTES >> 20
+                ),
+            );
+        }
+        csv_error(path, e)
+    }
+}
+
+fn csv_reader(path: &Path, delimiter: u8) -> Result<CsvFile> {
+    let limit = std::rc::Rc::new(std::cell::Cell::new(0));
+    let tripped = std::rc::Rc::new(std::cell::Cell::new(false));
+    let capped = CappedFile {
+        file: open(path)?,
+        read: 0,
+        limit: limit.clone(),
+        tripped: tripped.clone(),
+    };
+    let reader = csv::ReaderBuilder::new()
         .delimiter(delimiter)
         .has_headers(true)
         // TSV as pandas and HF write it quotes like CSV; a bare quote inside a field stays text
         .quoting(true)
-        .from_reader(open(path)?))
+        .buffer_capacity(CSV_BUFFER_BYTES)
+        .from_reader(capped);
+    let file = CsvFile {
+        reader,
+        limit,
+        tripped,
+    };
+    file.allow_record_from(0);
+    Ok(file)
+}
+
+/// Where a quote that opens a field of `record` (the raw bytes of a file's last record, to its
+/// end) is left open at the end: the number of line breaks before it. The csv crate ends such a
+/// field silently at the end of the file, so the rest of the file would become one cell. The
+/// states are csv_core's for RFC 4180 quoting with doubled quotes: a quote opens a field only as
+/// its first byte, and after a closing quote the field goes on unquoted.
+fn open_quote(record: &[u8], delimiter: u8) -> Option<usize> {
+    #[derive(Clone, Copy)]
+    enum State {
+        FieldStart,
+        Unquoted,
+        Quoted,
+        QuoteInQuoted,
+    }
+    let ends_field = |b: u8| b == delimiter || b == b'\n' || b == b'\r';
+    let mut state = State::FieldStart;
+    let mut line_breaks = 0;
+    let mut opened_after = 0;
+    for &b in record {
+        state = match state {
+            State::FieldStart if b == b'"' => {
+                opened_after = line_breaks;
+                State::Quoted
+            }
+            State::FieldStart | State::Unquoted if ends_field(b) => State::FieldStart,
+            State::FieldStart | State::Unquoted => State::Unquoted,
+            State::Quoted if b == b'"' => State::QuoteInQuoted,
+            State::Quoted => State::Quoted,
+            State::QuoteInQuoted if b == b'"' => State::Quoted,
+            State::QuoteInQuoted if ends_field(b) => State::FieldStart,
+            State::QuoteInQuoted => State::Unquoted,
+        };
+        if b == b'\n' {
+            line_breaks += 1;
+        }
+    }
+    matches!(state, State::Quoted).then_some(opened_after)
+}
+
+/// An error if the last record of `path`, starting at byte `start` on line `line`, ends inside a
+/// quoted field.
+fn check_last_record(path: &Path, delimiter: u8, start: u64, line: usize) -> Result<()> {
+    use std::io::Seek;
+    let mut file = open(path)?;
+    let mut tail = Vec::new();
+    file.seek(std::io::SeekFrom::Start(start))
+        .and_then(|_| {
+            file.take((MAX_LINE_BYTES + CSV_BUFFER_BYTES) as u64 + 1)
+                .read_to_end(&mut tail)
+        })
+        .map_err(|e| parse_error(path, line, format!("cannot read: {e}")))?;
+    match open_quote(&tail, delimiter) {
+        Some(after) => Err(parse_error(
+            path,
+            line + after,
+            "a quote opens a field here and never closes: the rest of the file would be one \
+             cell (close it, or double a quote inside a quoted field as \"\")",
+        )),
+        None => Ok(()),
+    }
 }
 
 fn csv_error(path: &Path, e: &csv::Error) -> DataError {
@@ -185,10 +322,10 @@ fn csv_error(path: &Path, e: &csv::Error) -> DataError {
     parse_error(path, line, message)
 }
 
-fn header(path: &Path, reader: &mut csv::Reader<File>) -> Result<Vec<String>> {
-    let header: Vec<String> = reader
-        .headers()
-        .map_err(|e| csv_error(path, &e))?
+fn header(path: &Path, file: &mut CsvFile) -> Result<Vec<String>> {
+    let read = file.reader.headers().cloned();
+    let header: Vec<String> = read
+        .map_err(|e| file.error(path, &e, 1))?
         .iter()
         .map(|h| h.trim().to_owned())
         .collect();
@@ -197,6 +334,7 @@ fn header(path: &Path, reader: &mut csv::Reader<File>) -> Result<Vec<String>> {
             path: path.to_owned(),
         });
     }
+    let mut seen = std::collections::HashSet::with_capacity(header.len());
     for (i, name) in header.iter().enumerate() {
         if name.is_empty() {
             return Err(parse_error(
@@ -205,7 +343,7 @@ fn header(path: &Path, reader: &mut csv::Reader<File>) -> Result<Vec<String>> {
                 format!("header field {} has no name", i + 1),
             ));
         }
-        if header[..i].contains(name) {
+        if !seen.insert(name.as_str()) {
             return Err(parse_error(
                 path,
                 1,
@@ -221,15 +359,33 @@ fn delimited(
     delimiter: u8,
     each: &mut dyn FnMut(usize, Map<String, Value>) -> Result<()>,
 ) -> Result<()> {
-    let mut reader = csv_reader(path, delimiter)?;
-    let header = header(path, &mut reader)?;
+    let mut file = csv_reader(path, delimiter)?;
+    let header = header(path, &mut file)?;
     let mut record = csv::StringRecord::new();
+    // where the record being read starts: the line a cap error names, the bytes a last record's
+    // open quote is looked for in
+    let mut next = file.reader.position().clone();
+    let mut last: Option<csv::Position> = None;
+    // a record is handed on once the next is read: the last one is checked for a quote left open
+    // first, so a swallowed rest of the file never reaches the caller
+    let mut pending: Option<(usize, Map<String, Value>)> = None;
     loop {
-        match reader.read_record(&mut record) {
-            Ok(false) => return Ok(()),
+        file.allow_record_from(next.byte());
+        match file.reader.read_record(&mut record) {
+            Ok(false) => {
+                if let Some(last) = &last {
+                    check_last_record(path, delimiter, last.byte(), last.line() as usize)?;
+                }
+                return match pending {
+                    Some((line, object)) => each(line, object),
+                    None => Ok(()),
+                };
+            }
             Ok(true) => {}
-            Err(e) => return Err(csv_error(path, &e)),
+            Err(e) => return Err(file.error(path, &e, next.line() as usize)),
         }
+        last = record.position().cloned();
+        next = file.reader.position().clone();
         let line = record.position().map_or(1, |p| (p.line() as usize).max(1));
         if record.as_slice().len() > MAX_LINE_BYTES {
             return Err(parse_error(
@@ -246,7 +402,9 @@ fn delimited(
             .zip(record.iter())
             .map(|(name, cell)| (name.clone(), Value::String(cell.to_owned())))
             .collect();
-        each(line, object)?;
+        if let Some((line, object)) = pending.replace((line, object)) {
+            each(line, object)?;
+        }
     }
 }
 
@@ -262,13 +420,34 @@ fn parquet_fail(path: &Path) -> impl Fn(polars::error::PolarsError) -> DataError
     }
 }
 
+/// `read` run with a panic turned into an error naming `path`. The footer and page headers are
+/// checked first ([`crate::parquet_check`]), so this is the second line: a page's contents can
+/// still surprise the decoder, and a user's file must cost an error, never the process.
+#[cfg(feature = "parquet")]
+fn guarded<T>(path: &Path, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|panic| {
+        let said = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(DataError::Io {
+            path: path.to_owned(),
+            message: format!("the Parquet reader failed on this file: {said}"),
+        })
+    })
+}
+
 #[cfg(feature = "parquet")]
 fn parquet_columns(path: &Path) -> Result<Vec<String>> {
     use polars::prelude::{ParquetReader, SerReader};
-    let schema = ParquetReader::new(open(path)?)
-        .schema()
-        .map_err(parquet_fail(path))?;
-    Ok(schema.iter_names().map(|n| n.to_string()).collect())
+    crate::parquet_check::check(path)?;
+    guarded(path, || {
+        let schema = ParquetReader::new(open(path)?)
+            .schema()
+            .map_err(parquet_fail(path))?;
+        Ok(schema.iter_names().map(|n| n.to_string()).collect())
+    })
 }
 
 #[cfg(feature = "parquet")]
@@ -277,20 +456,26 @@ fn parquet(
     each: &mut dyn FnMut(usize, Map<String, Value>) -> Result<()>,
 ) -> Result<()> {
     use polars::prelude::{JsonFormat, JsonWriter, ParquetReader, SerReader, SerWriter};
+    crate::parquet_check::check(path)?;
     let fail = parquet_fail(path);
-    let rows = ParquetReader::new(open(path)?).num_rows().map_err(&fail)?;
+    let rows = guarded(path, || {
+        ParquetReader::new(open(path)?).num_rows().map_err(&fail)
+    })?;
     let mut start = 0;
     while start < rows {
         let take = PARQUET_BATCH_ROWS.min(rows - start);
-        let mut frame = ParquetReader::new(open(path)?)
-            .with_slice(Some((start, take)))
-            .finish()
-            .map_err(&fail)?;
-        let mut lines = Vec::new();
-        JsonWriter::new(&mut lines)
-            .with_json_format(JsonFormat::JsonLines)
-            .finish(&mut frame)
-            .map_err(&fail)?;
+        let lines = guarded(path, || {
+            let mut frame = ParquetReader::new(open(path)?)
+                .with_slice(Some((start, take)))
+                .finish()
+                .map_err(&fail)?;
+            let mut lines = Vec::new();
+            JsonWriter::new(&mut lines)
+                .with_json_format(JsonFormat::JsonLines)
+                .finish(&mut frame)
+                .map_err(&fail)?;
+            Ok(lines)
+        })?;
         for (i, raw) in lines
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())

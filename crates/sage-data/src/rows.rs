@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{parse_error, DataError, Result};
 use crate::lines;
-use crate::records::Cells;
+use crate::records::{for_each_line, Cells};
 
 /// Where a row is being read from, for error messages.
 pub struct At<'a> {
@@ -664,24 +664,6 @@ impl Row for BeirQuery {
 
 // How the rows' files are read: the row types above say which reader is theirs.
 
-pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| DataError::Io {
-        path: path.to_owned(),
-        message: format!("cannot read: {e}"),
-    })
-}
-
-/// Non-blank lines with 1-based numbers (a dataset file is a set of rows), read the way
-/// [`crate::lines`] reads every file.
-pub(crate) fn numbered_lines<'a>(path: &Path, bytes: &'a [u8]) -> Result<Vec<(usize, &'a str)>> {
-    let lines = lines::numbered_lines(bytes)
-        .map_err(|e| parse_error(path, e.line, format!("not valid UTF-8: {}", e.message)))?;
-    Ok(lines
-        .into_iter()
-        .filter(|(_, l)| !lines::is_blank(l))
-        .collect())
-}
-
 fn non_empty<T>(path: &Path, rows: Vec<(usize, T)>) -> Result<Vec<(usize, T)>> {
     if rows.is_empty() {
         Err(DataError::Empty {
@@ -697,9 +679,8 @@ pub(crate) fn read_jsonl<T: sealed::ReadRow>(
     path: &Path,
     extra: &[&str],
 ) -> Result<Vec<(usize, T)>> {
-    let bytes = read_bytes(path)?;
     let mut rows = Vec::new();
-    for (line, raw) in numbered_lines(path, &bytes)? {
+    for_each_line(path, &mut |line, raw| {
         let object = lines::json_object(raw).map_err(|e| parse_error(path, line, e))?;
         rows.push((
             line,
@@ -713,7 +694,8 @@ pub(crate) fn read_jsonl<T: sealed::ReadRow>(
                 extra,
             )?,
         ));
-    }
+        Ok(())
+    })?;
     non_empty(path, rows)
 }
 
@@ -734,9 +716,8 @@ fn tab_fields<'a>(path: &Path, line: usize, raw: &'a str, want: usize) -> Result
 
 /// `word1<TAB>word2<TAB>score` lines.
 pub(crate) fn read_tsv_word_pairs(path: &Path) -> Result<Vec<(usize, WordPair)>> {
-    let bytes = read_bytes(path)?;
     let mut rows = Vec::new();
-    for (line, raw) in numbered_lines(path, &bytes)? {
+    for_each_line(path, &mut |line, raw| {
         let f = tab_fields(path, line, raw, 3)?;
         let score = f[2]
             .trim()
@@ -750,15 +731,15 @@ pub(crate) fn read_tsv_word_pairs(path: &Path) -> Result<Vec<(usize, WordPair)>>
                 score,
             },
         ));
-    }
+        Ok(())
+    })?;
     non_empty(path, rows)
 }
 
 /// `a<TAB>b` lines.
 pub(crate) fn read_tab_pairs(path: &Path) -> Result<Vec<(usize, TextPair)>> {
-    let bytes = read_bytes(path)?;
     let mut rows = Vec::new();
-    for (line, raw) in numbered_lines(path, &bytes)? {
+    for_each_line(path, &mut |line, raw| {
         let f = tab_fields(path, line, raw, 2)?;
         rows.push((
             line,
@@ -767,24 +748,23 @@ pub(crate) fn read_tab_pairs(path: &Path) -> Result<Vec<(usize, TextPair)>> {
                 b: f[1].to_owned(),
             },
         ));
-    }
+        Ok(())
+    })?;
     non_empty(path, rows)
 }
 
 /// One row a non-blank line.
 pub(crate) fn read_lines(path: &Path) -> Result<Vec<(usize, Line)>> {
-    let bytes = read_bytes(path)?;
-    let rows = numbered_lines(path, &bytes)?
-        .into_iter()
-        .map(|(line, raw)| {
-            (
-                line,
-                Line {
-                    text: raw.to_owned(),
-                },
-            )
-        })
-        .collect();
+    let mut rows = Vec::new();
+    for_each_line(path, &mut |line, raw| {
+        rows.push((
+            line,
+            Line {
+                text: raw.to_owned(),
+            },
+        ));
+        Ok(())
+    })?;
     non_empty(path, rows)
 }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{parse_error, DataError, Result};
-use crate::rows::{numbered_lines, read_bytes};
+use crate::records::{for_each_line, for_each_line_in};
 
 /// One relevance judgement and the line it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,14 +41,45 @@ pub struct Retrieved {
 
 /// The judgements of the qrels file at `path`, in file order.
 pub fn read_qrels(path: &Path) -> Result<Vec<Judgement>> {
-    parse_qrels(path, &read_bytes(path)?)
+    let mut judgements = Vec::new();
+    let mut seen = HashMap::new();
+    for_each_line(path, &mut |line, text| {
+        judgement(path, line, text, &mut seen, &mut judgements)
+    })?;
+    non_empty(path, judgements)
 }
 
 /// [`read_qrels`] of bytes already read; `path` names them in errors.
 pub fn parse_qrels(path: &Path, bytes: &[u8]) -> Result<Vec<Judgement>> {
-    let mut judgements: Vec<Judgement> = Vec::new();
-    let mut first_line: HashMap<(&str, &str), usize> = HashMap::new();
-    for (line, text) in numbered_lines(path, bytes)? {
+    let mut judgements = Vec::new();
+    let mut seen = HashMap::new();
+    for_each_line_in(path, bytes, &mut |line, text| {
+        judgement(path, line, text, &mut seen, &mut judgements)
+    })?;
+    non_empty(path, judgements)
+}
+
+/// Where a (query, document) pair was first seen.
+type FirstLines = HashMap<(String, String), usize>;
+
+fn non_empty<T>(path: &Path, rows: Vec<T>) -> Result<Vec<T>> {
+    if rows.is_empty() {
+        return Err(DataError::Empty {
+            path: path.to_owned(),
+        });
+    }
+    Ok(rows)
+}
+
+/// One line of qrels onto `judgements` (a BEIR header line is passed over).
+fn judgement(
+    path: &Path,
+    line: usize,
+    text: &str,
+    first_line: &mut FirstLines,
+    judgements: &mut Vec<Judgement>,
+) -> Result<()> {
+    {
         let cols: Vec<&str> = if text.contains('\t') {
             text.split('\t').collect()
         } else {
@@ -71,7 +102,7 @@ pub fn parse_qrels(path: &Path, bytes: &[u8]) -> Result<Vec<Judgement>> {
         let relevance = match relevance.trim().parse::<i32>() {
             Ok(r) => r,
             // BEIR files start with a header row: query-id corpus-id score
-            Err(_) if line == 1 => continue,
+            Err(_) if line == 1 => return Ok(()),
             Err(_) => {
                 return Err(parse_error(
                     path,
@@ -80,7 +111,7 @@ pub fn parse_qrels(path: &Path, bytes: &[u8]) -> Result<Vec<Judgement>> {
                 ))
             }
         };
-        if let Some(first) = first_line.insert((query, doc), line) {
+        if let Some(first) = first_line.insert((query.to_owned(), doc.to_owned()), line) {
             return Err(parse_error(
                 path,
                 line,
@@ -94,24 +125,38 @@ pub fn parse_qrels(path: &Path, bytes: &[u8]) -> Result<Vec<Judgement>> {
             relevance,
         });
     }
-    if judgements.is_empty() {
-        return Err(DataError::Empty {
-            path: path.to_owned(),
-        });
-    }
-    Ok(judgements)
+    Ok(())
 }
 
 /// The retrieved documents of the TREC run at `path`, in file order.
 pub fn read_run(path: &Path) -> Result<Vec<Retrieved>> {
-    parse_run(path, &read_bytes(path)?)
+    let mut run = Vec::new();
+    let mut seen = HashMap::new();
+    for_each_line(path, &mut |line, text| {
+        retrieved(path, line, text, &mut seen, &mut run)
+    })?;
+    non_empty(path, run)
 }
 
 /// [`read_run`] of bytes already read; `path` names them in errors.
 pub fn parse_run(path: &Path, bytes: &[u8]) -> Result<Vec<Retrieved>> {
     let mut run = Vec::new();
-    let mut first_line: HashMap<(&str, &str), usize> = HashMap::new();
-    for (line, text) in numbered_lines(path, bytes)? {
+    let mut seen = HashMap::new();
+    for_each_line_in(path, bytes, &mut |line, text| {
+        retrieved(path, line, text, &mut seen, &mut run)
+    })?;
+    non_empty(path, run)
+}
+
+/// One line of a run onto `run`.
+fn retrieved(
+    path: &Path,
+    line: usize,
+    text: &str,
+    first_line: &mut FirstLines,
+    run: &mut Vec<Retrieved>,
+) -> Result<()> {
+    {
         let cols: Vec<&str> = text.split_whitespace().collect();
         if cols.len() != 6 {
             return Err(parse_error(
@@ -134,7 +179,7 @@ pub fn parse_run(path: &Path, bytes: &[u8]) -> Result<Vec<Retrieved>> {
                     format!("score {:?} is not a finite number", cols[4]),
                 )
             })?;
-        if let Some(first) = first_line.insert((cols[0], cols[2]), line) {
+        if let Some(first) = first_line.insert((cols[0].to_owned(), cols[2].to_owned()), line) {
             return Err(parse_error(
                 path,
                 line,
@@ -151,12 +196,7 @@ pub fn parse_run(path: &Path, bytes: &[u8]) -> Result<Vec<Retrieved>> {
             score,
         });
     }
-    if run.is_empty() {
-        return Err(DataError::Empty {
-            path: path.to_owned(),
-        });
-    }
-    Ok(run)
+    Ok(())
 }
 
 #[cfg(test)]
