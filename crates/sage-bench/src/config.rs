@@ -5,9 +5,10 @@ use crate::*;
 /// The commented default configuration, embedded so that a run with no --config uses it.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../bench.toml");
 
-/// bench-all's configuration: a bench.toml, checked.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// bench-all's configuration: a bench.toml, checked, read over the embedded one ([`Config::parse`]):
+/// every field a user's file leaves out keeps the embedded default, so no field is required of it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub(crate) seed: u64,
     #[serde(default)]
@@ -83,15 +84,16 @@ pub(crate) struct RemoteSuite {
     pub(crate) prices: BTreeMap<String, f64>,
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Device {
+    #[default]
     Cpu,
     Cuda,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub(crate) struct Similarities {
     pub(crate) metrics: Vec<String>,
     pub(crate) models: Vec<String>,
@@ -124,8 +126,25 @@ const MOVED_SECTIONS: [(&str, &str); 4] = [
     ),
 ];
 
+/// `over` laid on `base`: a table merges key by key, at any depth; any other value (a list
+/// included) replaces the base's.
+fn lay_over(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(below)), toml::Value::Table(above)) => lay_over(below, above),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
 impl Config {
-    /// Parses and checks a configuration; `origin` names it in errors.
+    /// Parses and checks a configuration, read over the embedded bench.toml: what it leaves out
+    /// (`device`, a suite's table, one option of a suite) keeps the embedded default, a table it
+    /// gives merges key by key into the embedded one, and a list or a value replaces the embedded
+    /// one. A key the schema does not know is an error naming it and its line. `origin` names
+    /// the configuration in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
         let invalid =
             |e: &dyn std::fmt::Display| BenchError::Invalid(format!("{origin}: invalid: {e}"));
@@ -147,8 +166,14 @@ impl Config {
                 );
             }
         }
-        // parsed again as the schema: its errors carry the line and the field
-        let mut config: Config = toml::from_str(text).map_err(|e| invalid(&e))?;
+        // parsed alone as the schema first: its errors carry the line and the field
+        let _alone: Config = toml::from_str(text).map_err(|e| invalid(&e))?;
+        let mut merged: toml::Table =
+            toml::from_str(DEFAULT_CONFIG).expect("the embedded bench.toml is TOML");
+        lay_over(&mut merged, table);
+        let mut config: Config = toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e| invalid(&e))?;
         config.origin = origin.to_owned();
         for (name, suite) in &config.suites {
             let lists = [Some(&suite.datasets), suite.quick_datasets.as_ref()];
@@ -234,14 +259,30 @@ impl Config {
     /// when `quick`.
     pub fn load(file: Option<&Path>, quick: bool) -> Result<Config> {
         let config = match file {
-            Some(file) => {
-                let text = std::fs::read_to_string(file)
-                    .map_err(|e| BenchError::Invalid(format!("{}: {e}", file.display())))?;
-                Config::parse(&text, &file.display().to_string())?
-            }
+            Some(file) => Config::read(file)?,
             None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,
         };
         Ok(if quick { config.quick() } else { config })
+    }
+
+    /// The configuration file at `file`, read over the embedded one ([`Config::parse`]). Only a
+    /// regular file is read: a FIFO would block the run before it starts.
+    pub fn read(file: &Path) -> Result<Config> {
+        let meta = std::fs::metadata(file).map_err(|e| BenchError::file(file, "cannot read", e))?;
+        if !meta.is_file() {
+            invalid!(
+                "{}: not a regular file (a configuration is read from a file)",
+                file.display()
+            );
+        }
+        let text =
+            std::fs::read_to_string(file).map_err(|e| BenchError::file(file, "cannot read", e))?;
+        Ok(Config {
+            file: Some(
+                std::path::absolute(file).map_err(|e| BenchError::file(file, "cannot read", e))?,
+            ),
+            ..Config::parse(&text, &file.display().to_string())?
+        })
     }
 
     /// The options of each run the configuration asks of suite `name`: one with the table's

@@ -231,16 +231,7 @@ impl Prepared {
     /// plans the jobs.
     pub fn new(inv: &Invocation, env: &Environment) -> Result<Prepared> {
         let config = match &inv.config_path {
-            Some(p) => Config {
-                file: Some(
-                    std::path::absolute(p).map_err(|e| BenchError::file(p, "cannot read", e))?,
-                ),
-                ..Config::parse(
-                    &std::fs::read_to_string(p)
-                        .map_err(|e| BenchError::file(p, "cannot read", e))?,
-                    &p.display().to_string(),
-                )?
-            },
+            Some(p) => Config::read(p)?,
             None => Config::parse(DEFAULT_CONFIG, "the embedded bench.toml")?,
         };
         if !config.datasets.is_empty() && config.file.is_none() {

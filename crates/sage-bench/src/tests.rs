@@ -589,3 +589,50 @@ fn a_killed_runs_temporaries_are_swept_and_a_living_ones_kept() {
         ]
     );
 }
+
+/// A user's configuration once had to repeat every field: without `device` it failed with
+/// "missing field `device`", and without `[suites.evalrank]` with "evalrank: options: missing
+/// field `level`". It is read over the embedded one now.
+#[test]
+fn a_users_configuration_is_read_over_the_embedded_one() {
+    let text = "seed = 7\n\n[similarities]\nmetrics = [\"jaccard\"]\n\n\
+                [suites.clustering]\noptions = { max_texts = 12 }\n";
+    let mine = Config::parse(text, "mine.toml").unwrap();
+    let shipped = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
+    assert_eq!(mine.seed, 7);
+    assert_eq!(mine.device, shipped.device);
+    assert_eq!(mine.batch_tokens, shipped.batch_tokens);
+    // a list replaces the embedded one; what the table leaves out keeps the embedded value
+    assert_eq!(mine.similarities.metrics, ["jaccard"]);
+    assert_eq!(mine.similarities.models, shipped.similarities.models);
+    assert_eq!(mine.runs_of("evalrank"), shipped.runs_of("evalrank"));
+    // one option given: the suite's other options are the embedded ones
+    let clustering = &mine.suites["clustering"];
+    assert_eq!(clustering.options["max_texts"], 12);
+    for (key, value) in &shipped.suites["clustering"].options {
+        if key != "max_texts" {
+            assert_eq!(&clustering.options[key], value, "{key}");
+        }
+    }
+    assert_eq!(
+        clustering.quick_options,
+        shipped.suites["clustering"].quick_options
+    );
+    // an unknown key is still an error naming it and its line, in a table or at the top
+    for (text, key, line) in [
+        ("seed = 7\ndevise = \"cpu\"\n", "devise", 2),
+        ("[similarities]\nmetrics = []\nmodel = []\n", "model", 3),
+        ("[suites.clustering]\nenabeld = false\n", "enabeld", 2),
+    ] {
+        let e = Config::parse(text, "mine.toml").unwrap_err().to_string();
+        assert!(
+            e.contains("mine.toml") && e.contains(key) && e.contains(&format!("line {line}")),
+            "{e}"
+        );
+    }
+    // a wrong type too
+    let e = Config::parse("device = \"tpu\"\n", "mine.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("tpu") && e.contains("line 1"), "{e}");
+}

@@ -432,7 +432,7 @@ pub(crate) fn local_defaults(
 ) -> Result<(Vec<DatasetSplit>, Vec<String>)> {
     let (present, notes) = sage_suites::local_datasets(task, root, defaults)?;
     for note in &notes {
-        eprintln!("sage: note: {task}: {note}");
+        eprintln!("sage: note: {task}: {}", sage_core::printable(note));
     }
     Ok((present, notes))
 }

@@ -480,7 +480,7 @@ fn run_registered(
     let start = std::time::Instant::now();
     let outcome = suite.run(subject, request)?;
     for note in &outcome.notes {
-        eprintln!("sage: note: {name}: {note}");
+        eprintln!("sage: note: {name}: {}", sage_core::printable(note));
     }
     let file = to_file.then(|| ResultFile {
         suite: name,

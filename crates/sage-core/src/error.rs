@@ -102,6 +102,8 @@ impl SageError {
 /// how every front end (the `sage` binary, bench-all, Python) says an error. The library errors
 /// quote their cause in their own message (`{context}: {source}`) and also return it as their
 /// source, so walking the chain naively (anyhow's `{:#}`) says it twice.
+/// The message is made [`printable`]: file names, column names and server replies are a user's
+/// or a stranger's bytes, and an escape sequence in one must not reach the terminal.
 pub fn said_once(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
@@ -112,7 +114,26 @@ pub fn said_once(e: &(dyn std::error::Error + 'static)) -> String {
         }
         source = cause.source();
     }
-    text
+    printable(&text).into_owned()
+}
+
+/// `text` with every control character but line feed and tab written as a Rust escape (`\u{1b}`
+/// for ESC, `\u{7}` for BEL): what may be printed to a terminal whatever a file or a server put
+/// in it. C1 controls (U+0080 to U+009F) are escaped too; some terminals act on them.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 pub(crate) fn ensure_same_len(what: &'static str, left: usize, right: usize) -> Result<()> {
@@ -164,5 +185,16 @@ mod tests {
         );
         let plain = std::io::Error::other("alone");
         assert_eq!(said_once(&plain), "alone");
+    }
+
+    /// A column named with ESC and BEL once reached the terminal raw through `sage data check`.
+    #[test]
+    fn control_characters_never_reach_the_terminal() {
+        let hostile = std::io::Error::other("a\u{1b}[31mred\u{7}\u{9b}2J\tand\nmore");
+        assert_eq!(
+            said_once(&hostile),
+            "a\\u{1b}[31mred\\u{7}\\u{9b}2J\tand\nmore"
+        );
+        assert!(matches!(printable("plain é"), std::borrow::Cow::Borrowed(_)));
     }
 }

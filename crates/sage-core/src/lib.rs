@@ -43,7 +43,7 @@ pub use embed::{
     cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
-pub use error::{said_once, Result, SageError};
+pub use error::{printable, said_once, Result, SageError};
 pub use options::{at_least, within, within_if_set, CheckOptions};
 pub use result::{
     result_label, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host, Parameters,

@@ -154,17 +154,33 @@ pub(crate) fn parse_error(
     }
 }
 
+/// A file's column names for a message: the first 20 and how many more, so a header of 500,000
+/// names is a line, not megabytes.
+pub(crate) fn column_list(columns: &[String]) -> String {
+    const SHOWN: usize = 20;
+    let mut list = columns
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if columns.len() > SHOWN {
+        list.push_str(&format!(", and {} more", columns.len() - SHOWN));
+    }
+    list
+}
+
 fn detect_message(columns: &[String], candidates: &[String]) -> String {
     if candidates.is_empty() {
         format!(
             "cannot tell what it holds from its columns ({}): rename them to one kind's \
              (`sage data kinds` lists them) with --columns ours=theirs, or give --kind",
-            columns.join(", ")
+            column_list(columns)
         )
     } else {
         format!(
             "its columns ({}) fit several kinds: {}; say which with --kind",
-            columns.join(", "),
+            column_list(columns),
             candidates.join(", ")
         )
     }

@@ -241,16 +241,27 @@ pub struct PathHints {
 
 impl PathHints {
     /// `ours=theirs,...` (the `--columns` flag) read into [`PathHints::columns`].
+    /// Nothing is passed over in silence: an empty mapping (`,,`), one of ours given twice, or
+    /// one of theirs mapped onto two of ours is an error (one trailing comma is spelling).
     pub fn parse_columns(text: &str) -> std::result::Result<BTreeMap<String, String>, String> {
-        text.split(',')
-            .filter(|p| !p.trim().is_empty())
-            .map(|pair| {
-                pair.split_once('=')
-                    .map(|(o, t)| (o.trim().to_owned(), t.trim().to_owned()))
-                    .filter(|(o, t)| !o.is_empty() && !t.is_empty())
-                    .ok_or_else(|| format!("column mapping {pair:?}: expected ours=theirs"))
-            })
-            .collect()
+        let body = text.strip_suffix(',').unwrap_or(text);
+        let mut columns = BTreeMap::new();
+        for pair in body.split(',') {
+            let (ours, theirs) = pair
+                .split_once('=')
+                .map(|(o, t)| (o.trim().to_owned(), t.trim().to_owned()))
+                .filter(|(o, t)| !o.is_empty() && !t.is_empty())
+                .ok_or_else(|| {
+                    format!("column mapping {pair:?} in {text:?}: expected ours=theirs")
+                })?;
+            if let Some(before) = columns.insert(ours.clone(), theirs.clone()) {
+                return Err(format!(
+                    "column {ours:?} is mapped twice (onto {before:?} and {theirs:?})"
+                ));
+            }
+        }
+        crate::user::one_of_ours_each(&columns)?;
+        Ok(columns)
     }
 }
 
@@ -424,14 +435,16 @@ impl DataRoot {
         hints: &PathHints,
     ) -> Result<(String, String)> {
         let is_file = path.is_file();
-        let name = if is_file {
-            path.file_stem()
-        } else {
-            path.file_name()
-        }
-        .or_else(|| path.components().next_back().map(|c| c.as_os_str()))
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        let name = crate::user::name_from_path(
+            &if is_file {
+                path.file_stem()
+            } else {
+                path.file_name()
+            }
+            .or_else(|| path.components().next_back().map(|c| c.as_os_str()))
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        );
         let spec = UserSpec {
             path: path.to_owned(),
             kind: hints.kind.clone(),

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{parse_error, DataError, Result};
+use crate::error::{column_list, parse_error, DataError, Result};
 use crate::records::{self, Cells, Format};
 use crate::registry::DatasetKind;
 
@@ -311,7 +311,7 @@ impl UserDataset {
                     kind.name(),
                     if missing.len() == 1 { "" } else { "s" },
                     missing.join(", "),
-                    found.join(", "),
+                    column_list(&found),
                     missing[0]
                 ),
             ));
@@ -345,7 +345,7 @@ impl UserDataset {
                 return Err(parse_error(
                     &first,
                     1,
-                    format!("no rating column {d:?} (the file has {})", found.join(", ")),
+                    format!("no rating column {d:?} (the file has {})", column_list(&found)),
                 ));
             }
             dims
@@ -432,12 +432,42 @@ fn line_numbered(kind: DatasetKind) -> bool {
     matches!(kind, DatasetKind::Documents | DatasetKind::DocumentSummary)
 }
 
-/// A dataset name must survive `NAME/split` and a results file: no `/`, `#`, white space.
+/// A character a dataset name may hold: names must survive `NAME/split` and a results file, so
+/// no `/`, `#`, white space or control characters.
+fn name_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '+')
+}
+
+/// The name of a dataset given by path: its file stem (or folder name) with each character a
+/// name may not hold written as `_` (`my tickets.csv` is `my_tickets`); a `[datasets.NAME]`
+/// table names it otherwise.
+pub(crate) fn name_from_path(stem: &str) -> String {
+    stem.chars()
+        .map(|c| if name_char(c) { c } else { '_' })
+        .collect()
+}
+
+/// An error unless each column of the file is mapped onto at most one of ours.
+pub(crate) fn one_of_ours_each(
+    columns: &BTreeMap<String, String>,
+) -> std::result::Result<(), String> {
+    let mut onto: BTreeMap<&str, &str> = BTreeMap::new();
+    for (ours, theirs) in columns {
+        if ours == theirs {
+            continue;
+        }
+        if let Some(first) = onto.insert(theirs, ours) {
+            return Err(format!(
+                "the file's column {theirs:?} is mapped onto both {first:?} and {ours:?}; a \
+                 column is one of ours"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_name(name: &str, path: &Path) -> Result<()> {
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'));
+    let ok = !name.is_empty() && name.chars().all(name_char);
     if ok {
         Ok(())
     } else {
@@ -458,6 +488,7 @@ fn map_header(
     found: &[String],
     columns: &BTreeMap<String, String>,
 ) -> Result<Vec<String>> {
+    one_of_ours_each(columns).map_err(|e| parse_error(path, 1, e))?;
     let mut mapped: Vec<String> = found.to_vec();
     for (ours, theirs) in columns {
         if ours == theirs {
@@ -469,7 +500,7 @@ fn map_header(
                 1,
                 format!(
                     "no column {theirs:?} to map onto {ours:?} (the file has {})",
-                    found.join(", ")
+                    column_list(&found)
                 ),
             ));
         };

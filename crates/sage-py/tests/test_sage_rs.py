@@ -276,6 +276,16 @@ def test_your_own_data_in_memory_equals_the_same_rows_in_a_file(tmp_path):
         sage_rs.run("retrieval", "bm25", datasets=[("tickets", TICKETS)], columns=columns)
 
 
+def test_an_error_in_data_given_in_memory_names_the_data_not_a_scratch_file():
+    # it once named `/tmp/sage-rs-data-…/tickets.jsonl:1`, a file the user never made
+    with pytest.raises(sage_rs.SageError) as caught:
+        sage_rs.run("clustering", "jaccard", datasets=[("tickets", TICKETS)],
+                    columns={"text": "nope"})
+    message = str(caught.value)
+    assert "sage-rs-data-" not in message, message
+    assert "dataset 'tickets' (a list in memory), row 1: no column \"nope\"" in message, message
+
+
 def test_missing_default_datasets_are_warnings():
     with pytest.warns(sage_rs.SkippedWarning) as caught:
         report = sage_rs.run("clustering", "jaccard", data_dir=MIRROR, subsets=1, max_texts=30)

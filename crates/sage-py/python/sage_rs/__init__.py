@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -171,12 +172,13 @@ def _records(data: Any) -> Optional[Iterable[dict]]:
     return None
 
 
-def _dataset_args(datasets: Any, scratch: str) -> List[str]:
+def _dataset_args(datasets: Any, scratch: str, written: dict) -> List[str]:
     """``datasets=`` as the arguments sage reads: names and paths as given; in-memory data (a
     DataFrame, an HF Dataset, a list of dicts, or ``{"corpus", "queries", "qrels"}`` for
     retrieval), alone or as a ``(name, data)`` pair, written into ``scratch`` as JSON lines (a
     BEIR folder for retrieval) under its name, so it is read, checked and checksummed exactly
-    as the same rows in a file."""
+    as the same rows in a file. ``written`` gets each file written, as the user would name it
+    (errors then name the user's data, not a scratch file they never made)."""
     if isinstance(datasets, (str, os.PathLike)) or _records(datasets) is not None or (
         isinstance(datasets, dict) and "corpus" in datasets
     ):
@@ -193,6 +195,11 @@ def _dataset_args(datasets: Any, scratch: str) -> List[str]:
             os.makedirs(os.path.join(folder, "qrels"))
             _write_rows(os.path.join(folder, "corpus.jsonl"), _beir_rows(data["corpus"]))
             _write_rows(os.path.join(folder, "queries.jsonl"), _beir_rows(data["queries"]))
+            for part, file in [("corpus", "corpus.jsonl"), ("queries", "queries.jsonl"),
+                               ("qrels", os.path.join("qrels", "test.tsv"))]:
+                written[os.path.join(folder, file)] = (
+                    f"dataset {name!r} (in memory), its {part!r}", "entry")
+            written[folder] = (f"dataset {name!r} (in memory)", None)
             with open(os.path.join(folder, "qrels", "test.tsv"), "w", encoding="utf-8") as out:
                 out.write("query-id\tcorpus-id\tscore\n")
                 for query, judged in data["qrels"].items():
@@ -208,8 +215,22 @@ def _dataset_args(datasets: Any, scratch: str) -> List[str]:
             )
         path = os.path.join(scratch, f"{name}.jsonl")
         _write_rows(path, rows)
+        written[path] = (f"dataset {name!r} (a {type(data).__name__} in memory)", "row")
         args.append(path)
     return args
+
+
+def _as_given(message: str, written: dict) -> str:
+    """``message`` with each scratch file it names said as the user's data: ``/tmp/…/t.jsonl:3:``
+    becomes ``dataset 't' (a DataFrame in memory), row 3:`` (line n of the file written is row
+    n of the data)."""
+    for path in sorted(written, key=len, reverse=True):
+        label, unit = written[path]
+        if unit is not None:
+            message = re.sub(re.escape(path) + r":(\d+):", lambda m: f"{label}, {unit} {m[1]}:",
+                             message)
+        message = message.replace(path, label)
+    return message
 
 
 def _beir_rows(part: Any) -> Iterable[dict]:
@@ -258,20 +279,27 @@ def run(
     """
     import tempfile
 
+    written: dict = {}
     with tempfile.TemporaryDirectory(prefix="sage-rs-data-") as scratch:
-        report, notes, _written = _native.run_suite(
-            suite,
-            _subject(similarity, name),
-            None if data_dir is None else os.fspath(data_dir),
-            _dataset_args(datasets, scratch),
-            seed,
-            json.dumps(options),
-            cache,
-            None if results_dir is None else os.fspath(results_dir),
-            kind,
-            None if columns is None else {str(k): str(v) for k, v in columns.items()},
-            [os.fspath(t) for t in dataset_tables],
-        )
+        arguments = _dataset_args(datasets, scratch, written)
+        try:
+            report, notes, _written = _native.run_suite(
+                suite,
+                _subject(similarity, name),
+                None if data_dir is None else os.fspath(data_dir),
+                arguments,
+                seed,
+                json.dumps(options),
+                cache,
+                None if results_dir is None else os.fspath(results_dir),
+                kind,
+                None if columns is None else {str(k): str(v) for k, v in columns.items()},
+                [os.fspath(t) for t in dataset_tables],
+            )
+        except SageError as e:
+            if not written:
+                raise
+            raise SageError(_as_given(str(e), written)) from None
     for note in notes:
         warnings.warn(f"{suite}: {note}", SkippedWarning, stacklevel=2)
     return json.loads(report)
