@@ -257,6 +257,10 @@ pub fn load_task(
                 .mteb_rows::<LabeledText>(name, split)?
                 .sample(max, seed)?
                 .into_parts();
+            let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+            if let Some(why) = sage_core::measures::unclusterable(&labels) {
+                return Err(PtebError::Task(format!("{name}/{split}: {why}")));
+            }
             (
                 TaskData::Clustering(rows.into_iter().map(|r| (r.text, r.label)).collect()),
                 sel,

@@ -278,9 +278,9 @@ fn evaluate_plans<'r>(
     row: &dyn Fn(usize) -> &'r LabeledText,
     timings: &mut Timings,
 ) -> Result<DatasetReport> {
-    if labels.len() < 2 {
+    if let Some(why) = measures::unclusterable(labels) {
         return Err(ClusterError::Insufficient(format!(
-            "{dataset}/{split}: clustering needs at least two texts"
+            "{dataset}/{split}: {why}"
         )));
     }
     let total_classes = labels.iter().collect::<BTreeSet<_>>().len();
@@ -444,6 +444,32 @@ mod tests {
         assert_eq!(r.subsets.len(), 1);
         assert_eq!((r.subsets[0].texts, r.subsets[0].classes), (6, 2));
         assert!((r.v_measure - 1.0).abs() < 1e-12, "{}", r.v_measure);
+    }
+
+    /// One class, or a class per text, once scored V-measure 1.0 with no word said.
+    #[test]
+    fn labels_that_leave_nothing_to_cluster_are_refused() {
+        for (labels, said) in [
+            (["a", "a", "a", "a"], "have one label"),
+            (["a", "b", "c", "d"], "a label of its own"),
+        ] {
+            let rows: Vec<LabeledText> = labels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| text(&format!("text {i}"), l))
+                .collect();
+            let e = evaluate_dataset(
+                &Probe { asymmetric: false },
+                "mine",
+                "test",
+                &rows,
+                &Options::default(),
+                &mut Timings::default(),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("mine/test") && e.contains(said), "{e}");
+        }
     }
 
     #[test]

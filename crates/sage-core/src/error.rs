@@ -195,6 +195,9 @@ mod tests {
             said_once(&hostile),
             "a\\u{1b}[31mred\\u{7}\\u{9b}2J\tand\nmore"
         );
-        assert!(matches!(printable("plain é"), std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(
+            printable("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

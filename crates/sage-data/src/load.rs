@@ -242,10 +242,14 @@ pub struct PathHints {
 impl PathHints {
     /// `ours=theirs,...` (the `--columns` flag) read into [`PathHints::columns`].
     /// Nothing is passed over in silence: an empty mapping (`,,`), one of ours given twice, or
-    /// one of theirs mapped onto two of ours is an error (one trailing comma is spelling).
+    /// one of theirs mapped onto two of ours is an error (one trailing comma is spelling; an
+    /// empty text maps nothing).
     pub fn parse_columns(text: &str) -> std::result::Result<BTreeMap<String, String>, String> {
         let body = text.strip_suffix(',').unwrap_or(text);
         let mut columns = BTreeMap::new();
+        if text.trim().is_empty() {
+            return Ok(columns);
+        }
         for pair in body.split(',') {
             let (ours, theirs) = pair
                 .split_once('=')

@@ -88,7 +88,7 @@ pub fn columns(path: &Path, format: Format) -> Result<Vec<String>> {
     match format {
         Format::Csv | Format::Tsv => {
             let delimiter = if format == Format::Csv { b',' } else { b'\t' };
-            let mut file = csv_reader(path, delimiter)?;
+            let mut file = csv_reader(open(path)?, delimiter);
             header(path, &mut file)
         }
         Format::JsonLines => {
@@ -171,14 +171,14 @@ const CSV_BUFFER_BYTES: usize = 64 << 10;
 /// A file that refuses to be read past a limit the CSV loop moves after every record, so a record
 /// over [`MAX_LINE_BYTES`] is stopped while it is read rather than after it is all in memory
 /// (the csv crate grows its record buffer to whatever the file holds).
-struct CappedFile {
-    file: File,
+struct CappedFile<R> {
+    file: R,
     read: u64,
     limit: std::rc::Rc<std::cell::Cell<u64>>,
     tripped: std::rc::Rc<std::cell::Cell<bool>>,
 }
 
-impl Read for CappedFile {
+impl<R: Read> Read for CappedFile<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let allowed = self.limit.get().saturating_sub(self.read);
         if allowed == 0 {
@@ -195,13 +195,13 @@ impl Read for CappedFile {
 }
 
 /// A CSV or TSV reader over a [`CappedFile`], and the handles that move and read its cap.
-struct CsvFile {
-    reader: csv::Reader<CappedFile>,
+struct CsvFile<R> {
+    reader: csv::Reader<CappedFile<R>>,
     limit: std::rc::Rc<std::cell::Cell<u64>>,
     tripped: std::rc::Rc<std::cell::Cell<bool>>,
 }
 
-impl CsvFile {
+impl<R: Read> CsvFile<R> {
     /// Lets the next record (starting at byte `from`) be read, and no more than the cap of it.
     fn allow_record_from(&self, from: u64) {
         self.limit
@@ -224,11 +224,11 @@ impl CsvFile {
     }
 }
 
-fn csv_reader(path: &Path, delimiter: u8) -> Result<CsvFile> {
+fn csv_reader<R: Read>(source: R, delimiter: u8) -> CsvFile<R> {
     let limit = std::rc::Rc::new(std::cell::Cell::new(0));
     let tripped = std::rc::Rc::new(std::cell::Cell::new(false));
     let capped = CappedFile {
-        file: open(path)?,
+        file: source,
         read: 0,
         limit: limit.clone(),
         tripped: tripped.clone(),
@@ -246,7 +246,7 @@ fn csv_reader(path: &Path, delimiter: u8) -> Result<CsvFile> {
         tripped,
     };
     file.allow_record_from(0);
-    Ok(file)
+    file
 }
 
 /// Where a quote that opens a field of `record` (the raw bytes of a file's last record, to its
@@ -289,13 +289,19 @@ fn open_quote(record: &[u8], delimiter: u8) -> Option<usize> {
 
 /// An error if the last record of `path`, starting at byte `start` on line `line`, ends inside a
 /// quoted field.
-fn check_last_record(path: &Path, delimiter: u8, start: u64, line: usize) -> Result<()> {
-    use std::io::Seek;
-    let mut file = open(path)?;
+fn check_last_record(
+    path: &Path,
+    mut source: impl Read + std::io::Seek,
+    delimiter: u8,
+    start: u64,
+    line: usize,
+) -> Result<()> {
     let mut tail = Vec::new();
-    file.seek(std::io::SeekFrom::Start(start))
+    source
+        .seek(std::io::SeekFrom::Start(start))
         .and_then(|_| {
-            file.take((MAX_LINE_BYTES + CSV_BUFFER_BYTES) as u64 + 1)
+            source
+                .take((MAX_LINE_BYTES + CSV_BUFFER_BYTES) as u64 + 1)
                 .read_to_end(&mut tail)
         })
         .map_err(|e| parse_error(path, line, format!("cannot read: {e}")))?;
@@ -322,7 +328,7 @@ fn csv_error(path: &Path, e: &csv::Error) -> DataError {
     parse_error(path, line, message)
 }
 
-fn header(path: &Path, file: &mut CsvFile) -> Result<Vec<String>> {
+fn header<R: Read>(path: &Path, file: &mut CsvFile<R>) -> Result<Vec<String>> {
     let read = file.reader.headers().cloned();
     let header: Vec<String> = read
         .map_err(|e| file.error(path, &e, 1))?
@@ -359,7 +365,17 @@ fn delimited(
     delimiter: u8,
     each: &mut dyn FnMut(usize, Map<String, Value>) -> Result<()>,
 ) -> Result<()> {
-    let mut file = csv_reader(path, delimiter)?;
+    delimited_from(path, open(path)?, delimiter, each)
+}
+
+/// [`delimited`] of any seekable source; `path` names it in errors.
+fn delimited_from<R: Read + std::io::Seek>(
+    path: &Path,
+    source: R,
+    delimiter: u8,
+    each: &mut dyn FnMut(usize, Map<String, Value>) -> Result<()>,
+) -> Result<()> {
+    let mut file = csv_reader(source, delimiter);
     let header = header(path, &mut file)?;
     let mut record = csv::StringRecord::new();
     // where the record being read starts: the line a cap error names, the bytes a last record's
@@ -374,7 +390,8 @@ fn delimited(
         match file.reader.read_record(&mut record) {
             Ok(false) => {
                 if let Some(last) = &last {
-                    check_last_record(path, delimiter, last.byte(), last.line() as usize)?;
+                    let source = file.reader.into_inner().file;
+                    check_last_record(path, source, delimiter, last.byte(), last.line() as usize)?;
                 }
                 return match pending {
                     Some((line, object)) => each(line, object),
@@ -515,4 +532,151 @@ fn parquet(
     _each: &mut dyn FnMut(usize, Map<String, Value>) -> Result<()>,
 ) -> Result<()> {
     Err(parquet_unsupported(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `head`, then `fill` for ever: a file with no end, so only a cap held while reading stops
+    /// a reader of it.
+    struct Endless {
+        head: Vec<u8>,
+        fill: &'static [u8],
+        at: usize,
+    }
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            for b in buf.iter_mut() {
+                *b = match self.head.get(self.at) {
+                    Some(&h) => h,
+                    None => self.fill[(self.at - self.head.len()) % self.fill.len()],
+                };
+                self.at += 1;
+            }
+            Ok(buf.len())
+        }
+    }
+
+    impl std::io::Seek for Endless {
+        fn seek(&mut self, _: std::io::SeekFrom) -> std::io::Result<u64> {
+            Err(std::io::Error::other(
+                "an endless source has no end to look at",
+            ))
+        }
+    }
+
+    fn endless_csv(head: &str, fill: &'static [u8]) -> String {
+        let source = Endless {
+            head: head.as_bytes().to_vec(),
+            fill,
+            at: 0,
+        };
+        delimited_from(Path::new("endless.csv"), source, b',', &mut |_, _| Ok(()))
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// A 3 GiB record once took 4.2 GB before its error: the csv crate grows its buffer to the
+    /// record. The cap now holds while the record is read.
+    #[test]
+    fn a_csv_record_over_the_cap_is_refused_while_it_is_read() {
+        let e = endless_csv("text,label\nok,a\nok,b\n", b"x");
+        assert!(
+            e.contains("endless.csv:4") && e.contains("longer than 64 MiB"),
+            "{e}"
+        );
+        // a quoted field spanning endless short lines is one record too
+        let e = endless_csv("text,label\nok,a\nok,\"", b"line\n");
+        assert!(
+            e.contains("endless.csv:3") && e.contains("longer than 64 MiB"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_quote_left_open_is_found_where_it_opened() {
+        let cases: [(&[u8], Option<usize>); 9] = [
+            (b"a,b\n", None),
+            (b"a,\"b\"\n", None),
+            (b"a,\"b", Some(0)),
+            (b"a,\"b\nc\nd", Some(0)),
+            (b"a,b\n\"c", Some(1)),
+            // a doubled quote inside a quoted field is a quote, not its end
+            (b"a,\"b\"\"c\"", None),
+            (b"a,\"b\"\"c", Some(0)),
+            // a bare quote inside an unquoted field is text, as the csv crate reads it
+            (b"a,b\"c", None),
+            // after a closing quote the field goes on unquoted; a later quote is text
+            (b"a,\"b\"c\"d", None),
+        ];
+        for (record, opened) in cases {
+            assert_eq!(
+                open_quote(record, b','),
+                opened,
+                "{}",
+                String::from_utf8_lossy(record)
+            );
+        }
+    }
+
+    #[test]
+    fn a_quote_left_open_in_the_last_field_is_an_error_and_no_row_is_handed_on() {
+        let text = "text,label\nhello,a\nworld,\"b\nmore,c\nlast,d\n";
+        let mut rows = Vec::new();
+        let e = delimited_from(
+            Path::new("open.csv"),
+            std::io::Cursor::new(text.as_bytes()),
+            b',',
+            &mut |line, _| {
+                rows.push(line);
+                Ok(())
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("open.csv:3") && e.contains("never closes"),
+            "{e}"
+        );
+        // the swallowed record never reached the caller
+        assert_eq!(rows, [2]);
+        // closed, the same rows read
+        let closed = text.replace("\"b\n", "\"b\"\n");
+        let mut lines = Vec::new();
+        delimited_from(
+            Path::new("closed.csv"),
+            std::io::Cursor::new(closed.as_bytes()),
+            b',',
+            &mut |line, _| {
+                lines.push(line);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(lines, [2, 3, 4, 5]);
+    }
+
+    /// A header of 500,000 names once hung: each name was compared with every one before it.
+    #[test]
+    fn a_header_of_half_a_million_columns_is_read_once() {
+        let names: Vec<String> = (0..500_000).map(|i| format!("c{i}")).collect();
+        let text = format!(
+            "{}\n{}\n",
+            names.join(","),
+            vec!["x"; names.len()].join(",")
+        );
+        let mut file = csv_reader(std::io::Cursor::new(text.as_bytes()), b',');
+        let header = header(Path::new("wide.csv"), &mut file).unwrap();
+        assert_eq!(header.len(), 500_000);
+        let repeated = format!("{},c7\n", names.join(","));
+        let mut file = csv_reader(std::io::Cursor::new(repeated.as_bytes()), b',');
+        let e = header_error(&mut file);
+        assert!(e.contains("\"c7\" appears twice"), "{e}");
+    }
+
+    fn header_error<R: Read>(file: &mut CsvFile<R>) -> String {
+        header(Path::new("wide.csv"), file).unwrap_err().to_string()
+    }
 }

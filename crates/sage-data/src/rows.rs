@@ -476,9 +476,18 @@ pub struct LabeledText {
 
 impl sealed::ReadRow for LabeledText {
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        let label = at.label_string("label")?;
+        // an empty cell would quietly become a class of its own
+        if label.trim().is_empty() {
+            return Err(parse_error(
+                at.path,
+                at.line,
+                "empty label: every text needs its class (an empty cell is not one)",
+            ));
+        }
         Ok(LabeledText {
             text: at.str("text")?,
-            label: at.label_string("label")?,
+            label,
         })
     }
 }

@@ -345,7 +345,10 @@ impl UserDataset {
                 return Err(parse_error(
                     &first,
                     1,
-                    format!("no rating column {d:?} (the file has {})", column_list(&found)),
+                    format!(
+                        "no rating column {d:?} (the file has {})",
+                        column_list(&found)
+                    ),
                 ));
             }
             dims

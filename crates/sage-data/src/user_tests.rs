@@ -669,3 +669,113 @@ fn a_sampled_beir_load_holds_only_the_documents_kept() {
     );
     assert_eq!(rebuilt.stream_key, whole.stream_key);
 }
+
+/// The small things a hostile probe found: each was silent or wrong.
+#[test]
+fn column_mappings_names_and_labels_say_what_is_wrong() {
+    // `,,,` was ignored; two of ours onto one of theirs said `no column "body"` while listing it
+    assert!(PathHints::parse_columns(",,,")
+        .unwrap_err()
+        .contains("expected ours=theirs"));
+    assert!(PathHints::parse_columns("text=body,label=body")
+        .unwrap_err()
+        .contains("\"body\" is mapped onto both"));
+    assert_eq!(
+        PathHints::parse_columns("text=body,").unwrap(),
+        BTreeMap::from([("text".to_owned(), "body".to_owned())])
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // a file name with a space (or a control character) names its dataset with `_` instead
+    let spaced = write(dir.path(), "my tickets\u{1b}.jsonl", TICKETS_JSONL);
+    let mut root = DataRoot::without_mirror();
+    let (name, split) = root
+        .resolve(spaced.to_str().unwrap(), &PathHints::default())
+        .unwrap();
+    assert_eq!((name.as_str(), split.as_str()), ("my_tickets_", "test"));
+    // an empty label was a class of its own
+    let unlabelled = write(
+        dir.path(),
+        "unlabelled.csv",
+        "text,label\nfirst,a\nsecond,\nthird,b\n",
+    );
+    let mut root = DataRoot::without_mirror();
+    let (name, split) = root
+        .resolve(unlabelled.to_str().unwrap(), &hints(Some("clustering"), ""))
+        .unwrap();
+    let e = root
+        .load::<LabeledText>(&name, &split)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unlabelled.csv:3") && e.contains("empty label"),
+        "{e}"
+    );
+    // a FIFO is not read (it would block)
+    #[cfg(unix)]
+    {
+        let fifo = dir.path().join("pipe.csv");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success());
+        if made {
+            let e = crate::records::columns(&fifo, Format::Csv)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("not a regular file"), "{e}");
+        } else {
+            eprintln!("skipped: the FIFO case (no mkfifo here)");
+        }
+    }
+}
+
+/// Each a sparse 3 GiB file (no disk): BEIR's queries and qrels were read whole before the line
+/// cap was looked at (3.15 GB, and 6.3 GB then "counted as a missing document"); now the cap
+/// holds while the line is read.
+#[test]
+fn beir_files_with_a_giant_line_are_refused_at_that_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, line) in [
+        ("queries.jsonl", 2),
+        ("qrels/test.tsv", 3),
+        ("corpus.jsonl", 2),
+    ] {
+        let mine = dir.path().join(file.replace(['/', '.'], "-"));
+        write(
+            &mine,
+            "corpus.jsonl",
+            "{\"_id\": \"d1\", \"text\": \"x\"}\n",
+        );
+        write(
+            &mine,
+            "queries.jsonl",
+            "{\"_id\": \"q1\", \"text\": \"hi\"}\n",
+        );
+        write(
+            &mine,
+            "qrels/test.tsv",
+            "query-id\tcorpus-id\tscore\nq1\td1\t1\n",
+        );
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(mine.join(file))
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        let mut root = DataRoot::without_mirror();
+        let (name, split) = root
+            .resolve(mine.to_str().unwrap(), &PathHints::default())
+            .unwrap();
+        for e in [
+            root.beir(&name, &split).unwrap_err().to_string(),
+            root.inspect(&name, &split, None, RunSeed(1))
+                .unwrap_err()
+                .to_string(),
+        ] {
+            assert!(
+                e.contains(&format!("{file}:{line}")) && e.contains("longer than 64 MiB"),
+                "{file}: {e}"
+            );
+        }
+    }
+}

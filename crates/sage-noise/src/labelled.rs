@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use sage_core::{Role, Timings};
+use sage_core::{measures, Role, Timings};
 use sage_data::{DataRoot, LabeledText, Sampled};
 use sage_retrieval::{Doc, TopK};
 
@@ -193,10 +193,9 @@ pub(crate) fn clustering(
     selection.seed = options.seed.0;
     let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
     let classes = labels.iter().collect::<BTreeSet<_>>().len();
-    if rows.len() < 2 || classes < 2 {
+    if let Some(why) = measures::unclusterable(&labels) {
         return Err(NoiseError::Insufficient(format!(
-            "{dataset}: {} texts of {classes} classes drawn; clustering needs at least two of each",
-            rows.len()
+            "{dataset}: of the texts drawn, {why}"
         )));
     }
     let cluster_error = |e: sage_cluster::ClusterError| match e {

@@ -17,6 +17,39 @@ pub struct VMeasure {
     pub v_measure: f64,
 }
 
+/// Why a clustering of texts with the classes `labels` says nothing, or `None` when it can. One
+/// class makes every clustering homogeneous and, into one cluster, complete; a class for every
+/// text does the same for a clustering into as many clusters. V-measure is then 1 whatever the
+/// similarity, a score that would pass silently as perfect. Every task that clusters refuses such
+/// labels with this reason.
+pub fn unclusterable<T: Eq + Hash>(labels: &[T]) -> Option<String> {
+    let classes = labels
+        .iter()
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    if labels.len() < 2 {
+        Some(format!(
+            "{} text{}: clustering needs at least two",
+            labels.len(),
+            if labels.len() == 1 { "" } else { "s" }
+        ))
+    } else if classes == 1 {
+        Some(format!(
+            "all {} texts have one label: one class leaves nothing to cluster (V-measure is 1 \
+             for any clustering)",
+            labels.len()
+        ))
+    } else if classes == labels.len() {
+        Some(format!(
+            "each of the {} texts has a label of its own: no two texts share a class to be \
+             clustered together (V-measure is 1 for any clustering into that many clusters)",
+            labels.len()
+        ))
+    } else {
+        None
+    }
+}
+
 /// As scikit-learn's `homogeneity_completeness_v_measure(labels_true, labels_pred)`: natural-log
 /// entropies; a zero entropy makes its ratio 1; empty input gives (1, 1, 1).
 pub fn v_measure<T: Eq + Hash, P: Eq + Hash>(
@@ -143,5 +176,12 @@ mod tests {
         assert!(split.completeness < 1.0);
         let empty: [u8; 0] = [];
         assert_eq!(v_measure(&empty, &empty).unwrap().v_measure, 1.0);
+        // which is why a task refuses such labels before it scores them
+        assert!(unclusterable(&[1, 1, 1]).unwrap().contains("one label"));
+        assert!(unclusterable(&[1, 2, 3])
+            .unwrap()
+            .contains("a label of its own"));
+        assert!(unclusterable(&[1]).unwrap().contains("at least two"));
+        assert_eq!(unclusterable(&[1, 1, 2]), None);
     }
 }

@@ -12,7 +12,7 @@ mod ranking;
 mod stats;
 
 pub use classification::{average_precision_score, binary_classification, BinaryScores};
-pub use clustering::{v_measure, VMeasure};
+pub use clustering::{unclusterable, v_measure, VMeasure};
 pub use correlation::{pearson, rank_average, spearman};
 pub use edit::{edit_distance, normalized_word_edit_distance};
 pub use ranking::{
