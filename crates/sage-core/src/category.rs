@@ -35,7 +35,10 @@ pub struct CategoryReport<O, D> {
     pub options: O,
     /// Per dataset.
     pub datasets: Vec<D>,
-    /// Category score: the mean of the dataset scores.
+    /// Category score: the mean of the dataset scores. A category may have none to give (the
+    /// noise suite, where no dataset's clean score is clearly above zero): it is then NaN,
+    /// written as `null` and read back as NaN.
+    #[serde(deserialize_with = "null_as_nan")]
     pub score: f64,
     /// Percentile-bootstrap 95% interval of `score`, the category's units (documents, subsets,
     /// queries) resampled within each dataset.
@@ -45,6 +48,10 @@ pub struct CategoryReport<O, D> {
     pub bootstrap: Option<BootstrapReplicates>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
+}
+
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl<O, D> CategoryReport<O, D> {

@@ -7,9 +7,18 @@
 //! [`FillerPadding`](sage_perturb::FillerPadding) a length in tokens) the task is scored on noisy
 //! input and set against its clean score:
 //!
-//! - `retention = noisy score / clean score` (0 when the clean score is not positive), with a
-//!   paired bootstrap 95% interval: the units (queries, pairs) are resampled once per resample,
-//!   and the clean and noisy scores of that resample share the draw;
+//! - `retention = noisy score / clean score`, with a paired bootstrap 95% interval: the units
+//!   (queries, pairs) are resampled once per resample, and the clean and noisy scores of that
+//!   resample share the draw;
+//! - `change = noisy score − clean score`, with its paired interval, at every point;
+//! - **when a retention is reported.** A ratio to a clean score near zero says nothing (BM25's
+//!   Spearman of −0.015 on a small STS-B sample once read as "loses everything"). A dataset's
+//!   retentions, areas and score are reported only when its clean score is clearly above zero:
+//!   the clean score and the low end of its paired bootstrap 95% interval are both above zero.
+//!   Otherwise they are absent (`null`), the dataset says why in `note` and is left out of the
+//!   category score, and its changes are what the report shows. Where the rule holds, a resample
+//!   whose own clean score is not above zero has no retention: it is left out of the intervals,
+//!   never counted as a retention of 0;
 //! - per channel, the **area** under the retention curve: the trapezoid over
 //!   `(0, 1), (level₁, retention₁), ...` divided by the largest level, so 1 is "no loss at any
 //!   level" and 0.5 "loses everything linearly". Retention is not capped at 1, so neither is the
@@ -148,10 +157,17 @@ pub struct Point {
     pub perturbation: String,
     /// The task's score on the noisy input.
     pub score: f64,
-    /// `score / clean score`.
-    pub retention: f64,
+    /// `score / clean score`; absent where the clean score is not clearly above zero (see the
+    /// crate docs).
+    pub retention: Option<f64>,
     /// Paired bootstrap 95% interval of the retention.
     pub ci95: Option<BootstrapInterval>,
+    /// `score − clean score`, reported everywhere.
+    #[serde(default)]
+    pub change: f64,
+    /// Paired bootstrap 95% interval of the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_ci95: Option<BootstrapInterval>,
     /// Share of the noisy texts that differ from their clean text.
     pub changed: f64,
     /// Share of the channel's units touched (words, letters, sites, tokens), over every noisy
@@ -169,8 +185,9 @@ pub struct ChannelReport {
     pub axis: Axis,
     /// The levels in ascending order, the clean level (0) first.
     pub points: Vec<Point>,
-    /// Area under the retention curve over `[0, largest level]`, divided by the largest level.
-    pub area: f64,
+    /// Area under the retention curve over `[0, largest level]`, divided by the largest level;
+    /// absent where the retention is.
+    pub area: Option<f64>,
     /// Its paired bootstrap 95% interval.
     pub area_ci95: Option<BootstrapInterval>,
     /// Every resample's area (drawn like the category's resamples): the report pairs two
@@ -237,10 +254,16 @@ pub struct DatasetReport {
     pub corpus_checksum: Option<String>,
     /// The score on clean input.
     pub clean: f64,
+    /// Paired bootstrap 95% interval of the clean score (the units resampled as for every point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_ci95: Option<BootstrapInterval>,
     /// One curve per channel.
     pub channels: Vec<ChannelReport>,
-    /// Mean area over channels.
-    pub score: f64,
+    /// Mean area over channels; absent where the clean score is not clearly above zero.
+    pub score: Option<f64>,
+    /// Why the dataset has no retention, where it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl DatasetReport {
@@ -258,8 +281,10 @@ impl DatasetReport {
             corpus_used: None,
             corpus_checksum: None,
             clean: 0.0,
+            clean_ci95: None,
             channels: Vec::new(),
-            score: 0.0,
+            score: None,
+            note: None,
         }
     }
 
@@ -360,12 +385,20 @@ impl Statistic {
     }
 }
 
+/// `noisy / clean`, undefined (NaN, left out of every interval) unless the clean score is above
+/// zero.
 fn retention(noisy: f64, clean: f64) -> f64 {
     if clean > 0.0 {
         noisy / clean
     } else {
-        0.0
+        f64::NAN
     }
+}
+
+/// The crate docs' rule: a retention is reported only when the clean score and the low end of
+/// its interval are above zero.
+fn retention_is_defined(clean: f64, clean_ci95: Option<&BootstrapInterval>) -> bool {
+    clean > 0.0 && clean_ci95.is_none_or(|ci| ci.low > 0.0)
 }
 
 /// The noise suite on each of `datasets` (`name`, `split`; BEIR, STS or labelled pairs).
@@ -555,8 +588,8 @@ fn finish(
     let seed = options.seed;
     let sizes: Vec<usize> = measured.iter().map(|m| m.report.units).collect();
     let channels = conditions::channels(conditions);
-    // per resample: per dataset, the retention of every condition
-    let resampled: Vec<Vec<Vec<f64>>> = timings.time("bootstrap", || {
+    // per resample: per dataset, the clean score and every condition's score on that draw
+    let resampled: Vec<Vec<(f64, Vec<f64>)>> = timings.time("bootstrap", || {
         (0..BOOTSTRAP_RESAMPLES)
             .into_par_iter()
             .map(|b| {
@@ -566,10 +599,8 @@ fn finish(
                     .zip(&drawn)
                     .map(|(m, d)| {
                         let clean = m.statistic.of(&m.values[0], d);
-                        m.values[1..]
-                            .iter()
-                            .map(|v| retention(m.statistic.of(v, d), clean))
-                            .collect()
+                        let noisy = m.values[1..].iter().map(|v| m.statistic.of(v, d)).collect();
+                        (clean, noisy)
                     })
                     .collect()
             })
@@ -583,11 +614,19 @@ fn finish(
         values,
     };
     let mut reports = Vec::new();
-    // per dataset, per resample: the dataset score
+    // per dataset whose retention is defined, per resample: the dataset score
     let mut dataset_resamples: Vec<Vec<f64>> = Vec::new();
     for (g, m) in measured.into_iter().enumerate() {
         let all: Vec<usize> = (0..m.report.units).collect();
         let clean = m.statistic.of(&m.values[0], &all);
+        let clean_resamples: Vec<Option<f64>> = resampled.iter().map(|r| defined(r[g].0)).collect();
+        let clean_ci95 = percentile_interval(&clean_resamples, 0.95)?;
+        let has_retention = retention_is_defined(clean, clean_ci95.as_ref());
+        // resample b's retention of condition c, under the rule
+        let resampled_retention = |b: usize, c: usize| {
+            let (clean_b, noisy_b) = &resampled[b][g];
+            retention(noisy_b[c], *clean_b)
+        };
         let mut curves = Vec::new();
         let mut area_resamples: Vec<Vec<f64>> = Vec::new();
         for (channel, axis, members) in &channels {
@@ -598,22 +637,37 @@ fn finish(
                     level: 0.0,
                     perturbation: "clean".into(),
                     score: clean,
-                    retention: retention(clean, clean),
+                    retention: has_retention.then(|| retention(clean, clean)),
                     ci95: None,
+                    change: 0.0,
+                    change_ci95: None,
                     changed: 0.0,
                     touched: None,
                 });
             }
             for &c in members {
                 let score = m.statistic.of(&m.values[c + 1], &all);
-                let ci: Vec<Option<f64>> = resampled.iter().map(|r| defined(r[g][c])).collect();
+                let changes: Vec<Option<f64>> = resampled
+                    .iter()
+                    .map(|r| defined(r[g].1[c] - r[g].0))
+                    .collect();
+                let ci95 = if has_retention {
+                    let ci: Vec<Option<f64>> = (0..resampled.len())
+                        .map(|b| defined(resampled_retention(b, c)))
+                        .collect();
+                    percentile_interval(&ci, 0.95)?
+                } else {
+                    None
+                };
                 let tally = &m.tallies[c];
                 points.push(Point {
                     level: conditions[c].level,
                     perturbation: conditions[c].id(),
                     score,
-                    retention: retention(score, clean),
-                    ci95: percentile_interval(&ci, 0.95)?,
+                    retention: has_retention.then(|| retention(score, clean)),
+                    ci95,
+                    change: score - clean,
+                    change_ci95: percentile_interval(&changes, 0.95)?,
                     changed: tally.changed as f64 / tally.texts.max(1) as f64,
                     touched: tally
                         .units
@@ -623,13 +677,27 @@ fn finish(
             // a level asked for twice: one point
             points.sort_by(|a, b| a.level.total_cmp(&b.level));
             points.dedup_by(|b, a| a.level == b.level);
-            let area = conditions::area(points.iter().map(|p| (p.level, p.retention)));
-            let areas: Vec<f64> = resampled
-                .iter()
-                .map(|r| {
+            if !has_retention {
+                curves.push(ChannelReport {
+                    channel: channel.clone(),
+                    axis: *axis,
+                    points,
+                    area: None,
+                    area_ci95: None,
+                    area_bootstrap: None,
+                });
+                continue;
+            }
+            let area = conditions::area(
+                points
+                    .iter()
+                    .map(|p| (p.level, p.retention.expect("defined above"))),
+            );
+            let areas: Vec<f64> = (0..resampled.len())
+                .map(|b| {
                     let mut curve: Vec<(f64, f64)> = members
                         .iter()
-                        .map(|&c| (conditions[c].level, r[g][c]))
+                        .map(|&c| (conditions[c].level, resampled_retention(b, c)))
                         .collect();
                     if !curve.iter().any(|p| p.0 == 0.0) {
                         curve.push((0.0, 1.0));
@@ -644,46 +712,67 @@ fn finish(
                 channel: channel.clone(),
                 axis: *axis,
                 points,
-                area,
+                area: Some(area),
                 area_ci95: area_replicates.interval(0.95)?,
                 area_bootstrap: Some(area_replicates),
             });
             area_resamples.push(areas);
         }
-        let score = measures::mean(&curves.iter().map(|c| c.area).collect::<Vec<_>>())?;
-        dataset_resamples.push(
-            (0..BOOTSTRAP_RESAMPLES)
-                .map(|b| {
-                    area_resamples.iter().map(|a| a[b]).sum::<f64>() / area_resamples.len() as f64
-                })
-                .collect(),
-        );
+        let (score, note) = if has_retention {
+            let areas: Vec<f64> = curves.iter().filter_map(|c| c.area).collect();
+            dataset_resamples.push(
+                (0..BOOTSTRAP_RESAMPLES)
+                    .map(|b| {
+                        area_resamples.iter().map(|a| a[b]).sum::<f64>()
+                            / area_resamples.len() as f64
+                    })
+                    .collect(),
+            );
+            (Some(measures::mean(&areas)?), None)
+        } else {
+            let interval = clean_ci95.map_or(String::new(), |ci| {
+                format!(" [{:.3}, {:.3}]", ci.low, ci.high)
+            });
+            (
+                None,
+                Some(format!(
+                    "clean {} {clean:.3}{interval} is not clearly above zero: a retention \
+                     (noisy / clean) would say nothing, so only the changes (noisy − clean) are \
+                     reported, and the dataset is left out of the category score",
+                    m.report.measure
+                )),
+            )
+        };
         reports.push(DatasetReport {
             clean,
+            clean_ci95,
             channels: curves,
             score,
+            note,
             ..m.report
         });
     }
-    let score = reports.iter().map(|r| r.score).sum::<f64>() / reports.len() as f64;
-    let overall = replicates(
-        (0..BOOTSTRAP_RESAMPLES)
-            .map(|b| {
-                defined(
-                    dataset_resamples.iter().map(|d| d[b]).sum::<f64>()
-                        / dataset_resamples.len() as f64,
-                )
-            })
-            .collect(),
-    );
+    let scored: Vec<f64> = reports.iter().filter_map(|r| r.score).collect();
+    // no dataset with a retention: no category score (null), never a made-up one
+    let score = if scored.is_empty() {
+        f64::NAN
+    } else {
+        scored.iter().sum::<f64>() / scored.len() as f64
+    };
+    let overall = (!dataset_resamples.is_empty()).then(|| {
+        replicates(
+            (0..BOOTSTRAP_RESAMPLES)
+                .map(|b| {
+                    defined(
+                        dataset_resamples.iter().map(|d| d[b]).sum::<f64>()
+                            / dataset_resamples.len() as f64,
+                    )
+                })
+                .collect(),
+        )
+    });
     Ok(NoiseReport::new(
-        similarity,
-        seed,
-        options,
-        reports,
-        score,
-        Some(overall),
-        timings,
+        similarity, seed, options, reports, score, overall, timings,
     )?)
 }
 

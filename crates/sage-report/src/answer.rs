@@ -218,7 +218,9 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             .iter()
             .map(|(suite, task, _)| {
                 let category = find(files, &s, suite, task)?.typed.category()?;
-                Some(Cell {
+                // a suite with no score to give (noise, where no clean score is clearly above
+                // zero) shows a dash, not NaN
+                category.score.is_finite().then_some(Cell {
                     score: category.score,
                     ci95: category.ci95,
                 })

@@ -9,6 +9,7 @@ use plotters::prelude::*;
 
 use crate::load::{ResultFile, Typed};
 use crate::Result;
+use sage_core::measures::BootstrapInterval;
 
 /// Okabe–Ito: eight colours told apart with every common colour-vision deficiency.
 const OKABE_ITO: [(u8, u8, u8); 8] = [
@@ -354,7 +355,12 @@ fn noise_curves(
     let mut series = Vec::new();
     for (f, r) in runs {
         for d in &r.datasets {
-            let Some(c) = d.channels.iter().find(|c| c.channel == channel) else {
+            // a dataset whose clean score is not clearly above zero has no retention to draw
+            let Some(c) = d
+                .channels
+                .iter()
+                .find(|c| c.channel == channel && c.area.is_some())
+            else {
                 continue;
             };
             let at = match datasets.iter().position(|n| *n == d.dataset) {
@@ -364,7 +370,12 @@ fn noise_curves(
                     datasets.len() - 1
                 }
             };
-            series.push((f.similarity.as_str(), at, c.axis, &c.points));
+            let points: Vec<(f64, f64, Option<BootstrapInterval>)> = c
+                .points
+                .iter()
+                .filter_map(|p| Some((p.level, p.retention?, p.ci95)))
+                .collect();
+            series.push((f.similarity.as_str(), at, c.axis, points));
         }
     }
     let Some(&(_, _, axis, _)) = series.first() else {
@@ -372,12 +383,12 @@ fn noise_curves(
     };
     let x_max = series
         .iter()
-        .flat_map(|s| s.3.iter().map(|p| p.level))
+        .flat_map(|s| s.3.iter().map(|p| p.0))
         .fold(0.0f64, f64::max)
         .max(1e-9);
     let y_max = series
         .iter()
-        .flat_map(|s| s.3.iter().map(|p| p.ci95.map_or(p.retention, |c| c.high)))
+        .flat_map(|s| s.3.iter().map(|p| p.2.map_or(p.1, |c| c.high)))
         .fold(1.0f64, f64::max)
         .min(2.0);
     let mut svg = String::new();
@@ -404,16 +415,16 @@ fn noise_curves(
             let c = palette.colour(similarity);
             let band: Vec<(f64, f64)> = points
                 .iter()
-                .map(|p| (p.level, p.ci95.map_or(p.retention, |ci| ci.high)))
+                .map(|p| (p.0, p.2.map_or(p.1, |ci| ci.high)))
                 .chain(
                     points
                         .iter()
                         .rev()
-                        .map(|p| (p.level, p.ci95.map_or(p.retention, |ci| ci.low))),
+                        .map(|p| (p.0, p.2.map_or(p.1, |ci| ci.low))),
                 )
                 .collect();
             chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.15).filled())))?;
-            let line: Vec<(f64, f64)> = points.iter().map(|p| (p.level, p.retention)).collect();
+            let line: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.1)).collect();
             chart.draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))?;
             match at % 3 {
                 0 => chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, c.filled())))?,

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use crate::answer::{Answer, Cell, SAGE_COLUMNS};
 use crate::load::{ResultFile, Typed};
+use sage_core::measures::BootstrapInterval;
 
 mod cost;
 mod paraphrase;
@@ -693,25 +694,48 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
             );
             match key.as_str() {
                 "clean" => {
-                    row.push(sink.cell(f, dataset, &format!("clean {}", d.measure), Some(d.clean)))
+                    let text =
+                        sink.cell(f, dataset, &format!("clean {}", d.measure), Some(d.clean));
+                    row.push(with_interval(text, d.clean_ci95.as_ref()));
                 }
                 "all channels" => {
-                    row.push(sink.cell(f, dataset, "mean area", Some(d.score)));
+                    let text = sink.cell(f, dataset, "mean area", d.score);
+                    row.push(match d.score {
+                        Some(_) => text,
+                        None => "no retention (clean ≈ 0)".to_owned(),
+                    });
                 }
                 channel => match d.channels.iter().find(|c| c.channel == channel) {
-                    Some(c) => {
-                        let text = sink.cell(f, dataset, &format!("area {channel}"), Some(c.area));
-                        row.push(match c.area_ci95 {
-                            Some(ci) => format!("{text} [{:.3}, {:.3}]", ci.low, ci.high),
-                            None => text,
-                        });
-                        areas.push((
-                            f.similarity.clone(),
-                            c.area,
-                            c.area_bootstrap.as_ref(),
-                            units,
-                        ));
-                    }
+                    Some(c) => match c.area {
+                        Some(area) => {
+                            let text =
+                                sink.cell(f, dataset, &format!("area {channel}"), Some(area));
+                            row.push(with_interval(text, c.area_ci95.as_ref()));
+                            areas.push((
+                                f.similarity.clone(),
+                                area,
+                                c.area_bootstrap.as_ref(),
+                                units,
+                            ));
+                        }
+                        // the ratio says nothing here: the change at the channel's largest level
+                        None => match c.points.last() {
+                            Some(p) => {
+                                let text = sink.cell(
+                                    f,
+                                    dataset,
+                                    &format!("change {}", p.perturbation),
+                                    Some(p.change),
+                                );
+                                row.push(format!(
+                                    "Δ {} at {}",
+                                    with_interval(text, p.change_ci95.as_ref()),
+                                    p.level
+                                ));
+                            }
+                            None => row.push("—".into()),
+                        },
+                    },
                     None => row.push("—".into()),
                 },
             }
@@ -761,11 +785,22 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
                Spearman or AP with a noisy second sentence). Area: trapezoid under the retention \
                curve from the clean point to the largest rate (or length), divided by it: 1 = no \
                loss. 95% paired bootstrap intervals; the last column tests the best area \
-               against the next (paired bootstrap, Holm-corrected over the rows)."
+               against the next (paired bootstrap, Holm-corrected over the rows). Where a clean \
+               score or the low end of its interval is not above zero a ratio says nothing: the \
+               cell gives the change instead (Δ = noisy − clean at the largest level, with its \
+               paired interval), and the dataset is left out of the noise score."
             .into(),
         header,
         rows,
     })
+}
+
+/// `text` followed by its interval, where there is one.
+fn with_interval(text: String, ci: Option<&BootstrapInterval>) -> String {
+    match ci {
+        Some(ci) => format!("{text} [{:.3}, {:.3}]", ci.low, ci.high),
+        None => text,
+    }
 }
 
 fn csv_field(s: &str) -> String {
