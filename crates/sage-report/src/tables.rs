@@ -702,7 +702,7 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
                     let text = sink.cell(f, dataset, "mean area", d.score);
                     row.push(match d.score {
                         Some(_) => text,
-                        None => "no retention (clean ≈ 0)".to_owned(),
+                        None => "no retention (clean not clearly above 0)".to_owned(),
                     });
                 }
                 channel => match d.channels.iter().find(|c| c.channel == channel) {
