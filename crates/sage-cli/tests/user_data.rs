@@ -403,3 +403,133 @@ fn pteb_retrieval_on_a_beir_folder_equals_the_same_files_under_a_registry_name()
         without_timings(registry)
     );
 }
+
+/// What a hostile probe of about 160 files found: each input below once panicked, hung, took
+/// gigabytes, passed silently or put raw terminal bytes on the screen. Each is now one line of
+/// error naming the file, and a run writes nothing.
+#[test]
+fn hostile_files_end_in_one_clear_line_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    let one_line = |args: &[&str], said: &str| {
+        let stderr = fails(args);
+        assert!(
+            stderr.starts_with("sage: error: ") && stderr.trim_end().lines().count() == 1,
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains(['\u{1b}', '\u{7}']),
+            "{args:?}: raw control bytes: {stderr:?}"
+        );
+        stderr
+    };
+    // a Parquet file whose data pages are gone: its column chunks point past its data (polars
+    // panicked on the slice, exit 101)
+    let whole = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../data/fixtures/parquet/dictionary_snappy.parquet"),
+    )
+    .unwrap();
+    let footer_len =
+        u32::from_le_bytes(whole[whole.len() - 8..whole.len() - 4].try_into().unwrap());
+    let footer_start = whole.len() - 8 - footer_len as usize;
+    let mut spliced = b"PAR1".to_vec();
+    spliced.extend_from_slice(&whole[footer_start..]);
+    std::fs::write(at("spliced.parquet"), spliced).unwrap();
+    let spliced = at("spliced.parquet");
+    one_line(
+        &["data", "check", spliced.to_str().unwrap()],
+        "not a Parquet file sage can trust",
+    );
+    // a sparse 3 GiB CSV record (it took 4.2 GB before its error)
+    std::fs::write(at("giant.csv"), "text,label\nok,a\n").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(at("giant.csv"))
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    one_line(
+        &[
+            "data",
+            "check",
+            at("giant.csv").to_str().unwrap(),
+            "--kind",
+            "clustering",
+        ],
+        "giant.csv:3: record longer than 64 MiB",
+    );
+    // a quote opened in the last field and never closed (it swallowed the rest, exit 0)
+    std::fs::write(
+        at("open.csv"),
+        "text,label\nhello,a\nworld,\"b\nmore,c\nlast,d\n",
+    )
+    .unwrap();
+    let open = at("open.csv");
+    one_line(
+        &["data", "check", open.to_str().unwrap()],
+        "open.csv:3: a quote opens a field here and never closes",
+    );
+    // a run on it writes nothing, not even its temporary file
+    let out = at("results/clustering.json");
+    one_line(
+        &[
+            "run",
+            "clustering",
+            "--similarity",
+            "jaccard",
+            "--dataset",
+            open.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ],
+        "never closes",
+    );
+    let left: Vec<_> = std::fs::read_dir(at("results"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    // ESC and BEL in column names and in the file's name reach the terminal escaped
+    let bell = at("be\u{7}ll.csv");
+    std::fs::write(&bell, "te\u{1b}[31mxt,la\u{7}bel\nx,y\n").unwrap();
+    let stderr = one_line(
+        &["data", "check", bell.to_str().unwrap()],
+        "cannot tell what it holds",
+    );
+    assert!(
+        stderr.contains("te\\u{1b}[31mxt") && stderr.contains("be\\u{7}ll.csv"),
+        "{stderr}"
+    );
+    // a FIFO given as a table of datasets is refused, not waited on
+    let fifo = at("tables.toml");
+    if Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        one_line(
+            &[
+                "data",
+                "check",
+                "mine/test",
+                "--datasets",
+                fifo.to_str().unwrap(),
+            ],
+            "not a regular file",
+        );
+    } else {
+        eprintln!("skipped: the FIFO case (no mkfifo here)");
+    }
+    // a file name with a space is a dataset, named with `_`
+    let spaced = at("my tickets.jsonl");
+    std::fs::write(
+        &spaced,
+        "{\"text\": \"a\", \"label\": \"x\"}\n{\"text\": \"b\", \"label\": \"y\"}\n\
+         {\"text\": \"c\", \"label\": \"x\"}\n",
+    )
+    .unwrap();
+    let checked: Value =
+        serde_json::from_str(&ok(&["data", "check", spaced.to_str().unwrap()])).unwrap();
+    assert_eq!(checked["dataset"], "my_tickets");
+}

@@ -22,6 +22,7 @@
 //! copy of a registry dataset scores as the registry one.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -667,10 +668,13 @@ pub fn read_tables(file: &Path) -> Result<Vec<(String, UserSpec)>> {
         #[serde(default)]
         datasets: BTreeMap<String, UserSpec>,
     }
-    let text = std::fs::read_to_string(file).map_err(|e| DataError::Io {
-        path: file.to_owned(),
-        message: format!("cannot read: {e}"),
-    })?;
+    let mut text = String::new();
+    crate::records::open(file)?
+        .read_to_string(&mut text)
+        .map_err(|e| DataError::Io {
+            path: file.to_owned(),
+            message: format!("cannot read: {e}"),
+        })?;
     let tables: Tables = toml::from_str(&text).map_err(|e| {
         let line = e
             .span()
