@@ -257,14 +257,16 @@ fn keep_large_buffers_in_the_heap() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn keep_large_buffers_in_the_heap() {}
 
-/// Keeps redb's panics off the terminal: sage-embed catches them (a structurally broken cache
-/// file) and reports an error that says what to do, so the default "thread panicked" text would
+/// Keeps caught panics off the terminal: redb's (sage-embed catches them, a structurally broken
+/// cache file, and reports an error that says what to do) and polars' on a user's Parquet file
+/// (sage-data turns them into an error naming the file). The default "thread panicked" text would
 /// only read as a crash. Every other panic is printed as usual.
-fn quiet_caught_cache_panics() {
+fn quiet_caught_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let in_redb = info.location().is_some_and(|l| l.file().contains("/redb-"));
-        if !in_redb {
+        // polars on a user's Parquet file: sage-data catches it and says what failed, once
+        if !in_redb && !sage_data::reading_parquet() {
             default(info);
         }
     }));
@@ -396,7 +398,7 @@ fn bench_all(args: &[String]) -> anyhow::Result<()> {
 ///
 /// (See [`command`] for the command line alone.)
 pub fn main(registry: Registry) -> ExitCode {
-    quiet_caught_cache_panics();
+    quiet_caught_panics();
     keep_large_buffers_in_the_heap();
     fix_thread_count();
     let matches = Cli::command().get_matches();

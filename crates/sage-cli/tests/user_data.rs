@@ -442,6 +442,14 @@ fn hostile_files_end_in_one_clear_line_and_write_nothing() {
         &["data", "check", spliced.to_str().unwrap()],
         "not a Parquet file sage can trust",
     );
+    // a file whose pages pass the check but whose contents make polars panic on a worker
+    // thread: caught, and said once (no "thread panicked" text)
+    let panics = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/fixtures/parquet-hostile/delta_length_overflow.parquet");
+    one_line(
+        &["data", "check", panics.to_str().unwrap(), "--kind", "documents"],
+        "the Parquet reader failed on this file",
+    );
     // a sparse 3 GiB CSV record (it took 4.2 GB before its error)
     std::fs::write(at("giant.csv"), "text,label\nok,a\n").unwrap();
     std::fs::OpenOptions::new()

@@ -59,7 +59,7 @@ pub use fetch::{fetch, map_record, Fetched};
 pub use load::{
     Beir, DataRoot, EmptyTextPolicy, KeepDocuments, KindOf, PathHints, SplitReport, SplitRows,
 };
-pub use records::Format;
+pub use records::{reading_parquet, Format};
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{
     AxisRating, BeirDocument, BeirQuery, Document, DocumentSummary, LabeledPair, LabeledText, Line,

@@ -437,11 +437,29 @@ fn parquet_fail(path: &Path) -> impl Fn(polars::error::PolarsError) -> DataError
     }
 }
 
+/// Parquet reads in progress (see [`reading_parquet`]).
+static PARQUET_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Whether polars is reading a user's Parquet file right now. A panic hook can keep quiet while
+/// it is: a panic then (on any of polars' threads) is turned into an error naming the file, and
+/// the default hook's backtrace would put a second, misleading message on the terminal.
+pub fn reading_parquet() -> bool {
+    PARQUET_READS.load(std::sync::atomic::Ordering::SeqCst) > 0
+}
+
 /// `read` run with a panic turned into an error naming `path`. The footer and page headers are
 /// checked first ([`crate::parquet_check`]), so this is the second line: a page's contents can
 /// still surprise the decoder, and a user's file must cost an error, never the process.
 #[cfg(feature = "parquet")]
 fn guarded<T>(path: &Path, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    struct Reading;
+    impl Drop for Reading {
+        fn drop(&mut self) {
+            PARQUET_READS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    PARQUET_READS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let _reading = Reading;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|panic| {
         let said = panic
             .downcast_ref::<String>()
@@ -521,8 +539,12 @@ fn parquet_unsupported(path: &Path) -> DataError {
     }
 }
 
+/// Without polars the footer is still checked first: a file that could never be read says why
+/// before it says what the build lacks (and the fuzz target, built without polars, reaches the
+/// decoder).
 #[cfg(not(feature = "parquet"))]
 fn parquet_columns(path: &Path) -> Result<Vec<String>> {
+    crate::parquet_check::check(path)?;
     Err(parquet_unsupported(path))
 }
 
@@ -531,6 +553,7 @@ fn parquet(
     path: &Path,
     _each: &mut dyn FnMut(usize, Map<String, Value>) -> Result<()>,
 ) -> Result<()> {
+    crate::parquet_check::check(path)?;
     Err(parquet_unsupported(path))
 }
 
