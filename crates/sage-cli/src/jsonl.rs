@@ -1,7 +1,7 @@
 //! Reading line-oriented input with errors that name the file and line.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -84,12 +84,12 @@ impl Record {
 /// blank line is an error naming it (one final newline is not a line), as is a key repeated in
 /// an object (see [`sage_data::lines`]). A UTF-8 byte-order mark at the start is accepted.
 /// Errors on the first bad line (naming file and line) and on a file with no records.
+///
+/// Streamed: a line over [`lines::MAX_LINE_BYTES`] is an error found while it is read, so a
+/// runaway line costs an error, not the machine's memory.
 pub fn read_records(path: &Path) -> Result<Vec<Record>> {
-    let bytes = read_input(path)?;
-    let numbered = lines::numbered_lines(&bytes)
-        .map_err(|e| anyhow!("{}:{}: not valid UTF-8: {}", shown(path), e.line, e.message))?;
-    let mut records = Vec::with_capacity(numbered.len());
-    for (i, line) in numbered {
+    let mut records = Vec::new();
+    lines::for_each_line_with_blanks(open(path)?, &mut |i, line| -> Result<()> {
         if lines::is_blank(line) {
             bail!(
                 "{}:{i}: blank line: each line must be one JSON object (output line i answers \
@@ -103,20 +103,17 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
             line: i,
             object,
         });
-    }
+        Ok(())
+    })
+    .map_err(|e| match e {
+        lines::LineError::Read { line, message } => {
+            anyhow!("{}:{line}: cannot read: {message}", shown(path))
+        }
+        lines::LineError::Bad { line, message } => anyhow!("{}:{line}: {message}", shown(path)),
+        lines::LineError::Caller(e) => e,
+    })?;
     if records.is_empty() {
         bail!("{}: no input lines", shown(path));
     }
     Ok(records)
-}
-
-/// Every byte of `path` (standard input for `-`).
-pub fn read_input(path: &Path) -> Result<Vec<u8>> {
-    // sized once from the file's length: growing by doubling copies a large input several times
-    let size = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
-    let mut bytes = Vec::with_capacity(size + 1);
-    open(path)?
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("{}: cannot read", shown(path)))?;
-    Ok(bytes)
 }

@@ -9,7 +9,7 @@ use sage_core::measures::{self, RankedDoc};
 use sage_core::RunSeed;
 use serde_json::{json, Value};
 
-use crate::jsonl::{read_input, read_records, shown, Record};
+use crate::jsonl::{open, read_records, shown, Record};
 
 /// Which measure, and its input.
 #[derive(Debug, Subcommand)]
@@ -275,7 +275,7 @@ fn ranking(
 /// A TREC run by query, documents in file order (see [`sage_data::trec`]).
 fn read_run(path: &Path) -> Result<Run> {
     let mut run: Run = BTreeMap::new();
-    for r in sage_data::trec::parse_run(Path::new(&shown(path)), &read_input(path)?)? {
+    for r in sage_data::trec::parse_run(Path::new(&shown(path)), open(path)?)? {
         run.entry(r.query).or_default().push((r.doc, r.score));
     }
     Ok(run)
@@ -284,7 +284,7 @@ fn read_run(path: &Path) -> Result<Run> {
 /// Judgements by query and document (see [`sage_data::trec`]).
 fn read_qrels(path: &Path) -> Result<Qrels> {
     let mut qrels: Qrels = HashMap::new();
-    for j in sage_data::trec::parse_qrels(Path::new(&shown(path)), &read_input(path)?)? {
+    for j in sage_data::trec::parse_qrels(Path::new(&shown(path)), open(path)?)? {
         qrels.entry(j.query).or_default().insert(j.doc, j.relevance);
     }
     Ok(qrels)

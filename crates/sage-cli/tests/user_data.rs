@@ -447,7 +447,13 @@ fn hostile_files_end_in_one_clear_line_and_write_nothing() {
     let panics = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../data/fixtures/parquet-hostile/delta_length_overflow.parquet");
     one_line(
-        &["data", "check", panics.to_str().unwrap(), "--kind", "documents"],
+        &[
+            "data",
+            "check",
+            panics.to_str().unwrap(),
+            "--kind",
+            "documents",
+        ],
         "the Parquet reader failed on this file",
     );
     // a sparse 3 GiB CSV record (it took 4.2 GB before its error)

@@ -73,8 +73,23 @@ pub enum LineError<E> {
 
 /// Calls `each` with every non-blank line of `reader` and its 1-based number, read the way
 /// [`numbered_lines`] reads (byte-order mark, `\r\n`), holding one line at a time and never more
-/// than [`MAX_LINE_BYTES`] of it.
+/// than [`MAX_LINE_BYTES`] of it. A dataset file is a set of rows: blank lines are nothing.
 pub fn for_each_line<R: BufRead, E>(
+    reader: R,
+    each: &mut dyn FnMut(usize, &str) -> Result<(), E>,
+) -> Result<(), LineError<E>> {
+    for_each_line_with_blanks(reader, &mut |line, text| {
+        if is_blank(text) {
+            Ok(())
+        } else {
+            each(line, text)
+        }
+    })
+}
+
+/// [`for_each_line`] with the blank lines given too: for the `sage` command, whose output line i
+/// answers input line i, a blank line is an error the caller names.
+pub fn for_each_line_with_blanks<R: BufRead, E>(
     mut reader: R,
     each: &mut dyn FnMut(usize, &str) -> Result<(), E>,
 ) -> Result<(), LineError<E>> {
@@ -110,8 +125,16 @@ pub fn for_each_line<R: BufRead, E>(
             line,
             message: format!("not valid UTF-8: {e}"),
         })?;
-        if is_blank(text) {
-            continue;
+        // a file of one newline has no lines, as `numbered_lines` reads it (the newline ends a
+        // line rather than starting one)
+        if line == 1 && text.is_empty() {
+            let rest = reader.fill_buf().map_err(|e| LineError::Read {
+                line,
+                message: e.to_string(),
+            })?;
+            if rest.is_empty() {
+                return Ok(());
+            }
         }
         each(line, text).map_err(LineError::Caller)?;
     }
@@ -231,6 +254,31 @@ mod tests {
             .map(|(n, l)| (n, l.to_owned()))
             .collect();
         assert_eq!(streamed, whole);
+    }
+
+    #[test]
+    fn streamed_lines_with_blanks_read_as_numbered_lines_do() {
+        for bytes in [
+            &b""[..],
+            b"\n",
+            b"\xEF\xBB\xBF\n",
+            b"a\n\n",
+            b"\n\na",
+            b"a\r\n\r\nb",
+        ] {
+            let mut streamed = Vec::new();
+            for_each_line_with_blanks::<_, ()>(bytes, &mut |n, l| {
+                streamed.push((n, l.to_owned()));
+                Ok(())
+            })
+            .unwrap();
+            let whole: Vec<(usize, String)> = numbered_lines(bytes)
+                .unwrap()
+                .into_iter()
+                .map(|(n, l)| (n, l.to_owned()))
+                .collect();
+            assert_eq!(streamed, whole, "{bytes:?}");
+        }
     }
 
     #[test]

@@ -49,11 +49,11 @@ pub fn read_qrels(path: &Path) -> Result<Vec<Judgement>> {
     non_empty(path, judgements)
 }
 
-/// [`read_qrels`] of bytes already read; `path` names them in errors.
-pub fn parse_qrels(path: &Path, bytes: &[u8]) -> Result<Vec<Judgement>> {
+/// [`read_qrels`] of any reader (bytes, standard input), streamed; `path` names it in errors.
+pub fn parse_qrels(path: &Path, reader: impl std::io::BufRead) -> Result<Vec<Judgement>> {
     let mut judgements = Vec::new();
     let mut seen = HashMap::new();
-    for_each_line_in(path, bytes, &mut |line, text| {
+    for_each_line_in(path, reader, &mut |line, text| {
         judgement(path, line, text, &mut seen, &mut judgements)
     })?;
     non_empty(path, judgements)
@@ -138,11 +138,11 @@ pub fn read_run(path: &Path) -> Result<Vec<Retrieved>> {
     non_empty(path, run)
 }
 
-/// [`read_run`] of bytes already read; `path` names them in errors.
-pub fn parse_run(path: &Path, bytes: &[u8]) -> Result<Vec<Retrieved>> {
+/// [`read_run`] of any reader (bytes, standard input), streamed; `path` names it in errors.
+pub fn parse_run(path: &Path, reader: impl std::io::BufRead) -> Result<Vec<Retrieved>> {
     let mut run = Vec::new();
     let mut seen = HashMap::new();
-    for_each_line_in(path, bytes, &mut |line, text| {
+    for_each_line_in(path, reader, &mut |line, text| {
         retrieved(path, line, text, &mut seen, &mut run)
     })?;
     non_empty(path, run)
