@@ -504,7 +504,7 @@ fn map_header(
                 1,
                 format!(
                     "no column {theirs:?} to map onto {ours:?} (the file has {})",
-                    column_list(&found)
+                    column_list(found)
                 ),
             ));
         };
