@@ -126,6 +126,46 @@ const MOVED_SECTIONS: [(&str, &str); 4] = [
     ),
 ];
 
+/// Keys of a `[suites.<name>]` table that are one value each, replaced whole by a user's: a
+/// suite's `options` are the options it runs with (what they leave out is the suite's own default,
+/// never a key of the embedded table the user could not remove), and so on.
+const WHOLE_IN_A_SUITE: [&str; 5] = [
+    "options",
+    "quick_options",
+    "runs",
+    "datasets",
+    "quick_datasets",
+];
+
+/// The embedded suite tables made ready for a user's to be laid over them: each key the user
+/// gives whole is dropped from the embedded table, and so is the embedded `quick_options` (or
+/// `quick_datasets`) where the user gives `options` (or `datasets`) without it: --quick would
+/// otherwise set the user's own choice aside for the embedded one.
+fn clear_for(base: &mut toml::Table, over: &toml::Table) {
+    let (Some(toml::Value::Table(base_suites)), Some(toml::Value::Table(over_suites))) =
+        (base.get_mut("suites"), over.get("suites"))
+    else {
+        return;
+    };
+    for (name, suite) in over_suites {
+        let (Some(toml::Value::Table(below)), toml::Value::Table(above)) =
+            (base_suites.get_mut(name), suite)
+        else {
+            continue;
+        };
+        for key in WHOLE_IN_A_SUITE {
+            if above.contains_key(key) {
+                below.remove(key);
+            }
+        }
+        for (given, quick) in [("options", "quick_options"), ("datasets", "quick_datasets")] {
+            if above.contains_key(given) && !above.contains_key(quick) {
+                below.remove(quick);
+            }
+        }
+    }
+}
+
 /// `over` laid on `base`: a table merges key by key, at any depth; any other value (a list
 /// included) replaces the base's.
 fn lay_over(base: &mut toml::Table, over: toml::Table) {
@@ -141,10 +181,12 @@ fn lay_over(base: &mut toml::Table, over: toml::Table) {
 
 impl Config {
     /// Parses and checks a configuration, read over the embedded bench.toml: what it leaves out
-    /// (`device`, a suite's table, one option of a suite) keeps the embedded default, a table it
-    /// gives merges key by key into the embedded one, and a list or a value replaces the embedded
-    /// one. A key the schema does not know is an error naming it and its line. `origin` names
-    /// the configuration in errors.
+    /// (`device`, a whole `[suites.<name>]` table, a key of one) keeps the embedded default, a
+    /// table it gives merges key by key into the embedded one, and a list or a value replaces the
+    /// embedded one. In a suite's table, `options`, `quick_options`, `runs`, `datasets` and
+    /// `quick_datasets` are values, each replaced whole, and giving `options` (or `datasets`)
+    /// without its `quick_` form drops the embedded one. A key the schema does not know is an
+    /// error naming it and its line. `origin` names the configuration in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
         let invalid =
             |e: &dyn std::fmt::Display| BenchError::Invalid(format!("{origin}: invalid: {e}"));
@@ -170,6 +212,7 @@ impl Config {
         let _alone: Config = toml::from_str(text).map_err(|e| invalid(&e))?;
         let mut merged: toml::Table =
             toml::from_str(DEFAULT_CONFIG).expect("the embedded bench.toml is TOML");
+        clear_for(&mut merged, &table);
         lay_over(&mut merged, table);
         let mut config: Config = toml::Value::Table(merged)
             .try_into()

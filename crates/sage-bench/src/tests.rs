@@ -606,18 +606,28 @@ fn a_users_configuration_is_read_over_the_embedded_one() {
     assert_eq!(mine.similarities.metrics, ["jaccard"]);
     assert_eq!(mine.similarities.models, shipped.similarities.models);
     assert_eq!(mine.runs_of("evalrank"), shipped.runs_of("evalrank"));
-    // one option given: the suite's other options are the embedded ones
+    // a suite's options are the user's, whole (what they leave out is the suite's own default),
+    // and --quick does not set them aside for the embedded quick options
     let clustering = &mine.suites["clustering"];
-    assert_eq!(clustering.options["max_texts"], 12);
-    for (key, value) in &shipped.suites["clustering"].options {
-        if key != "max_texts" {
-            assert_eq!(&clustering.options[key], value, "{key}");
-        }
-    }
     assert_eq!(
-        clustering.quick_options,
-        shipped.suites["clustering"].quick_options
+        serde_json::Value::Object(clustering.options.clone()),
+        serde_json::json!({"max_texts": 12})
     );
+    assert!(clustering.quick_options.is_empty());
+    assert_eq!(
+        Config::parse(text, "mine.toml").unwrap().quick().suites["clustering"].options["max_texts"],
+        12
+    );
+    // a suite's table the user leaves out is the embedded one, quick options and all
+    assert_eq!(
+        mine.suites["retrieval"].quick_options,
+        shipped.suites["retrieval"].quick_options
+    );
+    // datasets given without quick_datasets hold under --quick too
+    let pteb = Config::parse("[suites.pteb]\ndatasets = [\"sickr/test\"]\n", "mine.toml")
+        .unwrap()
+        .quick();
+    assert_eq!(pteb.suites["pteb"].datasets, ["sickr/test"]);
     // an unknown key is still an error naming it and its line, in a table or at the top
     for (text, key, line) in [
         ("seed = 7\ndevise = \"cpu\"\n", "devise", 2),

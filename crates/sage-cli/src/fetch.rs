@@ -162,7 +162,7 @@ pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>>
             Some(why) => format!("{name}: no public source sage can rebuild it from: {why}"),
             None => format!("{name}: neither a pinned source nor a hub source"),
         };
-        eprintln!("sage: {why}");
+        eprintln!("sage: {}", sage_core::printable(&why.to_string()));
         outcomes.push(Outcome {
             dataset: name,
             status: "failed",
@@ -186,7 +186,7 @@ pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>>
         bars.total.finish_and_clear();
         for r in rebuilt {
             if let Some(error) = &r.error {
-                eprintln!("sage: {error}");
+                eprintln!("sage: {}", sage_core::printable(&error.to_string()));
             }
             if !r.differs.is_empty() {
                 eprintln!(
@@ -223,7 +223,7 @@ pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>>
                     });
                 }
                 Err(e) => {
-                    eprintln!("sage: {name}: {e}");
+                    eprintln!("sage: {name}: {}", sage_core::printable(&e.to_string()));
                     outcomes.push(Outcome {
                         dataset: name.clone(),
                         status: "failed",

@@ -330,7 +330,7 @@ fn fetch_models(names: &[String], dest: Option<PathBuf>, list: bool) -> anyhow::
                 )?;
             }
             Err(e) => {
-                eprintln!("sage: error: {e}");
+                eprintln!("sage: error: {}", sage_core::printable(&e.to_string()));
                 failed.push(model.name);
             }
         }

@@ -474,7 +474,7 @@ pub fn run(
     // the gate judges the paraphrases, not the encoder: the baseline's verdicts are every one's
     notes.extend(PtebRun::unqualified_notes(&baseline));
     for note in &notes {
-        eprintln!("sage: note: pteb: {note}");
+        eprintln!("sage: note: pteb: {}", sage_core::printable(note));
     }
     if !options.pool_unqualified && !baseline.unqualified.is_empty() {
         eprintln!("sage: pteb: datasets whose paraphraser is not qualified are left out of the pooled statistics and the comparisons (--pool-unqualified keeps them)");

@@ -172,6 +172,13 @@ fn cluster_subset(
     let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
     let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
     let classes = labels.iter().collect::<BTreeSet<_>>().len();
+    // a split can pass as a whole and still draw a subset of one class or of singletons
+    if let Some(why) = measures::unclusterable(&labels) {
+        return Err(ClusterError::Insufficient(format!(
+            "{dataset}: a subset drawn: {why}; raise --max-texts or --max-classes, or give \
+             labels that group more texts"
+        )));
+    }
     let predicted = cluster_texts(similarity, dataset, &texts, classes)?;
     let v = measures::v_measure(&labels, &predicted)?;
     Ok(SubsetReport {

@@ -98,8 +98,10 @@ pub fn for_each_line_with_blanks<R: BufRead, E>(
     loop {
         line += 1;
         buf.clear();
+        // the line, its `\r\n` and one byte more: enough to tell a line of exactly the cap from
+        // a longer one
         let read = (&mut reader)
-            .take(MAX_LINE_BYTES as u64 + 1)
+            .take(MAX_LINE_BYTES as u64 + 3)
             .read_until(b'\n', &mut buf)
             .map_err(|e| LineError::Read {
                 line,
@@ -108,19 +110,20 @@ pub fn for_each_line_with_blanks<R: BufRead, E>(
         if read == 0 {
             return Ok(());
         }
-        if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
-            return Err(LineError::Bad {
-                line,
-                message: format!("line longer than {} MiB", MAX_LINE_BYTES >> 20),
-            });
-        }
         let body = if line == 1 {
             buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buf)
         } else {
             &buf[..]
         };
+        let ended = body.last() == Some(&b'\n');
         let body = body.strip_suffix(b"\n").unwrap_or(body);
         let body = body.strip_suffix(b"\r").unwrap_or(body);
+        if body.len() > MAX_LINE_BYTES || (!ended && buf.len() > MAX_LINE_BYTES + 2) {
+            return Err(LineError::Bad {
+                line,
+                message: format!("line longer than {} MiB", MAX_LINE_BYTES >> 20),
+            });
+        }
         let text = std::str::from_utf8(body).map_err(|e| LineError::Bad {
             line,
             message: format!("not valid UTF-8: {e}"),

@@ -14,9 +14,16 @@
 //!   as its row group has rows;
 //! - every column chunk lies in the file, before the footer, and is in this file (not another
 //!   one a path names);
-//! - every page header in a chunk decodes, its pages tile the chunk exactly, and no page claims
-//!   more than [`MAX_PAGE_BYTES`] uncompressed or [`MAX_PAGE_VALUES`] values (what a reader
-//!   allocates for it before it looks at the data).
+//! - every page header in a chunk decodes, its pages run from the chunk's start through its end
+//!   (a little past it is allowed: parquet-mr before 1.2.9 left the dictionary page's header out
+//!   of the chunk's size), no page claims more than [`MAX_PAGE_BYTES`] uncompressed or
+//!   [`MAX_PAGE_VALUES`] values (what a reader allocates for it before it looks at the data), and
+//!   the data pages' values add up to the chunk's (and, for data pages v2, their rows to the row
+//!   group's): a footer cannot claim rows its pages do not hold.
+//!
+//! The decoder keeps only what the checks read (fields 1 to 11 of each structure, the first of
+//! each, and lists of structures), so its memory is bounded by the footer's size, itself at most
+//! [`MAX_FOOTER_BYTES`].
 //!
 //! The format is Apache Parquet's `parquet.thrift`, in Thrift's compact protocol. The limits are
 //! far above what Parquet writers make (pyarrow and polars write pages of about 1 MiB and 20,000
@@ -32,7 +39,7 @@ pub const MAX_NESTING: usize = 64;
 /// The deepest schema accepted (the root is depth 0).
 pub const MAX_SCHEMA_DEPTH: usize = 64;
 /// The largest footer read.
-pub const MAX_FOOTER_BYTES: u64 = 64 << 20;
+pub const MAX_FOOTER_BYTES: u64 = 16 << 20;
 /// The most bytes one page may claim uncompressed.
 pub const MAX_PAGE_BYTES: i64 = 256 << 20;
 /// The most values one page may claim.
@@ -119,6 +126,15 @@ impl<'a> Compact<'a> {
         Ok(())
     }
 
+    /// A value of a list or map: a boolean there is a byte of its own, not part of a header.
+    fn element(&mut self, kind: u8, depth: usize) -> std::result::Result<Thrift, String> {
+        if kind == 1 || kind == 2 {
+            Ok(Thrift::Int(i64::from(self.byte()? == 1)))
+        } else {
+            self.value(kind, depth)
+        }
+    }
+
     fn value(&mut self, kind: u8, depth: usize) -> std::result::Result<Thrift, String> {
         if depth > MAX_NESTING {
             return Err(format!("nested deeper than {MAX_NESTING}"));
@@ -148,14 +164,17 @@ impl<'a> Compact<'a> {
                 if n > (self.bytes.len() - self.at) as u64 {
                     return Err("a list claims more items than the bytes left".into());
                 }
-                let mut items = Vec::with_capacity(n as usize);
+                // only lists of structures are read (the schema, row groups, column chunks); the
+                // items of any other list are decoded and dropped
+                if element != 12 {
+                    for _ in 0..n {
+                        self.element(element, depth + 1)?;
+                    }
+                    return Ok(Thrift::Other);
+                }
+                let mut items = Vec::with_capacity((n as usize).min(1024));
                 for _ in 0..n {
-                    items.push(if element == 1 || element == 2 {
-                        // booleans in a list are a byte each
-                        Thrift::Int(i64::from(self.byte()? == 1))
-                    } else {
-                        self.value(element, depth + 1)?
-                    });
+                    items.push(self.value(element, depth + 1)?);
                 }
                 Thrift::List(items)
             }
@@ -167,8 +186,8 @@ impl<'a> Compact<'a> {
                 if n > 0 {
                     let types = self.byte()?;
                     for _ in 0..n {
-                        self.value(types >> 4, depth + 1)?;
-                        self.value(types & 0x0f, depth + 1)?;
+                        self.element(types >> 4, depth + 1)?;
+                        self.element(types & 0x0f, depth + 1)?;
                     }
                 }
                 Thrift::Other
@@ -198,7 +217,11 @@ impl<'a> Compact<'a> {
             };
             last = id;
             let value = self.value(header & 0x0f, depth)?;
-            fields.push((id, value));
+            // the checks read fields 1 to 11, once each: the rest is decoded and dropped, so a
+            // footer of repeated or unknown fields cannot grow the tree
+            if (1..=11).contains(&id) && !fields.iter().any(|(f, _)| *f == id) {
+                fields.push((id, value));
+            }
         }
     }
 }
@@ -211,9 +234,18 @@ fn refuse(path: &Path, what: impl std::fmt::Display) -> DataError {
     }
 }
 
+/// What a checked file's footer says, for sizing the reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checked {
+    /// Rows in the file.
+    pub rows: u64,
+    /// The column chunks' bytes uncompressed, all row groups together.
+    pub uncompressed_bytes: u64,
+}
+
 /// Checks the Parquet file at `path` as the module docs say; `Ok` means its footer and page
 /// headers hold together and a reader may be given it.
-pub fn check(path: &Path) -> Result<()> {
+pub fn check(path: &Path) -> Result<Checked> {
     let mut file = crate::records::open(path)?;
     let io = |e: std::io::Error| refuse(path, format!("cannot read: {e}"));
     let len = file.metadata().map_err(io)?.len();
@@ -251,6 +283,7 @@ pub fn check(path: &Path) -> Result<()> {
         return Err(refuse(path, format!("a row count of {rows}")));
     }
     let mut counted: i128 = 0;
+    let mut uncompressed: u64 = 0;
     for (g, group) in meta.list(4).iter().enumerate() {
         let group_rows = group.int(3).unwrap_or(-1);
         if group_rows < 0 {
@@ -285,6 +318,7 @@ pub fn check(path: &Path) -> Result<()> {
                     format!("{at} holds {values} values for {group_rows} rows"),
                 ));
             }
+            uncompressed = uncompressed.saturating_add(column.int(6).unwrap_or(0).max(0) as u64);
             let size = column.int(7).unwrap_or(-1);
             let data = column.int(9).unwrap_or(-1);
             // the chunk starts at its dictionary page, if any, else at its first data page; a
@@ -305,7 +339,14 @@ pub fn check(path: &Path) -> Result<()> {
                     ),
                 ));
             }
-            check_pages(path, &mut file, &at, start as u64, size as u64)?;
+            let chunk = Chunk {
+                start: start as u64,
+                end: (start + size) as u64,
+                data_end: footer_start,
+                values,
+                rows: group_rows,
+            };
+            check_pages(path, &mut file, &at, &chunk)?;
         }
     }
     if counted != i128::from(rows) {
@@ -314,7 +355,24 @@ pub fn check(path: &Path) -> Result<()> {
             format!("its footer claims {rows} rows and its row groups hold {counted}"),
         ));
     }
-    Ok(())
+    Ok(Checked {
+        rows: rows as u64,
+        uncompressed_bytes: uncompressed,
+    })
+}
+
+/// A column chunk as its footer describes it.
+struct Chunk {
+    /// Its first byte (its dictionary page's, or its first data page's).
+    start: u64,
+    /// Where its size says it ends.
+    end: u64,
+    /// Where the file's data ends (the footer starts): no page may run past it.
+    data_end: u64,
+    /// Values the footer says it holds.
+    values: i64,
+    /// Rows of its row group.
+    rows: i64,
 }
 
 /// The schema's leaf count, after checking it is one tree no deeper than [`MAX_SCHEMA_DEPTH`].
@@ -366,19 +424,16 @@ fn schema_leaves(path: &Path, meta: &Thrift) -> Result<usize> {
     Ok(leaves)
 }
 
-/// Walks the page headers of the chunk at `start..start + size`: each must decode, claim sizes
-/// within the limits, and the pages must end exactly at the chunk's end.
-fn check_pages(
-    path: &Path,
-    file: &mut std::fs::File,
-    at: &str,
-    start: u64,
-    size: u64,
-) -> Result<()> {
+/// Walks the page headers of `chunk`: each must decode and claim sizes within the limits, the
+/// pages must run from its start through its end and stay in the file's data, and the data
+/// pages' values (and v2 pages' rows) must add up to what the footer says.
+fn check_pages(path: &Path, file: &mut std::fs::File, at: &str, chunk: &Chunk) -> Result<()> {
     let io = |e: std::io::Error| refuse(path, format!("cannot read: {e}"));
-    let end = start + size;
-    let mut offset = start;
+    let end = chunk.end;
+    let mut offset = chunk.start;
     let mut header = Vec::new();
+    // values and rows of the data pages (a dictionary page's entries are not values)
+    let (mut values, mut v2_rows, mut v1_pages) = (0i64, 0i64, 0usize);
     while offset < end {
         // a header is read through a window that grows while it cuts the header short, so a
         // chunk of many pages costs a few hundred bytes a page, not a megabyte
@@ -386,7 +441,7 @@ fn check_pages(
         let (page, header_len) = loop {
             header.clear();
             file.seek(SeekFrom::Start(offset)).map_err(io)?;
-            let limit = (end - offset).min(window);
+            let limit = (chunk.data_end - offset).min(window);
             (&mut *file)
                 .take(limit)
                 .read_to_end(&mut header)
@@ -415,25 +470,53 @@ fn check_pages(
             ));
         }
         // data page v1 (5), dictionary page (7), data page v2 (8): each starts with num_values
-        let values = [5, 7, 8]
+        let page_values = [5, 7, 8]
             .iter()
             .find_map(|&f| page.field(f).and_then(|h| h.int(1)))
             .unwrap_or(0);
-        if !(0..=MAX_PAGE_VALUES).contains(&values) {
+        if !(0..=MAX_PAGE_VALUES).contains(&page_values) {
             return Err(refuse(
                 path,
                 format!(
-                    "{at}: the page at byte {offset} claims {values} values (at most \
+                    "{at}: the page at byte {offset} claims {page_values} values (at most \
                      {MAX_PAGE_VALUES} a page are read)"
                 ),
             ));
         }
+        if let Some(v1) = page.field(5) {
+            values += v1.int(1).unwrap_or(0);
+            v1_pages += 1;
+        } else if let Some(v2) = page.field(8) {
+            values += v2.int(1).unwrap_or(0);
+            v2_rows += v2.int(3).unwrap_or(0).max(0);
+        }
         offset += header_len + compressed as u64;
+        if offset > chunk.data_end {
+            return Err(refuse(
+                path,
+                format!(
+                    "{at}: its pages run to byte {offset}, past the file's data at {}",
+                    chunk.data_end
+                ),
+            ));
+        }
     }
-    if offset != end {
+    if values != chunk.values {
         return Err(refuse(
             path,
-            format!("{at}: its pages run to byte {offset}, past the chunk's end at {end}"),
+            format!(
+                "{at}: its pages hold {values} values and its footer claims {}",
+                chunk.values
+            ),
+        ));
+    }
+    if v1_pages == 0 && values > 0 && v2_rows != chunk.rows {
+        return Err(refuse(
+            path,
+            format!(
+                "{at}: its pages hold {v2_rows} rows and its row group claims {}",
+                chunk.rows
+            ),
         ));
     }
     Ok(())

@@ -190,7 +190,7 @@ fn refused(lie: Lie) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = lie.write(dir.path());
     match check(&path) {
-        Ok(()) => panic!("the file was accepted"),
+        Ok(_) => panic!("the file was accepted"),
         Err(e) => {
             let text = e.to_string();
             assert!(text.starts_with(&path.display().to_string()), "{text}");
@@ -323,7 +323,43 @@ fn pages_that_overrun_their_chunk_are_refused() {
         pages,
         ..Lie::default()
     });
-    assert!(e.contains("past the chunk's end"), "{e}");
+    assert!(e.contains("past the file's data"), "{e}");
+}
+
+/// A liar that sets the footer's rows, the row group's and the chunk's values all to 10^12 is
+/// caught by the pages, which hold 3.
+#[test]
+fn a_footer_whose_pages_hold_fewer_values_is_refused() {
+    let e = refused(Lie {
+        rows: 1_000_000_000_000,
+        group_rows: 1_000_000_000_000,
+        values: 1_000_000_000_000,
+        ..Lie::default()
+    });
+    assert!(
+        e.contains("its pages hold 3 values and its footer claims 1000000000000"),
+        "{e}"
+    );
+}
+
+/// A list of ten million booleans costs ten megabytes in a footer; decoded into a tree it would
+/// cost gigabytes. Lists of anything but structures are read and dropped.
+#[test]
+fn a_footer_of_scalars_is_read_without_being_kept() {
+    let n = 10_000_000u64;
+    // field 5 (a field no check reads), a list of booleans
+    let mut footer = vec![0x59, 0xf1];
+    varint(&mut footer, n);
+    footer.extend(std::iter::repeat_n(1u8, n as usize));
+    // field 6 repeated a million times through the long form (type i32, id 1 by zigzag)
+    for _ in 0..1_000_000 {
+        footer.extend_from_slice(&[0x05, 0x02, 0x00]);
+    }
+    footer.push(0);
+    match Compact::new(&footer).structure(0).unwrap() {
+        Thrift::Struct(fields) => assert_eq!(fields.len(), 1, "{fields:?}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

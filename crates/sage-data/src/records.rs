@@ -168,27 +168,85 @@ fn json_lines(
 /// The bytes the CSV reader buffers ahead of the record it parses.
 const CSV_BUFFER_BYTES: usize = 64 << 10;
 
+/// The most fields a CSV or TSV record may have: a 64 MiB line of commas would be 64 million
+/// fields, and the csv crate keeps eight bytes of bookkeeping for each (a header, a string each).
+pub const MAX_FIELDS: usize = 1 << 20;
+
+/// The bytes of a CSV file kept after they are read: enough to look back over the reader's
+/// buffer at the byte that ended the last record.
+const RECENT_BYTES: usize = 2 * CSV_BUFFER_BYTES;
+
+/// Why a [`CappedFile`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tripped {
+    /// Not stopped.
+    No,
+    /// A record over [`MAX_LINE_BYTES`].
+    Long,
+    /// A record of more than [`MAX_FIELDS`] fields.
+    Wide,
+}
+
 /// A file that refuses to be read past a limit the CSV loop moves after every record, so a record
 /// over [`MAX_LINE_BYTES`] is stopped while it is read rather than after it is all in memory
 /// (the csv crate grows its record buffer to whatever the file holds).
+///
+/// It also keeps what lines and fields are counted from: the last [`RECENT_BYTES`] read (the
+/// csv crate numbers a record's line from where the previous one ended, one low after `\r\n`
+/// or blank lines, so sage numbers it from the bytes), and the offsets of the delimiters since
+/// the record began (at most [`MAX_FIELDS`] of them, so the count costs megabytes at most).
 struct CappedFile<R> {
     file: R,
     read: u64,
+    delimiter: u8,
+    recent: std::collections::VecDeque<u8>,
+    delimiters: std::collections::VecDeque<u64>,
+    record_start: std::rc::Rc<std::cell::Cell<u64>>,
     limit: std::rc::Rc<std::cell::Cell<u64>>,
-    tripped: std::rc::Rc<std::cell::Cell<bool>>,
+    tripped: std::rc::Rc<std::cell::Cell<Tripped>>,
+}
+
+impl<R> CappedFile<R> {
+    /// The byte at `offset`, if it is among the last [`RECENT_BYTES`] read.
+    fn byte_at(&self, offset: u64) -> Option<u8> {
+        let back = self.read.checked_sub(offset)?;
+        let back = usize::try_from(back).ok()?;
+        (1..=self.recent.len())
+            .contains(&back)
+            .then(|| self.recent[self.recent.len() - back])
+    }
 }
 
 impl<R: Read> Read for CappedFile<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let allowed = self.limit.get().saturating_sub(self.read);
         if allowed == 0 {
-            self.tripped.set(true);
+            self.tripped.set(Tripped::Long);
             return Err(std::io::Error::other("record too long"));
         }
         let take = buf
             .len()
             .min(usize::try_from(allowed).unwrap_or(usize::MAX));
         let n = self.file.read(&mut buf[..take])?;
+        let start = self.record_start.get();
+        while self.delimiters.front().is_some_and(|&o| o < start) {
+            self.delimiters.pop_front();
+        }
+        for (i, &b) in buf[..n].iter().enumerate() {
+            if b == self.delimiter {
+                self.delimiters.push_back(self.read + i as u64);
+            }
+        }
+        while self.delimiters.front().is_some_and(|&o| o < start) {
+            self.delimiters.pop_front();
+        }
+        if self.delimiters.len() >= MAX_FIELDS {
+            self.tripped.set(Tripped::Wide);
+            return Err(std::io::Error::other("record too wide"));
+        }
+        self.recent.extend(&buf[..n]);
+        let over = self.recent.len().saturating_sub(RECENT_BYTES);
+        self.recent.drain(..over);
         self.read += n as u64;
         Ok(n)
     }
@@ -197,39 +255,74 @@ impl<R: Read> Read for CappedFile<R> {
 /// A CSV or TSV reader over a [`CappedFile`], and the handles that move and read its cap.
 struct CsvFile<R> {
     reader: csv::Reader<CappedFile<R>>,
+    record_start: std::rc::Rc<std::cell::Cell<u64>>,
     limit: std::rc::Rc<std::cell::Cell<u64>>,
-    tripped: std::rc::Rc<std::cell::Cell<bool>>,
+    tripped: std::rc::Rc<std::cell::Cell<Tripped>>,
 }
 
 impl<R: Read> CsvFile<R> {
     /// Lets the next record (starting at byte `from`) be read, and no more than the cap of it.
     fn allow_record_from(&self, from: u64) {
+        self.record_start.set(from);
         self.limit
             .set(from + (MAX_LINE_BYTES + CSV_BUFFER_BYTES) as u64 + 1);
     }
 
+    /// The line a record starts on, from where the reader stands just after it (`end`) and the
+    /// line breaks inside it: the csv crate counts a record's `\n` but not the `\n` of a `\r\n`
+    /// that ended the record before, so its own count is one low after `\r\n` or blank lines.
+    fn line_of(&self, end: &csv::Position, inner_breaks: usize) -> usize {
+        let ended_by_newline = end
+            .byte()
+            .checked_sub(1)
+            .and_then(|o| self.reader.get_ref().byte_at(o))
+            == Some(b'\n');
+        (end.line() as usize)
+            .saturating_sub(inner_breaks + usize::from(ended_by_newline))
+            .max(1)
+    }
+
+    /// The line the record starting at `from` (on csv's `line`) begins on, as far as the bytes
+    /// kept tell: after a `\r`, the `\n` that follows is still that line break.
+    fn line_after(&self, from: &csv::Position) -> usize {
+        let capped = self.reader.get_ref();
+        let after_cr = from.byte().checked_sub(1).and_then(|o| capped.byte_at(o)) == Some(b'\r')
+            && capped.byte_at(from.byte()) == Some(b'\n');
+        from.line() as usize + usize::from(after_cr)
+    }
+
     /// `e` as our error: a tripped cap says so, naming the line where the record began.
     fn error(&self, path: &Path, e: &csv::Error, record_line: usize) -> DataError {
-        if self.tripped.get() {
-            return parse_error(
+        match self.tripped.get() {
+            Tripped::Long => parse_error(
                 path,
                 record_line,
                 format!(
                     "record longer than {} MiB (from this line on)",
                     MAX_LINE_BYTES >> 20
                 ),
-            );
+            ),
+            Tripped::Wide => parse_error(
+                path,
+                record_line,
+                format!("a record of more than {MAX_FIELDS} fields (from this line on)"),
+            ),
+            Tripped::No => csv_error(path, e),
         }
-        csv_error(path, e)
     }
 }
 
 fn csv_reader<R: Read>(source: R, delimiter: u8) -> CsvFile<R> {
     let limit = std::rc::Rc::new(std::cell::Cell::new(0));
-    let tripped = std::rc::Rc::new(std::cell::Cell::new(false));
+    let record_start = std::rc::Rc::new(std::cell::Cell::new(0));
+    let tripped = std::rc::Rc::new(std::cell::Cell::new(Tripped::No));
     let capped = CappedFile {
         file: source,
         read: 0,
+        delimiter,
+        recent: std::collections::VecDeque::with_capacity(RECENT_BYTES),
+        delimiters: std::collections::VecDeque::new(),
+        record_start: record_start.clone(),
         limit: limit.clone(),
         tripped: tripped.clone(),
     };
@@ -238,10 +331,13 @@ fn csv_reader<R: Read>(source: R, delimiter: u8) -> CsvFile<R> {
         .has_headers(true)
         // TSV as pandas and HF write it quotes like CSV; a bare quote inside a field stays text
         .quoting(true)
+        // a record with another number of fields than the header is our error, with our line
+        .flexible(true)
         .buffer_capacity(CSV_BUFFER_BYTES)
         .from_reader(capped);
     let file = CsvFile {
         reader,
+        record_start,
         limit,
         tripped,
     };
@@ -333,7 +429,16 @@ fn header<R: Read>(path: &Path, file: &mut CsvFile<R>) -> Result<Vec<String>> {
     let header: Vec<String> = read
         .map_err(|e| file.error(path, &e, 1))?
         .iter()
-        .map(|h| h.trim().to_owned())
+        .enumerate()
+        // Excel's "CSV UTF-8" starts with a byte-order mark, which is no part of a name
+        .map(|(i, h)| {
+            let h = if i == 0 {
+                h.trim_start_matches('\u{feff}')
+            } else {
+                h
+            };
+            h.trim().to_owned()
+        })
         .collect();
     if header.iter().all(String::is_empty) {
         return Err(DataError::Empty {
@@ -377,17 +482,17 @@ fn delimited_from<R: Read + std::io::Seek>(
 ) -> Result<()> {
     let mut file = csv_reader(source, delimiter);
     let header = header(path, &mut file)?;
-    let mut record = csv::StringRecord::new();
+    let mut record = csv::ByteRecord::new();
     // where the record being read starts: the line a cap error names, the bytes a last record's
-    // open quote is looked for in
+    // open quote is looked for in (the header's, when it is the only record)
     let mut next = file.reader.position().clone();
-    let mut last: Option<csv::Position> = None;
+    let mut last: Option<csv::Position> = Some(csv::Position::new());
     // a record is handed on once the next is read: the last one is checked for a quote left open
     // first, so a swallowed rest of the file never reaches the caller
     let mut pending: Option<(usize, Map<String, Value>)> = None;
     loop {
         file.allow_record_from(next.byte());
-        match file.reader.read_record(&mut record) {
+        match file.reader.read_byte_record(&mut record) {
             Ok(false) => {
                 if let Some(last) = &last {
                     let source = file.reader.into_inner().file;
@@ -399,11 +504,13 @@ fn delimited_from<R: Read + std::io::Seek>(
                 };
             }
             Ok(true) => {}
-            Err(e) => return Err(file.error(path, &e, next.line() as usize)),
+            Err(e) => return Err(file.error(path, &e, file.line_after(&next))),
         }
         last = record.position().cloned();
-        next = file.reader.position().clone();
-        let line = record.position().map_or(1, |p| (p.line() as usize).max(1));
+        let end = file.reader.position().clone();
+        let inner_breaks = record.as_slice().iter().filter(|&&b| b == b'\n').count();
+        let line = file.line_of(&end, inner_breaks);
+        next = end;
         if record.as_slice().len() > MAX_LINE_BYTES {
             return Err(parse_error(
                 path,
@@ -411,12 +518,29 @@ fn delimited_from<R: Read + std::io::Seek>(
                 format!("record longer than {} MiB", MAX_LINE_BYTES >> 20),
             ));
         }
-        if record.iter().all(|cell| cell.trim().is_empty()) {
+        let mut cells = Vec::with_capacity(record.len());
+        for (i, cell) in record.iter().enumerate() {
+            cells.push(std::str::from_utf8(cell).map_err(|_| {
+                parse_error(path, line, format!("not valid UTF-8 in field {}", i + 1))
+            })?);
+        }
+        if cells.iter().all(|cell| cell.trim().is_empty()) {
             continue;
+        }
+        if cells.len() != header.len() {
+            return Err(parse_error(
+                path,
+                line,
+                format!(
+                    "{} fields where the header has {}",
+                    cells.len(),
+                    header.len()
+                ),
+            ));
         }
         let object = header
             .iter()
-            .zip(record.iter())
+            .zip(cells)
             .map(|(name, cell)| (name.clone(), Value::String(cell.to_owned())))
             .collect();
         if let Some((line, object)) = pending.replace((line, object)) {
@@ -491,14 +615,20 @@ fn parquet(
     each: &mut dyn FnMut(usize, Map<String, Value>) -> Result<()>,
 ) -> Result<()> {
     use polars::prelude::{JsonFormat, JsonWriter, ParquetReader, SerReader, SerWriter};
-    crate::parquet_check::check(path)?;
+    let checked = crate::parquet_check::check(path)?;
     let fail = parquet_fail(path);
     let rows = guarded(path, || {
         ParquetReader::new(open(path)?).num_rows().map_err(&fail)
     })?;
+    // a batch of about 64 MiB uncompressed at the file's mean row size, so wide rows cost what
+    // narrow ones do (a row over 64 MiB is refused below)
+    let row_bytes = checked.uncompressed_bytes / checked.rows.max(1);
+    let batch = usize::try_from((MAX_LINE_BYTES as u64 / row_bytes.max(1)).max(1))
+        .unwrap_or(usize::MAX)
+        .min(PARQUET_BATCH_ROWS);
     let mut start = 0;
     while start < rows {
-        let take = PARQUET_BATCH_ROWS.min(rows - start);
+        let take = batch.min(rows - start);
         let lines = guarded(path, || {
             let mut frame = ParquetReader::new(open(path)?)
                 .with_slice(Some((start, take)))
@@ -517,6 +647,13 @@ fn parquet(
             .enumerate()
         {
             let row = start + i + 1;
+            if raw.len() > MAX_LINE_BYTES {
+                return Err(parse_error(
+                    path,
+                    row,
+                    format!("row longer than {} MiB", MAX_LINE_BYTES >> 20),
+                ));
+            }
             let object = match serde_json::from_slice(raw) {
                 Ok(Value::Object(object)) => object,
                 Ok(_) => return Err(parse_error(path, row, "row is not a record")),
@@ -679,6 +816,74 @@ mod tests {
         )
         .unwrap();
         assert_eq!(lines, [2, 3, 4, 5]);
+    }
+
+    fn lines_and_error(text: impl AsRef<[u8]>) -> (Vec<usize>, Option<String>) {
+        let mut lines = Vec::new();
+        let e = delimited_from(
+            Path::new("t.csv"),
+            std::io::Cursor::new(text.as_ref()),
+            b',',
+            &mut |line, _| {
+                lines.push(line);
+                Ok(())
+            },
+        )
+        .err()
+        .map(|e| e.to_string());
+        (lines, e)
+    }
+
+    /// The csv crate numbers a record from where the previous one ended: after `\r\n` (what
+    /// Excel and pandas on Windows write) and after blank lines, one line low. sage numbers
+    /// records from their bytes.
+    #[test]
+    fn records_are_numbered_by_their_first_line_whatever_ends_the_lines() {
+        let lf = "text,label\nx,a\n\ny,\"b\nc\"\nz,d\n";
+        let crlf = lf.replace('\n', "\r\n");
+        let cr = lf.replace('\n', "\r");
+        for text in [lf.to_owned(), crlf.clone(), cr] {
+            assert_eq!(lines_and_error(&text), (vec![2, 4, 6], None), "{text:?}");
+        }
+        // without a final line break too
+        assert_eq!(lines_and_error("a,b\r\nx,y"), (vec![2], None));
+        // an error names the record's own line
+        let (_, e) = lines_and_error(&format!("{crlf}w\r\n"));
+        let e = e.unwrap();
+        assert!(
+            e.contains("t.csv:7: 1 fields where the header has 2"),
+            "{e}"
+        );
+        let (_, e) = lines_and_error(b"text,label\r\nok,a\r\n\xff,b\r\n");
+        assert!(e.unwrap().contains("t.csv:3: not valid UTF-8 in field 1"));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_no_part_of_the_first_column_name() {
+        let text = "\u{feff}text,label\nx,a\n";
+        let mut file = csv_reader(std::io::Cursor::new(text.as_bytes()), b',');
+        assert_eq!(
+            header(Path::new("bom.csv"), &mut file).unwrap(),
+            ["text", "label"]
+        );
+    }
+
+    /// A 64 MiB line of commas would be 64 million fields: bookkeeping of gigabytes before the
+    /// length cap is reached.
+    #[test]
+    fn a_record_of_too_many_fields_is_refused_while_it_is_read() {
+        let e = endless_csv("text,label\nok,a\n", b",");
+        assert!(
+            e.contains("endless.csv:3") && e.contains("more than 1048576 fields"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_quote_left_open_in_the_header_is_found() {
+        let (_, e) = lines_and_error("text,\"label\nx,a\ny,b\n");
+        let e = e.unwrap();
+        assert!(e.contains("t.csv:1") && e.contains("never closes"), "{e}");
     }
 
     /// A header of 500,000 names once hung: each name was compared with every one before it.

@@ -396,9 +396,10 @@ fn retention(noisy: f64, clean: f64) -> f64 {
 }
 
 /// The crate docs' rule: a retention is reported only when the clean score and the low end of
-/// its interval are above zero.
+/// its interval are above zero (a clean score without an interval has none).
 fn retention_is_defined(clean: f64, clean_ci95: Option<&BootstrapInterval>) -> bool {
-    clean > 0.0 && clean_ci95.is_none_or(|ci| ci.low > 0.0)
+    // no interval (too few resamples with a score) is no evidence either
+    clean > 0.0 && clean_ci95.is_some_and(|ci| ci.low > 0.0)
 }
 
 /// The noise suite on each of `datasets` (`name`, `split`; BEIR, STS or labelled pairs).

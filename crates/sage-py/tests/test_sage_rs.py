@@ -283,7 +283,7 @@ def test_an_error_in_data_given_in_memory_names_the_data_not_a_scratch_file():
                     columns={"text": "nope"})
     message = str(caught.value)
     assert "sage-rs-data-" not in message, message
-    assert "dataset 'tickets' (a list in memory), row 1: no column \"nope\"" in message, message
+    assert "dataset 'tickets' (a list in memory), row 1 (index 0): no column \"nope\"" in message, message
 
 
 def test_missing_default_datasets_are_warnings():

@@ -195,10 +195,12 @@ def _dataset_args(datasets: Any, scratch: str, written: dict) -> List[str]:
             os.makedirs(os.path.join(folder, "qrels"))
             _write_rows(os.path.join(folder, "corpus.jsonl"), _beir_rows(data["corpus"]))
             _write_rows(os.path.join(folder, "queries.jsonl"), _beir_rows(data["queries"]))
-            for part, file in [("corpus", "corpus.jsonl"), ("queries", "queries.jsonl"),
-                               ("qrels", os.path.join("qrels", "test.tsv"))]:
+            # line n of corpus and queries is their entry n; qrels are written after a header
+            for part, file, header in [("corpus", "corpus.jsonl", 0),
+                                       ("queries", "queries.jsonl", 0),
+                                       ("qrels", os.path.join("qrels", "test.tsv"), 1)]:
                 written[os.path.join(folder, file)] = (
-                    f"dataset {name!r} (in memory), its {part!r}", "entry")
+                    f"dataset {name!r} (in memory), its {part!r}", ("entry", header))
             written[folder] = (f"dataset {name!r} (in memory)", None)
             with open(os.path.join(folder, "qrels", "test.tsv"), "w", encoding="utf-8") as out:
                 out.write("query-id\tcorpus-id\tscore\n")
@@ -215,20 +217,25 @@ def _dataset_args(datasets: Any, scratch: str, written: dict) -> List[str]:
             )
         path = os.path.join(scratch, f"{name}.jsonl")
         _write_rows(path, rows)
-        written[path] = (f"dataset {name!r} (a {type(data).__name__} in memory)", "row")
+        written[path] = (f"dataset {name!r} (a {type(data).__name__} in memory)", ("row", 0))
         args.append(path)
     return args
 
 
 def _as_given(message: str, written: dict) -> str:
     """``message`` with each scratch file it names said as the user's data: ``/tmp/…/t.jsonl:3:``
-    becomes ``dataset 't' (a DataFrame in memory), row 3:`` (line n of the file written is row
-    n of the data)."""
+    becomes ``dataset 't' (a DataFrame in memory), row 3 (index 2):`` (line n of the file written
+    is row n of the data, at position n - 1)."""
     for path in sorted(written, key=len, reverse=True):
         label, unit = written[path]
         if unit is not None:
-            message = re.sub(re.escape(path) + r":(\d+):", lambda m: f"{label}, {unit} {m[1]}:",
-                             message)
+            word, header = unit
+
+            def said(m, label=label, word=word, header=header):
+                n = int(m[1]) - header
+                return f"{label}, {word} {n} (index {n - 1}):" if n >= 1 else f"{label}, its header:"
+
+            message = re.sub(re.escape(path) + r":(\d+):", said, message)
         message = message.replace(path, label)
     return message
 
@@ -301,5 +308,5 @@ def run(
                 raise
             raise SageError(_as_given(str(e), written)) from None
     for note in notes:
-        warnings.warn(f"{suite}: {note}", SkippedWarning, stacklevel=2)
+        warnings.warn(f"{suite}: {_as_given(note, written)}", SkippedWarning, stacklevel=2)
     return json.loads(report)
