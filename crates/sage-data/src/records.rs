@@ -268,10 +268,16 @@ impl<R: Read> CsvFile<R> {
             .set(from + (MAX_LINE_BYTES + CSV_BUFFER_BYTES) as u64 + 1);
     }
 
-    /// The line a record starts on, from where the reader stands just after it (`end`) and the
-    /// line breaks inside it: the csv crate counts a record's `\n` but not the `\n` of a `\r\n`
-    /// that ended the record before, so its own count is one low after `\r\n` or blank lines.
-    fn line_of(&self, end: &csv::Position, inner_breaks: usize) -> usize {
+    /// The line a record starts on. The csv crate numbers a record from where the previous one
+    /// ended: it has not yet counted the `\n` of a `\r\n` that ended it, nor blank lines, so its
+    /// own number is one low after `\r\n` (what Excel and pandas on Windows write). The record
+    /// starts after the line breaks that lead it: counted from the bytes kept when they are
+    /// still there (`start`); else from where the reader stands after it (`end`), less the line
+    /// breaks inside it and the one that ended it.
+    fn line_of(&self, start: &csv::Position, end: &csv::Position, inner_breaks: usize) -> usize {
+        if let Some(line) = self.leading_line(start) {
+            return line;
+        }
         let ended_by_newline = end
             .byte()
             .checked_sub(1)
@@ -282,13 +288,25 @@ impl<R: Read> CsvFile<R> {
             .max(1)
     }
 
-    /// The line the record starting at `from` (on csv's `line`) begins on, as far as the bytes
-    /// kept tell: after a `\r`, the `\n` that follows is still that line break.
-    fn line_after(&self, from: &csv::Position) -> usize {
+    /// The line of the first byte after the line breaks at `from`, if the bytes kept reach them.
+    fn leading_line(&self, from: &csv::Position) -> Option<usize> {
         let capped = self.reader.get_ref();
-        let after_cr = from.byte().checked_sub(1).and_then(|o| capped.byte_at(o)) == Some(b'\r')
-            && capped.byte_at(from.byte()) == Some(b'\n');
-        from.line() as usize + usize::from(after_cr)
+        let mut breaks = 0;
+        let mut at = from.byte();
+        loop {
+            match capped.byte_at(at)? {
+                b'\n' => breaks += 1,
+                b'\r' => {}
+                _ => return Some(from.line() as usize + breaks),
+            }
+            at += 1;
+        }
+    }
+
+    /// The line the record starting at `from` begins on, for an error that stopped it before its
+    /// end: as [`CsvFile::line_of`] counts it, as far as the bytes kept tell.
+    fn line_after(&self, from: &csv::Position) -> usize {
+        self.leading_line(from).unwrap_or(from.line() as usize)
     }
 
     /// `e` as our error: a tripped cap says so, naming the line where the record began.
@@ -509,7 +527,7 @@ fn delimited_from<R: Read + std::io::Seek>(
         last = record.position().cloned();
         let end = file.reader.position().clone();
         let inner_breaks = record.as_slice().iter().filter(|&&b| b == b'\n').count();
-        let line = file.line_of(&end, inner_breaks);
+        let line = file.line_of(&next, &end, inner_breaks);
         next = end;
         if record.as_slice().len() > MAX_LINE_BYTES {
             return Err(parse_error(
@@ -846,6 +864,14 @@ mod tests {
         }
         // without a final line break too
         assert_eq!(lines_and_error("a,b\r\nx,y"), (vec![2], None));
+        // a quote left open in a record's first field swallows the rest: its unequal fields are
+        // named at the record's own line, not the line before
+        let (_, e) = lines_and_error("text,label\r\n\"a,b\r\n");
+        let e = e.unwrap();
+        assert!(
+            e.contains("t.csv:2: 1 fields where the header has 2"),
+            "{e}"
+        );
         // an error names the record's own line
         let (_, e) = lines_and_error(format!("{crlf}w\r\n"));
         let e = e.unwrap();
