@@ -673,7 +673,8 @@ impl Row for BeirQuery {
 
 // How the rows' files are read: the row types above say which reader is theirs.
 
-fn non_empty<T>(path: &Path, rows: Vec<(usize, T)>) -> Result<Vec<(usize, T)>> {
+/// `rows`, or [`DataError::Empty`] naming `path` when there are none.
+pub(crate) fn non_empty<T>(path: &Path, rows: Vec<T>) -> Result<Vec<T>> {
     if rows.is_empty() {
         Err(DataError::Empty {
             path: path.to_owned(),

@@ -10,8 +10,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::error::{parse_error, DataError, Result};
-use crate::records::{for_each_line, for_each_line_in};
+use crate::error::{parse_error, Result};
+use crate::records::{for_each_line_in, open};
+use crate::rows::non_empty;
 
 /// One relevance judgement and the line it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,12 +42,7 @@ pub struct Retrieved {
 
 /// The judgements of the qrels file at `path`, in file order.
 pub fn read_qrels(path: &Path) -> Result<Vec<Judgement>> {
-    let mut judgements = Vec::new();
-    let mut seen = HashMap::new();
-    for_each_line(path, &mut |line, text| {
-        judgement(path, line, text, &mut seen, &mut judgements)
-    })?;
-    non_empty(path, judgements)
+    parse_qrels(path, std::io::BufReader::new(open(path)?))
 }
 
 /// [`read_qrels`] of any reader (bytes, standard input), streamed; `path` names it in errors.
@@ -61,15 +57,6 @@ pub fn parse_qrels(path: &Path, reader: impl std::io::BufRead) -> Result<Vec<Jud
 
 /// Where a (query, document) pair was first seen.
 type FirstLines = HashMap<(String, String), usize>;
-
-fn non_empty<T>(path: &Path, rows: Vec<T>) -> Result<Vec<T>> {
-    if rows.is_empty() {
-        return Err(DataError::Empty {
-            path: path.to_owned(),
-        });
-    }
-    Ok(rows)
-}
 
 /// One line of qrels onto `judgements` (a BEIR header line is passed over).
 fn judgement(
@@ -130,12 +117,7 @@ fn judgement(
 
 /// The retrieved documents of the TREC run at `path`, in file order.
 pub fn read_run(path: &Path) -> Result<Vec<Retrieved>> {
-    let mut run = Vec::new();
-    let mut seen = HashMap::new();
-    for_each_line(path, &mut |line, text| {
-        retrieved(path, line, text, &mut seen, &mut run)
-    })?;
-    non_empty(path, run)
+    parse_run(path, std::io::BufReader::new(open(path)?))
 }
 
 /// [`read_run`] of any reader (bytes, standard input), streamed; `path` names it in errors.
@@ -202,6 +184,7 @@ fn retrieved(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::DataError;
 
     fn qrels(text: &str) -> Result<Vec<Judgement>> {
         parse_qrels(Path::new("q.tsv"), text.as_bytes())
