@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sage_core::measures::{
+use sage_measures::{
     harmonic_mean, hodges_lehmann, mean, mean_std, pearson, percentile, spearman, v_measure,
     wilcoxon,
 };

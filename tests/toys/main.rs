@@ -142,7 +142,7 @@ impl Suite for StsSpearman {
                 .collect();
             let gold: Vec<f64> = pairs.iter().map(|p| p.score).collect();
             let spearman =
-                sage_core::measures::spearman(&predicted, &gold).map_err(|e| failed(e.into()))?;
+                sage_measures::spearman(&predicted, &gold).map_err(|e| failed(e.into()))?;
             scores.push(DatasetScore {
                 dataset: format!("{name}/{split}"),
                 rows,

@@ -287,7 +287,7 @@ fn quick_metrics_results_and_report_equal_the_kept_ones() {
         // result files write the home folder as `~`: a checkout under it is still <workspace>
         let text = text
             .replace(&here, "<workspace>")
-            .replace(&sage_core::redact::home_relative(&here), "<workspace>");
+            .replace(&sage_redact::home_relative(&here), "<workspace>");
         let path = kept.join(relative);
         if bless {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -370,7 +370,7 @@ fn sage_bench_all_writes_the_results_cargo_xtask_bench_all_writes() {
         let text = serde_json::to_string_pretty(&stable(file))
             .unwrap()
             .replace(&here, "<workspace>")
-            .replace(&sage_core::redact::home_relative(&here), "<workspace>");
+            .replace(&sage_redact::home_relative(&here), "<workspace>");
         let relative = file.strip_prefix(&out).unwrap();
         let want = std::fs::read_to_string(kept.join(relative)).unwrap();
         assert!(

@@ -280,7 +280,7 @@ fn a_real_openai_compatible_server() {
             );
             let file: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
             // the result file: the report inside the envelope, its spec as given (redacted)
-            assert_eq!(file["similarity"]["spec"], sage_core::redact::redact_url(m));
+            assert_eq!(file["similarity"]["spec"], sage_redact::redact_url(m));
             let report = &file["report"];
             if m == spec {
                 let usage = &report["remote_usage"][0];

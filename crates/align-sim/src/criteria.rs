@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rand::seq::SliceRandom;
-use sage_core::{measures, RunSeed, Similarity};
+use sage_core::{RunSeed, Similarity};
 use sage_data::{DataRoot, LabeledPair, NegationPair, RowSelection};
+use sage_measures as measures;
 use sage_perturb::{
     AntonymReplacement, Jumbling, Perturbation, Provenance, SynonymReplacement, WordNet,
 };

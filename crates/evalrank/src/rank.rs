@@ -4,7 +4,8 @@ use std::collections::HashMap;
 
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
-use sage_core::{measures, normalize_rows, Embedder, Timings, VectorSimilarity};
+use sage_core::{normalize_rows, Embedder, Timings, VectorSimilarity};
+use sage_measures as measures;
 use serde::{Deserialize, Serialize};
 
 use crate::{EvalRankError, PostProcess, Result};

@@ -3,10 +3,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use sage_core::{
-    cosine, measures, Embedder, EmbedderIdentity, EmbeddingSimilarity, Similarity, Timings,
-    VectorSimilarity,
+    cosine, Embedder, EmbedderIdentity, EmbeddingSimilarity, Similarity, Timings, VectorSimilarity,
 };
 use sage_data::{DataRoot, StsPair};
+use sage_measures as measures;
 use serde::{Deserialize, Serialize};
 
 use crate::lists::{self, Lists};

@@ -4,20 +4,21 @@
 
 use std::collections::HashMap;
 
-use sage_core::measures::{
-    hodges_lehmann_bootstrap, holm, mean, mean_std, wilcoxon, HodgesLehmann, MeanStd, Wilcoxon,
-    BOOTSTRAP_RESAMPLES,
-};
 use sage_core::{Embedder, EmbedderIdentity, RunSeed, Timings};
 use sage_data::{
     sample, DataRoot, DatasetKind, LabeledPair, LabeledText, Loaded, RerankingQuery, RowSelection,
     StsPair, SummaryDocument, SummaryRating,
 };
+use sage_measures::{
+    hodges_lehmann_bootstrap, holm, mean, mean_std, wilcoxon, HodgesLehmann, MeanStd, Wilcoxon,
+    BOOTSTRAP_RESAMPLES,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::paraphrase::{Judge, Paraphraser, ParaphraserIdentity};
 use crate::quality::{
-    judge_sts_spearman, mean_figures, measure_run, DatasetQuality, QualityGate, RunQuality,
+    judge_sts_spearman, mean_figures, measure_run, DatasetQuality, JudgeResult, QualityGate,
+    RunQuality,
 };
 use crate::tasks::{group_summaries, RerankingSample, TaskData, TaskKind};
 use crate::{PtebError, Result};
@@ -95,22 +96,6 @@ pub struct RunResult {
     pub retries: u64,
     /// Texts answered from the paraphrase cache.
     pub cache_hits: u64,
-}
-
-/// The LLM judge's figures on one dataset.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JudgeResult {
-    /// The judge model.
-    pub judge: String,
-    /// Pairs rated.
-    pub pairs: usize,
-    /// Answers without a 0–5 number.
-    pub unparsable: usize,
-    /// Mean rating of (original, paraphrase) over the run-0 sample.
-    pub paraphrase_similarity: Option<f64>,
-    /// STS datasets: Spearman of the judge's ratings of the original pairs with the gold scores
-    /// (the paper's check of a judge).
-    pub sts_spearman: Option<f64>,
 }
 
 /// What happened to one dataset.
@@ -258,7 +243,7 @@ pub fn load_task(
                 .sample(max, seed)?
                 .into_parts();
             let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
-            if let Some(why) = sage_core::measures::unclusterable(&labels) {
+            if let Some(why) = sage_measures::unclusterable(&labels) {
                 return Err(PtebError::Task(format!("{name}/{split}: {why}")));
             }
             (

@@ -8,7 +8,7 @@
 //! Data flows one way: a [`sage_data`] dataset → [`Paraphraser`] (any [`ChatModel`] of
 //! [`sage_llm`]: a local GGUF model through candle, [`GgufChat`], or an OpenAI-compatible server,
 //! [`OpenAiChat`]) → the
-//! encoder ([`sage_core::Embedder`]) → the task's MTEB measure (from [`sage_core::measures`]) →
+//! encoder ([`sage_core::Embedder`]) → the task's MTEB measure (from [`sage_measures`]) →
 //! [`PtebReport`] with per-dataset original score, mean ± std over runs, delta, the
 //! paraphrases' quality against a gate ([`QualityGate`]: a fixed reference encoder's agreement
 //! between each original and its paraphrase, edit distance, fallbacks, an optional LLM judge),
@@ -47,8 +47,8 @@ mod testing;
 
 pub use cache::{default_cache_path, merge_paraphrase_caches, request_key, ParaphraseCache};
 pub use evaluate::{
-    compare, evaluate, load_task, Comparison, DatasetResult, JudgeResult, Options, Paraphrasing,
-    Pooled, Progress, PtebReport, RunResult, Silent, DEFAULT_DATASETS,
+    compare, evaluate, load_task, Comparison, DatasetResult, Options, Paraphrasing, Pooled,
+    Progress, PtebReport, RunResult, Silent, DEFAULT_DATASETS,
 };
 // the chat models live in sage-llm; PTEB's API keeps naming them
 pub use llm::LlmConfig;
@@ -63,8 +63,8 @@ pub use qualify::{
     Qualification,
 };
 pub use quality::{
-    judge_sts_spearman, mean_figures, measure_run, DatasetQuality, QualityFigures, QualityGate,
-    RunQuality, Verdict, DEFAULT_REFERENCE_ENCODER, NOT_QUALIFIED_ADVICE,
+    judge_sts_spearman, mean_figures, measure_run, DatasetQuality, JudgeResult, QualityFigures,
+    QualityGate, RunQuality, Verdict, DEFAULT_REFERENCE_ENCODER, NOT_QUALIFIED_ADVICE,
 };
 pub use sage_llm::{
     locate_gguf, sample_top_p, ChatMessage, ChatModel, Completion, GgufChat, LlmError, OpenAiChat,

@@ -65,7 +65,7 @@ impl LlmConfig {
             let Some(model) = &self.llm_model else {
                 return Err(PtebError::Task(format!(
                     "{} is a server: name the model it should run (--llm-model, llm_model=)",
-                    sage_core::redact::redact_url(spec)
+                    sage_redact::redact_url(spec)
                 )));
             };
             let key = std::env::var(&self.api_key_env)

@@ -14,8 +14,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use rand::RngCore;
-use sage_core::measures::{mean, spearman};
 use sage_core::RunSeed;
+use sage_measures::{mean, spearman};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{request_key, ParaphraseCache};

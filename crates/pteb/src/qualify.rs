@@ -11,13 +11,14 @@
 
 use std::time::Instant;
 
-use sage_core::measures::mean;
 use sage_core::Embedder;
 use sage_data::{DataRoot, RowSelection};
+use sage_measures::mean;
 use serde::{Deserialize, Serialize};
 
-use crate::evaluate::{load_task, JudgeResult, Options, Progress};
+use crate::evaluate::{load_task, Options, Progress};
 use crate::paraphrase::{Judge, Paraphraser};
+use crate::quality::JudgeResult;
 use crate::quality::{judge_sts_spearman, mean_figures, measure_run, QualityFigures, Verdict};
 use crate::tasks::TaskData;
 use crate::{PtebError, Result};

@@ -16,12 +16,27 @@
 //! qualified", and is left out of the pooled statistics and the encoder comparisons unless
 //! [`crate::Options::pool_unqualified`] asks otherwise.
 
-use sage_core::measures::{mean, normalized_word_edit_distance};
 use sage_core::{Embedder, EmbeddingSimilarity, Similarity};
+use sage_measures::{mean, normalized_word_edit_distance};
 use serde::{Deserialize, Serialize};
 
-use crate::evaluate::JudgeResult;
 use crate::Result;
+
+/// The LLM judge's figures on one dataset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JudgeResult {
+    /// The judge model.
+    pub judge: String,
+    /// Pairs rated.
+    pub pairs: usize,
+    /// Answers without a 0–5 number.
+    pub unparsable: usize,
+    /// Mean rating of (original, paraphrase) over the run-0 sample.
+    pub paraphrase_similarity: Option<f64>,
+    /// STS datasets: Spearman of the judge's ratings of the original pairs with the gold scores
+    /// (the paper's check of a judge).
+    pub sts_spearman: Option<f64>,
+}
 
 /// The reference encoder's default: small, on every machine the default run has, and not an
 /// encoder anyone would pick on PTEB's say-so.

@@ -8,10 +8,10 @@ use linfa::prelude::*;
 use linfa_clustering::KMeans;
 use linfa_logistic::MultiLogisticRegression;
 use ndarray::{Array1, Array2};
-use sage_core::measures::{
+use sage_core::{cosine, Embedder, Role, RunSeed};
+use sage_measures::{
     average_precision_score, ndcg_at_k, spearman, trec_order, v_measure, RankedDoc,
 };
-use sage_core::{cosine, Embedder, Role, RunSeed};
 use serde::{Deserialize, Serialize};
 
 use crate::{PtebError, Result};

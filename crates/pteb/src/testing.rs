@@ -6,9 +6,9 @@ use std::sync::Mutex;
 use ndarray::Array2;
 use sage_core::{Embedder, EmbedderIdentity};
 
-use sage_core::measures::{mean, mean_std};
 use sage_core::{RunSeed, Timings};
 use sage_data::RowSelection;
+use sage_measures::{mean, mean_std};
 
 use crate::evaluate::pooled;
 use crate::paraphrase::ParaphraseSettings;

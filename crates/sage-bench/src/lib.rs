@@ -37,8 +37,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use sage_core::redact::redact_url;
 use sage_core::{Parameters, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord};
+use sage_redact::redact_url;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -478,9 +478,7 @@ pub fn bench_all(inv: &Invocation, env: &Environment) -> Result<()> {
             index: s.index,
             count: s.count,
         })),
-        data_dir: Some(sage_core::redact::home_relative(
-            &data_dir.display().to_string(),
-        )),
+        data_dir: Some(sage_redact::home_relative(&data_dir.display().to_string())),
         gathered_from: None,
         similarities: Some(
             similarities
@@ -549,7 +547,7 @@ fn config_name(inv: &Invocation) -> String {
     inv.config_path
         .as_ref()
         .map_or("embedded bench.toml".to_owned(), |p| {
-            sage_core::redact::home_relative(&p.display().to_string())
+            sage_redact::home_relative(&p.display().to_string())
         })
 }
 

@@ -406,9 +406,9 @@ pub(crate) fn run_job(job: &Job, sage: &Path, path: &Path, context: &RunContext)
             sage_args: job
                 .args
                 .iter()
-                .map(|a| sage_core::redact::home_relative(&redact_url(a)))
+                .map(|a| sage_redact::home_relative(&redact_url(a)))
                 .collect(),
-            data_dir: sage_core::redact::home_relative(&context.data_dir.display().to_string()),
+            data_dir: sage_redact::home_relative(&context.data_dir.display().to_string()),
         },
         run: RunRecord {
             timestamp: sage_core::utc_timestamp(),

@@ -29,8 +29,10 @@ mod output;
 mod perturb;
 mod pteb;
 mod remote;
+mod result_file;
 mod run;
 mod score;
+mod suite_options;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -203,7 +205,7 @@ enum SuitesCommand {
         /// The suite, as `sage run` takes it.
         name: String,
         #[command(flatten)]
-        options: run::OptionArgs,
+        options: suite_options::OptionArgs,
     },
 }
 
@@ -353,7 +355,11 @@ fn report(dir: &std::path::Path, mteb_results: Option<&std::path::Path>) -> anyh
 }
 
 /// `sage suites check`: one run of a suite checked, nothing run.
-fn check_suite(registry: &Registry, name: &str, options: &run::OptionArgs) -> anyhow::Result<()> {
+fn check_suite(
+    registry: &Registry,
+    name: &str,
+    options: &suite_options::OptionArgs,
+) -> anyhow::Result<()> {
     let suite = registry.find(name)?;
     let options = options.base()?;
     suite.check_options(&options)?;

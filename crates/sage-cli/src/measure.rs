@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
-use sage_core::measures::{self, RankedDoc};
 use sage_core::RunSeed;
+use sage_measures::RankedDoc;
 use serde_json::{json, Value};
 
 use crate::jsonl::{open, read_records, shown, Record};
@@ -107,15 +107,15 @@ pub fn run(measure: MeasureCommand) -> Result<Value> {
     Ok(match measure {
         MeasureCommand::Pearson(a) => {
             let (x, y) = read_xy(&a.input)?;
-            json!({"measure": "pearson", "value": at(&a.input, measures::pearson(&x, &y))?, "n": x.len()})
+            json!({"measure": "pearson", "value": at(&a.input, sage_measures::pearson(&x, &y))?, "n": x.len()})
         }
         MeasureCommand::Spearman(a) => {
             let (x, y) = read_xy(&a.input)?;
-            json!({"measure": "spearman", "value": at(&a.input, measures::spearman(&x, &y))?, "n": x.len()})
+            json!({"measure": "spearman", "value": at(&a.input, sage_measures::spearman(&x, &y))?, "n": x.len()})
         }
         MeasureCommand::Wilcoxon(a) => {
             let (x, y) = read_xy(&a.input)?;
-            let mut v = serde_json::to_value(at(&a.input, measures::wilcoxon(&x, &y))?)?;
+            let mut v = serde_json::to_value(at(&a.input, sage_measures::wilcoxon(&x, &y))?)?;
             v["measure"] = json!("wilcoxon");
             v
         }
@@ -123,7 +123,7 @@ pub fn run(measure: MeasureCommand) -> Result<Value> {
             let (x, y) = read_xy(&a.input)?;
             let hl = at(
                 &a.input,
-                measures::hodges_lehmann_bootstrap(
+                sage_measures::hodges_lehmann_bootstrap(
                     &x,
                     &y,
                     a.confidence,
@@ -140,7 +140,7 @@ pub fn run(measure: MeasureCommand) -> Result<Value> {
             let truth = labels(&records, "label_true")?;
             let predicted = labels(&records, "label_pred")?;
             let mut v =
-                serde_json::to_value(at(&a.input, measures::v_measure(&truth, &predicted))?)?;
+                serde_json::to_value(at(&a.input, sage_measures::v_measure(&truth, &predicted))?)?;
             v["measure"] = json!("v-measure");
             v["n"] = json!(records.len());
             v
@@ -157,37 +157,37 @@ pub fn run(measure: MeasureCommand) -> Result<Value> {
                 .collect::<Result<Vec<_>>>()?;
             let mut v = serde_json::to_value(at(
                 &a.input,
-                measures::binary_classification(&truth, &predicted),
+                sage_measures::binary_classification(&truth, &predicted),
             )?)?;
             v["measure"] = json!("classification");
             v
         }
         MeasureCommand::Holm(a) => {
             let p = read_numbers(&a.input, "p")?;
-            let mut v = serde_json::to_value(at(&a.input, measures::holm(&p, a.alpha))?)?;
+            let mut v = serde_json::to_value(at(&a.input, sage_measures::holm(&p, a.alpha))?)?;
             v["measure"] = json!("holm");
             v
         }
         MeasureCommand::MeanStd(a) => {
             let x = read_numbers(&a.input, "x")?;
-            let mut v = serde_json::to_value(at(&a.input, measures::mean_std(&x, a.ddof))?)?;
+            let mut v = serde_json::to_value(at(&a.input, sage_measures::mean_std(&x, a.ddof))?)?;
             v["measure"] = json!("mean-std");
             v
         }
         MeasureCommand::HarmonicMean(a) => {
             let x = read_numbers(&a.input, "x")?;
-            json!({"measure": "harmonic-mean", "value": at(&a.input, measures::harmonic_mean(&x))?, "n": x.len()})
+            json!({"measure": "harmonic-mean", "value": at(&a.input, sage_measures::harmonic_mean(&x))?, "n": x.len()})
         }
         MeasureCommand::Ndcg(a) => {
             let k = a.k.ok_or_else(|| anyhow!("ndcg needs --k (e.g. --k 10)"))?;
             ranking(&a, &format!("ndcg@{k}"), |run, qrels| {
-                Ok(measures::ndcg_at_k(run, qrels, k)?)
+                Ok(sage_measures::ndcg_at_k(run, qrels, k)?)
             })?
         }
         MeasureCommand::Mrr(a) => {
             let name = a.k.map_or_else(|| "mrr".to_owned(), |k| format!("mrr@{k}"));
             ranking(&a, &name, |run, qrels| {
-                Ok(measures::reciprocal_rank(run, qrels, a.k)?)
+                Ok(sage_measures::reciprocal_rank(run, qrels, a.k)?)
             })?
         }
         MeasureCommand::Map(a) => {
@@ -195,7 +195,7 @@ pub fn run(measure: MeasureCommand) -> Result<Value> {
                 bail!("map takes no --k (trec_eval's map uses the whole run)");
             }
             ranking(&a, "map", |run, qrels| {
-                Ok(measures::average_precision(run, qrels))
+                Ok(sage_measures::average_precision(run, qrels))
             })?
         }
     })
@@ -261,7 +261,7 @@ fn ranking(
     }
     let mut out = json!({
         "measure": name,
-        "value": measures::mean(&values)?,
+        "value": sage_measures::mean(&values)?,
         "queries": values.len(),
         "run_queries_without_judgements": without_judgements,
         "judged_queries_not_in_run": qrels.keys().filter(|q| !run.contains_key(*q)).count(),

@@ -72,7 +72,7 @@ pub struct PtebArgs {
     #[arg(long)]
     output: Option<PathBuf>,
     #[command(flatten)]
-    options: crate::run::OptionArgs,
+    options: crate::suite_options::OptionArgs,
     /// Also write each model's original-condition scores as MTEB result files into the MTEB
     /// result cache DIR (`DIR/results/<owner>__<model>/<revision>/<Task>.json` and
     /// `model_meta.json`): `mteb.ResultCache(DIR).load_results()` reads them.
@@ -346,7 +346,7 @@ impl PtebArgs {
     /// of the one schema (`PtebOptions`) that bench.toml and Python keywords fill too.
     fn options(&self, given: &clap::ArgMatches) -> Result<PtebOptions> {
         let (llm, quality) = (&self.llm, &self.quality);
-        let mut flags = crate::run::FlagOptions::new(Some(given), &self.options)?;
+        let mut flags = crate::suite_options::FlagOptions::new(Some(given), &self.options)?;
         flags
             .some("paraphraser", self.paraphraser.as_ref())
             .some("judge", self.judge.as_ref())
@@ -499,14 +499,17 @@ pub fn run(
     };
     let record =
         sage_core::SimilarityRecord::of_spec(&baseline_spec, sage_core::SimilarityKind::Model);
-    let file = args.output.is_some().then_some(crate::run::ResultFile {
-        suite: "pteb",
-        request: &request,
-        similarity: record,
-        start,
-    });
+    let file = args
+        .output
+        .is_some()
+        .then_some(crate::result_file::ResultFile {
+            suite: "pteb",
+            request: &request,
+            similarity: record,
+            start,
+        });
     let loaded = loaded.into_inner();
-    crate::run::write_result(out, outcome, &loaded, registry, file)
+    crate::result_file::write_result(out, outcome, &loaded, registry, file)
 }
 
 /// The arguments of `sage pteb qualify`.

@@ -3,8 +3,9 @@
 use std::collections::BTreeSet;
 
 use rand::seq::index;
-use sage_core::{measures, RunSeed, Similarity, Timings};
+use sage_core::{RunSeed, Similarity, Timings};
 use sage_data::{DataRoot, LabeledText};
+use sage_measures as measures;
 use serde::{Deserialize, Serialize};
 
 use crate::linkage::{complete_linkage, cut};
@@ -90,7 +91,7 @@ pub struct DatasetReport {
 
 /// A whole task-4 run: its options, one [`DatasetReport`] per dataset, the category score with
 /// its bootstrap interval (subsets resampled within each dataset: it measures the spread between sampled subsets (with the default 5 it is coarse)) and resamples.
-pub type ClusterReport = sage_core::CategoryReport<Options, DatasetReport>;
+pub type ClusterReport = sage_measures::CategoryReport<Options, DatasetReport>;
 
 /// Bytes a subset of `n` texts needs (see the crate docs).
 pub fn memory_estimate(n: usize, symmetric: bool) -> u64 {
@@ -319,7 +320,7 @@ fn evaluate_plans<'r>(
     })
 }
 
-impl sage_core::DatasetScore for DatasetReport {
+impl sage_measures::DatasetScore for DatasetReport {
     fn score(&self) -> f64 {
         self.v_measure
     }

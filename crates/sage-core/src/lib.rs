@@ -11,33 +11,27 @@
 //! - [`RunSeed`] — the one documented way experiments derive their random generators, so results
 //!   do not depend on thread count.
 //! - [`Role`] — what a text is for (query, document, plain), so asymmetric embedders get it.
-//! - [`CategoryReport`] — the report of a SAGE category over datasets, and its one driver
-//!   ([`CategoryReport::over_datasets`]).
-//! - [`redact`] — the one rule for what may be shown of a server URL or answer.
 //! - [`ResultEnvelope`] — the result file every suite's report is written in, and read from, and
 //!   [`SuiteReport`] — what it needs of a suite's typed report (its score, the [`RowsUsed`]).
-//! - [`measures`] — every evaluation measure (Pearson, Spearman, V-measure, NDCG, MRR, MAP,
-//!   Wilcoxon, Hodges–Lehmann, Holm, ...) written once, each matching a named reference
-//!   implementation.
+//! - [`CheckOptions`] — a suite's options checked against their ranges before any work.
 //!
 //! Data flows one way through sage-rs: data → perturbation → similarity → task measure → result →
 //! report. This crate owns the middle of that chain; it reads no datasets and loads no models.
+//!
+//! It is kept light on purpose, since every crate rebuilds when it changes: the measures and the
+//! category report built on them are in sage-measures, the redaction rule in sage-redact.
 #![deny(missing_docs)]
 
-mod category;
 mod cost_hint;
 mod embed;
 mod error;
-pub mod measures;
 mod options;
-pub mod redact;
 mod result;
 mod rows_used;
 mod seed;
 mod similarity;
 mod timings;
 
-pub use category::{mean_at, CategoryReport, DatasetScore};
 pub use cost_hint::{CostHint, COST_REFERENCE_MODEL_BYTES};
 pub use embed::{
     cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,

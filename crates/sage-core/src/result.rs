@@ -70,7 +70,7 @@ impl SimilarityRecord {
         SimilarityRecord {
             kind,
             name: result_label(spec),
-            spec: crate::redact::redact_url(spec),
+            spec: sage_redact::redact_url(spec),
         }
     }
 }

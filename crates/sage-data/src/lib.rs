@@ -48,6 +48,7 @@ pub mod pins;
 pub mod rebuild;
 mod records;
 mod registry;
+mod regular_file;
 mod rows;
 pub mod sample;
 pub mod trec;

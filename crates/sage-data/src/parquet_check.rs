@@ -246,7 +246,7 @@ pub struct Checked {
 /// Checks the Parquet file at `path` as the module docs say; `Ok` means its footer and page
 /// headers hold together and a reader may be given it.
 pub fn check(path: &Path) -> Result<Checked> {
-    let mut file = crate::records::open(path)?;
+    let mut file = crate::regular_file::open(path)?;
     let io = |e: std::io::Error| refuse(path, format!("cannot read: {e}"));
     let len = file.metadata().map_err(io)?.len();
     if len < 12 {

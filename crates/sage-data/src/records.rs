@@ -7,7 +7,6 @@
 //! and labels from them ([`Cells::Text`]). A line or cell is bounded ([`MAX_LINE_BYTES`]) so a
 //! hostile file costs an error, not the machine's memory.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -15,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{parse_error, DataError, Result};
 use crate::lines;
+use crate::regular_file::open;
 
 pub use crate::lines::MAX_LINE_BYTES;
 
@@ -112,23 +112,6 @@ pub fn columns(path: &Path, format: Format) -> Result<Vec<String>> {
         }
         Format::Parquet => parquet_columns(path),
     }
-}
-
-/// `path` opened for reading. Only a regular file is opened: a FIFO, a device or a socket would
-/// block or never end, and none of them is a dataset.
-pub(crate) fn open(path: &Path) -> Result<File> {
-    let fail = |e: std::io::Error| DataError::Io {
-        path: path.to_owned(),
-        message: format!("cannot read: {e}"),
-    };
-    let meta = std::fs::metadata(path).map_err(fail)?;
-    if !meta.is_file() {
-        return Err(DataError::Io {
-            path: path.to_owned(),
-            message: "not a regular file (a folder, FIFO, device or socket is not read)".into(),
-        });
-    }
-    File::open(path).map_err(fail)
 }
 
 /// Calls `each` with every non-blank line of the file at `path` and its number, streamed and

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{parse_error, Result};
-use crate::records::{for_each_line_in, open};
+use crate::records::for_each_line_in;
+use crate::regular_file::open;
 use crate::rows::non_empty;
 
 /// One relevance judgement and the line it came from.

@@ -669,7 +669,7 @@ pub fn read_tables(file: &Path) -> Result<Vec<(String, UserSpec)>> {
         datasets: BTreeMap<String, UserSpec>,
     }
     let mut text = String::new();
-    crate::records::open(file)?
+    crate::regular_file::open(file)?
         .read_to_string(&mut text)
         .map_err(|e| DataError::Io {
             path: file.to_owned(),

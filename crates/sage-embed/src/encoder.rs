@@ -23,11 +23,11 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, VarBuilder};
 
 use crate::backbone::{Backbone, PaddedBatch};
-use crate::config::TransformerConfig;
 use crate::fused::{
     add_bias, bias_gelu, bias_residual_norm, cpu_f32, dense_product, fused_applies,
     fused_attention, pack_for_cpu, HostNorm, PackedWeight, SharedBias,
 };
+use crate::model_config::TransformerConfig;
 
 struct Layer {
     /// Query, key and value projections stacked into one [3·hidden, hidden] layer: one matrix

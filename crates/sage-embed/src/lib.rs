@@ -80,16 +80,19 @@ macro_rules! pass_through {
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod amx;
+mod attention;
 mod backbone;
 mod cache;
 mod config;
 pub mod decoder;
 pub mod encoder;
 mod error;
+mod families;
 mod fetch;
 mod fused;
 mod loader;
 mod matryoshka;
+mod model_config;
 pub mod modernbert;
 pub mod nomic_bert;
 mod resolve;
@@ -99,18 +102,17 @@ mod transformer;
 use std::io::Read;
 use std::path::Path;
 
-pub use backbone::{family_of, Family, FAMILIES};
 pub use cache::{
     check_cache, default_cache_path, merge_caches, CacheCheck, CacheStats, CachedEmbedder,
     PlanCounts, TokenCounter,
 };
-pub use config::{
-    DenseActivation, DenseModule, Pooling, Prompts, SentenceTransformerConfig, TransformerConfig,
-};
+pub use config::{DenseActivation, DenseModule, Prompts, SentenceTransformerConfig};
 pub use error::{EmbedError, Result};
+pub use families::{family_of, Family, FAMILIES};
 pub use fetch::{fetch_model, hub_model, Fetched, HubModel, HUB_MODELS, NOT_ON_THE_HUB};
 pub use loader::{is_remote, load, CacheUse, LoadOptions, LoadedModel, Metered};
 pub use matryoshka::Truncated;
+pub use model_config::{Pooling, TransformerConfig};
 pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
 use sage_core::Embedder;
 pub use static_models::{bow_tokens, Model2Vec, WordVectors};
@@ -148,7 +150,7 @@ pub fn detect_kind(model: &ResolvedModel) -> Result<ModelKind> {
     {
         return Ok(ModelKind::WordVectors);
     }
-    let config: serde_json::Value = config::read_json(&dir.join("config.json"))?;
+    let config: serde_json::Value = model_config::read_json(&dir.join("config.json"))?;
     if config.get("model_type").is_some() {
         Ok(ModelKind::Transformer)
     } else {

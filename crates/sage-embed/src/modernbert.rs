@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, linear_b, Embedding, LayerNorm, Linear, VarBuilder};
 use serde::Deserialize;
 
-use crate::decoder::{additive_mask, attend, rotary_tables, split_fused_qkv};
+use crate::attention::{additive_mask, attend, rotary_tables, split_fused_qkv};
 
 /// The fields of a ModernBERT config.json this module reads.
 #[derive(Clone, Debug, Deserialize)]

@@ -20,7 +20,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, linear_b, Embedding, LayerNorm, Linear, VarBuilder};
 use serde::Deserialize;
 
-use crate::decoder::{additive_mask, attend, rotary_tables, split_fused_qkv};
+use crate::attention::{additive_mask, attend, rotary_tables, split_fused_qkv};
 
 /// The fields of a NomicBERT config.json this module reads (GPT-2-style names; defaults are
 /// those of Nomic's `NomicBertConfig`).

@@ -395,7 +395,7 @@ impl Model2Vec {
             Err(_) => None,
         };
         let config_path = dir.join("config.json");
-        let config: serde_json::Value = crate::config::read_json(&config_path)?;
+        let config: serde_json::Value = crate::model_config::read_json(&config_path)?;
         let normalize = config
             .get("normalize")
             .and_then(serde_json::Value::as_bool)
@@ -407,7 +407,7 @@ impl Model2Vec {
         tokenizer
             .with_truncation(None)
             .map_err(|e| file_error(&tokenizer_path, e))?;
-        let tokenizer_json: serde_json::Value = crate::config::read_json(&tokenizer_path)?;
+        let tokenizer_json: serde_json::Value = crate::model_config::read_json(&tokenizer_path)?;
         let unk_id = tokenizer_json["model"]["unk_id"]
             .as_u64()
             .map(|u| u as u32)

@@ -10,10 +10,12 @@ use ndarray::{Array2, Axis};
 use sage_core::{Embedder, EmbedderIdentity, Role};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
-use crate::backbone::{Backbone, FamilyFiles, PaddedBatch, FAMILIES};
-use crate::config::{DenseActivation, Pooling, Prompts, SentenceTransformerConfig};
+use crate::backbone::{Backbone, PaddedBatch};
+use crate::config::{DenseActivation, Prompts, SentenceTransformerConfig};
 use crate::encoder::pool;
 use crate::error::{file_error, EmbedError, Result};
+use crate::families::{FamilyFiles, FAMILIES};
+use crate::model_config::Pooling;
 use crate::{file_digest, ResolvedModel};
 
 /// How to load and run a transformer model.
@@ -291,7 +293,7 @@ fn weight_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
             "missing, and no model.safetensors.index.json (only safetensors weights are supported)",
         ));
     }
-    let value: serde_json::Value = crate::config::read_json(&index)?;
+    let value: serde_json::Value = crate::model_config::read_json(&index)?;
     let map = value
         .get("weight_map")
         .and_then(|m| m.as_object())

@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use rand::Rng;
-use sage_core::measures::{self, BinaryScores};
 use sage_core::{RunSeed, Similarity, Timings};
 use sage_data::{DataRoot, RowSelection, SummaryComparison, SummaryRating};
+use sage_measures::BinaryScores;
 use serde::{Deserialize, Serialize};
 
 use crate::{HumanPrefError, Result};
@@ -235,10 +235,10 @@ pub struct HumanPrefReport {
     pub score: f64,
     /// Percentile-bootstrap 95% interval of `score`: comparisons and rated summaries resampled
     /// within each source.
-    pub ci95: Option<measures::BootstrapInterval>,
+    pub ci95: Option<sage_measures::BootstrapInterval>,
     /// Every resample's score behind `ci95`: the report pairs two similarities' resamples
     /// (same seed, same units) into a paired bootstrap of their difference.
-    pub bootstrap: Option<measures::BootstrapReplicates>,
+    pub bootstrap: Option<sage_measures::BootstrapReplicates>,
     /// Wall-clock phases (the only part that differs between two runs with one seed).
     pub timings: Timings,
 }
@@ -289,7 +289,7 @@ impl SourceUnits {
     ) -> Result<(Scores, Vec<DimensionCorrelation>)> {
         let truth: Vec<bool> = pairs.iter().map(|&i| self.truth[i]).collect();
         let predicted: Vec<bool> = pairs.iter().map(|&i| self.predicted[i]).collect();
-        let classification = measures::binary_classification(&truth, &predicted)?;
+        let classification = sage_measures::binary_classification(&truth, &predicted)?;
         let correlations = correlations_of(self, summaries)?;
         Ok((classification, correlations))
     }
@@ -347,7 +347,7 @@ pub fn compare(
     let (truth, predicted, ties) = compare_units(similarity, rows)?;
     let human_chose_0 = truth.iter().filter(|&&t| t).count();
     Ok((
-        measures::binary_classification(&truth, &predicted)?,
+        sage_measures::binary_classification(&truth, &predicted)?,
         ties,
         human_chose_0,
     ))
@@ -417,7 +417,7 @@ fn correlations_of(units: &SourceUnits, summaries: &[usize]) -> Result<Vec<Dimen
         .zip(&units.ratings)
         .map(|(dimension, ratings)| {
             let ratings: Vec<f64> = summaries.iter().map(|&i| ratings[i]).collect();
-            let pearson = match measures::pearson(&sims, &ratings) {
+            let pearson = match sage_measures::pearson(&sims, &ratings) {
                 Ok(r) => Some(r),
                 Err(sage_core::SageError::Undefined { .. }) => None,
                 Err(e) => return Err(e.into()),
@@ -662,7 +662,7 @@ pub fn evaluate(
         .iter()
         .flat_map(|r| [r.units.truth.len(), r.units.similarities.len()])
         .collect();
-    let bootstrap = measures::bootstrap_replicates(
+    let bootstrap = sage_measures::bootstrap_replicates(
         &sizes,
         |drawn| {
             mean(
@@ -673,7 +673,7 @@ pub fn evaluate(
                     .collect::<Vec<_>>(),
             )
         },
-        measures::BOOTSTRAP_RESAMPLES,
+        sage_measures::BOOTSTRAP_RESAMPLES,
         seed,
         "human-pref/bootstrap",
     )?;
@@ -683,7 +683,7 @@ pub fn evaluate(
         max_rows,
         sources: reports,
         score,
-        ci95: measures::ci95(bootstrap.as_ref())?,
+        ci95: sage_measures::ci95(bootstrap.as_ref())?,
         bootstrap,
         timings,
     })

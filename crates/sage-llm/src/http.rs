@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use sage_core::redact::{redact, redact_url};
+use sage_redact::{redact, redact_url};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -68,7 +68,7 @@ impl OpenAiChat {
     }
 
     /// An error that shows neither the key nor a password inside the URL (the one redaction
-    /// rule of every HTTP client, [`sage_core::redact`]).
+    /// rule of every HTTP client, [`sage_redact`]).
     fn error(&self, message: impl Into<String>) -> LlmError {
         let secrets: Vec<&str> = self.api_key.iter().map(String::as_str).collect();
         LlmError::Http {

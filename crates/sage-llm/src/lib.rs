@@ -9,7 +9,7 @@
 //!   model. Sampling is ours (`sample_top_p`), seeded per request, so an answer depends on
 //!   (model, prompt, seed) only, not on its batch (on the CPU).
 //! - [`OpenAiChat`]: any OpenAI-compatible `/chat/completions` server (vLLM, Ollama, llama.cpp,
-//!   a hosted API), with retries and the one redaction rule of `sage_core::redact` for what
+//!   a hosted API), with retries and the one redaction rule of `sage_redact` for what
 //!   errors may show.
 //!
 //! Why a crate of its own: it is about half of what PTEB was, it has its own unsafe SIMD code

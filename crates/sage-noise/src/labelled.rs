@@ -13,8 +13,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use sage_core::{measures, Role, Timings};
+use sage_core::{Role, Timings};
 use sage_data::{DataRoot, LabeledText, Sampled};
+use sage_measures as measures;
 use sage_retrieval::{Doc, TopK};
 
 use crate::conditions::Tally;

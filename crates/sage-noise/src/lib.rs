@@ -57,12 +57,12 @@ mod labelled;
 mod rank;
 
 use rayon::prelude::*;
-use sage_core::measures::{
-    self, average_precision_score, bootstrap_draw, percentile_interval, spearman,
-    BootstrapInterval, BootstrapReplicates, BOOTSTRAP_RESAMPLES,
-};
 use sage_core::{Embedder, RunSeed, Similarity, Timings};
 use sage_data::{DataRoot, DatasetKind, KindOf, LabeledPair, Row, RowSelection, StsPair};
+use sage_measures::{
+    average_precision_score, bootstrap_draw, percentile_interval, spearman, BootstrapInterval,
+    BootstrapReplicates, BOOTSTRAP_RESAMPLES,
+};
 use serde::{Deserialize, Serialize};
 
 pub use conditions::{Axis, Condition, DEFAULT_CHANNELS};
@@ -322,7 +322,7 @@ impl sage_core::DatasetRows for DatasetReport {
 
 /// A whole run: options, one [`DatasetReport`] per dataset, the mean of their scores with its
 /// bootstrap interval and resamples, and the timings.
-pub type NoiseReport = sage_core::CategoryReport<Options, DatasetReport>;
+pub type NoiseReport = sage_measures::CategoryReport<Options, DatasetReport>;
 
 /// What scores: the similarity (pair tasks, a classical metric's ranking, the report's name)
 /// and, for an embedding model, its embedder, which retrieval uses to embed the corpus once.
@@ -379,7 +379,7 @@ impl Statistic {
                 let truth: Vec<&str> = drawn.iter().map(|&i| labels[i].as_str()).collect();
                 // cluster ids are small integers stored exactly
                 let clusters: Vec<u64> = picked.iter().map(|&c| c as u64).collect();
-                measures::v_measure(&truth, &clusters).map_or(f64::NAN, |v| v.v_measure)
+                sage_measures::v_measure(&truth, &clusters).map_or(f64::NAN, |v| v.v_measure)
             }
         }
     }
@@ -729,7 +729,7 @@ fn finish(
                     })
                     .collect(),
             );
-            (Some(measures::mean(&areas)?), None)
+            (Some(sage_measures::mean(&areas)?), None)
         } else {
             let interval = clean_ci95.map_or(String::new(), |ci| {
                 format!(" [{:.3}, {:.3}]", ci.low, ci.high)

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use rayon::prelude::*;
-use sage_core::measures::ndcg_at_k;
 use sage_core::{normalize_rows, Role, Timings};
+use sage_measures::ndcg_at_k;
 use sage_retrieval::{Doc, RankingSet, TopK};
 
 use crate::conditions::{Noisy, Tally};

@@ -26,9 +26,9 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use sage_core::measures::{self, RankedDoc};
 use sage_core::{Embedder, EmbedderIdentity, Role, RunSeed, SageError as CoreError};
 use sage_embed::{default_cache_path, LoadOptions, LoadedModel, Metered};
+use sage_measures::RankedDoc;
 use sage_perturb::PerturbationSpec;
 use sage_suites::{Request, Subject};
 
@@ -436,13 +436,13 @@ fn run_suite(
                 sage_core::Parameters {
                     data_dir: root
                         .root()
-                        .map(|r| sage_core::redact::home_relative(&r.display().to_string()))
+                        .map(|r| sage_redact::home_relative(&r.display().to_string()))
                         .unwrap_or_default(),
                     sage_args: vec![
                         "sage_rs.run".into(),
                         suite.name().into(),
-                        sage_core::redact::home_relative(&format!("datasets={datasets:?}")),
-                        sage_core::redact::redact_url(
+                        sage_redact::home_relative(&format!("datasets={datasets:?}")),
+                        sage_redact::redact_url(
                             &serde_json::Value::Object(request.options.clone()).to_string(),
                         ),
                     ],
@@ -504,19 +504,19 @@ fn json(value: &impl serde::Serialize) -> PyResult<String> {
 /// Pearson's r (as scipy.stats.pearsonr).
 #[pyfunction]
 fn pearson(x: Vec<f64>, y: Vec<f64>) -> PyResult<f64> {
-    core(measures::pearson(&x, &y))
+    core(sage_measures::pearson(&x, &y))
 }
 
 /// Spearman's rho, ties averaged (as scipy.stats.spearmanr).
 #[pyfunction]
 fn spearman(x: Vec<f64>, y: Vec<f64>) -> PyResult<f64> {
-    core(measures::spearman(&x, &y))
+    core(sage_measures::spearman(&x, &y))
 }
 
 /// Two-sided Wilcoxon signed-rank test of x − y (as scipy.stats.wilcoxon), as JSON.
 #[pyfunction]
 fn wilcoxon(x: Vec<f64>, y: Vec<f64>) -> PyResult<String> {
-    json(&core(measures::wilcoxon(&x, &y))?)
+    json(&core(sage_measures::wilcoxon(&x, &y))?)
 }
 
 /// Hodges–Lehmann estimate of x − y with a seeded percentile-bootstrap interval, as JSON.
@@ -530,7 +530,7 @@ fn hodges_lehmann(
     seed: u64,
 ) -> PyResult<String> {
     let hl = py.detach(|| {
-        measures::hodges_lehmann_bootstrap(&x, &y, confidence, resamples, RunSeed(seed))
+        sage_measures::hodges_lehmann_bootstrap(&x, &y, confidence, resamples, RunSeed(seed))
     });
     json(&core(hl)?)
 }
@@ -538,31 +538,33 @@ fn hodges_lehmann(
 /// Homogeneity, completeness and V-measure (as scikit-learn), as JSON.
 #[pyfunction]
 fn v_measure(truth: Vec<String>, predicted: Vec<String>) -> PyResult<String> {
-    json(&core(measures::v_measure(&truth, &predicted))?)
+    json(&core(sage_measures::v_measure(&truth, &predicted))?)
 }
 
 /// Accuracy, precision, recall and F1 of binary labels, as JSON.
 #[pyfunction]
 fn binary_classification(truth: Vec<bool>, predicted: Vec<bool>) -> PyResult<String> {
-    json(&core(measures::binary_classification(&truth, &predicted))?)
+    json(&core(sage_measures::binary_classification(
+        &truth, &predicted,
+    ))?)
 }
 
 /// Holm-adjusted p-values (as statsmodels' multipletests "holm"), as JSON.
 #[pyfunction]
 fn holm(p_values: Vec<f64>, alpha: f64) -> PyResult<String> {
-    json(&core(measures::holm(&p_values, alpha))?)
+    json(&core(sage_measures::holm(&p_values, alpha))?)
 }
 
 /// Mean and standard deviation with `ddof` degrees of freedom removed, as JSON.
 #[pyfunction]
 fn mean_std(values: Vec<f64>, ddof: usize) -> PyResult<String> {
-    json(&core(measures::mean_std(&values, ddof))?)
+    json(&core(sage_measures::mean_std(&values, ddof))?)
 }
 
 /// Harmonic mean (as scipy.stats.hmean).
 #[pyfunction]
 fn harmonic_mean(values: Vec<f64>) -> PyResult<f64> {
-    core(measures::harmonic_mean(&values))
+    core(sage_measures::harmonic_mean(&values))
 }
 
 fn ranked(run: &[(String, f64)]) -> Vec<RankedDoc<'_>> {
@@ -574,7 +576,7 @@ fn ranked(run: &[(String, f64)]) -> Vec<RankedDoc<'_>> {
 /// NDCG@k of one query's ranking (trec_eval ndcg_cut.k).
 #[pyfunction]
 fn ndcg_at_k(run: Vec<(String, f64)>, qrels: HashMap<String, i32>, k: usize) -> PyResult<f64> {
-    core(measures::ndcg_at_k(&ranked(&run), &qrels, k))
+    core(sage_measures::ndcg_at_k(&ranked(&run), &qrels, k))
 }
 
 /// Reciprocal rank of one query's ranking, cut at `k` when given (trec_eval recip_rank).
@@ -585,13 +587,13 @@ fn reciprocal_rank(
     qrels: HashMap<String, i32>,
     k: Option<usize>,
 ) -> PyResult<f64> {
-    core(measures::reciprocal_rank(&ranked(&run), &qrels, k))
+    core(sage_measures::reciprocal_rank(&ranked(&run), &qrels, k))
 }
 
 /// Average precision of one query's ranking (trec_eval map).
 #[pyfunction]
 fn average_precision(run: Vec<(String, f64)>, qrels: HashMap<String, i32>) -> f64 {
-    measures::average_precision(&ranked(&run), &qrels)
+    sage_measures::average_precision(&ranked(&run), &qrels)
 }
 
 /// The native module.

@@ -16,7 +16,16 @@ use std::io::Read;
 use serde::de::{self, DeserializeSeed, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::protocol::{Answer, Protocol};
+use super::protocol::Protocol;
+
+/// One parsed answer: the vectors in input order and the tokens the server billed, if it said.
+#[derive(Debug)]
+pub struct Answer {
+    /// One vector per input, in input order.
+    pub vectors: Vec<Vec<f32>>,
+    /// Tokens the server reported for the request.
+    pub tokens: Option<u64>,
+}
 
 /// The widest vector accepted from a server whose width is not yet known. The widest embedding
 /// models in use give 4,096 values (NV-Embed-v2, e5-mistral, Qwen3-Embedding-8B); OpenAI's
@@ -658,6 +667,65 @@ impl Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A whole answer to a request of `count` texts, read as the client reads a streamed one.
+    fn parse(protocol: Protocol, body: &str, count: usize) -> Result<Answer, String> {
+        read(protocol, body.as_bytes(), count, None).map_err(|r| r.message)
+    }
+
+    #[test]
+    fn answers_are_placed_by_index_and_checked() {
+        let body = r#"{"data":[{"index":1,"embedding":[3,4]},{"index":0,"embedding":[1,2]}],
+                       "usage":{"prompt_tokens":5,"total_tokens":5}}"#;
+        let a = parse(Protocol::OpenAi, body, 2).unwrap();
+        assert_eq!(a.vectors, vec![vec![1.0, 2.0], vec![3.0, 4.0]]);
+        assert_eq!(a.tokens, Some(5));
+        let bad = [
+            (
+                r#"{"data":[{"index":0,"embedding":[1,2]}]}"#,
+                "1 vectors for 2",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[2]}]}"#,
+                "twice",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":5,"embedding":[2]}]}"#,
+                "out of range",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[2,3]}]}"#,
+                "values",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[1e39]}]}"#,
+                "non-finite",
+            ),
+            (
+                r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[null]}]}"#,
+                "non-number",
+            ),
+            (r#"{"data":[{"index":0,"embedding":[1]},{"ind"#, "not JSON"),
+        ];
+        for (body, says) in bad {
+            let e = parse(Protocol::OpenAi, body, 2).unwrap_err();
+            assert!(e.contains(says), "{body}: {e}");
+        }
+        let c = parse(
+            Protocol::Cohere,
+            r#"{"id":"x","embeddings":{"float":[[1,2]]},"texts":["a"],"meta":{"billed_units":{"input_tokens":3}}}"#,
+            1,
+        )
+        .unwrap();
+        assert_eq!((c.vectors, c.tokens), (vec![vec![1.0, 2.0]], Some(3)));
+        let g = parse(
+            Protocol::Gemini,
+            r#"{"embeddings":[{"values":[0.5]},{"values":[0.25]}]}"#,
+            2,
+        )
+        .unwrap();
+        assert_eq!(g.vectors, vec![vec![0.5], vec![0.25]]);
+    }
 
     /// An endless body: `{"data":[{"index":0,"embedding":[0,0,0,...` for as long as it is read.
     struct Endless {

@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-use sage_core::redact::{redact, redact_url, url_host};
 use sage_core::Role;
+use sage_redact::{redact, redact_url, url_host};
 
-use super::answer;
-use super::protocol::{Answer, Protocol};
+use super::answer::{self, Answer};
+use super::protocol::Protocol;
 use super::{RemoteOptions, RemoteSpec};
 use crate::error::{RemoteError, Result};
 
@@ -315,7 +315,7 @@ impl Client {
             .error_message(&text)
             .unwrap_or_else(|| text.into_owned());
         // sage's own words around it are never cut
-        let reason = sage_core::redact::excerpt(&reason, 200);
+        let reason = sage_redact::excerpt(&reason, 200);
         Err(Failure {
             retryable: matches!(status, 408 | 409 | 425 | 429) || status >= 500,
             retry_after,

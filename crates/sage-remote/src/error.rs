@@ -6,7 +6,7 @@ use sage_core::SageError;
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
     /// A remote embedding provider or server failed or answered badly. The provider and message
-    /// are redacted ([`sage_core::redact`]): it never holds a key or a URL password.
+    /// are redacted ([`sage_redact`]): it never holds a key or a URL password.
     #[error("{provider}: {message}")]
     Remote {
         /// The protocol and server host (`openai at 127.0.0.1:7997`).

@@ -15,7 +15,7 @@
 //! - Every batch is handed on the moment it arrives ([`Embedder::embed_batches`]), so the
 //!   embedding cache stores it at once: a killed run, re-run, sends only what was not answered.
 //! - Keys travel only in the request header. Identities, results and errors carry the server's
-//!   host, never a key or a URL password ([`sage_core::redact`]).
+//!   host, never a key or a URL password ([`sage_redact`]).
 
 #![deny(missing_docs)]
 
@@ -29,11 +29,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use ndarray::Array2;
-use sage_core::redact::{redact_url, url_host};
 use sage_core::{BatchSink, Embedder, EmbedderIdentity, RemoteUsage, Role, SageError};
+use sage_redact::{redact_url, url_host};
 
+pub use answer::Answer;
 pub use error::{RemoteError, Result};
-pub use protocol::{Answer, Limits, Protocol};
+pub use protocol::{Limits, Protocol};
 
 /// A parsed `PROTOCOL:MODEL[@BASE_URL]`.
 #[derive(Clone, Debug, PartialEq, Eq)]

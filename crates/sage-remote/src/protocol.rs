@@ -32,15 +32,6 @@ pub struct Limits {
     pub client_truncates: bool,
 }
 
-/// One parsed answer: the vectors in input order and the tokens the server billed, if it said.
-#[derive(Debug)]
-pub struct Answer {
-    /// One vector per input, in input order.
-    pub vectors: Vec<Vec<f32>>,
-    /// Tokens the server reported for the request.
-    pub tokens: Option<u64>,
-}
-
 impl Protocol {
     /// `openai`, `voyage`, `cohere`, `gemini`.
     pub fn name(self) -> &'static str {
@@ -216,12 +207,6 @@ impl Protocol {
         }
     }
 
-    /// Parses and checks a whole answer to a request of `count` texts (see [`super::answer::read`],
-    /// which the client uses on the body as it streams in).
-    pub fn parse(self, body: &str, count: usize) -> Result<Answer, String> {
-        super::answer::read(self, body.as_bytes(), count, None).map_err(|r| r.message)
-    }
-
     /// The provider's own words for an error answer, when it has the documented shape.
     pub fn error_message(self, body: &str) -> Option<String> {
         let value: Value = serde_json::from_str(body).ok()?;
@@ -279,54 +264,6 @@ mod tests {
             "https://g/v1beta/models/gemini-embedding-001:batchEmbedContents"
         );
         assert_eq!(Protocol::Cohere.url("https://c", "x"), "https://c/v2/embed");
-    }
-
-    #[test]
-    fn answers_are_placed_by_index_and_checked() {
-        let body = r#"{"data":[{"index":1,"embedding":[3,4]},{"index":0,"embedding":[1,2]}],
-                       "usage":{"prompt_tokens":5,"total_tokens":5}}"#;
-        let a = Protocol::OpenAi.parse(body, 2).unwrap();
-        assert_eq!(a.vectors, vec![vec![1.0, 2.0], vec![3.0, 4.0]]);
-        assert_eq!(a.tokens, Some(5));
-        let bad = [
-            (
-                r#"{"data":[{"index":0,"embedding":[1,2]}]}"#,
-                "1 vectors for 2",
-            ),
-            (
-                r#"{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[2]}]}"#,
-                "twice",
-            ),
-            (
-                r#"{"data":[{"index":0,"embedding":[1]},{"index":5,"embedding":[2]}]}"#,
-                "out of range",
-            ),
-            (
-                r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[2,3]}]}"#,
-                "values",
-            ),
-            (
-                r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[1e39]}]}"#,
-                "non-finite",
-            ),
-            (
-                r#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[null]}]}"#,
-                "non-number",
-            ),
-            (r#"{"data":[{"index":0,"embedding":[1]},{"ind"#, "not JSON"),
-        ];
-        for (body, says) in bad {
-            let e = Protocol::OpenAi.parse(body, 2).unwrap_err();
-            assert!(e.contains(says), "{body}: {e}");
-        }
-        let c = Protocol::Cohere
-            .parse(r#"{"id":"x","embeddings":{"float":[[1,2]]},"texts":["a"],"meta":{"billed_units":{"input_tokens":3}}}"#, 1)
-            .unwrap();
-        assert_eq!((c.vectors, c.tokens), (vec![vec![1.0, 2.0]], Some(3)));
-        let g = Protocol::Gemini
-            .parse(r#"{"embeddings":[{"values":[0.5]},{"values":[0.25]}]}"#, 2)
-            .unwrap();
-        assert_eq!(g.vectors, vec![vec![0.5], vec![0.25]]);
     }
 
     #[test]

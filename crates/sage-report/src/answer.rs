@@ -1,7 +1,7 @@
 //! The first screen: which similarity is best per SAGE category and overall, and which
 //! differences in the overall ranking are real.
 
-use sage_core::measures::{
+use sage_measures::{
     holm, paired_bootstrap, percentile_interval, BootstrapReplicates, PairedDifference,
 };
 use serde::Serialize;

@@ -174,8 +174,8 @@ pub fn write_report(dir: &Path, mteb_results: Option<&Path>) -> Result<Written> 
 mod tests {
     use std::path::Path;
 
-    use sage_core::measures::bootstrap_mean_of_means;
     use sage_core::RunSeed;
+    use sage_measures::bootstrap_mean_of_means;
     use serde_json::json;
 
     use super::*;
@@ -231,16 +231,16 @@ mod tests {
         task: &str,
         similarity: &str,
         score: f64,
-        ci95: sage_core::measures::BootstrapInterval,
-        bootstrap: sage_core::measures::BootstrapReplicates,
+        ci95: sage_measures::BootstrapInterval,
+        bootstrap: sage_measures::BootstrapReplicates,
     ) -> serde_json::Value {
         fn category<O: serde::Serialize + Default>(
             similarity: &str,
             score: f64,
-            ci95: sage_core::measures::BootstrapInterval,
-            bootstrap: sage_core::measures::BootstrapReplicates,
+            ci95: sage_measures::BootstrapInterval,
+            bootstrap: sage_measures::BootstrapReplicates,
         ) -> serde_json::Value {
-            let report: sage_core::CategoryReport<O, ()> = sage_core::CategoryReport {
+            let report: sage_measures::CategoryReport<O, ()> = sage_measures::CategoryReport {
                 similarity: similarity.to_owned(),
                 seed: 7,
                 options: O::default(),

@@ -42,7 +42,7 @@ pub(crate) enum Typed {
 pub(crate) struct CategoryScore<'a> {
     pub(crate) score: f64,
     pub(crate) ci95: Option<(f64, f64)>,
-    pub(crate) bootstrap: Option<&'a sage_core::measures::BootstrapReplicates>,
+    pub(crate) bootstrap: Option<&'a sage_measures::BootstrapReplicates>,
 }
 
 impl Typed {
@@ -68,7 +68,7 @@ impl Typed {
 
     /// The score, interval and resamples of a SAGE category's report.
     pub(crate) fn category(&self) -> Option<CategoryScore<'_>> {
-        fn of<O, D>(r: &sage_core::CategoryReport<O, D>) -> CategoryScore<'_> {
+        fn of<O, D>(r: &sage_measures::CategoryReport<O, D>) -> CategoryScore<'_> {
             CategoryScore {
                 score: r.score,
                 ci95: r.ci95.as_ref().map(|c| (c.low, c.high)),

@@ -9,7 +9,7 @@ use plotters::prelude::*;
 
 use crate::load::{ResultFile, Typed};
 use crate::Result;
-use sage_core::measures::BootstrapInterval;
+use sage_measures::BootstrapInterval;
 
 /// Okabe–Ito: eight colours told apart with every common colour-vision deficiency.
 const OKABE_ITO: [(u8, u8, u8); 8] = [

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::answer::{Answer, Cell, SAGE_COLUMNS};
 use crate::load::{ResultFile, Typed};
-use sage_core::measures::BootstrapInterval;
+use sage_measures::BootstrapInterval;
 
 mod cost;
 mod paraphrase;
@@ -678,7 +678,7 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
         }
     }
     let mut rows = Vec::new();
-    let mut tests: Vec<(usize, String, sage_core::measures::PairedDifference)> = Vec::new();
+    let mut tests: Vec<(usize, String, sage_measures::PairedDifference)> = Vec::new();
     for (dataset, key) in &keys {
         let mut row = vec![dataset.clone(), key.clone()];
         // (similarity, area, replicates, units checksum) of each run that has this row
@@ -744,10 +744,8 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
         let compared = match (areas.first(), areas.get(1)) {
             (Some(best), Some(next)) => match (best.2, next.2) {
                 (Some(a), Some(b)) if a.drawn_like(b) && best.3 == next.3 => {
-                    sage_core::measures::paired_bootstrap(
-                        best.1, next.1, &a.values, &b.values, 0.95,
-                    )?
-                    .map(|d| (best.0.clone(), d))
+                    sage_measures::paired_bootstrap(best.1, next.1, &a.values, &b.values, 0.95)?
+                        .map(|d| (best.0.clone(), d))
                 }
                 _ => None,
             },
@@ -762,7 +760,7 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
         }
         rows.push(row);
     }
-    let holm = sage_core::measures::holm(
+    let holm = sage_measures::holm(
         &tests.iter().map(|t| t.2.p_value).collect::<Vec<_>>(),
         crate::answer::ALPHA,
     )?;

@@ -4,8 +4,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use rand::seq::index;
 use rayon::prelude::*;
-use sage_core::{measures, RunSeed, Similarity, Timings};
+use sage_core::{RunSeed, Similarity, Timings};
 use sage_data::{Beir, BeirDocument, DataRoot};
+use sage_measures as measures;
 use sage_perturb::retrieval_set;
 use serde::{Deserialize, Serialize};
 
@@ -122,7 +123,7 @@ pub struct DatasetReport {
 
 /// A whole task-5 run: its options, one [`DatasetReport`] per dataset, the category score with
 /// its bootstrap interval (queries resampled within each dataset) and resamples.
-pub type RetrievalReport = sage_core::CategoryReport<Options, DatasetReport>;
+pub type RetrievalReport = sage_measures::CategoryReport<Options, DatasetReport>;
 
 /// A document as ranked: file position (keys its perturbation streams), id, text.
 #[derive(Clone, Debug, PartialEq)]
@@ -534,7 +535,7 @@ fn evaluate_set(
     })
 }
 
-impl sage_core::DatasetScore for DatasetReport {
+impl sage_measures::DatasetScore for DatasetReport {
     fn score(&self) -> f64 {
         self.score
     }

@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use sage_core::measures::RankedDoc;
+use sage_measures::RankedDoc;
 
 /// A candidate; `Ord` puts the *worse* candidate first so the heap's top is the one to evict.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,7 +84,7 @@ impl TopK {
                 score: e.score,
             })
             .collect();
-        sage_core::measures::trec_order(&mut run);
+        sage_measures::trec_order(&mut run);
         run
     }
 }
@@ -124,7 +124,7 @@ mod tests {
             .iter()
             .map(|(s, id)| RankedDoc { id, score: *s })
             .collect();
-        sage_core::measures::trec_order(&mut all);
+        sage_measures::trec_order(&mut all);
         assert_eq!(top.ranked(), all[..10].to_vec());
         let mut merged = TopK::new(10);
         let (mut a, mut b) = (TopK::new(10), TopK::new(10));

@@ -97,7 +97,7 @@ pub struct DatasetReport {
 
 /// A whole task-2 run: its options, one [`DatasetReport`] per dataset, the category score with
 /// its bootstrap interval (documents resampled within each dataset) and resamples.
-pub type RobustnessReport = sage_core::CategoryReport<Options, DatasetReport>;
+pub type RobustnessReport = sage_measures::CategoryReport<Options, DatasetReport>;
 
 fn share(flags: impl Iterator<Item = bool>, n: usize) -> f64 {
     flags.filter(|&f| f).count() as f64 / n as f64
@@ -208,7 +208,7 @@ pub fn evaluate_dataset(
     })
 }
 
-impl sage_core::DatasetScore for DatasetReport {
+impl sage_measures::DatasetScore for DatasetReport {
     fn score(&self) -> f64 {
         self.score
     }
@@ -216,7 +216,7 @@ impl sage_core::DatasetScore for DatasetReport {
         self.document_scores.len()
     }
     fn resampled_score(&self, drawn: &[usize]) -> f64 {
-        sage_core::mean_at(&self.document_scores, drawn)
+        sage_measures::mean_at(&self.document_scores, drawn)
     }
 }
 

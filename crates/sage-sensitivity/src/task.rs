@@ -126,7 +126,7 @@ pub struct DatasetReport {
 
 /// A whole task-3 run: its options, one [`DatasetReport`] per dataset, the category score with
 /// its bootstrap interval (documents resampled within each dataset) and resamples.
-pub type SensitivityReport = sage_core::CategoryReport<Options, DatasetReport>;
+pub type SensitivityReport = sage_measures::CategoryReport<Options, DatasetReport>;
 
 /// (proportion, position) of a sensitivity perturbation, read from what it did.
 fn level_of(provenance: &Provenance) -> Option<(f64, f64)> {
@@ -303,7 +303,7 @@ pub fn available(root: &DataRoot) -> Vec<(&'static str, &'static str)> {
     root.partition_local(&DEFAULT_DATASETS).0
 }
 
-impl sage_core::DatasetScore for DatasetReport {
+impl sage_measures::DatasetScore for DatasetReport {
     fn score(&self) -> f64 {
         self.score
     }
@@ -311,7 +311,7 @@ impl sage_core::DatasetScore for DatasetReport {
         self.document_scores.len()
     }
     fn resampled_score(&self, drawn: &[usize]) -> f64 {
-        sage_core::mean_at(&self.document_scores, drawn)
+        sage_measures::mean_at(&self.document_scores, drawn)
     }
 }
 

@@ -322,7 +322,7 @@ impl Suite for Pteb {
                 if o.llm.llm_model.is_none() {
                     return Some(format!(
                         "the {role} is the server {}: set llm.llm_model",
-                        sage_core::redact::redact_url(spec)
+                        sage_redact::redact_url(spec)
                     ));
                 }
             } else if !local(spec) {

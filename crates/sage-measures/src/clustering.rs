@@ -3,8 +3,8 @@ use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::ensure_same_len;
-use crate::Result;
+use crate::checks::ensure_same_len;
+use sage_core::Result;
 
 /// Homogeneity, completeness and their harmonic mean, the V-measure (β = 1).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -133,7 +133,7 @@ fn dense_ids<L: Eq + Hash>(labels: &[L]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measures::assert_close;
+    use crate::assert_close;
 
     /// Same labels, same bits: every call, every process.
     #[test]

@@ -1,5 +1,5 @@
-use crate::error::{ensure_at_least, ensure_finite, ensure_same_len};
-use crate::{Result, SageError};
+use crate::checks::{ensure_at_least, ensure_finite, ensure_same_len};
+use sage_core::{Result, SageError};
 
 /// Pearson's r, as `scipy.stats.pearsonr(x, y).statistic`.
 ///
@@ -71,7 +71,7 @@ pub fn rank_average(values: &[f64]) -> Result<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measures::assert_close;
+    use crate::assert_close;
 
     // Golden values: tests/python-reference/golden.py (scipy 1.17.1).
     const X: [f64; 10] = [0.1, 0.4, 0.35, 0.8, 0.8, 0.2, 0.95, 0.5, 0.5, 0.5];

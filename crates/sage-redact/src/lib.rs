@@ -1,3 +1,5 @@
+//! # sage-redact
+//!
 //! The one redaction rule of every HTTP client in sage-rs (embedders, paraphrasers, judges,
 //! hub downloads): what may be printed, logged, cached or written into a result about a server.
 //!
@@ -5,6 +7,7 @@
 //! inside a URL the user typed, and echoed back inside a server's error body (some servers repeat
 //! the request, headers included). [`redact`] removes all three from any text; [`redact_url`] and
 //! [`url_host`] are the forms of a URL that results and identities carry.
+#![deny(missing_docs)]
 
 /// `text` with the home folder ($HOME) written as `~`: a result file or report names a user's
 /// own dataset or data folder without the account it lives under.

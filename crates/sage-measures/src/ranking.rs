@@ -7,7 +7,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use crate::{Result, SageError};
+use sage_core::{Result, SageError};
 
 /// One retrieved document of a run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -136,7 +136,7 @@ fn check_ranks(ranks: &[usize]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measures::assert_close;
+    use crate::assert_close;
 
     fn qrels(pairs: &[(&str, i32)]) -> HashMap<String, i32> {
         pairs.iter().map(|(d, r)| (d.to_string(), *r)).collect()

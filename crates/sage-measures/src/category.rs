@@ -3,8 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::measures::{bootstrap_replicates, ci95, BootstrapInterval, BootstrapReplicates};
-use crate::{Result, RunSeed, SageError, Timings};
+use sage_core::{DatasetRows, Result, RowsUsed, RunSeed, SageError, SuiteReport, Timings};
+
+use crate::{bootstrap_replicates, ci95, BootstrapInterval, BootstrapReplicates};
 
 /// What the shared driver ([`CategoryReport::over_datasets`]) needs of one dataset's report: its
 /// score, and how to score a bootstrap resample of its units (documents, subsets, queries).
@@ -15,12 +16,6 @@ pub trait DatasetScore {
     fn units(&self) -> usize;
     /// The dataset's score on a resample of its units: `drawn` indexes them, with repeats.
     fn resampled_score(&self, drawn: &[usize]) -> f64;
-}
-
-/// The mean of `values` at the `drawn` indices: the resampled score of a dataset whose score is
-/// the mean of its units' scores.
-pub fn mean_at(values: &[f64], drawn: &[usize]) -> f64 {
-    drawn.iter().map(|&i| values[i]).sum::<f64>() / drawn.len() as f64
 }
 
 /// A whole run of one SAGE category: its options, one report per dataset, the category score
@@ -78,11 +73,11 @@ impl<O, D> CategoryReport<O, D> {
     }
 }
 
-impl<O: Serialize, D: crate::DatasetRows + Serialize> crate::SuiteReport for CategoryReport<O, D> {
+impl<O: Serialize, D: DatasetRows + Serialize> SuiteReport for CategoryReport<O, D> {
     fn score(&self) -> Option<f64> {
         Some(self.score)
     }
-    fn rows_used(&self) -> Vec<crate::RowsUsed> {
+    fn rows_used(&self) -> Vec<RowsUsed> {
         self.datasets.iter().flat_map(D::rows_used).collect()
     }
 }
@@ -120,7 +115,7 @@ impl<O, D: DatasetScore + Sync> CategoryReport<O, D> {
                     .sum::<f64>()
                     / reports.len() as f64
             },
-            crate::measures::BOOTSTRAP_RESAMPLES,
+            crate::BOOTSTRAP_RESAMPLES,
             seed,
             &format!("{category}/bootstrap"),
         )?;
@@ -133,7 +128,7 @@ impl<O, D: DatasetScore + Sync> CategoryReport<O, D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measures::bootstrap_mean_of_means;
+    use crate::{bootstrap_mean_of_means, mean_at};
 
     #[derive(Debug, PartialEq)]
     struct Units(Vec<f64>);

@@ -1,9 +1,18 @@
+//! # sage-measures
+//!
 //! Evaluation measures, each written once; every task crate calls these.
 //!
 //! Each function documents the reference implementation it reproduces (scipy, scikit-learn,
 //! trec_eval, statsmodels); the unit tests pin golden values computed with that reference. All
 //! arithmetic is in `f64`.
+//!
+//! [`CategoryReport`] lives here too: the report of a SAGE category over datasets is its mean
+//! and the bootstrap interval of that mean, so it changes when the bootstrap does. Kept out of
+//! sage-core so that a change to a measure rebuilds the crates that measure, not every crate.
+#![deny(missing_docs)]
 
+mod category;
+mod checks;
 mod classification;
 mod clustering;
 mod correlation;
@@ -11,6 +20,7 @@ mod edit;
 mod ranking;
 mod stats;
 
+pub use category::{CategoryReport, DatasetScore};
 pub use classification::{average_precision_score, binary_classification, BinaryScores};
 pub use clustering::{unclusterable, v_measure, VMeasure};
 pub use correlation::{pearson, rank_average, spearman};
@@ -21,7 +31,7 @@ pub use ranking::{
 };
 pub use stats::{
     bootstrap_draw, bootstrap_interval, bootstrap_mean_of_means, bootstrap_replicates, ci95,
-    harmonic_mean, hodges_lehmann, hodges_lehmann_bootstrap, holm, mean, mean_std,
+    harmonic_mean, hodges_lehmann, hodges_lehmann_bootstrap, holm, mean, mean_at, mean_std,
     paired_bootstrap, percentile, percentile_interval, wilcoxon, BootstrapInterval,
     BootstrapReplicates, HodgesLehmann, HolmAdjusted, MeanStd, PairedDifference, Wilcoxon,
     WilcoxonMethod, BOOTSTRAP_RESAMPLES,

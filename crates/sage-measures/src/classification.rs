@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ensure_at_least, ensure_same_len};
-use crate::Result;
+use crate::checks::{ensure_at_least, ensure_same_len};
+use sage_core::Result;
 
 /// Accuracy, precision, recall and F1 of binary predictions.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,7 +94,7 @@ pub fn average_precision_score(truth: &[bool], scores: &[f64]) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measures::assert_close;
+    use crate::assert_close;
 
     #[test]
     fn matches_sklearn() {
@@ -127,13 +127,13 @@ mod tests {
         // sklearn 1.9.1 average_precision_score on the same inputs
         let t = |v: &[u8]| v.iter().map(|&x| x == 1).collect::<Vec<_>>();
         let ap = |truth: &[u8], scores: &[f64]| average_precision_score(&t(truth), scores).unwrap();
-        crate::measures::assert_close(
+        crate::assert_close(
             ap(&[1, 0, 1, 1, 0, 0, 1], &[0.9, 0.9, 0.3, 0.5, 0.5, 0.1, 0.8]),
             0.6083333333333333,
             1e-12,
         );
-        crate::measures::assert_close(ap(&[0, 1, 0, 1], &[0.2; 4]), 0.5, 1e-12);
-        crate::measures::assert_close(
+        crate::assert_close(ap(&[0, 1, 0, 1], &[0.2; 4]), 0.5, 1e-12);
+        crate::assert_close(
             ap(&[1, 0, 0, 1, 0], &[0.1, 0.4, 0.35, 0.8, 0.05]),
             0.75,
             1e-12,

@@ -2,9 +2,9 @@ use rand::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ensure_at_least, ensure_finite, ensure_same_len};
-use crate::seed::RunSeed;
-use crate::{Result, SageError};
+use crate::checks::{ensure_at_least, ensure_finite, ensure_same_len};
+use sage_core::RunSeed;
+use sage_core::{Result, SageError};
 
 /// Arithmetic mean. Errors on empty input.
 ///
@@ -214,6 +214,12 @@ pub fn hodges_lehmann_bootstrap(
     })
 }
 
+/// The mean of `values` at the `drawn` indices: the resampled score of a dataset whose score is
+/// the mean of its units' scores.
+pub fn mean_at(values: &[f64], drawn: &[usize]) -> f64 {
+    drawn.iter().map(|&i| values[i]).sum::<f64>() / drawn.len() as f64
+}
+
 /// Resamples behind every category interval the task crates report.
 pub const BOOTSTRAP_RESAMPLES: usize = 1000;
 
@@ -397,7 +403,7 @@ pub fn bootstrap_mean_of_means(
             drawn
                 .iter()
                 .zip(groups)
-                .map(|(idx, g)| crate::mean_at(g, idx))
+                .map(|(idx, g)| mean_at(g, idx))
                 .sum::<f64>()
                 / groups.len() as f64
         },
@@ -655,7 +661,7 @@ pub fn holm(p_values: &[f64], alpha: f64) -> Result<HolmAdjusted> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measures::assert_close;
+    use crate::assert_close;
 
     // Golden values: tests/python-reference/golden.py (numpy 2, scipy 1.17.1, statsmodels).
     #[test]
