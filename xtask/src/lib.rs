@@ -13,7 +13,6 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 mod book;
-mod slurm;
 mod throughput;
 
 /// `cargo xtask help`.
@@ -79,7 +78,18 @@ pub fn run(args: &[String]) -> Result<()> {
             let invocation = bench_invocation(&args[1..])?;
             Ok(sage_bench::bench_all(&invocation, &bench_environment())?)
         }
-        Some("slurm") => slurm::slurm(&args[1..]),
+        Some("slurm") => {
+            let options = sage_bench::slurm::SlurmOptions::parse(
+                &args[1..],
+                workspace_root().join("results"),
+            )?;
+            let xtask = std::env::current_exe().context("the path of this xtask binary")?;
+            Ok(sage_bench::slurm::submit(
+                &options,
+                &bench_environment(),
+                &xtask,
+            )?)
+        }
         Some("book") => book::book(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");

@@ -41,6 +41,10 @@ pub enum BenchError {
         /// The jobs this run had.
         total: usize,
     },
+    /// A Slurm command could not be run or failed, or a submitted task or the gather job did
+    /// not complete; the message names the job and its log.
+    #[error("{0}")]
+    Slurm(String),
     /// An error of sage-core (writing a file atomically, ...).
     #[error(transparent)]
     Core(#[from] SageError),
@@ -57,6 +61,11 @@ impl BenchError {
             what,
             detail: detail.to_string(),
         }
+    }
+
+    /// A Slurm command's failure.
+    pub(crate) fn slurm(command: &str, message: impl Display) -> BenchError {
+        BenchError::Slurm(format!("{command}: {message}"))
     }
 
     /// A `sage` command's failure.

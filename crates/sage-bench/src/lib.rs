@@ -54,6 +54,7 @@ mod manifest;
 mod plan;
 mod run;
 pub mod shard;
+pub mod slurm;
 #[cfg(test)]
 mod tests;
 

@@ -1,6 +1,5 @@
 //! What the workspace-level tests share: where the workspace, its target dir and the debug `sage`
 //! binary are.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,4 +1,4 @@
-//! `cargo xtask slurm`: a bench-all configuration as a Slurm job array plus a gather job.
+//! A bench-all configuration as a Slurm job array plus a gather job (`cargo xtask slurm`).
 //!
 //! The jobs whose results are missing are frozen, with their estimated costs, into a job file
 //! (`--list-jobs` lines); array task I runs `bench-all --jobs FILE --shard I/N` (every task reads
@@ -17,27 +17,45 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use sage_core::utc_timestamp;
 use serde_json::json;
 
-use sage_bench::{shard, write_file, Invocation, Prepared};
-use sage_core::utc_timestamp;
+use crate::error::invalid;
+use crate::{shard, write_file, BenchError, Environment, Invocation, Prepared, Result};
 
-/// What the command line asks of `cargo xtask slurm`.
+/// What a Slurm submission is asked for: bench-all's own options, and the array's.
 #[derive(Debug)]
-struct SlurmOptions {
-    bench: Invocation,
-    shards: usize,
-    partition: Option<String>,
-    gpus_per_task: Option<String>,
-    cpus_per_task: Option<String>,
-    array_limit: Option<usize>,
-    time: Option<String>,
-    dry_run: bool,
-    wait: bool,
+pub struct SlurmOptions {
+    /// bench-all's options (`--config`, `--quick`, `--out`, `--sage`, `--costs`), every path
+    /// absolute: the array tasks run on other machines, in another folder.
+    pub bench: Invocation,
+    /// `--shards N`: array tasks, at most one per job (default 8).
+    pub shards: usize,
+    /// `--partition P`.
+    pub partition: Option<String>,
+    /// `--gpus-per-task G`.
+    pub gpus_per_task: Option<String>,
+    /// `--cpus-per-task C` (also the task's thread count).
+    pub cpus_per_task: Option<String>,
+    /// `--array-limit K`: tasks running at once.
+    pub array_limit: Option<usize>,
+    /// `--time T`: each task's time limit.
+    pub time: Option<String>,
+    /// `--dry-run`: write and print the scripts, submit nothing.
+    pub dry_run: bool,
+    /// Wait for the array and the gather job, and name each failed task (`--no-wait`: do not).
+    pub wait: bool,
 }
 
-fn parse(args: &[String]) -> Result<SlurmOptions> {
+impl SlurmOptions {
+    /// Reads the options (as after `slurm`); `out` is the results folder unless `--out` says
+    /// another.
+    pub fn parse(args: &[String], out: PathBuf) -> Result<SlurmOptions> {
+        parse(args, out)
+    }
+}
+
+fn parse(args: &[String], out: PathBuf) -> Result<SlurmOptions> {
     let mut options = SlurmOptions {
         bench: Invocation::default(),
         shards: 8,
@@ -53,12 +71,15 @@ fn parse(args: &[String]) -> Result<SlurmOptions> {
     let mut bench_args = Vec::new();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        let mut value = || crate::flag_value(&mut it, flag);
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| BenchError::Invalid(format!("{flag} needs a value")))
+        };
         let number = |v: String| -> Result<usize> {
-            v.parse()
-                .ok()
-                .filter(|&n| n > 0)
-                .with_context(|| format!("{flag} {v:?}: expected a positive whole number"))
+            v.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                BenchError::Invalid(format!("{flag} {v:?}: expected a positive whole number"))
+            })
         };
         match flag.as_str() {
             "--shards" => options.shards = number(value()?)?,
@@ -73,15 +94,15 @@ fn parse(args: &[String]) -> Result<SlurmOptions> {
             "--config" | "--out" | "--sage" | "--costs" => {
                 bench_args.extend([flag.clone(), value()?])
             }
-            other => bail!(
+            other => invalid!(
                 "unknown option {other:?} (slurm takes --config FILE, --quick, --out DIR, --sage BIN, --costs FILE, --shards N, --partition P, --gpus-per-task G, --cpus-per-task C, --array-limit K, --time T, --dry-run, --no-wait)"
             ),
         }
     }
-    let mut bench = crate::bench_invocation(&bench_args)?;
+    let mut bench = Invocation::parse(&bench_args, out)?;
     // array tasks run on other machines, in another folder: every path they get is absolute
     let absolute = |p: &Path| {
-        std::path::absolute(p).with_context(|| format!("{}: cannot make it absolute", p.display()))
+        std::path::absolute(p).map_err(|e| BenchError::file(p, "cannot make it absolute", e))
     };
     bench.out = absolute(&bench.out)?;
     for path in [
@@ -194,7 +215,7 @@ fn submission_dir(out: &Path) -> Result<PathBuf> {
         });
         if !dir.exists() {
             std::fs::create_dir_all(&dir)
-                .with_context(|| format!("{}: cannot create", dir.display()))?;
+                .map_err(|e| BenchError::file(&dir, "cannot create", e))?;
             return Ok(dir);
         }
     }
@@ -203,18 +224,23 @@ fn submission_dir(out: &Path) -> Result<PathBuf> {
 
 /// `sbatch --parsable ARGS SCRIPT`: the job id.
 fn sbatch(args: &[String], script: &Path) -> Result<String> {
+    let command = format!("sbatch {}", script.display());
     let output = Command::new("sbatch")
         .arg("--parsable")
         .args(args)
         .arg(script)
         .output()
-        .context("running sbatch (is this a Slurm submit host? --dry-run prints the scripts)")?;
+        .map_err(|e| {
+            BenchError::slurm(
+                &command,
+                format!("cannot run it ({e}): is this a Slurm submit host? --dry-run prints the scripts"),
+            )
+        })?;
     if !output.status.success() {
-        bail!(
-            "sbatch {} failed: {}",
-            script.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
+        return Err(BenchError::slurm(
+            &command,
+            format!("failed: {}", String::from_utf8_lossy(&output.stderr).trim()),
+        ));
     }
     // `ID` or `ID;CLUSTER`
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -225,7 +251,10 @@ fn sbatch(args: &[String], script: &Path) -> Result<String> {
         .unwrap_or_default()
         .to_owned();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
-        bail!("sbatch {} printed no job id: {stdout:?}", script.display());
+        return Err(BenchError::slurm(
+            &command,
+            format!("printed no job id: {stdout:?}"),
+        ));
     }
     Ok(id)
 }
@@ -278,7 +307,7 @@ fn wait_for(ids: &[&str]) -> Result<()> {
         let output = Command::new("squeue")
             .args(["-h", "-o", "%i %T", "-j", &ids.join(",")])
             .output()
-            .context("running squeue")?;
+            .map_err(|e| BenchError::slurm("squeue", format!("cannot run it: {e}")))?;
         let listed = String::from_utf8_lossy(&output.stdout);
         // squeue fails once every id has left slurmctld's memory: all done then too
         if !output.status.success() || listed.trim().is_empty() {
@@ -306,9 +335,12 @@ fn log_tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(4)..].join("\n    ")
 }
 
-pub fn slurm(args: &[String]) -> Result<()> {
-    let options = parse(args)?;
-    let prepared = Prepared::new(&options.bench, &crate::bench_environment())?;
+/// Submits the jobs of `options.bench` whose results are missing as a Slurm job array of
+/// `options.shards` tasks, each running `xtask bench-all --jobs FILE --shard I/N`, plus a gather
+/// job after them; with `options.wait`, waits for both and names each failed task and its log.
+/// `xtask` is the binary the scripts run (it builds nothing there: `sage` is resolved here, once).
+pub fn submit(options: &SlurmOptions, env: &Environment, xtask: &Path) -> Result<()> {
+    let prepared = Prepared::new(&options.bench, env)?;
     let out = &options.bench.out;
     let pending: Vec<usize> = (0..prepared.jobs.len())
         .filter(|&i| !prepared.jobs[i].result_path(out).exists())
@@ -334,14 +366,13 @@ pub fn slurm(args: &[String]) -> Result<()> {
             )
         })
         .collect();
-    std::fs::write(dir.join("jobs.jsonl"), &jobs_file)
-        .with_context(|| format!("{}: cannot write jobs.jsonl", dir.display()))?;
-    let xtask = std::env::current_exe().context("the path of this xtask binary")?;
-    let sage = std::path::absolute(&prepared.sage).context("the path of sage")?;
-    let scripts = scripts(&options, &xtask, &sage, &dir, shards);
+    write_file(&dir.join("jobs.jsonl"), jobs_file.as_bytes())?;
+    let sage = std::path::absolute(&prepared.sage)
+        .map_err(|e| BenchError::file(&prepared.sage, "cannot make it absolute", e))?;
+    let scripts = scripts(options, xtask, &sage, &dir, shards);
     let (array_script, gather_script) = (dir.join("array.sbatch"), dir.join("gather.sbatch"));
-    std::fs::write(&array_script, &scripts.array)?;
-    std::fs::write(&gather_script, &scripts.gather)?;
+    write_file(&array_script, scripts.array.as_bytes())?;
+    write_file(&gather_script, scripts.gather.as_bytes())?;
     let estimated: f64 = pending.iter().map(|&i| prepared.estimates[i]).sum();
     eprintln!(
         "slurm: {} jobs (about {:.1} s of work) in {shards} array tasks; job file, scripts and logs in {}",
@@ -374,7 +405,8 @@ pub fn slurm(args: &[String]) -> Result<()> {
             "shards": shards,
             "jobs": pending.len(),
             "submitted": utc_timestamp(),
-        }))?,
+        }))
+        .expect("a JSON object serializes"),
     )?;
     eprintln!("slurm: submitted array job {array_id} ({shards} tasks) and gather job {gather_id}");
     if !options.wait {
@@ -418,7 +450,7 @@ pub fn slurm(args: &[String]) -> Result<()> {
         return Ok(());
     }
     if failures.is_empty() {
-        bail!(
+        return Err(BenchError::Slurm(format!(
             "gather job {gather_id} ended {}; log: {}\n    {}",
             if gather_state.is_empty() {
                 "without a record"
@@ -427,9 +459,9 @@ pub fn slurm(args: &[String]) -> Result<()> {
             },
             gather_log.display(),
             log_tail(&gather_log)
-        );
+        )));
     }
-    bail!(
+    Err(BenchError::Slurm(format!(
         "{} of {shards} array tasks failed, so the gather job {gather_id} {}:\n  {}\nEvery result they wrote is kept; submitting again runs only the jobs still missing.",
         failures.len(),
         if gather_state == "CANCELLED" {
@@ -438,7 +470,7 @@ pub fn slurm(args: &[String]) -> Result<()> {
             format!("ended {gather_state}")
         },
         failures.join("\n  ")
-    )
+    )))
 }
 
 #[cfg(test)]
@@ -467,19 +499,22 @@ mod tests {
 
     #[test]
     fn scripts_quote_paths_and_carry_the_resources() {
-        let options = parse(&[
-            "--out".into(),
-            "/tmp/it's here".into(),
-            "--quick".into(),
-            "--partition".into(),
-            "gpu".into(),
-            "--gpus-per-task".into(),
-            "1".into(),
-            "--array-limit".into(),
-            "4".into(),
-            "--time".into(),
-            "02:00:00".into(),
-        ])
+        let options = parse(
+            &[
+                "--out".into(),
+                "/tmp/it's here".into(),
+                "--quick".into(),
+                "--partition".into(),
+                "gpu".into(),
+                "--gpus-per-task".into(),
+                "1".into(),
+                "--array-limit".into(),
+                "4".into(),
+                "--time".into(),
+                "02:00:00".into(),
+            ],
+            PathBuf::from("results"),
+        )
         .unwrap();
         let s = scripts(
             &options,
@@ -503,7 +538,10 @@ mod tests {
         assert!(s.gather.contains("--gather") && !s.gather.contains("--array"));
         for bad in [["--shards", "0"], ["--array-limit", "x"]] {
             let args: Vec<String> = bad.iter().map(|a| a.to_string()).collect();
-            assert!(parse(&args).unwrap_err().to_string().contains("positive"));
+            assert!(parse(&args, PathBuf::from("results"))
+                .unwrap_err()
+                .to_string()
+                .contains("positive"));
         }
     }
 }
