@@ -327,7 +327,7 @@ impl Prepared {
         let weights: BTreeMap<&str, f64> = similarities
             .iter()
             .map(|s| {
-                let bytes = (s.is_model && !is_remote(&s.spec))
+                let bytes = (s.is_model && !sage_core::is_remote_spec(&s.spec))
                     .then(|| model_bytes(&s.spec))
                     .flatten();
                 (s.label.as_str(), shard::similarity_weight(bytes))

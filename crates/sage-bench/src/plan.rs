@@ -88,12 +88,6 @@ pub(crate) fn model_bytes(spec: &str) -> Option<u64> {
         .map(|dir| transformer_bytes(&dir))
 }
 
-/// Whether `spec` names a remote model (`openai:`, `voyage:`, `cohere:`, `gemini:`), as
-/// `sage` decides it.
-pub(crate) fn is_remote(spec: &str) -> bool {
-    sage_core::remote_model_name(spec).is_some() && !Path::new(spec).exists()
-}
-
 /// `protocol:model` of a remote spec: its label and its key in `[remote.prices]`.
 pub(crate) fn remote_name(spec: &str) -> String {
     sage_core::remote_model_name(spec)

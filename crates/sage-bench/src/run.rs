@@ -53,7 +53,7 @@ impl RunContext {
 
     /// `--price P` for a remote model priced in `[remote.prices]`.
     pub(crate) fn price_args(&self, spec: &str) -> Vec<String> {
-        if !is_remote(spec) {
+        if !sage_core::is_remote_spec(spec) {
             return Vec::new();
         }
         self.prices
@@ -130,7 +130,10 @@ pub(crate) fn print_plan(
 ) -> Result<()> {
     let mut total = Some(0.0);
     let mut remote_jobs = 0;
-    for job in jobs.iter().filter(|j| is_remote(&j.similarity.spec)) {
+    for job in jobs
+        .iter()
+        .filter(|j| sage_core::is_remote_spec(&j.similarity.spec))
+    {
         remote_jobs += 1;
         let name = format!("{} {}/{}", job.similarity.label, job.suite, job.task);
         let path = job.result_path(out);
@@ -230,7 +233,7 @@ pub(crate) fn run_jobs(
         let start = Instant::now();
         let ceiling = context
             .max_cost_usd
-            .filter(|_| is_remote(&job.similarity.spec));
+            .filter(|_| sage_core::is_remote_spec(&job.similarity.spec));
         let within_budget = match ceiling {
             _ if path.exists() && !overwrite => Ok(()),
             None => Ok(()),

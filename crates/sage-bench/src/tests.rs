@@ -488,7 +488,7 @@ fn shard_cache_flags_go_to_model_jobs_only() {
 #[test]
 fn remote_labels_and_result_specs_hold_no_url_or_password() {
     let spec = "openai:BAAI/bge-small@http://u:pw@127.0.0.1:7997/v1";
-    assert!(is_remote(spec));
+    assert!(sage_core::is_remote_spec(spec));
     assert_eq!(sage_core::result_label(spec), "openai:BAAI--bge-small");
     assert_eq!(remote_name(spec), "openai:BAAI/bge-small");
     assert_eq!(

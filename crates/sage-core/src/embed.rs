@@ -69,6 +69,12 @@ pub fn remote_model_name(spec: &str) -> Option<&str> {
     Some(&spec[..end])
 }
 
+/// Whether `spec` names a model behind a server: it is written as `PROTOCOL:MODEL[@BASE_URL]`
+/// and no file of that name exists. The one test every loader and bench-all's planner share.
+pub fn is_remote_spec(spec: &str) -> bool {
+    remote_model_name(spec).is_some() && !std::path::Path::new(spec).exists()
+}
+
 /// What a remote embedder was asked for and what it cost: recorded in every result that used one.
 /// Local models have none.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

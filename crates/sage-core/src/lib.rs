@@ -34,7 +34,7 @@ mod timings;
 
 pub use cost_hint::{CostHint, COST_REFERENCE_MODEL_BYTES};
 pub use embed::{
-    cosine, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
+    cosine, is_remote_spec, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
 pub use error::{printable, said_once, Result, SageError};

@@ -110,76 +110,15 @@ pub use config::{DenseActivation, DenseModule, Prompts, SentenceTransformerConfi
 pub use error::{EmbedError, Result};
 pub use families::{family_of, Family, FAMILIES};
 pub use fetch::{fetch_model, hub_model, Fetched, HubModel, HUB_MODELS, NOT_ON_THE_HUB};
-pub use loader::{is_remote, load, CacheUse, LoadOptions, LoadedModel, Metered};
+pub use loader::{load, load_embedder, CacheUse, LoadOptions, LoadedModel, Metered, ModelSource};
 pub use matryoshka::Truncated;
 pub use model_config::{Pooling, TransformerConfig};
-pub use resolve::{discover_models, resolve_model, DiscoveredModel, ResolveOptions, ResolvedModel};
-use sage_core::Embedder;
+pub use resolve::{
+    detect_kind, discover_models, resolve_model, DiscoveredModel, ModelKind, ResolveOptions,
+    ResolvedModel,
+};
 pub use static_models::{bow_tokens, Model2Vec, WordVectors};
 pub use transformer::{SentenceTransformer, TransformerOptions};
-
-/// What kind of model a folder holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ModelKind {
-    /// A sentence-transformers folder (an encoder or a decoder).
-    Transformer,
-    /// A word-vector file: GloVe text, fastText `.vec` or word2vec binary.
-    WordVectors,
-    /// A model2vec static model.
-    Model2Vec,
-}
-
-/// Tells the kind of a resolved model folder from its files.
-pub fn detect_kind(model: &ResolvedModel) -> Result<ModelKind> {
-    let dir = &model.dir;
-    if dir.is_file() {
-        return if static_models::is_word_vector_file(dir, true) {
-            Ok(ModelKind::WordVectors)
-        } else {
-            Err(error::file_error(
-                dir,
-                "not a model folder or a word-vector file (glove*.txt, *.vec, word2vec *.bin)",
-            ))
-        };
-    }
-    let binary_ok = !dir.join("config.json").exists();
-    if std::fs::read_dir(dir)
-        .map_err(|e| error::file_error(dir, e))?
-        .filter_map(|e| e.ok())
-        .any(|e| static_models::is_word_vector_file(&e.path(), binary_ok))
-    {
-        return Ok(ModelKind::WordVectors);
-    }
-    let config: serde_json::Value = model_config::read_json(&dir.join("config.json"))?;
-    if config.get("model_type").is_some() {
-        Ok(ModelKind::Transformer)
-    } else {
-        Ok(ModelKind::Model2Vec)
-    }
-}
-
-/// Resolves `spec` and loads whatever model it names: a remote spec
-/// (`PROTOCOL:MODEL[@BASE_URL]`, default [`sage_remote::RemoteOptions`]) unless a file of that name exists,
-/// else a local folder, a folder under SAGE_MODELS_DIR, or a hub id.
-pub fn load_embedder(
-    spec: &str,
-    resolve: &ResolveOptions,
-    options: TransformerOptions,
-) -> Result<Box<dyn Embedder>> {
-    if is_remote(spec) {
-        let remote = sage_remote::RemoteSpec::parse(spec)?;
-        return Ok(Box::new(sage_remote::RemoteEmbedder::new(
-            remote,
-            sage_remote::RemoteOptions::default(),
-        )?));
-    }
-    let model = resolve_model(spec, resolve)?;
-    Ok(match detect_kind(&model)? {
-        ModelKind::Transformer => Box::new(SentenceTransformer::load(&model, options)?),
-        ModelKind::WordVectors => Box::new(WordVectors::load(&model)?),
-        ModelKind::Model2Vec => Box::new(Model2Vec::load(&model)?),
-    })
-}
 
 /// `sha256:` and the first 16 hex digits of a file's SHA-256: the revision of local weights.
 pub(crate) fn file_digest(path: &Path) -> Result<String> {

@@ -8,17 +8,21 @@
 //! afterwards (the cache's hits, a remote model's plan and usage), so no global list of loaded
 //! models is needed to write a report.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use ndarray::Array2;
-use sage_core::{BatchSink, Embedder, EmbeddingWork, RemoteUsage, Role};
+use sage_core::{is_remote_spec, BatchSink, Embedder, EmbeddingWork, RemoteUsage, Role};
+
+use sage_remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 
 use crate::cache::{CacheStats, CachedEmbedder, PlanCounts};
+use crate::resolve::{detect_kind, resolve_model, ModelKind, ResolvedModel};
+use crate::static_models::{Model2Vec, WordVectors};
+use crate::transformer::SentenceTransformer;
 use crate::{EmbedError, ResolveOptions, Result, TransformerOptions, Truncated};
-use sage_remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 
 /// Everything that says how a spec becomes an embedder.
 #[derive(Clone, Debug, Default)]
@@ -56,10 +60,58 @@ impl LoadOptions {
     }
 }
 
-/// Whether `spec` names a remote model: it reads as `PROTOCOL:MODEL[@BASE_URL]` and no file of
-/// that name exists.
-pub fn is_remote(spec: &str) -> bool {
-    RemoteSpec::looks_remote(spec) && !Path::new(spec).exists()
+/// Where a model spec points, read once: the one fork between a model behind a server and a
+/// model on this machine. Every loader resolves a spec through here and builds from what it
+/// gives, so a spec is parsed in one place and means the same to each.
+#[derive(Debug)]
+pub enum ModelSource {
+    /// A model behind a server: `PROTOCOL:MODEL[@BASE_URL]`, with no file of that name.
+    Remote(RemoteSpec),
+    /// A model on this machine (a folder, a folder under SAGE_MODELS_DIR, or a hub snapshot),
+    /// and what kind its files say it is.
+    Local(ResolvedModel, ModelKind),
+}
+
+impl ModelSource {
+    /// Where `spec` points: a remote spec unless a file of that name exists, else a local
+    /// folder, a folder under SAGE_MODELS_DIR, or a hub id.
+    pub fn resolve(spec: &str, resolve: &ResolveOptions) -> Result<ModelSource> {
+        if is_remote_spec(spec) {
+            return Ok(ModelSource::Remote(RemoteSpec::parse(spec)?));
+        }
+        let model = resolve_model(spec, resolve)?;
+        let kind = detect_kind(&model)?;
+        Ok(ModelSource::Local(model, kind))
+    }
+}
+
+/// A local model of `kind` built from its resolved folder.
+fn build_local(
+    model: &ResolvedModel,
+    kind: ModelKind,
+    transformer: TransformerOptions,
+) -> Result<Box<dyn Embedder>> {
+    Ok(match kind {
+        ModelKind::Transformer => Box::new(SentenceTransformer::load(model, transformer)?),
+        ModelKind::WordVectors => Box::new(WordVectors::load(model)?),
+        ModelKind::Model2Vec => Box::new(Model2Vec::load(model)?),
+    })
+}
+
+/// The bare model `spec` names, without a cache or a meter in front: a remote model with
+/// [`RemoteOptions`]' defaults, a local one run as `options` say. [`load`] is the whole path.
+pub fn load_embedder(
+    spec: &str,
+    resolve: &ResolveOptions,
+    options: TransformerOptions,
+) -> Result<Box<dyn Embedder>> {
+    match ModelSource::resolve(spec, resolve)? {
+        ModelSource::Remote(remote) => Ok(Box::new(RemoteEmbedder::new(
+            remote,
+            RemoteOptions::default(),
+        )?)),
+        ModelSource::Local(model, kind) => build_local(&model, kind, options),
+    }
 }
 
 /// A loaded model and what can be asked of it once it has been used.
@@ -155,30 +207,33 @@ impl LoadedModel {
 
 /// Loads the model `spec` names, as `options` say.
 pub fn load(spec: &str, options: &LoadOptions) -> Result<LoadedModel> {
-    let (model, name, remote, counter): (Box<dyn Embedder>, _, _, _) = if is_remote(spec) {
-        let parsed = RemoteSpec::parse(spec)?;
-        let name = parsed.display();
-        let remote_options = RemoteOptions {
-            dimensions: options.dimensions.or(options.remote.dimensions),
-            ..options.remote.clone()
-        };
-        let model = RemoteEmbedder::new(parsed, remote_options)?;
-        let price = model.price_per_million_tokens();
-        let counter = model.token_counter();
-        (Box::new(model), name, Some(price), Some(counter))
-    } else {
-        if options.plan {
-            return Err(EmbedError::Resolve(format!(
-                "planning counts what a remote model (PROTOCOL:MODEL[@BASE_URL]) would be sent; \
-                 {spec:?} is local"
-            )));
+    if options.plan && !is_remote_spec(spec) {
+        return Err(EmbedError::Resolve(format!(
+            "planning counts what a remote model (PROTOCOL:MODEL[@BASE_URL]) would be sent; \
+             {spec:?} is local"
+        )));
+    }
+    let source = ModelSource::resolve(spec, &options.resolve)?;
+    let (model, name, remote, counter): (Box<dyn Embedder>, _, _, _) = match source {
+        ModelSource::Remote(parsed) => {
+            let name = parsed.display();
+            let remote_options = RemoteOptions {
+                dimensions: options.dimensions.or(options.remote.dimensions),
+                ..options.remote.clone()
+            };
+            let model = RemoteEmbedder::new(parsed, remote_options)?;
+            let price = model.price_per_million_tokens();
+            let counter = model.token_counter();
+            (Box::new(model), name, Some(price), Some(counter))
         }
-        let model = crate::load_embedder(spec, &options.resolve, options.transformer.clone())?;
-        let model: Box<dyn Embedder> = match options.dimensions {
-            Some(dimensions) => Box::new(Truncated::new(model, dimensions)?),
-            None => model,
-        };
-        (model, spec.to_owned(), None, None)
+        ModelSource::Local(model, kind) => {
+            let model = build_local(&model, kind, options.transformer.clone())?;
+            let model: Box<dyn Embedder> = match options.dimensions {
+                Some(dimensions) => Box::new(Truncated::new(model, dimensions)?),
+                None => model,
+            };
+            (model, spec.to_owned(), None, None)
+        }
     };
     let cache = match (&options.cache, counter) {
         (None, _) if options.plan => {
@@ -292,6 +347,8 @@ impl<E: Embedder> Embedder for Metered<E> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     /// A GloVe text file: the smallest local model there is.
