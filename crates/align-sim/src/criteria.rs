@@ -20,31 +20,16 @@ pub const DEFAULT_DATASETS: [(&str, &str); 2] = [("mrpc", "test"), ("paws-wiki",
 /// Rows sampled per dataset when the options name no other number.
 pub const DEFAULT_MAX_ROWS: usize = 1750;
 
-/// The options of an ALIGN-SIM run, whoever gives them: `sage run align-sim`'s flags,
-/// `--options`, bench.toml and Python keywords all become this struct and meet its ranges
-/// ([`sage_core::CheckOptions`]) before anything is loaded. The seed is the run's.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Rows sampled per dataset (seeded; 1 to 10,000,000).
-    pub max_rows: usize,
-    /// The WordNet 3.0 dict folder the synonym and antonym criteria read; when `None`,
-    /// `wordnet/dict` under the data root.
-    pub wordnet: Option<PathBuf>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            max_rows: DEFAULT_MAX_ROWS,
-            wordnet: None,
-        }
-    }
-}
-
-impl sage_core::CheckOptions for Options {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within("max_rows", self.max_rows, 1..=10_000_000)
+sage_core::suite_options! {
+    /// The options of an ALIGN-SIM run: the one declaration the flags, `--options`, bench.toml
+    /// and Python keywords all read, with each field's range. The seed is the run's.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Options {
+        /// Rows sampled per dataset (seeded).
+        pub max_rows: usize = DEFAULT_MAX_ROWS, sage_core::OptionSpec::whole(1, 10_000_000);
+        /// The WordNet 3.0 dict folder the synonym and antonym criteria read; `wordnet/dict`
+        /// under the data root when unset.
+        pub wordnet: Option<PathBuf> = None, sage_core::OptionSpec::any();
     }
 }
 

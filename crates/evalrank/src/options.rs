@@ -24,28 +24,25 @@ pub enum PostKind {
     Abtt,
 }
 
-/// The options of an EvalRank run. No seed: nothing is sampled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Options {
-    /// Word or sentence lists (required).
-    pub level: Level,
-    /// How two vectors compare.
-    #[serde(default)]
-    pub similarity: VectorSimilarity,
-    /// The shipped lists or those built from the raw datasets.
-    #[serde(default)]
-    pub lists: ListSource,
-    /// The post-processing fitted on the embedded set.
-    #[serde(default)]
-    pub post: PostKind,
-    /// Components `post: abtt` removes (1 to 1,000).
-    #[serde(default = "default_abtt_k")]
-    pub abtt_k: usize,
-}
-
-fn default_abtt_k() -> usize {
-    DEFAULT_ABTT_K
+sage_core::suite_options! {
+    /// The options of an EvalRank run: the one declaration the flags, `--options`, bench.toml
+    /// and Python keywords all read, with each field's range. No seed: nothing is sampled.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Options {
+        /// word: the 13 word-similarity sets; sentence: STS-B and STR-2022. Required (a bare
+        /// `Options::default()` says word).
+        pub level: Level = Level::Word, sage_core::OptionSpec::any().required();
+        /// How two vectors compare: cosine (cos) or l2, EvalRank's 1 / (1 + distance).
+        pub similarity: VectorSimilarity = VectorSimilarity::Cosine,
+            sage_core::OptionSpec::any().flag("vector-similarity");
+        /// shipped: the toolkit's lists; constructed: built from the raw datasets.
+        pub lists: ListSource = ListSource::Shipped, sage_core::OptionSpec::any();
+        /// Post-processing fitted on the embedded set: none, whitening, or abtt (the top
+        /// `abtt_k` principal components removed).
+        pub post: PostKind = PostKind::None, sage_core::OptionSpec::any();
+        /// Components `post: abtt` removes.
+        pub abtt_k: usize = DEFAULT_ABTT_K, sage_core::OptionSpec::whole(1, 1_000);
+    }
 }
 
 impl Options {
@@ -56,12 +53,6 @@ impl Options {
             PostKind::Whitening => PostProcess::Whitening,
             PostKind::Abtt => PostProcess::Abtt { k: self.abtt_k },
         }
-    }
-}
-
-impl sage_core::CheckOptions for Options {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within("abtt_k", self.abtt_k, 1..=1_000)
     }
 }
 
@@ -85,7 +76,15 @@ mod tests {
         let abtt: Options =
             serde_json::from_str(r#"{"level": "sentence", "post": "abtt", "abtt_k": 3}"#).unwrap();
         assert_eq!(abtt.post_process(), PostProcess::Abtt { k: 3 });
-        assert!(serde_json::from_str::<Options>(r#"{"post": "none"}"#).is_err());
+        // the level is required where options are read (sage-suites): the declaration says so
+        let bare = serde_json::json!({"post": "none"});
+        assert_eq!(
+            sage_core::missing_required(
+                <Options as sage_core::SuiteOptions>::FIELDS,
+                bare.as_object().unwrap()
+            ),
+            ["level"]
+        );
         let zero = Options { abtt_k: 0, ..o };
         assert!(sage_core::CheckOptions::check(&zero).is_err());
     }

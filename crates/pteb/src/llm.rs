@@ -5,54 +5,43 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use crate::{
     ChatModel, GgufChat, Judge, OpenAiChat, ParaphraseCache, ParaphraseSettings, Paraphraser,
     PromptStyle, PtebError, Result,
 };
 
-/// The LLM settings of a PTEB run; every field has the CLI flag's default.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LlmConfig {
-    /// The model a server is asked for (an HTTP paraphraser or judge needs it).
-    pub llm_model: Option<String>,
-    /// Requests a local GGUF LLM decodes together per lane (default: the engine's).
-    pub llm_batch: Option<usize>,
-    /// Decoding lanes of a local LLM (default: the engine's).
-    pub llm_lanes: Option<usize>,
-    /// Pooled attention (`true`) or per-request (`false`); default: the engine's per device.
-    pub llm_pooled_attention: Option<bool>,
-    /// The environment variable holding a server's API key (never the key itself).
-    pub api_key_env: String,
-    /// Seconds before an HTTP request is abandoned.
-    pub http_timeout: u64,
-    /// The multilingual prompt.
-    pub multilingual: bool,
-    /// Sampling temperature.
-    pub temperature: f64,
-    /// Nucleus mass.
-    pub top_p: f64,
-    /// Most tokens of a judge answer.
-    pub judge_max_tokens: usize,
-}
-
-impl Default for LlmConfig {
-    fn default() -> Self {
-        let sampling = ParaphraseSettings::default();
-        LlmConfig {
-            llm_model: None,
-            llm_batch: None,
-            llm_lanes: None,
-            llm_pooled_attention: None,
-            api_key_env: "OPENAI_API_KEY".into(),
-            http_timeout: 300,
-            multilingual: false,
-            temperature: sampling.temperature,
-            top_p: sampling.top_p,
-            judge_max_tokens: 16,
-        }
+sage_core::suite_options! {
+    /// The LLM settings of a PTEB run, each with its default.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LlmConfig {
+        /// The model name a server is asked for (an HTTP paraphraser or judge needs it).
+        pub llm_model: Option<String> = None, sage_core::OptionSpec::any();
+        /// Requests a local GGUF LLM (llama, qwen2) decodes together in each decoding lane;
+        /// unset: 32 on the CPU, 256 on CUDA. Answers do not depend on it on the CPU.
+        pub llm_batch: Option<usize> = None, sage_core::OptionSpec::whole(1, 100_000);
+        /// Decoding lanes of a local LLM with per-request attention: threads that each decode
+        /// their own requests from one shared queue; unset: one per worker thread on the CPU,
+        /// 1 on CUDA. Answers do not depend on it.
+        pub llm_lanes: Option<usize> = None, sage_core::OptionSpec::whole(1, 10_000);
+        /// How a local LLM's requests attend: true, pooled (keys in one preallocated pool, all
+        /// requests in one batched product; an answer then depends on its batch to rounding);
+        /// false, per request (each alone, bit-for-bit batch-independent). Unset: pooled on
+        /// CUDA, per request on the CPU, where it is faster.
+        pub llm_pooled_attention: Option<bool> = None, sage_core::OptionSpec::any();
+        /// The environment variable holding a server's API key (sent as a Bearer token when
+        /// set); never the key itself.
+        pub api_key_env: String = "OPENAI_API_KEY".into(), sage_core::OptionSpec::any();
+        /// Seconds before an HTTP request is abandoned.
+        pub http_timeout: u64 = 300, sage_core::OptionSpec::whole(1, 1_000_000);
+        /// The multilingual prompt (the paraphrase stays in the input's language).
+        pub multilingual: bool = false, sage_core::OptionSpec::any();
+        /// Sampling temperature.
+        pub temperature: f64 = ParaphraseSettings::default().temperature,
+            sage_core::OptionSpec::at_least(0.0);
+        /// Nucleus mass.
+        pub top_p: f64 = ParaphraseSettings::default().top_p, sage_core::OptionSpec::between(0.0, 1.0);
+        /// Most tokens of a judge answer (raise it for reasoning models).
+        pub judge_max_tokens: usize = 16, sage_core::OptionSpec::whole(1, 1_000_000);
     }
 }
 

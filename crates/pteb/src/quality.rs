@@ -48,87 +48,59 @@ pub const NOT_QUALIFIED_ADVICE: &str = "use a stronger paraphraser: a larger loc
      the OpenAI-compatible backend (--paraphraser http://host:port/v1 --llm-model NAME); \
      `sage pteb qualify` scores candidates side by side";
 
-/// Thresholds a dataset's paraphrases must meet.
-///
-/// The defaults, and why (cosines are all-MiniLM-L6-v2's, measured on 2,200 pairs sampled from
-/// the shipped STS test sets — 300 from each of STS-B, SICK-R, STS12–16 and 100 of BIOSSES —
-/// with gold scores put on a 0–5 scale):
-/// - `low_cosine` 0.66: the 10th percentile of the cosine of human-rated "mostly equivalent"
-///   pairs (gold ≥ 4; their mean is 0.827, median 0.858). A paraphrase below it is less alike
-///   than 90% of the pairs people call near-equivalent.
-/// - `max_share_below` 0.2: a paraphraser as faithful as gold-≥4 pairs puts ~10% of its texts
-///   below `low_cosine`; one at the level of "roughly equivalent" pairs (gold 3–4, mean cosine
-///   0.725) puts ~25% there. 0.2 lies between.
-/// - `min_reference_cosine` 0.78: between the mean cosine of gold 3–4 pairs (0.725) and of
-///   gold ≥ 4 pairs (0.827). The paper's chosen paraphraser is rated 4.26/5 by its judge.
-/// - `min_edit_distance` 0.25: paraphrases must change the wording, or the paraphrased
-///   condition measures nothing; the least-changing of the paper's three paraphrasers
-///   (gpt-oss-20b) has 0.55, the chosen one 0.81. 0.25 is about half the lowest.
-/// - `max_fallback_share` 0.1: a fallback is the original text, so more than a tenth of them
-///   dilutes the paraphrased condition.
-/// - `min_judge_rating` 4.0: "mostly equivalent" on the STS scale; the paper's candidates were
-///   rated 4.26–4.44.
-/// - `min_judge_sts_spearman` 0.8: the paper's size ablation finds a 12B judge (0.83) as good as
-///   the 27B one (0.83) and calls 4B (0.73) and 1B (0.33) substantial drops.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct QualityGate {
-    /// Least mean reference-encoder cosine of (original, paraphrase).
-    pub min_reference_cosine: f64,
-    /// A paraphrase whose reference cosine to its original is below this counts as unfaithful.
-    pub low_cosine: f64,
-    /// Largest share of paraphrases below `low_cosine`.
-    pub max_share_below: f64,
-    /// Least mean normalised word edit distance.
-    pub min_edit_distance: f64,
-    /// Largest share of texts that kept their original wording after every attempt failed.
-    pub max_fallback_share: f64,
-    /// Least mean judge rating (0–5), when a qualified judge rated.
-    pub min_judge_rating: f64,
-    /// Least Spearman of the judge's ratings with STS gold scores for its ratings to count.
-    pub min_judge_sts_spearman: f64,
-}
-
-impl Default for QualityGate {
-    fn default() -> Self {
-        QualityGate {
-            min_reference_cosine: 0.78,
-            low_cosine: 0.66,
-            max_share_below: 0.2,
-            min_edit_distance: 0.25,
-            max_fallback_share: 0.1,
-            min_judge_rating: 4.0,
-            min_judge_sts_spearman: 0.8,
-        }
+sage_core::suite_options! {
+    /// Thresholds a dataset's paraphrases must meet.
+    ///
+    /// The defaults, and why (cosines are all-MiniLM-L6-v2's, measured on 2,200 pairs sampled from
+    /// the shipped STS test sets — 300 from each of STS-B, SICK-R, STS12–16 and 100 of BIOSSES —
+    /// with gold scores put on a 0–5 scale):
+    /// - `low_cosine` 0.66: the 10th percentile of the cosine of human-rated "mostly equivalent"
+    ///   pairs (gold ≥ 4; their mean is 0.827, median 0.858). A paraphrase below it is less alike
+    ///   than 90% of the pairs people call near-equivalent.
+    /// - `max_share_below` 0.2: a paraphraser as faithful as gold-≥4 pairs puts ~10% of its texts
+    ///   below `low_cosine`; one at the level of "roughly equivalent" pairs (gold 3–4, mean cosine
+    ///   0.725) puts ~25% there. 0.2 lies between.
+    /// - `min_reference_cosine` 0.78: between the mean cosine of gold 3–4 pairs (0.725) and of
+    ///   gold ≥ 4 pairs (0.827). The paper's chosen paraphraser is rated 4.26/5 by its judge.
+    /// - `min_edit_distance` 0.25: paraphrases must change the wording, or the paraphrased
+    ///   condition measures nothing; the least-changing of the paper's three paraphrasers
+    ///   (gpt-oss-20b) has 0.55, the chosen one 0.81. 0.25 is about half the lowest.
+    /// - `max_fallback_share` 0.1: a fallback is the original text, so more than a tenth of them
+    ///   dilutes the paraphrased condition.
+    /// - `min_judge_rating` 4.0: "mostly equivalent" on the STS scale; the paper's candidates were
+    ///   rated 4.26–4.44.
+    /// - `min_judge_sts_spearman` 0.8: the paper's size ablation finds a 12B judge (0.83) as good as
+    ///   the 27B one (0.83) and calls 4B (0.73) and 1B (0.33) substantial drops.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct QualityGate {
+        /// Least mean reference-encoder cosine of (original, paraphrase).
+        pub min_reference_cosine: f64 = 0.78, sage_core::OptionSpec::between(-1.0, 1.0);
+        /// A paraphrase whose reference cosine to its original is below this counts as
+        /// unfaithful.
+        pub low_cosine: f64 = 0.66, sage_core::OptionSpec::between(-1.0, 1.0);
+        /// Largest share of paraphrases below `low_cosine`.
+        pub max_share_below: f64 = 0.2, sage_core::OptionSpec::between(0.0, 1.0);
+        /// Least mean normalised word edit distance.
+        pub min_edit_distance: f64 = 0.25, sage_core::OptionSpec::between(0.0, 1.0);
+        /// Largest share of texts that kept their original wording after every attempt failed.
+        pub max_fallback_share: f64 = 0.1, sage_core::OptionSpec::between(0.0, 1.0);
+        /// Least mean judge rating (0-5), when a qualified judge rated.
+        pub min_judge_rating: f64 = 4.0, sage_core::OptionSpec::between(0.0, 5.0);
+        /// Least Spearman of the judge's ratings with STS gold scores for its ratings to count.
+        pub min_judge_sts_spearman: f64 = 0.8, sage_core::OptionSpec::between(-1.0, 1.0);
     }
 }
 
 impl QualityGate {
-    /// Every threshold in its range: cosines in [-1, 1], shares and edit distance in [0, 1],
-    /// the rating in [0, 5], the Spearman in [-1, 1].
+    /// Every threshold in its declared range (cosines and the Spearman in [-1, 1], shares and
+    /// edit distance in [0, 1], the rating in [0, 5]).
     pub fn check(&self) -> Result<()> {
-        let ranges = [
-            ("min_reference_cosine", self.min_reference_cosine, -1.0, 1.0),
-            ("low_cosine", self.low_cosine, -1.0, 1.0),
-            ("max_share_below", self.max_share_below, 0.0, 1.0),
-            ("min_edit_distance", self.min_edit_distance, 0.0, 1.0),
-            ("max_fallback_share", self.max_fallback_share, 0.0, 1.0),
-            ("min_judge_rating", self.min_judge_rating, 0.0, 5.0),
-            (
-                "min_judge_sts_spearman",
-                self.min_judge_sts_spearman,
-                -1.0,
-                1.0,
-            ),
-        ];
-        for (name, value, low, high) in ranges {
-            if !(low..=high).contains(&value) {
-                return Err(crate::PtebError::Task(format!(
-                    "quality gate: {name} = {value} is outside [{low}, {high}]"
-                )));
-            }
-        }
-        Ok(())
+        sage_core::CheckOptions::check(self).map_err(|e| {
+            crate::PtebError::Task(match e {
+                sage_core::SageError::InvalidArgument(why) => format!("quality gate: {why}"),
+                other => format!("quality gate: {other}"),
+            })
+        })
     }
 
     /// The verdict on a dataset's measured quality; `judge_spearman` is the judge's agreement

@@ -19,39 +19,19 @@ pub const DEFAULT_DATASETS: [(&str, &str); 3] = [
     ("twentynewsgroups", "test"),
 ];
 
-/// Run options.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-// Read from a suite request (sage-suites): absent fields keep their defaults, unknown ones are an
-// error naming them, and the seed comes from the request, never from the options.
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Subsets per dataset.
-    pub subsets: usize,
-    /// Texts per subset, at most.
-    pub max_texts: usize,
-    /// Classes per subset, at most.
-    pub max_classes: usize,
-    /// Run seed.
-    /// (A suite request's seed always comes from the request: its options may not name one.)
-    pub seed: RunSeed,
-}
-
-impl sage_core::CheckOptions for Options {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within("subsets", self.subsets, 1..=1_000)?;
-        sage_core::within("max_texts", self.max_texts, 2..=50_000)?;
-        sage_core::within("max_classes", self.max_classes, 2..=10_000)
-    }
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            subsets: 5,
-            max_texts: 2000,
-            max_classes: 50,
-            seed: RunSeed::default(),
-        }
+sage_core::suite_options! {
+    /// Run options: the one declaration the flags, `--options`, bench.toml and Python keywords
+    /// all read, with each field's range.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Options {
+        /// Subsets per dataset.
+        pub subsets: usize = 5, sage_core::OptionSpec::whole(1, 1_000);
+        /// Texts per subset, at most (memory grows with its square: ~5 GB at 50,000).
+        pub max_texts: usize = 2000, sage_core::OptionSpec::whole(2, 50_000);
+        /// Classes per subset, at most.
+        pub max_classes: usize = 50, sage_core::OptionSpec::whole(2, 10_000);
+        /// Run seed (the request's, never an option).
+        pub seed: RunSeed = RunSeed::default(), sage_core::OptionSpec::run_seed();
     }
 }
 

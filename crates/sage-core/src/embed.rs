@@ -267,8 +267,10 @@ forward_embedder!(impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E>);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum VectorSimilarity {
-    /// `a·b / (‖a‖‖b‖)`; 0 when either vector is zero.
+    /// `a·b / (‖a‖‖b‖)`; 0 when either vector is zero. Also read as `cos`, the command line's
+    /// older spelling.
     #[default]
+    #[serde(alias = "cos")]
     Cosine,
     /// EvalRank's `1 / (1 + ‖a − b‖)`.
     L2,

@@ -38,7 +38,10 @@ pub use embed::{
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
 pub use error::{printable, said_once, Result, SageError};
-pub use options::{at_least, within, within_if_set, CheckOptions};
+pub use options::{
+    at_least, check_fields, describe, missing_required, within, within_if_set, CheckOptions,
+    OptionField, OptionInfo, OptionSpec, Range, SuiteOptions,
+};
 pub use result::{
     result_label, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host, Parameters,
     ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
@@ -47,5 +50,11 @@ pub use rows_used::{
     CorpusSelection, DatasetRows, RowSelection, RowsUsed, SubsetSelection, SuiteReport,
 };
 pub use seed::{ExperimentRng, RunSeed};
+
+/// What [`suite_options!`] expands to needs, whatever its caller depends on.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde_json;
+}
 pub use similarity::Similarity;
 pub use timings::{Phase, Timings};

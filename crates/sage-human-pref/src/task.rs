@@ -13,24 +13,16 @@ use crate::{HumanPrefError, Result};
 /// Classification scores of the comparisons (summary_0 preferred = positive).
 pub type Scores = BinaryScores;
 
-/// The options of a human-preference run, whoever gives them: `sage run human-pref`'s flags,
-/// `--options`, bench.toml and Python keywords all become this struct and meet its ranges
-/// ([`sage_core::CheckOptions`]) before anything is loaded. The seed is the run's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Rows sampled per source (seeded); all when `None`.
-    pub max_rows: Option<usize>,
-    /// Least mean-rating difference for two summaries of a document to become a comparison;
-    /// when `None`, per dataset: SummEval 0.4, REALSumm 0.1, others 10% of the observed range.
-    pub margin: Option<f64>,
-}
-
-impl sage_core::CheckOptions for Options {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
-        self.margin
-            .map_or(Ok(()), |margin| sage_core::at_least("margin", margin, 0.0))
+sage_core::suite_options! {
+    /// The options of a human-preference run: the one declaration the flags, `--options`,
+    /// bench.toml and Python keywords all read, with each field's range. The seed is the run's.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Options {
+        /// Rows sampled per source (seeded); all when unset.
+        pub max_rows: Option<usize> = None, sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Least mean-rating difference for two summaries of a document to become a comparison;
+        /// when unset, per dataset: SummEval 0.4, REALSumm 0.1, others 10% of the observed range.
+        pub margin: Option<f64> = None, sage_core::OptionSpec::at_least(0.0);
     }
 }
 

@@ -77,66 +77,50 @@ pub type Result<T, E = NoiseError> = std::result::Result<T, E>;
 /// The datasets a run without datasets uses: SciFact's queries and STS-B's pairs.
 pub const DEFAULT_DATASETS: [(&str, &str); 2] = [("scifact", "test"), ("stsb", "test")];
 
-/// Run options. Every field has a documented default and range; [`Options::check`] is called
-/// before any work.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// The channels swept over `rates`: perturbation kinds with a `rate` parameter (default
-    /// [`DEFAULT_CHANNELS`], the twelve production-noise channels).
-    pub channels: Vec<String>,
-    /// Rates in [0, 1] (default 0, 0.05, 0.1, 0.2, 0.4). Rate 0 is the clean condition and
-    /// always part of each curve.
-    pub rates: Vec<f64>,
-    /// Lengths in cl100k tokens the texts are padded to with filler (default 128, 256, 512);
-    /// empty: no length channel. At most 320,000.
-    pub lengths: Vec<usize>,
-    /// Where a padded text sits in its filler: the share of filler before it, in [0, 1]
-    /// (default 0.5, the middle).
-    pub length_position: f64,
-    /// Retrieval: noise the documents too (an OCR'd corpus), at the cost of scoring the corpus
-    /// once per condition (default false: queries only).
-    pub noisy_documents: bool,
-    /// Retrieval: queries sampled (seeded); all judged ones when `None`.
-    pub max_queries: Option<usize>,
-    /// Retrieval: corpus documents sampled (seeded), every relevant one kept; all when `None`.
-    pub max_docs: Option<usize>,
-    /// Pair tasks: pairs sampled (seeded); classification: texts classified; all when `None`.
-    /// Clustering: texts clustered ([`CLUSTERING_TEXTS`] when `None`).
-    pub max_rows: Option<usize>,
-    /// Classification: `train` texts sampled (seeded) as the labelled neighbours (default
-    /// 2,000; all when `None`).
-    pub max_reference: Option<usize>,
-    /// Most query–document pairs a classical metric scores in one batch (default 2²⁰).
-    pub pair_budget: usize,
-    /// Run seed (a suite request's seed always comes from the request).
-    pub seed: RunSeed,
+sage_core::suite_options! {
+    /// Run options: the one declaration the flags, `--options`, bench.toml and Python keywords
+    /// all read. The channels, rates and lengths are checked together ([`Options::check`]),
+    /// before any work.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Options {
+        /// The channels swept over `rates`: perturbation kinds with a `rate` parameter (by
+        /// default [`DEFAULT_CHANNELS`], the twelve production-noise channels).
+        pub channels: Vec<String> = DEFAULT_CHANNELS.iter().map(|c| (*c).to_owned()).collect(),
+            sage_core::OptionSpec::any();
+        /// Rates in [0, 1]. Rate 0 is the clean condition and always part of each curve.
+        pub rates: Vec<f64> = vec![0.0, 0.05, 0.1, 0.2, 0.4], sage_core::OptionSpec::any();
+        /// Lengths in cl100k tokens the texts are padded to with filler, at most 320,000;
+        /// empty: no length channel.
+        pub lengths: Vec<usize> = vec![128, 256, 512], sage_core::OptionSpec::any();
+        /// Where a padded text sits in its filler: the share of filler before it (0.5, the
+        /// middle).
+        pub length_position: f64 = 0.5, sage_core::OptionSpec::between(0.0, 1.0);
+        /// Retrieval: noise the documents too (an OCR'd corpus), at the cost of scoring the
+        /// corpus once per condition (by default queries only).
+        pub noisy_documents: bool = false, sage_core::OptionSpec::any();
+        /// Retrieval: queries sampled (seeded); all judged ones when unset.
+        pub max_queries: Option<usize> = None, sage_core::OptionSpec::any();
+        /// Retrieval: corpus documents sampled (seeded), every relevant one kept; all when unset.
+        pub max_docs: Option<usize> = None, sage_core::OptionSpec::any();
+        /// Pair tasks: pairs sampled (seeded); classification: texts classified; all when unset.
+        /// Clustering: texts clustered ([`CLUSTERING_TEXTS`] when unset).
+        pub max_rows: Option<usize> = None, sage_core::OptionSpec::any();
+        /// Classification: `train` texts sampled (seeded) as the labelled neighbours; all when
+        /// unset.
+        pub max_reference: Option<usize> = Some(2000), sage_core::OptionSpec::any();
+        /// Most query-document pairs a classical metric scores in one batch.
+        pub pair_budget: usize = 1 << 20, sage_core::OptionSpec::any();
+        /// Run seed (the request's, never an option).
+        pub seed: RunSeed = RunSeed::default(), sage_core::OptionSpec::run_seed();
+    }
+    also_check = conditions_read;
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            channels: DEFAULT_CHANNELS.iter().map(|c| (*c).to_owned()).collect(),
-            rates: vec![0.0, 0.05, 0.1, 0.2, 0.4],
-            lengths: vec![128, 256, 512],
-            length_position: 0.5,
-            noisy_documents: false,
-            max_queries: None,
-            max_docs: None,
-            max_rows: None,
-            max_reference: Some(2000),
-            pair_budget: 1 << 20,
-            seed: RunSeed::default(),
-        }
-    }
-}
-
-impl sage_core::CheckOptions for Options {
-    fn check(&self) -> sage_core::Result<()> {
-        conditions::build(self)
-            .map(drop)
-            .map_err(|e| sage_core::SageError::InvalidArgument(e.to_string()))
-    }
+/// The sweep these options ask for reads (every channel known, every rate and length in range).
+fn conditions_read(options: &Options) -> sage_core::Result<()> {
+    conditions::build(options)
+        .map(drop)
+        .map_err(|e| sage_core::SageError::InvalidArgument(e.to_string()))
 }
 
 impl Options {

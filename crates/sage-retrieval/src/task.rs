@@ -27,43 +27,23 @@ pub enum Mode {
     Replace,
 }
 
-/// Run options.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-// Read from a suite request (sage-suites): absent fields keep their defaults, unknown ones are an
-// error naming them, and the seed comes from the request, never from the options.
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Distractor or replace.
-    pub mode: Mode,
-    /// Corpus documents sampled (seeded), every one relevant to a kept query kept; all when
-    /// `None`. Drawn queries whose relevant documents would pass it are left out (counted).
-    pub max_docs: Option<usize>,
-    /// Queries sampled (seeded); all judged ones when `None`.
-    pub max_queries: Option<usize>,
-    /// Most query–document pairs scored in one batch.
-    pub pair_budget: usize,
-    /// Run seed (sampling, perturbations).
-    /// (A suite request's seed always comes from the request: its options may not name one.)
-    pub seed: RunSeed,
-}
-
-impl sage_core::CheckOptions for Options {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within_if_set("max_docs", self.max_docs, 1..=10_000_000)?;
-        sage_core::within_if_set("max_queries", self.max_queries, 1..=1_000_000)?;
-        sage_core::within("pair_budget", self.pair_budget, 1_000..=100_000_000)
-    }
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            mode: Mode::Distractor,
-            max_docs: None,
-            max_queries: None,
-            pair_budget: 1 << 20,
-            seed: RunSeed::default(),
-        }
+sage_core::suite_options! {
+    /// Run options: the one declaration the flags, `--options`, bench.toml and Python keywords
+    /// all read, with each field's range.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Options {
+        /// distractor: the originals and their perturbed copies; replace: the copies only.
+        pub mode: Mode = Mode::Distractor, sage_core::OptionSpec::any();
+        /// Corpus documents sampled (seeded), every one relevant to a kept query among them;
+        /// drawn queries whose relevant documents alone would pass it are left out and counted.
+        /// All when unset.
+        pub max_docs: Option<usize> = None, sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Queries sampled (seeded); all judged ones when unset.
+        pub max_queries: Option<usize> = None, sage_core::OptionSpec::whole(1, 1_000_000);
+        /// Most query-document pairs scored at once (bounds memory: about 50 bytes a pair).
+        pub pair_budget: usize = 1 << 20, sage_core::OptionSpec::whole(1_000, 100_000_000);
+        /// Run seed (the request's, never an option).
+        pub seed: RunSeed = RunSeed::default(), sage_core::OptionSpec::run_seed();
     }
 }
 

@@ -15,25 +15,17 @@ pub const DEFAULT_DATASETS: [(&str, &str); 3] = [
     ("sumpubmed", "sample"),
 ];
 
-/// Run options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-// Read from a suite request (sage-suites): absent fields keep their defaults, unknown ones are an
-// error naming them, and the seed comes from the request, never from the options.
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Documents sampled per dataset (seeded); all when `None`.
-    pub max_rows: Option<usize>,
-    /// Truncate documents to their first n cl100k tokens before perturbing; whole when `None`.
-    pub truncate_tokens: Option<usize>,
-    /// Run seed (sampling and perturbations).
-    /// (A suite request's seed always comes from the request: its options may not name one.)
-    pub seed: RunSeed,
-}
-
-impl sage_core::CheckOptions for Options {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
-        sage_core::within_if_set("truncate_tokens", self.truncate_tokens, 1..=1_000_000)
+sage_core::suite_options! {
+    /// Run options: the one declaration the flags, `--options`, bench.toml and Python keywords
+    /// all read, with each field's range.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Options {
+        /// Documents sampled per dataset (seeded); all when unset.
+        pub max_rows: Option<usize> = None, sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Truncate documents to their first N cl100k tokens before perturbing; whole when unset.
+        pub truncate_tokens: Option<usize> = None, sage_core::OptionSpec::whole(1, 1_000_000);
+        /// Run seed (the request's, never an option).
+        pub seed: RunSeed = RunSeed::default(), sage_core::OptionSpec::run_seed();
     }
 }
 

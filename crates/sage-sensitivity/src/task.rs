@@ -18,41 +18,24 @@ pub const DEFAULT_DATASETS: [(&str, &str); 6] = [
     ("sumpubmed", "sample"),
 ];
 
-/// Run options.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-// Read from a suite request (sage-suites): absent fields keep their defaults, unknown ones are an
-// error naming them, and the seed comes from the request, never from the options.
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Documents sampled per dataset (seeded); all when `None`.
-    pub max_rows: Option<usize>,
-    /// Truncate documents to their first n cl100k tokens before perturbing (2,048, as the
-    /// authors do); whole when `None`.
-    pub truncate_tokens: Option<usize>,
-    /// Run seed (sampling).
-    /// (A suite request's seed always comes from the request: its options may not name one.)
-    pub seed: RunSeed,
-}
-
-impl sage_core::CheckOptions for Options {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
-        sage_core::within_if_set("truncate_tokens", self.truncate_tokens, 1..=1_000_000)
+sage_core::suite_options! {
+    /// Run options: the one declaration the flags, `--options`, bench.toml and Python keywords
+    /// all read, with each field's range.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Options {
+        /// Documents sampled per dataset (seeded); all when unset.
+        pub max_rows: Option<usize> = None, sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Truncate documents to their first N cl100k tokens before perturbing (the authors'
+        /// 2,048); whole when unset.
+        pub truncate_tokens: Option<usize> = Some(DEFAULT_TRUNCATE_TOKENS),
+            sage_core::OptionSpec::whole(1, 1_000_000).unset_by("whole-documents", "Do not truncate.");
+        /// Run seed (the request's, never an option).
+        pub seed: RunSeed = RunSeed::default(), sage_core::OptionSpec::run_seed();
     }
 }
 
 /// Tokens documents are cut to by default: the authors' 2,048.
 pub const DEFAULT_TRUNCATE_TOKENS: usize = 2048;
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            max_rows: None,
-            truncate_tokens: Some(DEFAULT_TRUNCATE_TOKENS),
-            seed: RunSeed::default(),
-        }
-    }
-}
 
 /// `1 − p/(1 + p)`: the similarity a perturbation of proportion `p` should leave.
 pub fn expected_similarity(p: f64) -> f64 {

@@ -228,6 +228,14 @@ pub trait Suite: Send + Sync {
     /// Runs the suite.
     fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome>;
 
+    /// The suite's options as its one declaration states them ([`sage_core::suite_options!`]):
+    /// `sage run NAME` spells each as a flag, `sage suites` lists them with their defaults. Empty
+    /// for a suite that declares none (its options are still read in `run`; `--max-rows` then
+    /// becomes its `max_rows` option).
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        Vec::new()
+    }
+
     /// Reads `options` into the suite's typed options and checks their ranges, running nothing:
     /// a caller asks before it loads a model, so a bad value costs no load. `run` reads them
     /// the same way. By default nothing is checked here (a suite that only reads its options
@@ -445,6 +453,7 @@ impl Registry {
                     result_suite: folder,
                     result_task: task,
                     cost_hints: s.cost_hints(),
+                    options: s.options(),
                 }
             })
             .collect()
@@ -473,10 +482,12 @@ pub struct SuiteInfo {
     pub result_task: String,
     /// [`Suite::cost_hints`].
     pub cost_hints: Vec<sage_core::CostHint>,
+    /// [`Suite::options`], with their defaults.
+    pub options: Vec<sage_core::OptionInfo>,
 }
 
 /// Reads a suite's options; serde names the unknown or mistyped field.
-fn options<T: serde::de::DeserializeOwned + sage_core::CheckOptions>(
+fn options<T: serde::de::DeserializeOwned + sage_core::SuiteOptions + sage_core::CheckOptions>(
     suite: &'static str,
     options: &Map<String, Value>,
 ) -> Result<T> {
@@ -496,6 +507,14 @@ fn options<T: serde::de::DeserializeOwned + sage_core::CheckOptions>(
     // every caller's options (flags, --options, bench.toml, Python keywords) meet their ranges
     // here, before any data is read
     checked(suite, &parsed)?;
+    // a required option has no default to fall back on: absent, it is named, not defaulted
+    // (after the check, whose own words for it, if any, come first)
+    if let [first, ..] = sage_core::missing_required(T::FIELDS, options)[..] {
+        return Err(SuiteError::Options {
+            suite,
+            message: format!("{first} is required: give it as an option ({first}=...) or its flag"),
+        });
+    }
     Ok(parsed)
 }
 

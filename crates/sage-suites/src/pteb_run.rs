@@ -8,7 +8,6 @@ use std::sync::Arc;
 use pteb::{Judge, Paraphraser, PtebReport};
 use sage_core::{Embedder, RunSeed};
 use sage_data::{DataRoot, DatasetKind};
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::{
@@ -26,85 +25,63 @@ const NO_PARAPHRASER: &str = "name the paraphrasing LLM: paraphraser=<GGUF file 
 /// [`PtebOptions`].
 pub struct Pteb;
 
-/// The options of a PTEB run, whoever gives them: `sage run pteb`'s flags (each sets one field),
-/// `--options`, bench.toml and Python keywords all become this struct and meet its ranges
-/// ([`sage_core::CheckOptions`]) before anything is loaded.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PtebOptions {
-    /// The paraphrasing LLM (required): a GGUF file or folder, a folder name under
-    /// `$SAGE_MODELS_DIR`, or an OpenAI-compatible base URL with `llm.llm_model`.
-    pub paraphraser: Option<String>,
-    /// An LLM judge (same forms) rating paraphrases 0–5 and itself checked against STS gold;
-    /// none by default (slow).
-    pub judge: Option<String>,
-    /// Paraphrase runs; run r uses seed + r (1 to 1,000).
-    pub runs: usize,
-    /// Rows sampled per dataset (1 to 10,000,000; default: all).
-    pub max_rows: Option<usize>,
-    /// Classification training texts sampled (1 to 10,000,000; default: all).
-    pub max_train_rows: Option<usize>,
-    /// Paraphrase classification training texts too.
-    pub paraphrase_train: bool,
-    /// Pairs the judge rates per dataset (1 to 10,000,000).
-    pub judge_pairs: usize,
-    /// Pool and compare datasets whose paraphrases failed the quality gate too (their numbers
-    /// are always reported, marked).
-    pub pool_unqualified: bool,
-    /// The fixed encoder that compares each original with its paraphrase (never the encoder
-    /// under test): a model spec, loaded with its own defaults.
-    pub quality_encoder: String,
-    /// The quality gate's thresholds (pteb's [`pteb::QualityGate`] says where each default
-    /// comes from).
-    pub gate: pteb::QualityGate,
-    /// Sampling and engine settings of the paraphraser and the judge.
-    pub llm: pteb::LlmConfig,
-    /// The paraphrase cache file (default: `paraphrases.redb` in sage's cache folder).
-    pub paraphrase_cache: Option<PathBuf>,
-    /// Neither read nor write the paraphrase cache.
-    pub no_paraphrase_cache: bool,
-    /// Also read the other paraphrase cache files (`paraphrases*.redb`) of this folder for what
-    /// the cache lacks (a sharded run's shards each write their own).
-    pub read_paraphrase_caches: Option<PathBuf>,
-    /// Run local LLMs and the reference encoder on the first CUDA GPU.
-    pub cuda: bool,
-}
-
-impl sage_core::CheckOptions for PtebOptions {
-    fn check(&self) -> sage_core::Result<()> {
-        if self.paraphraser.is_none() {
-            return Err(sage_core::SageError::InvalidArgument(NO_PARAPHRASER.into()));
-        }
-        sage_core::within("runs", self.runs, 1..=1_000)?;
-        sage_core::within_if_set("max_rows", self.max_rows, 1..=10_000_000)?;
-        sage_core::within_if_set("max_train_rows", self.max_train_rows, 1..=10_000_000)?;
-        sage_core::within("judge_pairs", self.judge_pairs, 1..=10_000_000)?;
-        self.gate
-            .check()
-            .map_err(|e| sage_core::SageError::InvalidArgument(e.to_string()))
+sage_core::suite_options! {
+    /// The options of a PTEB run: the one declaration `sage run pteb`'s flags, `--options`,
+    /// bench.toml and Python keywords all read, with each field's range.
+    #[derive(Clone, Debug)]
+    pub struct PtebOptions {
+        /// The paraphrasing LLM (required): a .gguf file, a folder with one, a folder name under
+        /// $SAGE_MODELS_DIR (SmolLM2-135M-Instruct-GGUF), or an OpenAI-compatible base URL
+        /// (http://localhost:11434/v1 for Ollama) with `llm_model`.
+        pub paraphraser: Option<String> = None, sage_core::OptionSpec::any().required();
+        /// An LLM judge (the same forms) rating paraphrases 0-5 and itself checked against STS
+        /// gold scores; none by default (slow).
+        pub judge: Option<String> = None, sage_core::OptionSpec::any();
+        /// Paraphrase runs; run r uses seed + r.
+        pub runs: usize = pteb::Options::default().runs, sage_core::OptionSpec::whole(1, 1_000);
+        /// Rows sampled per dataset (pairs, test texts, queries, summaries by document); all
+        /// when unset.
+        pub max_rows: Option<usize> = pteb::Options::default().max_rows, sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Classification training texts sampled; all when unset.
+        pub max_train_rows: Option<usize> = pteb::Options::default().max_train_rows,
+            sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Paraphrase classification training texts too.
+        pub paraphrase_train: bool = pteb::Options::default().paraphrase_train, sage_core::OptionSpec::any();
+        /// Pairs the judge rates per dataset.
+        pub judge_pairs: usize = pteb::Options::default().judge_pairs, sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Pool and compare datasets whose paraphrases failed the quality gate too (their
+        /// numbers are always reported, marked).
+        pub pool_unqualified: bool = pteb::Options::default().pool_unqualified, sage_core::OptionSpec::any();
+        /// The fixed encoder that compares each original with its paraphrase (never the encoder
+        /// under test): a model spec, loaded with its own defaults.
+        pub quality_encoder: String = pteb::DEFAULT_REFERENCE_ENCODER.to_owned(), sage_core::OptionSpec::any();
+        /// The quality gate's thresholds ([`pteb::QualityGate`] says where each default comes
+        /// from).
+        pub gate: pteb::QualityGate = pteb::Options::default().gate,
+            sage_core::OptionSpec::section(<pteb::QualityGate as sage_core::SuiteOptions>::FIELDS);
+        /// Sampling and engine settings of the paraphraser and the judge.
+        pub llm: pteb::LlmConfig = pteb::LlmConfig::default(),
+            sage_core::OptionSpec::section(<pteb::LlmConfig as sage_core::SuiteOptions>::FIELDS);
+        /// The paraphrase cache file (default: paraphrases.redb in sage's cache folder,
+        /// $SAGE_CACHE_DIR or ~/.cache/sage-rs).
+        pub paraphrase_cache: Option<PathBuf> = None, sage_core::OptionSpec::any();
+        /// Neither read nor write the paraphrase cache.
+        pub no_paraphrase_cache: bool = false, sage_core::OptionSpec::any();
+        /// Also read the other paraphrase cache files (`paraphrases*.redb`) of this folder for
+        /// what the cache lacks (a sharded run's shards each write their own).
+        pub read_paraphrase_caches: Option<PathBuf> = None, sage_core::OptionSpec::any();
+        /// Run local LLMs and the reference encoder on the first CUDA GPU.
+        pub cuda: bool = false, sage_core::OptionSpec::any();
     }
+    also_check = paraphraser_named;
 }
 
-impl Default for PtebOptions {
-    fn default() -> Self {
-        let o = pteb::Options::default();
-        PtebOptions {
-            paraphraser: None,
-            judge: None,
-            runs: o.runs,
-            max_rows: o.max_rows,
-            max_train_rows: o.max_train_rows,
-            paraphrase_train: o.paraphrase_train,
-            judge_pairs: o.judge_pairs,
-            pool_unqualified: o.pool_unqualified,
-            quality_encoder: pteb::DEFAULT_REFERENCE_ENCODER.to_owned(),
-            gate: o.gate,
-            llm: pteb::LlmConfig::default(),
-            paraphrase_cache: None,
-            no_paraphrase_cache: false,
-            read_paraphrase_caches: None,
-            cuda: false,
-        }
+/// A paraphraser is named (`required` says so to a front end; a struct built in code is checked
+/// here).
+fn paraphraser_named(options: &PtebOptions) -> sage_core::Result<()> {
+    match options.paraphraser {
+        Some(_) => Ok(()),
+        None => Err(sage_core::SageError::InvalidArgument(NO_PARAPHRASER.into())),
     }
 }
 
@@ -269,6 +246,9 @@ impl PtebRun {
 }
 
 impl Suite for Pteb {
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        sage_core::describe::<PtebOptions>()
+    }
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
         crate::options::<PtebOptions>(SUITE, options).map(drop)
     }

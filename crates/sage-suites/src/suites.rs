@@ -42,6 +42,9 @@ pub(crate) fn names(datasets: &[(&str, &str)]) -> Vec<String> {
 pub struct HumanPref;
 
 impl Suite for HumanPref {
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        sage_core::describe::<sage_human_pref::Options>()
+    }
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
         crate::options::<sage_human_pref::Options>(self.name(), options).map(drop)
     }
@@ -151,10 +154,13 @@ fn no_notes<R>(_: &R) -> Vec<String> {
 
 impl<O, R, E> Suite for DocumentTask<O, R, E>
 where
-    O: DeserializeOwned + sage_core::CheckOptions,
+    O: DeserializeOwned + sage_core::SuiteOptions + sage_core::CheckOptions,
     R: sage_core::SuiteReport,
     E: std::error::Error + Send + Sync + 'static,
 {
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        sage_core::describe::<O>()
+    }
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
         crate::options::<O>(self.name, options).map(drop)
     }
@@ -278,6 +284,9 @@ pub const RETRIEVAL: DocumentTask<
 pub struct Noise;
 
 impl Suite for Noise {
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        sage_core::describe::<sage_noise::Options>()
+    }
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
         crate::options::<sage_noise::Options>(self.name(), options).map(drop)
     }
@@ -332,6 +341,9 @@ impl Suite for Noise {
 pub struct AlignSim;
 
 impl Suite for AlignSim {
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        sage_core::describe::<align_sim::Options>()
+    }
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
         crate::options::<align_sim::Options>(self.name(), options).map(drop)
     }
@@ -412,6 +424,9 @@ impl Suite for AlignSim {
 pub struct EvalRank;
 
 impl Suite for EvalRank {
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        sage_core::describe::<evalrank::Options>()
+    }
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
         crate::options::<evalrank::Options>(self.name(), options).map(drop)
     }
@@ -517,6 +532,9 @@ impl Suite for EvalRank {
 pub struct Throughput;
 
 impl Suite for Throughput {
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        sage_core::describe::<sage_throughput::Options>()
+    }
     fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
         crate::options::<sage_throughput::Options>(self.name(), options).map(drop)
     }

@@ -85,50 +85,24 @@ pub enum ThroughputError {
 /// Result alias of this crate.
 pub type Result<T, E = ThroughputError> = std::result::Result<T, E>;
 
-/// How a run times its subject.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Texts per length (1 to 100,000; default 128).
-    pub texts_per_length: usize,
-    /// Timed runs of each length after the unmeasured one (1 to 100; default 3).
-    pub repeats: usize,
-    /// Single-text calls timed for the latency (1 to 10,000; default 32).
-    pub latency_calls: usize,
-    /// Texts per length (and latency calls) a remote model is sent, once (1 to 1,000; default
-    /// 16): they are billed.
-    pub remote_texts_per_length: usize,
-    /// Rows read per dataset for the pool of texts (1 to 10,000,000; default 2,000).
-    pub max_rows: usize,
-    /// Run seed (which rows, which texts).
-    #[serde(skip)]
-    pub seed: RunSeed,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            texts_per_length: 128,
-            repeats: 3,
-            latency_calls: 32,
-            remote_texts_per_length: 16,
-            max_rows: 2_000,
-            seed: RunSeed::default(),
-        }
-    }
-}
-
-impl sage_core::CheckOptions for Options {
-    fn check(&self) -> sage_core::Result<()> {
-        sage_core::within("texts_per_length", self.texts_per_length, 1..=100_000)?;
-        sage_core::within("repeats", self.repeats, 1..=100)?;
-        sage_core::within("latency_calls", self.latency_calls, 1..=10_000)?;
-        sage_core::within(
-            "remote_texts_per_length",
-            self.remote_texts_per_length,
-            1..=1_000,
-        )?;
-        sage_core::within("max_rows", self.max_rows, 1..=10_000_000)
+sage_core::suite_options! {
+    /// How a run times its subject: the one declaration the flags, `--options`, bench.toml and
+    /// Python keywords all read, with each field's range.
+    #[derive(Clone, Debug)]
+    pub struct Options {
+        /// Texts per length.
+        pub texts_per_length: usize = 128, sage_core::OptionSpec::whole(1, 100_000);
+        /// Timed runs of each length after the unmeasured one.
+        pub repeats: usize = 3, sage_core::OptionSpec::whole(1, 100);
+        /// Single-text calls timed for the latency.
+        pub latency_calls: usize = 32, sage_core::OptionSpec::whole(1, 10_000);
+        /// Texts per length (and latency calls) a remote model is sent, once: they are billed.
+        pub remote_texts_per_length: usize = 16, sage_core::OptionSpec::whole(1, 1_000);
+        /// Rows read per dataset for the pool of texts.
+        pub max_rows: usize = 2_000, sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Run seed (which rows, which texts): the request's, never an option.
+        #[serde(skip)]
+        pub seed: RunSeed = RunSeed::default(), sage_core::OptionSpec::run_seed();
     }
 }
 
