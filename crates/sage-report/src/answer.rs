@@ -6,7 +6,9 @@ use sage_measures::{
 };
 use serde::Serialize;
 
+use crate::cost::{view, CostView};
 use crate::load::{find, similarities, ResultFile};
+use crate::ranking::{Cell, Comparison, Ranked, Ranking, ALPHA};
 use crate::Result;
 
 /// SAGE's categories, in Table 1's order: (task, column title).
@@ -21,18 +23,6 @@ pub(crate) const SAGE_COLUMNS: [(&str, &str); 5] = [
 /// Columns after Overall, each a suite's own category score beside SAGE's (not part of
 /// Overall): (suite folder, task, column title).
 pub(crate) const EXTRA_COLUMNS: [(&str, &str, &str); 1] = [("noise", "noise", "Noise (area)")];
-
-/// Family-wise error rate of the ranking's comparisons.
-pub const ALPHA: f64 = 0.05;
-
-/// A score with its 95% interval when there is one.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Cell {
-    /// The score.
-    pub score: f64,
-    /// The bootstrap 95% interval (low, high).
-    pub ci95: Option<(f64, f64)>,
-}
 
 /// One similarity's row of the heatmap.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -58,48 +48,6 @@ pub struct Heatmap {
     pub best: Vec<Vec<usize>>,
 }
 
-/// One similarity in the ranking.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Ranked {
-    /// 1 for the highest overall score.
-    pub rank: usize,
-    /// The similarity.
-    pub similarity: String,
-    /// Its overall score (mean of the five categories) with its interval.
-    pub overall: Cell,
-}
-
-/// A paired-bootstrap comparison of two ranked similarities' overall scores.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Comparison {
-    /// The higher-ranked similarity.
-    pub higher: String,
-    /// The lower-ranked similarity.
-    pub lower: String,
-    /// higher − lower: the difference, its interval and its bootstrap p-value.
-    pub difference: PairedDifference,
-    /// The p-value Holm-corrected over every comparison of the ranking.
-    pub p_holm: f64,
-    /// Whether the difference is significant at [`ALPHA`] after the correction.
-    pub significant: bool,
-}
-
-/// The overall ranking and which of its differences are real.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Ranking {
-    /// Similarities with all five categories, best first.
-    pub ranked: Vec<Ranked>,
-    /// Every pair of ranked similarities that could be paired, higher first.
-    pub comparisons: Vec<Comparison>,
-    /// Family-wise error rate of `significant`.
-    pub alpha: f64,
-    /// Why a similarity or a pair is missing from the ranking or the comparisons.
-    pub not_compared: Vec<String>,
-    /// Units resampled per category (documents, queries, pairs and summaries, subsets), from
-    /// the top-ranked similarity's results: few units make every interval optimistic.
-    pub units: Vec<(String, usize)>,
-}
-
 /// The first screen's numbers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Answer {
@@ -108,7 +56,7 @@ pub struct Answer {
     /// Ranking with significance.
     pub ranking: Ranking,
     /// Quality against what it costs.
-    pub cost: crate::cost::CostView,
+    pub cost: CostView,
 }
 
 /// A similarity's five SAGE categories: the result files and their bootstrap resamples.
@@ -381,6 +329,6 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             not_compared,
         },
     };
-    answer.cost = crate::cost::view(files, &answer.ranking);
+    answer.cost = view(files, &answer.ranking);
     Ok(answer)
 }

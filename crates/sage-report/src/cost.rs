@@ -12,8 +12,8 @@ use sage_core::SimilarityKind;
 use sage_throughput::{Length, ThroughputReport};
 use serde::Serialize;
 
-use crate::answer::{Cell, Ranking};
 use crate::load::{ResultFile, Typed};
+use crate::ranking::{Cell, Ranking};
 
 /// The lengths whose speed the view plots, by preference: SAGE's texts are mostly sentences to
 /// paragraphs (~128 tokens); data with no text that long is plotted at its short texts, on an
