@@ -174,13 +174,9 @@ fn read_result(path: &Path) -> Option<ResultEnvelope> {
         .and_then(|b| serde_json::from_slice(&b).ok())
 }
 
-/// The cost a result file records (its `remote_usage`), 0 when none.
+/// The cost a result file records, 0 when none.
 fn recorded_cost(envelope: &ResultEnvelope) -> f64 {
-    envelope.report["remote_usage"]
-        .as_array()
-        .map_or(0.0, |usage| {
-            usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum()
-        })
+    envelope.billed().iter().map(|(_, usd)| usd).sum()
 }
 
 pub(crate) fn bar_style() -> ProgressStyle {

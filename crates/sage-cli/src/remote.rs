@@ -180,7 +180,8 @@ impl Loaded {
     }
 
     /// What a command writes as its JSON result: the plan when planning, else `report` with a
-    /// `remote_usage` list added when remote models were used. Prints the usage on stderr too.
+    /// `remote_usage` list ([`sage_core::ReportUsage`]) added when remote models were used.
+    /// Prints the usage on stderr too.
     pub fn finish(&self, report: &impl serde::Serialize) -> Result<Value> {
         if self.planning() {
             let plan = self.plan();
@@ -188,8 +189,10 @@ impl Loaded {
             return Ok(plan);
         }
         let mut value = serde_json::to_value(report)?;
-        let usage = self.usage();
-        for u in &usage {
+        let usage = sage_core::ReportUsage {
+            remote_usage: self.usage(),
+        };
+        for u in &usage.remote_usage {
             eprintln!(
                 "sage: {}:{} at {}: {} requests ({} retried), {} texts, {} tokens{}{}",
                 u.protocol,
@@ -209,10 +212,11 @@ impl Loaded {
                     .unwrap_or_default()
             );
         }
-        if !usage.is_empty() {
-            if let Value::Object(map) = &mut value {
-                map.insert("remote_usage".into(), serde_json::to_value(&usage)?);
-            }
+        // a report that is no object (a command's `()`) has nowhere to carry it
+        if let (Value::Object(map), Value::Object(usage)) =
+            (&mut value, serde_json::to_value(&usage)?)
+        {
+            map.extend(usage);
         }
         Ok(value)
     }

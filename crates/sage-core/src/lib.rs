@@ -41,7 +41,7 @@ pub use error::{printable, said_once, Result, SageError};
 pub use options::{at_least, within, within_if_set, CheckOptions};
 pub use result::{
     result_label, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host, Parameters,
-    ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
+    ReportUsage, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
 };
 pub use rows_used::{
     CorpusSelection, DatasetRows, RowSelection, RowsUsed, SubsetSelection, SuiteReport,
