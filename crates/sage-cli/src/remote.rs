@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use sage_core::{PlannedModel, RemotePlan};
 use sage_embed::{CacheUse, LoadedModel, PlanCounts};
 use sage_remote::{RemoteOptions, PRICES_AS_OF};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Flags of remote models (`openai:`, `voyage:`, `cohere:`, `gemini:` specs).
 #[derive(Debug, Clone, clap::Args)]
@@ -138,10 +139,10 @@ impl Loaded {
     }
 
     /// The plan of every remote model loaded: texts and tokens to send, estimated cost.
-    pub fn plan(&self) -> Value {
+    pub fn plan(&self) -> RemotePlan {
         let mut total = 0.0;
         let mut priced = true;
-        let models: Vec<Value> = self
+        let models: Vec<PlannedModel> = self
             .used()
             .iter()
             .filter_map(|m| {
@@ -151,22 +152,21 @@ impl Loaded {
                     Some(c) => total += c,
                     None => priced = false,
                 }
-                Some(json!({
-                    "model": m.name,
-                    "cached_texts": counts.cached_texts,
-                    "texts_to_send": counts.texts_to_send,
-                    "tokens_to_send": counts.tokens_to_send,
-                    "usd_per_million_tokens": m.price,
-                    "estimated_cost_usd": cost,
-                }))
+                Some(PlannedModel {
+                    model: m.name.clone(),
+                    cached_texts: counts.cached_texts,
+                    texts_to_send: counts.texts_to_send,
+                    tokens_to_send: counts.tokens_to_send,
+                    usd_per_million_tokens: m.price,
+                    estimated_cost_usd: cost,
+                })
             })
             .collect();
-        json!({
-            "plan": models,
-            // null when a model has no price: the total would understate
-            "estimated_cost_usd": priced.then_some(total),
-            "prices_as_of": PRICES_AS_OF,
-        })
+        RemotePlan {
+            plan: models,
+            estimated_cost_usd: priced.then_some(total),
+            prices_as_of: PRICES_AS_OF.to_owned(),
+        }
     }
 
     /// What each model embedded in this command, for its result file.
@@ -186,7 +186,7 @@ impl Loaded {
         if self.planning() {
             let plan = self.plan();
             eprintln!("sage: plan only: nothing was sent");
-            return Ok(plan);
+            return Ok(serde_json::to_value(plan)?);
         }
         let mut value = serde_json::to_value(report)?;
         let usage = sage_core::ReportUsage {

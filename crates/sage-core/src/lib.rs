@@ -25,6 +25,7 @@
 mod cost_hint;
 mod embed;
 mod error;
+mod listing;
 mod options;
 mod result;
 mod rows_used;
@@ -38,6 +39,7 @@ pub use embed::{
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
 pub use error::{printable, said_once, Result, SageError};
+pub use listing::{DiscoveredModel, ModelOrigin, PlannedModel, RemotePlan};
 pub use options::{at_least, within, within_if_set, CheckOptions};
 pub use result::{
     result_label, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host, Parameters,
