@@ -30,10 +30,8 @@ pub(crate) fn similarities(
             continue;
         }
         let mut found_models: Vec<(u64, String)> = Vec::new();
-        for found in sage_listing::<Value>(sage, "models")? {
-            let spec = found["spec"].as_str().unwrap_or_default().to_owned();
-            let dir = Path::new(found["dir"].as_str().unwrap_or_default());
-            found_models.push((transformer_bytes(dir), spec));
+        for found in sage_listing::<sage_core::DiscoveredModel>(sage, "models")? {
+            found_models.push((transformer_bytes(&found.dir), found.spec));
         }
         // Cheapest first, so that a run stopped early holds the most results: static models
         // (no transformer weights), then transformers by weight size. The sort is stable.

@@ -1,6 +1,8 @@
 //! Running the jobs: the remote-cost plan, progress bars, one `sage` process per job, the
 //! result envelope written atomically, stale temporaries swept, and the timing table.
 
+use sage_core::RemotePlan;
+
 use crate::*;
 
 pub(crate) struct RunContext {
@@ -64,7 +66,7 @@ impl RunContext {
 }
 
 /// `sage ... --plan` of a remote job: what it would send and cost, sending nothing.
-pub(crate) fn job_plan(job: &Job, sage: &Path, context: &RunContext) -> Result<Value> {
+pub(crate) fn job_plan(job: &Job, sage: &Path, context: &RunContext) -> Result<RemotePlan> {
     let plan = sage_stdout(
         Command::new(sage)
             .args(&job.args)
@@ -110,8 +112,8 @@ pub(crate) fn sage_stdout(command: &mut Command, what: &str) -> Result<Vec<u8>> 
 
 /// What a remote job would cost: USD, or why unknown.
 pub(crate) fn planned_cost(job: &Job, sage: &Path, context: &RunContext) -> Result<f64> {
-    job_plan(job, sage, context)?["estimated_cost_usd"]
-        .as_f64()
+    job_plan(job, sage, context)?
+        .estimated_cost_usd
         .ok_or_else(|| {
             BenchError::Invalid(format!(
                 "no price for {}: set it in [remote.prices] to run it under remote.max_cost_usd",
@@ -142,13 +144,13 @@ pub(crate) fn print_plan(
             continue;
         }
         let plan = job_plan(job, sage, context)?;
-        let model = &plan["plan"][0];
-        let cost = plan["estimated_cost_usd"].as_f64();
+        let cost = plan.estimated_cost_usd;
+        // a plan without a model sends nothing
+        let (texts, tokens, cached) = plan.plan.first().map_or((0, 0, 0), |m| {
+            (m.texts_to_send, m.tokens_to_send, m.cached_texts)
+        });
         println!(
-            "{name}: {} texts, {} tokens to send ({} cached): {}",
-            model["texts_to_send"],
-            model["tokens_to_send"],
-            model["cached_texts"],
+            "{name}: {texts} texts, {tokens} tokens to send ({cached} cached): {}",
             cost.map_or("no price".to_owned(), |c| format!("${c:.4}"))
         );
         total = total.zip(cost).map(|(t, c)| t + c);
@@ -174,13 +176,9 @@ fn read_result(path: &Path) -> Option<ResultEnvelope> {
         .and_then(|b| serde_json::from_slice(&b).ok())
 }
 
-/// The cost a result file records (its `remote_usage`), 0 when none.
+/// The cost a result file records, 0 when none.
 fn recorded_cost(envelope: &ResultEnvelope) -> f64 {
-    envelope.report["remote_usage"]
-        .as_array()
-        .map_or(0.0, |usage| {
-            usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum()
-        })
+    envelope.billed().iter().map(|(_, usd)| usd).sum()
 }
 
 pub(crate) fn bar_style() -> ProgressStyle {

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use sage_core::{PlannedModel, RemotePlan};
 use sage_embed::{CacheUse, LoadedModel, PlanCounts};
 use sage_remote::{RemoteOptions, PRICES_AS_OF};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Flags of remote models (`openai:`, `voyage:`, `cohere:`, `gemini:` specs).
 #[derive(Debug, Clone, clap::Args)]
@@ -138,10 +139,10 @@ impl Loaded {
     }
 
     /// The plan of every remote model loaded: texts and tokens to send, estimated cost.
-    pub fn plan(&self) -> Value {
+    pub fn plan(&self) -> RemotePlan {
         let mut total = 0.0;
         let mut priced = true;
-        let models: Vec<Value> = self
+        let models: Vec<PlannedModel> = self
             .used()
             .iter()
             .filter_map(|m| {
@@ -151,22 +152,21 @@ impl Loaded {
                     Some(c) => total += c,
                     None => priced = false,
                 }
-                Some(json!({
-                    "model": m.name,
-                    "cached_texts": counts.cached_texts,
-                    "texts_to_send": counts.texts_to_send,
-                    "tokens_to_send": counts.tokens_to_send,
-                    "usd_per_million_tokens": m.price,
-                    "estimated_cost_usd": cost,
-                }))
+                Some(PlannedModel {
+                    model: m.name.clone(),
+                    cached_texts: counts.cached_texts,
+                    texts_to_send: counts.texts_to_send,
+                    tokens_to_send: counts.tokens_to_send,
+                    usd_per_million_tokens: m.price,
+                    estimated_cost_usd: cost,
+                })
             })
             .collect();
-        json!({
-            "plan": models,
-            // null when a model has no price: the total would understate
-            "estimated_cost_usd": priced.then_some(total),
-            "prices_as_of": PRICES_AS_OF,
-        })
+        RemotePlan {
+            plan: models,
+            estimated_cost_usd: priced.then_some(total),
+            prices_as_of: PRICES_AS_OF.to_owned(),
+        }
     }
 
     /// What each model embedded in this command, for its result file.
@@ -180,16 +180,19 @@ impl Loaded {
     }
 
     /// What a command writes as its JSON result: the plan when planning, else `report` with a
-    /// `remote_usage` list added when remote models were used. Prints the usage on stderr too.
+    /// `remote_usage` list ([`sage_core::ReportUsage`]) added when remote models were used.
+    /// Prints the usage on stderr too.
     pub fn finish(&self, report: &impl serde::Serialize) -> Result<Value> {
         if self.planning() {
             let plan = self.plan();
             eprintln!("sage: plan only: nothing was sent");
-            return Ok(plan);
+            return Ok(serde_json::to_value(plan)?);
         }
         let mut value = serde_json::to_value(report)?;
-        let usage = self.usage();
-        for u in &usage {
+        let usage = sage_core::ReportUsage {
+            remote_usage: self.usage(),
+        };
+        for u in &usage.remote_usage {
             eprintln!(
                 "sage: {}:{} at {}: {} requests ({} retried), {} texts, {} tokens{}{}",
                 u.protocol,
@@ -209,10 +212,11 @@ impl Loaded {
                     .unwrap_or_default()
             );
         }
-        if !usage.is_empty() {
-            if let Value::Object(map) = &mut value {
-                map.insert("remote_usage".into(), serde_json::to_value(&usage)?);
-            }
+        // a report that is no object (a command's `()`) has nowhere to carry it
+        if let (Value::Object(map), Value::Object(usage)) =
+            (&mut value, serde_json::to_value(&usage)?)
+        {
+            map.extend(usage);
         }
         Ok(value)
     }

@@ -25,6 +25,7 @@
 mod cost_hint;
 mod embed;
 mod error;
+mod listing;
 mod options;
 mod result;
 mod rows_used;
@@ -38,13 +39,14 @@ pub use embed::{
     EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
 };
 pub use error::{printable, said_once, Result, SageError};
+pub use listing::{DiscoveredModel, ModelOrigin, PlannedModel, RemotePlan};
 pub use options::{
     at_least, check_fields, describe, missing_required, within, within_if_set, CheckOptions,
     OptionField, OptionInfo, OptionSpec, Range, SuiteOptions,
 };
 pub use result::{
     result_label, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host, Parameters,
-    ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
+    ReportUsage, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
 };
 pub use rows_used::{
     CorpusSelection, DatasetRows, RowSelection, RowsUsed, SubsetSelection, SuiteReport,

@@ -51,6 +51,16 @@ pub struct ResultEnvelope {
     pub task: String,
 }
 
+/// What `sage` adds to the report of a run that used remote models, beside the suite's own
+/// fields. The report stays the suite's JSON, so the list is written into it and read back out
+/// of it, both through this type.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReportUsage {
+    /// What each remote model was asked for and what it cost; absent when none was used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_usage: Vec<crate::RemoteUsage>,
+}
+
 /// The similarity a result is about.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimilarityRecord {
@@ -181,6 +191,27 @@ impl ResultEnvelope {
         Path::new(&self.similarity.name)
             .join(&self.suite)
             .join(format!("{}.json", self.task))
+    }
+
+    /// What the job's remote models billed: `(tokens, USD)` for each one with a price. Read
+    /// from `run.embedding`; a file written before that was recorded has it only in its
+    /// report's [`ReportUsage`].
+    pub fn billed(&self) -> Vec<(u64, f64)> {
+        if !self.run.embedding.is_empty() {
+            return self
+                .run
+                .embedding
+                .iter()
+                .filter_map(|w| Some((w.tokens?, w.cost_usd?)))
+                .collect();
+        }
+        // a report without the list, or not an object at all, billed nothing
+        ReportUsage::deserialize(&self.report)
+            .unwrap_or_default()
+            .remote_usage
+            .iter()
+            .filter_map(|u| Some((u.tokens, u.cost_usd?)))
+            .collect()
     }
 
     /// Writes the file under the results folder `dir` (pretty JSON, through a temporary file
@@ -363,6 +394,61 @@ mod tests {
     }
 
     use super::*;
+
+    /// A file written before `run.embedding` was recorded says what it billed in its report's
+    /// `remote_usage`; a newer one says it in `run.embedding`. A model without a price billed
+    /// nothing known.
+    #[test]
+    fn what_a_job_billed_is_read_from_either_place() {
+        let usage = |model: &str, tokens: u64, cost_usd: Option<f64>| crate::RemoteUsage {
+            protocol: "openai".into(),
+            model: model.into(),
+            host: "127.0.0.1:7997".into(),
+            dimensions: 384,
+            requests: 2,
+            texts: 10,
+            tokens,
+            retries: 0,
+            truncated: 0,
+            cost_usd,
+        };
+        let report = ReportUsage {
+            remote_usage: vec![usage("a", 100, Some(0.25)), usage("b", 50, None)],
+        };
+        let written = serde_json::json!({
+            "datasets": [],
+            "harness_version": "0.1.0",
+            "notes": [],
+            "parameters": {"data_dir": "data", "sage_args": ["run", "robustness"]},
+            "quick": false,
+            "report": {"remote_usage": report.remote_usage, "score": 0.5},
+            "run": {
+                "git_revision": null,
+                "host": {"arch": "x86_64", "cores": 2, "cpu": null, "gpus": [], "os": "linux"},
+                "timestamp": "2026-11-24T19:00:00Z",
+                "wall_seconds": 1.5
+            },
+            "schema": RESULT_SCHEMA,
+            "score": 0.5,
+            "seed": 1337,
+            "similarity": {"kind": "model", "name": "openai:a", "spec": "openai:a"},
+            "suite": "sage",
+            "task": "robustness"
+        });
+        let mut envelope: ResultEnvelope = serde_json::from_value(written).unwrap();
+        assert_eq!(envelope.billed(), [(100, 0.25)]);
+        assert_eq!(ReportUsage::deserialize(&envelope.report).unwrap(), report);
+        envelope.run.embedding = vec![EmbeddingWork {
+            model: "openai:a".into(),
+            tokens: Some(120),
+            cost_usd: Some(0.3),
+            ..EmbeddingWork::default()
+        }];
+        assert_eq!(envelope.billed(), [(120, 0.3)]);
+        envelope.run.embedding.clear();
+        envelope.report = serde_json::json!({"score": 0.5});
+        assert!(envelope.billed().is_empty());
+    }
 
     /// A file as bench-all wrote it before this type existed reads, and writes back to the same
     /// bytes: the keys of every object were sorted then and are declared in order now.

@@ -114,8 +114,7 @@ pub use loader::{load, load_embedder, CacheUse, LoadOptions, LoadedModel, Metere
 pub use matryoshka::Truncated;
 pub use model_config::{Pooling, TransformerConfig};
 pub use resolve::{
-    detect_kind, discover_models, resolve_model, DiscoveredModel, ModelKind, ResolveOptions,
-    ResolvedModel,
+    detect_kind, discover_models, resolve_model, ModelKind, ResolveOptions, ResolvedModel,
 };
 pub use static_models::{bow_tokens, Model2Vec, WordVectors};
 pub use transformer::{SentenceTransformer, TransformerOptions};

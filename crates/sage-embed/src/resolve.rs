@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use hf_hub::{Repo, RepoType};
+use sage_core::{DiscoveredModel, ModelOrigin};
 use sage_hub::HubSettings;
 
 use crate::error::{EmbedError, Result};
@@ -116,17 +117,6 @@ fn resolve_hub(id: &str, options: &ResolveOptions) -> Result<ResolvedModel> {
     })
 }
 
-/// An embedding model found on this machine by [`discover_models`].
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct DiscoveredModel {
-    /// What to pass as a model spec: the folder name under SAGE_MODELS_DIR, or the hub id.
-    pub spec: String,
-    /// The folder holding it.
-    pub dir: PathBuf,
-    /// `models-dir` or `hub-cache`.
-    pub origin: &'static str,
-}
-
 /// What kind of model a folder holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelKind {
@@ -198,7 +188,7 @@ pub fn discover_models(options: &ResolveOptions) -> Vec<DiscoveredModel> {
                         .to_string_lossy()
                         .into_owned(),
                     dir,
-                    origin: "models-dir",
+                    origin: ModelOrigin::ModelsDir,
                 });
             }
         }
@@ -227,7 +217,7 @@ pub fn discover_models(options: &ResolveOptions) -> Vec<DiscoveredModel> {
             found.push(DiscoveredModel {
                 spec: id,
                 dir: snapshot,
-                origin: "hub-cache",
+                origin: ModelOrigin::HubCache,
             });
         }
     }
@@ -353,16 +343,16 @@ pub(crate) mod tests {
         hub_cache_fixture(&hub, "acme/tiny-bert", &refs);
         let mut opts = options(&hub, true);
         opts.models_dir = Some(models);
-        let found: Vec<(String, &str)> = discover_models(&opts)
+        let found: Vec<(String, ModelOrigin)> = discover_models(&opts)
             .into_iter()
             .map(|m| (m.spec, m.origin))
             .collect();
         assert_eq!(
             found,
             [
-                ("acme/hub-mpnet".to_owned(), "hub-cache"),
-                ("glove.6B.50d".to_owned(), "models-dir"),
-                ("tiny-bert".to_owned(), "models-dir"),
+                ("acme/hub-mpnet".to_owned(), ModelOrigin::HubCache),
+                ("glove.6B.50d".to_owned(), ModelOrigin::ModelsDir),
+                ("tiny-bert".to_owned(), ModelOrigin::ModelsDir),
             ]
         );
     }

@@ -1,12 +1,16 @@
 //! The first screen: which similarity is best per SAGE category and overall, and which
 //! differences in the overall ranking are real.
 
+use sage_core::RowsUsed;
 use sage_measures::{
     holm, paired_bootstrap, percentile_interval, BootstrapReplicates, PairedDifference,
 };
 use serde::Serialize;
+use serde_json::Value;
 
+use crate::cost::{view, CostView};
 use crate::load::{find, similarities, ResultFile};
+use crate::ranking::{Cell, Comparison, Ranked, Ranking, ALPHA};
 use crate::Result;
 
 /// SAGE's categories, in Table 1's order: (task, column title).
@@ -21,18 +25,6 @@ pub(crate) const SAGE_COLUMNS: [(&str, &str); 5] = [
 /// Columns after Overall, each a suite's own category score beside SAGE's (not part of
 /// Overall): (suite folder, task, column title).
 pub(crate) const EXTRA_COLUMNS: [(&str, &str, &str); 1] = [("noise", "noise", "Noise (area)")];
-
-/// Family-wise error rate of the ranking's comparisons.
-pub const ALPHA: f64 = 0.05;
-
-/// A score with its 95% interval when there is one.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Cell {
-    /// The score.
-    pub score: f64,
-    /// The bootstrap 95% interval (low, high).
-    pub ci95: Option<(f64, f64)>,
-}
 
 /// One similarity's row of the heatmap.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -58,48 +50,6 @@ pub struct Heatmap {
     pub best: Vec<Vec<usize>>,
 }
 
-/// One similarity in the ranking.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Ranked {
-    /// 1 for the highest overall score.
-    pub rank: usize,
-    /// The similarity.
-    pub similarity: String,
-    /// Its overall score (mean of the five categories) with its interval.
-    pub overall: Cell,
-}
-
-/// A paired-bootstrap comparison of two ranked similarities' overall scores.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Comparison {
-    /// The higher-ranked similarity.
-    pub higher: String,
-    /// The lower-ranked similarity.
-    pub lower: String,
-    /// higher − lower: the difference, its interval and its bootstrap p-value.
-    pub difference: PairedDifference,
-    /// The p-value Holm-corrected over every comparison of the ranking.
-    pub p_holm: f64,
-    /// Whether the difference is significant at [`ALPHA`] after the correction.
-    pub significant: bool,
-}
-
-/// The overall ranking and which of its differences are real.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Ranking {
-    /// Similarities with all five categories, best first.
-    pub ranked: Vec<Ranked>,
-    /// Every pair of ranked similarities that could be paired, higher first.
-    pub comparisons: Vec<Comparison>,
-    /// Family-wise error rate of `significant`.
-    pub alpha: f64,
-    /// Why a similarity or a pair is missing from the ranking or the comparisons.
-    pub not_compared: Vec<String>,
-    /// Units resampled per category (documents, queries, pairs and summaries, subsets), from
-    /// the top-ranked similarity's results: few units make every interval optimistic.
-    pub units: Vec<(String, usize)>,
-}
-
 /// The first screen's numbers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Answer {
@@ -108,7 +58,7 @@ pub struct Answer {
     /// Ranking with significance.
     pub ranking: Ranking,
     /// Quality against what it costs.
-    pub cost: crate::cost::CostView,
+    pub cost: CostView,
 }
 
 /// A similarity's five SAGE categories: the result files and their bootstrap resamples.
@@ -159,49 +109,79 @@ impl Categories<'_> {
     }
 }
 
-/// Which units a result was scored on: every row-selection field (dataset, split, checksum,
-/// counts) of its envelope and its report, wherever they are nested, without the scores.
-fn units_of(file: &ResultFile) -> Vec<(String, String)> {
-    const IDENTITY: [&str; 10] = [
-        "dataset",
-        "split",
-        "checksum",
-        "corpus_checksum",
-        "used_rows",
-        "corpus_used",
-        "queries",
-        "texts",
-        "classes",
-        "seed",
-    ];
-    fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
-        match v {
-            serde_json::Value::Object(map) => {
-                for (k, v) in map {
-                    if IDENTITY.contains(&k.as_str()) && !v.is_object() && !v.is_array() {
-                        out.push((format!("{path}/{k}"), v.to_string()));
-                    } else if k != "bootstrap" {
-                        walk(v, &format!("{path}/{k}"), out);
-                    }
+/// Which units a result was scored on: its seed and what each row selection it used says of
+/// the rows it drew, without the scores.
+fn units_of(file: &ResultFile) -> (u64, Vec<Drawn<'_>>) {
+    let envelope = &file.envelope;
+    (
+        envelope.seed,
+        envelope.datasets.iter().map(Drawn::of).collect(),
+    )
+}
+
+/// What of a row selection says which units it drew: the dataset, the rows' checksum and
+/// counts, the seed they were drawn with. The same fields whatever the record's shape, so that a
+/// record of another version pairs with one of this version that drew alike. The file's size,
+/// the cap asked for and the split's checksum are left out: the used rows' checksum already says
+/// which rows were scored, and older files lack the split's checksum.
+#[derive(Debug, Default, PartialEq)]
+struct Drawn<'a> {
+    dataset: Option<&'a str>,
+    split: Option<&'a str>,
+    checksum: Option<&'a str>,
+    corpus_checksum: Option<&'a str>,
+    used_rows: Option<u64>,
+    corpus_used: Option<u64>,
+    queries: Option<u64>,
+    texts: Option<u64>,
+    classes: Option<u64>,
+    seed: Option<u64>,
+}
+
+impl Drawn<'_> {
+    fn of(record: &RowsUsed) -> Drawn<'_> {
+        let count = |n: usize| Some(n as u64);
+        match record {
+            RowsUsed::Rows(r) => Drawn {
+                dataset: Some(&r.dataset),
+                split: Some(&r.split),
+                checksum: Some(&r.checksum),
+                used_rows: count(r.used_rows),
+                seed: Some(r.seed),
+                ..Drawn::default()
+            },
+            RowsUsed::Corpus(c) => Drawn {
+                dataset: Some(&c.dataset),
+                corpus_checksum: Some(&c.corpus_checksum),
+                corpus_used: count(c.corpus_used),
+                queries: count(c.queries),
+                ..Drawn::default()
+            },
+            RowsUsed::Subset(s) => Drawn {
+                dataset: Some(&s.dataset),
+                checksum: Some(&s.checksum),
+                texts: count(s.texts),
+                classes: count(s.classes),
+                ..Drawn::default()
+            },
+            RowsUsed::Other(map) => {
+                let text = |k: &str| map.get(k).and_then(Value::as_str);
+                let number = |k: &str| map.get(k).and_then(Value::as_u64);
+                Drawn {
+                    dataset: text("dataset"),
+                    split: text("split"),
+                    checksum: text("checksum"),
+                    corpus_checksum: text("corpus_checksum"),
+                    used_rows: number("used_rows"),
+                    corpus_used: number("corpus_used"),
+                    queries: number("queries"),
+                    texts: number("texts"),
+                    classes: number("classes"),
+                    seed: number("seed"),
                 }
             }
-            serde_json::Value::Array(items) => {
-                for (i, v) in items.iter().enumerate() {
-                    walk(v, &format!("{path}/{i}"), out);
-                }
-            }
-            _ => {}
         }
     }
-    let mut out = Vec::new();
-    for d in &file.envelope.datasets {
-        // a record serialises to an object; one that cannot is no unit to compare
-        if let Ok(record) = serde_json::to_value(d) {
-            walk(&record, "selection", &mut out);
-        }
-    }
-    walk(&file.envelope.report, "report", &mut out);
-    out
 }
 
 /// The heatmap and the ranking of the SAGE results in `files`.
@@ -381,6 +361,48 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             not_compared,
         },
     };
-    answer.cost = crate::cost::view(files, &answer.ranking);
+    answer.cost = view(files, &answer.ranking);
     Ok(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use sage_core::{RowSelection, RowsUsed};
+
+    use super::Drawn;
+
+    /// A record of another version pairs with this version's when it drew the same rows, and
+    /// a cap or a file size that differ do not unpair them; another checksum does.
+    #[test]
+    fn records_pair_on_the_rows_they_drew() {
+        let rows = RowSelection {
+            dataset: "stsb".into(),
+            split: "test".into(),
+            total_rows: 10,
+            used_rows: 3,
+            max_rows: Some(3),
+            seed: 1337,
+            empty_text_rows: 0,
+            checksum: "ab".into(),
+            split_checksum: "ff".into(),
+        };
+        let typed = RowsUsed::Rows(rows.clone());
+        let older: RowsUsed = serde_json::from_value(serde_json::json!({
+            "checksum": "ab", "dataset": "stsb", "seed": 1337, "split": "test", "used_rows": 3
+        }))
+        .unwrap();
+        assert!(matches!(older, RowsUsed::Other(_)));
+        assert_eq!(Drawn::of(&typed), Drawn::of(&older));
+        let capped = RowsUsed::Rows(RowSelection {
+            total_rows: 20,
+            max_rows: None,
+            ..rows.clone()
+        });
+        assert_eq!(Drawn::of(&typed), Drawn::of(&capped));
+        let other = RowsUsed::Rows(RowSelection {
+            checksum: "cd".into(),
+            ..rows
+        });
+        assert_ne!(Drawn::of(&typed), Drawn::of(&other));
+    }
 }

@@ -12,8 +12,8 @@ use sage_core::SimilarityKind;
 use sage_throughput::{Length, ThroughputReport};
 use serde::Serialize;
 
-use crate::answer::{Cell, Ranking};
 use crate::load::{ResultFile, Typed};
+use crate::ranking::{Cell, Ranking};
 
 /// The lengths whose speed the view plots, by preference: SAGE's texts are mostly sentences to
 /// paragraphs (~128 tokens); data with no text that long is plotted at its short texts, on an
@@ -100,7 +100,7 @@ pub(crate) fn speed(report: &ThroughputReport) -> Option<Speed> {
 }
 
 /// USD per million tokens billed to `similarity`: the throughput sample's price, else the
-/// bill of any of its jobs (the `remote_usage` a remote job's report carries).
+/// bill of any of its jobs.
 fn price(files: &[ResultFile], similarity: &str) -> Option<f64> {
     let mine = files.iter().filter(|f| f.similarity == similarity);
     let sampled = mine.clone().find_map(|f| match &f.typed {
@@ -109,21 +109,9 @@ fn price(files: &[ResultFile], similarity: &str) -> Option<f64> {
     });
     sampled.or_else(|| {
         let (mut usd, mut tokens) = (0.0, 0u64);
-        for f in mine {
-            let Some(usage) = f
-                .envelope
-                .report
-                .get("remote_usage")
-                .and_then(|u| u.as_array())
-            else {
-                continue;
-            };
-            for u in usage {
-                if let (Some(c), Some(t)) = (u["cost_usd"].as_f64(), u["tokens"].as_u64()) {
-                    usd += c;
-                    tokens += t;
-                }
-            }
+        for (t, c) in mine.flat_map(|f| f.envelope.billed()) {
+            usd += c;
+            tokens += t;
         }
         (tokens > 0).then(|| usd / tokens as f64 * 1e6)
     })

@@ -38,10 +38,12 @@ mod answer;
 pub mod cost;
 mod load;
 mod plots;
+mod ranking;
 mod render;
 mod tables;
 
-pub use answer::{Answer, Cell, Comparison, Heatmap, HeatmapRow, Ranked, Ranking, ALPHA};
+pub use answer::{Answer, Heatmap, HeatmapRow};
+pub use ranking::{Cell, Comparison, Ranked, Ranking, ALPHA};
 
 /// Why a report could not be made. Nothing is written unless every input was read.
 #[derive(Debug, thiserror::Error)]

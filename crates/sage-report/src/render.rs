@@ -65,7 +65,7 @@ fn verdict(answer: &Answer) -> Option<String> {
         .iter()
         .filter(|c| c.higher == best.similarity)
         .partition(|c| c.significant);
-    let names = |v: &[&crate::answer::Comparison]| {
+    let names = |v: &[&crate::ranking::Comparison]| {
         v.iter()
             .map(|c| c.lower.as_str())
             .collect::<Vec<_>>()

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::answer::{Answer, Cell, SAGE_COLUMNS};
+use crate::answer::{Answer, SAGE_COLUMNS};
 use crate::load::{ResultFile, Typed};
+use crate::ranking::Cell;
 use sage_measures::BootstrapInterval;
 
 mod cost;
@@ -762,7 +763,7 @@ fn noise_table(files: &[ResultFile], sink: &mut Sink) -> crate::Result<Table> {
     }
     let holm = sage_measures::holm(
         &tests.iter().map(|t| t.2.p_value).collect::<Vec<_>>(),
-        crate::answer::ALPHA,
+        crate::ranking::ALPHA,
     )?;
     for (k, (at, best, d)) in tests.iter().enumerate() {
         let short = best.rsplit('/').next().unwrap_or(best);
