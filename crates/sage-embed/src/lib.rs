@@ -93,6 +93,7 @@ mod fused;
 mod loader;
 mod matryoshka;
 mod model_config;
+mod model_kind;
 pub mod modernbert;
 pub mod nomic_bert;
 mod resolve;
@@ -113,9 +114,8 @@ pub use fetch::{fetch_model, hub_model, Fetched, HubModel, HUB_MODELS, NOT_ON_TH
 pub use loader::{load, load_embedder, CacheUse, LoadOptions, LoadedModel, Metered, ModelSource};
 pub use matryoshka::Truncated;
 pub use model_config::{Pooling, TransformerConfig};
-pub use resolve::{
-    detect_kind, discover_models, resolve_model, ModelKind, ResolveOptions, ResolvedModel,
-};
+pub use model_kind::{detect_kind, ModelKind};
+pub use resolve::{discover_models, resolve_model, ResolveOptions, ResolvedModel};
 pub use static_models::{bow_tokens, Model2Vec, WordVectors};
 pub use transformer::{SentenceTransformer, TransformerOptions};
 

@@ -19,7 +19,8 @@ use sage_core::{is_remote_spec, BatchSink, Embedder, EmbeddingWork, RemoteUsage,
 use sage_remote::{RemoteEmbedder, RemoteOptions, RemoteSpec};
 
 use crate::cache::{CacheStats, CachedEmbedder, PlanCounts};
-use crate::resolve::{detect_kind, resolve_model, ModelKind, ResolvedModel};
+use crate::model_kind::{detect_kind, ModelKind};
+use crate::resolve::{resolve_model, ResolvedModel};
 use crate::static_models::{Model2Vec, WordVectors};
 use crate::transformer::SentenceTransformer;
 use crate::{EmbedError, ResolveOptions, Result, TransformerOptions, Truncated};
@@ -80,7 +81,7 @@ impl ModelSource {
             return Ok(ModelSource::Remote(RemoteSpec::parse(spec)?));
         }
         let model = resolve_model(spec, resolve)?;
-        let kind = detect_kind(&model)?;
+        let kind = detect_kind(&model.dir)?;
         Ok(ModelSource::Local(model, kind))
     }
 }

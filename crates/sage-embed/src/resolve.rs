@@ -8,6 +8,7 @@ use sage_core::{DiscoveredModel, ModelOrigin};
 use sage_hub::HubSettings;
 
 use crate::error::{EmbedError, Result};
+use crate::model_kind::detect_kind;
 
 /// Files a sentence-transformers repository may have; the first three are required.
 const REQUIRED: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -117,60 +118,13 @@ fn resolve_hub(id: &str, options: &ResolveOptions) -> Result<ResolvedModel> {
     })
 }
 
-/// What kind of model a folder holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ModelKind {
-    /// A sentence-transformers folder (an encoder or a decoder).
-    Transformer,
-    /// A word-vector file: GloVe text, fastText `.vec` or word2vec binary.
-    WordVectors,
-    /// A model2vec static model.
-    Model2Vec,
-}
-
-/// Tells the kind of a resolved model folder from its files.
-pub fn detect_kind(model: &ResolvedModel) -> Result<ModelKind> {
-    let dir = &model.dir;
-    if dir.is_file() {
-        return if crate::static_models::is_word_vector_file(dir, true) {
-            Ok(ModelKind::WordVectors)
-        } else {
-            Err(crate::error::file_error(
-                dir,
-                "not a model folder or a word-vector file (glove*.txt, *.vec, word2vec *.bin)",
-            ))
-        };
-    }
-    let binary_ok = !dir.join("config.json").exists();
-    if std::fs::read_dir(dir)
-        .map_err(|e| crate::error::file_error(dir, e))?
-        .filter_map(|e| e.ok())
-        .any(|e| crate::static_models::is_word_vector_file(&e.path(), binary_ok))
-    {
-        return Ok(ModelKind::WordVectors);
-    }
-    let config: serde_json::Value = crate::model_config::read_json(&dir.join("config.json"))?;
-    if config.get("model_type").is_some() {
-        Ok(ModelKind::Transformer)
-    } else {
-        Ok(ModelKind::Model2Vec)
-    }
-}
-
 /// Every embedding model on this machine: the folders under SAGE_MODELS_DIR that hold one
 /// (a sentence-transformers folder, a GloVe file or a static model; GGUF LLMs are not
 /// embedders and are left out), then the hub cache's model snapshots that hold the
 /// sentence-transformers files and are not already listed by name. Sorted by spec.
 pub fn discover_models(options: &ResolveOptions) -> Vec<DiscoveredModel> {
     let mut found: Vec<DiscoveredModel> = Vec::new();
-    let is_embedder = |dir: &Path| {
-        detect_kind(&ResolvedModel {
-            dir: dir.to_owned(),
-            name: String::new(),
-            revision: None,
-        })
-        .is_ok()
-    };
+    let is_embedder = |dir: &Path| detect_kind(dir).is_ok();
     let folders = |dir: &Path| -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
             .map(|r| r.filter_map(|e| e.ok()).map(|e| e.path()).collect())

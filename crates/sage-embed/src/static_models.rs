@@ -10,6 +10,7 @@ use sage_core::{Embedder, EmbedderIdentity};
 use tokenizers::Tokenizer;
 
 use crate::error::{config_error, file_error, EmbedError, Result};
+use crate::model_kind::is_word_vector_file;
 use crate::{file_digest, ResolvedModel};
 
 /// Word vectors, bag-of-words mean as EvalRank's `bow` model, read from any of the three formats
@@ -206,17 +207,6 @@ fn read_word2vec_binary(file: &Path) -> Result<Vec<(String, Vec<f32>)>> {
         return Err(file_error(file, "no words"));
     }
     Ok(rows)
-}
-
-/// Whether `path` is a word-vector file by its name: `glove*.txt`, `*.vec`, or (`binary_ok`) a
-/// word2vec `*.bin`.
-pub(crate) fn is_word_vector_file(path: &Path, binary_ok: bool) -> bool {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    (name.starts_with("glove") && ext == "txt") || ext == "vec" || (binary_ok && ext == "bin")
 }
 
 fn word_vector_file(dir: &Path) -> Result<PathBuf> {
