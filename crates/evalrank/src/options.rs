@@ -29,8 +29,8 @@ sage_core::suite_options! {
     /// and Python keywords all read, with each field's range. No seed: nothing is sampled.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct Options {
-        /// word: the 13 word-similarity sets; sentence: STS-B and STR-2022. Required (a bare
-        /// `Options::default()` says word).
+        // required where options are read; a bare `Options::default()` says word
+        /// word: the 13 word-similarity sets; sentence: STS-B and STR-2022.
         pub level: Level = Level::Word, sage_core::OptionSpec::any().required();
         /// How two vectors compare: cosine (cos) or l2, EvalRank's 1 / (1 + distance).
         pub similarity: VectorSimilarity = VectorSimilarity::Cosine,

@@ -105,15 +105,16 @@ enum Command {
     #[command(after_help = perturb::kinds_help())]
     Perturb(perturb::PerturbArgs),
     /// Run an evaluation task.
-    #[command(after_help = run::REGISTERED_HELP)]
+    #[command(after_help = run::RUN_HELP)]
     Run {
         #[command(subcommand)]
         task: run::Task,
     },
     /// List the evaluation suites `sage run` takes from the suite registry: one JSON line each
     /// ({"name", "summary", "default_datasets", "kinds", "takes_metrics", "result_suite",
-    /// "result_task", "cost_hints"}), for scripts and bench-all (which balances shards by the
-    /// hints). `sage suites check` asks about one run.
+    /// "result_task", "cost_hints", "options"}: each option's key, flag, help, range and
+    /// default), for scripts and bench-all (which balances shards by the hints). `sage suites
+    /// check` asks about one run.
     Suites {
         #[command(subcommand)]
         command: Option<SuitesCommand>,
@@ -407,9 +408,46 @@ pub fn main(registry: Registry) -> ExitCode {
     quiet_caught_panics();
     keep_large_buffers_in_the_heap();
     fix_thread_count();
-    let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let result = match cli.command {
+    let matches = command_over(&registry).get_matches();
+    // a suite's own subcommand, made from the registry: run it before the derive reads the rest
+    let result = match matches.subcommand() {
+        Some(("run", run)) => match run.subcommand() {
+            Some((name, given)) if run::is_added(name, &registry) => {
+                Some(run::run_suite(name, given, &registry))
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let result = match result {
+        Some(result) => result,
+        None => run_derived(&matches, &registry),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`sage data list | head`) is the reader's choice, not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                let broken = Some(std::io::ErrorKind::BrokenPipe);
+                c.downcast_ref::<std::io::Error>().map(std::io::Error::kind) == broken
+                    || c.downcast_ref::<serde_json::Error>()
+                        .and_then(serde_json::Error::io_error_kind)
+                        == broken
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sage: error: {}", sage_core::said_once(e.as_ref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Every command the derive knows, run.
+fn run_derived(matches: &clap::ArgMatches, registry: &Registry) -> anyhow::Result<()> {
+    let cli = Cli::from_arg_matches(matches).unwrap_or_else(|e| e.exit());
+    match cli.command {
         Command::Score {
             metric,
             raw,
@@ -428,7 +466,7 @@ pub fn main(registry: Registry) -> ExitCode {
             output,
         } => embed::run(&model, &input, output),
         Command::Perturb(args) => perturb::run(args),
-        Command::Data { command } => data::run(command, &registry),
+        Command::Data { command } => data::run(command, registry),
         Command::Run { task } => {
             // which of a suite's flags were given, not defaulted: only those set its options
             let given = matches
@@ -436,12 +474,12 @@ pub fn main(registry: Registry) -> ExitCode {
                 .and_then(|run| run.subcommand())
                 .map(|(_, given)| given)
                 .expect("`sage run` has a suite");
-            run::run(task, &registry, given)
+            run::run(task, registry, given)
         }
         Command::Report { dir, mteb_results } => report(&dir, mteb_results.as_deref()),
         Command::Suites {
             command: Some(SuitesCommand::Check { name, options }),
-        } => check_suite(&registry, &name, &options),
+        } => check_suite(registry, &name, &options),
         Command::Suites { command: None } => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -481,38 +519,37 @@ pub fn main(registry: Registry) -> ExitCode {
         Command::BenchAll { args } => bench_all(&args),
         Command::Pteb {
             command: PtebCommand::Qualify(args),
-        } => pteb::qualify(*args),
+        } => {
+            let given = matches
+                .subcommand_matches("pteb")
+                .and_then(|pteb| pteb.subcommand_matches("qualify"))
+                .expect("`sage pteb qualify` was parsed");
+            pteb::qualify(*args, registry, given)
+        }
         Command::Measure { measure } => measure::run(measure).and_then(|value| {
             use std::io::Write;
             writeln!(std::io::stdout(), "{}", serde_json::to_string(&value)?)?;
             Ok(())
         }),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        // A closed pipe (`sage data list | head`) is the reader's choice, not an error.
-        Err(e)
-            if e.chain().any(|c| {
-                let broken = Some(std::io::ErrorKind::BrokenPipe);
-                c.downcast_ref::<std::io::Error>().map(std::io::Error::kind) == broken
-                    || c.downcast_ref::<serde_json::Error>()
-                        .and_then(serde_json::Error::io_error_kind)
-                        == broken
-            }) =>
-        {
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("sage: error: {}", sage_core::said_once(e.as_ref()));
-            ExitCode::FAILURE
-        }
     }
 }
 
-/// The `sage` command line as clap knows it: what the guide's examples are checked against, and
-/// what shell completions are made from.
+/// The `sage` command line of the standard registry, as clap knows it: what the guide's
+/// examples are checked against, and what shell completions are made from.
 pub fn command() -> clap::Command {
+    command_over(&Registry::standard())
+}
+
+/// The command line over `registry`: a `sage run` subcommand per suite, each with its options'
+/// flags, and `sage pteb qualify` with the PTEB options it takes.
+fn command_over(registry: &Registry) -> clap::Command {
     Cli::command()
+        .mut_subcommand("run", |run| run::with_suites(run, registry))
+        .mut_subcommand("pteb", |pteb| {
+            pteb.mut_subcommand("qualify", |qualify| {
+                suite_options::with_option_flags(qualify, &pteb::qualify_options(registry))
+            })
+        })
 }
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]

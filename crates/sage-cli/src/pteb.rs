@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use pteb::{Judge, ParaphraseCache, ParaphraseSettings, Paraphraser, PtebReport, QualityGate};
+use pteb::{Judge, ParaphraseCache, Paraphraser, PtebReport};
 use sage_suites::{PtebOptions, PtebRun};
 use serde::Serialize;
 
@@ -14,7 +14,8 @@ use crate::embed::ModelArgs;
 use crate::output::Output;
 use crate::remote::Loaded;
 
-/// The arguments of `sage run pteb`.
+/// The arguments of `sage run pteb` beyond its options, whose flags come from PTEB's options
+/// declaration ([`PtebOptions`]) like every suite's.
 #[derive(Debug, clap::Args)]
 pub struct PtebArgs {
     /// The encoder evaluated (the same as --model; every suite names what it evaluates with
@@ -27,45 +28,14 @@ pub struct PtebArgs {
     /// Hodges-Lehmann shift, bootstrap CI, Wilcoxon p, Holm-corrected.
     #[arg(long = "compare")]
     compare: Vec<String>,
-    /// The paraphrasing LLM: a .gguf file, a folder with one, a folder name under
-    /// $SAGE_MODELS_DIR (e.g. SmolLM2-135M-Instruct-GGUF), or an OpenAI-compatible base URL
-    /// (http://localhost:11434/v1 for Ollama) with --llm-model (required, here or as the
-    /// `paraphraser` option).
-    #[arg(long, required_unless_present_any = ["options", "option"])]
-    paraphraser: Option<String>,
-    #[command(flatten)]
-    llm: LlmArgs,
-    #[command(flatten)]
-    quality: QualityArgs,
-    /// Pool and compare datasets whose paraphrases failed the quality gate too (their numbers
-    /// are always reported, marked).
-    #[arg(long)]
-    pool_unqualified: bool,
-    /// Paraphrase runs; run r uses seed + r.
-    #[arg(long, default_value_t = PtebOptions::default().runs)]
-    runs: usize,
     /// Seed of run 0 (also sampling and bootstrap).
     #[arg(long, default_value_t = pteb::Options::default().seed)]
     seed: u64,
     /// Datasets as name/split (default: the paper's English datasets that are local).
     #[arg(long = "dataset")]
     datasets: Vec<String>,
-    /// Rows sampled per dataset (pairs, test texts, queries, summaries by document; default: all).
-    #[arg(long)]
-    max_rows: Option<usize>,
-    /// Classification training texts sampled (default: all).
-    #[arg(long)]
-    max_train_rows: Option<usize>,
-    /// Paraphrase classification training texts too.
-    #[arg(long)]
-    paraphrase_train: bool,
-    /// An LLM judge (same forms as --paraphraser) rating paraphrases 0-5 and checked against STS
-    /// gold scores; off by default (slow).
-    #[arg(long)]
-    judge: Option<String>,
-    /// Pairs the judge rates per dataset.
-    #[arg(long, default_value_t = PtebOptions::default().judge_pairs)]
-    judge_pairs: usize,
+    #[command(flatten)]
+    data: DataArgs,
     /// Write the result file here (atomically): the report inside the envelope that bench-all
     /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
     /// alone goes to standard output.
@@ -80,57 +50,9 @@ pub struct PtebArgs {
     mteb_output: Option<PathBuf>,
 }
 
-/// How an LLM (paraphraser or judge) is reached and run.
+/// Where PTEB's datasets are: the data root and the user's own tables.
 #[derive(Debug, clap::Args)]
-pub struct LlmArgs {
-    /// The model name a server is asked for (HTTP paraphraser or judge).
-    #[arg(long)]
-    llm_model: Option<String>,
-    /// Requests a local GGUF LLM decodes together in each decoding lane (llama, qwen2);
-    /// default 32 on the CPU, 256 with --cuda. Answers do not depend on it on the CPU.
-    #[arg(long)]
-    llm_batch: Option<usize>,
-    /// Decoding lanes of a local llama/qwen2 LLM with per-request attention: threads that each
-    /// decode their own requests single-threaded, from one shared queue; default one per worker
-    /// thread on the CPU (faster than splitting each step over the threads), 1 with --cuda.
-    /// Answers do not depend on it.
-    #[arg(long)]
-    llm_lanes: Option<usize>,
-    /// How a local llama/qwen2 LLM's requests attend: "pooled" (keys in one preallocated
-    /// pool, all requests in one batched product: the default with --cuda, where it saves a
-    /// dozen kernel launches per request per layer; an answer then depends on its batch to
-    /// rounding) or "per-request" (the CPU default, faster there: each request alone, in
-    /// parallel, bit-for-bit batch-independent).
-    #[arg(long, value_enum)]
-    llm_attention: Option<LlmAttention>,
-    /// Environment variable holding the server's API key (sent as a Bearer token when set).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    api_key_env: String,
-    /// Seconds before an HTTP request is abandoned.
-    #[arg(long, default_value_t = 300)]
-    http_timeout: u64,
-    /// The multilingual prompt (the paraphrase stays in the input's language).
-    #[arg(long)]
-    multilingual: bool,
-    /// Sampling temperature.
-    #[arg(long, default_value_t = ParaphraseSettings::default().temperature)]
-    temperature: f64,
-    /// Nucleus mass.
-    #[arg(long, default_value_t = ParaphraseSettings::default().top_p)]
-    top_p: f64,
-    /// Most tokens of a judge answer (raise it for reasoning models).
-    #[arg(long, default_value_t = 16)]
-    judge_max_tokens: usize,
-    /// Paraphrase cache file (default: $SAGE_CACHE_DIR or ~/.cache/sage-rs, paraphrases.redb).
-    #[arg(long, env = "SAGE_PARAPHRASE_CACHE")]
-    paraphrase_cache: Option<PathBuf>,
-    /// Neither read nor write the paraphrase cache.
-    #[arg(long)]
-    no_paraphrase_cache: bool,
-    /// Also read the other paraphrase cache files (`paraphrases*.redb`) in this folder for what
-    /// the cache lacks (a sharded run's shards each write their own --paraphrase-cache).
-    #[arg(long, value_name = "DIR", env = "SAGE_READ_PARAPHRASE_CACHES")]
-    read_paraphrase_caches: Option<PathBuf>,
+pub struct DataArgs {
     /// Data root (default: $SAGE_DATA_DIR).
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -138,131 +60,45 @@ pub struct LlmArgs {
     user: crate::data::UserDataArgs,
 }
 
-impl LlmArgs {
+impl DataArgs {
     /// The data root (--data-dir or $SAGE_DATA_DIR, with the user's tables) and `datasets` read.
     fn resolve(&self, datasets: &[String]) -> Result<(sage_data::DataRoot, Vec<(String, String)>)> {
         crate::data::resolve(self.data_dir.clone(), &self.user, datasets)
     }
-
-    /// The paraphrase cache, unless --no-paraphrase-cache.
-    fn cache(&self) -> Result<Option<Arc<ParaphraseCache>>> {
-        Ok(ParaphraseCache::for_run(
-            self.no_paraphrase_cache,
-            self.paraphrase_cache.as_deref(),
-            self.read_paraphrase_caches.as_deref(),
-        )?)
-    }
-
-    /// The LLM settings these flags spell.
-    fn config(&self) -> pteb::LlmConfig {
-        pteb::LlmConfig {
-            llm_model: self.llm_model.clone(),
-            llm_batch: self.llm_batch,
-            llm_lanes: self.llm_lanes,
-            llm_pooled_attention: self.llm_attention.map(|a| a == LlmAttention::Pooled),
-            api_key_env: self.api_key_env.clone(),
-            http_timeout: self.http_timeout,
-            multilingual: self.multilingual,
-            temperature: self.temperature,
-            top_p: self.top_p,
-            judge_max_tokens: self.judge_max_tokens,
-        }
-    }
-
-    /// The paraphraser `spec` names, with the prompt and sampling flags.
-    fn paraphraser(
-        &self,
-        spec: &str,
-        cuda: bool,
-        cache: &Option<Arc<ParaphraseCache>>,
-    ) -> Result<Paraphraser> {
-        self.config()
-            .paraphraser(spec, cuda, cache.clone())
-            .with_context(|| format!("loading the LLM {spec:?}"))
-    }
-
-    /// The judge `spec` names.
-    fn judge(&self, spec: &str, cuda: bool, cache: &Option<Arc<ParaphraseCache>>) -> Result<Judge> {
-        self.config()
-            .judge(spec, cuda, cache.clone())
-            .with_context(|| format!("loading the LLM {spec:?}"))
-    }
 }
 
-/// The reference encoder and the thresholds of the paraphrase-quality gate (pteb's
-/// `QualityGate`: its documentation says where each default comes from).
-#[derive(Debug, clap::Args)]
-pub struct QualityArgs {
-    /// The fixed encoder that compares each original with its paraphrase (never the encoder
-    /// under test): same forms as --model; loaded with its own defaults, uncached.
-    #[arg(long, default_value = pteb::DEFAULT_REFERENCE_ENCODER)]
-    quality_encoder: String,
-    /// Least mean reference cosine of (original, paraphrase).
-    #[arg(long, default_value_t = QualityGate::default().min_reference_cosine)]
-    min_reference_cosine: f64,
-    /// A paraphrase below this reference cosine counts as unfaithful.
-    #[arg(long, default_value_t = QualityGate::default().low_cosine)]
-    low_cosine: f64,
-    /// Largest share of paraphrases below --low-cosine.
-    #[arg(long, default_value_t = QualityGate::default().max_share_below)]
-    max_share_below: f64,
-    /// Least mean normalised word edit distance.
-    #[arg(long, default_value_t = QualityGate::default().min_edit_distance)]
-    min_edit_distance: f64,
-    /// Largest share of texts that fell back to their original wording.
-    #[arg(long, default_value_t = QualityGate::default().max_fallback_share)]
-    max_fallback_share: f64,
-    /// Least mean judge rating (0-5), counted when the judge qualifies.
-    #[arg(long, default_value_t = QualityGate::default().min_judge_rating)]
-    min_judge_rating: f64,
-    /// Least Spearman of the judge with STS gold for its rating to count.
-    #[arg(long, default_value_t = QualityGate::default().min_judge_sts_spearman)]
-    min_judge_sts_spearman: f64,
+/// The paraphrase cache these options name, unless they turn it off.
+fn paraphrase_cache(options: &PtebOptions) -> Result<Option<Arc<ParaphraseCache>>> {
+    Ok(ParaphraseCache::for_run(
+        options.no_paraphrase_cache,
+        options.paraphrase_cache.as_deref(),
+        options.read_paraphrase_caches.as_deref(),
+    )?)
 }
 
-impl QualityArgs {
-    fn gate(&self) -> QualityGate {
-        QualityGate {
-            min_reference_cosine: self.min_reference_cosine,
-            low_cosine: self.low_cosine,
-            max_share_below: self.max_share_below,
-            min_edit_distance: self.min_edit_distance,
-            max_fallback_share: self.max_fallback_share,
-            min_judge_rating: self.min_judge_rating,
-            min_judge_sts_spearman: self.min_judge_sts_spearman,
-        }
-    }
-
-    /// The reference encoder, with its own defaults: the user's pooling or truncation of the
-    /// encoder under test must not change the yardstick. Kept in `loaded` for its usage.
-    fn reference(
-        spec: &str,
-        cuda: bool,
-        remote: &crate::remote::RemoteArgs,
-        loaded: &mut Loaded,
-    ) -> Result<Arc<dyn sage_core::Embedder>> {
-        let options = sage_embed::LoadOptions {
-            transformer: sage_embed::TransformerOptions {
-                cuda,
-                ..sage_embed::TransformerOptions::default()
-            },
-            remote: remote.options()?,
-            ..sage_embed::LoadOptions::from_env()
-        };
-        let model = sage_embed::load(spec, &options).with_context(|| {
-            format!(
-                "loading the reference encoder {spec:?} of the paraphrase-quality record (fetch \
-                 it, or name another with --quality-encoder)"
-            )
-        })?;
-        Ok(loaded.keep(model))
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum LlmAttention {
-    Pooled,
-    PerRequest,
+/// The reference encoder, with its own defaults: the user's pooling or truncation of the
+/// encoder under test must not change the yardstick. Kept in `loaded` for its usage.
+fn reference_encoder(
+    spec: &str,
+    cuda: bool,
+    remote: &crate::remote::RemoteArgs,
+    loaded: &mut Loaded,
+) -> Result<Arc<dyn sage_core::Embedder>> {
+    let options = sage_embed::LoadOptions {
+        transformer: sage_embed::TransformerOptions {
+            cuda,
+            ..sage_embed::TransformerOptions::default()
+        },
+        remote: remote.options()?,
+        ..sage_embed::LoadOptions::from_env()
+    };
+    let model = sage_embed::load(spec, &options).with_context(|| {
+        format!(
+            "loading the reference encoder {spec:?} of the paraphrase-quality record (fetch \
+             it, or name another with --quality-encoder)"
+        )
+    })?;
+    Ok(loaded.keep(model))
 }
 
 /// Progress lines on stderr: each dataset, and paraphrasing every tenth of a run.
@@ -343,63 +179,15 @@ impl sage_core::SuiteReport for Compared<'_> {
 
 impl PtebArgs {
     /// The suite's options: `--options` and `--option`, then each flag given, under the option
-    /// of the one schema (`PtebOptions`) that bench.toml and Python keywords fill too.
-    fn options(&self, given: &clap::ArgMatches) -> Result<PtebOptions> {
-        let (llm, quality) = (&self.llm, &self.quality);
-        let mut flags = crate::suite_options::FlagOptions::new(Some(given), &self.options)?;
-        flags
-            .some("paraphraser", self.paraphraser.as_ref())
-            .some("judge", self.judge.as_ref())
-            .given("runs", "runs", self.runs)
-            .some("max_rows", self.max_rows)
-            .some("max_train_rows", self.max_train_rows)
-            .given("paraphrase_train", "paraphrase_train", true)
-            .given("judge_pairs", "judge_pairs", self.judge_pairs)
-            .given("pool_unqualified", "pool_unqualified", true)
-            .given(
-                "quality_encoder",
-                "quality_encoder",
-                &quality.quality_encoder,
-            )
-            .some("paraphrase_cache", llm.paraphrase_cache.as_ref())
-            .given("no_paraphrase_cache", "no_paraphrase_cache", true)
-            .some(
-                "read_paraphrase_caches",
-                llm.read_paraphrase_caches.as_ref(),
-            )
-            .given("cuda", "cuda", true);
-        for (key, value) in [
-            ("min_reference_cosine", quality.min_reference_cosine),
-            ("low_cosine", quality.low_cosine),
-            ("max_share_below", quality.max_share_below),
-            ("min_edit_distance", quality.min_edit_distance),
-            ("max_fallback_share", quality.max_fallback_share),
-            ("min_judge_rating", quality.min_judge_rating),
-            ("min_judge_sts_spearman", quality.min_judge_sts_spearman),
-        ] {
-            flags.given_in("gate", key, key, value);
-        }
-        flags
-            .some_in("llm", "llm_model", llm.llm_model.as_ref())
-            .some_in("llm", "llm_batch", llm.llm_batch)
-            .some_in("llm", "llm_lanes", llm.llm_lanes)
-            .some_in(
-                "llm",
-                "llm_pooled_attention",
-                llm.llm_attention.map(|a| a == LlmAttention::Pooled),
-            )
-            .given_in("llm", "api_key_env", "api_key_env", &llm.api_key_env)
-            .given_in("llm", "http_timeout", "http_timeout", llm.http_timeout)
-            .given_in("llm", "multilingual", "multilingual", true)
-            .given_in("llm", "temperature", "temperature", llm.temperature)
-            .given_in("llm", "top_p", "top_p", llm.top_p)
-            .given_in(
-                "llm",
-                "judge_max_tokens",
-                "judge_max_tokens",
-                llm.judge_max_tokens,
-            );
-        Ok(PtebOptions::read(&flags.into_map())?)
+    /// of the one declaration ([`PtebOptions`]) that bench.toml and Python keywords fill too.
+    fn options(
+        &self,
+        registry: &sage_suites::Registry,
+        given: &clap::ArgMatches,
+    ) -> Result<PtebOptions> {
+        let declared = registry.find("pteb")?.options();
+        let options = crate::suite_options::options_from(&declared, given, &self.options)?;
+        Ok(PtebOptions::read(&options)?)
     }
 }
 
@@ -419,8 +207,8 @@ pub fn run(
             bail!("pteb: {spec} is a classical metric; PTEB's tasks embed texts: give a model");
         }
     }
-    let options = args.options(given)?;
-    let (root, datasets) = args.llm.resolve(&args.datasets)?;
+    let options = args.options(registry, given)?;
+    let (root, datasets) = args.data.resolve(&args.datasets)?;
     let request = sage_suites::Request {
         datasets,
         seed: sage_core::RunSeed(args.seed),
@@ -431,7 +219,7 @@ pub fn run(
     // every model's usage, the compared encoders' kept after they are let go of
     let loaded = std::cell::RefCell::new(Loaded::default());
     let run = PtebRun::new(&options, request.seed, |o| {
-        QualityArgs::reference(
+        reference_encoder(
             &o.quality_encoder,
             o.cuda,
             &args.model.remote,
@@ -512,7 +300,8 @@ pub fn run(
     crate::result_file::write_result(out, outcome, &loaded, registry, file)
 }
 
-/// The arguments of `sage pteb qualify`.
+/// The arguments of `sage pteb qualify` beyond the PTEB options it takes ([`QUALIFY_OPTIONS`]),
+/// whose flags come from PTEB's options declaration.
 #[derive(Debug, clap::Args)]
 pub struct QualifyArgs {
     /// A candidate paraphraser (same forms as `sage run pteb --paraphraser`); repeat for more.
@@ -522,38 +311,70 @@ pub struct QualifyArgs {
     /// gold scores rates the paraphrases.
     #[arg(long = "judge")]
     judges: Vec<String>,
-    #[command(flatten)]
-    llm: LlmArgs,
-    #[command(flatten)]
-    quality: QualityArgs,
     /// Datasets as name/split (default: the paper's STS datasets that are local).
     #[arg(long = "dataset")]
     datasets: Vec<String>,
+    #[command(flatten)]
+    data: DataArgs,
     /// Rows sampled per dataset.
     #[arg(long, default_value_t = 25)]
     max_rows: usize,
     /// The paraphrasing seed (also the sampling seed).
     #[arg(long, default_value_t = pteb::Options::default().seed)]
     seed: u64,
-    /// Pairs each judge rates per dataset.
-    #[arg(long, default_value_t = PtebOptions::default().judge_pairs)]
-    judge_pairs: usize,
-    /// Run local LLMs and the reference encoder on the first CUDA GPU.
-    #[arg(long)]
-    cuda: bool,
     #[command(flatten)]
     remote: crate::remote::RemoteArgs,
+    #[command(flatten)]
+    options: crate::suite_options::OptionArgs,
     /// Also write the figures as JSON here (atomically).
     #[arg(long)]
     output: Option<PathBuf>,
 }
 
+/// The PTEB options `sage pteb qualify` takes as flags: the LLM settings, the quality gate and
+/// its reference encoder, the judge's pairs, the paraphrase cache and the device.
+pub(crate) fn qualify_options(registry: &sage_suites::Registry) -> Vec<sage_core::OptionInfo> {
+    let takes = |key: &str| {
+        key.starts_with("llm.")
+            || key.starts_with("gate.")
+            || [
+                "quality_encoder",
+                "judge_pairs",
+                "paraphrase_cache",
+                "no_paraphrase_cache",
+                "read_paraphrase_caches",
+                "cuda",
+            ]
+            .contains(&key)
+    };
+    registry
+        .find("pteb")
+        .map(|pteb| pteb.options())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|o| takes(&o.key))
+        .collect()
+}
+
 /// `sage pteb qualify`: the selection table on stdout, the figures as JSON with --output.
-pub fn qualify(args: QualifyArgs) -> Result<()> {
+pub fn qualify(
+    args: QualifyArgs,
+    registry: &sage_suites::Registry,
+    given: &clap::ArgMatches,
+) -> Result<()> {
     if args.paraphrasers.is_empty() && args.judges.is_empty() {
         bail!("give at least one --paraphraser or --judge to qualify");
     }
-    let (root, datasets) = args.llm.resolve(&args.datasets)?;
+    // PTEB's options, ranges checked, without the paraphraser a run requires: the candidates
+    // are the paraphrasers here
+    let options =
+        crate::suite_options::options_from(&qualify_options(registry), given, &args.options)?;
+    let value = serde_json::Value::Object(options);
+    let options: PtebOptions =
+        serde_json::from_value(value.clone()).context("pteb qualify: options")?;
+    sage_core::check_fields(<PtebOptions as sage_core::SuiteOptions>::FIELDS, &value)
+        .context("pteb qualify: options")?;
+    let (root, datasets) = args.data.resolve(&args.datasets)?;
     let datasets: Vec<(String, String)> = if args.datasets.is_empty() {
         crate::data::local_defaults(&root, "pteb", &pteb::DEFAULT_DATASETS)?
             .0
@@ -571,32 +392,43 @@ pub fn qualify(args: QualifyArgs) -> Result<()> {
         .iter()
         .map(|(n, s)| (n.as_str(), s.as_str()))
         .collect();
-    let cache = args.llm.cache()?;
+    let cache = paraphrase_cache(&options)?;
+    let loading = |spec: &String| format!("loading the LLM {spec:?}");
     let paraphrasers: Vec<Paraphraser> = args
         .paraphrasers
         .iter()
-        .map(|spec| args.llm.paraphraser(spec, args.cuda, &cache))
+        .map(|spec| {
+            options
+                .llm
+                .paraphraser(spec, options.cuda, cache.clone())
+                .with_context(|| loading(spec))
+        })
         .collect::<Result<_>>()?;
     let judges: Vec<Judge> = args
         .judges
         .iter()
-        .map(|spec| args.llm.judge(spec, args.cuda, &cache))
+        .map(|spec| {
+            options
+                .llm
+                .judge(spec, options.cuda, cache.clone())
+                .with_context(|| loading(spec))
+        })
         .collect::<Result<_>>()?;
+    let mut loaded = Loaded::default();
+    let reference = reference_encoder(
+        &options.quality_encoder,
+        options.cuda,
+        &args.remote,
+        &mut loaded,
+    )?;
     let options = pteb::Options {
         runs: 1,
         seed: args.seed,
         max_rows: Some(args.max_rows),
-        judge_pairs: args.judge_pairs,
-        gate: args.quality.gate(),
+        judge_pairs: options.judge_pairs,
+        gate: options.gate,
         ..pteb::Options::default()
     };
-    let mut loaded = Loaded::default();
-    let reference = QualityArgs::reference(
-        &args.quality.quality_encoder,
-        args.cuda,
-        &args.remote,
-        &mut loaded,
-    )?;
     let progress = StderrProgress::new(1);
     let qualification = pteb::qualify(
         &paraphrasers.iter().collect::<Vec<_>>(),

@@ -1,216 +1,105 @@
-//! `sage run <task>`: evaluation tasks.
+//! `sage run <suite>`: every suite of the registry as a subcommand, its flags read off its
+//! options' declaration ([`crate::suite_options`]), beside the arguments every suite takes
+//! ([`TaskArgs`]). PTEB has a subcommand of its own for what only it takes (`--compare`, MTEB
+//! result files); its options' flags come from the same declaration.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use clap::Parser;
-use clap::{Subcommand, ValueEnum};
-use sage_suites::{Registry, Request, Subject};
-use serde_json::Value;
+use clap::{Arg, ArgMatches, Args, Command, FromArgMatches, Subcommand};
+use sage_suites::{Registry, Request, Subject, Suite};
+use serde_json::{Map, Value};
 
 use crate::embed::ModelArgs;
 use crate::output::Output;
 use crate::remote::Loaded;
 use crate::result_file::{write_result, ResultFile};
-use crate::suite_options::{FlagOptions, OptionArgs};
+use crate::suite_options::{options_from, with_option_flags, OptionArgs};
 
-/// The tasks.
+/// The subcommands of `sage run` that the derive knows; every other suite of the registry is
+/// added by [`with_suites`] and run by [`run_suite`].
 #[derive(Debug, Subcommand)]
 pub enum Task {
-    /// ALIGN-SIM's five criteria (paraphrase, synonym, antonym, negation, jumbling) on MRPC,
-    /// PAWS-Wiki and AFIN for a metric or an embedding model; prints a JSON report.
-    AlignSim {
-        /// What is evaluated: levenshtein | rouge | jaccard | bm25, or an embedding model (as
-        /// --model takes it), compared by cosine.
-        #[arg(long, required_unless_present = "model")]
-        similarity: Option<String>,
-        #[command(flatten)]
-        model: ModelArgs,
-        /// Paraphrase datasets as name/split, or a file or folder of your own (PATH, PATH#SPLIT)
-        /// (default: mrpc/test and paws-wiki/test, those local).
-        #[arg(long = "dataset")]
-        datasets: Vec<String>,
-        #[command(flatten)]
-        user: crate::data::UserDataArgs,
-        /// Rows sampled per dataset (seeded; 1 to 10,000,000; default 1,750).
-        #[arg(long)]
-        max_rows: Option<usize>,
-        /// Run seed (sampling, random pairs, perturbations).
-        #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
-        seed: u64,
-        /// WordNet 3.0 dict folder (default: wordnet/dict under the data root).
-        #[arg(long)]
-        wordnet: Option<PathBuf>,
-        #[command(flatten)]
-        options: OptionArgs,
-        /// Data root (default: $SAGE_DATA_DIR).
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
-        /// Write the result file here (atomically): the report inside the envelope that bench-all
-        /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
-        /// alone goes to standard output.
-        #[arg(long)]
-        output: Option<PathBuf>,
-    },
-    /// SAGE task 1, human-preference alignment: pairwise comparisons (accuracy, precision,
-    /// recall, F1) and Pearson correlations with human ratings. Default sources: the
-    /// summarize_from_feedback tables when local, SummEval and REALSumm.
-    HumanPref {
-        #[command(flatten)]
-        task: TaskArgs,
-        /// Least mean-rating difference for two summaries of a document to become a comparison
-        /// (default per dataset: SummEval 0.4, REALSumm 0.1, others 10% of the observed range).
-        #[arg(long)]
-        margin: Option<f64>,
-    },
-    /// SAGE task 2, transformation robustness: superficial > summary > semantic similarity
-    /// conditions on CNN/DailyMail, BillSum and SumPubMed.
-    Robustness {
-        #[command(flatten)]
-        task: TaskArgs,
-        /// Truncate documents to their first N cl100k tokens first (1 to 1,000,000; default:
-        /// whole documents).
-        #[arg(long)]
-        truncate_tokens: Option<usize>,
-    },
-    /// SAGE task 3, information sensitivity: needle insertion and token removal against the
-    /// expected 1 - p/(1+p) degradation.
-    Sensitivity {
-        #[command(flatten)]
-        task: TaskArgs,
-        /// Truncate documents to their first N cl100k tokens first (the authors' 2,048; 1 to
-        /// 1,000,000).
-        #[arg(long, default_value_t = sage_sensitivity::Options::default().truncate_tokens.unwrap_or_default(), conflicts_with = "whole_documents")]
-        truncate_tokens: usize,
-        /// Do not truncate.
-        #[arg(long)]
-        whole_documents: bool,
-    },
-    /// SAGE task 4, clustering: complete linkage on 1 - similarity, cut at the true number of
-    /// classes, V-measure; seeded subsets of TwentyNewsgroups, Reddit and StackExchange.
-    Clustering {
-        #[command(flatten)]
-        task: TaskArgs,
-        /// Subsets per dataset (1 to 1,000).
-        #[arg(long, default_value_t = sage_cluster::Options::default().subsets)]
-        subsets: usize,
-        /// Texts per subset, at most (2 to 50,000: memory grows with its square, ~5 GB at
-        /// 50,000).
-        #[arg(long, default_value_t = sage_cluster::Options::default().max_texts)]
-        max_texts: usize,
-        /// Classes per subset, at most (2 to 10,000).
-        #[arg(long, default_value_t = sage_cluster::Options::default().max_classes)]
-        max_classes: usize,
-    },
-    /// SAGE task 5, retrieval robustness: NDCG@10 retention on 18 perturbed copies of a BEIR
-    /// corpus (SciFact and NFCorpus by default), harmonic mean.
-    Retrieval {
-        #[command(flatten)]
-        task: TaskArgs,
-        /// distractor: originals + perturbed copies; replace: perturbed copies only.
-        #[arg(long, value_enum, default_value_t = RetrievalModeArg::Distractor)]
-        mode: RetrievalModeArg,
-        /// Corpus documents sampled, every one relevant to a kept query among them; drawn queries
-        /// whose relevant documents alone would pass it are left out and counted (1 to
-        /// 10,000,000).
-        #[arg(long)]
-        max_docs: Option<usize>,
-        /// Queries sampled (1 to 1,000,000).
-        #[arg(long)]
-        max_queries: Option<usize>,
-        /// Most query-document pairs scored at once (bounds memory: about 50 bytes a pair;
-        /// 1,000 to 100,000,000).
-        #[arg(long, default_value_t = sage_retrieval::Options::default().pair_budget)]
-        pair_budget: usize,
-    },
     /// PTEB (Frank & Afli): MTEB tasks scored on the original data and on paraphrases an LLM
     /// writes now, over several seeds (1337, 1338, ...); per dataset original, mean +- std,
     /// delta, edit distance, fallbacks; pooled Hodges-Lehmann shift and Wilcoxon test.
     Pteb(Box<crate::pteb::PtebArgs>),
-    /// EvalRank (Wang et al., ACL 2022): MRR / Hits@1 / Hits@3 of positive pairs ranked against
-    /// a background set, plus the classic Spearman similarity score; prints a JSON report.
-    Evalrank {
-        /// word: the 13 word-similarity sets; sentence: STS-B and STR-2022 (required, here or
-        /// as the `level` option).
-        #[arg(long, value_enum, required_unless_present_any = ["options", "option"])]
-        level: Option<LevelArg>,
-        /// The embedding model evaluated (the same as --model; every suite names what it
-        /// evaluates with --similarity). The old `--similarity cos|l2` still works, with a note:
-        /// that is --vector-similarity now.
-        #[arg(long)]
-        similarity: Option<String>,
-        /// How two vectors compare: cosine or Euclidean distance.
-        #[arg(long, value_enum, default_value_t = SimilarityArg::Cos)]
-        vector_similarity: SimilarityArg,
-        /// shipped: the toolkit's lists (default); constructed: built from the raw datasets.
-        #[arg(long, value_enum, default_value_t = ListsArg::Shipped)]
-        lists: ListsArg,
-        /// Post-processing fitted on the embedded set: none, whitening, or abtt (remove the top
-        /// --abtt-k principal components).
-        #[arg(long, value_enum, default_value_t = PostArg::None)]
-        post: PostArg,
-        /// Components removed by --post abtt (1 to 1,000).
-        #[arg(long, default_value_t = evalrank::DEFAULT_ABTT_K)]
-        abtt_k: usize,
-        /// Run seed: EvalRank samples nothing, so it changes nothing; taken as every suite takes
-        /// it, and recorded in the result file.
-        #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
-        seed: u64,
-        #[command(flatten)]
-        model: ModelArgs,
-        /// Your own lists instead of the level's: text-pairs datasets (positive pairs), STS
-        /// datasets (their top quarter by score) and vocabularies (background), as name/split or
-        /// PATH.
-        #[arg(long = "dataset")]
-        datasets: Vec<String>,
-        #[command(flatten)]
-        user: crate::data::UserDataArgs,
-        /// Data root (default: $SAGE_DATA_DIR).
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
-        #[command(flatten)]
-        options: OptionArgs,
-        /// Write the result file here (atomically): the report inside the envelope that bench-all
-        /// writes and `sage report` reads (rows used, notes, seed, host). Without it, the report
-        /// alone goes to standard output.
-        #[arg(long)]
-        output: Option<PathBuf>,
-    },
-    /// Any other registered suite (`sage suites`), with the flags of [`RegisteredRun`].
+    /// A name the registry does not have.
     #[command(external_subcommand)]
-    Registered(Vec<String>),
+    Unknown(Vec<String>),
 }
 
-/// `sage run --help`'s last words: how a suite registered beyond the shipped ones is run.
-pub(crate) const REGISTERED_HELP: &str = "A suite registered beyond these (`sage suites` lists \
-every one) runs as: sage run NAME --similarity S [--dataset NAME/SPLIT|PATH]... [--seed N] \
-[--data-dir DIR] [--datasets FILE] [--kind KIND] [--columns OURS=THEIRS,...] [--max-rows N] [--options JSON] [--option KEY=VALUE]... [--output FILE] (and the model \
-flags). Its options are the suite's own: an unknown one is an error naming it. Every suite, \
-shipped or not, takes --options and --option: a shipped suite's flags are aliases of its \
-options, laid over them.";
+/// `sage run --help`'s last words: what every suite takes.
+pub(crate) const RUN_HELP: &str = "Every suite (`sage suites` lists them, each with its options \
+and their defaults) takes --similarity S, --dataset NAME/SPLIT|PATH (repeatable), --seed N, \
+--data-dir DIR, --output FILE, the model flags, --options JSON and --option KEY=VALUE; its other \
+flags are its options' own, each laid over --options when given. A suite registered beyond the \
+shipped ones runs the same way.";
 
-/// The flags of a suite that has no subcommand of its own: those of every SAGE task (the subject,
-/// datasets, seed, data root, output, `--options` and `--option`; `--max-rows` becomes the
-/// `max_rows` option).
-#[derive(Debug, clap::Parser)]
-#[command(no_binary_name = true)]
-struct RegisteredRun {
-    #[command(flatten)]
-    task: TaskArgs,
+/// `run` (the `sage run` command) with a subcommand for every suite of `registry` (PTEB's own
+/// given its options' flags).
+pub(crate) fn with_suites(mut run: Command, registry: &Registry) -> Command {
+    for suite in registry.suites() {
+        run = if run.find_subcommand(suite.name()).is_some() {
+            run.mut_subcommand(suite.name(), |own| with_option_flags(own, &suite.options()))
+        } else {
+            run.subcommand(suite_command(suite))
+        };
+    }
+    run
 }
 
-/// `sage run NAME ...` for a suite without a subcommand of its own.
-fn run_other(args: &[String], registry: &Registry) -> Result<()> {
-    let (name, flags) = args
-        .split_first()
-        .expect("clap gives an external subcommand its name");
-    // an unknown name is said before its flags are read
-    registry.find(name)?;
-    let run = RegisteredRun::try_parse_from(flags)
-        .map_err(|e| anyhow::anyhow!("sage run {name}: {}", e.render().to_string().trim_end()))?;
-    let mut options = FlagOptions::new(None, &run.task.options)?;
-    options.some("max_rows", run.task.max_rows);
-    run.task.run(registry, name, options)
+/// A suite's subcommand: what every suite takes, and a flag per option it declares. A suite
+/// that declares none takes `--max-rows`, its `max_rows` option, as before declarations.
+fn suite_command(suite: &dyn Suite) -> Command {
+    // the summary after the arguments: theirs would name the struct
+    let command = TaskArgs::augment_args(Command::new(suite.name())).about(suite.summary());
+    let options = suite.options();
+    if options.is_empty() {
+        command.arg(
+            Arg::new("max_rows")
+                .long("max-rows")
+                .value_name("N")
+                .value_parser(clap::value_parser!(usize))
+                .help("Rows sampled per dataset: the suite's max_rows option"),
+        )
+    } else {
+        with_option_flags(command, &options)
+    }
+}
+
+/// Whether `sage run NAME` is one of the subcommands [`with_suites`] added (not one the derive
+/// knows).
+pub(crate) fn is_added(name: &str, registry: &Registry) -> bool {
+    let derived = Task::augment_subcommands(Command::new("run"));
+    derived.find_subcommand(name).is_none() && registry.find(name).is_ok()
+}
+
+/// `sage run NAME ...` for a suite of the registry: its arguments, its options from
+/// `--options`, `--option` and its flags, checked before any model is loaded.
+pub(crate) fn run_suite(name: &str, given: &ArgMatches, registry: &Registry) -> Result<()> {
+    let suite = registry.find(name)?;
+    let mut task = TaskArgs::from_arg_matches(given)?;
+    let declared = suite.options();
+    let mut options = options_from(&declared, given, &task.options)?;
+    if declared.is_empty() {
+        if let Some(rows) = given.get_one::<usize>("max_rows") {
+            options.insert("max_rows".into(), Value::from(*rows));
+        }
+    }
+    // EvalRank's spelling from before every suite named its subject with --similarity:
+    // `--similarity cos|l2 --model M`
+    if name == "evalrank" && task.model.model.is_some() {
+        if let Some(old @ ("cos" | "l2")) = task.similarity.as_deref() {
+            eprintln!(
+                "sage: note: evalrank: --similarity {old} is --vector-similarity {old} now; \
+                 --similarity names the model, as in every suite"
+            );
+            options.insert("similarity".into(), Value::from(old));
+            task.similarity = None;
+        }
+    }
+    task.run(registry, name, options)
 }
 
 /// What every SAGE task takes: a similarity, datasets, a sample size, a seed, where to write.
@@ -228,9 +117,6 @@ pub struct TaskArgs {
     datasets: Vec<String>,
     #[command(flatten)]
     user: crate::data::UserDataArgs,
-    /// Rows sampled per dataset (seeded; 1 to 10,000,000; default: all).
-    #[arg(long)]
-    max_rows: Option<usize>,
     /// Run seed (sampling, perturbations).
     #[arg(long, default_value_t = sage_core::RunSeed::default().0)]
     seed: u64,
@@ -253,7 +139,7 @@ pub struct TaskArgs {
 
 impl TaskArgs {
     /// Runs the registered suite `name` with these arguments and the suite's `options`.
-    fn run(&self, registry: &Registry, name: &str, options: FlagOptions) -> Result<()> {
+    fn run(&self, registry: &Registry, name: &str, options: Map<String, Value>) -> Result<()> {
         let options = checked_options(registry, name, options)?;
         if self.fetch {
             // those given (else the suite's defaults), and those it reads whatever it is given
@@ -323,9 +209,8 @@ fn subject(
 fn checked_options(
     registry: &Registry,
     name: &str,
-    options: FlagOptions,
-) -> Result<serde_json::Map<String, Value>> {
-    let options = options.into_map();
+    options: Map<String, Value>,
+) -> Result<Map<String, Value>> {
     registry.find(name)?.check_options(&options)?;
     Ok(options)
 }
@@ -358,211 +243,15 @@ fn run_registered(
     write_result(out, outcome, loaded, registry, file)
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum RetrievalModeArg {
-    Distractor,
-    Replace,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum LevelArg {
-    Word,
-    Sentence,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum SimilarityArg {
-    Cos,
-    L2,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum PostArg {
-    None,
-    Whitening,
-    Abtt,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum ListsArg {
-    Shipped,
-    Constructed,
-}
-
-/// Runs `task`; `given` is its subcommand's parsed arguments, which say which flags were given.
-pub fn run(task: Task, registry: &Registry, given: &clap::ArgMatches) -> Result<()> {
+/// Runs a subcommand the derive knows: PTEB, or a name no suite has (an error naming the ones
+/// there are). `given` is the subcommand's parsed arguments.
+pub fn run(task: Task, registry: &Registry, given: &ArgMatches) -> Result<()> {
     match task {
         Task::Pteb(args) => crate::pteb::run(*args, registry, given),
-        Task::Registered(args) => run_other(&args, registry),
-        Task::AlignSim {
-            similarity,
-            model,
-            datasets,
-            user,
-            max_rows,
-            seed,
-            wordnet,
-            options,
-            data_dir,
-            output,
-        } => {
-            let mut flags = FlagOptions::new(Some(given), &options)?;
-            flags.some("max_rows", max_rows).some("wordnet", wordnet);
-            let options = checked_options(registry, "align-sim", flags)?;
-            let subject = subject(registry, similarity.as_deref(), &model)?;
-            let (root, datasets) = crate::data::resolve(data_dir, &user, &datasets)?;
-            let request = Request {
-                datasets,
-                seed: sage_core::RunSeed(seed),
-                options,
-                ..Request::new(&root)
-            };
-            run_registered(registry, "align-sim", &subject, &request, output)
-        }
-        Task::HumanPref { task, margin } => {
-            let mut flags = FlagOptions::new(Some(given), &task.options)?;
-            flags.some("max_rows", task.max_rows).some("margin", margin);
-            task.run(registry, "human-pref", flags)
-        }
-        Task::Robustness {
-            task,
-            truncate_tokens,
-        } => {
-            let mut flags = FlagOptions::new(Some(given), &task.options)?;
-            flags
-                .some("max_rows", task.max_rows)
-                .some("truncate_tokens", truncate_tokens);
-            task.run(registry, "robustness", flags)
-        }
-        Task::Sensitivity {
-            task,
-            truncate_tokens,
-            whole_documents,
-        } => {
-            let mut flags = FlagOptions::new(Some(given), &task.options)?;
-            flags.some("max_rows", task.max_rows).given(
-                "truncate_tokens",
-                "truncate_tokens",
-                truncate_tokens,
-            );
-            if whole_documents {
-                // no cut: the option's null
-                flags.some("truncate_tokens", Some(Value::Null));
-            }
-            task.run(registry, "sensitivity", flags)
-        }
-        Task::Clustering {
-            task,
-            subsets,
-            max_texts,
-            max_classes,
-        } => {
-            if task.max_rows.is_some() {
-                bail!("clustering samples subsets: use --max-texts and --subsets");
-            }
-            let mut flags = FlagOptions::new(Some(given), &task.options)?;
-            flags
-                .given("subsets", "subsets", subsets)
-                .given("max_texts", "max_texts", max_texts)
-                .given("max_classes", "max_classes", max_classes);
-            task.run(registry, "clustering", flags)
-        }
-        Task::Retrieval {
-            task,
-            mode,
-            max_docs,
-            max_queries,
-            pair_budget,
-        } => {
-            if task.max_rows.is_some() {
-                bail!("retrieval samples with --max-docs and --max-queries");
-            }
-            let mut flags = FlagOptions::new(Some(given), &task.options)?;
-            flags
-                .given(
-                    "mode",
-                    "mode",
-                    match mode {
-                        RetrievalModeArg::Distractor => "distractor",
-                        RetrievalModeArg::Replace => "replace",
-                    },
-                )
-                .some("max_docs", max_docs)
-                .some("max_queries", max_queries)
-                .given("pair_budget", "pair_budget", pair_budget);
-            task.run(registry, "retrieval", flags)
-        }
-        Task::Evalrank {
-            level,
-            similarity,
-            vector_similarity,
-            lists,
-            post,
-            abtt_k,
-            seed,
-            model,
-            datasets,
-            user,
-            data_dir,
-            options,
-            output,
-        } => {
-            // `--similarity cos|l2 --model M`: the spelling from before every suite named its
-            // subject with --similarity
-            let (similarity, old_vector_similarity) = match similarity.as_deref() {
-                Some(old @ ("cos" | "l2")) if model.model.is_some() => {
-                    eprintln!(
-                        "sage: note: evalrank: --similarity {old} is --vector-similarity {old} now; \
-                         --similarity names the model, as in every suite"
-                    );
-                    (None, Some(old == "l2"))
-                }
-                _ => (similarity, None),
-            };
-            let vector_name = |l2: bool| if l2 { "l2" } else { "cosine" };
-            let mut flags = FlagOptions::new(Some(given), &options)?;
-            flags
-                .some(
-                    "level",
-                    level.map(|level| match level {
-                        LevelArg::Word => "word",
-                        LevelArg::Sentence => "sentence",
-                    }),
-                )
-                .given(
-                    "vector_similarity",
-                    "similarity",
-                    vector_name(matches!(vector_similarity, SimilarityArg::L2)),
-                )
-                .some("similarity", old_vector_similarity.map(vector_name))
-                .given(
-                    "lists",
-                    "lists",
-                    match lists {
-                        ListsArg::Shipped => "shipped",
-                        ListsArg::Constructed => "constructed",
-                    },
-                )
-                .given(
-                    "post",
-                    "post",
-                    match post {
-                        PostArg::None => "none",
-                        PostArg::Whitening => "whitening",
-                        PostArg::Abtt => "abtt",
-                    },
-                )
-                .given("abtt_k", "abtt_k", abtt_k);
-            let options = checked_options(registry, "evalrank", flags)?;
-            let (root, datasets) = crate::data::resolve(data_dir, &user, &datasets)?;
-            let subject = subject(registry, similarity.as_deref(), &model)?;
-            let request = Request {
-                datasets,
-                seed: sage_core::RunSeed(seed),
-                options,
-                ..Request::new(&root)
-            };
-            run_registered(registry, "evalrank", &subject, &request, output)
+        Task::Unknown(args) => {
+            let name = args.first().map_or("", String::as_str);
+            registry.find(name)?;
+            bail!("sage run {name}: no such subcommand")
         }
     }
 }

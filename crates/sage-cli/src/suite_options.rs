@@ -1,9 +1,18 @@
 //! A suite's options from its command line: `--options JSON`, `--option KEY=VALUE`, and the
 //! flags that spell single options, laid over each other in that order. Every `sage run`
 //! subcommand reads its options through here, so the layering is written once.
+//!
+//! The flags are not written here: each is read off the suite's options declaration
+//! ([`sage_core::suite_options!`], listed by [`sage_suites::Suite::options`]) with its help,
+//! range and default, so a suite's option, its flag and its documentation cannot drift apart.
+//! A flag only spells an option: its value is read as `--option` reads one (JSON when it is
+//! JSON, else a string) and meets the suite's own check, so the error names the option.
 
 use anyhow::{bail, Result};
-use serde_json::Value;
+use clap::parser::ValueSource;
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use sage_core::OptionInfo;
+use serde_json::{Map, Value};
 
 /// `--options JSON` and `--option KEY=VALUE`: a suite's options as its own schema spells them
 /// (`sage suites` names the schema; an unknown key is an error naming it). Every suite takes
@@ -21,7 +30,7 @@ pub struct OptionArgs {
 
 impl OptionArgs {
     /// `--options` with every `--option` laid over it.
-    pub(crate) fn base(&self) -> Result<serde_json::Map<String, Value>> {
+    pub(crate) fn base(&self) -> Result<Map<String, Value>> {
         let mut options = match &self.options {
             None => serde_json::Map::new(),
             Some(text) => match serde_json::from_str(text) {
@@ -34,107 +43,239 @@ impl OptionArgs {
             let Some((key, value)) = option.split_once('=').filter(|(k, _)| !k.is_empty()) else {
                 bail!("--option {option:?}: expected KEY=VALUE");
             };
-            let value =
-                serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
-            options.insert(key.to_owned(), value);
+            options.insert(key.to_owned(), flag_value(value));
         }
         Ok(options)
     }
 }
 
-/// A suite's options from its command line: `--options` and `--option` first, then each flag
-/// the user gave, under the option it spells. A flag left at its default sets nothing, so the
-/// same option given by `--options` stands, and the default lives once, in the suite's options.
-pub(crate) struct FlagOptions<'a> {
-    /// The subcommand's parsed arguments (what was given, what was defaulted); none for a suite
-    /// without a subcommand of its own, whose flags are all optional.
-    given: Option<&'a clap::ArgMatches>,
-    options: serde_json::Map<String, Value>,
+/// A flag's or `--option`'s text as a value: JSON when it is JSON (2, true, [1,2], null), else
+/// the text itself.
+fn flag_value(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
 }
 
-impl<'a> FlagOptions<'a> {
-    /// The options `base` spells, under flags to come.
-    pub(crate) fn new(given: Option<&'a clap::ArgMatches>, base: &OptionArgs) -> Result<Self> {
-        Ok(FlagOptions {
-            given,
-            options: base.base()?,
-        })
-    }
+/// The clap id of the flag that spells the option `key` (ids apart from the subcommand's own:
+/// evalrank's `similarity` option is not its `--similarity`).
+fn option_id(key: &str) -> String {
+    format!("option:{key}")
+}
 
-    /// Whether the flag of clap id `id` was on the command line (not its default).
-    fn was_given(&self, id: &str) -> bool {
-        self.given
-            .is_some_and(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
-    }
+fn unset_id(key: &str) -> String {
+    format!("unset:{key}")
+}
 
-    /// `value` under `key` when the flag `id` was given.
-    pub(crate) fn given(&mut self, id: &str, key: &str, value: impl serde::Serialize) -> &mut Self {
-        if self.was_given(id) {
-            self.set(key, value);
+/// `command` with a flag for each of `options`: its help, range and default from the
+/// declaration; a switch for an option whose default is `false`. An option whose flag the
+/// command has already (the model's `--cuda` is also PTEB's `cuda`) is read from that flag, not
+/// declared twice.
+pub(crate) fn with_option_flags(mut command: Command, options: &[OptionInfo]) -> Command {
+    for option in options {
+        if command
+            .get_arguments()
+            .any(|a| a.get_long() == Some(option.flag.as_str()))
+        {
+            continue;
         }
-        self
-    }
-
-    /// `value` under `key` when there is one (an optional flag, given when `Some`).
-    pub(crate) fn some(&mut self, key: &str, value: Option<impl serde::Serialize>) -> &mut Self {
-        if let Some(value) = value {
-            self.set(key, value);
+        let mut help = option.help.trim_end_matches('.').to_owned();
+        if let Some(range) = &option.range {
+            help.push_str(&format!(" ({range})"));
         }
-        self
-    }
-
-    /// `value` under `key` of the object option `section` (created when absent), when the flag
-    /// `id` was given.
-    pub(crate) fn given_in(
-        &mut self,
-        section: &str,
-        id: &str,
-        key: &str,
-        value: impl serde::Serialize,
-    ) -> &mut Self {
-        if self.was_given(id) {
-            self.set_in(section, key, value);
+        if option.required {
+            help.push_str(" [required, here or in --options]");
+        } else if !option.default.is_null() && option.default != Value::Bool(false) {
+            help.push_str(&format!(" [default: {}]", shown(&option.default)));
         }
-        self
-    }
-
-    /// `value` under `key` of `section` when there is one.
-    pub(crate) fn some_in(
-        &mut self,
-        section: &str,
-        key: &str,
-        value: Option<impl serde::Serialize>,
-    ) -> &mut Self {
-        if let Some(value) = value {
-            self.set_in(section, key, value);
+        let mut arg = Arg::new(option_id(&option.key))
+            .long(option.flag.clone())
+            .help(help);
+        arg = if option.default == Value::Bool(false) {
+            arg.action(ArgAction::SetTrue)
+        } else {
+            arg.action(ArgAction::Set)
+                .value_name(
+                    option
+                        .key
+                        .rsplit('.')
+                        .next()
+                        .unwrap_or_default()
+                        .to_uppercase(),
+                )
+                .allow_negative_numbers(true)
+        };
+        if let Some(env) = &option.env {
+            arg = arg.env(env.clone());
         }
-        self
-    }
-
-    fn set(&mut self, key: &str, value: impl serde::Serialize) {
-        let value = serde_json::to_value(value).expect("a flag's value is JSON");
-        self.options.insert(key.to_owned(), value);
-    }
-
-    fn set_in(&mut self, section: &str, key: &str, value: impl serde::Serialize) {
-        let value = serde_json::to_value(value).expect("a flag's value is JSON");
-        let entry = self
-            .options
-            .entry(section.to_owned())
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
-        if !entry.is_object() {
-            // `--options` gave the section as something else: the flag's key replaces it, and
-            // the suite names whatever is still wrong
-            *entry = Value::Object(serde_json::Map::new());
+        command = command.arg(arg);
+        if let Some((flag, unset_help)) = &option.unset_by {
+            command = command.arg(
+                Arg::new(unset_id(&option.key))
+                    .long(flag.clone())
+                    .help(unset_help.clone())
+                    .action(ArgAction::SetTrue)
+                    .conflicts_with(option_id(&option.key)),
+            );
         }
-        entry
-            .as_object_mut()
-            .expect("made an object above")
-            .insert(key.to_owned(), value);
+    }
+    command
+}
+
+/// A default as a user would type it: a string without its quotes.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The options of a run: `--options` and `--option` first, then each of `options`' flags that
+/// was given (on the command line, or through its environment variable), under its key (a
+/// section's `gate.low_cosine` inside `gate`). A flag not given sets nothing, so the same option
+/// from `--options` stands, and the default lives once, in the declaration.
+pub(crate) fn options_from(
+    options: &[OptionInfo],
+    given: &ArgMatches,
+    base: &OptionArgs,
+) -> Result<Map<String, Value>> {
+    let mut map = base.base()?;
+    let from_user = |id: &str| {
+        matches!(
+            given.value_source(id),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        )
+    };
+    for option in options {
+        // the flag declared here, else the command's own flag of that spelling
+        let own = option_id(&option.key);
+        let id = if given.ids().any(|i| i.as_str() == own) {
+            own
+        } else {
+            option.flag.replace('-', "_")
+        };
+        if given.ids().any(|i| i.as_str() == id) && from_user(&id) {
+            let value = match given.get_raw(&id).and_then(|mut raw| raw.next()) {
+                Some(raw) => flag_value(&raw.to_string_lossy()),
+                None => Value::Bool(true),
+            };
+            insert_at(&mut map, &option.key, value);
+        }
+        let unset = unset_id(&option.key);
+        if given.ids().any(|i| i.as_str() == unset) && from_user(&unset) {
+            insert_at(&mut map, &option.key, Value::Null);
+        }
+    }
+    Ok(map)
+}
+
+/// `value` under the dotted `key` of `map`, making the sections it passes through (a section
+/// `--options` gave as something other than an object is replaced: the suite then names what is
+/// still wrong).
+fn insert_at(map: &mut Map<String, Value>, key: &str, value: Value) {
+    match key.split_once('.') {
+        None => {
+            map.insert(key.to_owned(), value);
+        }
+        Some((section, rest)) => {
+            let entry = map
+                .entry(section.to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            insert_at(
+                entry.as_object_mut().expect("made an object above"),
+                rest,
+                value,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    #[derive(Debug, clap::Parser)]
+    struct Base {
+        #[command(flatten)]
+        options: OptionArgs,
+        /// The command's own switch, which an option of the same spelling reads.
+        #[arg(long)]
+        cuda: bool,
     }
 
-    /// The options, flags laid over `--options` and `--option`.
-    pub(crate) fn into_map(self) -> serde_json::Map<String, Value> {
-        self.options
+    fn info(key: &str, default: Value) -> OptionInfo {
+        OptionInfo {
+            key: key.to_owned(),
+            flag: key.rsplit('.').next().unwrap().replace('_', "-"),
+            help: format!("The {key}."),
+            range: Some("1 to 10".into()),
+            default,
+            required: false,
+            unset_by: None,
+            env: None,
+        }
+    }
+
+    /// Flags lay over `--options` key by key, sections included; a flag not given leaves the
+    /// option as `--options` said; a switch sets true; the command's own flag serves the option
+    /// of its spelling; an unset switch writes null.
+    #[test]
+    fn flags_lay_over_the_options_they_spell() {
+        let mut truncate = info("truncate_tokens", Value::from(2048));
+        truncate.unset_by = Some(("whole-documents".into(), "Do not truncate.".into()));
+        let options = [
+            info("subsets", Value::from(5)),
+            info("max_texts", Value::from(2000)),
+            info("gate.low_cosine", Value::from(0.66)),
+            info("noisy", Value::Bool(false)),
+            info("cuda", Value::Bool(false)),
+            truncate,
+        ];
+        let command = with_option_flags(
+            <Base as clap::CommandFactory>::command().no_binary_name(true),
+            &options,
+        );
+        let given = command
+            .try_get_matches_from([
+                "--options",
+                r#"{"subsets": 3, "max_texts": 10, "gate": {"max_share_below": 0.1}}"#,
+                "--max-texts",
+                "20",
+                "--low-cosine",
+                "-0.5",
+                "--noisy",
+                "--cuda",
+                "--whole-documents",
+            ])
+            .unwrap();
+        let base = Base::from_arg_matches(&given).unwrap();
+        let map = options_from(&options, &given, &base.options).unwrap();
+        assert_eq!(
+            Value::Object(map),
+            serde_json::json!({
+                "subsets": 3,
+                "max_texts": 20,
+                "gate": {"max_share_below": 0.1, "low_cosine": -0.5},
+                "noisy": true,
+                "cuda": true,
+                "truncate_tokens": null,
+            })
+        );
+    }
+
+    /// Help says the range and the default the declaration gives.
+    #[test]
+    fn help_carries_range_and_default() {
+        let command = with_option_flags(Command::new("t"), &[info("subsets", Value::from(5))]);
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_long() == Some("subsets"))
+            .unwrap();
+        assert_eq!(
+            arg.get_help().unwrap().to_string(),
+            "The subsets (1 to 10) [default: 5]"
+        );
     }
 }

@@ -43,6 +43,9 @@ pub struct OptionSpec {
     pub not_an_option: bool,
     /// An object option whose own fields are options too (PTEB's `gate`, `llm`): each is a flag.
     pub section: Option<&'static [OptionField]>,
+    /// An environment variable its flag reads when the flag is not given (bench-all hands a
+    /// sharded run's paraphrase caches to `sage run pteb` this way).
+    pub env: Option<&'static str>,
 }
 
 impl OptionSpec {
@@ -54,6 +57,7 @@ impl OptionSpec {
             required: false,
             not_an_option: false,
             section: None,
+            env: None,
         }
     }
 
@@ -100,6 +104,12 @@ impl OptionSpec {
     /// Unset by the switch `--flag`, whose help is `help`.
     pub const fn unset_by(mut self, flag: &'static str, help: &'static str) -> OptionSpec {
         self.unset_by = Some((flag, help));
+        self
+    }
+
+    /// Read from the environment variable `name` when its flag is not given.
+    pub const fn env(mut self, name: &'static str) -> OptionSpec {
+        self.env = Some(name);
         self
     }
 
@@ -154,7 +164,7 @@ fn with_separators(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -201,6 +211,9 @@ pub struct OptionInfo {
     /// The switch that unsets it, and that switch's help.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unset_by: Option<(String, String)>,
+    /// The environment variable its flag reads when not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
 }
 
 /// Every option `T` declares, with its default, sections flattened: what a front end needs to
@@ -230,6 +243,7 @@ fn describe_in(fields: &[OptionField], defaults: &Value, prefix: &str, out: &mut
                 .spec
                 .unset_by
                 .map(|(flag, help)| (flag.to_owned(), help.to_owned())),
+            env: field.spec.env.map(str::to_owned),
         });
     }
 }

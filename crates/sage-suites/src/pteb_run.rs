@@ -64,12 +64,14 @@ sage_core::suite_options! {
             sage_core::OptionSpec::section(<pteb::LlmConfig as sage_core::SuiteOptions>::FIELDS);
         /// The paraphrase cache file (default: paraphrases.redb in sage's cache folder,
         /// $SAGE_CACHE_DIR or ~/.cache/sage-rs).
-        pub paraphrase_cache: Option<PathBuf> = None, sage_core::OptionSpec::any();
+        pub paraphrase_cache: Option<PathBuf> = None,
+            sage_core::OptionSpec::any().env("SAGE_PARAPHRASE_CACHE");
         /// Neither read nor write the paraphrase cache.
         pub no_paraphrase_cache: bool = false, sage_core::OptionSpec::any();
         /// Also read the other paraphrase cache files (`paraphrases*.redb`) of this folder for
         /// what the cache lacks (a sharded run's shards each write their own).
-        pub read_paraphrase_caches: Option<PathBuf> = None, sage_core::OptionSpec::any();
+        pub read_paraphrase_caches: Option<PathBuf> = None,
+            sage_core::OptionSpec::any().env("SAGE_READ_PARAPHRASE_CACHES");
         /// Run local LLMs and the reference encoder on the first CUDA GPU.
         pub cuda: bool = false, sage_core::OptionSpec::any();
     }
