@@ -166,11 +166,7 @@ impl Invocation {
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
-            let mut value = || {
-                it.next()
-                    .cloned()
-                    .ok_or_else(|| BenchError::Invalid(format!("{flag} needs a value")))
-            };
+            let mut value = || flag_value(&mut it, flag);
             match flag.as_str() {
                 "--config" => inv.config_path = Some(PathBuf::from(value()?)),
                 "--out" => inv.out = PathBuf::from(value()?),
@@ -194,6 +190,16 @@ impl Invocation {
         }
         Ok(inv)
     }
+}
+
+/// The value after `flag` on a command line (bench-all's, the Slurm submission's).
+pub(crate) fn flag_value<'a>(
+    it: &mut impl Iterator<Item = &'a String>,
+    flag: &str,
+) -> Result<String> {
+    it.next()
+        .cloned()
+        .ok_or_else(|| BenchError::Invalid(format!("{flag} needs a value")))
 }
 
 /// A bench-all invocation resolved: configuration, data, `sage`, and the jobs selected (all of

@@ -71,11 +71,7 @@ fn parse(args: &[String], out: PathBuf) -> Result<SlurmOptions> {
     let mut bench_args = Vec::new();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| BenchError::Invalid(format!("{flag} needs a value")))
-        };
+        let mut value = || crate::flag_value(&mut it, flag);
         let number = |v: String| -> Result<usize> {
             v.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
                 BenchError::Invalid(format!("{flag} {v:?}: expected a positive whole number"))
