@@ -23,10 +23,12 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, VarBuilder};
 
 use crate::backbone::{Backbone, PaddedBatch};
-use crate::fused::{
-    add_bias, bias_gelu, bias_residual_norm, cpu_f32, dense_product, fused_applies,
-    fused_attention, pack_for_cpu, HostNorm, PackedWeight, SharedBias,
+use sage_kernels::fused::{
+    add_bias, bias_gelu, bias_residual_norm, cpu_f32, fused_applies, fused_attention, HostNorm,
+    SharedBias,
 };
+use sage_kernels::DenseWeight;
+
 use crate::model_config::TransformerConfig;
 
 struct Layer {
@@ -43,11 +45,11 @@ struct Layer {
 }
 
 struct HostLayer {
-    /// The four dense weights packed for the AMX kernel (`None`: gemm runs that product).
-    qkv_packed: Option<PackedWeight>,
-    attention_out_packed: Option<PackedWeight>,
-    intermediate_packed: Option<PackedWeight>,
-    output_packed: Option<PackedWeight>,
+    /// The four dense weights, prepared for this CPU's product (AMX tiles where it has them).
+    qkv: DenseWeight,
+    attention_out: DenseWeight,
+    intermediate: DenseWeight,
+    output: DenseWeight,
     qkv_bias: Vec<f32>,
     attention_out_bias: Vec<f32>,
     attention_norm: HostNorm,
@@ -86,10 +88,10 @@ impl HostLayer {
                 norm(&layer.output_norm)?,
             ) {
                 (Some(qkv), Some(a), Some(an), Some(i), Some(o), Some(on)) => Some(HostLayer {
-                    qkv_packed: pack_for_cpu(layer.qkv.weight())?,
-                    attention_out_packed: pack_for_cpu(layer.attention_out.weight())?,
-                    intermediate_packed: pack_for_cpu(layer.intermediate.weight())?,
-                    output_packed: pack_for_cpu(layer.output.weight())?,
+                    qkv: DenseWeight::f32(layer.qkv.weight())?,
+                    attention_out: DenseWeight::f32(layer.attention_out.weight())?,
+                    intermediate: DenseWeight::f32(layer.intermediate.weight())?,
+                    output: DenseWeight::f32(layer.output.weight())?,
                     qkv_bias: qkv,
                     attention_out_bias: a,
                     attention_norm: an,
@@ -390,11 +392,8 @@ impl Encoder {
         // All dense layers run on every token of the batch at once: one large matrix product
         // instead of a small one per text, which is what makes CPU inference fast on short
         // sentences.
-        let product = |x: &Tensor, l: &Linear, packed: &Option<PackedWeight>| {
-            dense_product(x, l.weight(), packed.as_ref())
-        };
         let qkv = match &layer.host {
-            Some(host) => add_bias(product(flat, &layer.qkv, &host.qkv_packed)?, &host.qkv_bias)?,
+            Some(host) => add_bias(host.qkv.product(flat)?, &host.qkv_bias)?,
             None => layer.qkv.forward(flat)?,
         };
         let context = match plan {
@@ -422,18 +421,18 @@ impl Encoder {
         };
         if let Some(host) = &layer.host {
             let attended = bias_residual_norm(
-                product(&context, &layer.attention_out, &host.attention_out_packed)?,
+                host.attention_out.product(&context)?,
                 &host.attention_out_bias,
                 flat,
                 &host.attention_norm,
             )?;
             let inner = bias_gelu(
-                product(&attended, &layer.intermediate, &host.intermediate_packed)?,
+                host.intermediate.product(&attended)?,
                 &host.intermediate_bias,
                 self.exact_gelu,
             )?;
             return bias_residual_norm(
-                product(&inner, &layer.output, &host.output_packed)?,
+                host.output.product(&inner)?,
                 &host.output_bias,
                 &attended,
                 &host.output_norm,
@@ -489,8 +488,9 @@ impl Backbone for Encoder {
     }
 
     fn dense_kernel(&self) -> Option<&'static str> {
-        let packed = |layer: &Layer| layer.host.as_ref().is_some_and(|h| h.qkv_packed.is_some());
-        self.layers.iter().any(packed).then_some("amx-bf16x3")
+        self.layers
+            .iter()
+            .find_map(|layer| layer.host.as_ref().and_then(|h| h.qkv.kernel()))
     }
 
     fn forward(&self, batch: &PaddedBatch) -> candle_core::Result<Tensor> {
@@ -534,7 +534,7 @@ fn pad(packed: &Tensor, lengths: &[usize], tokens: usize) -> candle_core::Result
 
 /// Attention on tensors (any device and dtype): context vectors [batch × tokens, hidden] from
 /// `qkv` [batch × tokens, 3 × hidden], `mask` [batch, 1, 1, tokens] and an optional `bias`
-/// [1, heads, tokens, tokens]. `crate::fused::fused_attention` computes the same on CPU.
+/// [1, heads, tokens, tokens]. `sage_kernels::fused::fused_attention` computes the same on CPU.
 pub(crate) fn tensor_attention(
     qkv: &Tensor,
     shape: AttentionShape,
@@ -659,7 +659,109 @@ pub(crate) fn pool(
 
 #[cfg(test)]
 mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+    use sage_kernels::fused::LOOP_MAX_TOKENS;
+
     use super::*;
+
+    fn max_difference(a: &Tensor, b: &Tensor) -> f32 {
+        let a = a.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let b = b.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(&b)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max)
+    }
+
+    /// The kernel's attention over packed texts against this encoder's tensor path on the same
+    /// texts padded: the one the GPU and every non-f32 run take.
+    #[test]
+    fn fused_attention_on_packed_texts_equals_the_tensor_path_on_a_padded_batch() {
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        for (lengths, heads, head_dim, with_bias) in [
+            (vec![9, 8, 7], 4, 32, false),
+            (vec![13, 1, 11], 2, 20, true),
+            (vec![1], 3, 8, false),
+            // past LOOP_MAX_TOKENS: gemm's products, beside a short text in the same batch
+            (vec![100, 70, 3], 2, 16, true),
+            (vec![130], 4, 8, false),
+            // heads 32 and 64 wide as in the MiniLMs and MPNet (texts past LOOP_MAX_TOKENS run
+            // their query–key products on AMX tiles where this CPU has them, padded to the
+            // next 32 keys inside the kernel, and on gemm otherwise)
+            (vec![100, 70, 3], 2, 32, true),
+            (vec![129, 65], 2, 64, false),
+        ] {
+            let (batch, tokens) = (lengths.len(), lengths[0]);
+            let width = 3 * heads * head_dim;
+            let shape = AttentionShape {
+                batch,
+                tokens,
+                heads,
+                head_dim,
+            };
+            let padded: Vec<f32> = (0..batch * tokens * width)
+                .map(|_| rng.gen_range(-2.0..2.0))
+                .collect();
+            let packed: Vec<f32> = lengths
+                .iter()
+                .enumerate()
+                .flat_map(|(b, &l)| padded[b * tokens * width..][..l * width].to_vec())
+                .collect();
+            let total: usize = lengths.iter().sum();
+            let mask: Vec<f32> = lengths
+                .iter()
+                .flat_map(|&l| (0..tokens).map(move |t| if t < l { 0.0 } else { f32::MIN }))
+                .collect();
+            let bias: Option<Vec<f32>> = with_bias.then(|| {
+                (0..heads * tokens * tokens)
+                    .map(|_| rng.gen_range(-1.0..1.0))
+                    .collect()
+            });
+            let ours = fused_attention(
+                &Tensor::from_vec(packed, (total, width), &Device::Cpu).unwrap(),
+                &lengths,
+                heads,
+                head_dim,
+                bias.as_deref().map(|values| SharedBias {
+                    values,
+                    span: tokens,
+                }),
+            )
+            .unwrap();
+            let bias_tensor = bias
+                .as_ref()
+                .map(|b| Tensor::from_slice(b, (1, heads, tokens, tokens), &Device::Cpu).unwrap());
+            let theirs = tensor_attention(
+                &Tensor::from_vec(padded, (batch * tokens, width), &Device::Cpu).unwrap(),
+                shape,
+                &Tensor::from_slice(&mask, (batch, 1, 1, tokens), &Device::Cpu).unwrap(),
+                bias_tensor.as_ref(),
+            )
+            .unwrap();
+            // the tensor path's rows of real tokens, packed
+            let hidden = heads * head_dim;
+            let theirs = theirs.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            let theirs: Vec<f32> = lengths
+                .iter()
+                .enumerate()
+                .flat_map(|(b, &l)| theirs[b * tokens * hidden..][..l * hidden].to_vec())
+                .collect();
+            let worst = max_difference(
+                &ours,
+                &Tensor::from_vec(theirs, (total, hidden), &Device::Cpu).unwrap(),
+            );
+            // on tiles the query–key products are split into bf16 halves (amx.rs): within
+            // ~1e-6 of each score's absolute sum (up to ~40 / √32 here) rather than float32's
+            // ~1e-7, so the weights, and the context they average, move by a few 1e-5 at most
+            let tiles_here = sage_kernels::amx_available();
+            let on_tiles = tiles_here && lengths.iter().any(|&l| l > LOOP_MAX_TOKENS);
+            let tolerance = if on_tiles { 5e-5 } else { 1e-5 };
+            assert!(worst < tolerance, "{lengths:?}: max |difference| {worst}");
+        }
+    }
+
 
     #[test]
     fn buckets_match_the_reference_formula() {

@@ -78,8 +78,6 @@ macro_rules! pass_through {
     };
 }
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-mod amx;
 mod attention;
 mod backbone;
 mod cache;
@@ -89,7 +87,6 @@ pub mod encoder;
 mod error;
 mod families;
 mod fetch;
-mod fused;
 mod loader;
 mod matryoshka;
 mod model_config;

@@ -4,7 +4,7 @@
 //! instruction-following model. One trait, [`ChatModel`], with two implementations:
 //! - [`GgufChat`]: a local GGUF file through candle, many requests decoded together. llama and
 //!   qwen2 run on our batched decoder (`llama.rs`: per-request or pooled attention, one KV cache
-//!   per request) with our quantized kernels (`qmatmul.rs`: Q4_1 and Q8_0 in an interleaved
+//!   per request) with sage-kernels' quantized products (Q4_1 and Q8_0 in an interleaved
 //!   layout, AVX-512 VNNI and AVX2 paths that give candle's bits); gemma3 runs on candle's
 //!   model. Sampling is ours (`sample_top_p`), seeded per request, so an answer depends on
 //!   (model, prompt, seed) only, not on its batch (on the CPU).
@@ -12,9 +12,8 @@
 //!   a hosted API), with retries and the one redaction rule of `sage_redact` for what
 //!   errors may show.
 //!
-//! Why a crate of its own: it is about half of what PTEB was, it has its own unsafe SIMD code
-//! and the newest MSRV of the workspace (1.89, for the AVX-512 intrinsics), and a user of PTEB's
-//! tasks and statistics with a served model needs none of it compiled for the CPU. `pteb`
+//! Why a crate of its own: it is about half of what PTEB was, and a user of PTEB's tasks and
+//! statistics with a served model needs none of it compiled for the CPU. `pteb`
 //! re-exports what it uses, so `pteb::GgufChat` still names the same type.
 #![deny(missing_docs)]
 
@@ -24,7 +23,6 @@ mod chat;
 mod gguf;
 mod http;
 mod llama;
-mod qmatmul;
 pub mod rotary;
 
 pub use chat::{ChatMessage, ChatModel, Completion, Retry, Sampling};

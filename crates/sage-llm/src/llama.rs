@@ -45,19 +45,19 @@ use candle_transformers::utils::build_causal_mask;
 
 use rayon::prelude::*;
 
-use crate::qmatmul::{Activations, QuantMatrix};
+use sage_kernels::DenseWeight;
 
-/// A weight matrix: Q4_1 and Q8_0 through our kernels where the CPU has them (see
-/// `crate::qmatmul`), anything else through candle; the same bits either way.
+/// A weight matrix: Q4_1 and Q8_0 through sage-kernels' integer kernels where the CPU has
+/// them, anything else through candle; the same bits either way.
 enum Linear {
     Candle(QMatMul),
-    Quant(QuantMatrix),
+    Kernel(DenseWeight),
 }
 
 impl Linear {
     fn new(weight: QTensor) -> candle_core::Result<Linear> {
-        Ok(match QuantMatrix::from_qtensor(&weight) {
-            Some(matrix) => Linear::Quant(matrix),
+        Ok(match DenseWeight::quantized(&weight) {
+            Some(matrix) => Linear::Kernel(matrix),
             None => Linear::Candle(QMatMul::from_qtensor(weight)?),
         })
     }
@@ -65,7 +65,7 @@ impl Linear {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         match self {
             Linear::Candle(m) => m.forward(x),
-            Linear::Quant(m) => m.forward(x),
+            Linear::Kernel(m) => m.product(x),
         }
     }
 
@@ -75,24 +75,19 @@ impl Linear {
         linears: [&Linear; N],
         x: &Tensor,
     ) -> candle_core::Result<[Tensor; N]> {
-        let ours: Vec<&QuantMatrix> = linears
+        let ours: Vec<&DenseWeight> = linears
             .iter()
             .filter_map(|linear| match linear {
-                Linear::Quant(m) => Some(m),
+                Linear::Kernel(m) => Some(m),
                 Linear::Candle(_) => None,
             })
             .collect();
-        let mut ours = if ours.is_empty() {
-            Vec::new()
-        } else {
-            QuantMatrix::forward_all(&ours, &Activations::quantize(x)?)?
-        }
-        .into_iter();
+        let mut ours = DenseWeight::products(&ours, x)?.into_iter();
         let mut outputs = Vec::with_capacity(N);
         for linear in linears {
             outputs.push(match linear {
                 Linear::Candle(m) => m.forward(x)?,
-                Linear::Quant(_) => ours.next().expect("one output per matrix"),
+                Linear::Kernel(_) => ours.next().expect("one output per matrix"),
             });
         }
         Ok(outputs

@@ -155,7 +155,7 @@ fn split_chunk(row: &[f32], chunk: usize) -> [[u16; TILE_K]; 2] {
 /// for each 16 output columns and each 32 values of k (zero past k), a `hi` tile then a `lo`
 /// tile, each 16 rows of the 16 columns' values at two consecutive k (bf16 pairs, the layout
 /// `tdpbf16ps` multiplies).
-pub(crate) struct PackedWeight {
+pub struct PackedWeight {
     n: usize,
     k: usize,
     /// 32-value chunks of k: the kernel's steps.

@@ -52,7 +52,7 @@ const QUAD: usize = 4;
 /// the signed value plus 128), are interleaved: byte `(c · GROUP + r) · QUAD + j` is value
 /// `c · QUAD + j` of row `r`. The group's scales (and Q4_1's minimums) sit side by side as f32
 /// (exact: every f16 is an f32).
-pub(crate) struct QuantMatrix {
+pub struct QuantMatrix {
     format: Format,
     rows: usize,
     k: usize,
@@ -273,6 +273,14 @@ impl QuantMatrix {
     fn with_kernel(mut self, kernel: Kernel) -> QuantMatrix {
         self.kernel = kernel;
         self
+    }
+
+    /// The block type, as a result names the kernel: `q4_1` or `q8_0`.
+    pub(crate) fn format_name(&self) -> &'static str {
+        match self.format {
+            Format::Q4_1 => "q4_1",
+            Format::Q8_0 => "q8_0",
+        }
     }
 
     /// `x · selfᵀ` for `x` of shape `(n, k)`: `(n, rows)`.

@@ -1,4 +1,4 @@
-//! Fused CPU kernels (f32) for the encoder: self-attention over packed texts, and the
+//! Fused CPU kernels (f32) for the encoders: self-attention over packed texts, and the
 //! epilogues of the dense layers (bias; bias + GELU; bias + residual + layer norm).
 //!
 //! Why packing: every dense layer is row-wise, so the padding of a batch is pure waste there
@@ -30,13 +30,15 @@ use rayon::prelude::*;
 
 /// Longest text whose attention runs as plain loops; a longer one's two products per head are
 /// gemm calls, where the t² work is large enough for gemm's packing to pay.
-pub(crate) const LOOP_MAX_TOKENS: usize = 64;
+pub const LOOP_MAX_TOKENS: usize = 64;
 
 /// An additive score bias shared by every text (MPNet's relative positions): `values`
 /// [heads, span, span], indexed by query and key position within a text; `span` ≥ every length.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SharedBias<'a> {
+pub struct SharedBias<'a> {
+    /// [heads, span, span], row-major.
     pub values: &'a [f32],
+    /// The positions the bias covers, at least every text's length.
     pub span: usize,
 }
 
@@ -65,7 +67,7 @@ impl ContextRows {
 ///
 /// One task per (text, head), in parallel: a long text alone (a latency call, a batch of a few
 /// window-length documents) still uses every core.
-pub(crate) fn fused_attention(
+pub fn fused_attention(
     qkv: &Tensor,
     lengths: &[usize],
     heads: usize,
@@ -291,15 +293,15 @@ struct HeadScratch {
 
 /// A dense layer's weight packed once, at load, for the AMX kernel (`amx.rs`).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-pub(crate) use crate::amx::PackedWeight;
+pub use crate::amx::PackedWeight;
 
 /// No AMX kernel off x86_64 Linux: nothing is ever packed there.
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-pub(crate) enum PackedWeight {}
+pub enum PackedWeight {}
 
 /// `weight` [n, k] (f32 on the CPU) packed for the AMX kernel where this CPU runs it and the
 /// kernel covers its width; `None` otherwise, and gemm runs its products.
-pub(crate) fn pack_for_cpu(weight: &Tensor) -> candle_core::Result<Option<PackedWeight>> {
+pub fn pack_for_cpu(weight: &Tensor) -> candle_core::Result<Option<PackedWeight>> {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
         if !crate::amx::available() {
@@ -321,7 +323,7 @@ pub(crate) fn pack_for_cpu(weight: &Tensor) -> candle_core::Result<Option<Packed
 /// otherwise it is the product candle's `matmul` computes (the same gemm call, over every core),
 /// written into a buffer gemm fills rather than one zeroed first: candle's zeroing was ~3.5% of
 /// a MiniLM forward pass, for memory the product overwrites anyway.
-pub(crate) fn dense_product(
+pub fn dense_product(
     x: &Tensor,
     weight: &Tensor,
     packed: Option<&PackedWeight>,
@@ -395,32 +397,35 @@ pub(crate) fn dense_product(
 }
 
 /// Whether the fused kernels apply on `device` in `dtype`: on the CPU in f32, at any length.
-pub(crate) fn fused_applies(device: &Device, dtype: DType) -> bool {
+pub fn fused_applies(device: &Device, dtype: DType) -> bool {
     device.is_cpu() && dtype == DType::F32
 }
 
 /// `product + bias`, in place: `product` [rows, width] is a fresh matrix product (its storage
 /// is overwritten, so it must not be shared), `bias` [width].
-pub(crate) fn add_bias(product: Tensor, bias: &[f32]) -> candle_core::Result<Tensor> {
+pub fn add_bias(product: Tensor, bias: &[f32]) -> candle_core::Result<Tensor> {
     apply(product, Epilogue::Bias(bias))
 }
 
 /// `gelu(product + bias)` in place, row by row: `product` [rows, width] as in [`add_bias`].
 /// `exact` selects erf GELU (BERT's "gelu") over the tanh approximation ("gelu_new").
-pub(crate) fn bias_gelu(product: Tensor, bias: &[f32], exact: bool) -> candle_core::Result<Tensor> {
+pub fn bias_gelu(product: Tensor, bias: &[f32], exact: bool) -> candle_core::Result<Tensor> {
     apply(product, Epilogue::BiasGelu { bias, exact })
 }
 
 /// The parameters of a layer norm on the host.
-pub(crate) struct HostNorm {
+pub struct HostNorm {
+    /// The scale, one per column.
     pub gamma: Vec<f32>,
+    /// The shift, one per column.
     pub beta: Vec<f32>,
+    /// Added to the variance.
     pub eps: f32,
 }
 
 /// `layer_norm(product + bias + residual)` in place, row by row: `product` as in [`add_bias`],
 /// `residual` [rows, width].
-pub(crate) fn bias_residual_norm(
+pub fn bias_residual_norm(
     product: Tensor,
     bias: &[f32],
     residual: &Tensor,
@@ -570,7 +575,7 @@ fn apply(product: Tensor, epilogue: Epilogue) -> candle_core::Result<Tensor> {
 const ROWS_PER_TASK: usize = 16;
 
 /// The values of a contiguous f32 CPU tensor, without a copy.
-pub(crate) fn cpu_f32<'a>(
+pub fn cpu_f32<'a>(
     storage: &'a Storage,
     layout: &candle_core::Layout,
 ) -> candle_core::Result<&'a [f32]> {
@@ -741,7 +746,6 @@ mod tests {
     use rand_chacha::ChaCha20Rng;
 
     use super::*;
-    use crate::encoder::{tensor_attention, AttentionShape};
 
     fn max_difference(a: &Tensor, b: &Tensor) -> f32 {
         let a = a.flatten_all().unwrap().to_vec1::<f32>().unwrap();
@@ -893,93 +897,5 @@ mod tests {
             &candle_core::Module::forward(&theirs, &summed).unwrap(),
         );
         assert!(worst < 1e-5, "max |difference| {worst}");
-    }
-
-    #[test]
-    fn fused_attention_on_packed_texts_equals_the_tensor_path_on_a_padded_batch() {
-        let mut rng = ChaCha20Rng::seed_from_u64(7);
-        for (lengths, heads, head_dim, with_bias) in [
-            (vec![9, 8, 7], 4, 32, false),
-            (vec![13, 1, 11], 2, 20, true),
-            (vec![1], 3, 8, false),
-            // past LOOP_MAX_TOKENS: gemm's products, beside a short text in the same batch
-            (vec![100, 70, 3], 2, 16, true),
-            (vec![130], 4, 8, false),
-            // heads 32 and 64 wide as in the MiniLMs and MPNet (texts past LOOP_MAX_TOKENS run
-            // their query–key products on AMX tiles where this CPU has them, padded to the
-            // next 32 keys inside the kernel, and on gemm otherwise)
-            (vec![100, 70, 3], 2, 32, true),
-            (vec![129, 65], 2, 64, false),
-        ] {
-            let (batch, tokens) = (lengths.len(), lengths[0]);
-            let width = 3 * heads * head_dim;
-            let shape = AttentionShape {
-                batch,
-                tokens,
-                heads,
-                head_dim,
-            };
-            let padded: Vec<f32> = (0..batch * tokens * width)
-                .map(|_| rng.gen_range(-2.0..2.0))
-                .collect();
-            let packed: Vec<f32> = lengths
-                .iter()
-                .enumerate()
-                .flat_map(|(b, &l)| padded[b * tokens * width..][..l * width].to_vec())
-                .collect();
-            let total: usize = lengths.iter().sum();
-            let mask: Vec<f32> = lengths
-                .iter()
-                .flat_map(|&l| (0..tokens).map(move |t| if t < l { 0.0 } else { f32::MIN }))
-                .collect();
-            let bias: Option<Vec<f32>> = with_bias.then(|| {
-                (0..heads * tokens * tokens)
-                    .map(|_| rng.gen_range(-1.0..1.0))
-                    .collect()
-            });
-            let ours = fused_attention(
-                &Tensor::from_vec(packed, (total, width), &Device::Cpu).unwrap(),
-                &lengths,
-                heads,
-                head_dim,
-                bias.as_deref().map(|values| SharedBias {
-                    values,
-                    span: tokens,
-                }),
-            )
-            .unwrap();
-            let bias_tensor = bias
-                .as_ref()
-                .map(|b| Tensor::from_slice(b, (1, heads, tokens, tokens), &Device::Cpu).unwrap());
-            let theirs = tensor_attention(
-                &Tensor::from_vec(padded, (batch * tokens, width), &Device::Cpu).unwrap(),
-                shape,
-                &Tensor::from_slice(&mask, (batch, 1, 1, tokens), &Device::Cpu).unwrap(),
-                bias_tensor.as_ref(),
-            )
-            .unwrap();
-            // the tensor path's rows of real tokens, packed
-            let hidden = heads * head_dim;
-            let theirs = theirs.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-            let theirs: Vec<f32> = lengths
-                .iter()
-                .enumerate()
-                .flat_map(|(b, &l)| theirs[b * tokens * hidden..][..l * hidden].to_vec())
-                .collect();
-            let worst = max_difference(
-                &ours,
-                &Tensor::from_vec(theirs, (total, hidden), &Device::Cpu).unwrap(),
-            );
-            // on tiles the query–key products are split into bf16 halves (amx.rs): within
-            // ~1e-6 of each score's absolute sum (up to ~40 / √32 here) rather than float32's
-            // ~1e-7, so the weights, and the context they average, move by a few 1e-5 at most
-            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-            let tiles_here = crate::amx::available();
-            #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-            let tiles_here = false;
-            let on_tiles = tiles_here && lengths.iter().any(|&l| l > LOOP_MAX_TOKENS);
-            let tolerance = if on_tiles { 5e-5 } else { 1e-5 };
-            assert!(worst < tolerance, "{lengths:?}: max |difference| {worst}");
-        }
     }
 }
