@@ -762,7 +762,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn buckets_match_the_reference_formula() {
         // torch MPNetEncoder.relative_position_bucket(arange differences), num_buckets=32,
