@@ -40,17 +40,21 @@ pub fn request_key(parts: &[&str]) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// What a user does about a paraphrase cache file that cannot be used.
+fn remedy() -> sage_cache::Remedy {
+    sage_cache::Remedy {
+        broken: "move it aside or pass another --paraphrase-cache".into(),
+        in_use: "run one at a time, or pass another --paraphrase-cache".into(),
+    }
+}
+
 impl ParaphraseCache {
     /// Opens (creating file and folder if missing) the cache at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<ParaphraseCache> {
         let path = path.as_ref().to_owned();
-        let remedy = sage_cache::Remedy {
-            broken: "move it aside or pass another --paraphrase-cache".into(),
-            in_use: "run one at a time, or pass another --paraphrase-cache".into(),
-        };
         // a dropped last commit ([`sage_cache::Opened::rolled_back`]) costs only paraphrases
         // asked again: this cache keeps no corruption count to report it in
-        let db = sage_cache::open(&path, &remedy)?.database;
+        let db = sage_cache::open(&path, &remedy())?.database;
         Ok(ParaphraseCache {
             db,
             path,
@@ -194,10 +198,7 @@ pub fn merge_paraphrase_caches(into: &Path, sources: &[PathBuf]) -> Result<sage_
             if source == into {
                 return Err(error(source, &"is the merge's target too"));
             }
-            if let Some(why) = sage_cache::redb_header_damage(source) {
-                return Err(error(source, &why));
-            }
-            let db = redb::ReadOnlyDatabase::open(source).map_err(|e| error(source, &e))?;
+            let db = sage_cache::open_read_only(source, &remedy())?;
             let read = db.begin_read().map_err(|e| error(source, &e))?;
             let entries = match read.open_table(TABLE) {
                 Ok(t) => t,

@@ -33,5 +33,6 @@ pub use files::{
 #[cfg(any(test, feature = "test-damage"))]
 pub use files::{damage_pages_written_since, point_leaves_at_themselves};
 pub use store::{
-    guarded, open, open_checked, read_siblings, CacheError, Opened, Remedy, ROLLED_BACK,
+    guarded, open, open_checked, open_failure, open_read_only, read_siblings, refuse_damaged,
+    CacheError, Opened, Remedy, ROLLED_BACK,
 };

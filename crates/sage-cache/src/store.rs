@@ -137,25 +137,48 @@ fn open_within(
             .map_err(|e| CacheError::new(path, format!("cannot create folder: {e}")))?;
     }
     guarded(path, remedy, || {
-        if let Some(why) = redb_header_damage(path) {
-            return Err(CacheError::new(path, format!("{why}; {}", remedy.broken)));
-        }
+        refuse_damaged(path, path, remedy)?;
         open_when_free(
             patience,
             || open_checked(path),
             |e| matches!(e, DatabaseError::DatabaseAlreadyOpen),
         )
-        .map_err(|e| match e {
-            DatabaseError::DatabaseAlreadyOpen => CacheError::new(
-                path,
-                format!("in use by another process ({})", remedy.in_use),
-            ),
-            corrupted @ DatabaseError::Storage(redb::StorageError::Corrupted(_)) => {
-                CacheError::new(path, format!("{corrupted}; {}", remedy.broken))
-            }
-            other => CacheError::new(path, other),
-        })
+        .map_err(|e| open_failure(path, remedy, e))
     })
+}
+
+/// Refuses the file at `read` when its header is one redb would trust and misread
+/// ([`redb_header_damage`]), reported as `named` (the user's file, where `read` is a copy of
+/// it): called before every open, since the misreading aborts the process where no panic can
+/// be caught.
+pub fn refuse_damaged(read: &Path, named: &Path, remedy: &Remedy) -> Result<(), CacheError> {
+    match redb_header_damage(read) {
+        None => Ok(()),
+        Some(why) => Err(CacheError::new(named, format!("{why}; {}", remedy.broken))),
+    }
+}
+
+/// A failure to open the cache file at `path`, said the way a user can act on it: another
+/// process holds it, it is damaged, or what redb said.
+pub fn open_failure(path: &Path, remedy: &Remedy, e: DatabaseError) -> CacheError {
+    match e {
+        DatabaseError::DatabaseAlreadyOpen => CacheError::new(
+            path,
+            format!("in use by another process ({})", remedy.in_use),
+        ),
+        corrupted @ DatabaseError::Storage(redb::StorageError::Corrupted(_)) => {
+            CacheError::new(path, format!("{corrupted}; {}", remedy.broken))
+        }
+        other => CacheError::new(path, other),
+    }
+}
+
+/// The cache file at `path` opened to be read whole (a merge's source): a damaged header
+/// refused first, a failure to open said as [`open_failure`] says it. redb may still panic on
+/// a structurally broken file: read it inside [`guarded`].
+pub fn open_read_only(path: &Path, remedy: &Remedy) -> Result<ReadOnlyDatabase, CacheError> {
+    refuse_damaged(path, path, remedy)?;
+    ReadOnlyDatabase::open(path).map_err(|e| open_failure(path, remedy, e))
 }
 
 /// Hands `visit` each sibling of `own` (the `<stem>*.redb` files of `dir`: a sharded run's

@@ -300,35 +300,6 @@ fn guarded<T>(path: &Path, work: impl FnOnce() -> Result<T>) -> Result<T> {
     sage_cache::guarded(path, &remedy(path), work)
 }
 
-/// Refuses a cache file whose header redb would trust and misread (see
-/// [`sage_cache::redb_header_damage`]); called before every open, since the misreading aborts
-/// the process where no panic can be caught.
-fn refuse_damaged(path: &Path) -> Result<()> {
-    refuse_damaged_as(path, path)
-}
-
-/// [`refuse_damaged`] for the file at `read`, reported as `named` (a copy of it, say).
-fn refuse_damaged_as(read: &Path, named: &Path) -> Result<()> {
-    match sage_cache::redb_header_damage(read) {
-        None => Ok(()),
-        Some(why) => Err(cache_error(
-            named,
-            format!("{why}; {}", remedy(named).broken),
-        )),
-    }
-}
-
-/// A failure to open the cache file, said the way a user can act on it.
-fn open_error(path: &Path, e: redb::DatabaseError) -> EmbedError {
-    match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => cache_error(
-            path,
-            format!("in use by another process ({})", remedy(path).in_use),
-        ),
-        other => cache_error(path, other),
-    }
-}
-
 mod maintenance;
 pub use maintenance::{check_cache, merge_caches, CacheCheck};
 

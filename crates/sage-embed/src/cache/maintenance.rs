@@ -94,16 +94,18 @@ pub(super) fn inspect_cache(path: &Path, repair: bool) -> std::result::Result<Ca
         _ => false,
     };
     let unread = |e: redb::DatabaseError| {
-        if corrupted(&e) {
-            Unread::Broken(open_error(path, e))
+        let broken = corrupted(&e);
+        let said = sage_cache::open_failure(path, &remedy(path), e).into();
+        if broken {
+            Unread::Broken(said)
         } else {
-            Unread::Other(open_error(path, e))
+            Unread::Other(said)
         }
     };
     if !repair {
         return verify_a_copy(path, &unread);
     }
-    refuse_damaged(path).map_err(Unread::Broken)?;
+    sage_cache::refuse_damaged(path, path, &remedy(path)).map_err(|e| Unread::Broken(e.into()))?;
     // every page is checked at open, as redb's integrity check would, and a damaged last
     // commit dropped for the one before it
     let opened = sage_cache::open_checked(path).map_err(unread)?;
@@ -188,7 +190,8 @@ pub(super) fn verify_a_copy(
     let _removed = Removed(&copy);
     // the copy is removed when `_removed` drops, after the check
     (|| {
-        refuse_damaged_as(&copy, path).map_err(Unread::Broken)?;
+        sage_cache::refuse_damaged(&copy, path, &remedy(path))
+            .map_err(|e| Unread::Broken(e.into()))?;
         let opened = sage_cache::open_checked(&copy).map_err(unread)?;
         if opened.rolled_back {
             return Err(Unread::Broken(cache_error(
@@ -264,10 +267,6 @@ pub(super) fn read_entries(
 /// merging again copies nothing. The sources are only read; all copies are one transaction, so
 /// a killed merge leaves the target as it was.
 pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
-    if let Some(dir) = into.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| cache_error(into, format!("cannot create folder: {e}")))?;
-    }
     let mut merge = CacheMerge {
         into: into.to_owned(),
         sources: sources.len(),
@@ -275,8 +274,9 @@ pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
     };
     let created = !into.exists();
     let merged = guarded(into, || {
-        refuse_damaged(into)?;
-        let target = Database::create(into).map_err(|e| open_error(into, e))?;
+        // opened as every cache file is (sage_cache::open): folder made, header and pages
+        // checked, a sibling's read waited out
+        let target = sage_cache::open(into, &remedy(into))?.database;
         let txn = target.begin_write().map_err(|e| cache_error(into, e))?;
         {
             let mut table = txn.open_table(TABLE).map_err(|e| cache_error(into, e))?;
@@ -286,9 +286,7 @@ pub fn merge_caches(into: &Path, sources: &[PathBuf]) -> Result<CacheMerge> {
                     return Err(cache_error(source, "is the merge's target too"));
                 }
                 guarded(source, || {
-                    refuse_damaged(source)?;
-                    let db =
-                        redb::ReadOnlyDatabase::open(source).map_err(|e| open_error(source, e))?;
+                    let db = sage_cache::open_read_only(source, &remedy(source))?;
                     let read = db.begin_read().map_err(|e| cache_error(source, e))?;
                     // a model whose width differs between the files: its entries are not copied
                     let mut agreed = std::collections::HashMap::new();
