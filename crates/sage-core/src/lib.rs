@@ -53,7 +53,7 @@ pub use rows_used::{
 };
 pub use seed::{ExperimentRng, RunSeed};
 
-/// What [`suite_options!`] expands to needs, whatever its caller depends on.
+/// What [`suite_options!`](crate::suite_options) expands to needs, whatever its caller depends on.
 #[doc(hidden)]
 pub mod __private {
     pub use serde_json;

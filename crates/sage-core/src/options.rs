@@ -1,4 +1,4 @@
-//! A suite's options, declared once ([`suite_options!`]): the struct, its defaults, and a table
+//! A suite's options, declared once ([`suite_options!`](crate::suite_options)): the struct, its defaults, and a table
 //! of every field with its help and range. Everything else is read off that one declaration:
 //! the `sage run` flags and their help, the range check ([`CheckOptions`]) that the flags,
 //! `--options` JSON, bench.toml and Python keywords all meet (linfa's `ParamGuard`), the keys
@@ -172,7 +172,7 @@ fn with_separators(n: u64) -> String {
     out
 }
 
-/// A suite's options, declared with [`suite_options!`]: the table of its fields.
+/// A suite's options, declared with [`suite_options!`](crate::suite_options): the table of its fields.
 pub trait SuiteOptions: Default + serde::Serialize {
     /// Every field, in declaration order.
     const FIELDS: &'static [OptionField];

@@ -130,7 +130,7 @@ impl RowsUsed {
     }
 }
 
-/// The rows one part of a report used: one dataset's report in a [`crate::CategoryReport`], whose
+/// The rows one part of a report used: one dataset's report in a `sage_measures::CategoryReport`, whose
 /// [`SuiteReport`] lists them dataset by dataset.
 pub trait DatasetRows {
     /// Every row selection this part used, in report order.

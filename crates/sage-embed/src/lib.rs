@@ -1,6 +1,6 @@
 //! # sage-embed
 //!
-//! Local embedding models behind sage-core's [`Embedder`] trait, so every task can use them
+//! Local embedding models behind sage-core's [`Embedder`](sage_core::Embedder) trait, so every task can use them
 //! through [`sage_core::EmbeddingSimilarity`] exactly like a classical metric.
 //!
 //! - [`SentenceTransformer`]: sentence-transformers folders as they are (config.json,

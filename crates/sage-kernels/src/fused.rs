@@ -18,7 +18,7 @@
 //! scores on AMX tiles where the CPU has them (`amx::head_scores`): there the t² work is large
 //! enough for packing to pay, and a batch of a few long documents still spreads over every
 //! core, one task per (text, head). The softmax and the epilogues' loops run 16 lanes wide,
-//! as AVX-512 where the CPU has it ([`with_wide_vectors`]): the same values either way.
+//! as AVX-512 where the CPU has it (`with_wide_vectors`): the same values either way.
 //!
 //! Why the epilogues: after each matrix product the tensor path makes a pass to add the bias,
 //! another for the residual, another for the layer norm (or the GELU), each over the whole
@@ -402,7 +402,7 @@ pub fn fused_applies(device: &Device, dtype: DType) -> bool {
 }
 
 /// `product + bias`, in place: `product` [rows, width] is a fresh matrix product (its storage
-/// is overwritten, so it must not be shared), `bias` [width].
+/// is overwritten, so it must not be shared), `bias` \[width\].
 pub fn add_bias(product: Tensor, bias: &[f32]) -> candle_core::Result<Tensor> {
     apply(product, Epilogue::Bias(bias))
 }
