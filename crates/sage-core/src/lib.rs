@@ -41,8 +41,8 @@ pub use embed::{
 pub use error::{printable, said_once, Result, SageError};
 pub use listing::{DiscoveredModel, ModelOrigin, PlannedModel, RemotePlan};
 pub use options::{
-    at_least, check_fields, describe, missing_required, within, within_if_set, CheckOptions,
-    OptionField, OptionInfo, OptionSpec, Range, SuiteOptions,
+    at_least, check_fields, describe, missing_required, within, CheckOptions, OptionField,
+    OptionInfo, OptionSpec, Range, SuiteOptions,
 };
 pub use result::{
     result_label, utc_timestamp, write_atomically, EmbeddingWork, Gpu, Host, Parameters,

@@ -413,15 +413,6 @@ pub fn at_least<T: PartialOrd + Display>(name: &str, value: T, least: T) -> Resu
     }
 }
 
-/// [`within`] for an option that may be unset (unset means its documented default).
-pub fn within_if_set<T: PartialOrd + Display>(
-    name: &str,
-    value: Option<T>,
-    range: RangeInclusive<T>,
-) -> Result<()> {
-    value.map_or(Ok(()), |v| within(name, v, range))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,8 +429,14 @@ mod tests {
             "invalid argument: subsets = 0 is outside its range 1 to 1000"
         );
         assert!(within("margin", f64::NAN, 0.0..=5.0).is_err());
-        assert!(within_if_set::<usize>("max_rows", None, 1..=10).is_ok());
-        assert!(within_if_set("max_rows", Some(0usize), 1..=10).is_err());
+        // an unset option meets its range; a set one is checked
+        let max_rows = [OptionField {
+            key: "max_rows",
+            help: "",
+            spec: OptionSpec::whole(1, 10),
+        }];
+        assert!(check_fields(&max_rows, &serde_json::json!({"max_rows": null})).is_ok());
+        assert!(check_fields(&max_rows, &serde_json::json!({"max_rows": 0})).is_err());
         assert!(at_least("margin", 0.0, 0.0).is_ok() && at_least("margin", 7e300, 0.0).is_ok());
         assert_eq!(
             at_least("margin", -1.0, 0.0).unwrap_err().to_string(),
