@@ -208,6 +208,14 @@ pub trait Embedder: Send + Sync {
         None
     }
 
+    /// Whether the model was trained for Matryoshka truncation (its first N values a vector of
+    /// their own: MatryoshkaLoss, or a card that says so): `Some(false)` when its files say
+    /// nothing of it, `None` when it cannot tell (a remote model, a Python encoder). The
+    /// compression suite cuts every model's vectors and notes where this is not `Some(true)`.
+    fn matryoshka_trained(&self) -> Option<bool> {
+        None
+    }
+
     /// The model behind this one when this is a cache in front of it, for a caller that times the
     /// model itself (the throughput suite); `None` for a model. A cache that only plans gives a
     /// view that counts every text it is given as sent, and sends nothing.
@@ -251,6 +259,9 @@ macro_rules! forward_embedder {
             }
             fn compute(&self) -> Option<String> {
                 (**self).compute()
+            }
+            fn matryoshka_trained(&self) -> Option<bool> {
+                (**self).matryoshka_trained()
             }
             fn uncached(&self) -> Option<&dyn Embedder> {
                 (**self).uncached()

@@ -708,7 +708,8 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
         remote_usage,
         count_tokens,
         load_seconds,
-        compute
+        compute,
+        matryoshka_trained
     );
 
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {

@@ -71,6 +71,11 @@ macro_rules! pass_through {
             self.$inner.compute()
         }
     };
+    (@one $inner:ident matryoshka_trained) => {
+        fn matryoshka_trained(&self) -> Option<bool> {
+            self.$inner.matryoshka_trained()
+        }
+    };
     (@one $inner:ident delivers_batches) => {
         fn delivers_batches(&self) -> bool {
             self.$inner.delivers_batches()

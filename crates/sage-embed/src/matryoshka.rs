@@ -50,7 +50,13 @@ impl<E: Embedder> Embedder for Truncated<E> {
         self.embed_as(texts, Role::Plain)
     }
 
-    pass_through!(inner: role_variant, count_tokens, load_seconds, compute);
+    pass_through!(
+        inner: role_variant,
+        count_tokens,
+        load_seconds,
+        compute,
+        matryoshka_trained
+    );
 
     fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
         let full = self.inner.embed_as(texts, role)?;

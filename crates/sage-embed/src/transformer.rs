@@ -67,6 +67,16 @@ pub struct SentenceTransformer {
     load_seconds: f64,
     /// The dtype the backbone computes in.
     dtype: DType,
+    /// Whether the model card says the model was trained for Matryoshka truncation.
+    matryoshka: bool,
+}
+
+/// Whether the folder's model card (README.md) names Matryoshka training: sentence-transformers
+/// writes `MatryoshkaLoss` into the cards of models trained with it, and the hub tags such
+/// models `matryoshka`. No card, or a card silent on it, says no.
+fn card_says_matryoshka(dir: &std::path::Path) -> bool {
+    std::fs::read_to_string(dir.join("README.md"))
+        .is_ok_and(|card| card.to_ascii_lowercase().contains("matryoshka"))
 }
 
 fn device(cuda: bool) -> Result<Device> {
@@ -173,6 +183,7 @@ impl SentenceTransformer {
             encoded: AtomicUsize::new(0),
             load_seconds: start.elapsed().as_secs_f64(),
             dtype,
+            matryoshka: card_says_matryoshka(&model.dir),
         })
     }
 
@@ -459,6 +470,10 @@ impl Embedder for SentenceTransformer {
 
     fn load_seconds(&self) -> Option<f64> {
         Some(self.load_seconds)
+    }
+
+    fn matryoshka_trained(&self) -> Option<bool> {
+        Some(self.matryoshka)
     }
 
     fn compute(&self) -> Option<String> {

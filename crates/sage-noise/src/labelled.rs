@@ -14,7 +14,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use sage_core::{Role, Timings};
-use sage_data::{DataRoot, LabeledText, Sampled};
+use sage_data::{DataRoot, LabeledText, RowSelection, Sampled};
 use sage_measures as measures;
 use sage_retrieval::{Doc, TopK};
 
@@ -49,8 +49,9 @@ fn noised(
         .collect()
 }
 
-/// The label most of `top`'s documents carry; a tie goes to the label of the nearer one.
-fn vote<'r>(top: &TopK, reference: &'r [LabeledText]) -> &'r str {
+/// The label most of `top`'s documents carry (their ids are positions in `reference`); a tie
+/// goes to the label of the nearer one.
+pub fn vote<'r>(top: &TopK, reference: &'r [LabeledText]) -> &'r str {
     let labels: Vec<&str> = top
         .ranked()
         .iter()
@@ -71,15 +72,16 @@ fn vote<'r>(top: &TopK, reference: &'r [LabeledText]) -> &'r str {
         .unwrap_or("")
 }
 
-/// The classification dataset `name/split`, each text classified by its neighbours in `train`.
-pub(crate) fn classification(
-    scorer: Scorer,
+/// The texts a classification over `name/split` classifies (`max_rows` of them, seeded) and the
+/// `train` texts they are classified against (`max_reference`, seeded), as `Doc`s whose ids are
+/// positions in the reference; an error for the `train` split itself or fewer than two classes.
+pub fn classification_rows(
     root: &DataRoot,
     (name, split): (&str, &str),
-    conditions: &[Condition],
-    options: &Options,
+    (max_rows, max_reference): (Option<usize>, Option<usize>),
+    seed: sage_core::RunSeed,
     timings: &mut Timings,
-) -> Result<Measured> {
+) -> Result<(Sampled<LabeledText>, Vec<LabeledText>, RowSelection, Vec<Doc>)> {
     if split == "train" {
         return Err(NoiseError::Insufficient(format!(
             "{name}/train: the noise suite classifies a held-out split by its nearest neighbours \
@@ -87,27 +89,23 @@ pub(crate) fn classification(
         )));
     }
     let dataset = format!("{name}/{split}");
-    let Sampled {
-        rows: test,
-        positions,
-        selection,
-    } = timings.time(format!("load/{dataset}"), || {
+    let test = timings.time(format!("load/{dataset}"), || {
         root.rows::<LabeledText>(name, split)?
-            .sample(options.max_rows, options.seed)
+            .sample(max_rows, seed)
     })?;
     let (reference, reference_selection) = timings.time(format!("load/{name}/train"), || {
         Ok::<_, NoiseError>(
             root.rows::<LabeledText>(name, "train")?
-                .sample(options.max_reference, options.seed)?
+                .sample(max_reference, seed)?
                 .into_parts(),
         )
     })?;
+    let texts = test.rows.len();
     let classes = reference.iter().map(|r| &r.label).collect::<BTreeSet<_>>();
-    if test.is_empty() || classes.len() < 2 {
+    if texts == 0 || classes.len() < 2 {
         return Err(NoiseError::Insufficient(format!(
-            "{dataset}: {} texts to classify against {} train texts of {} classes; \
+            "{dataset}: {texts} texts to classify against {} train texts of {} classes; \
              classification needs texts and at least two classes",
-            test.len(),
             reference.len(),
             classes.len()
         )));
@@ -121,6 +119,35 @@ pub(crate) fn classification(
             text: r.text.clone(),
         })
         .collect();
+    Ok((test, reference, reference_selection, docs))
+}
+
+/// The classification dataset `name/split`, each text classified by its neighbours in `train`.
+pub(crate) fn classification(
+    scorer: Scorer,
+    root: &DataRoot,
+    (name, split): (&str, &str),
+    conditions: &[Condition],
+    options: &Options,
+    timings: &mut Timings,
+) -> Result<Measured> {
+    let dataset = format!("{name}/{split}");
+    let (
+        Sampled {
+            rows: test,
+            positions,
+            selection,
+        },
+        reference,
+        reference_selection,
+        docs,
+    ) = classification_rows(
+        root,
+        (name, split),
+        (options.max_rows, options.max_reference),
+        options.seed,
+        timings,
+    )?;
     let clean: Vec<&str> = test.iter().map(|r| r.text.as_str()).collect();
     let stream = format!("noise/{}", selection.split_checksum);
     let noisy = noised(conditions, &stream, &clean, &positions, options)?;
@@ -156,6 +183,47 @@ pub(crate) fn classification(
     })
 }
 
+/// The texts of `name/split` a clustering scores: one subset drawn as SAGE's clustering task
+/// draws it (`max_rows` texts, [`CLUSTERING_TEXTS`] when unset, seeded), with their labels and
+/// the number of classes; an error when the drawn labels cannot be clustered.
+pub fn clustering_subset(
+    root: &DataRoot,
+    (name, split): (&str, &str),
+    max_rows: Option<usize>,
+    seed: sage_core::RunSeed,
+    timings: &mut Timings,
+) -> Result<(Sampled<LabeledText>, Vec<String>, usize)> {
+    let dataset = format!("{name}/{split}");
+    let drawing = sage_cluster::Options {
+        subsets: 1,
+        max_texts: max_rows.unwrap_or(CLUSTERING_TEXTS),
+        max_classes: CLUSTERING_CLASSES,
+        seed,
+    };
+    // the labels first, then only the rows drawn (a user's file is streamed)
+    let (_, mut drawn) = timings.time(format!("load/{dataset}"), || {
+        root.rows::<LabeledText>(name, split)?.pick(
+            |r| r.label.clone(),
+            |labels, split_checksum| {
+                sage_cluster::subset_plans(labels, split_checksum, &drawing)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default()
+            },
+        )
+    })?;
+    drawn.selection.max_rows = Some(drawing.max_texts);
+    drawn.selection.seed = seed.0;
+    let labels: Vec<String> = drawn.rows.iter().map(|r| r.label.clone()).collect();
+    let classes = labels.iter().collect::<BTreeSet<_>>().len();
+    if let Some(why) = measures::unclusterable(&labels) {
+        return Err(NoiseError::Insufficient(format!(
+            "{dataset}: of the texts drawn, {why}"
+        )));
+    }
+    Ok((drawn, labels, classes))
+}
+
 /// The clustering dataset `name/split`: one subset drawn as SAGE's clustering task draws it,
 /// clustered clean and under every condition.
 pub(crate) fn clustering(
@@ -167,38 +235,15 @@ pub(crate) fn clustering(
     timings: &mut Timings,
 ) -> Result<Measured> {
     let dataset = format!("{name}/{split}");
-    let drawing = sage_cluster::Options {
-        subsets: 1,
-        max_texts: options.max_rows.unwrap_or(CLUSTERING_TEXTS),
-        max_classes: CLUSTERING_CLASSES,
-        seed: options.seed,
-    };
-    // the labels first, then only the rows drawn (a user's file is streamed)
-    let (_, drawn) = timings.time(format!("load/{dataset}"), || {
-        root.rows::<LabeledText>(name, split)?.pick(
-            |r| r.label.clone(),
-            |labels, split_checksum| {
-                sage_cluster::subset_plans(labels, split_checksum, &drawing)
-                    .into_iter()
-                    .next()
-                    .unwrap_or_default()
-            },
-        )
-    })?;
-    let Sampled {
-        rows,
-        positions,
-        mut selection,
-    } = drawn;
-    selection.max_rows = Some(drawing.max_texts);
-    selection.seed = options.seed.0;
-    let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
-    let classes = labels.iter().collect::<BTreeSet<_>>().len();
-    if let Some(why) = measures::unclusterable(&labels) {
-        return Err(NoiseError::Insufficient(format!(
-            "{dataset}: of the texts drawn, {why}"
-        )));
-    }
+    let (
+        Sampled {
+            rows,
+            positions,
+            selection,
+        },
+        labels,
+        classes,
+    ) = clustering_subset(root, (name, split), options.max_rows, options.seed, timings)?;
     let cluster_error = |e: sage_cluster::ClusterError| match e {
         sage_cluster::ClusterError::Data(e) => NoiseError::Data(e),
         sage_cluster::ClusterError::Core(e) => NoiseError::Core(e),

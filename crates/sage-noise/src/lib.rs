@@ -66,7 +66,7 @@ use sage_measures::{
 use serde::{Deserialize, Serialize};
 
 pub use conditions::{Axis, Condition, DEFAULT_CHANNELS};
-pub use labelled::{CLUSTERING_TEXTS, NEIGHBOURS};
+pub use labelled::{classification_rows, clustering_subset, vote, CLUSTERING_TEXTS, NEIGHBOURS};
 
 /// Errors of this crate: the error every task over perturbed data shares.
 pub type NoiseError = sage_task::TaskError;
@@ -328,8 +328,9 @@ struct Measured {
     tallies: Vec<conditions::Tally>,
 }
 
-/// How per-unit values become a dataset score.
-enum Statistic {
+/// How per-unit values become a dataset score: the one reading of a task's units that every
+/// suite measuring a retention against a reference (noise, compression) resamples.
+pub enum Statistic {
     /// Mean (NDCG@10 per query).
     Mean,
     /// Spearman against gold; 0 when the similarity is constant.
@@ -341,7 +342,8 @@ enum Statistic {
 }
 
 impl Statistic {
-    fn of(&self, values: &[f64], drawn: &[usize]) -> f64 {
+    /// The score of the units `drawn` (indices into `values`, with repeats for a resample).
+    pub fn of(&self, values: &[f64], drawn: &[usize]) -> f64 {
         let picked: Vec<f64> = drawn.iter().map(|&i| values[i]).collect();
         match self {
             Statistic::Mean => picked.iter().sum::<f64>() / picked.len().max(1) as f64,
@@ -371,7 +373,7 @@ impl Statistic {
 
 /// `noisy / clean`, undefined (NaN, left out of every interval) unless the clean score is above
 /// zero.
-fn retention(noisy: f64, clean: f64) -> f64 {
+pub fn retention(noisy: f64, clean: f64) -> f64 {
     if clean > 0.0 {
         noisy / clean
     } else {
@@ -381,7 +383,7 @@ fn retention(noisy: f64, clean: f64) -> f64 {
 
 /// The crate docs' rule: a retention is reported only when the clean score and the low end of
 /// its interval are above zero (a clean score without an interval has none).
-fn retention_is_defined(clean: f64, clean_ci95: Option<&BootstrapInterval>) -> bool {
+pub fn retention_is_defined(clean: f64, clean_ci95: Option<&BootstrapInterval>) -> bool {
     // no interval (too few resamples with a score) is no evidence either
     clean > 0.0 && clean_ci95.is_some_and(|ci| ci.low > 0.0)
 }

@@ -173,70 +173,13 @@ fn other_kinds_of_data_are_refused_by_name() {
     assert!(e.contains("classification and clustering datasets"), "{e}");
 }
 
-/// A mirror with a classification set (train and test) and a clustering set whose classes use
-/// separate words, so that every similarity gets the clean task right.
-fn labelled_mirror() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let classes = [
-        (
-            "card",
-            [
-                "my card was declined at the shop",
-                "card payment declined again",
-                "why was my card payment declined",
-                "the card does not work in shops",
-            ],
-        ),
-        (
-            "transfer",
-            [
-                "transfer to my friend is pending",
-                "bank transfer still pending today",
-                "how long does a transfer take",
-                "pending transfer has not arrived",
-            ],
-        ),
-        (
-            "pin",
-            [
-                "forgot the pin of my account",
-                "how do i reset my pin",
-                "change pin number please",
-                "pin blocked after wrong tries",
-            ],
-        ),
-    ];
-    let line = |text: &str, label: &str| {
-        serde_json::json!({ "text": text, "label": label }).to_string() + "\n"
-    };
-    let mut train = String::new();
-    let mut test = String::new();
-    let mut cluster = String::new();
-    for (label, texts) in classes {
-        for t in texts {
-            train += &line(t, label);
-            cluster += &line(t, label);
-        }
-        test += &line(&format!("{} {}", texts[0], label), label);
-        test += &line(&format!("{label} {}", texts[1]), label);
-    }
-    let write = |path: &str, body: &str| {
-        let file = dir.path().join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, body).unwrap();
-    };
-    write("classification/banking77/train.jsonl", &train);
-    write("classification/banking77/test.jsonl", &test);
-    write("clustering/twentynewsgroups/test.jsonl", &cluster);
-    dir
-}
 
 /// Classification and clustering noise the texts themselves: rate 0 keeps everything, every
 /// word dropped leaves the neighbours' vote and the clusters to chance, and the run records
 /// which rows it classified against.
 #[test]
 fn classification_and_clustering_noise_their_texts() {
-    let mirror = labelled_mirror();
+    let mirror = sage_testkit::labelled_mirror();
     let root = DataRoot::new(mirror.path().to_owned());
     let jaccard = Metric::JACCARD.similarity();
     let letters = Arc::new(Letters::new());

@@ -1,0 +1,235 @@
+use super::*;
+
+#[test]
+fn default_widths_halve_down_to_32_and_given_ones_keep_the_full_width() {
+    let options = Options::default();
+    assert_eq!(options.widths_for(384).unwrap(), vec![384, 192, 96, 48]);
+    assert_eq!(options.widths_for(768).unwrap(), vec![768, 384, 192, 96, 48]);
+    // a model narrower than 32 values keeps its own width only
+    assert_eq!(options.widths_for(16).unwrap(), vec![16]);
+    let given = Options {
+        widths: vec![64, 128, 64],
+        ..Options::default()
+    };
+    assert_eq!(given.widths_for(384).unwrap(), vec![384, 128, 64]);
+    let too_wide = Options {
+        widths: vec![512],
+        ..Options::default()
+    };
+    let err = too_wide.widths_for(384).unwrap_err().to_string();
+    assert!(err.contains("512") && err.contains("384"), "{err}");
+}
+
+#[test]
+fn no_format_or_a_zero_width_is_refused_before_any_work() {
+    let none = Options {
+        formats: Vec::new(),
+        ..Options::default()
+    };
+    assert!(formats_named(&none).is_err());
+    let zero = Options {
+        widths: vec![0],
+        ..Options::default()
+    };
+    assert!(formats_named(&zero).is_err());
+}
+
+#[test]
+fn a_metric_is_not_applicable_and_has_no_score() {
+    let report = not_applicable("bm25", Options::default());
+    assert!(!report.applicable);
+    assert_eq!(SuiteReport::score(&report), None);
+    assert!(report.notes[0].contains("not applicable"), "{:?}", report.notes);
+    // written and read back: the missing score stays missing
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(json.contains("\"score\":null"), "{json}");
+    let back: CompressionReport = serde_json::from_str(&json).unwrap();
+    assert!(back.score.is_nan());
+}
+
+/// Words hashed into 64 signed buckets plus a constant: vectors with negative values (so that
+/// signs carry information) whose cosines follow shared words.
+struct HashedWords(sage_core::EmbedderIdentity);
+
+const WIDTH: usize = 64;
+
+impl HashedWords {
+    fn new() -> HashedWords {
+        HashedWords(sage_core::EmbedderIdentity {
+            model_id: "hashed-words".into(),
+            revision: None,
+            pooling: "none".into(),
+            normalize: false,
+            max_length: 0,
+        })
+    }
+}
+
+impl Embedder for HashedWords {
+    fn identity(&self) -> &sage_core::EmbedderIdentity {
+        &self.0
+    }
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<ndarray::Array2<f32>> {
+        let mut out = ndarray::Array2::<f32>::zeros((texts.len(), WIDTH));
+        for (i, text) in texts.iter().enumerate() {
+            for word in text.split_whitespace() {
+                let h = word
+                    .to_lowercase()
+                    .bytes()
+                    .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                    });
+                let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
+                out[[i, (h % (WIDTH as u64 - 1)) as usize]] += sign;
+            }
+            out[[i, WIDTH - 1]] = 0.5;
+        }
+        Ok(out)
+    }
+    fn dimension(&self) -> usize {
+        WIDTH
+    }
+}
+
+const FIXTURES: [(&str, &str); 2] = [("scifact", "test"), ("stsb", "test")];
+
+fn run(root: &DataRoot, datasets: &[(&str, &str)], options: Options) -> CompressionReport {
+    let model = std::sync::Arc::new(HashedWords::new());
+    let similarity = sage_core::EmbeddingSimilarity::cosine(model.clone());
+    evaluate(model.as_ref(), &similarity, root, datasets, options).unwrap()
+}
+
+fn seeded() -> Options {
+    Options {
+        seed: RunSeed(11),
+        ..Options::default()
+    }
+}
+
+fn point(report: &DatasetReport, format: Format, width: usize) -> Option<&Point> {
+    report
+        .formats
+        .iter()
+        .find(|c| c.format == format)?
+        .points
+        .iter()
+        .find(|p| p.width == width)
+}
+
+#[test]
+fn float32_at_full_width_is_the_reference_and_every_point_says_its_bytes() {
+    let report = run(&sage_testkit::fixtures(), &FIXTURES, seeded());
+    assert!(report.applicable);
+    assert_eq!(report.dimension, Some(WIDTH));
+    // 64, 32: the halvings down to 32
+    assert_eq!(report.points.len(), 2 * Format::ALL.len());
+    let retrieval = &report.datasets[0];
+    assert_eq!(retrieval.task, Task::Retrieval);
+    assert_eq!(retrieval.stored, "documents");
+    let reference = point(retrieval, Format::Float32, WIDTH).unwrap();
+    assert_eq!(reference.retention, Some(1.0));
+    assert_eq!(reference.change, 0.0);
+    assert_eq!(reference.score, retrieval.reference_score);
+    for curve in &retrieval.formats {
+        for p in &curve.points {
+            assert_eq!(p.bytes, curve.format.bytes(p.width));
+            assert!(p.change_ci95.is_some(), "{curve:?}");
+        }
+    }
+    // float16 of unit vectors ranks as float32 to within a rounding
+    let half = point(retrieval, Format::Float16, WIDTH).unwrap();
+    assert!((half.retention.unwrap() - 1.0).abs() < 0.02, "{half:?}");
+    // STS ranks nothing: binary-rescored is not scored there, and the dataset says so
+    let sts = &report.datasets[1];
+    assert!(point(sts, Format::BinaryRescored, WIDTH).is_none());
+    assert!(point(sts, Format::Binary, WIDTH).is_some());
+    assert!(sts.notes.iter().any(|n| n.contains("binary-rescored")), "{:?}", sts.notes);
+    // the view's binary-rescored points rest on the one dataset that ranks
+    let rescored = report
+        .points
+        .iter()
+        .find(|p| p.format == Format::BinaryRescored && p.width == WIDTH)
+        .unwrap();
+    assert_eq!(rescored.datasets, usize::from(retrieval.score.is_some()));
+    assert_eq!(rescored.bytes, WIDTH / 8);
+    // hashed words are no Matryoshka model, and the report cannot be told otherwise
+    assert!(report.notes.iter().any(|n| n.contains("Matryoshka")), "{:?}", report.notes);
+}
+
+#[test]
+fn rescoring_the_binary_candidates_with_the_float_query_ranks_closer_to_float32() {
+    let report = run(&sage_testkit::fixtures(), &FIXTURES[..1], seeded());
+    let retrieval = &report.datasets[0];
+    let binary = point(retrieval, Format::Binary, WIDTH).unwrap().score;
+    let rescored = point(retrieval, Format::BinaryRescored, WIDTH).unwrap().score;
+    // the rescored top 10 is chosen among the binary top 40 by the float query: never further
+    // from float32 on these queries, and the float32 score bounds neither from above
+    let reference = retrieval.reference_score;
+    assert!(
+        (rescored - reference).abs() <= (binary - reference).abs() + 1e-9,
+        "binary {binary}, rescored {rescored}, float32 {reference}"
+    );
+}
+
+#[test]
+fn same_seed_same_bytes_on_any_thread_count() {
+    let root = sage_testkit::fixtures();
+    let bytes = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                let mut report = run(&root, &FIXTURES, seeded());
+                report.timings = Timings::default();
+                serde_json::to_string(&report).unwrap()
+            })
+    };
+    assert_eq!(bytes(1), bytes(3));
+}
+
+#[test]
+fn classification_and_clustering_store_their_vectors() {
+    let mirror = sage_testkit::labelled_mirror();
+    let root = DataRoot::new(mirror.path().to_owned());
+    let report = run(
+        &root,
+        &[("banking77", "test"), ("twentynewsgroups", "test")],
+        Options {
+            widths: vec![16],
+            ..seeded()
+        },
+    );
+    let classification = &report.datasets[0];
+    assert_eq!(classification.task, Task::Classification);
+    assert_eq!(classification.stored, "train texts");
+    assert!(classification.reference.is_some());
+    // the neighbours' vote is a ranking: rescoring applies
+    assert!(point(classification, Format::BinaryRescored, 16).is_some());
+    let clustering = &report.datasets[1];
+    assert_eq!(clustering.task, Task::Clustering);
+    assert!(point(clustering, Format::BinaryRescored, 16).is_none());
+    assert_eq!(
+        point(clustering, Format::Float32, WIDTH).unwrap().retention,
+        clustering.score.map(|_| 1.0)
+    );
+    // the calibration sample is every stored vector when fewer than asked for
+    assert_eq!(clustering.calibrated_on, clustering.units);
+}
+
+#[test]
+fn other_kinds_of_data_are_refused_by_name() {
+    let model = HashedWords::new();
+    let similarity = sage_core::EmbeddingSimilarity::cosine(std::sync::Arc::new(HashedWords::new()));
+    let e = evaluate(
+        &model,
+        &similarity,
+        &sage_testkit::fixtures(),
+        &[("askubuntudupquestions", "test")],
+        seeded(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("askubuntudupquestions") && e.contains("compression suite"), "{e}");
+}
