@@ -201,6 +201,7 @@ fn shipped_suites() -> Vec<ListedSuite> {
         "evalrank",
         "pteb",
         "noise",
+        "compression",
         "throughput",
     ]
     .iter()

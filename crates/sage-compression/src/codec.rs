@@ -18,7 +18,8 @@ pub enum Format {
     /// 1 bit a value, its sign; scored by the dot product of ±1 vectors (`width − 2 · Hamming`).
     Binary,
     /// Binary, with the `rescore_factor · k` best by Hamming re-ranked by the float query
-    /// against the stored signs (ranking tasks only: retrieval and classification).
+    /// against the stored signs (where a task ranks: retrieval and classification; elsewhere
+    /// it is binary).
     BinaryRescored,
 }
 
@@ -95,7 +96,9 @@ impl Int8Ranges {
         if self.step[j] == 0.0 {
             return self.low[j];
         }
-        let code = ((value - self.low[j]) / self.step[j]).round().clamp(0.0, 255.0);
+        let code = ((value - self.low[j]) / self.step[j])
+            .round()
+            .clamp(0.0, 255.0);
         self.low[j] + code * self.step[j]
     }
 }
@@ -144,8 +147,16 @@ fn signs(vectors: &Array2<f32>) -> Array2<f32> {
 /// What the store's score of two stored vectors `a` and `b` of `format` is: their dot product;
 /// for signs, divided by the width (the cosine of two ±1 vectors), so every format's scores lie
 /// on one scale.
-pub(crate) fn pair_score(format: Format, a: ndarray::ArrayView1<f32>, b: ndarray::ArrayView1<f32>) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+pub(crate) fn pair_score(
+    format: Format,
+    a: ndarray::ArrayView1<f32>,
+    b: ndarray::ArrayView1<f32>,
+) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
     if format.is_binary() {
         dot / a.len().max(1) as f64
     } else {
@@ -175,7 +186,11 @@ mod tests {
         let values = array![[0.3f32, 0.0], [2.0, 7.0], [-3.0, 0.0]];
         let back = stored(Format::Int8, &values, &ranges);
         let step = 2.0 / 255.0;
-        assert!((back[[0, 0]] - 0.3).abs() <= step / 2.0 + 1e-6, "{}", back[[0, 0]]);
+        assert!(
+            (back[[0, 0]] - 0.3).abs() <= step / 2.0 + 1e-6,
+            "{}",
+            back[[0, 0]]
+        );
         assert_eq!(back[[1, 0]], 1.0, "above the range: its top");
         assert_eq!(back[[2, 0]], -1.0, "below the range: its bottom");
         // a constant column keeps its one value

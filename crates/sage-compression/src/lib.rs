@@ -36,8 +36,9 @@
 //!
 //! The store's score of two vectors is their dot product, of the decoded values for float16 and
 //! int8 (the vectors are unit length before they are stored) and of the ±1 signs divided by the
-//! width for binary. Rescoring has nothing to re-rank where nothing is ranked, so
-//! `binary-rescored` is scored for retrieval and classification only.
+//! width for binary. Rescoring has nothing to re-rank where nothing is ranked: in the pair
+//! tasks and clustering `binary-rescored` scores as `binary` (and the dataset says so), so that
+//! every point of the report's view averages the same datasets.
 //!
 //! Per dataset the score is the mean retention over its points (float32 at the full width, the
 //! reference, left out); the category score is the mean over datasets with a retention, with the
@@ -399,8 +400,8 @@ pub fn evaluate(
 pub(crate) struct Measured {
     pub(crate) report: DatasetReport,
     pub(crate) statistic: Statistic,
-    /// Per grid point, one value per unit; `None` where the point does not apply to the task.
-    pub(crate) values: Vec<Option<Vec<f64>>>,
+    /// Per grid point, one value per unit.
+    pub(crate) values: Vec<Vec<f64>>,
 }
 
 /// Scores, retentions and intervals from every dataset's values, with the paired bootstrap:
@@ -417,7 +418,7 @@ fn finish(
     let seed = options.seed;
     let sizes: Vec<usize> = measured.iter().map(|m| m.report.units).collect();
     let reference = grid.reference();
-    // per resample, per dataset, per point: the score (NaN where the point does not apply)
+    // per resample, per dataset, per point: the score
     let resampled: Vec<Vec<Vec<f64>>> = timings.time("bootstrap", || {
         (0..BOOTSTRAP_RESAMPLES)
             .into_par_iter()
@@ -426,12 +427,7 @@ fn finish(
                 measured
                     .iter()
                     .zip(&drawn)
-                    .map(|(m, d)| {
-                        m.values
-                            .iter()
-                            .map(|v| v.as_ref().map_or(f64::NAN, |v| m.statistic.of(v, d)))
-                            .collect()
-                    })
+                    .map(|(m, d)| m.values.iter().map(|v| m.statistic.of(v, d)).collect())
                     .collect()
             })
             .collect()
@@ -445,29 +441,20 @@ fn finish(
     };
     let mut reports = Vec::new();
     // per dataset with a retention: per point, per resample, the retention
-    let mut point_resamples: Vec<Vec<Option<Vec<f64>>>> = Vec::new();
+    let mut point_resamples: Vec<Vec<Vec<f64>>> = Vec::new();
     let mut dataset_resamples: Vec<Vec<f64>> = Vec::new();
     for (g, m) in measured.into_iter().enumerate() {
         let all: Vec<usize> = (0..m.report.units).collect();
-        let scores: Vec<Option<f64>> = m
-            .values
-            .iter()
-            .map(|v| v.as_ref().map(|v| m.statistic.of(v, &all)))
-            .collect();
-        let clean = scores[reference].expect("the reference applies to every task");
-        let clean_resamples: Vec<Option<f64>> = resampled
-            .iter()
-            .map(|r| defined(r[g][reference]))
-            .collect();
+        let scores: Vec<f64> = m.values.iter().map(|v| m.statistic.of(v, &all)).collect();
+        let clean = scores[reference];
+        let clean_resamples: Vec<Option<f64>> =
+            resampled.iter().map(|r| defined(r[g][reference])).collect();
         let clean_ci95 = percentile_interval(&clean_resamples, 0.95)?;
         let has_retention = retention_is_defined(clean, clean_ci95.as_ref());
         let mut curves: Vec<FormatCurve> = Vec::new();
-        let mut retentions: Vec<Option<Vec<f64>>> = Vec::new();
+        let mut retentions: Vec<Vec<f64>> = Vec::new();
         for (p, &(format, width)) in grid.points.iter().enumerate() {
-            let Some(score) = scores[p] else {
-                retentions.push(None);
-                continue;
-            };
+            let score = scores[p];
             let changes: Vec<Option<f64>> = resampled
                 .iter()
                 .map(|r| defined(r[g][p] - r[g][reference]))
@@ -484,7 +471,7 @@ fn finish(
             } else {
                 None
             };
-            retentions.push(has_retention.then_some(per_resample));
+            retentions.push(per_resample);
             let point = Point {
                 width,
                 bytes: format.bytes(width),
@@ -503,22 +490,17 @@ fn finish(
             }
         }
         let mut notes = m.report.notes.clone();
-        let compared: Vec<usize> = (0..grid.points.len())
-            .filter(|&p| p != reference && scores[p].is_some())
-            .collect();
+        let compared: Vec<usize> = (0..grid.points.len()).filter(|&p| p != reference).collect();
         let score = if has_retention && !compared.is_empty() {
             let mean = compared
                 .iter()
-                .map(|&p| retention(scores[p].expect("applies"), clean))
+                .map(|&p| retention(scores[p], clean))
                 .sum::<f64>()
                 / compared.len() as f64;
             dataset_resamples.push(
                 (0..BOOTSTRAP_RESAMPLES)
                     .map(|b| {
-                        compared
-                            .iter()
-                            .map(|&p| retentions[p].as_ref().expect("defined above")[b])
-                            .sum::<f64>()
+                        compared.iter().map(|&p| retentions[p][b]).sum::<f64>()
                             / compared.len() as f64
                     })
                     .collect(),
@@ -554,10 +536,7 @@ fn finish(
         .iter()
         .enumerate()
         .map(|(p, &(format, width))| {
-            let having: Vec<&Vec<f64>> = point_resamples
-                .iter()
-                .filter_map(|d| d[p].as_ref())
-                .collect();
+            let having: Vec<&Vec<f64>> = point_resamples.iter().map(|d| &d[p]).collect();
             let of_datasets: Vec<f64> = reports
                 .iter()
                 .filter_map(|r| {
@@ -576,7 +555,9 @@ fn finish(
                 None
             } else {
                 let values: Vec<Option<f64>> = (0..BOOTSTRAP_RESAMPLES)
-                    .map(|b| defined(having.iter().map(|d| d[b]).sum::<f64>() / having.len() as f64))
+                    .map(|b| {
+                        defined(having.iter().map(|d| d[b]).sum::<f64>() / having.len() as f64)
+                    })
                     .collect();
                 percentile_interval(&values, 0.95)?
             };

@@ -72,7 +72,10 @@ pub(crate) fn dataset(
         DatasetKind::StsPairs => {
             let (rows, selection) = sampled::<StsPair>(root, (name, split), options, timings)?;
             let gold = rows.iter().map(|r| r.score).collect();
-            let pairs = rows.into_iter().map(|r| (r.sentence1, r.sentence2)).collect();
+            let pairs = rows
+                .into_iter()
+                .map(|r| (r.sentence1, r.sentence2))
+                .collect();
             pairs_task(
                 embedder,
                 (Task::Sts, Statistic::Spearman(gold)),
@@ -86,7 +89,10 @@ pub(crate) fn dataset(
         DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
             let (rows, selection) = sampled::<LabeledPair>(root, (name, split), options, timings)?;
             let truth = rows.iter().map(|r| r.label).collect();
-            let pairs = rows.into_iter().map(|r| (r.sentence1, r.sentence2)).collect();
+            let pairs = rows
+                .into_iter()
+                .map(|r| (r.sentence1, r.sentence2))
+                .collect();
             pairs_task(
                 embedder,
                 (Task::PairClassification, Statistic::AveragePrecision(truth)),
@@ -147,7 +153,9 @@ fn embed(
 /// (all when fewer), drawn under a stream of the dataset's own so that the bootstrap's draws are
 /// untouched by it.
 fn calibration_rows(n: usize, options: &Options, stream: &str) -> Vec<usize> {
-    let mut rng = options.seed.rng(&format!("compression/calibration/{stream}"));
+    let mut rng = options
+        .seed
+        .rng(&format!("compression/calibration/{stream}"));
     let mut rows = rand::seq::index::sample(&mut rng, n, options.calibration.min(n)).into_vec();
     rows.sort_unstable();
     rows
@@ -226,8 +234,8 @@ fn ranked_values(
     (ids, k): (&[String], usize),
     options: &Options,
     value: impl Fn(usize, &TopK) -> Result<f64> + Sync,
-) -> Result<Vec<Option<Vec<f64>>>> {
-    let mut values = vec![None; grid.points.len()];
+) -> Result<Vec<Vec<f64>>> {
+    let mut values = vec![Vec::new(); grid.points.len()];
     // the asked rows cut per width, as the stored ones
     let mut asked_cut: HashMap<usize, Array2<f32>> = HashMap::new();
     each_point(grid, stored_vectors, calibration, |p, format, stored, _| {
@@ -236,14 +244,14 @@ fn ranked_values(
             .entry(width)
             .or_insert_with(|| cut(asked_vectors, width));
         let query = asked(format, float);
-        let rescore = (format == Format::BinaryRescored).then_some((&*float, options.rescore_factor));
+        let rescore =
+            (format == Format::BinaryRescored).then_some((&*float, options.rescore_factor));
         let tops = nearest(&query, stored, ids, k, rescore);
-        values[p] = Some(
-            tops.par_iter()
-                .enumerate()
-                .map(|(i, top)| value(i, top))
-                .collect::<Result<Vec<f64>>>()?,
-        );
+        values[p] = tops
+            .par_iter()
+            .enumerate()
+            .map(|(i, top)| value(i, top))
+            .collect::<Result<Vec<f64>>>()?;
         Ok(())
     })?;
     Ok(values)
@@ -295,7 +303,13 @@ fn retrieval(
             &calibration,
             (&ids, RETRIEVAL_K),
             options,
-            |i, top| Ok(ndcg_at_k(&top.ranked(), &set.queries[i].qrels, RETRIEVAL_K)?),
+            |i, top| {
+                Ok(ndcg_at_k(
+                    &top.ranked(),
+                    &set.queries[i].qrels,
+                    RETRIEVAL_K,
+                )?)
+            },
         )
     })?;
     Ok(Measured {
@@ -303,7 +317,13 @@ fn retrieval(
             corpus_total: Some(set.corpus_total),
             corpus_used: Some(set.documents.len()),
             corpus_checksum: Some(set.corpus_checksum.clone()),
-            ..empty(dataset, Task::Retrieval, "documents", queries.len(), calibration.len())
+            ..empty(
+                dataset,
+                Task::Retrieval,
+                "documents",
+                queries.len(),
+                calibration.len(),
+            )
         },
         statistic: Statistic::Mean,
         values,
@@ -328,7 +348,13 @@ fn classification(
     )?;
     let texts: Vec<&str> = test.rows.iter().map(|r| r.text.as_str()).collect();
     let stored_texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let asked_vectors = embed(embedder, &texts, Role::Plain, format!("embed/{dataset}"), timings)?;
+    let asked_vectors = embed(
+        embedder,
+        &texts,
+        Role::Plain,
+        format!("embed/{dataset}"),
+        timings,
+    )?;
     let stored_vectors = embed(
         embedder,
         &stored_texts,
@@ -396,20 +422,21 @@ fn pairs_task(
         .map(|(a, _)| a.as_str())
         .chain(pairs.iter().map(|(_, b)| b.as_str()))
         .collect();
-    let vectors = embed(embedder, &texts, Role::Plain, format!("embed/{dataset}"), timings)?;
+    let vectors = embed(
+        embedder,
+        &texts,
+        Role::Plain,
+        format!("embed/{dataset}"),
+        timings,
+    )?;
     let n = pairs.len();
     let calibration = calibration_rows(2 * n, options, &selection.split_checksum);
-    let mut values = vec![None; grid.points.len()];
+    let mut values = vec![Vec::new(); grid.points.len()];
     timings.time(format!("score/{dataset}"), || {
         each_point(grid, &vectors, &calibration, |p, format, stored, _| {
-            if format == Format::BinaryRescored {
-                return Ok(());
-            }
-            values[p] = Some(
-                (0..n)
-                    .map(|i| pair_score(format, stored.row(i), stored.row(n + i)))
-                    .collect(),
-            );
+            values[p] = (0..n)
+                .map(|i| pair_score(format, stored.row(i), stored.row(n + i)))
+                .collect();
             Ok(())
         })
     })?;
@@ -429,8 +456,8 @@ fn rescoring_note(grid: &Grid) -> Vec<String> {
         .iter()
         .any(|p| p.0 == Format::BinaryRescored)
         .then(|| {
-            "binary-rescored re-ranks a ranking's candidates; this task ranks nothing, so it is \
-             not scored here"
+            "binary-rescored re-ranks a ranking's candidates; this task ranks nothing, so \
+             rescoring changes nothing and its points are binary's"
                 .to_owned()
         })
         .into_iter()
@@ -447,8 +474,13 @@ fn clustering(
     timings: &mut Timings,
 ) -> Result<Measured> {
     let dataset = format!("{name}/{split}");
-    let (drawn, labels, classes) =
-        sage_noise::clustering_subset(root, (name, split), options.max_rows, options.seed, timings)?;
+    let (drawn, labels, classes) = sage_noise::clustering_subset(
+        root,
+        (name, split),
+        options.max_rows,
+        options.seed,
+        timings,
+    )?;
     let n = drawn.rows.len();
     sage_cluster::check_memory(similarity, &dataset, n).map_err(|e| match e {
         sage_cluster::ClusterError::Data(e) => CompressionError::Data(e),
@@ -456,14 +488,17 @@ fn clustering(
         other => CompressionError::Insufficient(other.to_string()),
     })?;
     let texts: Vec<&str> = drawn.rows.iter().map(|r| r.text.as_str()).collect();
-    let vectors = embed(embedder, &texts, Role::Plain, format!("embed/{dataset}"), timings)?;
+    let vectors = embed(
+        embedder,
+        &texts,
+        Role::Plain,
+        format!("embed/{dataset}"),
+        timings,
+    )?;
     let calibration = calibration_rows(n, options, &drawn.selection.split_checksum);
-    let mut values = vec![None; grid.points.len()];
+    let mut values = vec![Vec::new(); grid.points.len()];
     timings.time(format!("cluster/{dataset}"), || {
         each_point(grid, &vectors, &calibration, |p, format, stored, _| {
-            if format == Format::BinaryRescored {
-                return Ok(());
-            }
             let mut distances = Vec::with_capacity(n * n.saturating_sub(1) / 2);
             for i in 0..n {
                 for j in i + 1..n {
@@ -472,12 +507,10 @@ fn clustering(
                 }
             }
             let merges = sage_cluster::complete_linkage(&mut distances, n);
-            values[p] = Some(
-                sage_cluster::cut(&merges, n, classes)
-                    .into_iter()
-                    .map(|c| c as f64)
-                    .collect(),
-            );
+            values[p] = sage_cluster::cut(&merges, n, classes)
+                .into_iter()
+                .map(|c| c as f64)
+                .collect();
             Ok(())
         })
     })?;

@@ -81,7 +81,12 @@ pub fn classification_rows(
     (max_rows, max_reference): (Option<usize>, Option<usize>),
     seed: sage_core::RunSeed,
     timings: &mut Timings,
-) -> Result<(Sampled<LabeledText>, Vec<LabeledText>, RowSelection, Vec<Doc>)> {
+) -> Result<(
+    Sampled<LabeledText>,
+    Vec<LabeledText>,
+    RowSelection,
+    Vec<Doc>,
+)> {
     if split == "train" {
         return Err(NoiseError::Insufficient(format!(
             "{name}/train: the noise suite classifies a held-out split by its nearest neighbours \

@@ -173,7 +173,6 @@ fn other_kinds_of_data_are_refused_by_name() {
     assert!(e.contains("classification and clustering datasets"), "{e}");
 }
 
-
 /// Classification and clustering noise the texts themselves: rate 0 keeps everything, every
 /// word dropped leaves the neighbours' vote and the clusters to chance, and the run records
 /// which rows it classified against.

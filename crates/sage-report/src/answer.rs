@@ -59,6 +59,8 @@ pub struct Answer {
     pub ranking: Ranking,
     /// Quality against what it costs.
     pub cost: CostView,
+    /// What each model keeps when its vectors are stored small.
+    pub storage: crate::storage::StorageView,
 }
 
 /// A similarity's five SAGE categories: the result files and their bootstrap resamples.
@@ -343,6 +345,7 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
             best,
         },
         cost: Default::default(),
+        storage: crate::storage::view(files),
         ranking: Ranking {
             units: complete
                 .first()

@@ -40,6 +40,7 @@ mod load;
 mod plots;
 mod ranking;
 mod render;
+pub mod storage;
 mod tables;
 
 pub use answer::{Answer, Heatmap, HeatmapRow};
@@ -148,6 +149,7 @@ pub fn write_report(dir: &Path, mteb_results: Option<&Path>) -> Result<Written> 
     let palette = plots::Palette::new(&load::similarities(&files));
     let mut charts = plots::charts(&files, &palette)?;
     charts.extend(plots::cost_charts(&answer.cost, &palette)?);
+    charts.extend(plots::storage_chart(&answer.storage, &palette)?);
     let page = render::Page {
         answer: &answer,
         tables: &tables,

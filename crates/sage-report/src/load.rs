@@ -31,6 +31,7 @@ pub(crate) enum Typed {
     AlignSim(Box<align_sim::AlignSimReport>),
     Pteb(Box<pteb::PtebReport>),
     Noise(Box<sage_noise::NoiseReport>),
+    Compression(Box<sage_compression::CompressionReport>),
     Throughput(Box<sage_throughput::ThroughputReport>),
     /// A suite registered beyond the shipped ones: the report shows its envelope (score,
     /// datasets).
@@ -61,6 +62,7 @@ impl Typed {
             ("align-sim", _) => Typed::AlignSim(boxed(report)?),
             ("pteb", _) => Typed::Pteb(boxed(report)?),
             ("noise", _) => Typed::Noise(boxed(report)?),
+            ("compression", _) => Typed::Compression(boxed(report)?),
             ("throughput", _) => Typed::Throughput(boxed(report)?),
             _ => Typed::Other,
         })

@@ -761,3 +761,97 @@ pub(crate) fn cost_charts(view: &crate::cost::CostView, palette: &Palette) -> Re
     }
     Ok(out)
 }
+
+/// Retention against the share of float32's bytes (log axis): every model's points in its
+/// colour with their intervals, its front joined.
+pub(crate) fn storage_chart(
+    view: &crate::storage::StorageView,
+    palette: &Palette,
+) -> Result<Option<Chart>> {
+    if view.points.is_empty() {
+        return Ok(None);
+    }
+    let shares = view.points.iter().map(|p| p.share);
+    let (lo, hi) = shares.fold((f64::INFINITY, 0.0f64), |(lo, hi), s| {
+        (lo.min(s), hi.max(s))
+    });
+    let (x_lo, x_hi) = (lo / 1.6, hi * 1.6);
+    let retentions = view.points.iter().flat_map(|p| {
+        [
+            p.retention,
+            p.ci95.map_or(p.retention, |c| c.0),
+            p.ci95.map_or(p.retention, |c| c.1),
+        ]
+    });
+    let (y_lo, y_hi) = retentions.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
+        (lo.min(s), hi.max(s))
+    });
+    let pad = ((y_hi - y_lo) * 0.1).max(0.01);
+    let (y_lo, y_hi) = ((y_lo - pad).max(0.0), y_hi + pad);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, key) = root.split_horizontally(SIZE.0 - KEY_WIDTH);
+        let mut chart = ChartBuilder::on(&plot)
+            .caption("Stored small: retention against bytes", ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), y_lo..y_hi)?;
+        chart
+            .configure_mesh()
+            .x_desc("bytes per vector / the model's float32")
+            .y_desc("retention (mean over datasets)")
+            .x_label_formatter(&|x| format!("{x:.3}"))
+            .draw()?;
+        let mut entries = Vec::new();
+        let mut names: Vec<&str> = Vec::new();
+        for p in &view.points {
+            if !names.contains(&p.similarity.as_str()) {
+                names.push(&p.similarity);
+            }
+        }
+        for name in names {
+            let c = palette.colour(name);
+            let mine: Vec<&crate::storage::StoragePoint> = view
+                .points
+                .iter()
+                .filter(|p| p.similarity == name)
+                .collect();
+            let mut front: Vec<(f64, f64)> = mine
+                .iter()
+                .filter(|p| p.front)
+                .map(|p| (p.share, p.retention))
+                .collect();
+            front.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if front.len() > 1 {
+                chart.draw_series(LineSeries::new(front, c.stroke_width(2)))?;
+            }
+            for p in mine {
+                if let Some((low, high)) = p.ci95 {
+                    chart.draw_series(std::iter::once(PathElement::new(
+                        vec![(p.share, low), (p.share, high)],
+                        c.stroke_width(1),
+                    )))?;
+                }
+                let size = if p.front { 5 } else { 3 };
+                chart.draw_series(std::iter::once(Circle::new(
+                    (p.share, p.retention),
+                    size,
+                    c.filled(),
+                )))?;
+            }
+            entries.push((name.to_owned(), c, false));
+        }
+        draw_key(&key, &entries)?;
+        root.present()?;
+    }
+    Ok(Some(Chart {
+        beside: "storage",
+        caption: "Retention against the share of float32's bytes: each model's formats and \
+                  widths, its front joined"
+            .into(),
+        svg,
+    }))
+}

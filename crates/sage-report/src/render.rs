@@ -14,6 +14,8 @@ const ANSWER_KEYS: [&str; 2] = ["sage", "ranking"];
 const COMPARISONS_KEY: &str = "comparisons";
 /// Below the ranking, on the first screen: quality against what it costs.
 const COST_KEY: &str = "cost";
+/// Beside the cost, on the first screen: what a model keeps when its vectors are stored small.
+const STORAGE_KEY: &str = "storage";
 
 /// Everything a page is made of.
 pub(crate) struct Page<'a> {
@@ -31,7 +33,8 @@ impl Page<'_> {
 
     fn details(&self) -> impl Iterator<Item = &Table> {
         self.tables.iter().filter(|t| {
-            !ANSWER_KEYS.contains(&t.key) && ![COMPARISONS_KEY, COST_KEY].contains(&t.key)
+            !ANSWER_KEYS.contains(&t.key)
+                && ![COMPARISONS_KEY, COST_KEY, STORAGE_KEY].contains(&t.key)
         })
     }
 
@@ -108,7 +111,10 @@ pub(crate) fn markdown(page: &Page<'_>) -> String {
     if let Some(cost) = &page.answer.cost.sentence {
         let _ = writeln!(out, "\n**At what cost:** {cost}");
     }
-    for key in ANSWER_KEYS.iter().chain(&[COST_KEY]) {
+    if let Some(stored) = &page.answer.storage.sentence {
+        let _ = writeln!(out, "\n**Stored small:** {stored}");
+    }
+    for key in ANSWER_KEYS.iter().chain(&[COST_KEY, STORAGE_KEY]) {
         if let Some(t) = page.table(key) {
             markdown_table(&mut out, t, "###");
         }
@@ -301,6 +307,13 @@ pub(crate) fn html(page: &Page<'_>) -> String {
             escape(cost)
         );
     }
+    if let Some(stored) = &page.answer.storage.sentence {
+        let _ = writeln!(
+            out,
+            "<p class=\"verdict\" id=\"storage-verdict\">Stored small: {}</p>",
+            escape(stored)
+        );
+    }
     out.push_str("<div class=\"answer\">\n");
     if let Some(t) = page.table("sage") {
         out.push_str("<div>");
@@ -318,6 +331,13 @@ pub(crate) fn html(page: &Page<'_>) -> String {
         html_table(&mut out, t, COST_KEY, "", page);
         out.push_str("</div>");
         plots_beside(&mut out, page, COST_KEY);
+        out.push_str("</section>\n");
+    }
+    if let Some(t) = page.table(STORAGE_KEY) {
+        out.push_str("<section class=\"pair\" id=\"stored-small\"><div>");
+        html_table(&mut out, t, STORAGE_KEY, "", page);
+        out.push_str("</div>");
+        plots_beside(&mut out, page, STORAGE_KEY);
         out.push_str("</section>\n");
     }
     if !page.provenance.notes.is_empty() {

@@ -11,8 +11,10 @@ use sage_measures::BootstrapInterval;
 
 mod cost;
 mod paraphrase;
+mod storage;
 use cost::cost_table;
 use paraphrase::pteb_tables;
+use storage::storage_table;
 
 /// A table for the markdown and HTML outputs; every numeric cell also becomes a CSV line.
 pub(crate) struct Table {
@@ -439,7 +441,7 @@ fn evalrank_table(files: &[ResultFile], sink: &mut Sink) -> Table {
 fn has_own_table(file: &ResultFile) -> bool {
     match file.suite.as_str() {
         "sage" => SAGE_COLUMNS.iter().any(|(task, _)| *task == file.task),
-        "evalrank" | "align-sim" | "pteb" | "noise" | "throughput" => true,
+        "evalrank" | "align-sim" | "pteb" | "noise" | "compression" | "throughput" => true,
         _ => false,
     }
 }
@@ -566,6 +568,7 @@ pub(crate) fn tables(
     let mut out = vec![sage_table(answer, sink)];
     out.extend(ranking_tables(answer));
     out.push(cost_table(files, &answer.cost, sink));
+    out.push(storage_table(files, &answer.storage, sink));
     out.extend(human_pref_tables(files, sink));
     out.push(per_dataset_table(
         files,

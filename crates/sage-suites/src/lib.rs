@@ -27,8 +27,8 @@ use serde_json::{Map, Value};
 
 pub use pteb_run::{Pteb, PtebOptions, PtebRun};
 pub use suites::{
-    AlignSim, DocumentTask, EvalRank, HumanPref, Noise, Throughput, CLUSTERING, RETRIEVAL,
-    ROBUSTNESS, SENSITIVITY,
+    AlignSim, Compression, DocumentTask, EvalRank, HumanPref, Noise, Throughput, CLUSTERING,
+    RETRIEVAL, ROBUSTNESS, SENSITIVITY,
 };
 
 /// Errors of this crate.
@@ -361,6 +361,7 @@ impl Registry {
                 Arc::new(EvalRank),
                 Arc::new(Pteb),
                 Arc::new(Noise),
+                Arc::new(Compression),
                 Arc::new(Throughput),
             ],
             metrics: Metric::BUILT_IN.to_vec(),

@@ -337,6 +337,78 @@ impl Suite for Noise {
     }
 }
 
+/// What a model keeps when its vectors are stored small ([`sage_compression`]): float16, int8
+/// and binary (with and without rescoring) at every Matryoshka width, against float32, with
+/// paired bootstrap intervals and bytes per vector. Options: [`sage_compression::Options`]. A
+/// classical metric has no vectors: its run says so and has no score.
+pub struct Compression;
+
+impl Suite for Compression {
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        sage_core::describe::<sage_compression::Options>()
+    }
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<sage_compression::Options>(self.name(), options).map(drop)
+    }
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &sage_compression::KINDS
+    }
+    fn name(&self) -> &'static str {
+        "compression"
+    }
+    fn summary(&self) -> &'static str {
+        "Stored small: retention of NDCG@10 / Spearman / AP / accuracy / V-measure with vectors \
+         stored as float16, int8, binary and rescored binary at each Matryoshka width, against \
+         float32, with paired bootstrap intervals and bytes per vector"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&sage_compression::DEFAULT_DATASETS)
+    }
+    /// all-MiniLM-L6-v2's `sage run compression` with bench.toml's options, from a cold
+    /// embedding cache, on the 2-core development CPU (2026-12-02): the texts are embedded once
+    /// and every point is arithmetic on their vectors. A metric's run reads nothing.
+    fn cost_hints(&self) -> Vec<CostHint> {
+        vec![CostHint {
+            task: self.name().into(),
+            metric_seconds: 0.0,
+            model_seconds: 60.0,
+            quick_share: 0.05,
+        }]
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let mut o: sage_compression::Options = options(suite, &request.options)?;
+        o.seed = request.seed;
+        let similarity = subject.similarity();
+        let model = match subject {
+            Subject::Model(model) => model,
+            Subject::Metric(_) => {
+                let r = sage_compression::not_applicable(similarity.name(), o);
+                let notes = r.notes.clone();
+                return Outcome::of(suite, &r, notes);
+            }
+        };
+        let mut notes = Vec::new();
+        let datasets = datasets_or_local_defaults(
+            suite,
+            self.kinds(),
+            request,
+            &sage_compression::DEFAULT_DATASETS,
+            &mut notes,
+        )?;
+        let r = sage_compression::evaluate(
+            model.as_ref(),
+            similarity.as_ref(),
+            request.root,
+            &as_refs(&datasets),
+            o,
+        )
+        .map_err(failed(suite))?;
+        notes.extend(r.notes.iter().cloned());
+        Outcome::of(suite, &r, notes)
+    }
+}
+
 /// ALIGN-SIM's five criteria ([`align_sim`]); options: [`align_sim::Options`].
 pub struct AlignSim;
 
