@@ -555,6 +555,122 @@ mod tests {
         .unwrap();
     }
 
+    /// A compression result of `similarity` (a model `width` wide) whose points keep
+    /// `retentions` (format, width, retention); `None`: a metric's run, not applicable.
+    fn write_compression(
+        dir: &Path,
+        similarity: &str,
+        retentions: Option<&[(sage_compression::Format, usize, f64)]>,
+    ) {
+        let options = sage_compression::Options::default();
+        let mut report = sage_compression::not_applicable(similarity, options);
+        if let Some(retentions) = retentions {
+            report.applicable = true;
+            report.notes.clear();
+            report.points = retentions
+                .iter()
+                .map(
+                    |&(format, width, retention)| sage_compression::SummaryPoint {
+                        format,
+                        width,
+                        bytes: format.bytes(width),
+                        retention: Some(retention),
+                        ci95: Some(sage_measures::BootstrapInterval {
+                            low: retention - 0.01,
+                            high: retention + 0.01,
+                            confidence: 0.95,
+                            resamples: 1000,
+                        }),
+                        datasets: 1,
+                    },
+                )
+                .collect();
+        }
+        let envelope = json!({
+            "datasets": [],
+            "harness_version": "0.1.0",
+            "notes": report.notes,
+            "parameters": {"data_dir": "data", "sage_args": ["run", "compression"]},
+            "quick": false,
+            "report": report,
+            "run": {
+                "git_revision": "abc",
+                "host": {"arch": "x86_64", "cores": 2, "cpu": "EPYC", "gpus": [], "os": "linux"},
+                "timestamp": "2026-12-02T00:00:00Z",
+                "wall_seconds": 1.0
+            },
+            "schema": sage_core::RESULT_SCHEMA,
+            "score": null,
+            "seed": 7,
+            "similarity": {"kind": "model", "name": similarity, "spec": similarity},
+            "suite": "compression",
+            "task": "compression"
+        });
+        let folder = dir.join(similarity).join("compression");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("compression.json"),
+            serde_json::to_vec_pretty(&envelope).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// The compression suite's runs make the stored-small view: each model's points against
+    /// its own float32, its front, and on the first screen the fewest bytes that keep 95%; a
+    /// metric's run (not applicable) adds nothing.
+    #[test]
+    fn the_answer_says_what_a_model_keeps_stored_small() {
+        use sage_compression::Format;
+        let tmp = folder_of_three();
+        write_compression(
+            tmp.path(),
+            "strong",
+            Some(&[
+                (Format::Float32, 384, 1.0),
+                (Format::Int8, 384, 0.999),
+                (Format::Binary, 384, 0.91),
+                (Format::BinaryRescored, 384, 0.96),
+                (Format::Binary, 192, 0.93),
+            ]),
+        );
+        write_compression(tmp.path(), "tied-a", None);
+        let written = write_report(tmp.path(), None).unwrap();
+        let storage = &written.answer.storage;
+        assert!(storage.points.iter().all(|p| p.similarity == "strong"));
+        let point = |format: Format, width: usize| {
+            storage
+                .points
+                .iter()
+                .find(|p| p.format == format && p.width == width)
+                .unwrap()
+        };
+        // binary at 192 values keeps more than binary at 384 in half the bytes: only one of the
+        // two is on the front; rescoring keeps more again at binary 384's bytes
+        assert!(point(Format::Binary, 192).front);
+        assert!(!point(Format::Binary, 384).front);
+        assert!(point(Format::BinaryRescored, 384).front);
+        assert_eq!(point(Format::Int8, 384).share, 0.25);
+        let sentence = storage.sentence.as_deref().unwrap();
+        // the fewest bytes that keep 95%; the written datasets carry no score, so none is named
+        assert_eq!(
+            sentence,
+            "At 1/32 of the bytes (binary-rescored × 384 values), strong keeps 96% [95, 97] of \
+             its score."
+        );
+        let html = std::fs::read_to_string(&written.html).unwrap();
+        let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("{needle}"));
+        assert!(at("id=\"ranking\"") < at("id=\"stored-small\""));
+        assert!(at("id=\"stored-small\"") < at("id=\"details\""));
+        assert!(html[at("id=\"stored-small\"")..at("id=\"details\"")].contains("<svg"));
+        let md = std::fs::read_to_string(&written.markdown).unwrap();
+        assert!(md.contains("**Stored small:** At 1/32"), "{md}");
+        let csv = std::fs::read_to_string(&written.csv).unwrap();
+        assert!(
+            csv.contains("strong,compression,compression,,retention binary 192,0.93\n"),
+            "{csv}"
+        );
+    }
+
     /// The best is significantly above the rest, and slowest: the answer names the fastest on
     /// the quality–speed front, with what it gives up; the dominated one is off the front.
     #[test]

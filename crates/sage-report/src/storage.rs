@@ -117,9 +117,14 @@ fn said(similarity: &str, points: &[&StoragePoint], datasets: &str) -> Option<St
         .ci95
         .map(|(lo, hi)| format!(" [{:.0}, {:.0}]", 100.0 * lo, 100.0 * hi))
         .unwrap_or_default();
+    let over = if datasets.is_empty() {
+        String::new()
+    } else {
+        format!(" over {datasets}")
+    };
     Some(format!(
-        "at {} of the bytes ({} × {} values), {similarity} keeps {:.0}%{interval} of its score \
-         over {datasets}",
+        "at {} of the bytes ({} × {} values), {similarity} keeps {:.0}%{interval} of its \
+         score{over}",
         share_text(pick.share),
         pick.format.name(),
         pick.width,
