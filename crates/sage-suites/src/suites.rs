@@ -365,13 +365,16 @@ impl Suite for Compression {
         names(&sage_compression::DEFAULT_DATASETS)
     }
     /// all-MiniLM-L6-v2's `sage run compression` with bench.toml's options, from a cold
-    /// embedding cache, on the 2-core development CPU (2026-12-02): the texts are embedded once
-    /// and every point is arithmetic on their vectors. A metric's run reads nothing.
+    /// embedding cache, on the 2-core development CPU (2026-12-02; 183 s, a debug build while
+    /// another build ran: an upper bound): the texts are embedded once, 160 s of it SciFact's
+    /// 1,000 documents, and every point is arithmetic on their vectors (under 10 s). After the
+    /// noise suite, whose samples are the same, the vectors come from the embedding cache. A
+    /// metric's run reads nothing.
     fn cost_hints(&self) -> Vec<CostHint> {
         vec![CostHint {
             task: self.name().into(),
             metric_seconds: 0.0,
-            model_seconds: 60.0,
+            model_seconds: 183.0,
             quick_share: 0.05,
         }]
     }

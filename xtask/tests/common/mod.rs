@@ -93,7 +93,7 @@ pub fn sensitivity_only_config(model: &str) -> String {
 }
 
 /// The suites of the shipped registry, each with its `[suites.<name>]` table in bench.toml.
-pub const SHIPPED_SUITES: [&str; 10] = [
+pub const SHIPPED_SUITES: [&str; 11] = [
     "human-pref",
     "robustness",
     "sensitivity",
@@ -103,6 +103,7 @@ pub const SHIPPED_SUITES: [&str; 10] = [
     "evalrank",
     "pteb",
     "noise",
+    "compression",
     "throughput",
 ];
 
