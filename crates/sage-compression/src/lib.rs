@@ -46,6 +46,12 @@
 //! `points` give each format and width's mean retention over datasets with its interval: the
 //! report's bytes-against-score view.
 //!
+//! **Inference precision.** A model that computes its products at a lower precision
+//! (`--precision bf16|int8`) carries its float32 twin ([`Embedder::full_precision`]): the
+//! reference is then the twin's float32 vectors at full width, and the model's own float32 at
+//! full width is a point like the others, whose retention is what the precision keeps. So one
+//! run says what a precision and a stored format cost together, against float32 throughout.
+//!
 //! A classical metric has no vectors to store: its run says compression is not applicable and
 //! has no score, rather than failing.
 //!
@@ -291,6 +297,14 @@ pub struct CompressionReport {
     /// Whether the model says it was trained for Matryoshka truncation (absent: it cannot say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matryoshka_trained: Option<bool>,
+    /// Where and in what precision the model computed (`cpu f32`, `cpu int8 q8_0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub computed: Option<String>,
+    /// Where the model computes at a lower precision: how its float32 twin, whose float32
+    /// vectors at full width are the reference, computed. Absent: the reference is the model's
+    /// own float32 at full width.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
     /// What a reader should know first: not applicable, or widths a model was not trained for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -335,6 +349,8 @@ pub fn not_applicable(similarity: &str, options: Options) -> CompressionReport {
         applicable: false,
         dimension: None,
         matryoshka_trained: None,
+        computed: None,
+        reference: None,
         // the file names the similarity: one wording for every metric, counted once
         notes: vec![
             "a classical metric stores no vectors, so compression is not applicable".to_owned(),
@@ -363,11 +379,25 @@ pub fn evaluate(
     let dimension = embedder.dimension();
     let widths = options.widths_for(dimension)?;
     let grid = measure::Grid::new(&options.formats, &widths);
+    let twin = embedder.full_precision();
+    if let Some(twin) = twin {
+        if twin.dimension() != dimension {
+            return Err(CompressionError::Insufficient(format!(
+                "{}: its float32 twin gives {} values, the model {dimension}",
+                embedder.identity().model_id,
+                twin.dimension()
+            )));
+        }
+    }
+    let models = measure::Models {
+        model: embedder,
+        twin,
+    };
     let mut timings = Timings::default();
     let mut measured = Vec::new();
     for &(name, split) in datasets {
         measured.push(measure::dataset(
-            embedder,
+            models,
             similarity,
             root,
             (name, split),
@@ -389,8 +419,17 @@ pub fn evaluate(
             }
         ));
     }
-    let mut report = finish(similarity.name(), measured, &grid, options, timings)?;
+    let mut report = finish(
+        similarity.name(),
+        measured,
+        &grid,
+        twin.is_some(),
+        options,
+        timings,
+    )?;
     report.dimension = Some(dimension);
+    report.computed = embedder.compute();
+    report.reference = twin.and_then(|t| t.compute());
     report.matryoshka_trained = trained;
     report.notes = notes;
     Ok(report)
@@ -402,6 +441,9 @@ pub(crate) struct Measured {
     pub(crate) statistic: Statistic,
     /// Per grid point, one value per unit.
     pub(crate) values: Vec<Vec<f64>>,
+    /// The reference's values: float32 at full width, of the full-precision twin where the
+    /// model computes at a lower precision, else the model's own (`values[0]`).
+    pub(crate) reference: Vec<f64>,
 }
 
 /// Scores, retentions and intervals from every dataset's values, with the paired bootstrap:
@@ -411,6 +453,7 @@ fn finish(
     similarity: &str,
     measured: Vec<Measured>,
     grid: &measure::Grid,
+    twin: bool,
     options: Options,
     mut timings: Timings,
 ) -> Result<CompressionReport> {
@@ -427,7 +470,12 @@ fn finish(
                 measured
                     .iter()
                     .zip(&drawn)
-                    .map(|(m, d)| m.values.iter().map(|v| m.statistic.of(v, d)).collect())
+                    .map(|(m, d)| {
+                        std::iter::once(&m.reference)
+                            .chain(&m.values)
+                            .map(|v| m.statistic.of(v, d))
+                            .collect()
+                    })
                     .collect()
             })
             .collect()
@@ -446,9 +494,10 @@ fn finish(
     for (g, m) in measured.into_iter().enumerate() {
         let all: Vec<usize> = (0..m.report.units).collect();
         let scores: Vec<f64> = m.values.iter().map(|v| m.statistic.of(v, &all)).collect();
-        let clean = scores[reference];
+        let clean = m.statistic.of(&m.reference, &all);
+        // resample b's reference score is r[g][0], point p's r[g][p + 1]
         let clean_resamples: Vec<Option<f64>> =
-            resampled.iter().map(|r| defined(r[g][reference])).collect();
+            resampled.iter().map(|r| defined(r[g][0])).collect();
         let clean_ci95 = percentile_interval(&clean_resamples, 0.95)?;
         let has_retention = retention_is_defined(clean, clean_ci95.as_ref());
         let mut curves: Vec<FormatCurve> = Vec::new();
@@ -457,11 +506,11 @@ fn finish(
             let score = scores[p];
             let changes: Vec<Option<f64>> = resampled
                 .iter()
-                .map(|r| defined(r[g][p] - r[g][reference]))
+                .map(|r| defined(r[g][p + 1] - r[g][0]))
                 .collect();
             let per_resample: Vec<f64> = resampled
                 .iter()
-                .map(|r| retention(r[g][p], r[g][reference]))
+                .map(|r| retention(r[g][p + 1], r[g][0]))
                 .collect();
             let ci95 = if has_retention {
                 percentile_interval(
@@ -490,7 +539,10 @@ fn finish(
             }
         }
         let mut notes = m.report.notes.clone();
-        let compared: Vec<usize> = (0..grid.points.len()).filter(|&p| p != reference).collect();
+        // the reference point is the reference itself, unless a twin computed the reference
+        let compared: Vec<usize> = (0..grid.points.len())
+            .filter(|&p| twin || p != reference)
+            .collect();
         let score = if has_retention && !compared.is_empty() {
             let mean = compared
                 .iter()
@@ -597,6 +649,8 @@ fn finish(
         applicable: true,
         dimension: None,
         matryoshka_trained: None,
+        computed: None,
+        reference: None,
         notes: Vec::new(),
         points,
         datasets: reports,

@@ -48,6 +48,13 @@ impl Grid {
         0
     }
 
+    /// The reference point alone: what a full-precision twin is measured at.
+    fn reference_only(&self) -> Grid {
+        Grid {
+            points: vec![self.points[self.reference()]],
+        }
+    }
+
     /// The widths, widest first.
     fn widths(&self) -> Vec<usize> {
         let mut widths: Vec<usize> = self.points.iter().map(|p| p.1).collect();
@@ -57,9 +64,36 @@ impl Grid {
     }
 }
 
+/// What a dataset is measured with: the model, and where it computes at a lower precision, the
+/// same model at float32, whose float32 vectors at full width are the reference.
+#[derive(Clone, Copy)]
+pub(crate) struct Models<'a> {
+    pub(crate) model: &'a dyn Embedder,
+    pub(crate) twin: Option<&'a dyn Embedder>,
+}
+
+/// Per grid point the model's values, and the reference values: the twin's at the reference
+/// point where there is a twin, else the model's own. `measure(embedder, grid, tag, timings)`
+/// embeds and scores; `tag` marks the twin's timings.
+fn with_reference(
+    models: Models,
+    grid: &Grid,
+    timings: &mut Timings,
+    mut measure: impl FnMut(&dyn Embedder, &Grid, &str, &mut Timings) -> Result<Vec<Vec<f64>>>,
+) -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
+    let values = measure(models.model, grid, "", timings)?;
+    let reference = match models.twin {
+        Some(twin) => {
+            measure(twin, &grid.reference_only(), " (float32 twin)", timings)?.swap_remove(0)
+        }
+        None => values[grid.reference()].clone(),
+    };
+    Ok((values, reference))
+}
+
 /// One dataset of any kind the suite reads, measured at every point of `grid`.
 pub(crate) fn dataset(
-    embedder: &dyn Embedder,
+    models: Models,
     similarity: &dyn Similarity,
     root: &DataRoot,
     (name, split): (&str, &str),
@@ -68,7 +102,7 @@ pub(crate) fn dataset(
     timings: &mut Timings,
 ) -> Result<Measured> {
     match root.kind(name)? {
-        DatasetKind::Beir => retrieval(embedder, root, (name, split), grid, options, timings),
+        DatasetKind::Beir => retrieval(models, root, (name, split), grid, options, timings),
         DatasetKind::StsPairs => {
             let (rows, selection) = sampled::<StsPair>(root, (name, split), options, timings)?;
             let gold = rows.iter().map(|r| r.score).collect();
@@ -77,7 +111,7 @@ pub(crate) fn dataset(
                 .map(|r| (r.sentence1, r.sentence2))
                 .collect();
             pairs_task(
-                embedder,
+                models,
                 (Task::Sts, Statistic::Spearman(gold)),
                 pairs,
                 selection,
@@ -94,7 +128,7 @@ pub(crate) fn dataset(
                 .map(|r| (r.sentence1, r.sentence2))
                 .collect();
             pairs_task(
-                embedder,
+                models,
                 (Task::PairClassification, Statistic::AveragePrecision(truth)),
                 pairs,
                 selection,
@@ -104,10 +138,10 @@ pub(crate) fn dataset(
             )
         }
         DatasetKind::Classification => {
-            classification(embedder, root, (name, split), grid, options, timings)
+            classification(models, root, (name, split), grid, options, timings)
         }
         DatasetKind::Clustering => clustering(
-            embedder,
+            models,
             similarity,
             root,
             (name, split),
@@ -258,7 +292,7 @@ fn ranked_values(
 }
 
 fn retrieval(
-    embedder: &dyn Embedder,
+    models: Models,
     root: &DataRoot,
     (name, split): (&str, &str),
     grid: &Grid,
@@ -279,39 +313,42 @@ fn retrieval(
     }
     let queries: Vec<&str> = set.queries.iter().map(|q| q.text.as_str()).collect();
     let documents: Vec<&str> = set.documents.iter().map(|d| d.text.as_str()).collect();
-    let asked_vectors = embed(
-        embedder,
-        &queries,
-        Role::Query,
-        format!("embed/{dataset}/queries"),
-        timings,
-    )?;
-    let stored_vectors = embed(
-        embedder,
-        &documents,
-        Role::Document,
-        format!("embed/{dataset}/documents"),
-        timings,
-    )?;
     let ids: Vec<String> = set.documents.iter().map(|d| d.id.clone()).collect();
     let calibration = calibration_rows(documents.len(), options, &set.stream_key);
-    let values = timings.time(format!("score/{dataset}"), || {
-        ranked_values(
-            grid,
-            &asked_vectors,
-            &stored_vectors,
-            &calibration,
-            (&ids, RETRIEVAL_K),
-            options,
-            |i, top| {
-                Ok(ndcg_at_k(
-                    &top.ranked(),
-                    &set.queries[i].qrels,
-                    RETRIEVAL_K,
-                )?)
-            },
-        )
-    })?;
+    let (values, reference) =
+        with_reference(models, grid, timings, |embedder, grid, tag, timings| {
+            let asked_vectors = embed(
+                embedder,
+                &queries,
+                Role::Query,
+                format!("embed/{dataset}/queries{tag}"),
+                timings,
+            )?;
+            let stored_vectors = embed(
+                embedder,
+                &documents,
+                Role::Document,
+                format!("embed/{dataset}/documents{tag}"),
+                timings,
+            )?;
+            timings.time(format!("score/{dataset}{tag}"), || {
+                ranked_values(
+                    grid,
+                    &asked_vectors,
+                    &stored_vectors,
+                    &calibration,
+                    (&ids, RETRIEVAL_K),
+                    options,
+                    |i, top| {
+                        Ok(ndcg_at_k(
+                            &top.ranked(),
+                            &set.queries[i].qrels,
+                            RETRIEVAL_K,
+                        )?)
+                    },
+                )
+            })
+        })?;
     Ok(Measured {
         report: DatasetReport {
             corpus_total: Some(set.corpus_total),
@@ -327,11 +364,12 @@ fn retrieval(
         },
         statistic: Statistic::Mean,
         values,
+        reference,
     })
 }
 
 fn classification(
-    embedder: &dyn Embedder,
+    models: Models,
     root: &DataRoot,
     (name, split): (&str, &str),
     grid: &Grid,
@@ -348,40 +386,43 @@ fn classification(
     )?;
     let texts: Vec<&str> = test.rows.iter().map(|r| r.text.as_str()).collect();
     let stored_texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let asked_vectors = embed(
-        embedder,
-        &texts,
-        Role::Plain,
-        format!("embed/{dataset}"),
-        timings,
-    )?;
-    let stored_vectors = embed(
-        embedder,
-        &stored_texts,
-        Role::Plain,
-        format!("embed/{name}/train"),
-        timings,
-    )?;
     let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
     let calibration = calibration_rows(
         stored_texts.len(),
         options,
         &reference_selection.split_checksum,
     );
-    let values = timings.time(format!("score/{dataset}"), || {
-        ranked_values(
-            grid,
-            &asked_vectors,
-            &stored_vectors,
-            &calibration,
-            (&ids, sage_noise::NEIGHBOURS),
-            options,
-            |i, top| {
-                let predicted = sage_noise::vote(top, &reference);
-                Ok(f64::from(u8::from(predicted == test.rows[i].label)))
-            },
-        )
-    })?;
+    let (values, reference_values) =
+        with_reference(models, grid, timings, |embedder, grid, tag, timings| {
+            let asked_vectors = embed(
+                embedder,
+                &texts,
+                Role::Plain,
+                format!("embed/{dataset}{tag}"),
+                timings,
+            )?;
+            let stored_vectors = embed(
+                embedder,
+                &stored_texts,
+                Role::Plain,
+                format!("embed/{name}/train{tag}"),
+                timings,
+            )?;
+            timings.time(format!("score/{dataset}{tag}"), || {
+                ranked_values(
+                    grid,
+                    &asked_vectors,
+                    &stored_vectors,
+                    &calibration,
+                    (&ids, sage_noise::NEIGHBOURS),
+                    options,
+                    |i, top| {
+                        let predicted = sage_noise::vote(top, &reference);
+                        Ok(f64::from(u8::from(predicted == test.rows[i].label)))
+                    },
+                )
+            })
+        })?;
     Ok(Measured {
         report: DatasetReport {
             rows: Some(test.selection),
@@ -396,12 +437,13 @@ fn classification(
         },
         statistic: Statistic::Mean,
         values,
+        reference: reference_values,
     })
 }
 
 /// A pair task: both sentences stored, each pair scored by the store's dot product.
 fn pairs_task(
-    embedder: &dyn Embedder,
+    models: Models,
     (task, statistic): (Task, Statistic),
     pairs: Vec<(String, String)>,
     selection: RowSelection,
@@ -422,24 +464,28 @@ fn pairs_task(
         .map(|(a, _)| a.as_str())
         .chain(pairs.iter().map(|(_, b)| b.as_str()))
         .collect();
-    let vectors = embed(
-        embedder,
-        &texts,
-        Role::Plain,
-        format!("embed/{dataset}"),
-        timings,
-    )?;
     let n = pairs.len();
     let calibration = calibration_rows(2 * n, options, &selection.split_checksum);
-    let mut values = vec![Vec::new(); grid.points.len()];
-    timings.time(format!("score/{dataset}"), || {
-        each_point(grid, &vectors, &calibration, |p, format, stored, _| {
-            values[p] = (0..n)
-                .map(|i| pair_score(format, stored.row(i), stored.row(n + i)))
-                .collect();
-            Ok(())
-        })
-    })?;
+    let (values, reference) =
+        with_reference(models, grid, timings, |embedder, grid, tag, timings| {
+            let vectors = embed(
+                embedder,
+                &texts,
+                Role::Plain,
+                format!("embed/{dataset}{tag}"),
+                timings,
+            )?;
+            let mut values = vec![Vec::new(); grid.points.len()];
+            timings.time(format!("score/{dataset}{tag}"), || {
+                each_point(grid, &vectors, &calibration, |p, format, stored, _| {
+                    values[p] = (0..n)
+                        .map(|i| pair_score(format, stored.row(i), stored.row(n + i)))
+                        .collect();
+                    Ok(())
+                })
+            })?;
+            Ok(values)
+        })?;
     let mut report = empty(dataset, task, "both sentences", n, calibration.len());
     report.rows = Some(selection);
     report.notes = rescoring_note(grid);
@@ -447,6 +493,7 @@ fn pairs_task(
         report,
         statistic,
         values,
+        reference,
     })
 }
 
@@ -465,7 +512,7 @@ fn rescoring_note(grid: &Grid) -> Vec<String> {
 }
 
 fn clustering(
-    embedder: &dyn Embedder,
+    models: Models,
     similarity: &dyn Similarity,
     root: &DataRoot,
     (name, split): (&str, &str),
@@ -488,32 +535,36 @@ fn clustering(
         other => CompressionError::Insufficient(other.to_string()),
     })?;
     let texts: Vec<&str> = drawn.rows.iter().map(|r| r.text.as_str()).collect();
-    let vectors = embed(
-        embedder,
-        &texts,
-        Role::Plain,
-        format!("embed/{dataset}"),
-        timings,
-    )?;
     let calibration = calibration_rows(n, options, &drawn.selection.split_checksum);
-    let mut values = vec![Vec::new(); grid.points.len()];
-    timings.time(format!("cluster/{dataset}"), || {
-        each_point(grid, &vectors, &calibration, |p, format, stored, _| {
-            let mut distances = Vec::with_capacity(n * n.saturating_sub(1) / 2);
-            for i in 0..n {
-                for j in i + 1..n {
-                    let score = pair_score(format, stored.row(i), stored.row(j));
-                    distances.push((1.0 - score).clamp(0.0, 2.0));
-                }
-            }
-            let merges = sage_cluster::complete_linkage(&mut distances, n);
-            values[p] = sage_cluster::cut(&merges, n, classes)
-                .into_iter()
-                .map(|c| c as f64)
-                .collect();
-            Ok(())
-        })
-    })?;
+    let (values, reference) =
+        with_reference(models, grid, timings, |embedder, grid, tag, timings| {
+            let vectors = embed(
+                embedder,
+                &texts,
+                Role::Plain,
+                format!("embed/{dataset}{tag}"),
+                timings,
+            )?;
+            let mut values = vec![Vec::new(); grid.points.len()];
+            timings.time(format!("cluster/{dataset}{tag}"), || {
+                each_point(grid, &vectors, &calibration, |p, format, stored, _| {
+                    let mut distances = Vec::with_capacity(n * n.saturating_sub(1) / 2);
+                    for i in 0..n {
+                        for j in i + 1..n {
+                            let score = pair_score(format, stored.row(i), stored.row(j));
+                            distances.push((1.0 - score).clamp(0.0, 2.0));
+                        }
+                    }
+                    let merges = sage_cluster::complete_linkage(&mut distances, n);
+                    values[p] = sage_cluster::cut(&merges, n, classes)
+                        .into_iter()
+                        .map(|c| c as f64)
+                        .collect();
+                    Ok(())
+                })
+            })?;
+            Ok(values)
+        })?;
     let mut report = empty(dataset, Task::Clustering, "texts", n, calibration.len());
     report.rows = Some(drawn.selection);
     report.notes = rescoring_note(grid);
@@ -521,6 +572,7 @@ fn clustering(
         report,
         statistic: Statistic::VMeasure(labels),
         values,
+        reference,
     })
 }
 

@@ -264,3 +264,67 @@ fn other_kinds_of_data_are_refused_by_name() {
         "{e}"
     );
 }
+
+/// Hashed words computed "at a lower precision": every value moved by a fixed wobble, with the
+/// exact model as its float32 twin.
+struct Wobbly {
+    exact: HashedWords,
+    identity: sage_core::EmbedderIdentity,
+}
+
+impl Embedder for Wobbly {
+    fn identity(&self) -> &sage_core::EmbedderIdentity {
+        &self.identity
+    }
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<ndarray::Array2<f32>> {
+        let mut v = self.exact.embed(texts)?;
+        for ((i, j), x) in v.indexed_iter_mut() {
+            *x += 0.4 * ((i * 7 + j * 3) as f32).sin();
+        }
+        Ok(v)
+    }
+    fn dimension(&self) -> usize {
+        WIDTH
+    }
+    fn compute(&self) -> Option<String> {
+        Some("cpu int8 test".into())
+    }
+    fn full_precision(&self) -> Option<&dyn Embedder> {
+        Some(&self.exact)
+    }
+}
+
+/// A model at a lower precision is scored against its float32 twin: its own float32 at full
+/// width is a point like any other, and its retention is what the precision keeps.
+#[test]
+fn a_lower_precision_is_scored_against_its_float32_twin() {
+    let root = sage_testkit::fixtures();
+    let exact = run(&root, &FIXTURES[..1], seeded());
+    let wobbly = std::sync::Arc::new(Wobbly {
+        exact: HashedWords::new(),
+        identity: sage_core::EmbedderIdentity {
+            model_id: "hashed-words".into(),
+            revision: None,
+            pooling: "none:precision=int8".into(),
+            normalize: false,
+            max_length: 0,
+        },
+    });
+    let similarity = sage_core::EmbeddingSimilarity::cosine(wobbly.clone());
+    let lower = evaluate(wobbly.as_ref(), &similarity, &root, &FIXTURES[..1], seeded()).unwrap();
+    assert_eq!(lower.computed.as_deref(), Some("cpu int8 test"));
+    let (a, b) = (&exact.datasets[0], &lower.datasets[0]);
+    // the reference is the twin's: the same score as the exact model's own run
+    assert_eq!(a.reference_score, b.reference_score);
+    let own = point(b, Format::Float32, WIDTH).unwrap();
+    assert_ne!(own.score, b.reference_score, "the wobble moves the ranking");
+    assert_eq!(own.retention, Some(own.score / b.reference_score));
+    // the precision's own point counts in the dataset's score
+    let points: Vec<f64> = b
+        .formats
+        .iter()
+        .flat_map(|c| c.points.iter().filter_map(|p| p.retention))
+        .collect();
+    let mean = points.iter().sum::<f64>() / points.len() as f64;
+    assert!((b.score.unwrap() - mean).abs() < 1e-12, "{:?} vs {mean}", b.score);
+}

@@ -216,6 +216,14 @@ pub trait Embedder: Send + Sync {
         None
     }
 
+    /// The same model computing at full precision (float32), where this one computes its
+    /// products at a lower one (`--precision bf16|int8`): the compression suite scores against
+    /// it, so that a precision's retention is against float32. `None` for a model at full
+    /// precision.
+    fn full_precision(&self) -> Option<&dyn Embedder> {
+        None
+    }
+
     /// The model behind this one when this is a cache in front of it, for a caller that times the
     /// model itself (the throughput suite); `None` for a model. A cache that only plans gives a
     /// view that counts every text it is given as sent, and sends nothing.
@@ -262,6 +270,9 @@ macro_rules! forward_embedder {
             }
             fn matryoshka_trained(&self) -> Option<bool> {
                 (**self).matryoshka_trained()
+            }
+            fn full_precision(&self) -> Option<&dyn Embedder> {
+                (**self).full_precision()
             }
             fn uncached(&self) -> Option<&dyn Embedder> {
                 (**self).uncached()

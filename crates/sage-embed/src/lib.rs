@@ -76,6 +76,11 @@ macro_rules! pass_through {
             self.$inner.matryoshka_trained()
         }
     };
+    (@one $inner:ident full_precision) => {
+        fn full_precision(&self) -> Option<&dyn sage_core::Embedder> {
+            self.$inner.full_precision()
+        }
+    };
     (@one $inner:ident delivers_batches) => {
         fn delivers_batches(&self) -> bool {
             self.$inner.delivers_batches()

@@ -326,7 +326,8 @@ impl<E: Embedder> Embedder for Metered<E> {
         count_tokens,
         load_seconds,
         compute,
-        matryoshka_trained
+        matryoshka_trained,
+        full_precision
     );
 
     fn embed(&self, texts: &[&str]) -> sage_core::Result<Array2<f32>> {

@@ -58,6 +58,12 @@ impl<E: Embedder> Embedder for Truncated<E> {
         matryoshka_trained
     );
 
+    /// The inner model's twin is uncut, of another width than this one's vectors: none is
+    /// given, rather than one that cannot be compared.
+    fn full_precision(&self) -> Option<&dyn Embedder> {
+        None
+    }
+
     fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
         let full = self.inner.embed_as(texts, role)?;
         let mut cut = full.slice(s![.., ..self.dimensions]).to_owned();
