@@ -88,15 +88,8 @@ pub const DEFAULT_DATASETS: [(&str, &str); 2] = [("scifact", "test"), ("stsb", "
 /// The narrowest width the default halvings reach.
 pub const NARROWEST_DEFAULT_WIDTH: usize = 32;
 
-/// The kinds of dataset the suite reads.
-pub const KINDS: [DatasetKind; 6] = [
-    DatasetKind::Beir,
-    DatasetKind::StsPairs,
-    DatasetKind::PairClassification,
-    DatasetKind::ParaphrasePairs,
-    DatasetKind::Classification,
-    DatasetKind::Clustering,
-];
+/// The kinds of dataset the suite reads: the noise suite's.
+pub const KINDS: [DatasetKind; 6] = sage_noise::KINDS;
 
 sage_core::suite_options! {
     /// Run options: the one declaration the flags, `--options`, bench.toml and Python keywords
@@ -314,7 +307,7 @@ pub struct CompressionReport {
     pub datasets: Vec<DatasetReport>,
     /// Mean of the dataset scores (NaN, written `null`, when no dataset has a retention or the
     /// run is not applicable).
-    #[serde(deserialize_with = "null_as_nan")]
+    #[serde(deserialize_with = "sage_measures::null_as_nan")]
     pub score: f64,
     /// Its percentile-bootstrap 95% interval.
     pub ci95: Option<BootstrapInterval>,
@@ -322,10 +315,6 @@ pub struct CompressionReport {
     pub bootstrap: Option<BootstrapReplicates>,
     /// Wall-clock phases.
     pub timings: Timings,
-}
-
-fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl SuiteReport for CompressionReport {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
 use sage_core::{Embedder, Role, Similarity, Timings};
-use sage_data::{DataRoot, DatasetKind, KindOf, LabeledPair, Row, RowSelection, StsPair};
+use sage_data::{DataRoot, DatasetKind, LabeledPair, RowSelection, StsPair};
 use sage_measures::ndcg_at_k;
 use sage_noise::{Statistic, Task};
 use sage_retrieval::TopK;
@@ -104,7 +104,12 @@ pub(crate) fn dataset(
     match root.kind(name)? {
         DatasetKind::Beir => retrieval(models, root, (name, split), grid, options, timings),
         DatasetKind::StsPairs => {
-            let (rows, selection) = sampled::<StsPair>(root, (name, split), options, timings)?;
+            let (rows, selection) = sage_noise::sampled::<StsPair>(
+                root,
+                (name, split),
+                (options.max_rows, options.seed),
+                timings,
+            )?;
             let gold = rows.iter().map(|r| r.score).collect();
             let pairs = rows
                 .into_iter()
@@ -121,7 +126,12 @@ pub(crate) fn dataset(
             )
         }
         DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
-            let (rows, selection) = sampled::<LabeledPair>(root, (name, split), options, timings)?;
+            let (rows, selection) = sage_noise::sampled::<LabeledPair>(
+                root,
+                (name, split),
+                (options.max_rows, options.seed),
+                timings,
+            )?;
             let truth = rows.iter().map(|r| r.label).collect();
             let pairs = rows
                 .into_iter()
@@ -155,21 +165,6 @@ pub(crate) fn dataset(
             other.name()
         ))),
     }
-}
-
-/// The rows of `name/split` a pair task scores: `max_rows` of them, seeded.
-fn sampled<T: Row + KindOf + Clone + 'static>(
-    root: &DataRoot,
-    (name, split): (&str, &str),
-    options: &Options,
-    timings: &mut Timings,
-) -> Result<(Vec<T>, RowSelection)> {
-    timings.time(format!("load/{name}/{split}"), || {
-        Ok(root
-            .rows::<T>(name, split)?
-            .sample(options.max_rows, options.seed)?
-            .into_parts())
-    })
 }
 
 /// `texts` embedded once, as `role`.
@@ -377,7 +372,12 @@ fn classification(
     timings: &mut Timings,
 ) -> Result<Measured> {
     let dataset = format!("{name}/{split}");
-    let (test, reference, reference_selection, docs) = sage_noise::classification_rows(
+    let sage_noise::ClassificationRows {
+        texts: test,
+        reference,
+        reference_selection,
+        docs,
+    } = sage_noise::classification_rows(
         root,
         (name, split),
         (options.max_rows, options.max_reference),
@@ -522,6 +522,7 @@ fn clustering(
 ) -> Result<Measured> {
     let dataset = format!("{name}/{split}");
     let (drawn, labels, classes) = sage_noise::clustering_subset(
+        similarity,
         root,
         (name, split),
         options.max_rows,
@@ -529,11 +530,6 @@ fn clustering(
         timings,
     )?;
     let n = drawn.rows.len();
-    sage_cluster::check_memory(similarity, &dataset, n).map_err(|e| match e {
-        sage_cluster::ClusterError::Data(e) => CompressionError::Data(e),
-        sage_cluster::ClusterError::Core(e) => CompressionError::Core(e),
-        other => CompressionError::Insufficient(other.to_string()),
-    })?;
     let texts: Vec<&str> = drawn.rows.iter().map(|r| r.text.as_str()).collect();
     let calibration = calibration_rows(n, options, &drawn.selection.split_checksum);
     let (values, reference) =

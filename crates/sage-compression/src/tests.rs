@@ -311,7 +311,14 @@ fn a_lower_precision_is_scored_against_its_float32_twin() {
         },
     });
     let similarity = sage_core::EmbeddingSimilarity::cosine(wobbly.clone());
-    let lower = evaluate(wobbly.as_ref(), &similarity, &root, &FIXTURES[..1], seeded()).unwrap();
+    let lower = evaluate(
+        wobbly.as_ref(),
+        &similarity,
+        &root,
+        &FIXTURES[..1],
+        seeded(),
+    )
+    .unwrap();
     assert_eq!(lower.computed.as_deref(), Some("cpu int8 test"));
     let (a, b) = (&exact.datasets[0], &lower.datasets[0]);
     // the reference is the twin's: the same score as the exact model's own run
@@ -326,5 +333,9 @@ fn a_lower_precision_is_scored_against_its_float32_twin() {
         .flat_map(|c| c.points.iter().filter_map(|p| p.retention))
         .collect();
     let mean = points.iter().sum::<f64>() / points.len() as f64;
-    assert!((b.score.unwrap() - mean).abs() < 1e-12, "{:?} vs {mean}", b.score);
+    assert!(
+        (b.score.unwrap() - mean).abs() < 1e-12,
+        "{:?} vs {mean}",
+        b.score
+    );
 }

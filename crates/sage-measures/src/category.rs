@@ -45,7 +45,9 @@ pub struct CategoryReport<O, D> {
     pub timings: Timings,
 }
 
-fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+/// Reads a score written `null` (NaN has no JSON) back as NaN: the `deserialize_with` of every
+/// report whose score may be missing.
+pub fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 

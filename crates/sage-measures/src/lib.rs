@@ -20,7 +20,7 @@ mod edit;
 mod ranking;
 mod stats;
 
-pub use category::{CategoryReport, DatasetScore};
+pub use category::{null_as_nan, CategoryReport, DatasetScore};
 pub use classification::{average_precision_score, binary_classification, BinaryScores};
 pub use clustering::{unclusterable, v_measure, VMeasure};
 pub use correlation::{pearson, rank_average, spearman};

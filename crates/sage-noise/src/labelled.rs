@@ -81,12 +81,7 @@ pub fn classification_rows(
     (max_rows, max_reference): (Option<usize>, Option<usize>),
     seed: sage_core::RunSeed,
     timings: &mut Timings,
-) -> Result<(
-    Sampled<LabeledText>,
-    Vec<LabeledText>,
-    RowSelection,
-    Vec<Doc>,
-)> {
+) -> Result<ClassificationRows> {
     if split == "train" {
         return Err(NoiseError::Insufficient(format!(
             "{name}/train: the noise suite classifies a held-out split by its nearest neighbours \
@@ -124,7 +119,24 @@ pub fn classification_rows(
             text: r.text.clone(),
         })
         .collect();
-    Ok((test, reference, reference_selection, docs))
+    Ok(ClassificationRows {
+        texts: test,
+        reference,
+        reference_selection,
+        docs,
+    })
+}
+
+/// What a classification over a held-out split reads ([`classification_rows`]).
+pub struct ClassificationRows {
+    /// The texts classified, with their positions and selection.
+    pub texts: Sampled<LabeledText>,
+    /// The `train` texts they are classified against.
+    pub reference: Vec<LabeledText>,
+    /// Which `train` rows those are.
+    pub reference_selection: RowSelection,
+    /// The same texts as documents whose ids are positions in `reference`.
+    pub docs: Vec<Doc>,
 }
 
 /// The classification dataset `name/split`, each text classified by its neighbours in `train`.
@@ -137,16 +149,17 @@ pub(crate) fn classification(
     timings: &mut Timings,
 ) -> Result<Measured> {
     let dataset = format!("{name}/{split}");
-    let (
-        Sampled {
-            rows: test,
-            positions,
-            selection,
-        },
+    let ClassificationRows {
+        texts:
+            Sampled {
+                rows: test,
+                positions,
+                selection,
+            },
         reference,
         reference_selection,
         docs,
-    ) = classification_rows(
+    } = classification_rows(
         root,
         (name, split),
         (options.max_rows, options.max_reference),
@@ -191,7 +204,10 @@ pub(crate) fn classification(
 /// The texts of `name/split` a clustering scores: one subset drawn as SAGE's clustering task
 /// draws it (`max_rows` texts, [`CLUSTERING_TEXTS`] when unset, seeded), with their labels and
 /// the number of classes; an error when the drawn labels cannot be clustered.
+/// Before anything is scored, a subset whose pairwise distances would not fit in memory is
+/// refused ([`sage_cluster::check_memory`], for `similarity`).
 pub fn clustering_subset(
+    similarity: &dyn sage_core::Similarity,
     root: &DataRoot,
     (name, split): (&str, &str),
     max_rows: Option<usize>,
@@ -226,7 +242,18 @@ pub fn clustering_subset(
             "{dataset}: of the texts drawn, {why}"
         )));
     }
+    sage_cluster::check_memory(similarity, &dataset, drawn.rows.len()).map_err(cluster_error)?;
     Ok((drawn, labels, classes))
+}
+
+/// A clustering error as the error of the tasks over data: its data and similarity errors
+/// as they are, the rest (too large, not a number) as too little to score.
+pub fn cluster_error(e: sage_cluster::ClusterError) -> NoiseError {
+    match e {
+        sage_cluster::ClusterError::Data(e) => NoiseError::Data(e),
+        sage_cluster::ClusterError::Core(e) => NoiseError::Core(e),
+        other => NoiseError::Insufficient(other.to_string()),
+    }
 }
 
 /// The clustering dataset `name/split`: one subset drawn as SAGE's clustering task draws it,
@@ -248,13 +275,14 @@ pub(crate) fn clustering(
         },
         labels,
         classes,
-    ) = clustering_subset(root, (name, split), options.max_rows, options.seed, timings)?;
-    let cluster_error = |e: sage_cluster::ClusterError| match e {
-        sage_cluster::ClusterError::Data(e) => NoiseError::Data(e),
-        sage_cluster::ClusterError::Core(e) => NoiseError::Core(e),
-        other => NoiseError::Insufficient(other.to_string()),
-    };
-    sage_cluster::check_memory(scorer.similarity, &dataset, rows.len()).map_err(cluster_error)?;
+    ) = clustering_subset(
+        scorer.similarity,
+        root,
+        (name, split),
+        options.max_rows,
+        options.seed,
+        timings,
+    )?;
     let clean: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
     let stream = format!("noise/{}", selection.split_checksum);
     let noisy = noised(conditions, &stream, &clean, &positions, options)?;

@@ -66,13 +66,26 @@ use sage_measures::{
 use serde::{Deserialize, Serialize};
 
 pub use conditions::{Axis, Condition, DEFAULT_CHANNELS};
-pub use labelled::{classification_rows, clustering_subset, vote, CLUSTERING_TEXTS, NEIGHBOURS};
+pub use labelled::{
+    classification_rows, cluster_error, clustering_subset, vote, ClassificationRows,
+    CLUSTERING_TEXTS, NEIGHBOURS,
+};
 
 /// Errors of this crate: the error every task over perturbed data shares.
 pub type NoiseError = sage_task::TaskError;
 
 /// Result alias of this crate.
 pub type Result<T, E = NoiseError> = std::result::Result<T, E>;
+
+/// The kinds of dataset the suite reads.
+pub const KINDS: [DatasetKind; 6] = [
+    DatasetKind::Beir,
+    DatasetKind::StsPairs,
+    DatasetKind::PairClassification,
+    DatasetKind::ParaphrasePairs,
+    DatasetKind::Classification,
+    DatasetKind::Clustering,
+];
 
 /// The datasets a run without datasets uses: SciFact's queries and STS-B's pairs.
 pub const DEFAULT_DATASETS: [(&str, &str); 2] = [("scifact", "test"), ("stsb", "test")];
@@ -415,8 +428,12 @@ pub fn evaluate(
                 rank::retrieval(scorer, &set, &conditions, &options, &mut timings)?
             }
             DatasetKind::StsPairs => {
-                let (rows, selection) =
-                    sampled::<StsPair>(root, (name, split), &options, &mut timings)?;
+                let (rows, selection) = sampled::<StsPair>(
+                    root,
+                    (name, split),
+                    (options.max_rows, options.seed),
+                    &mut timings,
+                )?;
                 let gold: Vec<f64> = rows.iter().map(|r| r.score).collect();
                 let pairs = rows
                     .into_iter()
@@ -434,8 +451,12 @@ pub fn evaluate(
                 )?
             }
             DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
-                let (rows, selection) =
-                    sampled::<LabeledPair>(root, (name, split), &options, &mut timings)?;
+                let (rows, selection) = sampled::<LabeledPair>(
+                    root,
+                    (name, split),
+                    (options.max_rows, options.seed),
+                    &mut timings,
+                )?;
                 let truth: Vec<bool> = rows.iter().map(|r| r.label).collect();
                 let pairs = rows
                     .into_iter()
@@ -487,16 +508,16 @@ pub fn evaluate(
 }
 
 /// The rows of `name/split` a pair task scores: `max_rows` of them, seeded.
-fn sampled<T: Row + KindOf + Clone + 'static>(
+pub fn sampled<T: Row + KindOf + Clone + 'static>(
     root: &DataRoot,
     (name, split): (&str, &str),
-    options: &Options,
+    (max_rows, seed): (Option<usize>, RunSeed),
     timings: &mut Timings,
 ) -> Result<(Vec<T>, RowSelection)> {
     timings.time(format!("load/{name}/{split}"), || {
         Ok(root
             .rows::<T>(name, split)?
-            .sample(options.max_rows, options.seed)?
+            .sample(max_rows, seed)?
             .into_parts())
     })
 }

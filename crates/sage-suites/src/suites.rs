@@ -291,14 +291,7 @@ impl Suite for Noise {
         crate::options::<sage_noise::Options>(self.name(), options).map(drop)
     }
     fn kinds(&self) -> &'static [DatasetKind] {
-        &[
-            DatasetKind::Beir,
-            DatasetKind::StsPairs,
-            DatasetKind::PairClassification,
-            DatasetKind::ParaphrasePairs,
-            DatasetKind::Classification,
-            DatasetKind::Clustering,
-        ]
+        &sage_noise::KINDS
     }
     fn name(&self) -> &'static str {
         "noise"
