@@ -368,7 +368,7 @@ pub fn evaluate(
     let dimension = embedder.dimension();
     let widths = options.widths_for(dimension)?;
     let grid = measure::Grid::new(&options.formats, &widths);
-    let twin = embedder.full_precision();
+    let twin = embedder.full_precision()?;
     if let Some(twin) = twin {
         if twin.dimension() != dimension {
             return Err(CompressionError::Insufficient(format!(

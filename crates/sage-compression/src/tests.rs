@@ -289,8 +289,8 @@ impl Embedder for Wobbly {
     fn compute(&self) -> Option<String> {
         Some("cpu int8 test".into())
     }
-    fn full_precision(&self) -> Option<&dyn Embedder> {
-        Some(&self.exact)
+    fn full_precision(&self) -> sage_core::Result<Option<&dyn Embedder>> {
+        Ok(Some(&self.exact))
     }
 }
 

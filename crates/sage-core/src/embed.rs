@@ -219,9 +219,9 @@ pub trait Embedder: Send + Sync {
     /// The same model computing at full precision (float32), where this one computes its
     /// products at a lower one (`--precision bf16|int8`): the compression suite scores against
     /// it, so that a precision's retention is against float32. `None` for a model at full
-    /// precision.
-    fn full_precision(&self) -> Option<&dyn Embedder> {
-        None
+    /// precision. A twin loaded when first asked for may fail to load: that is the error.
+    fn full_precision(&self) -> Result<Option<&dyn Embedder>> {
+        Ok(None)
     }
 
     /// The model behind this one when this is a cache in front of it, for a caller that times the
@@ -271,7 +271,7 @@ macro_rules! forward_embedder {
             fn matryoshka_trained(&self) -> Option<bool> {
                 (**self).matryoshka_trained()
             }
-            fn full_precision(&self) -> Option<&dyn Embedder> {
+            fn full_precision(&self) -> Result<Option<&dyn Embedder>> {
                 (**self).full_precision()
             }
             fn uncached(&self) -> Option<&dyn Embedder> {

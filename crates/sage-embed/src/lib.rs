@@ -77,7 +77,7 @@ macro_rules! pass_through {
         }
     };
     (@one $inner:ident full_precision) => {
-        fn full_precision(&self) -> Option<&dyn sage_core::Embedder> {
+        fn full_precision(&self) -> sage_core::Result<Option<&dyn sage_core::Embedder>> {
             self.$inner.full_precision()
         }
     };

@@ -60,8 +60,8 @@ impl<E: Embedder> Embedder for Truncated<E> {
 
     /// The inner model's twin is uncut, of another width than this one's vectors: none is
     /// given, rather than one that cannot be compared.
-    fn full_precision(&self) -> Option<&dyn Embedder> {
-        None
+    fn full_precision(&self) -> sage_core::Result<Option<&dyn Embedder>> {
+        Ok(None)
     }
 
     fn embed_as(&self, texts: &[&str], role: Role) -> sage_core::Result<Array2<f32>> {
