@@ -403,6 +403,32 @@ mod tests {
         }
     }
 
+    /// Seconds per product of each precision on MiniLM's shapes at 4096 rows (32 texts of 128
+    /// tokens): a measurement to read (`--ignored --nocapture`), nothing asserted.
+    #[test]
+    #[ignore = "a measurement: numbers to read"]
+    fn product_speed_by_precision() {
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(25);
+        for (n, k) in [(1152, 384), (1536, 384), (384, 1536)] {
+            let (w, x) = draw(n, k, 4096, &mut rng);
+            for precision in Precision::ALL {
+                let weight = DenseWeight::with_precision(&w, precision).unwrap();
+                weight.product(&x).unwrap();
+                let start = std::time::Instant::now();
+                for _ in 0..5 {
+                    weight.product(&x).unwrap();
+                }
+                let seconds = start.elapsed().as_secs_f64() / 5.0;
+                let gmacs = (4096 * n * k) as f64 / seconds / 1e9;
+                eprintln!(
+                    "({n}, {k}) x 4096 {precision} {}: {:.2} ms, {gmacs:.1} GMAC/s",
+                    weight.kernel().unwrap_or("gemm"),
+                    seconds * 1e3
+                );
+            }
+        }
+    }
+
     #[test]
     fn precisions_are_named_and_parsed() {
         for p in Precision::ALL {
