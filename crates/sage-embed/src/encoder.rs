@@ -798,37 +798,29 @@ mod tests {
             "max_position_embeddings": 64, "type_vocab_size": 2,
         }))
         .unwrap();
-        let mut tensors = std::collections::HashMap::new();
-        let mut put = |name: String, shape: &[usize], centre: f32, spread: f32| {
-            let values: Vec<f32> = (0..shape.iter().product::<usize>())
-                .map(|_| centre + rng.gen_range(-spread..spread))
-                .collect();
-            tensors.insert(name, Tensor::from_vec(values, shape, &Device::Cpu).unwrap());
-        };
         let (h, i) = (64, 256);
-        put(
-            "embeddings.word_embeddings.weight".into(),
-            &[100, h],
-            0.0,
-            1.0,
-        );
-        put(
-            "embeddings.position_embeddings.weight".into(),
-            &[64, h],
-            0.0,
-            0.3,
-        );
-        put(
-            "embeddings.token_type_embeddings.weight".into(),
-            &[2, h],
-            0.0,
-            0.1,
-        );
-        let norm = |put: &mut dyn FnMut(String, &[usize], f32, f32), at: &str| {
-            put(format!("{at}.weight"), &[h], 1.0, 0.2);
-            put(format!("{at}.bias"), &[h], 0.0, 0.1);
-        };
-        norm(&mut put, "embeddings.LayerNorm");
+        // (name, shape, centre, spread) of every tensor, drawn below in this order
+        let mut specs: Vec<(String, Vec<usize>, f32, f32)> = vec![
+            (
+                "embeddings.word_embeddings.weight".into(),
+                vec![100, h],
+                0.0,
+                1.0,
+            ),
+            (
+                "embeddings.position_embeddings.weight".into(),
+                vec![64, h],
+                0.0,
+                0.3,
+            ),
+            (
+                "embeddings.token_type_embeddings.weight".into(),
+                vec![2, h],
+                0.0,
+                0.1,
+            ),
+        ];
+        let mut norms = vec!["embeddings.LayerNorm".to_owned()];
         for l in 0..2 {
             let at = format!("encoder.layer.{l}");
             for (name, out, inp) in [
@@ -840,12 +832,26 @@ mod tests {
                 ("output.dense", h, i),
             ] {
                 let spread = 1.7 / (inp as f32).sqrt();
-                put(format!("{at}.{name}.weight"), &[out, inp], 0.0, spread);
-                put(format!("{at}.{name}.bias"), &[out], 0.0, 0.05);
+                specs.push((format!("{at}.{name}.weight"), vec![out, inp], 0.0, spread));
+                specs.push((format!("{at}.{name}.bias"), vec![out], 0.0, 0.05));
             }
-            norm(&mut put, &format!("{at}.attention.output.LayerNorm"));
-            norm(&mut put, &format!("{at}.output.LayerNorm"));
+            norms.push(format!("{at}.attention.output.LayerNorm"));
+            norms.push(format!("{at}.output.LayerNorm"));
         }
+        for at in norms {
+            specs.push((format!("{at}.weight"), vec![h], 1.0, 0.2));
+            specs.push((format!("{at}.bias"), vec![h], 0.0, 0.1));
+        }
+        let tensors = specs
+            .into_iter()
+            .map(|(name, shape, centre, spread)| {
+                let values: Vec<f32> = (0..shape.iter().product::<usize>())
+                    .map(|_| centre + rng.gen_range(-spread..spread))
+                    .collect();
+                let tensor = Tensor::from_vec(values, shape, &Device::Cpu).unwrap();
+                (name, tensor)
+            })
+            .collect();
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
         (config, vb)
     }
@@ -910,7 +916,7 @@ mod tests {
             assert!(lowest >= 0.99, "{precision}: lowest token cosine {lowest}");
             // the last text alone: the same bits as in the batch
             let alone = encoder
-                .forward(&ids[2..].to_vec(), &[mask[2].clone()], false)
+                .forward(&ids[2..], &[mask[2].clone()], false)
                 .unwrap()
                 .last;
             let (a, b) = (

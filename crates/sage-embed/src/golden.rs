@@ -633,9 +633,9 @@ fn precision_throughput_of_all_minilm_l6_v2() {
         return;
     };
     let sets = [
-        ("short", texts_of(11, 2000, 51)),
-        ("128-token", texts_of(95, 400, 52)),
-        ("256-token", texts_of(230, 200, 53)),
+        ("short", texts_of(11, 1000, 51)),
+        ("128-token", texts_of(95, 200, 52)),
+        ("256-token", texts_of(230, 100, 53)),
     ];
     let models: Vec<(Precision, SentenceTransformer)> = Precision::ALL
         .iter()
