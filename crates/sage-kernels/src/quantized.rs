@@ -41,6 +41,10 @@ const Q8_0_BYTES: usize = 34;
 /// Widths candle's repacked x86 Q8_0 kernel takes: multiples of this (`QK_K`).
 const CANDLE_Q8_0_TILE_K: usize = 256;
 
+/// Activation values from which [`Activations::quantize`] runs over every core (an encoder's
+/// batch, not a decoding step's few rows).
+const PARALLEL_QUANTIZE_VALUES: usize = 1 << 18;
+
 /// Weight rows computed together, one per 32-bit lane of an AVX-512 register.
 const GROUP: usize = 16;
 /// Values of a row side by side in the interleaved layout (one 32-bit lane).
@@ -110,20 +114,24 @@ impl Activations {
             candle_core::bail!("activation width {k} is not a multiple of {BLOCK}");
         }
         let xs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-        let blocks = xs
-            .chunks_exact(BLOCK)
-            .map(|b| b.try_into().expect("32 values"));
         #[cfg(target_arch = "x86_64")]
-        let blocks: Vec<Q8_1Block> = if std::is_x86_feature_detected!("avx512f") {
+        let quantize: fn(&[f32]) -> Q8_1Block = if std::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F, checked just above.
-            blocks
-                .map(|b| unsafe { quantize_block_avx512(b) })
-                .collect()
+            |b| unsafe { quantize_block_avx512(b.try_into().expect("32 values")) }
         } else {
-            blocks.map(quantize_block).collect()
+            |b| quantize_block(b.try_into().expect("32 values"))
         };
         #[cfg(not(target_arch = "x86_64"))]
-        let blocks: Vec<Q8_1Block> = blocks.map(quantize_block).collect();
+        let quantize: fn(&[f32]) -> Q8_1Block =
+            |b| quantize_block(b.try_into().expect("32 values"));
+        // an encoder's batch (thousands of rows) is quantized over every core, a decoding
+        // step's few rows on the caller's thread (a decoding lane is one thread); each block
+        // is quantized alone, so the bits are the same either way
+        let blocks: Vec<Q8_1Block> = if xs.len() >= PARALLEL_QUANTIZE_VALUES {
+            xs.par_chunks_exact(BLOCK).map(quantize).collect()
+        } else {
+            xs.chunks_exact(BLOCK).map(quantize).collect()
+        };
         Ok(Activations {
             rows,
             k,
@@ -759,18 +767,18 @@ unsafe fn q8_0_tile_vnni<const R: usize>(
     use std::arch::x86_64::*;
     let mut acc = [_mm512_setzero_ps(); R];
     for (b, (values, scale)) in values.iter().zip(scale).enumerate() {
+        let blocks: [&Q8_1Block; R] = std::array::from_fn(|r| &a[r][b]);
         let mut sumi = [_mm512_setzero_si512(); R];
         for c in 0..BLOCK / QUAD {
             // SAFETY: chunk c of the block is GROUP · QUAD = 64 bytes.
             let w = unsafe { _mm512_loadu_si512(values[c * GROUP * QUAD..].as_ptr().cast()) };
-            for (sumi, row) in sumi.iter_mut().zip(&a) {
-                *sumi = _mm512_dpbusd_epi32(*sumi, w, _mm512_set1_epi32(quad(&row[b], c)));
+            for (sumi, block) in sumi.iter_mut().zip(blocks) {
+                *sumi = _mm512_dpbusd_epi32(*sumi, w, _mm512_set1_epi32(quad(block, c)));
             }
         }
         // SAFETY: scale rows hold GROUP = 16 values.
         let d_w = unsafe { _mm512_loadu_ps(scale.as_ptr()) };
-        for ((acc, sumi), row) in acc.iter_mut().zip(sumi).zip(&a) {
-            let block = &row[b];
+        for ((acc, sumi), block) in acc.iter_mut().zip(sumi).zip(blocks) {
             let exact = _mm512_sub_epi32(sumi, _mm512_set1_epi32(128 * block.quant_sum));
             let d = _mm512_mul_ps(d_w, _mm512_set1_ps(block.scale));
             *acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(exact), *acc);
