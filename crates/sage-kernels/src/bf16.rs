@@ -65,6 +65,18 @@ fn round(values: &[f32]) -> Vec<bf16> {
     values.iter().map(|&v| bf16::from_f32(v)).collect()
 }
 
+/// `v` rounded to the nearest bf16 (ties to even), as an f32: `half`'s rounding, written on
+/// the bits so that a loop over it vectorises. NaN stays NaN.
+#[inline]
+pub(crate) fn to_bf16_and_back(v: f32) -> f32 {
+    if v.is_nan() {
+        return v;
+    }
+    let bits = v.to_bits();
+    let rounded = bits.wrapping_add(0x7FFF + ((bits >> 16) & 1));
+    f32::from_bits(rounded & 0xFFFF_0000)
+}
+
 impl Bf16Matrix {
     /// `weight` [n, k], float32 on the CPU, rounded to bf16: laid out for AVX512-BF16 where
     /// the CPU has it, widened back to f32 otherwise.
@@ -137,7 +149,10 @@ impl Bf16Matrix {
                 Tensor::from_vec(out, (rows, self.n), x.device())
             }
             Layout::Widened(weight) => {
-                let rounded: Vec<f32> = xs.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
+                let mut rounded = xs;
+                rounded
+                    .par_chunks_mut(1 << 14)
+                    .for_each(|chunk| chunk.iter_mut().for_each(|v| *v = to_bf16_and_back(*v)));
                 let rounded = Tensor::from_vec(rounded, (rows, k), x.device())?;
                 crate::fused::dense_product(&rounded, weight, None)
             }

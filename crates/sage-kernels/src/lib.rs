@@ -429,6 +429,31 @@ mod tests {
         }
     }
 
+    /// The vectorisable rounding is `half`'s, ties, subnormals, infinities and the largest
+    /// values included.
+    #[test]
+    fn bf16_rounding_on_the_bits_is_halfs() {
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(26);
+        let mut values: Vec<f32> = (0..20_000)
+            .map(|i| rng.gen_range(-1f32..1.) * [1e-40f32, 1e-3, 1.0, 3e38][i % 4])
+            .collect();
+        values.extend([
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::from_bits(0x3F80_8000), // a tie, rounded to even (down)
+            f32::from_bits(0x3F81_8000), // a tie, rounded to even (up)
+            f32::from_bits(0x0000_8000),
+        ]);
+        for v in values {
+            let want = half::bf16::from_f32(v).to_f32();
+            assert_eq!(bf16::to_bf16_and_back(v).to_bits(), want.to_bits(), "{v:e}");
+        }
+        assert!(bf16::to_bf16_and_back(f32::NAN).is_nan());
+    }
+
     #[test]
     fn precisions_are_named_and_parsed() {
         for p in Precision::ALL {
