@@ -554,10 +554,21 @@ fn varied_texts() -> Vec<String> {
 /// `compute()` naming the precision and its kernel.
 #[test]
 fn lower_precisions_of_all_minilm_l6_v2_stay_within_cosine_0_99_of_f32() {
-    let Some(dir) = model_dir("all-MiniLM-L6-v2") else {
+    check_precisions("all-MiniLM-L6-v2", &varied_texts());
+}
+
+/// The same of MPNet (a relative position bias, 768 wide): the short texts and five long ones,
+/// the model being five times MiniLM's size.
+#[test]
+fn lower_precisions_of_all_mpnet_base_v2_stay_within_cosine_0_99_of_f32() {
+    check_precisions("all-mpnet-base-v2", &varied_texts()[..30]);
+}
+
+/// `name` at bf16 and int8 against f32 on `texts` (see the tests above).
+fn check_precisions(name: &str, texts: &[String]) {
+    let Some(dir) = model_dir(name) else {
         return;
     };
-    let texts = varied_texts();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let load = |precision| {
         let options = TransformerOptions {
@@ -590,10 +601,10 @@ fn lower_precisions_of_all_minilm_l6_v2_stay_within_cosine_0_99_of_f32() {
         let (lowest, at) = (0..refs.len())
             .map(|i| (cosine(got.row(i), want.row(i)), i))
             .fold((f32::INFINITY, 0), |a, b| if b.0 < a.0 { b } else { a });
-        eprintln!("all-MiniLM-L6-v2 {compute}: lowest cosine vs f32 {lowest:.6} (text {at})");
+        eprintln!("{name} {compute}: lowest cosine vs f32 {lowest:.6} (text {at})");
         assert!(
             lowest >= 0.99,
-            "{precision}: text {at} ({:?}) cosine {lowest}",
+            "{name} {precision}: text {at} ({:?}) cosine {lowest}",
             texts[at].chars().take(40).collect::<String>()
         );
     }
