@@ -450,41 +450,49 @@ impl QuantMatrix {
             };
             let mut r = 0;
             while r + R <= rows {
-                let tile: [&[Q8_1Block]; R] = std::array::from_fn(|i| row(r + i));
-                for (i, dots) in self.tile_dots(values, scale, tile).iter().enumerate() {
+                let tile = &blocks[r * per_row..(r + R) * per_row];
+                for (i, dots) in self.tile_dots::<R>(values, scale, tile).iter().enumerate() {
                     put(r + i, dots);
                 }
                 r += R;
             }
             // the rest four at a time, then alone (the same operations per row)
             while r + 4 <= rows {
-                let tile: [&[Q8_1Block]; 4] = std::array::from_fn(|i| row(r + i));
-                for (i, dots) in self.tile_dots(values, scale, tile).iter().enumerate() {
+                let tile = &blocks[r * per_row..(r + 4) * per_row];
+                for (i, dots) in self.tile_dots::<4>(values, scale, tile).iter().enumerate() {
                     put(r + i, dots);
                 }
                 r += 4;
             }
             while r < rows {
-                let [dots] = self.tile_dots(values, scale, [row(r)]);
+                let [dots] = self.tile_dots::<1>(values, scale, row(r));
                 put(r, &dots);
                 r += 1;
             }
         }
     }
 
-    /// `R` activation rows against one group of weight rows, by this matrix's kernel.
+    /// `R` activation rows (`a`: their blocks, row after row) against one group of weight
+    /// rows, by this matrix's kernel.
     fn tile_dots<const R: usize>(
         &self,
         values: &[[u8; BLOCK * GROUP]],
         scale: &[[f32; GROUP]],
-        a: [&[Q8_1Block]; R],
+        a: &[Q8_1Block],
     ) -> [[f32; GROUP]; R] {
+        let per_row = values.len();
+        assert!(a.len() == R * per_row && scale.len() == per_row);
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: best_kernel checked that the CPU has the kernel's instructions.
+        // SAFETY: best_kernel checked that the CPU has the kernel's instructions; `a` holds R
+        // rows of `per_row` blocks, and `scale` one per block (asserted above).
         unsafe {
             match self.kernel {
-                Kernel::Avx512Vnni => q8_0_tile_vnni(values, scale, a),
-                Kernel::Avx2 => q8_0_tile_avx2(values, scale, a),
+                Kernel::Avx512Vnni => q8_0_tile_vnni::<R>(values, scale, a),
+                Kernel::Avx2 => {
+                    let rows: [&[Q8_1Block]; R] =
+                        std::array::from_fn(|r| &a[r * per_row..(r + 1) * per_row]);
+                    q8_0_tile_avx2(values, scale, rows)
+                }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -763,22 +771,29 @@ unsafe fn q8_0_dots_avx2(
 /// `R` activation rows' Q8_0 dot products with a group of [`GROUP`] weight rows, with AVX-512
 /// VNNI: per block, the exact integer sum of the 32 products (the weights' +128 taken off
 /// with the block's quant sum), then `acc += (d_w · d_a) · sumi`, one fused multiply-add.
-/// Each weight load serves the `R` rows.
+/// Each weight load serves the `R` rows, whose blocks `a` holds row after row.
 ///
 /// # Safety
 /// The CPU must have AVX-512F and AVX-512 VNNI: callers reach this only after
-/// `is_x86_feature_detected!` says so.
+/// `is_x86_feature_detected!` says so. `a` must hold `R · values.len()` blocks.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vnni")]
 unsafe fn q8_0_tile_vnni<const R: usize>(
     values: &[[u8; BLOCK * GROUP]],
     scale: &[[f32; GROUP]],
-    a: [&[Q8_1Block]; R],
+    a: &[Q8_1Block],
 ) -> [[f32; GROUP]; R] {
     use std::arch::x86_64::*;
+    let per_row = values.len();
+    // one base pointer and a stride rather than R slices: the R rows' blocks are read by
+    // address arithmetic, without R pointers and bounds checks per block (the loop is short
+    // of registers and instructions otherwise)
+    let base = a.as_ptr();
     let mut acc = [_mm512_setzero_ps(); R];
     for (b, (values, scale)) in values.iter().zip(scale).enumerate() {
-        let blocks: [&Q8_1Block; R] = std::array::from_fn(|r| &a[r][b]);
+        // SAFETY: the caller's a holds R rows of per_row blocks, and b < per_row.
+        let blocks: [&Q8_1Block; R] =
+            std::array::from_fn(|r| unsafe { &*base.add(r * per_row + b) });
         let mut sumi = [_mm512_setzero_si512(); R];
         for c in 0..BLOCK / QUAD {
             // SAFETY: chunk c of the block is GROUP · QUAD = 64 bytes.
