@@ -44,7 +44,8 @@ pub struct ModelArgs {
     pub cuda: bool,
     /// The precision of a local encoder's (BERT, MPNet, RoBERTa) dense products on the CPU:
     /// f32 | bf16 | int8. bf16 is fast only with AVX512-BF16 (emulated, slower than f32,
-    /// without it); int8 needs AVX-512 VNNI or AVX2. Vectors are cached per precision.
+    /// without it); int8 needs AVX-512 VNNI or AVX2 (and was measured no faster than f32 on an
+    /// AVX-512 VNNI Xeon). Vectors are cached per precision.
     #[arg(long, value_parser = parse_precision, default_value = "f32")]
     pub precision: Precision,
     #[command(flatten)]

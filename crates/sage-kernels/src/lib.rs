@@ -409,8 +409,13 @@ mod tests {
     #[ignore = "a measurement: numbers to read"]
     fn product_speed_by_precision() {
         let mut rng = sage_core::ExperimentRng::seed_from_u64(25);
+        // SAGE_SPEED_ROWS: another row count (a batch of short texts is ~2300)
+        let rows: usize = std::env::var("SAGE_SPEED_ROWS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(4096);
         for (n, k) in [(1152, 384), (1536, 384), (384, 1536)] {
-            let (w, x) = draw(n, k, 4096, &mut rng);
+            let (w, x) = draw(n, k, rows, &mut rng);
             for precision in Precision::ALL {
                 let weight = DenseWeight::with_precision(&w, precision).unwrap();
                 weight.product(&x).unwrap();
@@ -419,9 +424,9 @@ mod tests {
                     weight.product(&x).unwrap();
                 }
                 let seconds = start.elapsed().as_secs_f64() / 5.0;
-                let gmacs = (4096 * n * k) as f64 / seconds / 1e9;
+                let gmacs = (rows * n * k) as f64 / seconds / 1e9;
                 eprintln!(
-                    "({n}, {k}) x 4096 {precision} {}: {:.2} ms, {gmacs:.1} GMAC/s",
+                    "({n}, {k}) x {rows} {precision} {}: {:.2} ms, {gmacs:.1} GMAC/s",
                     weight.kernel().unwrap_or("gemm"),
                     seconds * 1e3
                 );
