@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use ndarray::Array2;
 use sage_core::Embedder;
-use sage_embed::{default_cache_path, LoadOptions, Pooling, TransformerOptions};
+use sage_embed::{default_cache_path, LoadOptions, Pooling, Precision, TransformerOptions};
 
 use crate::jsonl::read_records;
 use crate::output::Output;
@@ -42,6 +42,12 @@ pub struct ModelArgs {
     /// Run on the first CUDA GPU (binary built with --features cuda).
     #[arg(long)]
     pub cuda: bool,
+    /// The precision of a local encoder's (BERT, MPNet, RoBERTa) dense products on the CPU:
+    /// f32 | bf16 | int8. bf16 is fast only with AVX512-BF16 (emulated, slower than f32,
+    /// without it); int8 needs AVX-512 VNNI or AVX2 (and was measured no faster than f32 on an
+    /// AVX-512 VNNI Xeon). Vectors are cached per precision.
+    #[arg(long, value_parser = parse_precision, default_value = "f32")]
+    pub precision: Precision,
     #[command(flatten)]
     pub remote: crate::remote::RemoteArgs,
 }
@@ -51,6 +57,13 @@ fn parse_pooling(s: &str) -> Result<Pooling, String> {
         format!(
             "unknown pooling {s:?} (mean, cls, max, mean-sqrt-len, lasttoken, weightedmean, first-last-avg)"
         )
+    })
+}
+
+fn parse_precision(s: &str) -> Result<Precision, String> {
+    Precision::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = Precision::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown precision {s:?} ({})", names.join(", "))
     })
 }
 
@@ -65,6 +78,7 @@ impl ModelArgs {
                 pooling: self.pooling,
                 batch_tokens: self.batch_tokens.max(1),
                 cuda: self.cuda,
+                precision: self.precision,
                 ..TransformerOptions::default()
             },
             remote: self.remote.options()?,

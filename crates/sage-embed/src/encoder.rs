@@ -27,7 +27,7 @@ use sage_kernels::fused::{
     add_bias, bias_gelu, bias_residual_norm, cpu_f32, fused_applies, fused_attention, HostNorm,
     SharedBias,
 };
-use sage_kernels::DenseWeight;
+use sage_kernels::{DenseWeight, Precision};
 
 use crate::model_config::TransformerConfig;
 
@@ -45,7 +45,8 @@ struct Layer {
 }
 
 struct HostLayer {
-    /// The four dense weights, prepared for this CPU's product (AMX tiles where it has them).
+    /// The four dense weights, prepared for this CPU's product in the model's precision (AMX
+    /// tiles where it has them, for f32).
     qkv: DenseWeight,
     attention_out: DenseWeight,
     intermediate: DenseWeight,
@@ -59,8 +60,9 @@ struct HostLayer {
 }
 
 impl HostLayer {
-    /// `None` off the CPU, outside f32, or for bias-free layers.
-    fn of(layer: &Layer) -> candle_core::Result<Option<HostLayer>> {
+    /// `None` off the CPU, outside f32, or for bias-free layers. The dense weights are
+    /// prepared for `precision`'s products.
+    fn of(layer: &Layer, precision: Precision) -> candle_core::Result<Option<HostLayer>> {
         let weight = layer.qkv.weight();
         if !weight.device().is_cpu() || weight.dtype() != DType::F32 {
             return Ok(None);
@@ -68,6 +70,7 @@ impl HostLayer {
         let bias = |l: &Linear| -> candle_core::Result<Option<Vec<f32>>> {
             l.bias().map(|b| b.to_vec1::<f32>()).transpose()
         };
+        let dense = |l: &Linear| DenseWeight::with_precision(l.weight(), precision);
         let norm = |n: &LayerNorm| -> candle_core::Result<Option<HostNorm>> {
             Ok(match n.bias() {
                 Some(beta) if n.remove_mean() => Some(HostNorm {
@@ -88,10 +91,10 @@ impl HostLayer {
                 norm(&layer.output_norm)?,
             ) {
                 (Some(qkv), Some(a), Some(an), Some(i), Some(o), Some(on)) => Some(HostLayer {
-                    qkv: DenseWeight::f32(layer.qkv.weight())?,
-                    attention_out: DenseWeight::f32(layer.attention_out.weight())?,
-                    intermediate: DenseWeight::f32(layer.intermediate.weight())?,
-                    output: DenseWeight::f32(layer.output.weight())?,
+                    qkv: dense(&layer.qkv)?,
+                    attention_out: dense(&layer.attention_out)?,
+                    intermediate: dense(&layer.intermediate)?,
+                    output: dense(&layer.output)?,
                     qkv_bias: qkv,
                     attention_out_bias: a,
                     attention_norm: an,
@@ -169,11 +172,14 @@ pub struct EncoderOutput {
 
 impl Encoder {
     /// Loads the weights under `vb` (sentence-transformers checkpoints have no prefix; a `bert.`
-    /// or `roberta.` prefix is accepted too).
+    /// or `roberta.` prefix is accepted too), its dense products prepared for `precision`. A
+    /// precision other than f32 runs on the CPU's fused float32 layers only: elsewhere (a GPU,
+    /// layers without biases) an error, never a silent float32.
     pub fn load(
         vb: VarBuilder,
         config: &TransformerConfig,
         flavor: EncoderFlavor,
+        precision: Precision,
     ) -> candle_core::Result<Encoder> {
         let vb = match flavor {
             EncoderFlavor::Bert if vb.contains_tensor("bert.embeddings.word_embeddings.weight") => {
@@ -244,7 +250,14 @@ impl Encoder {
                     output_norm: layer_norm(h, eps, l.pp("output.LayerNorm"))?,
                     host: None,
                 };
-                layer.host = HostLayer::of(&layer)?;
+                layer.host = HostLayer::of(&layer, precision)?;
+                if layer.host.is_none() && precision != Precision::F32 {
+                    candle_core::bail!(
+                        "precision {precision} runs on the CPU in float32 layers with biases \
+                         and mean-centred layer norms; this model's layers run elsewhere \
+                         (a GPU, or layers without biases): use --precision f32"
+                    );
+                }
                 Ok(layer)
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
@@ -774,5 +787,164 @@ mod tests {
         assert_eq!(b(-8), 8);
         assert_eq!(b(-200), 15);
         assert_eq!(b(200), 31);
+    }
+
+    /// A small BERT with seeded random weights (biases and layer norms included, so it runs
+    /// on the fused CPU layers).
+    fn tiny_bert(rng: &mut ChaCha20Rng) -> (TransformerConfig, VarBuilder<'static>) {
+        let config: TransformerConfig = serde_json::from_value(serde_json::json!({
+            "model_type": "bert", "vocab_size": 100, "hidden_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 256,
+            "max_position_embeddings": 64, "type_vocab_size": 2,
+        }))
+        .unwrap();
+        let (h, i) = (64, 256);
+        // (name, shape, centre, spread) of every tensor, drawn below in this order
+        let mut specs: Vec<(String, Vec<usize>, f32, f32)> = vec![
+            (
+                "embeddings.word_embeddings.weight".into(),
+                vec![100, h],
+                0.0,
+                1.0,
+            ),
+            (
+                "embeddings.position_embeddings.weight".into(),
+                vec![64, h],
+                0.0,
+                0.3,
+            ),
+            (
+                "embeddings.token_type_embeddings.weight".into(),
+                vec![2, h],
+                0.0,
+                0.1,
+            ),
+        ];
+        let mut norms = vec!["embeddings.LayerNorm".to_owned()];
+        for l in 0..2 {
+            let at = format!("encoder.layer.{l}");
+            for (name, out, inp) in [
+                ("attention.self.query", h, h),
+                ("attention.self.key", h, h),
+                ("attention.self.value", h, h),
+                ("attention.output.dense", h, h),
+                ("intermediate.dense", i, h),
+                ("output.dense", h, i),
+            ] {
+                let spread = 1.7 / (inp as f32).sqrt();
+                specs.push((format!("{at}.{name}.weight"), vec![out, inp], 0.0, spread));
+                specs.push((format!("{at}.{name}.bias"), vec![out], 0.0, 0.05));
+            }
+            norms.push(format!("{at}.attention.output.LayerNorm"));
+            norms.push(format!("{at}.output.LayerNorm"));
+        }
+        for at in norms {
+            specs.push((format!("{at}.weight"), vec![h], 1.0, 0.2));
+            specs.push((format!("{at}.bias"), vec![h], 0.0, 0.1));
+        }
+        let tensors = specs
+            .into_iter()
+            .map(|(name, shape, centre, spread)| {
+                let values: Vec<f32> = (0..shape.iter().product::<usize>())
+                    .map(|_| centre + rng.gen_range(-spread..spread))
+                    .collect();
+                let tensor = Tensor::from_vec(values, shape, &Device::Cpu).unwrap();
+                (name, tensor)
+            })
+            .collect();
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
+        (config, vb)
+    }
+
+    /// A random BERT's last hidden states at bf16 and int8 against f32: every real token's
+    /// vector within cosine 0.99 (far closer in practice), the kernel named, and a text alone
+    /// given the same bits as in a batch.
+    #[test]
+    fn lower_precisions_stay_close_to_f32_on_a_random_bert() {
+        let mut rng = ChaCha20Rng::seed_from_u64(31);
+        let (config, vb) = tiny_bert(&mut rng);
+        let ids: Vec<Vec<u32>> = [13usize, 40, 5]
+            .iter()
+            .map(|&len| {
+                let mut row: Vec<u32> = (0..len).map(|_| rng.gen_range(1..100)).collect();
+                row.resize(40, 0);
+                row
+            })
+            .collect();
+        let mask: Vec<Vec<u32>> = [13usize, 40, 5]
+            .iter()
+            .map(|&len| (0..40).map(|t| u32::from(t < len)).collect())
+            .collect();
+        let load =
+            |precision| Encoder::load(vb.clone(), &config, EncoderFlavor::Bert, precision).unwrap();
+        let f32_out = load(Precision::F32)
+            .forward(&ids, &mask, false)
+            .unwrap()
+            .last;
+        let int8_here = sage_kernels::DenseWeight::with_precision(
+            &Tensor::zeros((16, 32), DType::F32, &Device::Cpu).unwrap(),
+            Precision::Int8,
+        )
+        .is_ok();
+        for precision in [Precision::Bf16, Precision::Int8] {
+            if precision == Precision::Int8 && !int8_here {
+                sage_test_env::skip("int8 on a random BERT", "no AVX2 or VNNI on this CPU");
+                continue;
+            }
+            let encoder = load(precision);
+            let kernel = encoder.dense_kernel().unwrap();
+            match precision {
+                Precision::Int8 => assert!(kernel.starts_with("q8_0-"), "{kernel}"),
+                _ => assert!(
+                    kernel.contains("bf16") && kernel != "amx-bf16x3",
+                    "{kernel}"
+                ),
+            }
+            let out = encoder.forward(&ids, &mask, false).unwrap().last;
+            let mut lowest = 1f32;
+            for (b, row) in mask.iter().enumerate() {
+                for (t, _) in row.iter().enumerate().filter(|(_, &m)| m == 1) {
+                    let a: Vec<f32> = out.get(b).unwrap().get(t).unwrap().to_vec1().unwrap();
+                    let f: Vec<f32> = f32_out.get(b).unwrap().get(t).unwrap().to_vec1().unwrap();
+                    let dot: f32 = a.iter().zip(&f).map(|(x, y)| x * y).sum();
+                    let norms = a.iter().map(|x| x * x).sum::<f32>().sqrt()
+                        * f.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    lowest = lowest.min(dot / norms);
+                }
+            }
+            eprintln!("{precision} ({kernel}): lowest token cosine vs f32 {lowest:.6}");
+            assert!(lowest >= 0.99, "{precision}: lowest token cosine {lowest}");
+            // the last text alone: the same bits as in the batch
+            let alone = encoder
+                .forward(&ids[2..], &[mask[2].clone()], false)
+                .unwrap()
+                .last;
+            let (a, b) = (
+                alone.get(0).unwrap().narrow(0, 0, 5).unwrap(),
+                out.get(2).unwrap().narrow(0, 0, 5).unwrap(),
+            );
+            assert_eq!(
+                max_difference(&a, &b),
+                0.0,
+                "{precision}: alone vs in a batch"
+            );
+        }
+    }
+
+    /// A lower precision on layers the fused CPU path does not take is an error, not f32.
+    #[test]
+    fn a_lower_precision_off_the_fused_path_is_refused() {
+        let mut rng = ChaCha20Rng::seed_from_u64(32);
+        let (config, vb) = tiny_bert(&mut rng);
+        let half = vb.set_dtype(DType::F16);
+        assert!(Encoder::load(half.clone(), &config, EncoderFlavor::Bert, Precision::F32).is_ok());
+        let e = Encoder::load(half, &config, EncoderFlavor::Bert, Precision::Int8)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("precision int8") && e.contains("--precision f32"),
+            "{e}"
+        );
     }
 }

@@ -13,6 +13,8 @@ use std::path::Path;
 
 use candle_nn::VarBuilder;
 
+use sage_kernels::Precision;
+
 use crate::backbone::Backbone;
 use crate::decoder::{Decoder, DecoderConfig, DecoderFamily};
 use crate::encoder::{Encoder, EncoderFlavor};
@@ -26,6 +28,8 @@ pub(crate) struct FamilyFiles<'a> {
     pub config_json: &'a Path,
     /// The fields every family's config.json has.
     pub transformer: &'a TransformerConfig,
+    /// The precision of the dense products (f32 unless the family's `lower_precision`).
+    pub precision: Precision,
 }
 
 /// Builds a family's backbone from the weights under a `VarBuilder`.
@@ -44,6 +48,8 @@ pub struct Family {
     pub positions_after_padding: bool,
     /// Can pool first-last-avg (SimCSE's encoders: its first layer's output is meaningful).
     pub first_last_avg: bool,
+    /// Runs its dense products in bf16 or int8 on the CPU (`--precision`), not only f32.
+    pub lower_precision: bool,
     pub(crate) load: Loader,
 }
 
@@ -66,7 +72,12 @@ fn encoder(
     files: &FamilyFiles,
     flavor: EncoderFlavor,
 ) -> crate::Result<Box<dyn Backbone>> {
-    Ok(Box::new(Encoder::load(vb, files.transformer, flavor)?))
+    Ok(Box::new(Encoder::load(
+        vb,
+        files.transformer,
+        flavor,
+        files.precision,
+    )?))
 }
 
 fn decoder(
@@ -87,6 +98,7 @@ pub const FAMILIES: &[Family] = &[
         trained_in_bf16: false,
         positions_after_padding: false,
         first_last_avg: true,
+        lower_precision: true,
         load: |vb, files| encoder(vb, files, EncoderFlavor::Bert),
     },
     Family {
@@ -95,6 +107,7 @@ pub const FAMILIES: &[Family] = &[
         trained_in_bf16: false,
         positions_after_padding: true,
         first_last_avg: true,
+        lower_precision: true,
         load: |vb, files| encoder(vb, files, EncoderFlavor::MpNet),
     },
     Family {
@@ -103,6 +116,7 @@ pub const FAMILIES: &[Family] = &[
         trained_in_bf16: false,
         positions_after_padding: true,
         first_last_avg: true,
+        lower_precision: true,
         load: |vb, files| encoder(vb, files, EncoderFlavor::Roberta),
     },
     Family {
@@ -111,6 +125,7 @@ pub const FAMILIES: &[Family] = &[
         trained_in_bf16: true,
         positions_after_padding: false,
         first_last_avg: false,
+        lower_precision: false,
         load: |vb, files| {
             let config: ModernBertConfig = read_json(files.config_json)?;
             Ok(Box::new(ModernBert::load(vb, &config)?))
@@ -122,6 +137,7 @@ pub const FAMILIES: &[Family] = &[
         trained_in_bf16: true,
         positions_after_padding: false,
         first_last_avg: false,
+        lower_precision: false,
         load: |vb, files| {
             let config: NomicBertConfig = read_json(files.config_json)?;
             Ok(Box::new(NomicBert::load(vb, &config)?))
@@ -133,6 +149,7 @@ pub const FAMILIES: &[Family] = &[
         trained_in_bf16: true,
         positions_after_padding: false,
         first_last_avg: false,
+        lower_precision: false,
         load: |vb, files| decoder(vb, files, DecoderFamily::Qwen3),
     },
     Family {
@@ -141,6 +158,7 @@ pub const FAMILIES: &[Family] = &[
         trained_in_bf16: true,
         positions_after_padding: false,
         first_last_avg: false,
+        lower_precision: false,
         load: |vb, files| decoder(vb, files, DecoderFamily::Qwen2),
     },
     Family {
@@ -149,6 +167,7 @@ pub const FAMILIES: &[Family] = &[
         trained_in_bf16: true,
         positions_after_padding: false,
         first_last_avg: false,
+        lower_precision: false,
         load: |vb, files| decoder(vb, files, DecoderFamily::Llama),
     },
     Family {
@@ -157,6 +176,7 @@ pub const FAMILIES: &[Family] = &[
         trained_in_bf16: true,
         positions_after_padding: false,
         first_last_avg: false,
+        lower_precision: false,
         load: |vb, files| decoder(vb, files, DecoderFamily::Gemma3),
     },
 ];

@@ -344,7 +344,13 @@ fn encoder_equals_candle_transformers_bert() {
     };
     let reference =
         candle_transformers::models::bert::BertModel::load(vb.clone(), &reference_config).unwrap();
-    let ours = encoder::Encoder::load(vb, &our_config, encoder::EncoderFlavor::Bert).unwrap();
+    let ours = encoder::Encoder::load(
+        vb,
+        &our_config,
+        encoder::EncoderFlavor::Bert,
+        sage_kernels::Precision::F32,
+    )
+    .unwrap();
     let ids = vec![
         vec![101u32, 7592, 2088, 999, 102],
         vec![101, 2129, 102, 0, 0],
@@ -497,4 +503,196 @@ fn embedding_similarity_ranks_paraphrases_above_unrelated() {
         ])
         .unwrap();
     assert!(s[0] > 0.8 && s[1] < 0.3, "{s:?}");
+}
+
+/// About fifty texts: short sentences and ~200-word passages built from them (seeded), for the
+/// precision tests.
+fn varied_texts() -> Vec<String> {
+    use rand::{Rng, SeedableRng};
+    let short = [
+        "A man is playing a guitar.",
+        "The cat sat on the mat.",
+        "Stocks fell sharply on Tuesday after the central bank raised rates.",
+        "How do I reset my password?",
+        "A woman is slicing an onion in the kitchen.",
+        "Two dogs run across a snowy field.",
+        "The committee postponed its decision until next spring.",
+        "Is it safe to drink tap water in Lisbon?",
+        "Der Zug nach Berlin hat zwanzig Minuten Verspätung.",
+        "Photosynthesis converts light energy into chemical energy.",
+        "Ok.",
+        "The quick brown fox jumps over the lazy dog!",
+        "A child is riding a horse on the beach at sunset.",
+        "Researchers found no link between the vaccine and the disorder.",
+        "Where can I buy fresh bread near the station?",
+        "Mix the flour, sugar and eggs, then bake for 25 minutes at 180°C.",
+        "The new phone's battery lasts two full days.",
+        "He scored twice in the second half, sealing the win.",
+        "Symptoms include fever, cough and shortness of breath.",
+        "The treaty was signed in 1648, ending the Thirty Years' War.",
+        "emoji test 🙂 with ünïcödé and numbers 3.14159",
+        "Please reply by Friday with your availability.",
+        "A plane is taking off.",
+        "The server returned error 503: service unavailable.",
+        "Water boils at 100 degrees Celsius at sea level.",
+    ];
+    let mut rng = sage_core::ExperimentRng::seed_from_u64(41);
+    let mut texts: Vec<String> = short.iter().map(|s| (*s).to_owned()).collect();
+    for _ in 0..25 {
+        let mut passage = String::new();
+        while passage.split_whitespace().count() < 200 {
+            passage.push_str(short[rng.gen_range(0..short.len())]);
+            passage.push(' ');
+        }
+        texts.push(passage.trim_end().to_owned());
+    }
+    texts
+}
+
+/// all-MiniLM-L6-v2 at bf16 and int8 against f32 on short and long texts: cosine ≥ 0.99 on
+/// every text, a different identity (cache key) per precision and f32's unchanged, and
+/// `compute()` naming the precision and its kernel.
+#[test]
+fn lower_precisions_of_all_minilm_l6_v2_stay_within_cosine_0_99_of_f32() {
+    check_precisions("all-MiniLM-L6-v2", &varied_texts());
+}
+
+/// The same of MPNet (a relative position bias, 768 wide): the short texts and five long ones,
+/// the model being five times MiniLM's size.
+#[test]
+fn lower_precisions_of_all_mpnet_base_v2_stay_within_cosine_0_99_of_f32() {
+    check_precisions("all-mpnet-base-v2", &varied_texts()[..30]);
+}
+
+/// `name` at bf16 and int8 against f32 on `texts` (see the tests above).
+fn check_precisions(name: &str, texts: &[String]) {
+    let Some(dir) = model_dir(name) else {
+        return;
+    };
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let load = |precision| {
+        let options = TransformerOptions {
+            precision,
+            ..TransformerOptions::default()
+        };
+        SentenceTransformer::load(&local(&dir), options).unwrap()
+    };
+    let f32_model = load(Precision::F32);
+    assert_eq!(
+        f32_model.identity().pooling,
+        "mean",
+        "f32's identity is unchanged"
+    );
+    let want = f32_model.embed(&refs).unwrap();
+    let mut keys = vec![f32_model.identity().cache_key()];
+    for precision in [Precision::Bf16, Precision::Int8] {
+        let model = load(precision);
+        let compute = model.compute().unwrap();
+        assert!(
+            compute.starts_with(&format!("cpu {precision} ")),
+            "{precision}: compute() says {compute:?}"
+        );
+        assert_eq!(
+            model.identity().pooling,
+            format!("mean:precision={precision}")
+        );
+        keys.push(model.identity().cache_key());
+        let got = model.embed(&refs).unwrap();
+        let (lowest, at) = (0..refs.len())
+            .map(|i| (cosine(got.row(i), want.row(i)), i))
+            .fold((f32::INFINITY, 0), |a, b| if b.0 < a.0 { b } else { a });
+        eprintln!("{name} {compute}: lowest cosine vs f32 {lowest:.6} (text {at})");
+        assert!(
+            lowest >= 0.99,
+            "{name} {precision}: text {at} ({:?}) cosine {lowest}",
+            texts[at].chars().take(40).collect::<String>()
+        );
+    }
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 3, "one cache key per precision");
+}
+
+/// Distinct texts of about `words` words each, drawn (seeded) from the words of
+/// [`varied_texts`]: every one is encoded (none coincides with another).
+fn texts_of(words: usize, count: usize, seed: u64) -> Vec<String> {
+    use rand::{Rng, SeedableRng};
+    let vocabulary: Vec<String> = varied_texts()[..25]
+        .iter()
+        .flat_map(|t| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .collect();
+    let mut rng = sage_core::ExperimentRng::seed_from_u64(seed);
+    (0..count)
+        .map(|i| {
+            let mut text = format!("{i}");
+            for _ in 0..words {
+                text.push(' ');
+                text.push_str(&vocabulary[rng.gen_range(0..vocabulary.len())]);
+            }
+            text
+        })
+        .collect()
+}
+
+/// Texts per second of all-MiniLM-L6-v2 at each precision on short (STS-B-like), ~128-token
+/// and 256-token texts, and the lowest cosine against f32: a measurement, not a test (run
+/// with `--ignored --nocapture`; no timing is asserted).
+#[test]
+#[ignore = "a measurement: minutes, and only numbers to read"]
+fn precision_throughput_of_all_minilm_l6_v2() {
+    let Some(dir) = model_dir("all-MiniLM-L6-v2") else {
+        return;
+    };
+    let sets = [
+        ("short", texts_of(11, 1000, 51)),
+        ("128-token", texts_of(95, 200, 52)),
+        ("256-token", texts_of(230, 100, 53)),
+    ];
+    let models: Vec<(Precision, SentenceTransformer)> = Precision::ALL
+        .iter()
+        .map(|&precision| {
+            let options = TransformerOptions {
+                precision,
+                ..TransformerOptions::default()
+            };
+            (
+                precision,
+                SentenceTransformer::load(&local(&dir), options).unwrap(),
+            )
+        })
+        .collect();
+    for (name, texts) in &sets {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let tokens: usize = models[0].1.count_tokens(&refs).unwrap().iter().sum();
+        let mut reference: Option<Array2<f32>> = None;
+        for (precision, model) in &models {
+            // one warm-up pass over a slice, then the best of two timed passes
+            model.embed(&refs[..refs.len().min(64)]).unwrap();
+            let mut best = f64::INFINITY;
+            let mut vectors = None;
+            for _ in 0..2 {
+                let start = std::time::Instant::now();
+                vectors = Some(model.embed(&refs).unwrap());
+                best = best.min(start.elapsed().as_secs_f64());
+            }
+            let vectors = vectors.unwrap();
+            let lowest = match &reference {
+                None => 1.0,
+                Some(want) => (0..refs.len())
+                    .map(|i| cosine(vectors.row(i), want.row(i)))
+                    .fold(f32::INFINITY, f32::min),
+            };
+            if *precision == Precision::F32 {
+                reference = Some(vectors);
+            }
+            eprintln!(
+                "{name:>9} ({} texts, {:.0} tokens each): {:<28} {:>8.1} texts/s, lowest cosine \
+                 vs f32 {lowest:.5}",
+                refs.len(),
+                tokens as f64 / refs.len() as f64,
+                model.compute().unwrap(),
+                refs.len() as f64 / best,
+            );
+        }
+    }
 }

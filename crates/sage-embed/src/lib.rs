@@ -123,6 +123,8 @@ pub use matryoshka::Truncated;
 pub use model_config::{Pooling, TransformerConfig};
 pub use model_kind::{detect_kind, ModelKind};
 pub use resolve::{discover_models, resolve_model, ResolveOptions, ResolvedModel};
+/// The precision of a local encoder's dense products (`--precision`), sage-kernels' own.
+pub use sage_kernels::Precision;
 pub use static_models::{bow_tokens, Model2Vec, WordVectors};
 pub use transformer::{SentenceTransformer, TransformerOptions};
 

@@ -92,11 +92,33 @@ fn build_local(
     kind: ModelKind,
     transformer: TransformerOptions,
 ) -> Result<Box<dyn Embedder>> {
+    if kind != ModelKind::Transformer {
+        refuse_precision(
+            &model.name,
+            "a static model (no dense products)",
+            &transformer,
+        )?;
+    }
     Ok(match kind {
         ModelKind::Transformer => Box::new(SentenceTransformer::load(model, transformer)?),
         ModelKind::WordVectors => Box::new(WordVectors::load(model)?),
         ModelKind::Model2Vec => Box::new(Model2Vec::load(model)?),
     })
+}
+
+/// An error naming `model` and what it is when a precision other than f32 was asked of a
+/// model that has none to give (a static or remote model): never a silent f32.
+fn refuse_precision(model: &str, what: &str, options: &TransformerOptions) -> Result<()> {
+    if options.precision == crate::Precision::F32 {
+        return Ok(());
+    }
+    Err(EmbedError::Core(sage_core::SageError::InvalidArgument(
+        format!(
+            "{model}: --precision {} is for local BERT, MPNet and RoBERTa encoders on the \
+             CPU; this is {what}",
+            options.precision
+        ),
+    )))
 }
 
 /// The bare model `spec` names, without a cache or a meter in front: a remote model with
@@ -107,10 +129,13 @@ pub fn load_embedder(
     options: TransformerOptions,
 ) -> Result<Box<dyn Embedder>> {
     match ModelSource::resolve(spec, resolve)? {
-        ModelSource::Remote(remote) => Ok(Box::new(RemoteEmbedder::new(
-            remote,
-            RemoteOptions::default(),
-        )?)),
+        ModelSource::Remote(remote) => {
+            refuse_precision(spec, "a remote model", &options)?;
+            Ok(Box::new(RemoteEmbedder::new(
+                remote,
+                RemoteOptions::default(),
+            )?))
+        }
         ModelSource::Local(model, kind) => build_local(&model, kind, options),
     }
 }
@@ -218,6 +243,7 @@ pub fn load(spec: &str, options: &LoadOptions) -> Result<LoadedModel> {
     let (model, name, remote, counter): (Box<dyn Embedder>, _, _, _) = match source {
         ModelSource::Remote(parsed) => {
             let name = parsed.display();
+            refuse_precision(&name, "a remote model", &options.transformer)?;
             let remote_options = RemoteOptions {
                 dimensions: options.dimensions.or(options.remote.dimensions),
                 ..options.remote.clone()

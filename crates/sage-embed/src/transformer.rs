@@ -16,7 +16,7 @@ use crate::encoder::pool;
 use crate::error::{file_error, EmbedError, Result};
 use crate::families::{FamilyFiles, FAMILIES};
 use crate::model_config::Pooling;
-use crate::{file_digest, ResolvedModel};
+use crate::{file_digest, Precision, ResolvedModel};
 
 /// How to load and run a transformer model.
 #[derive(Clone, Debug)]
@@ -31,6 +31,9 @@ pub struct TransformerOptions {
     pub max_batch: usize,
     /// Use the first CUDA device (needs the `cuda` feature); CPU otherwise.
     pub cuda: bool,
+    /// The precision of the encoder's dense products on the CPU: f32, bf16 or int8 (BERT,
+    /// MPNet and RoBERTa checkpoints). Layer norms, softmax and pooling stay f32.
+    pub precision: Precision,
 }
 
 impl Default for TransformerOptions {
@@ -41,6 +44,7 @@ impl Default for TransformerOptions {
             batch_tokens: 8192,
             max_batch: 128,
             cuda: false,
+            precision: Precision::F32,
         }
     }
 }
@@ -104,6 +108,7 @@ impl SentenceTransformer {
             (true, true) => DType::BF16,
         };
         check_memory(&files, dtype, &device)?;
+        check_precision(&model.name, options.precision, family, &device)?;
         let pooling = options.pooling.unwrap_or(config.pooling);
         if pooling == Pooling::FirstLastAvg && !family.first_last_avg {
             let able: Vec<&str> = FAMILIES
@@ -126,6 +131,7 @@ impl SentenceTransformer {
         let files_read = FamilyFiles {
             config_json: &model.dir.join("config.json"),
             transformer: &config.transformer,
+            precision: options.precision,
         };
         let encoder = (family.load)(vb, &files_read).map_err(|e| match e {
             EmbedError::Candle(e) => file_error(&weights, format!("loading weights: {e}")),
@@ -165,7 +171,7 @@ impl SentenceTransformer {
             identity: EmbedderIdentity {
                 model_id: model.name.clone(),
                 revision: Some(revision),
-                pooling: pooling.name().to_owned(),
+                pooling: pooling_identity(pooling, options.precision),
                 normalize,
                 max_length: config.max_seq_length,
             },
@@ -288,6 +294,58 @@ impl SentenceTransformer {
         }
         Ok(pooled.to_vec2::<f32>()?)
     }
+}
+
+/// The identity's `pooling`: the pooling's name, and `:precision=bf16` or `:precision=int8`
+/// after it for a lower precision (as `:dims=N` for a Matryoshka width), so that cached
+/// vectors of different precisions never mix; f32 adds nothing, so the caches of every model
+/// loaded before `--precision` existed stay valid.
+fn pooling_identity(pooling: Pooling, precision: Precision) -> String {
+    match precision {
+        Precision::F32 => pooling.name().to_owned(),
+        lower => format!("{}:precision={}", pooling.name(), lower.name()),
+    }
+}
+
+/// Refuses, before any weight is read, a precision other than f32 where it cannot run: on a
+/// GPU, or for a family whose dense products are not prepared for it; the error names the
+/// model and what is supported.
+fn check_precision(
+    model: &str,
+    precision: Precision,
+    family: &crate::Family,
+    device: &Device,
+) -> Result<()> {
+    if precision == Precision::F32 {
+        return Ok(());
+    }
+    let why = if !device.is_cpu() {
+        format!(
+            "--precision {precision} is for the CPU; on a GPU the model runs in {} (drop \
+             --precision or --cuda)",
+            if family.trained_in_bf16 {
+                "bf16"
+            } else {
+                "f16"
+            }
+        )
+    } else if !family.lower_precision {
+        let able: Vec<&str> = FAMILIES
+            .iter()
+            .filter(|f| f.lower_precision)
+            .map(|f| f.name)
+            .collect();
+        format!(
+            "--precision {precision} runs {} models; {model} is {} (f32 only)",
+            able.join(", "),
+            family.name
+        )
+    } else {
+        return Ok(());
+    };
+    Err(EmbedError::Core(sage_core::SageError::InvalidArgument(
+        format!("{model}: {why}"),
+    )))
 }
 
 /// The safetensors files of a folder: `model.safetensors`, or every shard that
@@ -483,9 +541,14 @@ impl Embedder for SentenceTransformer {
             candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
         };
         let kernel = self.encoder.dense_kernel().map(|k| format!(" {k}"));
+        // the products' precision where it is not the dtype's (the activations between them
+        // stay float32)
+        let precision = match self.options.precision {
+            Precision::F32 => self.dtype.as_str(),
+            lower => lower.name(),
+        };
         Some(format!(
-            "{device} {}{}",
-            self.dtype.as_str(),
+            "{device} {precision}{}",
             kernel.unwrap_or_default()
         ))
     }
@@ -593,6 +656,30 @@ mod tests {
         let e = weight_files(dir.path()).unwrap_err().to_string();
         assert!(
             e.contains("model-00002-of-00002.safetensors") && e.contains("missing"),
+            "{e}"
+        );
+    }
+
+    /// f32 keeps the identity models had before `--precision`; a lower precision is part of
+    /// it. A family without lower precisions, or a GPU, is refused, naming the model.
+    #[test]
+    fn precisions_change_the_identity_and_are_refused_where_they_cannot_run() {
+        assert_eq!(pooling_identity(Pooling::Mean, Precision::F32), "mean");
+        assert_eq!(
+            pooling_identity(Pooling::Cls, Precision::Int8),
+            "cls:precision=int8"
+        );
+        let bert = crate::family_of("bert").unwrap();
+        let qwen = crate::family_of("qwen3").unwrap();
+        for precision in Precision::ALL {
+            assert!(check_precision("m", precision, bert, &Device::Cpu).is_ok());
+        }
+        assert!(check_precision("m", Precision::F32, qwen, &Device::Cpu).is_ok());
+        let e = check_precision("acme/qwen-embed", Precision::Bf16, qwen, &Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("acme/qwen-embed") && e.contains("Qwen3") && e.contains("BERT, MPNet"),
             "{e}"
         );
     }

@@ -9,7 +9,10 @@
 //! - float32 on Intel AMX tiles as three bf16 products, accurate to a few float32 roundings
 //!   (`amx.rs`, on x86-64 Linux with AMX-BF16; `SAGE_AMX=0` turns it off);
 //! - GGUF Q4_1 and Q8_0 against 8-bit activations with AVX-512 VNNI or AVX2, bit for bit what
-//!   candle computes (`quantized.rs`).
+//!   candle computes (`quantized.rs`);
+//! - the encoders' lower [`Precision`]s: int8 (float32 weights quantized to Q8_0 at load,
+//!   times 8-bit activations, for many rows at once; `quantized.rs`) and bf16 (`bf16.rs`:
+//!   AVX512-BF16 where the CPU has it, else the same products emulated in float32).
 //!
 //! Beside the products, [`fused`] holds the encoder's fused attention over packed texts and the
 //! dense layers' epilogues (bias, GELU, residual and layer norm), which read and write the same
@@ -26,9 +29,11 @@ use candle_core::Tensor;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod amx;
+mod bf16;
 pub mod fused;
 mod quantized;
 
+pub use bf16::{avx512_bf16_available, Bf16Matrix};
 use fused::PackedWeight;
 use quantized::{Activations, QuantMatrix};
 
@@ -45,6 +50,46 @@ pub fn amx_available() -> bool {
     }
 }
 
+/// The number format a local encoder's dense products run in (`--precision`). Layer norms,
+/// softmax, GELU and pooling stay float32 whatever it is: their errors would reach every
+/// value of a vector, where a product's rounding is averaged over its width.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// float32 products (on AMX tiles as three bf16 products where the CPU has them).
+    #[default]
+    F32,
+    /// bf16 weights and activations, float32 sums.
+    Bf16,
+    /// Q8_0 weights (a scale per 32 values of a row, computed at load) and 8-bit activations
+    /// (a scale per 32 values, at each product), exact integer sums per 32 values.
+    Int8,
+}
+
+impl Precision {
+    /// Every precision, in the order `--precision` lists them.
+    pub const ALL: [Precision; 3] = [Precision::F32, Precision::Bf16, Precision::Int8];
+
+    /// `f32`, `bf16` or `int8`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+            Precision::Int8 => "int8",
+        }
+    }
+
+    /// The precision `name` names (as [`Precision::name`] writes it).
+    pub fn from_name(name: &str) -> Option<Precision> {
+        Precision::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A dense layer's weight `[n, k]`, prepared once for the product this CPU runs it with.
 pub enum DenseWeight {
     /// float32, multiplied by gemm (candle's product).
@@ -58,7 +103,29 @@ pub enum DenseWeight {
     },
     /// A GGUF Q4_1 or Q8_0 matrix in the integer kernels' interleaved layout.
     Quantized(QuantMatrix),
+    /// A float32 weight quantized to Q8_0 at load ([`Precision::Int8`]), multiplied by the
+    /// many-row kernel (an encoder's batch of tokens; not candle's bits).
+    Int8(QuantMatrix),
+    /// A float32 weight rounded to bf16 at load ([`Precision::Bf16`]).
+    Bf16(Bf16Matrix),
 }
+
+/// A precision this CPU cannot run.
+#[derive(Debug)]
+pub struct Unsupported {
+    /// The precision asked for.
+    pub precision: Precision,
+    /// What it needs.
+    pub needs: &'static str,
+}
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "precision {} needs {}", self.precision, self.needs)
+    }
+}
+
+impl std::error::Error for Unsupported {}
 
 impl DenseWeight {
     /// `weight` [n, k], float32 on the CPU: packed for AMX where this CPU runs it and the kernel
@@ -71,6 +138,28 @@ impl DenseWeight {
             },
             None => DenseWeight::F32(weight.clone()),
         })
+    }
+
+    /// `weight` [n, k], float32 on the CPU, prepared for `precision`'s product: [`DenseWeight::f32`],
+    /// rounded to bf16, or quantized to Q8_0. int8 needs AVX-512 VNNI or AVX2 with FMA and a
+    /// width of whole 32-value blocks; where it cannot run, an [`Unsupported`] error (wrapped
+    /// in candle's), never a silent float32.
+    pub fn with_precision(
+        weight: &Tensor,
+        precision: Precision,
+    ) -> candle_core::Result<DenseWeight> {
+        match precision {
+            Precision::F32 => DenseWeight::f32(weight),
+            Precision::Bf16 => Ok(DenseWeight::Bf16(Bf16Matrix::new(weight)?)),
+            Precision::Int8 => match QuantMatrix::int8(weight)? {
+                Some(matrix) => Ok(DenseWeight::Int8(matrix)),
+                None => Err(candle_core::Error::wrap(Unsupported {
+                    precision,
+                    needs: "a CPU with AVX-512 VNNI or AVX2 and FMA, and layers whose width is \
+                            a multiple of 32",
+                })),
+            },
+        }
     }
 
     /// A GGUF matrix the integer kernels take (Q4_1 or Q8_0, on a CPU with AVX2 or AVX-512
@@ -87,6 +176,8 @@ impl DenseWeight {
                 fused::dense_product(x, weight, Some(packed))
             }
             DenseWeight::Quantized(matrix) => matrix.forward(x),
+            DenseWeight::Int8(matrix) => matrix.forward_rows(x),
+            DenseWeight::Bf16(matrix) => matrix.product(x),
         }
     }
 
@@ -117,12 +208,263 @@ impl DenseWeight {
     }
 
     /// The kernel in a result's words where it is not gemm's float32 (`amx-bf16x3`, `q4_1`,
-    /// `q8_0`): a throughput means little without it.
+    /// `q8_0`, `q8_0-vnni`, `avx512-bf16`, `bf16-emulated`): a throughput means little
+    /// without it.
     pub fn kernel(&self) -> Option<&'static str> {
         match self {
             DenseWeight::F32(_) => None,
             DenseWeight::AmxBf16x3 { .. } => Some("amx-bf16x3"),
             DenseWeight::Quantized(matrix) => Some(matrix.format_name()),
+            DenseWeight::Int8(matrix) => Some(matrix.rows_kernel_name()),
+            DenseWeight::Bf16(matrix) => Some(matrix.kernel_name()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor};
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    /// An encoder's shapes: (output width n, input width k, activation rows), MiniLM's qkv,
+    /// intermediate and output layers and a small odd one (a padded weight group, rows that
+    /// do not fill a tile).
+    const SHAPES: [(usize, usize, usize); 4] = [
+        (1152, 384, 37),
+        (1536, 384, 20),
+        (384, 1536, 19),
+        (40, 64, 3),
+    ];
+
+    /// A seeded weight (small values, as trained layers have) and activations (a few large
+    /// values and exact zeros, as after a layer norm and GELU).
+    fn draw(n: usize, k: usize, rows: usize, rng: &mut impl Rng) -> (Tensor, Tensor) {
+        let w: Vec<f32> = (0..n * k).map(|_| rng.gen_range(-0.1f32..0.1)).collect();
+        let x: Vec<f32> = (0..rows * k)
+            .map(|i| match i % 89 {
+                0 => 12.0,
+                1 => 0.0,
+                _ => rng.gen_range(-2f32..2.),
+            })
+            .collect();
+        (
+            Tensor::from_vec(w, (n, k), &Device::Cpu).unwrap(),
+            Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap(),
+        )
+    }
+
+    /// `x · wᵀ` in f64.
+    fn reference(w: &Tensor, x: &Tensor) -> Vec<f64> {
+        let (w, x) = (w.to_vec2::<f32>().unwrap(), x.to_vec2::<f32>().unwrap());
+        x.iter()
+            .flat_map(|xr| {
+                w.iter().map(move |wr| {
+                    xr.iter()
+                        .zip(wr)
+                        .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                        .sum::<f64>()
+                })
+            })
+            .collect()
+    }
+
+    /// ‖y − want‖ / ‖want‖.
+    fn relative_error(y: &Tensor, want: &[f64]) -> f64 {
+        let y = y.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert_eq!(y.len(), want.len());
+        let (mut err, mut norm) = (0f64, 0f64);
+        for (&a, &b) in y.iter().zip(want) {
+            err += (f64::from(a) - b).powi(2);
+            norm += b * b;
+        }
+        (err / norm).sqrt()
+    }
+
+    /// Each row of `x` alone gives the bits it gets in the batch: the int8 and AVX512-BF16
+    /// kernels compute each output in one order whatever the rows around it; the emulated bf16
+    /// path is gemm's float32 product, whose blocking depends on the row count, so there
+    /// within float32 roundings.
+    fn rows_alone_match(weight: &DenseWeight, x: &Tensor, batch: &Tensor) {
+        let exact = weight.kernel() != Some("bf16-emulated");
+        let batch = batch.to_vec2::<f32>().unwrap();
+        for r in [0, x.dim(0).unwrap() / 2, x.dim(0).unwrap() - 1] {
+            let alone = weight.product(&x.narrow(0, r, 1).unwrap()).unwrap();
+            let alone = alone.to_vec2::<f32>().unwrap();
+            if exact {
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&alone[0]), bits(&batch[r]), "row {r}");
+            } else {
+                for (a, b) in alone[0].iter().zip(&batch[r]) {
+                    assert!(
+                        (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                        "row {r}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// `precision`'s products against float64 `x · Wᵀ` within `bound` (relative, over the
+    /// whole product), and a batch row for row the bits of each row alone.
+    fn check(precision: Precision, bound: f64, seed: u64) -> &'static str {
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(seed);
+        let mut kernel = "";
+        for (n, k, rows) in SHAPES {
+            let (w, x) = draw(n, k, rows, &mut rng);
+            let weight = DenseWeight::with_precision(&w, precision).unwrap();
+            kernel = weight.kernel().unwrap_or("gemm");
+            let y = weight.product(&x).unwrap();
+            assert_eq!(y.dims2().unwrap(), (rows, n));
+            let error = relative_error(&y, &reference(&w, &x));
+            assert!(
+                error < bound,
+                "{precision} {kernel} ({n}, {k}) x {rows}: {error:e}"
+            );
+            rows_alone_match(&weight, &x, &y);
+        }
+        kernel
+    }
+
+    #[test]
+    fn int8_products_are_close_to_f64_and_batch_independent() {
+        #[cfg(target_arch = "x86_64")]
+        if !std::is_x86_feature_detected!("avx2") || !std::is_x86_feature_detected!("fma") {
+            sage_test_env::skip("int8 products", "no AVX2 and FMA on this CPU");
+            return;
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            sage_test_env::skip("int8 products", "the int8 kernels are x86-64's");
+            return;
+        }
+        // Q8_0 on both sides: 8 bits per value, a scale per 32 (the activations' outliers,
+        // 12 among values up to 2, coarsen their blocks' steps: ~1% here)
+        let kernel = check(Precision::Int8, 2e-2, 21);
+        assert!(kernel.starts_with("q8_0-"), "{kernel}");
+    }
+
+    #[test]
+    fn bf16_products_are_close_to_f64_and_batch_independent() {
+        // two roundings to an 8-bit mantissa per product: about 2⁻⁹ relative each
+        let kernel = check(Precision::Bf16, 5e-3, 22);
+        let want = if avx512_bf16_available() {
+            "avx512-bf16"
+        } else {
+            "bf16-emulated"
+        };
+        assert_eq!(kernel, want);
+    }
+
+    /// The emulated path computes exactly the float32 product of the bf16-rounded values.
+    #[test]
+    fn emulated_bf16_is_the_f32_product_of_rounded_values() {
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(23);
+        let (w, x) = draw(48, 96, 5, &mut rng);
+        let rounded = |t: &Tensor| {
+            t.to_dtype(candle_core::DType::BF16)
+                .unwrap()
+                .to_dtype(candle_core::DType::F32)
+                .unwrap()
+        };
+        let emulated = Bf16Matrix::with_path(&w, false).unwrap();
+        assert_eq!(emulated.kernel_name(), "bf16-emulated");
+        let want = fused::dense_product(&rounded(&x), &rounded(&w), None).unwrap();
+        assert_eq!(
+            emulated.product(&x).unwrap().to_vec2::<f32>().unwrap(),
+            want.to_vec2::<f32>().unwrap()
+        );
+    }
+
+    /// AVX512-BF16's products against the emulated path's: the same products, summed in
+    /// another order.
+    #[test]
+    fn avx512_bf16_matches_the_emulated_path() {
+        if !avx512_bf16_available() {
+            sage_test_env::skip(
+                "avx512_bf16_matches_the_emulated_path",
+                "no AVX512-BF16 on this CPU (or SAGE_BF16_EMULATED is set): only the emulated \
+                 bf16 path runs here",
+            );
+            return;
+        }
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(24);
+        for (n, k, rows) in SHAPES {
+            let (w, x) = draw(n, k, rows, &mut rng);
+            let fast = Bf16Matrix::with_path(&w, true).unwrap();
+            assert_eq!(fast.kernel_name(), "avx512-bf16");
+            let slow = Bf16Matrix::with_path(&w, false).unwrap();
+            let want = slow.product(&x).unwrap().to_vec2::<f32>().unwrap();
+            let got = fast.product(&x).unwrap().to_vec2::<f32>().unwrap();
+            for (g, w) in got.iter().flatten().zip(want.iter().flatten()) {
+                assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{g} vs {w}");
+            }
+        }
+    }
+
+    /// Seconds per product of each precision on MiniLM's shapes at 4096 rows (32 texts of 128
+    /// tokens): a measurement to read (`--ignored --nocapture`), nothing asserted.
+    #[test]
+    #[ignore = "a measurement: numbers to read"]
+    fn product_speed_by_precision() {
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(25);
+        // SAGE_SPEED_ROWS: another row count (a batch of short texts is ~2300)
+        let rows: usize = std::env::var("SAGE_SPEED_ROWS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(4096);
+        for (n, k) in [(1152, 384), (1536, 384), (384, 1536)] {
+            let (w, x) = draw(n, k, rows, &mut rng);
+            for precision in Precision::ALL {
+                let weight = DenseWeight::with_precision(&w, precision).unwrap();
+                weight.product(&x).unwrap();
+                let start = std::time::Instant::now();
+                for _ in 0..5 {
+                    weight.product(&x).unwrap();
+                }
+                let seconds = start.elapsed().as_secs_f64() / 5.0;
+                let gmacs = (rows * n * k) as f64 / seconds / 1e9;
+                eprintln!(
+                    "({n}, {k}) x {rows} {precision} {}: {:.2} ms, {gmacs:.1} GMAC/s",
+                    weight.kernel().unwrap_or("gemm"),
+                    seconds * 1e3
+                );
+            }
+        }
+    }
+
+    /// The vectorisable rounding is `half`'s, ties, subnormals, infinities and the largest
+    /// values included.
+    #[test]
+    fn bf16_rounding_on_the_bits_is_halfs() {
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(26);
+        let mut values: Vec<f32> = (0..20_000)
+            .map(|i| rng.gen_range(-1f32..1.) * [1e-40f32, 1e-3, 1.0, 3e38][i % 4])
+            .collect();
+        values.extend([
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::from_bits(0x3F80_8000), // a tie, rounded to even (down)
+            f32::from_bits(0x3F81_8000), // a tie, rounded to even (up)
+            f32::from_bits(0x0000_8000),
+        ]);
+        for v in values {
+            let want = half::bf16::from_f32(v).to_f32();
+            assert_eq!(bf16::to_bf16_and_back(v).to_bits(), want.to_bits(), "{v:e}");
+        }
+        assert!(bf16::to_bf16_and_back(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn precisions_are_named_and_parsed() {
+        for p in Precision::ALL {
+            assert_eq!(Precision::from_name(p.name()), Some(p));
+        }
+        assert_eq!(Precision::default(), Precision::F32);
+        assert_eq!(Precision::from_name("fp16"), None);
     }
 }
