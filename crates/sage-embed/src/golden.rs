@@ -584,6 +584,10 @@ fn check_precisions(name: &str, texts: &[String]) {
         "f32's identity is unchanged"
     );
     let want = f32_model.embed(&refs).unwrap();
+    assert!(
+        f32_model.full_precision().unwrap().is_none(),
+        "f32 is its own reference"
+    );
     let mut keys = vec![f32_model.identity().cache_key()];
     for precision in [Precision::Bf16, Precision::Int8] {
         let model = load(precision);
@@ -597,6 +601,17 @@ fn check_precisions(name: &str, texts: &[String]) {
             format!("mean:precision={precision}")
         );
         keys.push(model.identity().cache_key());
+        // its float32 twin (the compression suite's reference) is the f32 model, vector for
+        // vector
+        let twin = model
+            .full_precision()
+            .unwrap()
+            .expect("a twin at a lower precision");
+        assert_eq!(twin.identity(), f32_model.identity());
+        assert_eq!(
+            twin.embed(&refs[..3]).unwrap(),
+            want.slice(ndarray::s![..3, ..])
+        );
         let got = model.embed(&refs).unwrap();
         let (lowest, at) = (0..refs.len())
             .map(|i| (cosine(got.row(i), want.row(i)), i))

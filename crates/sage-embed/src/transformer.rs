@@ -73,6 +73,11 @@ pub struct SentenceTransformer {
     dtype: DType,
     /// Whether the model card says the model was trained for Matryoshka truncation.
     matryoshka: bool,
+    /// The folder it was loaded from: a lower precision's float32 twin loads from it.
+    source: ResolvedModel,
+    /// At a lower precision, the same model in float32, loaded when first asked for
+    /// ([`Embedder::full_precision`]); its load error, said each time it is asked for.
+    twin: std::sync::OnceLock<std::result::Result<Box<SentenceTransformer>, String>>,
 }
 
 /// Whether the folder's model card (README.md) names Matryoshka training: sentence-transformers
@@ -190,6 +195,8 @@ impl SentenceTransformer {
             load_seconds: start.elapsed().as_secs_f64(),
             dtype,
             matryoshka: card_says_matryoshka(&model.dir),
+            source: model.clone(),
+            twin: std::sync::OnceLock::new(),
         })
     }
 
@@ -532,6 +539,30 @@ impl Embedder for SentenceTransformer {
 
     fn matryoshka_trained(&self) -> Option<bool> {
         Some(self.matryoshka)
+    }
+
+    /// At bf16 or int8, the same folder loaded in float32 with the same options (loaded once,
+    /// when first asked for: a run that does not compare precisions never pays for it).
+    fn full_precision(&self) -> sage_core::Result<Option<&dyn Embedder>> {
+        if self.options.precision == Precision::F32 {
+            return Ok(None);
+        }
+        let twin = self.twin.get_or_init(|| {
+            let options = TransformerOptions {
+                precision: Precision::F32,
+                ..self.options.clone()
+            };
+            SentenceTransformer::load(&self.source, options)
+                .map(Box::new)
+                .map_err(|e| e.to_string())
+        });
+        match twin {
+            Ok(twin) => Ok(Some(twin.as_ref())),
+            Err(why) => Err(sage_core::SageError::InvalidArgument(format!(
+                "{}: its float32 twin did not load: {why}",
+                self.identity.model_id
+            ))),
+        }
     }
 
     fn compute(&self) -> Option<String> {
