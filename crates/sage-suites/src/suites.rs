@@ -642,6 +642,15 @@ impl Suite for Throughput {
             }
         }
         .map_err(failed(self.name()))?;
+        // a precision this CPU can only emulate gives its numbers, not its speed: said beside
+        // the speed, so that no one picks it for speed
+        if let Some(compute) = r.compute.as_deref().filter(|c| c.contains("emulated")) {
+            notes.push(format!(
+                "computed as `{compute}`: this CPU lacks the instructions the precision needs \
+                 (bf16: AVX512-BF16), so its products are emulated in float32 and run slower \
+                 than f32; it reproduces the precision's numbers, not its speed"
+            ));
+        }
         let given: Vec<_> = r.lengths.iter().map(|l| l.length).collect();
         for length in [
             sage_throughput::Length::Short,

@@ -540,6 +540,33 @@ fn throughput_times_a_metric_and_a_model_on_the_same_texts() {
         );
         assert!(outcome.notes.is_empty(), "{:?}", outcome.notes);
     }
+    // a precision this CPU only emulates is timed, and said to be no speed-up
+    let emulated: Arc<dyn Embedder> = Arc::new(Emulated(Lengths::default()));
+    let outcome = suite.run(&Subject::Model(emulated), &request).unwrap();
+    assert_eq!(outcome.report["compute"], "cpu bf16 bf16-emulated");
+    assert!(
+        outcome.notes.iter().any(|n| n.contains("emulated in float32")),
+        "{:?}",
+        outcome.notes
+    );
+}
+
+/// [`Lengths`] as a model computing bf16 on a CPU that can only emulate it.
+struct Emulated(Lengths);
+
+impl Embedder for Emulated {
+    fn identity(&self) -> &sage_core::EmbedderIdentity {
+        self.0.identity()
+    }
+    fn embed(&self, texts: &[&str]) -> sage_core::Result<ndarray::Array2<f32>> {
+        self.0.embed(texts)
+    }
+    fn dimension(&self) -> usize {
+        1
+    }
+    fn compute(&self) -> Option<String> {
+        Some("cpu bf16 bf16-emulated".into())
+    }
 }
 
 /// Every shipped suite hints the cost of the task it writes by default, so that bench-all's
