@@ -105,7 +105,17 @@ pub struct RemoteUsage {
 /// Where an embedder sends the rows of one call as they are ready: `(first row, rows)`.
 pub type BatchSink<'a> = dyn FnMut(usize, Array2<f32>) -> Result<()> + 'a;
 
+/// What a lower-precision model's `pooling` carries after the pooling's name
+/// (`mean:precision=int8`): written by the model, read by [`EmbedderIdentity::precision`].
+pub const PRECISION_MARK: &str = ":precision=";
+
 impl EmbedderIdentity {
+    /// The lower precision the model computes in (`bf16`, `int8`); `None` at full precision.
+    pub fn precision(&self) -> Option<&str> {
+        let (_, rest) = self.pooling.split_once(PRECISION_MARK)?;
+        Some(rest.split(':').next().unwrap_or(rest))
+    }
+
     /// A filesystem- and key-safe string identifying this embedder: same identity, same key.
     pub fn cache_key(&self) -> String {
         let clean = |s: &str| -> String {

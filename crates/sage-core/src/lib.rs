@@ -36,7 +36,8 @@ mod timings;
 pub use cost_hint::{CostHint, COST_REFERENCE_MODEL_BYTES};
 pub use embed::{
     cosine, is_remote_spec, l2_similarity, normalize_rows, remote_model_name, BatchSink, Embedder,
-    EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, REMOTE_PROTOCOLS,
+    EmbedderIdentity, EmbeddingSimilarity, RemoteUsage, Role, VectorSimilarity, PRECISION_MARK,
+    REMOTE_PROTOCOLS,
 };
 pub use error::{printable, said_once, Result, SageError};
 pub use listing::{DiscoveredModel, ModelOrigin, PlannedModel, RemotePlan};

@@ -310,7 +310,12 @@ impl SentenceTransformer {
 fn pooling_identity(pooling: Pooling, precision: Precision) -> String {
     match precision {
         Precision::F32 => pooling.name().to_owned(),
-        lower => format!("{}:precision={}", pooling.name(), lower.name()),
+        lower => format!(
+            "{}{}{}",
+            pooling.name(),
+            sage_core::PRECISION_MARK,
+            lower.name()
+        ),
     }
 }
 

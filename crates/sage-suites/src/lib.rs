@@ -114,7 +114,9 @@ impl Subject {
     }
 
     /// What a result file says of the subject: its results-folder name, the spec it was given
-    /// as (`spec`; a model's id when none; a server URL's secrets redacted), and its kind.
+    /// as (`spec`; a model's id when none; a server URL's secrets redacted), and its kind. A
+    /// model at a lower precision is another similarity beside its float32 self: its name
+    /// gains `@int8` (or `@bf16`), so that the report shows both.
     pub fn record(&self, spec: Option<&str>) -> sage_core::SimilarityRecord {
         let (given, kind) = match self {
             Subject::Metric(m) => (m.name().to_owned(), sage_core::SimilarityKind::Metric),
@@ -123,7 +125,13 @@ impl Subject {
                 sage_core::SimilarityKind::Model,
             ),
         };
-        sage_core::SimilarityRecord::of_spec(&given, kind)
+        let mut record = sage_core::SimilarityRecord::of_spec(&given, kind);
+        if let Subject::Model(e) = self {
+            if let Some(precision) = e.identity().precision() {
+                record.name = format!("{}@{precision}", record.name);
+            }
+        }
+        record
     }
 
     /// The embedding model, for suites that compare vectors themselves.

@@ -545,9 +545,31 @@ fn throughput_times_a_metric_and_a_model_on_the_same_texts() {
     let outcome = suite.run(&Subject::Model(emulated), &request).unwrap();
     assert_eq!(outcome.report["compute"], "cpu bf16 bf16-emulated");
     assert!(
-        outcome.notes.iter().any(|n| n.contains("emulated in float32")),
+        outcome
+            .notes
+            .iter()
+            .any(|n| n.contains("emulated in float32")),
         "{:?}",
         outcome.notes
+    );
+}
+
+/// A model at a lower precision is a similarity of its own: its results folder and name say
+/// the precision, its spec stays the one given.
+#[test]
+fn a_lower_precision_names_its_results_apart() {
+    let mut identity = Lengths::default().0;
+    identity.pooling = format!("mean{}int8", sage_core::PRECISION_MARK);
+    assert_eq!(identity.precision(), Some("int8"));
+    assert_eq!(Lengths::default().0.precision(), None);
+    let lower: Arc<dyn Embedder> = Arc::new(Lengths(identity));
+    let record = Subject::Model(lower).record(Some("all-MiniLM-L6-v2"));
+    assert_eq!(record.name, "all-MiniLM-L6-v2@int8");
+    assert_eq!(record.spec, "all-MiniLM-L6-v2");
+    let plain: Arc<dyn Embedder> = Arc::new(Lengths::default());
+    assert_eq!(
+        Subject::Model(plain).record(Some("all-MiniLM-L6-v2")).name,
+        "all-MiniLM-L6-v2"
     );
 }
 
