@@ -97,6 +97,10 @@ pub(crate) enum Device {
 pub(crate) struct Similarities {
     pub(crate) metrics: Vec<String>,
     pub(crate) models: Vec<String>,
+    /// Lower precisions (`bf16`, `int8`): each model "auto" finds whose family runs one is
+    /// also run at it, as `NAME@PRECISION`, through the suites that say what a precision
+    /// costs and keeps ([`PRECISION_SUITES`](crate::plan::PRECISION_SUITES)).
+    pub(crate) precisions: Vec<String>,
 }
 
 /// `[quick]`: what --quick changes beyond each suite's `quick_options` and `quick_datasets`.

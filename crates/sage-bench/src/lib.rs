@@ -87,6 +87,8 @@ pub struct Similarity {
     spec: String,
     /// An embedding model (else a classical metric).
     pub is_model: bool,
+    /// A lower precision the model runs at (`--precision`); `None`: as it is.
+    pub precision: Option<String>,
 }
 
 /// One unit of work and its result file.

@@ -3,6 +3,10 @@
 
 use crate::*;
 
+/// The suites a model's lower-precision variant runs: what the precision costs to run and what
+/// its vectors keep against float32. The other suites' scores follow from the retention.
+pub(crate) const PRECISION_SUITES: [&str; 2] = ["throughput", "compression"];
+
 /// The metrics and models to run; "auto" expands to what `sage models` finds.
 pub(crate) fn similarities(
     config: &Config,
@@ -17,26 +21,29 @@ pub(crate) fn similarities(
             label: m.clone(),
             spec: m.clone(),
             is_model: false,
+            precision: None,
         })
         .collect();
     let mut skipped = Vec::new();
+    let mut variants = Vec::new();
     for spec in &config.similarities.models {
         if spec != "auto" {
             out.push(Similarity {
                 label: sage_core::result_label(spec),
                 spec: spec.clone(),
                 is_model: true,
+                precision: None,
             });
             continue;
         }
-        let mut found_models: Vec<(u64, String)> = Vec::new();
+        let mut found_models: Vec<(u64, String, Vec<String>)> = Vec::new();
         for found in sage_listing::<sage_core::DiscoveredModel>(sage, "models")? {
-            found_models.push((transformer_bytes(&found.dir), found.spec));
+            found_models.push((transformer_bytes(&found.dir), found.spec, found.precisions));
         }
         // Cheapest first, so that a run stopped early holds the most results: static models
         // (no transformer weights), then transformers by weight size. The sort is stable.
-        found_models.sort_by_key(|(bytes, _)| *bytes);
-        for (_, spec) in found_models {
+        found_models.sort_by_key(|(bytes, _, _)| *bytes);
+        for (_, spec, takes) in found_models {
             if quick && !config.quick.auto_models.contains(&spec) {
                 skipped.push(Skipped {
                     similarity: spec,
@@ -47,14 +54,46 @@ pub(crate) fn similarities(
                 continue;
             }
             if !out.iter().any(|s| s.spec == spec) {
+                let label = sage_core::result_label(&spec);
+                for precision in &config.similarities.precisions {
+                    if !takes.contains(precision) {
+                        continue;
+                    }
+                    variants.push(Similarity {
+                        label: format!("{label}@{precision}"),
+                        spec: spec.clone(),
+                        is_model: true,
+                        precision: Some(precision.clone()),
+                    });
+                }
                 out.push(Similarity {
-                    label: sage_core::result_label(&spec),
+                    label,
                     spec,
                     is_model: true,
+                    precision: None,
                 });
             }
         }
     }
+    // after every model as it is: a run stopped early has the plain models first
+    let auto = config.similarities.models.iter().any(|m| m == "auto");
+    for precision in config.similarities.precisions.iter().filter(|_| auto) {
+        if !variants
+            .iter()
+            .any(|v| v.precision.as_ref() == Some(precision))
+        {
+            skipped.push(Skipped {
+                similarity: format!("*@{precision}"),
+                suite: "*".into(),
+                task: "*".into(),
+                reason: format!(
+                    "similarities.precisions: no model \"auto\" found runs {precision:?} (BERT, \
+                     MPNet and RoBERTa encoders run bf16 and int8)"
+                ),
+            });
+        }
+    }
+    out.extend(variants);
     if out.is_empty() {
         invalid!("no similarity to run: similarities.metrics and .models are empty");
     }
@@ -281,6 +320,9 @@ pub(crate) fn plan(
             if config.device == Device::Cuda {
                 model_flags.push("--cuda".to_owned());
             }
+            if let Some(precision) = &s.precision {
+                model_flags.extend(["--precision".to_owned(), precision.clone()]);
+            }
         }
         for run in runs {
             let skip = |reason: String| Skipped {
@@ -289,6 +331,14 @@ pub(crate) fn plan(
                 task: run.result_task.clone(),
                 reason,
             };
+            if s.precision.is_some() && !PRECISION_SUITES.contains(&run.suite.as_str()) {
+                skipped.push(skip(format!(
+                    "a precision variant runs {} only (its speed, and what its vectors keep \
+                     against float32)",
+                    PRECISION_SUITES.join(" and ")
+                )));
+                continue;
+            }
             if !s.is_model && !run.takes_metrics {
                 skipped.push(skip(format!(
                     "{} evaluates embedding models only (a classical metric has no vectors)",

@@ -421,6 +421,57 @@ fn user_dataset_tables_go_to_the_jobs_that_name_datasets() {
     assert!(!robustness.args.contains(&"--datasets".to_owned()));
 }
 
+/// A model's lower-precision variant runs the throughput and compression suites only, with
+/// `--precision`, into its own results folder; the other suites say why they skipped it.
+#[test]
+fn a_precision_variant_runs_what_a_precision_costs_and_keeps() {
+    let config = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
+    assert_eq!(config.similarities.precisions, ["bf16", "int8"]);
+    let mut similarities = test_similarities(&["model-a"]);
+    similarities.push(Similarity {
+        label: "model-a@int8".into(),
+        spec: "model-a".into(),
+        is_model: true,
+        precision: Some("int8".into()),
+    });
+    let runs = checked_runs(&config, &shipped_suites());
+    let mut skipped = Vec::new();
+    let jobs = plan(
+        &config,
+        &runs,
+        &similarities,
+        Path::new("data"),
+        &mut skipped,
+    );
+    let variant: Vec<&Job> = jobs
+        .iter()
+        .filter(|j| j.similarity.label == "model-a@int8")
+        .collect();
+    let suites: Vec<&str> = variant.iter().map(|j| j.suite.as_str()).collect();
+    assert_eq!(suites, ["compression", "throughput"]);
+    for job in &variant {
+        let args = job.args.join(" ");
+        assert!(
+            args.starts_with(&format!("run {} --similarity model-a ", job.suite))
+                && args.ends_with("--batch-tokens 8192 --precision int8"),
+            "{args}"
+        );
+    }
+    // the model as it is runs everything, without the flag
+    assert!(jobs
+        .iter()
+        .filter(|j| j.similarity.label == "model-a")
+        .all(|j| !j.args.contains(&"--precision".to_owned())));
+    let variant_skips: Vec<&Skipped> = skipped
+        .iter()
+        .filter(|s| s.similarity == "model-a@int8")
+        .collect();
+    assert!(!variant_skips.is_empty());
+    assert!(variant_skips
+        .iter()
+        .all(|s| s.reason.contains("throughput and compression only")));
+}
+
 /// Similarities by spec; those named `model...` are models.
 fn test_similarities(specs: &[&str]) -> Vec<Similarity> {
     specs
@@ -429,6 +480,7 @@ fn test_similarities(specs: &[&str]) -> Vec<Similarity> {
             label: spec.into(),
             spec: spec.into(),
             is_model: spec.starts_with("model"),
+            precision: None,
         })
         .collect()
 }

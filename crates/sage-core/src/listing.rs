@@ -48,6 +48,10 @@ pub struct DiscoveredModel {
     pub dir: PathBuf,
     /// Where it was found.
     pub origin: ModelOrigin,
+    /// The lower precisions its family runs on the CPU (`bf16`, `int8`; `--precision`), so that
+    /// bench-all runs only the variants a model takes. Empty for the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub precisions: Vec<String>,
 }
 
 /// Where [`DiscoveredModel`] found a model.
@@ -94,6 +98,7 @@ mod tests {
             spec: "acme/m".into(),
             dir: PathBuf::from("/hub/models--acme--m/snapshots/abc"),
             origin: ModelOrigin::HubCache,
+            precisions: Vec::new(),
         };
         let line = serde_json::to_string(&model).unwrap();
         assert_eq!(

@@ -8,7 +8,7 @@ use sage_core::{DiscoveredModel, ModelOrigin};
 use sage_hub::HubSettings;
 
 use crate::error::{EmbedError, Result};
-use crate::model_kind::detect_kind;
+use crate::model_kind::{detect_kind, ModelKind};
 
 /// Files a sentence-transformers repository may have; the first three are required.
 const REQUIRED: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -141,6 +141,7 @@ pub fn discover_models(options: &ResolveOptions) -> Vec<DiscoveredModel> {
                         .unwrap_or_default()
                         .to_string_lossy()
                         .into_owned(),
+                    precisions: lower_precisions(&dir),
                     dir,
                     origin: ModelOrigin::ModelsDir,
                 });
@@ -170,6 +171,7 @@ pub fn discover_models(options: &ResolveOptions) -> Vec<DiscoveredModel> {
         {
             found.push(DiscoveredModel {
                 spec: id,
+                precisions: lower_precisions(&snapshot),
                 dir: snapshot,
                 origin: ModelOrigin::HubCache,
             });
@@ -177,6 +179,22 @@ pub fn discover_models(options: &ResolveOptions) -> Vec<DiscoveredModel> {
     }
     found.sort_by(|a, b| a.spec.cmp(&b.spec));
     found
+}
+
+/// The lower precisions the model in `dir` runs (`--precision`): its family's, for a
+/// transformer whose family takes them; none for the others.
+fn lower_precisions(dir: &Path) -> Vec<String> {
+    let takes = matches!(detect_kind(dir), Ok(ModelKind::Transformer))
+        && crate::config::SentenceTransformerConfig::read(dir)
+            .is_ok_and(|config| config.family.lower_precision);
+    if !takes {
+        return Vec::new();
+    }
+    crate::Precision::ALL
+        .into_iter()
+        .filter(|p| *p != crate::Precision::F32)
+        .map(|p| p.name().to_owned())
+        .collect()
 }
 
 #[cfg(test)]
