@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::load::{ResultFile, Typed};
 
 /// The retention the sentence looks for: a twentieth of the score given up at most.
-pub(crate) const KEEPS: f64 = 0.95;
+pub const KEEPS: f64 = 0.95;
 
 /// One format and width of one model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
