@@ -63,9 +63,9 @@ pub use load::{
 pub use records::{reading_parquet, Format};
 pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
 pub use rows::{
-    AxisRating, BeirDocument, BeirQuery, Document, DocumentSummary, LabeledPair, LabeledText, Line,
-    Loaded, NegationPair, RerankingQuery, Row, StsPair, SummaryComparison, SummaryDocument,
-    SummaryRating, TextPair, WordPair,
+    AxisRating, BeirDocument, BeirQuery, ClassedPair, Document, DocumentSummary, LabeledPair,
+    LabeledText, Line, Loaded, NegationPair, RerankingQuery, Row, StsPair, SummaryComparison,
+    SummaryDocument, SummaryRating, TextPair, WordPair,
 };
 #[cfg(feature = "fetch")]
 pub use sage_hub::HubSettings;

@@ -816,6 +816,9 @@ impl DataRoot {
             DatasetKind::ParaphrasePairs | DatasetKind::PairClassification => {
                 rows::<crate::LabeledPair>(self, name, split, max_rows, seed)
             }
+            DatasetKind::PairClasses => {
+                rows::<crate::ClassedPair>(self, name, split, max_rows, seed)
+            }
             DatasetKind::NegationPairs => {
                 rows::<crate::NegationPair>(self, name, split, max_rows, seed)
             }
@@ -973,6 +976,7 @@ macro_rules! kind_of {
 }
 kind_of!(crate::StsPair => StsPairs);
 kind_of!(crate::LabeledPair => ParaphrasePairs, PairClassification);
+kind_of!(crate::ClassedPair => PairClasses, ParaphrasePairs, PairClassification);
 kind_of!(crate::NegationPair => NegationPairs);
 kind_of!(crate::DocumentSummary => DocumentSummary);
 kind_of!(crate::Document => Documents);

@@ -32,6 +32,9 @@ pub enum DatasetKind {
     Classification,
     /// [`crate::LabeledPair`]: sentence1, sentence2, label 0/1 (pair classification).
     PairClassification,
+    /// [`crate::ClassedPair`]: sentence1, sentence2, label (any number of classes: entailment,
+    /// neutral, contradiction).
+    PairClasses,
     /// [`crate::RerankingQuery`]: query, positive (list), negative (list).
     Reranking,
     /// [`crate::WordPair`]: `word1<TAB>word2<TAB>score` lines.
@@ -50,6 +53,7 @@ impl DatasetKind {
         DatasetKind::StsPairs,
         DatasetKind::ParaphrasePairs,
         DatasetKind::PairClassification,
+        DatasetKind::PairClasses,
         DatasetKind::NegationPairs,
         DatasetKind::DocumentSummary,
         DatasetKind::Documents,
@@ -98,6 +102,7 @@ impl DatasetKind {
             DatasetKind::Beir => "beir",
             DatasetKind::Classification => "classification",
             DatasetKind::PairClassification => "pair-classification",
+            DatasetKind::PairClasses => "pair-classes",
             DatasetKind::Reranking => "reranking",
             DatasetKind::WordSimilarity => "word-similarity",
             DatasetKind::Vocabulary => "vocabulary",
@@ -911,6 +916,22 @@ pub const REGISTRY: &[DatasetEntry] = &[
         "classification/trec/{split}.jsonl",
         hub("CogComp/trec", None, &["{split}.parquet"], TEXT_LABEL),
         "TREC question types"
+    ),
+    entry!(
+        "scicite",
+        Classification,
+        ["train", "dev", "test"],
+        "classification/scicite/{split}.jsonl",
+        None,
+        "SciCite citation intents (EvalRank's SentEval copy)"
+    ),
+    entry!(
+        "sick-e",
+        PairClasses,
+        ["train", "dev", "test"],
+        "pair_classification/sick_e/{split}.jsonl",
+        None,
+        "SICK entailment: entailment, neutral or contradiction (SentEval's SICK-E)"
     ),
     entry!(
         "twitter-semeval2015",

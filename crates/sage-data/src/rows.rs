@@ -261,6 +261,47 @@ impl Row for LabeledPair {
     }
 }
 
+/// A sentence pair with a class label of any number of classes (SICK's entailment,
+/// neutral, contradiction). Any pair dataset reads as these rows, a 0/1 label as `"0"`/`"1"`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassedPair {
+    /// First sentence.
+    pub sentence1: String,
+    /// Second sentence.
+    pub sentence2: String,
+    /// Its class.
+    pub label: String,
+}
+
+impl sealed::ReadRow for ClassedPair {
+    fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        // a paraphrase file's true/false is the 1/0 its numbers say
+        let label = match at.get("label")? {
+            Value::Bool(b) => u8::from(*b).to_string(),
+            _ => at.label_string("label")?,
+        };
+        // an empty cell would quietly become a class of its own
+        if label.trim().is_empty() {
+            return Err(parse_error(
+                at.path,
+                at.line,
+                "empty label: every pair needs its class (an empty cell is not one)",
+            ));
+        }
+        Ok(ClassedPair {
+            sentence1: at.str("sentence1")?,
+            sentence2: at.str("sentence2")?,
+            label,
+        })
+    }
+}
+
+impl Row for ClassedPair {
+    fn texts(&self) -> Vec<&str> {
+        vec![&self.sentence1, &self.sentence2]
+    }
+}
+
 /// A sentence with a verbal negation and its affirmative interpretation (AFIN).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NegationPair {

@@ -173,7 +173,7 @@ const DETECTABLE: &[KindColumns] = &[
 /// with).
 fn columns_of(kind: DatasetKind) -> Option<&'static KindColumns> {
     let same_rows = match kind {
-        DatasetKind::PairClassification => DatasetKind::ParaphrasePairs,
+        DatasetKind::PairClassification | DatasetKind::PairClasses => DatasetKind::ParaphrasePairs,
         DatasetKind::Classification => DatasetKind::Clustering,
         DatasetKind::SummaryAxisRatings => DatasetKind::SummaryRatings,
         DatasetKind::Vocabulary => {
