@@ -202,6 +202,7 @@ fn shipped_suites() -> Vec<ListedSuite> {
         "pteb",
         "noise",
         "compression",
+        "transfer",
         "throughput",
     ]
     .iter()

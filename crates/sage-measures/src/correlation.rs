@@ -136,3 +136,88 @@ mod tests {
         assert!(pearson(&[1.0, 2.0], &[1.0]).is_err());
     }
 }
+
+/// Permutations a Monte Carlo permutation test draws where an exact one would be too long.
+pub const PERMUTATIONS: usize = 9999;
+
+/// Two-sided permutation p-value of `statistic(x, y)` (a correlation): the share of pairings of
+/// `x` with a permutation of `y` whose statistic is at least as far from zero as the observed
+/// one. Every permutation is counted when there are at most 8 points (40,320 pairings, as
+/// `scipy.stats.permutation_test`'s exact branch, with its tolerance of 100 machine epsilons);
+/// above that, [`PERMUTATIONS`] drawn from `seed`'s stream `label`, with the `+1` correction
+/// of a Monte Carlo test. A permutation whose statistic is undefined (an error) does not count.
+pub fn permutation_p(
+    x: &[f64],
+    y: &[f64],
+    statistic: impl Fn(&[f64], &[f64]) -> Result<f64>,
+    seed: sage_core::RunSeed,
+    label: &str,
+) -> Result<f64> {
+    let observed = statistic(x, y)?;
+    let gamma = (observed * f64::EPSILON * 100.0).abs();
+    let extreme = |perm: &[f64]| {
+        statistic(x, perm).is_ok_and(|s| s.abs() >= observed.abs() - gamma)
+    };
+    let n = y.len();
+    if n <= 8 {
+        let mut perm = y.to_vec();
+        let (mut hits, mut total) = (0usize, 0usize);
+        // Heap's algorithm: every ordering once
+        let mut c = vec![0usize; n];
+        total += 1;
+        hits += usize::from(extreme(&perm));
+        let mut i = 0;
+        while i < n {
+            if c[i] < i {
+                if i % 2 == 0 {
+                    perm.swap(0, i);
+                } else {
+                    perm.swap(c[i], i);
+                }
+                total += 1;
+                hits += usize::from(extreme(&perm));
+                c[i] += 1;
+                i = 0;
+            } else {
+                c[i] = 0;
+                i += 1;
+            }
+        }
+        return Ok(hits as f64 / total as f64);
+    }
+    use rand::seq::SliceRandom;
+    let mut rng = seed.rng(label);
+    let mut perm = y.to_vec();
+    let mut hits = 0usize;
+    for _ in 0..PERMUTATIONS {
+        perm.shuffle(&mut rng);
+        hits += usize::from(extreme(&perm));
+    }
+    Ok((hits + 1) as f64 / (PERMUTATIONS + 1) as f64)
+}
+
+#[cfg(test)]
+mod permutation_tests {
+    use super::*;
+
+    /// Five points in the same order: only the identity pairing (1 of 120) reaches ρ = 1, and
+    /// its reverse reaches −1: p = 2/120, as scipy's exact test gives.
+    #[test]
+    fn exact_for_few_points() {
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let p = permutation_p(&x, &x, spearman, sage_core::RunSeed(1), "t").unwrap();
+        assert!((p - 2.0 / 120.0).abs() < 1e-12, "{p}");
+    }
+
+    /// Many points without relation: a large p; in the same order: the smallest a Monte Carlo
+    /// test gives, 1/10,000.
+    #[test]
+    fn monte_carlo_for_many_points() {
+        let x: Vec<f64> = (0..30).map(f64::from).collect();
+        let p = permutation_p(&x, &x, spearman, sage_core::RunSeed(1), "t").unwrap();
+        assert!((p - 1.0 / 10_000.0).abs() < 1e-12, "{p}");
+        let y: Vec<f64> = (0..30).map(|i| f64::from((i * 7) % 30)).collect();
+        let p = permutation_p(&x, &y, spearman, sage_core::RunSeed(1), "t").unwrap();
+        assert!(p > 0.05, "{p}");
+    }
+}

@@ -23,7 +23,7 @@ mod stats;
 pub use category::{null_as_nan, CategoryReport, DatasetScore};
 pub use classification::{average_precision_score, binary_classification, BinaryScores};
 pub use clustering::{unclusterable, v_measure, VMeasure};
-pub use correlation::{pearson, rank_average, spearman};
+pub use correlation::{pearson, permutation_p, rank_average, spearman, PERMUTATIONS};
 pub use edit::{edit_distance, normalized_word_edit_distance};
 pub use ranking::{
     average_precision, hits_at_k, mean_reciprocal_rank, ndcg_at_k, reciprocal_rank, trec_order,

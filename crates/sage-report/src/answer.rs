@@ -61,6 +61,8 @@ pub struct Answer {
     pub cost: CostView,
     /// What each model keeps when its vectors are stored small.
     pub storage: crate::storage::StorageView,
+    /// Which intrinsic score predicts downstream (transfer) accuracy.
+    pub prediction: crate::prediction::PredictionView,
 }
 
 /// A similarity's five SAGE categories: the result files and their bootstrap resamples.
@@ -346,6 +348,7 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
         },
         cost: Default::default(),
         storage: crate::storage::view(files),
+        prediction: Default::default(),
         ranking: Ranking {
             units: complete
                 .first()
@@ -365,6 +368,7 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
         },
     };
     answer.cost = view(files, &answer.ranking);
+    answer.prediction = crate::prediction::view(files, &answer.heatmap);
     Ok(answer)
 }
 

@@ -40,6 +40,7 @@ mod load;
 mod plots;
 mod ranking;
 mod render;
+pub mod prediction;
 pub mod storage;
 mod tables;
 
@@ -150,6 +151,8 @@ pub fn write_report(dir: &Path, mteb_results: Option<&Path>) -> Result<Written> 
     let mut charts = plots::charts(&files, &palette)?;
     charts.extend(plots::cost_charts(&answer.cost, &palette)?);
     charts.extend(plots::storage_chart(&answer.storage, &palette)?);
+    charts.extend(plots::transfer_chart(&files, &palette)?);
+    charts.extend(plots::prediction_chart(&answer.prediction)?);
     let page = render::Page {
         answer: &answer,
         tables: &tables,

@@ -32,6 +32,7 @@ pub(crate) enum Typed {
     Pteb(Box<pteb::PtebReport>),
     Noise(Box<sage_noise::NoiseReport>),
     Compression(Box<sage_compression::CompressionReport>),
+    Transfer(Box<sage_transfer::TransferReport>),
     Throughput(Box<sage_throughput::ThroughputReport>),
     /// A suite registered beyond the shipped ones: the report shows its envelope (score,
     /// datasets).
@@ -63,6 +64,7 @@ impl Typed {
             ("pteb", _) => Typed::Pteb(boxed(report)?),
             ("noise", _) => Typed::Noise(boxed(report)?),
             ("compression", _) => Typed::Compression(boxed(report)?),
+            ("transfer", _) => Typed::Transfer(boxed(report)?),
             ("throughput", _) => Typed::Throughput(boxed(report)?),
             _ => Typed::Other,
         })

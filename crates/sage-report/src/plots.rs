@@ -855,3 +855,114 @@ pub(crate) fn storage_chart(
         svg,
     }))
 }
+
+/// Transfer accuracy per task, one bar per similarity in its colour.
+pub(crate) fn transfer_chart(files: &[ResultFile], palette: &Palette) -> Result<Option<Chart>> {
+    let runs: Vec<(&ResultFile, &sage_transfer::TransferReport)> = files
+        .iter()
+        .filter_map(|f| match &f.typed {
+            Typed::Transfer(r) if r.applicable => Some((f, r.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let mut tasks: Vec<&str> = Vec::new();
+    for (_, r) in &runs {
+        for t in &r.tasks {
+            if !tasks.contains(&t.task.as_str()) {
+                tasks.push(&t.task);
+            }
+        }
+    }
+    if tasks.is_empty() {
+        return Ok(None);
+    }
+    let series: Vec<(String, RGBColor, Vec<Option<f64>>)> = runs
+        .iter()
+        .map(|(f, r)| {
+            let values = tasks
+                .iter()
+                .map(|task| {
+                    r.tasks
+                        .iter()
+                        .find(|t| t.task == *task)
+                        .map(|t| 100.0 * t.accuracy)
+                })
+                .collect();
+            (f.similarity.clone(), palette.colour(&f.similarity), values)
+        })
+        .collect();
+    Ok(Some(Chart {
+        beside: "transfer",
+        caption: "SentEval transfer accuracy per task".into(),
+        svg: grouped_bars("Transfer accuracy", &tasks, &series, 100.0, "accuracy (%)")?,
+    }))
+}
+
+/// Spearman's ρ of each intrinsic score with mean transfer accuracy, with its bootstrap
+/// interval over models, highest first.
+pub(crate) fn prediction_chart(
+    view: &crate::prediction::PredictionView,
+) -> Result<Option<Chart>> {
+    let mut marks: Vec<&crate::prediction::Correlation> = view
+        .correlations
+        .iter()
+        .filter(|c| c.target == crate::prediction::MEAN_ACCURACY && c.spearman.is_some())
+        .collect();
+    if marks.is_empty() {
+        return Ok(None);
+    }
+    marks.sort_by(|a, b| b.spearman.unwrap().total_cmp(&a.spearman.unwrap()));
+    // the lowest at the bottom of the axis: the first is drawn at the top
+    let names: Vec<String> = marks
+        .iter()
+        .rev()
+        .map(|c| c.predictor.chars().take(28).collect())
+        .collect();
+    let height = (60 + 22 * marks.len() as u32).max(SIZE.1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let n = marks.len() as f64;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Which intrinsic score predicts transfer", ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(190)
+            .build_cartesian_2d(-1.05f64..1.05, -0.5f64..(n - 0.5))?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(marks.len())
+            .y_label_formatter(&|y| category_label(&names, *y))
+            .x_desc("Spearman ρ with mean accuracy [95% CI over models]")
+            .draw()?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, -0.5), (0.0, n - 0.5)],
+            BLACK.stroke_width(1),
+        )))?;
+        let colour = RGBColor(31, 119, 180);
+        for (k, c) in marks.iter().rev().enumerate() {
+            let y = k as f64;
+            if let Some((lo, hi)) = c.ci95 {
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(lo, y), (hi, y)],
+                    colour.stroke_width(2),
+                )))?;
+            }
+            chart.draw_series(std::iter::once(Circle::new(
+                (c.spearman.unwrap(), y),
+                5,
+                colour.filled(),
+            )))?;
+        }
+        root.present()?;
+    }
+    Ok(Some(Chart {
+        beside: "prediction",
+        caption: "Spearman's ρ of each intrinsic score with mean transfer accuracy, with its \
+                  95% bootstrap interval over models"
+            .into(),
+        svg,
+    }))
+}

@@ -16,6 +16,8 @@ const COMPARISONS_KEY: &str = "comparisons";
 const COST_KEY: &str = "cost";
 /// Beside the cost, on the first screen: what a model keeps when its vectors are stored small.
 const STORAGE_KEY: &str = "storage";
+/// On the first screen: which intrinsic score predicts downstream accuracy.
+const PREDICTION_KEY: &str = "prediction";
 
 /// Everything a page is made of.
 pub(crate) struct Page<'a> {
@@ -34,7 +36,7 @@ impl Page<'_> {
     fn details(&self) -> impl Iterator<Item = &Table> {
         self.tables.iter().filter(|t| {
             !ANSWER_KEYS.contains(&t.key)
-                && ![COMPARISONS_KEY, COST_KEY, STORAGE_KEY].contains(&t.key)
+                && ![COMPARISONS_KEY, COST_KEY, STORAGE_KEY, PREDICTION_KEY].contains(&t.key)
         })
     }
 
@@ -114,7 +116,10 @@ pub(crate) fn markdown(page: &Page<'_>) -> String {
     if let Some(stored) = &page.answer.storage.sentence {
         let _ = writeln!(out, "\n**Stored small:** {stored}");
     }
-    for key in ANSWER_KEYS.iter().chain(&[COST_KEY, STORAGE_KEY]) {
+    if let Some(predicts) = &page.answer.prediction.sentence {
+        let _ = writeln!(out, "\n**Does it predict my task:** {predicts}");
+    }
+    for key in ANSWER_KEYS.iter().chain(&[COST_KEY, STORAGE_KEY, PREDICTION_KEY]) {
         if let Some(t) = page.table(key) {
             markdown_table(&mut out, t, "###");
         }
@@ -314,6 +319,13 @@ pub(crate) fn html(page: &Page<'_>) -> String {
             escape(stored)
         );
     }
+    if let Some(predicts) = &page.answer.prediction.sentence {
+        let _ = writeln!(
+            out,
+            "<p class=\"verdict\" id=\"prediction-verdict\">Does it predict my task: {}</p>",
+            escape(predicts)
+        );
+    }
     out.push_str("<div class=\"answer\">\n");
     if let Some(t) = page.table("sage") {
         out.push_str("<div>");
@@ -338,6 +350,13 @@ pub(crate) fn html(page: &Page<'_>) -> String {
         html_table(&mut out, t, STORAGE_KEY, "", page);
         out.push_str("</div>");
         plots_beside(&mut out, page, STORAGE_KEY);
+        out.push_str("</section>\n");
+    }
+    if let Some(t) = page.table(PREDICTION_KEY) {
+        out.push_str("<section class=\"pair\" id=\"predicts\"><div>");
+        html_table(&mut out, t, PREDICTION_KEY, "", page);
+        out.push_str("</div>");
+        plots_beside(&mut out, page, PREDICTION_KEY);
         out.push_str("</section>\n");
     }
     if !page.provenance.notes.is_empty() {

@@ -12,9 +12,11 @@ use sage_measures::BootstrapInterval;
 mod cost;
 mod paraphrase;
 mod storage;
+mod transfer;
 use cost::cost_table;
 use paraphrase::pteb_tables;
 use storage::storage_table;
+use transfer::{prediction_table, transfer_table};
 
 /// A table for the markdown and HTML outputs; every numeric cell also becomes a CSV line.
 pub(crate) struct Table {
@@ -441,7 +443,9 @@ fn evalrank_table(files: &[ResultFile], sink: &mut Sink) -> Table {
 fn has_own_table(file: &ResultFile) -> bool {
     match file.suite.as_str() {
         "sage" => SAGE_COLUMNS.iter().any(|(task, _)| *task == file.task),
-        "evalrank" | "align-sim" | "pteb" | "noise" | "compression" | "throughput" => true,
+        "evalrank" | "align-sim" | "pteb" | "noise" | "compression" | "transfer" | "throughput" => {
+            true
+        }
         _ => false,
     }
 }
@@ -569,6 +573,9 @@ pub(crate) fn tables(
     out.extend(ranking_tables(answer));
     out.push(cost_table(files, &answer.cost, sink));
     out.push(storage_table(files, &answer.storage, sink));
+    out.push(transfer_table(files, sink));
+    out.push(prediction_table(&answer.prediction, false));
+    out.push(prediction_table(&answer.prediction, true));
     out.extend(human_pref_tables(files, sink));
     out.push(per_dataset_table(
         files,

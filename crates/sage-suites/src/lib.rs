@@ -27,8 +27,8 @@ use serde_json::{Map, Value};
 
 pub use pteb_run::{Pteb, PtebOptions, PtebRun};
 pub use suites::{
-    AlignSim, Compression, DocumentTask, EvalRank, HumanPref, Noise, Throughput, CLUSTERING,
-    RETRIEVAL, ROBUSTNESS, SENSITIVITY,
+    AlignSim, Compression, DocumentTask, EvalRank, HumanPref, Noise, Throughput, Transfer,
+    CLUSTERING, RETRIEVAL, ROBUSTNESS, SENSITIVITY,
 };
 
 /// Errors of this crate.
@@ -370,6 +370,7 @@ impl Registry {
                 Arc::new(Pteb),
                 Arc::new(Noise),
                 Arc::new(Compression),
+                Arc::new(Transfer),
                 Arc::new(Throughput),
             ],
             metrics: Metric::BUILT_IN.to_vec(),

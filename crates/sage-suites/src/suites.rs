@@ -406,6 +406,79 @@ impl Suite for Compression {
     }
 }
 
+/// Downstream transfer as SentEval measures it ([`sage_transfer`]): logistic regression on the
+/// model's sentence vectors over EvalRank's ten SentEval tasks, accuracy with intervals.
+/// Options: [`sage_transfer::Options`]. A classical metric has no vectors: its run says so and
+/// has no score.
+pub struct Transfer;
+
+impl Suite for Transfer {
+    fn options(&self) -> Vec<sage_core::OptionInfo> {
+        sage_core::describe::<sage_transfer::Options>()
+    }
+    fn check_options(&self, options: &Map<String, Value>) -> Result<()> {
+        crate::options::<sage_transfer::Options>(self.name(), options).map(drop)
+    }
+    fn kinds(&self) -> &'static [DatasetKind] {
+        &sage_transfer::KINDS
+    }
+    fn name(&self) -> &'static str {
+        "transfer"
+    }
+    fn summary(&self) -> &'static str {
+        "SentEval transfer (EvalRank's downstream side): logistic-regression accuracy on the \
+         model's vectors over SciCite, MR, CR, MPQA, SUBJ, SST-2, SST-5, TREC, MRPC and SICK-E, \
+         SentEval's split schemes and grid, bootstrap intervals"
+    }
+    fn default_datasets(&self) -> Vec<String> {
+        names(&sage_transfer::DEFAULT_TASKS)
+    }
+    /// all-MiniLM-L6-v2's `sage run transfer` on the 2-core development CPU (2026-12-06, AVX2
+    /// EPYC, release build): embedding the ten tasks' ~75,000 distinct texts from a cold cache
+    /// is most of it; the fits from cached vectors are measured in the crate's docs. A metric's
+    /// run reads nothing and writes its not-applicable report.
+    fn cost_hints(&self) -> Vec<CostHint> {
+        vec![CostHint {
+            task: self.name().into(),
+            metric_seconds: 0.02,
+            model_seconds: 600.0,
+            quick_share: 0.02,
+        }]
+    }
+    fn run(&self, subject: &Subject, request: &Request) -> Result<Outcome> {
+        let suite = self.name();
+        let mut o: sage_transfer::Options = options(suite, &request.options)?;
+        o.seed = request.seed;
+        let similarity = subject.similarity();
+        let model = match subject {
+            Subject::Model(model) => model,
+            Subject::Metric(_) => {
+                let r = sage_transfer::not_applicable(similarity.name(), o);
+                let notes = r.notes.clone();
+                return Outcome::of(suite, &r, notes);
+            }
+        };
+        let mut notes = Vec::new();
+        let tasks = datasets_or_local_defaults(
+            suite,
+            self.kinds(),
+            request,
+            &sage_transfer::DEFAULT_TASKS,
+            &mut notes,
+        )?;
+        let r = sage_transfer::evaluate(
+            model.as_ref(),
+            similarity.name(),
+            request.root,
+            &as_refs(&tasks),
+            o,
+        )
+        .map_err(failed(suite))?;
+        notes.extend(r.notes.iter().cloned());
+        Outcome::of(suite, &r, notes)
+    }
+}
+
 /// ALIGN-SIM's five criteria ([`align_sim`]); options: [`align_sim::Options`].
 pub struct AlignSim;
 

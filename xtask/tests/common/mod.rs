@@ -93,7 +93,7 @@ pub fn sensitivity_only_config(model: &str) -> String {
 }
 
 /// The suites of the shipped registry, each with its `[suites.<name>]` table in bench.toml.
-pub const SHIPPED_SUITES: [&str; 11] = [
+pub const SHIPPED_SUITES: [&str; 12] = [
     "human-pref",
     "robustness",
     "sensitivity",
@@ -104,6 +104,7 @@ pub const SHIPPED_SUITES: [&str; 11] = [
     "pteb",
     "noise",
     "compression",
+    "transfer",
     "throughput",
 ];
 

@@ -1,0 +1,140 @@
+//! The transfer tables: each similarity's SentEval accuracies (ALIGN-SIM's Table 1 is the
+//! seven of them it reports), and EvalRank's correlation study: which intrinsic score predicts
+//! them.
+
+use super::*;
+use crate::prediction::{PredictionView, MEAN_ACCURACY, MIN_MODELS};
+
+/// Similarity × task accuracy (percent, as SentEval and the papers print it), with the mean.
+pub(super) fn transfer_table(files: &[ResultFile], sink: &mut Sink) -> Table {
+    let runs: Vec<(&ResultFile, &sage_transfer::TransferReport)> = files
+        .iter()
+        .filter_map(|f| match &f.typed {
+            Typed::Transfer(r) if r.applicable => Some((f, r.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let mut tasks: Vec<String> = Vec::new();
+    for (_, r) in &runs {
+        for t in &r.tasks {
+            if !tasks.contains(&t.task) {
+                tasks.push(t.task.clone());
+            }
+        }
+    }
+    let rows = runs
+        .iter()
+        .map(|(f, r)| {
+            let mut row = vec![f.similarity.clone()];
+            for task in &tasks {
+                let t = r.tasks.iter().find(|t| &t.task == task);
+                let text = sink.cell(f, task, "accuracy", t.map(|t| t.accuracy));
+                row.push(match t {
+                    Some(t) => {
+                        let ci = t
+                            .ci95
+                            .map(|c| format!(" [{:.1}, {:.1}]", 100.0 * c.low, 100.0 * c.high))
+                            .unwrap_or_default();
+                        let f1 = match t.f1 {
+                            Some(f1) => format!(" F1 {:.1}", 100.0 * f1),
+                            None => String::new(),
+                        };
+                        let _ = text;
+                        format!("{:.1}{ci}{f1}", 100.0 * t.accuracy)
+                    }
+                    None => "—".to_owned(),
+                });
+            }
+            let mean = sink.cell(f, "", MEAN_ACCURACY, Some(r.score));
+            let _ = mean;
+            row.push(match r.ci95 {
+                Some(c) => format!(
+                    "{:.1} [{:.1}, {:.1}]",
+                    100.0 * r.score,
+                    100.0 * c.low,
+                    100.0 * c.high
+                ),
+                None => format!("{:.1}", 100.0 * r.score),
+            });
+            row
+        })
+        .collect();
+    let mut header = vec!["Similarity".to_owned()];
+    header.extend(tasks.iter().map(|t| {
+        if sage_transfer::ALIGN_SIM_TASKS.contains(&t.as_str()) {
+            format!("{t} †")
+        } else {
+            t.clone()
+        }
+    }));
+    header.push("Mean".into());
+    Table {
+        key: "transfer",
+        title: "Downstream transfer (SentEval)".into(),
+        note: "Accuracy (%) of an L2-regularised logistic regression on each similarity's \
+               sentence vectors (pairs: [|u − v|, u ∗ v]), SentEval's protocol and grid of C: \
+               one split by inner k-fold, train and test by k-fold on train, train/dev/test by \
+               dev; [95% bootstrap interval] over the test items, or over the outer folds. \
+               † the seven tasks of ALIGN-SIM's Table 1."
+            .into(),
+        header,
+        rows,
+    }
+}
+
+/// Every intrinsic score against mean accuracy (`per_task` false: the first screen's), or
+/// against each task's accuracy (`per_task` true: the details').
+pub(super) fn prediction_table(view: &PredictionView, per_task: bool) -> Table {
+    let rows = view
+        .correlations
+        .iter()
+        .filter(|c| (c.target != MEAN_ACCURACY) == per_task)
+        .map(|c| {
+            let num = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:.2}"));
+            vec![
+                c.predictor.clone(),
+                c.target.clone(),
+                c.models.to_string(),
+                match (c.spearman, c.ci95) {
+                    (Some(r), Some((lo, hi))) => format!("{r:.2} [{lo:.2}, {hi:.2}]"),
+                    (r, _) => num(r),
+                },
+                num(c.pearson),
+                c.p_value.map_or("—".to_owned(), |p| format!("{p:.3}")),
+            ]
+        })
+        .collect();
+    let (key, title, against) = if per_task {
+        (
+            "prediction-tasks",
+            "Does it predict each task? (EvalRank's correlation study, per task)",
+            "each task's transfer accuracy (a user's own task among them)",
+        )
+    } else {
+        (
+            "prediction",
+            "Does it predict downstream accuracy? (EvalRank's correlation study)",
+            "the mean transfer accuracy over tasks",
+        )
+    };
+    Table {
+        key,
+        title: title.into(),
+        note: format!(
+            "Across the similarities with a transfer run: Spearman's ρ [95% bootstrap interval \
+             over models], Pearson's r and a two-sided permutation p-value of ρ between each \
+             intrinsic score and {against}. Below {MIN_MODELS} models no correlation is given."
+        ),
+        header: [
+            "Intrinsic score",
+            "Downstream",
+            "Models",
+            "Spearman ρ [95% CI]",
+            "Pearson r",
+            "Permutation p",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
