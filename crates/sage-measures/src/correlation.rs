@@ -155,9 +155,8 @@ pub fn permutation_p(
 ) -> Result<f64> {
     let observed = statistic(x, y)?;
     let gamma = (observed * f64::EPSILON * 100.0).abs();
-    let extreme = |perm: &[f64]| {
-        statistic(x, perm).is_ok_and(|s| s.abs() >= observed.abs() - gamma)
-    };
+    let extreme =
+        |perm: &[f64]| statistic(x, perm).is_ok_and(|s| s.abs() >= observed.abs() - gamma);
     let n = y.len();
     if n <= 8 {
         let mut perm = y.to_vec();

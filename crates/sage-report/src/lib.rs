@@ -38,9 +38,9 @@ mod answer;
 pub mod cost;
 mod load;
 mod plots;
+pub mod prediction;
 mod ranking;
 mod render;
-pub mod prediction;
 pub mod storage;
 mod tables;
 

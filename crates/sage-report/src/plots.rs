@@ -900,9 +900,7 @@ pub(crate) fn transfer_chart(files: &[ResultFile], palette: &Palette) -> Result<
 
 /// Spearman's ρ of each intrinsic score with mean transfer accuracy, with its bootstrap
 /// interval over models, highest first.
-pub(crate) fn prediction_chart(
-    view: &crate::prediction::PredictionView,
-) -> Result<Option<Chart>> {
+pub(crate) fn prediction_chart(view: &crate::prediction::PredictionView) -> Result<Option<Chart>> {
     let mut marks: Vec<&crate::prediction::Correlation> = view
         .correlations
         .iter()
@@ -925,7 +923,10 @@ pub(crate) fn prediction_chart(
         root.fill(&WHITE)?;
         let n = marks.len() as f64;
         let mut chart = ChartBuilder::on(&root)
-            .caption("Which intrinsic score predicts transfer", ("sans-serif", 15))
+            .caption(
+                "Which intrinsic score predicts transfer",
+                ("sans-serif", 15),
+            )
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(190)

@@ -85,9 +85,24 @@ fn predictors(files: &[ResultFile], heatmap: &Heatmap) -> Scores {
                 } else {
                     format!(" ({})", f.task)
                 };
-                put(&mut out, &format!("EvalRank MRR{level}"), &f.similarity, r.scores.mrr);
-                put(&mut out, &format!("EvalRank Hits@1{level}"), &f.similarity, r.scores.hits_at_1);
-                put(&mut out, &format!("EvalRank Hits@3{level}"), &f.similarity, r.scores.hits_at_3);
+                put(
+                    &mut out,
+                    &format!("EvalRank MRR{level}"),
+                    &f.similarity,
+                    r.scores.mrr,
+                );
+                put(
+                    &mut out,
+                    &format!("EvalRank Hits@1{level}"),
+                    &f.similarity,
+                    r.scores.hits_at_1,
+                );
+                put(
+                    &mut out,
+                    &format!("EvalRank Hits@3{level}"),
+                    &f.similarity,
+                    r.scores.hits_at_3,
+                );
                 if let Some(classic) = &r.classic {
                     for (set, value) in &classic.spearman {
                         let set = if set == "stsb-test" { "STS-B" } else { set };
@@ -107,7 +122,12 @@ fn predictors(files: &[ResultFile], heatmap: &Heatmap) -> Scores {
     for row in &heatmap.rows {
         for (title, cell) in heatmap.columns.iter().zip(&row.cells) {
             if let Some(cell) = cell {
-                put(&mut out, &format!("SAGE {title}"), &row.similarity, cell.score);
+                put(
+                    &mut out,
+                    &format!("SAGE {title}"),
+                    &row.similarity,
+                    cell.score,
+                );
             }
         }
     }
@@ -269,7 +289,10 @@ mod tests {
         let models: Vec<String> = (0..6).map(|i| format!("m{i}")).collect();
         let s = sentence(
             &models,
-            &[c("STS-B Spearman", Some(0.37), 6), c("EvalRank MRR", Some(0.83), 6)],
+            &[
+                c("STS-B Spearman", Some(0.37), 6),
+                c("EvalRank MRR", Some(0.83), 6),
+            ],
         );
         assert_eq!(
             s,
@@ -295,7 +318,10 @@ mod tests {
         let r = correlate("p", "t", &x, &y);
         assert!((r.spearman.unwrap() - 1.0).abs() < 1e-12);
         let (lo, hi) = r.ci95.unwrap();
-        assert!((lo - 1.0).abs() < 1e-12 && (hi - 1.0).abs() < 1e-12, "{lo} {hi}");
+        assert!(
+            (lo - 1.0).abs() < 1e-12 && (hi - 1.0).abs() < 1e-12,
+            "{lo} {hi}"
+        );
         assert!((r.p_value.unwrap() - 2.0 / 120.0).abs() < 1e-12);
     }
 }

@@ -119,7 +119,10 @@ pub(crate) fn markdown(page: &Page<'_>) -> String {
     if let Some(predicts) = &page.answer.prediction.sentence {
         let _ = writeln!(out, "\n**Does it predict my task:** {predicts}");
     }
-    for key in ANSWER_KEYS.iter().chain(&[COST_KEY, STORAGE_KEY, PREDICTION_KEY]) {
+    for key in ANSWER_KEYS
+        .iter()
+        .chain(&[COST_KEY, STORAGE_KEY, PREDICTION_KEY])
+    {
         if let Some(t) = page.table(key) {
             markdown_table(&mut out, t, "###");
         }

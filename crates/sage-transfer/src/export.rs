@@ -9,12 +9,13 @@ use ndarray::Array2;
 use serde_json::json;
 
 use crate::protocol::Plan;
-use crate::{Result, Scheme, TransferError};
+use crate::{Input, Result, Scheme, TransferError};
 
 /// What is written of one task.
 pub(crate) struct Task<'a> {
     pub(crate) dataset: &'a str,
     pub(crate) scheme: Scheme,
+    pub(crate) input: Input,
     pub(crate) splits: &'a [String],
     pub(crate) classes: &'a [String],
     pub(crate) grid: &'a [f64],
@@ -42,6 +43,7 @@ pub(crate) fn write(folder: &Path, task: &Task<'_>) -> Result<()> {
     let plan = json!({
         "dataset": task.dataset,
         "scheme": task.scheme,
+        "input": task.input,
         "splits": task.splits,
         "classes": task.classes,
         "grid": task.grid,

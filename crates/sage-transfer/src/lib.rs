@@ -513,6 +513,7 @@ fn task(
                 &export::Task {
                     dataset: &dataset,
                     scheme,
+                    input,
                     splits: &splits,
                     classes: &classes,
                     grid: &grid,
@@ -678,3 +679,6 @@ fn featurise(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod golden_tests;
