@@ -49,6 +49,7 @@ mod classifier;
 mod export;
 pub mod folds;
 mod protocol;
+mod solver;
 
 use std::collections::{BTreeMap, BTreeSet};
 

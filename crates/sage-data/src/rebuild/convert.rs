@@ -215,9 +215,11 @@ impl Options<'_> {
                     Some("line1") => FieldType::Line(0),
                     Some("line2") => FieldType::Line(1),
                     Some("numpy-strings") => FieldType::NumpyStrings,
+                    Some("senteval-letters") => FieldType::SentEvalLetters,
                     _ => {
                         return Err(self.error(format!(
-                            "field {v:?}: type is str, float, int, const, mapped, line1 or line2"
+                            "field {v:?}: type is str, float, int, const, mapped, line1, line2, \
+                             numpy-strings or senteval-letters"
                         )))
                     }
                 };
@@ -249,6 +251,20 @@ enum FieldType {
     Line(usize),
     /// numpy's `str()` of an array of strings (a SciFact abstract), its items joined by a space.
     NumpyStrings,
+    /// The text as SentEval's `scicite.py` gives it to the encoder: lower-cased (Unicode), every
+    /// character but `a`–`z` and the space removed (a newline too: the words on either side
+    /// join), then split on whitespace and joined by one space (its batcher's `' '.join`).
+    SentEvalLetters,
+}
+
+/// [`FieldType::SentEvalLetters`].
+fn senteval_letters(text: &str) -> String {
+    let kept: String = text
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_lowercase() || *c == ' ')
+        .collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 struct Field {
@@ -274,6 +290,7 @@ fn typed(kind: FieldType, text: &str) -> std::result::Result<PyValue, String> {
             .map_err(|_| format!("{text:?} is not an integer")),
         FieldType::Const | FieldType::Mapped => Ok(PyValue::Str(text.to_owned())),
         FieldType::NumpyStrings => numpy_strings(text).map(PyValue::Str),
+        FieldType::SentEvalLetters => Ok(PyValue::Str(senteval_letters(text))),
         FieldType::Line(k) => {
             let lines: Vec<&str> = text.split('\n').collect();
             match lines.as_slice() {
@@ -795,6 +812,9 @@ fn jsonl_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(St
                     .ok_or_else(|| fail(input, Some(line), format!("no key {key:?}")))?;
                 let value = match (value, f.kind) {
                     (serde_json::Value::String(s), FieldType::Str) => PyValue::Str(s.clone()),
+                    (serde_json::Value::String(s), FieldType::SentEvalLetters) => {
+                        PyValue::Str(senteval_letters(s))
+                    }
                     (serde_json::Value::Number(n), FieldType::Str) => PyValue::Str(n.to_string()),
                     (serde_json::Value::Number(n), FieldType::Float) => {
                         PyValue::Float(n.as_f64().unwrap_or(f64::NAN))
@@ -1005,6 +1025,19 @@ fn text_block(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SentEval's scicite.py: `"".join(c for c in text.lower() if c in 'a..z ')`, then its
+    /// tokens joined by one space; values from running those two lines of Python.
+    #[test]
+    fn senteval_letters_is_scicites_cleaning() {
+        assert_eq!(
+            senteval_letters("In the study by Hickey et al. (2012), spikes at\nrobinson et al.:"),
+            "in the study by hickey et al spikes atrobinson et al"
+        );
+        // Python's str.lower() of İ is i + U+0307: the i survives
+        assert_eq!(senteval_letters("İSTANBUL  3x"), "istanbul x");
+        assert_eq!(senteval_letters("–20°C"), "c");
+    }
 
     fn pin(convert: &str, inputs: usize, options: &str) -> FilePin {
         FilePin {
