@@ -23,8 +23,16 @@
 //!   numbers move with the framework's random streams; the scikit-learn path is a convex
 //!   problem whose solution does not depend on the solver or the thread count, so a result can
 //!   be rebuilt exactly and checked against scikit-learn itself
-//!   (`tests/python-reference/transfer_reference.py`). linfa's logistic regression solves it
-//!   (see [`classifier`](crate::classifier) for why its objective is scikit-learn's);
+//!   (`tests/python-reference/transfer_reference.py`);
+//! - **solver**: L-BFGS on that objective, written here ([`solver`](crate::solver)). The
+//!   design card names linfa, and linfa-logistic minimises the same objective (with `α = 1/C`,
+//!   see [`classifier`](crate::classifier)); a test holds the two to the same weights. It was
+//!   the first solver here and is not the one used because of its cost, not its answer: it
+//!   evaluates the loss and the gradient in separate passes over the rows and takes `Xᵀ r`
+//!   column by column over row-major features, so MR's inner k-fold (610 fits on ~9,600 rows of
+//!   384 values) had not finished after 4 minutes on the 2-core development CPU, where the
+//!   one-pass solver here takes the whole ten-task suite in the time the crate's measurements
+//!   give (docs/src/transfer.md);
 //! - **folds**: stratified and seeded ([`folds`]); `k` is an option (10 by default, SentEval's
 //!   default; EvalRank used 5).
 //!
