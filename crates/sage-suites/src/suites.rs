@@ -434,14 +434,15 @@ impl Suite for Transfer {
         names(&sage_transfer::DEFAULT_TASKS)
     }
     /// all-MiniLM-L6-v2's `sage run transfer` on the 2-core development CPU (2026-12-06, AVX2
-    /// EPYC, release build): embedding the ten tasks' ~75,000 distinct texts from a cold cache
-    /// is most of it; the fits from cached vectors are measured in the crate's docs. A metric's
-    /// run reads nothing and writes its not-applicable report.
+    /// EPYC, release build, idle): 204 s, of which 102 s fitting the ten tasks' classifiers and
+    /// the rest embedding (93k texts embedded, 54k read from the cache); a cold cache adds
+    /// about a minute. A metric's run reads nothing and writes its not-applicable report.
+    /// `--quick` (two tasks, 150 rows, 3 folds) is a few seconds.
     fn cost_hints(&self) -> Vec<CostHint> {
         vec![CostHint {
             task: self.name().into(),
             metric_seconds: 0.02,
-            model_seconds: 600.0,
+            model_seconds: 270.0,
             quick_share: 0.02,
         }]
     }
