@@ -363,3 +363,67 @@ fn export_writes_the_features_labels_and_folds_it_ran() {
     // exporting changes nothing scored
     assert_eq!(report.tasks, run(&root, &TASKS, options()).unwrap().tasks);
 }
+
+/// A user's own files are tasks like the shipped ones: a CSV of labelled texts (one split: an
+/// inner k-fold) and a folder of three-way pair files (train, dev, test: chosen on dev), read
+/// by the kind the user names.
+#[test]
+fn a_users_own_files_are_transfer_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+    let mut csv = String::from("text,label\n");
+    for i in 0..90 {
+        csv += &format!(
+            "{},{}\n",
+            sentence(&mut rng, i % 3),
+            ["billing", "login", "refund"][i % 3]
+        );
+    }
+    std::fs::write(dir.path().join("tickets.csv"), csv).unwrap();
+    let nli = dir.path().join("nli");
+    std::fs::create_dir_all(&nli).unwrap();
+    for (split, rows) in [("train", 90), ("dev", 30), ("test", 30)] {
+        let mut body = String::from("sentence1\tsentence2\tlabel\n");
+        for i in 0..rows {
+            let class = i % 3;
+            body += &format!(
+                "{}\t{}\t{}\n",
+                sentence(&mut rng, class),
+                sentence(&mut rng, class),
+                ["yes", "maybe", "no"][class]
+            );
+        }
+        std::fs::write(nli.join(format!("{split}.tsv")), body).unwrap();
+    }
+    let mut root = DataRoot::without_mirror();
+    root.add_user(
+        "tickets",
+        &sage_data::user::UserSpec {
+            path: dir.path().join("tickets.csv"),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    root.add_user(
+        "nli",
+        &sage_data::user::UserSpec {
+            path: nli,
+            kind: Some("pair-classes".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let report = run(&root, &[("tickets", "test"), ("nli", "test")], options()).unwrap();
+    let [tickets, nli] = &report.tasks[..] else {
+        panic!("two tasks")
+    };
+    assert_eq!(tickets.scheme, Scheme::InnerKFold);
+    assert_eq!(tickets.classes, ["billing", "login", "refund"]);
+    assert_eq!(nli.scheme, Scheme::TrainDevTest);
+    assert_eq!(nli.input, Input::Pairs);
+    assert_eq!(nli.classes, ["maybe", "no", "yes"]);
+    assert!(
+        tickets.accuracy > 0.6 && nli.accuracy > 0.5,
+        "{tickets:?} {nli:?}"
+    );
+}
