@@ -368,7 +368,24 @@ pub(crate) fn answer(files: &[ResultFile]) -> Result<Answer> {
         },
     };
     answer.cost = view(files, &answer.ranking);
-    answer.prediction = crate::prediction::view(files, &answer.heatmap);
+    let categories = crate::prediction::Categories {
+        columns: &answer.heatmap.columns,
+        rows: answer
+            .heatmap
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.similarity.as_str(),
+                    r.cells
+                        .iter()
+                        .map(|c| c.as_ref().map(|c| c.score))
+                        .collect(),
+                )
+            })
+            .collect(),
+    };
+    answer.prediction = crate::prediction::view(files, &categories);
     Ok(answer)
 }
 

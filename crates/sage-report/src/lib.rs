@@ -618,6 +618,118 @@ mod tests {
         .unwrap();
     }
 
+    /// A transfer result of `similarity`: one task, `mr/all`, at `accuracy`.
+    fn write_transfer(dir: &Path, similarity: &str, accuracy: f64) {
+        let mut report = sage_transfer::not_applicable(similarity, Default::default());
+        report.applicable = true;
+        report.notes.clear();
+        report.score = accuracy;
+        report.tasks = vec![sage_transfer::TaskReport {
+            task: "mr".into(),
+            dataset: "mr/all".into(),
+            scheme: sage_transfer::Scheme::InnerKFold,
+            splits: vec!["all".into()],
+            input: sage_transfer::Input::Texts,
+            classes: vec!["0".into(), "1".into()],
+            features: 384,
+            grid: sage_transfer::GRID.to_vec(),
+            chosen_c: vec![1.0],
+            validation: vec![vec![accuracy; 6]],
+            accuracy,
+            ci95: None,
+            interval_over: "outer folds".into(),
+            fold_accuracies: vec![accuracy],
+            f1: None,
+            f1_ci95: None,
+            scored: 100,
+            rows: Vec::new(),
+        }];
+        let envelope = json!({
+            "datasets": [],
+            "harness_version": "0.1.0",
+            "notes": [],
+            "parameters": {"data_dir": "data", "sage_args": ["run", "transfer"]},
+            "quick": false,
+            "report": report,
+            "run": {
+                "git_revision": "abc",
+                "host": {"arch": "x86_64", "cores": 2, "cpu": "EPYC", "gpus": [], "os": "linux"},
+                "timestamp": "2026-12-06T00:00:00Z",
+                "wall_seconds": 1.0
+            },
+            "schema": sage_core::RESULT_SCHEMA,
+            "score": accuracy,
+            "seed": 7,
+            "similarity": {"kind": "model", "name": similarity, "spec": similarity},
+            "suite": "transfer",
+            "task": "transfer"
+        });
+        let folder = dir.join(similarity).join("transfer");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("transfer.json"),
+            serde_json::to_vec_pretty(&envelope).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// The transfer runs make EvalRank's correlation study: every SAGE category against the
+    /// accuracy over the models that have both, the sentence on the first screen, the tables in
+    /// both files; below three models it says so instead of a number.
+    #[test]
+    fn the_answer_says_which_score_predicts_transfer() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (model, level, accuracy) in [
+            ("m1", 0.3, 0.61),
+            ("m2", 0.5, 0.70),
+            ("m3", 0.6, 0.74),
+            ("m4", 0.8, 0.90),
+        ] {
+            for task in TASKS {
+                write_result(tmp.path(), model, task, &units(level, 0.0), "c1");
+            }
+            write_transfer(tmp.path(), model, accuracy);
+        }
+        // transfer only: a downstream score without an intrinsic one beside it
+        write_transfer(tmp.path(), "m5", 0.5);
+        let written = write_report(tmp.path(), None).unwrap();
+        let view = &written.answer.prediction;
+        assert_eq!(view.models.len(), 5);
+        let overall = view
+            .correlations
+            .iter()
+            .find(|c| c.predictor == "SAGE Overall" && c.target == prediction::MEAN_ACCURACY)
+            .unwrap();
+        assert_eq!(overall.models, 4);
+        assert!((overall.spearman.unwrap() - 1.0).abs() < 1e-12);
+        assert!((overall.p_value.unwrap() - 2.0 / 24.0).abs() < 1e-12);
+        // per task: mr's accuracy is the mean here
+        assert!(view.correlations.iter().any(|c| c.target == "mr"));
+        let sentence = view.sentence.as_deref().unwrap();
+        assert!(sentence.starts_with("Across 4 models, SAGE "), "{sentence}");
+        assert!(sentence.contains("ρ = 1.00"), "{sentence}");
+        let md = std::fs::read_to_string(&written.markdown).unwrap();
+        assert!(
+            md.contains("**Does it predict my task:** Across 4 models"),
+            "{md}"
+        );
+        assert!(md.contains("Downstream transfer (SentEval)"), "{md}");
+        let html = std::fs::read_to_string(&written.html).unwrap();
+        assert!(html.contains("id=\"prediction-verdict\""));
+        assert!(html.contains("Which intrinsic score predicts transfer"));
+
+        let few = tempfile::tempdir().unwrap();
+        for (model, accuracy) in [("a", 0.6), ("b", 0.7)] {
+            for task in TASKS {
+                write_result(few.path(), model, task, &units(accuracy, 0.0), "c1");
+            }
+            write_transfer(few.path(), model, accuracy);
+        }
+        let written = write_report(few.path(), None).unwrap();
+        let sentence = written.answer.prediction.sentence.unwrap();
+        assert!(sentence.contains("at least 3 are needed"), "{sentence}");
+    }
+
     /// The compression suite's runs make the stored-small view: each model's points against
     /// its own float32, its front, and on the first screen the fewest bytes that keep 95%; a
     /// metric's run (not applicable) adds nothing.

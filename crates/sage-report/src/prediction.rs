@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use sage_core::RunSeed;
 use serde::Serialize;
 
-use crate::answer::Heatmap;
 use crate::load::{ResultFile, Typed};
 
 /// Models needed before a correlation is given: two points always lie on a line.
@@ -74,8 +73,15 @@ fn put(scores: &mut Scores, name: &str, similarity: &str, value: f64) {
     }
 }
 
+/// A table of category scores: its column titles, and per similarity one score a column (the
+/// first screen's heatmap: SAGE's categories, Overall, the noise area).
+pub(crate) struct Categories<'a> {
+    pub(crate) columns: &'a [String],
+    pub(crate) rows: Vec<(&'a str, Vec<Option<f64>>)>,
+}
+
 /// Every intrinsic score of every similarity in `files`.
-fn predictors(files: &[ResultFile], heatmap: &Heatmap) -> Scores {
+fn predictors(files: &[ResultFile], categories: &Categories<'_>) -> Scores {
     let mut out = Scores::new();
     for f in files {
         match &f.typed {
@@ -119,15 +125,10 @@ fn predictors(files: &[ResultFile], heatmap: &Heatmap) -> Scores {
             _ => {}
         }
     }
-    for row in &heatmap.rows {
-        for (title, cell) in heatmap.columns.iter().zip(&row.cells) {
-            if let Some(cell) = cell {
-                put(
-                    &mut out,
-                    &format!("SAGE {title}"),
-                    &row.similarity,
-                    cell.score,
-                );
+    for (similarity, cells) in &categories.rows {
+        for (title, cell) in categories.columns.iter().zip(cells) {
+            if let Some(score) = cell {
+                put(&mut out, &format!("SAGE {title}"), similarity, *score);
             }
         }
     }
@@ -193,13 +194,13 @@ fn correlate(predictor: &str, target: &str, x: &[f64], y: &[f64]) -> Correlation
 }
 
 /// The study over `files`.
-pub(crate) fn view(files: &[ResultFile], heatmap: &Heatmap) -> PredictionView {
+pub(crate) fn view(files: &[ResultFile], categories: &Categories<'_>) -> PredictionView {
     let targets = targets(files);
     let Some((_, mean)) = targets.iter().find(|(n, _)| n == MEAN_ACCURACY) else {
         return PredictionView::default();
     };
     let models: Vec<String> = mean.keys().cloned().collect();
-    let predictors = predictors(files, heatmap);
+    let predictors = predictors(files, categories);
     let mut correlations = Vec::new();
     for (target, by_model) in &targets {
         for (predictor, scores) in &predictors {

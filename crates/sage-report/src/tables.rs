@@ -16,7 +16,7 @@ mod transfer;
 use cost::cost_table;
 use paraphrase::pteb_tables;
 use storage::storage_table;
-use transfer::{prediction_table, transfer_table};
+use transfer::{align_sim_transfer_table, prediction_table, transfer_table};
 
 /// A table for the markdown and HTML outputs; every numeric cell also becomes a CSV line.
 pub(crate) struct Table {
@@ -576,6 +576,7 @@ pub(crate) fn tables(
     out.push(transfer_table(files, sink));
     out.push(prediction_table(&answer.prediction, false));
     out.push(prediction_table(&answer.prediction, true));
+    out.push(align_sim_transfer_table(files));
     out.extend(human_pref_tables(files, sink));
     out.push(per_dataset_table(
         files,

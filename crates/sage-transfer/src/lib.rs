@@ -15,7 +15,7 @@
 //!   the shipped task of its shape is: one split (MR, CR, MPQA, SUBJ) is an inner k-fold; a test
 //!   split with a train split (TREC, MRPC) is a k-fold over train to choose the regularisation,
 //!   then test; a test split with train and dev (SST, SICK-E, SciCite) chooses on dev
-//!   ([`Scheme`], [`protocol`](crate::protocol));
+//!   ([`Scheme`]; the `protocol` module);
 //! - **classifier**: L2-regularised logistic regression, binary for two classes and
 //!   multinomial for more, over SentEval's scikit-learn grid of `C`: `2^-2 … 2^3` for the inner
 //!   k-fold and dev choices, `2^-1 … 2^5` for the k-fold on train. EvalRank ran SentEval's
@@ -24,9 +24,9 @@
 //!   problem whose solution does not depend on the solver or the thread count, so a result can
 //!   be rebuilt exactly and checked against scikit-learn itself
 //!   (`tests/python-reference/transfer_reference.py`);
-//! - **solver**: L-BFGS on that objective, written here ([`solver`](crate::solver)). The
+//! - **solver**: L-BFGS on that objective, written here (the `solver` module). The
 //!   design card names linfa, and linfa-logistic minimises the same objective (with `α = 1/C`,
-//!   see [`classifier`](crate::classifier)); a test holds the two to the same weights. It was
+//!   see the `classifier` module); a test holds the two to the same weights. It was
 //!   the first solver here and is not the one used because of its cost, not its answer: it
 //!   evaluates the loss and the gradient in separate passes over the rows and takes `Xᵀ r`
 //!   column by column over row-major features, so MR's inner k-fold (610 fits on ~9,600 rows of
