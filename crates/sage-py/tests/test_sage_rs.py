@@ -340,6 +340,24 @@ def test_a_python_encoder_runs_a_suite_with_its_roles():
     assert 0 <= plain["score"] <= 1
 
 
+def test_transfer_trains_on_a_python_encoders_vectors():
+    # SentEval's inner k-fold on the fixture mirror's MR excerpt (150 reviews): letter counts
+    # carry little sentiment, so the accuracy is near chance, but it is a number with its
+    # interval, chosen C per fold, and the same on a second run
+    options = dict(data_dir=MIRROR, datasets=["mr/all"], k=3, seed=5)
+    report = sage_rs.run("transfer", LetterCounts(), **options)
+    task = report["tasks"][0]
+    assert task["scheme"] == "inner-k-fold" and task["scored"] == 150
+    assert 0.3 <= task["accuracy"] <= 0.8
+    assert task["ci95"]["low"] <= task["accuracy"] <= task["ci95"]["high"]
+    assert len(task["chosen_c"]) == 3
+    again = sage_rs.run("transfer", LetterCounts(), **options)
+    assert again["tasks"][0]["accuracy"] == task["accuracy"]
+    # a classical metric has no vectors: not applicable, no score
+    metric = sage_rs.run("transfer", "jaccard", **options)
+    assert metric["applicable"] is False and metric["score"] is None
+
+
 def test_throughput_times_a_python_encoder_through_its_own_encode_call():
     model = LetterCounts()
     # your own texts, in memory: sentences and a few essays, enough for every length
