@@ -109,11 +109,25 @@ fn predictors(files: &[ResultFile], categories: &Categories<'_>) -> Scores {
                     &f.similarity,
                     r.scores.hits_at_3,
                 );
-                if let Some(classic) = &r.classic {
-                    for (set, value) in &classic.spearman {
-                        let set = if set == "stsb-test" { "STS-B" } else { set };
-                        put(&mut out, &format!("{set} Spearman"), &f.similarity, *value);
+                match (&r.classic, f.task.as_str()) {
+                    // sentence level: STS-B's Spearman, the score EvalRank set against it
+                    (Some(classic), "sentence") => {
+                        for (set, value) in &classic.spearman {
+                            let set = if set == "stsb-test" { "STS-B" } else { set };
+                            put(&mut out, &format!("{set} Spearman"), &f.similarity, *value);
+                        }
                     }
+                    // word level: the mean over the word-similarity sets, as EvalRank's tables
+                    (Some(classic), _) => put(
+                        &mut out,
+                        &format!(
+                            "word similarity Spearman (mean of {} sets)",
+                            classic.spearman.len()
+                        ),
+                        &f.similarity,
+                        classic.mean,
+                    ),
+                    (None, _) => {}
                 }
             }
             Typed::Pteb(r) => {
