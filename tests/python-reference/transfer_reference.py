@@ -148,6 +148,10 @@ def check(args):
         line = f"{plan['dataset']:<16} sklearn {100 * ref['accuracy']:6.2f}"
         if mine is not None:
             line += f"  sage {100 * mine['accuracy']:6.2f}  diff {row['difference_points']:+.2f} points"
+            # a C differs only where two validation accuracies are within rounding of a tie
+            same = sum(a == b for a, b in zip(ref["chosen_c"], mine["chosen_c"]))
+            row["same_c"] = f"{same}/{len(ref['chosen_c'])}"
+            line += f"  same C {row['same_c']}"
         line += f"  ({seconds:.1f} s)"
         print(line, flush=True)
     if args.out:

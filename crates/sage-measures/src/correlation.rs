@@ -142,10 +142,12 @@ pub const PERMUTATIONS: usize = 9999;
 
 /// Two-sided permutation p-value of `statistic(x, y)` (a correlation): the share of pairings of
 /// `x` with a permutation of `y` whose statistic is at least as far from zero as the observed
-/// one. Every permutation is counted when there are at most 8 points (40,320 pairings, as
-/// `scipy.stats.permutation_test`'s exact branch, with its tolerance of 100 machine epsilons);
-/// above that, [`PERMUTATIONS`] drawn from `seed`'s stream `label`, with the `+1` correction
-/// of a Monte Carlo test. A permutation whose statistic is undefined (an error) does not count.
+/// one (with a tolerance of 100 machine epsilons, as `scipy.stats.permutation_test`). Every
+/// permutation is counted when there are at most 8 points (40,320 pairings); above that,
+/// [`PERMUTATIONS`] drawn from `seed`'s stream `label`, with the `+1` correction of a Monte
+/// Carlo test. scipy's two-sided rule doubles the smaller tail instead, which gives the same
+/// value where the permutation distribution is symmetric (no tied ranks), and its exact branch
+/// stops at 7 points. A permutation whose statistic is undefined (an error) does not count.
 pub fn permutation_p(
     x: &[f64],
     y: &[f64],

@@ -3,8 +3,10 @@
 //!
 //! The objective is `Σᵢ −log p(yᵢ | xᵢ) + α/2 ‖W‖²` with the intercept left out of the penalty,
 //! linfa-logistic's; scikit-learn minimises `C · Σᵢ −log p(yᵢ | xᵢ) + 1/2 ‖W‖²`, also without
-//! the intercept. With `α = 1/C` the two are one objective, and it is strictly convex, so every
-//! solver reaches the same weights where it converges: the reference is matched by solving to a
+//! the intercept. With `α = 1/C` the two are one objective, strictly convex in the weights (a
+//! multinomial model's intercepts are unique up to one shift shared by all classes, which no
+//! prediction sees; fits from zero or from one another keep their sum at zero), so every solver
+//! reaches the same predictions where it converges: the reference is matched by solving to a
 //! tight gradient tolerance ([`crate::solver`]), not by imitating a solver's path. Two classes
 //! are one weight vector (scikit-learn's binary model, not a two-class softmax, whose penalty
 //! differs).

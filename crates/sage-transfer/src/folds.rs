@@ -21,13 +21,16 @@ pub struct Fold {
     pub test: Vec<usize>,
 }
 
-/// `k` stratified folds of items whose classes are `labels` (class indices), drawn with
-/// `seed` under `label` (a different `label` gives independent folds from the same seed).
+/// `k` stratified folds of items whose classes are `labels` (indices into `names`, the classes'
+/// names for messages), drawn with `seed` under `label` (a different `label` gives independent
+/// folds from the same seed).
 ///
 /// Errors name the class that has fewer items than folds: such a class would be missing from
-/// some fold's held-out part, and SentEval's splitter refuses it too.
+/// some fold's held-out part, so that fold's accuracy would not test it. (scikit-learn's
+/// splitter warns and goes on; a score resting on such a fold is not one to report.)
 pub fn stratified(
     labels: &[usize],
+    names: &[String],
     k: usize,
     seed: RunSeed,
     label: &str,
@@ -45,9 +48,12 @@ pub fn stratified(
     for (i, &c) in labels.iter().enumerate() {
         by_class.entry(c).or_default().push(i);
     }
-    if let Some((class, members)) = by_class.iter().find(|(_, m)| m.len() < k) {
+    if let Some((&class, members)) = by_class.iter().find(|(_, m)| m.len() < k) {
+        let name = names
+            .get(class)
+            .map_or_else(|| class.to_string(), |n| format!("{n:?}"));
         return Err(format!(
-            "class {class} has {} item(s), fewer than the {k} folds: some fold would hold none \
+            "class {name} has {} item(s), fewer than the {k} folds: some fold would hold none \
              of it",
             members.len()
         ));
@@ -80,7 +86,7 @@ mod tests {
     #[test]
     fn folds_partition_and_stratify() {
         let labels: Vec<usize> = (0..103).map(|i| usize::from(i % 3 == 0)).collect();
-        let folds = stratified(&labels, 10, RunSeed(7), "t").unwrap();
+        let folds = stratified(&labels, &[], 10, RunSeed(7), "t").unwrap();
         let mut held = vec![0; labels.len()];
         for f in &folds {
             assert_eq!(f.train.len() + f.test.len(), labels.len());
@@ -100,18 +106,19 @@ mod tests {
     #[test]
     fn folds_follow_the_seed() {
         let labels: Vec<usize> = (0..50).map(|i| i % 2).collect();
-        let a = stratified(&labels, 5, RunSeed(1), "x").unwrap();
-        assert_eq!(a, stratified(&labels, 5, RunSeed(1), "x").unwrap());
-        assert_ne!(a, stratified(&labels, 5, RunSeed(2), "x").unwrap());
-        assert_ne!(a, stratified(&labels, 5, RunSeed(1), "y").unwrap());
+        let a = stratified(&labels, &[], 5, RunSeed(1), "x").unwrap();
+        assert_eq!(a, stratified(&labels, &[], 5, RunSeed(1), "x").unwrap());
+        assert_ne!(a, stratified(&labels, &[], 5, RunSeed(2), "x").unwrap());
+        assert_ne!(a, stratified(&labels, &[], 5, RunSeed(1), "y").unwrap());
     }
 
     /// A class rarer than the folds is refused, naming it.
     #[test]
     fn a_rare_class_is_refused() {
         let labels = [0, 0, 0, 0, 1, 1, 1, 2];
-        let e = stratified(&labels, 3, RunSeed(1), "x").unwrap_err();
-        assert!(e.contains("class 2 has 1 item"), "{e}");
-        assert!(stratified(&labels, 1, RunSeed(1), "x").is_err());
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let e = stratified(&labels, &names, 3, RunSeed(1), "x").unwrap_err();
+        assert!(e.contains("class \"c\" has 1 item"), "{e}");
+        assert!(stratified(&labels, &names, 1, RunSeed(1), "x").is_err());
     }
 }

@@ -294,6 +294,13 @@ pub fn scheme_of(root: &DataRoot, name: &str, split: &str) -> Result<(Scheme, Ve
             vec![t.clone(), d.clone(), split.into()],
         ),
         (Some(t), None) => (Scheme::KFoldThenTest, vec![t.clone(), split.into()]),
+        (None, Some(d)) => {
+            return Err(insufficient(format!(
+                "{name}/{split}: {name} has a {d} split but no train split; transfer trains on \
+                 `train` and chooses C on {d}: name the split to train on `train`, or score \
+                 {name}/{d} alone (an inner k-fold)"
+            )))
+        }
         (None, _) => (Scheme::InnerKFold, vec![split.into()]),
     })
 }
@@ -452,6 +459,12 @@ fn task(
             .map(|s| read_split(root, name, s, input, options))
             .collect::<Result<Vec<_>>>()
     })?;
+    if let Some((s, _)) = splits.iter().zip(&items).find(|(_, i)| i.labels.is_empty()) {
+        return Err(insufficient(format!(
+            "{name}/{s}: no rows to {} (after the empty-text policy)",
+            if s == &splits[0] { "train on" } else { "score" }
+        )));
+    }
     // the classes are those trained on; a class seen only in dev or test could never be
     // predicted, so it is named rather than scored as always wrong
     let classes: Vec<String> = items[0]
@@ -507,6 +520,11 @@ fn task(
     } else {
         options.grid.clone()
     };
+    // one order everywhere (export, protocol, report): ascending, so a tie takes the smallest C
+    // as SentEval's grids (ascending) do
+    let mut grid = grid;
+    grid.sort_by(f64::total_cmp);
+    grid.dedup();
     let label = format!("transfer/{dataset}");
     let failed = |f: FitFailure| {
         insufficient(match f.fold {
@@ -514,7 +532,8 @@ fn task(
             None => format!("{dataset}: {}", f.why),
         })
     };
-    let plan = protocol::plan(scheme, &ys[0], options.k, options.seed, &label).map_err(failed)?;
+    let plan = protocol::plan(scheme, &ys[0], &classes, options.k, options.seed, &label)
+        .map_err(failed)?;
     if let Some(folder) = &options.export {
         timings.time(format!("export/{dataset}"), || {
             export::write(
@@ -570,7 +589,9 @@ fn task(
     .map(|r| r.interval(0.95))
     .transpose()?
     .flatten();
-    let binary_pairs = input == Input::Pairs && classes == ["0", "1"];
+    // SentEval gives F1 for MRPC's test split; an inner k-fold has no test split to give it on
+    let binary_pairs =
+        input == Input::Pairs && classes == ["0", "1"] && scheme != Scheme::InnerKFold;
     let (f1, f1_ci95) = if binary_pairs {
         let (predicted, truth) = (&outcome.predicted, &outcome.truth);
         let f1 = classifier::f1(predicted, truth);
@@ -597,11 +618,7 @@ fn task(
         input,
         classes,
         features: width,
-        grid: {
-            let mut g = grid;
-            g.sort_by(f64::total_cmp);
-            g
-        },
+        grid,
         chosen_c: outcome.chosen,
         validation: outcome.validation,
         accuracy,

@@ -67,9 +67,14 @@ fn failure(fold: Option<String>) -> impl Fn(String) -> FitFailure {
     }
 }
 
-/// SentEval's pick: percent rounded to two decimals, the first of the highest.
+/// SentEval's pick: percent rounded to two decimals, the first of the highest. Python's
+/// `round(100 * s, 2)` rounds half to even (`round(0.125, 2)` is 0.12), so ties go to even here
+/// too.
 fn best(grid: &[f64], scores: &[f64]) -> f64 {
-    let rounded: Vec<f64> = scores.iter().map(|s| (s * 10_000.0).round()).collect();
+    let rounded: Vec<f64> = scores
+        .iter()
+        .map(|s| (100.0 * s * 100.0).round_ties_even())
+        .collect();
     let mut at = 0;
     for (i, &s) in rounded.iter().enumerate() {
         if s > rounded[at] {
@@ -142,6 +147,7 @@ pub(crate) struct Plan {
 pub(crate) fn plan(
     scheme: Scheme,
     y: &[usize],
+    names: &[String],
     k: usize,
     seed: RunSeed,
     label: &str,
@@ -149,18 +155,24 @@ pub(crate) fn plan(
     Ok(match scheme {
         Scheme::TrainDevTest => Plan::default(),
         Scheme::KFoldThenTest => Plan {
-            outer: stratified(y, k, seed, &format!("{label}/train")).map_err(failure(None))?,
+            outer: stratified(y, names, k, seed, &format!("{label}/train"))
+                .map_err(failure(None))?,
             inner: Vec::new(),
         },
         Scheme::InnerKFold => {
-            let outer = stratified(y, k, seed, &format!("{label}/outer")).map_err(failure(None))?;
+            let outer =
+                stratified(y, names, k, seed, &format!("{label}/outer")).map_err(failure(None))?;
             let inner = outer
                 .iter()
                 .enumerate()
                 .map(|(f, fold)| {
                     let yt: Vec<usize> = fold.train.iter().map(|&i| y[i]).collect();
-                    stratified(&yt, k, seed, &format!("{label}/inner/{f}"))
-                        .map_err(failure(Some(format!("outer fold {} of {k}", f + 1))))
+                    stratified(&yt, names, k, seed, &format!("{label}/inner/{f}")).map_err(failure(
+                        Some(format!(
+                            "the training part of outer fold {} of {k} (its inner folds)",
+                            f + 1
+                        )),
+                    ))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             Plan { outer, inner }
@@ -292,5 +304,7 @@ mod tests {
         // 0.81236 and 0.81244 both round to 81.24%: the first wins
         assert_eq!(best(&grid, &[0.81236, 0.81244, 0.8]), 0.25);
         assert_eq!(best(&grid, &[0.8, 0.81236, 0.81251]), 1.0);
+        // 1/800 is 0.125%: Python rounds it to 0.12, as 0.12 (ties to even)
+        assert_eq!(best(&grid, &[0.0012, 1.0 / 800.0, 0.0]), 0.25);
     }
 }

@@ -255,7 +255,13 @@ pub(crate) fn minimise(
             step *= 0.5;
         }
         let Some(f_new) = accepted else {
-            // no step lowers the loss: the optimum, to floating point
+            if !history.is_empty() {
+                // the memory's direction may be the trouble: once more along the
+                // preconditioned gradient alone
+                history.clear();
+                continue;
+            }
+            // not even the gradient's direction lowers the loss: the optimum, to floating point
             return Fitted {
                 iterations: iteration,
                 converged: false,
