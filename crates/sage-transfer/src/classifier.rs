@@ -17,7 +17,7 @@
 
 use ndarray::ArrayView2;
 
-use crate::solver::{minimise, Problem};
+use crate::solver::{minimise, Feature, Problem};
 
 /// Iterations a fit may take before it is stopped where it is.
 pub(crate) const MAX_ITERATIONS: usize = 5000;
@@ -38,11 +38,15 @@ pub(crate) struct Model {
 
 impl Model {
     /// Class indices predicted for each row of `x`.
-    pub(crate) fn predict(&self, x: ArrayView2<'_, f64>) -> Vec<usize> {
+    pub(crate) fn predict(&self, x: ArrayView2<'_, Feature>) -> Vec<usize> {
         let d = x.ncols();
-        let score = |row: &ndarray::ArrayView1<'_, f64>, k: usize| {
+        let score = |row: &ndarray::ArrayView1<'_, Feature>, k: usize| {
             let w = &self.weights[k * (d + 1)..(k + 1) * (d + 1)];
-            row.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() + w[d]
+            row.iter()
+                .zip(w)
+                .map(|(&a, b)| f64::from(a) * b)
+                .sum::<f64>()
+                + w[d]
         };
         x.rows()
             .into_iter()
@@ -69,7 +73,7 @@ impl Model {
 /// regularisation `c` (scikit-learn's `C`), from `warm`'s weights when given. Every class must
 /// be among `y`: a missing one has no weights to fit.
 pub(crate) fn fit(
-    x: ArrayView2<'_, f64>,
+    x: ArrayView2<'_, Feature>,
     y: &[usize],
     classes: usize,
     c: f64,
@@ -140,7 +144,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     /// Two Gaussian blobs per class, `classes` classes, seeded.
-    fn blobs(n: usize, classes: usize, seed: u64) -> (Array2<f64>, Vec<usize>) {
+    fn blobs(n: usize, classes: usize, seed: u64) -> (Array2<Feature>, Vec<usize>) {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let d = 6;
         let mut x = Array2::zeros((n, d));
@@ -150,7 +154,7 @@ mod tests {
             y.push(class);
             for j in 0..d {
                 let centre = if j % classes == class { 1.0 } else { 0.0 };
-                x[[i, j]] = centre + rng.gen_range(-1.0..1.0);
+                x[[i, j]] = centre + rng.gen_range(-1.0f32..1.0);
             }
         }
         (x, y)
@@ -190,7 +194,9 @@ mod tests {
         for classes in [2, 4] {
             let (x, y) = blobs(400, classes, 21);
             let ours = fit(x.view(), &y, classes, 2.0, None).unwrap();
-            let data = linfa::DatasetBase::new(x.view(), ndarray::Array1::from(y.clone()));
+            // linfa in double precision on the same values
+            let x64 = x.mapv(f64::from);
+            let data = linfa::DatasetBase::new(x64.view(), ndarray::Array1::from(y.clone()));
             let d = x.ncols();
             let theirs: Vec<f64> = if classes == 2 {
                 let m = linfa_logistic::LogisticRegression::default()

@@ -9,6 +9,7 @@ use ndarray::Array2;
 use serde_json::json;
 
 use crate::protocol::Plan;
+use crate::solver::Feature;
 use crate::{Input, Result, Scheme, TransferError};
 
 /// What is written of one task.
@@ -19,7 +20,7 @@ pub(crate) struct Task<'a> {
     pub(crate) splits: &'a [String],
     pub(crate) classes: &'a [String],
     pub(crate) grid: &'a [f64],
-    pub(crate) features: &'a [Array2<f64>],
+    pub(crate) features: &'a [Array2<Feature>],
     pub(crate) labels: &'a [Vec<usize>],
     pub(crate) plan: &'a Plan,
 }
@@ -64,8 +65,9 @@ fn atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&partial, path).map_err(|e| io_error(path, e))
 }
 
-/// `x` as a NumPy `.npy` file (format 1.0, little-endian `f8`, C order).
-fn npy(x: &Array2<f64>) -> Vec<u8> {
+/// `x` as a NumPy `.npy` file (format 1.0, little-endian `f8`, C order): each value exactly as
+/// fitted on, widened.
+fn npy(x: &Array2<Feature>) -> Vec<u8> {
     let mut header = format!(
         "{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, {}), }}",
         x.nrows(),
@@ -79,8 +81,8 @@ fn npy(x: &Array2<f64>) -> Vec<u8> {
     out.extend_from_slice(b"\x93NUMPY\x01\x00");
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
-    for v in x.iter() {
-        out.extend_from_slice(&v.to_le_bytes());
+    for &v in x.iter() {
+        out.extend_from_slice(&f64::from(v).to_le_bytes());
     }
     out
 }
@@ -93,7 +95,7 @@ mod tests {
     /// multiple of 64 bytes.
     #[test]
     fn npy_layout() {
-        let x = Array2::from_shape_vec((2, 3), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let x = Array2::from_shape_vec((2, 3), vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
         let bytes = npy(&x);
         assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
         let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;

@@ -72,9 +72,12 @@ fn every_scheme_agrees_with_scikit_learn() {
             .iter()
             .map(|s| s.as_str().unwrap())
             .collect();
-        let x: Vec<Array2<f64>> = splits
+        // the features as sage fits them: single precision
+        let x: Vec<Array2<f32>> = splits
             .iter()
-            .map(|s| read_npy(&folder().join(plan["features"][s].as_str().unwrap())))
+            .map(|s| {
+                read_npy(&folder().join(plan["features"][s].as_str().unwrap())).mapv(|v| v as f32)
+            })
             .collect();
         let y: Vec<Vec<usize>> = splits
             .iter()

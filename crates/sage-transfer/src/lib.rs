@@ -647,7 +647,7 @@ fn featurise(
     items: &[Items],
     input: Input,
     dataset: &str,
-) -> Result<Vec<Array2<f64>>> {
+) -> Result<Vec<Array2<solver::Feature>>> {
     let mut position: BTreeMap<&str, usize> = BTreeMap::new();
     let mut texts: Vec<&str> = Vec::new();
     for part in items {
@@ -678,22 +678,17 @@ fn featurise(
                 Input::Texts => d,
                 Input::Pairs => 2 * d,
             };
-            let mut x = Array2::<f64>::zeros((part.texts.len(), width));
+            let mut x = Array2::<solver::Feature>::zeros((part.texts.len(), width));
             for (i, t) in part.texts.iter().enumerate() {
                 let u = vectors.row(position[t[0].as_str()]);
                 let mut row = x.row_mut(i);
                 match input {
-                    Input::Texts => {
-                        for (o, &a) in row.iter_mut().zip(u) {
-                            *o = f64::from(a);
-                        }
-                    }
+                    Input::Texts => row.assign(&u),
                     Input::Pairs => {
                         let v = vectors.row(position[t[1].as_str()]);
                         for j in 0..d {
-                            let (a, b) = (f64::from(u[j]), f64::from(v[j]));
-                            row[j] = (a - b).abs();
-                            row[d + j] = a * b;
+                            row[j] = (u[j] - v[j]).abs();
+                            row[d + j] = u[j] * v[j];
                         }
                     }
                 }

@@ -20,17 +20,18 @@ use sage_core::RunSeed;
 
 use crate::classifier::{accuracy, fit, Model};
 use crate::folds::{stratified, Fold};
+use crate::solver::Feature;
 use crate::Scheme;
 
 /// Labelled feature rows.
 #[derive(Clone, Copy)]
 pub(crate) struct Labelled<'a> {
-    pub(crate) x: ArrayView2<'a, f64>,
+    pub(crate) x: ArrayView2<'a, Feature>,
     pub(crate) y: &'a [usize],
 }
 
 impl Labelled<'_> {
-    fn subset(&self, positions: &[usize]) -> (Array2<f64>, Vec<usize>) {
+    fn subset(&self, positions: &[usize]) -> (Array2<Feature>, Vec<usize>) {
         (
             self.x.select(Axis(0), positions),
             positions.iter().map(|&i| self.y[i]).collect(),
@@ -87,8 +88,8 @@ fn best(grid: &[f64], scores: &[f64]) -> f64 {
 /// Fits along `grid` (ascending `C`) on `train`, each from the previous weights, and the
 /// accuracy of each on `valid`; also the fitted models.
 fn walk(
-    train: (ArrayView2<'_, f64>, &[usize]),
-    valid: (ArrayView2<'_, f64>, &[usize]),
+    train: (ArrayView2<'_, Feature>, &[usize]),
+    valid: (ArrayView2<'_, Feature>, &[usize]),
     classes: usize,
     grid: &[f64],
 ) -> Result<(Vec<f64>, Vec<Model>), String> {

@@ -11,6 +11,11 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
+/// A feature value as the rows hold it: single precision, as the model's vectors come (the
+/// products |u − v| and u ∗ v of a pair too), half the memory a pass over the rows reads; every
+/// sum is taken in double precision.
+pub(crate) type Feature = f32;
+
 /// Rows a block of the parallel loss: large enough to amortise a task, fixed so that sums are
 /// taken in the same order on any thread count.
 const BLOCK: usize = 2048;
@@ -20,7 +25,7 @@ const MEMORY: usize = 10;
 
 /// A logistic regression problem: rows, classes, regularisation.
 pub(crate) struct Problem<'x, 'y> {
-    pub(crate) x: ArrayView2<'x, f64>,
+    pub(crate) x: ArrayView2<'x, Feature>,
     pub(crate) y: &'y [usize],
     /// 2: one weight vector (class 1's score); more: one per class.
     pub(crate) classes: usize,
@@ -49,7 +54,8 @@ impl Problem<'_, '_> {
         let d = self.x.ncols();
         let mut squares = vec![0.0; d];
         for row in self.x.rows() {
-            for (s, v) in squares.iter_mut().zip(row) {
+            for (s, &v) in squares.iter_mut().zip(row) {
+                let v = f64::from(v);
                 *s += v * v;
             }
         }
@@ -141,18 +147,18 @@ fn sigmoid(t: f64) -> f64 {
 
 /// Sixteen accumulators: four vectors of four, enough independent sums to keep the
 /// multiply-add units busy; the sum's order is fixed.
-fn dot(a: &[f64], b: &[f64]) -> f64 {
+fn dot<T: Copy + Into<f64>>(a: &[T], b: &[f64]) -> f64 {
     const LANES: usize = 16;
     let mut acc = [0.0f64; LANES];
     let chunks = a.len() / LANES;
     for (ca, cb) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
         for l in 0..LANES {
-            acc[l] += ca[l] * cb[l];
+            acc[l] += ca[l].into() * cb[l];
         }
     }
     let mut tail = 0.0;
     for i in LANES * chunks..a.len() {
-        tail += a[i] * b[i];
+        tail += a[i].into() * b[i];
     }
     let mut half = LANES;
     while half > 1 {
@@ -164,9 +170,9 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     acc[0] + tail
 }
 
-fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
-    for (yi, xi) in y.iter_mut().zip(x) {
-        *yi += a * xi;
+fn axpy<T: Copy + Into<f64>>(a: f64, x: &[T], y: &mut [f64]) {
+    for (yi, &xi) in y.iter_mut().zip(x) {
+        *yi += a * xi.into();
     }
 }
 
