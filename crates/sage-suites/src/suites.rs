@@ -434,9 +434,9 @@ impl Suite for Transfer {
         names(&sage_transfer::DEFAULT_TASKS)
     }
     /// all-MiniLM-L6-v2's `sage run transfer` on the 2-core development CPU (2026-12-06, AVX2
-    /// EPYC, release build, idle): 204 s, of which 102 s fitting the ten tasks' classifiers and
-    /// the rest embedding (93k texts embedded, 54k read from the cache); a cold cache adds
-    /// about a minute. A metric's run reads nothing and writes its not-applicable report.
+    /// EPYC, release build, idle): 97 s from the embedding cache, 82 s of it fitting the ten
+    /// tasks' classifiers; 204 s with 93k of its 147k texts to embed (a cold cache adds about a
+    /// minute more). A metric's run reads nothing and writes its not-applicable report.
     /// `--quick` (two tasks, 150 rows, 3 folds) is a few seconds, a twentieth; a metric's run
     /// costs the same either way, and its quick share keeps it above the listing's rounding.
     fn cost_hints(&self) -> Vec<CostHint> {
