@@ -914,7 +914,7 @@ pub(crate) fn prediction_chart(view: &crate::prediction::PredictionView) -> Resu
     let names: Vec<String> = marks
         .iter()
         .rev()
-        .map(|c| c.predictor.chars().take(28).collect())
+        .map(|c| c.predictor.chars().take(44).collect())
         .collect();
     let height = (60 + 22 * marks.len() as u32).max(SIZE.1);
     let mut svg = String::new();
@@ -929,7 +929,7 @@ pub(crate) fn prediction_chart(view: &crate::prediction::PredictionView) -> Resu
             )
             .margin(10)
             .x_label_area_size(36)
-            .y_label_area_size(190)
+            .y_label_area_size(270)
             .build_cartesian_2d(-1.05f64..1.05, -0.5f64..(n - 0.5))?;
         chart
             .configure_mesh()

@@ -259,7 +259,7 @@ fn sentence(models: &[String], correlations: &[Correlation]) -> String {
             .unwrap_or(0);
         return format!(
             "Downstream accuracy is measured for {} similarit{} ({most} with an intrinsic score \
-             beside it): at least {MIN_MODELS} are needed to say which intrinsic score predicts it",
+             beside it): at least {MIN_MODELS} are needed to say which intrinsic score predicts it.",
             models.len(),
             if models.len() == 1 { "y" } else { "ies" }
         );
@@ -280,7 +280,7 @@ fn sentence(models: &[String], correlations: &[Correlation]) -> String {
     if let Some(sts) = sts {
         text += &format!("; STS-B Spearman {}", rho_text(sts));
     }
-    text
+    text + "."
 }
 
 #[cfg(test)]
@@ -312,7 +312,7 @@ mod tests {
         assert_eq!(
             s,
             "Across 6 models, EvalRank MRR predicts downstream accuracy best (ρ = 0.83 [0.53, \
-             1.00], permutation p = 0.050); STS-B Spearman ρ = 0.37 [0.07, 0.57]"
+             1.00], permutation p = 0.050); STS-B Spearman ρ = 0.37 [0.07, 0.57]."
         );
     }
 
