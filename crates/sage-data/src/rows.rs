@@ -150,6 +150,19 @@ impl At<'_> {
         }
     }
 
+    /// `label` as a class of each `row` ("text", "pair"): an empty cell would quietly become a
+    /// class of its own, so it is refused with the file and line.
+    fn class(&self, label: String, row: &str) -> Result<String> {
+        if label.trim().is_empty() {
+            return Err(parse_error(
+                self.path,
+                self.line,
+                format!("empty label: every {row} needs its class (an empty cell is not one)"),
+            ));
+        }
+        Ok(label)
+    }
+
     pub fn label_string(&self, key: &str) -> Result<String> {
         match self.get(key)? {
             Value::String(s) => Ok(s.clone()),
@@ -280,14 +293,7 @@ impl sealed::ReadRow for ClassedPair {
             Value::Bool(b) => u8::from(*b).to_string(),
             _ => at.label_string("label")?,
         };
-        // an empty cell would quietly become a class of its own
-        if label.trim().is_empty() {
-            return Err(parse_error(
-                at.path,
-                at.line,
-                "empty label: every pair needs its class (an empty cell is not one)",
-            ));
-        }
+        let label = at.class(label, "pair")?;
         Ok(ClassedPair {
             sentence1: at.str("sentence1")?,
             sentence2: at.str("sentence2")?,
@@ -517,15 +523,7 @@ pub struct LabeledText {
 
 impl sealed::ReadRow for LabeledText {
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
-        let label = at.label_string("label")?;
-        // an empty cell would quietly become a class of its own
-        if label.trim().is_empty() {
-            return Err(parse_error(
-                at.path,
-                at.line,
-                "empty label: every text needs its class (an empty cell is not one)",
-            ));
-        }
+        let label = at.class(at.label_string("label")?, "text")?;
         Ok(LabeledText {
             text: at.str("text")?,
             label,

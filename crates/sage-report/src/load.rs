@@ -39,6 +39,44 @@ pub(crate) enum Typed {
     Other,
 }
 
+/// The transfer runs that trained on vectors (a classical metric's not-applicable run left
+/// out), and their tasks' names in first-seen order: what the transfer table, its plot, the
+/// ALIGN-SIM layout and the correlation study all read.
+pub(crate) struct TransferRuns<'a> {
+    pub(crate) runs: Vec<(&'a ResultFile, &'a sage_transfer::TransferReport)>,
+    pub(crate) tasks: Vec<&'a str>,
+}
+
+impl<'a> TransferRuns<'a> {
+    pub(crate) fn of(files: &'a [ResultFile]) -> TransferRuns<'a> {
+        let runs: Vec<(&ResultFile, &sage_transfer::TransferReport)> = files
+            .iter()
+            .filter_map(|f| match &f.typed {
+                Typed::Transfer(r) if r.applicable => Some((f, r.as_ref())),
+                _ => None,
+            })
+            .collect();
+        let mut tasks: Vec<&str> = Vec::new();
+        for t in runs.iter().flat_map(|(_, r)| &r.tasks) {
+            if !tasks.contains(&t.task.as_str()) {
+                tasks.push(&t.task);
+            }
+        }
+        TransferRuns { runs, tasks }
+    }
+
+    /// The run of `similarity`, if it has one.
+    pub(crate) fn of_similarity(
+        &self,
+        similarity: &str,
+    ) -> Option<&'a sage_transfer::TransferReport> {
+        self.runs
+            .iter()
+            .find(|(f, _)| f.similarity == similarity)
+            .map(|(_, r)| *r)
+    }
+}
+
 /// What a category's report says of its score: the same three fields in SAGE's five and the
 /// noise suite.
 pub(crate) struct CategoryScore<'a> {

@@ -858,21 +858,7 @@ pub(crate) fn storage_chart(
 
 /// Transfer accuracy per task, one bar per similarity in its colour.
 pub(crate) fn transfer_chart(files: &[ResultFile], palette: &Palette) -> Result<Option<Chart>> {
-    let runs: Vec<(&ResultFile, &sage_transfer::TransferReport)> = files
-        .iter()
-        .filter_map(|f| match &f.typed {
-            Typed::Transfer(r) if r.applicable => Some((f, r.as_ref())),
-            _ => None,
-        })
-        .collect();
-    let mut tasks: Vec<&str> = Vec::new();
-    for (_, r) in &runs {
-        for t in &r.tasks {
-            if !tasks.contains(&t.task.as_str()) {
-                tasks.push(&t.task);
-            }
-        }
-    }
+    let crate::load::TransferRuns { runs, tasks } = crate::load::TransferRuns::of(files);
     if tasks.is_empty() {
         return Ok(None);
     }

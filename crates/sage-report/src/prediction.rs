@@ -152,13 +152,7 @@ fn predictors(files: &[ResultFile], categories: &Categories<'_>) -> Scores {
 /// Every similarity's transfer accuracies: the mean, then each task.
 fn targets(files: &[ResultFile]) -> Scores {
     let mut out = Scores::new();
-    for f in files {
-        let Typed::Transfer(r) = &f.typed else {
-            continue;
-        };
-        if !r.applicable {
-            continue;
-        }
+    for (f, r) in crate::load::TransferRuns::of(files).runs {
         put(&mut out, MEAN_ACCURACY, &f.similarity, r.score);
         for t in &r.tasks {
             put(&mut out, &t.task, &f.similarity, t.accuracy);

@@ -512,7 +512,7 @@ fn task(
         x: features[i].view(),
         y: &ys[i],
     };
-    let grid = if options.grid.is_empty() {
+    let mut grid = if options.grid.is_empty() {
         match scheme {
             Scheme::KFoldThenTest => K_FOLD_GRID.to_vec(),
             _ => GRID.to_vec(),
@@ -522,7 +522,6 @@ fn task(
     };
     // one order everywhere (export, protocol, report): ascending, so a tie takes the smallest C
     // as SentEval's grids (ascending) do
-    let mut grid = grid;
     grid.sort_by(f64::total_cmp);
     grid.dedup();
     let label = format!("transfer/{dataset}");

@@ -10,6 +10,8 @@
 //! - [`train_dev_test`] (as SST, SICK-E, SciCite): every `C` is fitted on train and scored on
 //!   dev, the best scored on test (`SplitClassifier`).
 //!
+//! Every `grid` here is ascending (the caller sorts it once, for the export and the report
+//! too), so fits walk it from strong to weak regularisation and a tie takes the smallest `C`.
 //! The best `C` is SentEval's: each candidate's validation accuracy in percent rounded to two
 //! decimals, the first of the highest. Fits over one set of items walk the grid from strong to
 //! weak regularisation, each starting from the previous weights ([`crate::classifier`]).
@@ -70,8 +72,8 @@ fn failure(fold: Option<String>) -> impl Fn(String) -> FitFailure {
 
 /// SentEval's pick: percent rounded to two decimals, the first of the highest. Python's
 /// `round(100 * s, 2)` rounds half to even (`round(0.125, 2)` is 0.12), so ties go to even here
-/// too.
-fn best(grid: &[f64], scores: &[f64]) -> f64 {
+/// too. Returns the grid point's index.
+fn best(scores: &[f64]) -> usize {
     let rounded: Vec<f64> = scores
         .iter()
         .map(|s| (100.0 * s * 100.0).round_ties_even())
@@ -82,7 +84,7 @@ fn best(grid: &[f64], scores: &[f64]) -> f64 {
             at = i;
         }
     }
-    grid[at]
+    at
 }
 
 /// Fits along `grid` (ascending `C`) on `train`, each from the previous weights, and the
@@ -181,13 +183,6 @@ pub(crate) fn plan(
     })
 }
 
-/// The grid ascending.
-fn ascending(grid: &[f64]) -> Vec<f64> {
-    let mut g = grid.to_vec();
-    g.sort_by(f64::total_cmp);
-    g
-}
-
 /// SentEval's `InnerKFoldClassifier` over one split.
 pub(crate) fn inner_k_fold(
     data: Labelled<'_>,
@@ -195,7 +190,6 @@ pub(crate) fn inner_k_fold(
     plan: &Plan,
     grid: &[f64],
 ) -> Result<Outcome, FitFailure> {
-    let grid = ascending(grid);
     let k = plan.outer.len();
     let per_fold = plan
         .outer
@@ -210,12 +204,9 @@ pub(crate) fn inner_k_fold(
                 y: &yt,
             };
             let inner_name = |i: usize| format!("{name}, inner fold {} of {k}", i + 1);
-            let (scores, starts) = cross_validate(train, classes, &grid, inner, &inner_name)?;
-            let c = best(&grid, &scores);
-            let at = grid
-                .iter()
-                .position(|&g| g == c)
-                .expect("chosen from the grid");
+            let (scores, starts) = cross_validate(train, classes, grid, inner, &inner_name)?;
+            let at = best(&scores);
+            let c = grid[at];
             let model =
                 fit(xt.view(), &yt, classes, c, starts.get(at)).map_err(failure(Some(name)))?;
             let (xv, yv) = data.subset(&fold.test);
@@ -249,15 +240,11 @@ pub(crate) fn k_fold_then_test(
     folds: &[Fold],
     grid: &[f64],
 ) -> Result<Outcome, FitFailure> {
-    let grid = ascending(grid);
     let k = folds.len();
     let name = |f: usize| format!("fold {} of {k} of train", f + 1);
-    let (scores, starts) = cross_validate(train, classes, &grid, folds, &name)?;
-    let c = best(&grid, &scores);
-    let at = grid
-        .iter()
-        .position(|&g| g == c)
-        .expect("chosen from the grid");
+    let (scores, starts) = cross_validate(train, classes, grid, folds, &name)?;
+    let at = best(&scores);
+    let c = grid[at];
     let model = fit(train.x, train.y, classes, c, starts.get(at))
         .map_err(failure(Some("the fit on all of train".into())))?;
     Ok(Outcome {
@@ -277,14 +264,10 @@ pub(crate) fn train_dev_test(
     classes: usize,
     grid: &[f64],
 ) -> Result<Outcome, FitFailure> {
-    let grid = ascending(grid);
-    let (scores, models) = walk((train.x, train.y), (dev.x, dev.y), classes, &grid)
+    let (scores, models) = walk((train.x, train.y), (dev.x, dev.y), classes, grid)
         .map_err(failure(Some("train, scored on dev".into())))?;
-    let c = best(&grid, &scores);
-    let at = grid
-        .iter()
-        .position(|&g| g == c)
-        .expect("chosen from the grid");
+    let at = best(&scores);
+    let c = grid[at];
     Ok(Outcome {
         predicted: models[at].predict(test.x),
         truth: test.y.to_vec(),
@@ -303,9 +286,9 @@ mod tests {
     fn best_rounds_then_takes_the_first() {
         let grid = [0.25, 0.5, 1.0];
         // 0.81236 and 0.81244 both round to 81.24%: the first wins
-        assert_eq!(best(&grid, &[0.81236, 0.81244, 0.8]), 0.25);
-        assert_eq!(best(&grid, &[0.8, 0.81236, 0.81251]), 1.0);
+        assert_eq!(grid[best(&[0.81236, 0.81244, 0.8])], 0.25);
+        assert_eq!(grid[best(&[0.8, 0.81236, 0.81251])], 1.0);
         // 1/800 is 0.125%: Python rounds it to 0.12, as 0.12 (ties to even)
-        assert_eq!(best(&grid, &[0.0012, 1.0 / 800.0, 0.0]), 0.25);
+        assert_eq!(grid[best(&[0.0012, 1.0 / 800.0, 0.0])], 0.25);
     }
 }

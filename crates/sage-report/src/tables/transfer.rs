@@ -3,32 +3,20 @@
 //! them.
 
 use super::*;
+use crate::load::TransferRuns;
 use crate::prediction::{PredictionView, MEAN_ACCURACY, MIN_MODELS};
 
 /// Similarity × task accuracy (percent, as SentEval and the papers print it), with the mean.
 pub(super) fn transfer_table(files: &[ResultFile], sink: &mut Sink) -> Table {
-    let runs: Vec<(&ResultFile, &sage_transfer::TransferReport)> = files
-        .iter()
-        .filter_map(|f| match &f.typed {
-            Typed::Transfer(r) if r.applicable => Some((f, r.as_ref())),
-            _ => None,
-        })
-        .collect();
-    let mut tasks: Vec<String> = Vec::new();
-    for (_, r) in &runs {
-        for t in &r.tasks {
-            if !tasks.contains(&t.task) {
-                tasks.push(t.task.clone());
-            }
-        }
-    }
+    let TransferRuns { runs, tasks } = TransferRuns::of(files);
     let rows = runs
         .iter()
         .map(|(f, r)| {
             let mut row = vec![f.similarity.clone()];
             for task in &tasks {
-                let t = r.tasks.iter().find(|t| &t.task == task);
-                let text = sink.cell(f, task, "accuracy", t.map(|t| t.accuracy));
+                let t = r.tasks.iter().find(|t| t.task == *task);
+                // summary.csv's line; the cell shows percent with the interval instead
+                sink.cell(f, task, "accuracy", t.map(|t| t.accuracy));
                 row.push(match t {
                     Some(t) => {
                         let ci = t
@@ -39,14 +27,12 @@ pub(super) fn transfer_table(files: &[ResultFile], sink: &mut Sink) -> Table {
                             Some(f1) => format!(" F1 {:.1}", 100.0 * f1),
                             None => String::new(),
                         };
-                        let _ = text;
                         format!("{:.1}{ci}{f1}", 100.0 * t.accuracy)
                     }
                     None => "—".to_owned(),
                 });
             }
-            let mean = sink.cell(f, "", MEAN_ACCURACY, Some(r.score));
-            let _ = mean;
+            sink.cell(f, "", MEAN_ACCURACY, Some(r.score));
             row.push(match r.ci95 {
                 Some(c) => format!(
                     "{:.1} [{:.1}, {:.1}]",
@@ -61,10 +47,10 @@ pub(super) fn transfer_table(files: &[ResultFile], sink: &mut Sink) -> Table {
         .collect();
     let mut header = vec!["Similarity".to_owned()];
     header.extend(tasks.iter().map(|t| {
-        if sage_transfer::ALIGN_SIM_TASKS.contains(&t.as_str()) {
+        if sage_transfer::ALIGN_SIM_TASKS.contains(t) {
             format!("{t} †")
         } else {
-            t.clone()
+            (*t).to_owned()
         }
     }));
     header.push("Mean".into());
@@ -143,15 +129,13 @@ pub(super) fn prediction_table(view: &PredictionView, per_task: bool) -> Table {
 /// datasets it ran) beside its accuracy on the seven SentEval tasks the paper reports, for the
 /// similarities that ran both suites.
 pub(super) fn align_sim_transfer_table(files: &[ResultFile]) -> Table {
+    let transfer_runs = TransferRuns::of(files);
     let mut rows = Vec::new();
     for f in files {
         let Typed::AlignSim(criteria) = &f.typed else {
             continue;
         };
-        let Some(transfer) = files.iter().find_map(|g| match &g.typed {
-            Typed::Transfer(t) if g.similarity == f.similarity && t.applicable => Some(t),
-            _ => None,
-        }) else {
+        let Some(transfer) = transfer_runs.of_similarity(&f.similarity) else {
             continue;
         };
         let mean = |values: Vec<f64>| {
