@@ -15,7 +15,7 @@ use sage_measures::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::paraphrase::{Judge, Paraphraser, ParaphraserIdentity};
+use crate::paraphrase::{Judge, ParaphraseStats, Paraphraser, ParaphraserIdentity};
 use crate::quality::{
     judge_sts_spearman, mean_figures, measure_run, DatasetQuality, JudgeResult, QualityGate,
     RunQuality,
@@ -62,6 +62,10 @@ pub struct Options {
     pub gate: QualityGate,
     /// Pool and compare datasets whose paraphrases failed the gate too.
     pub pool_unqualified: bool,
+    /// Languages to run (`eng`, `eng-Latn` or `en`): a dataset of language subsets (STS17's
+    /// `en-ar`) keeps the subsets whose every side is one of them; empty: every subset.
+    #[serde(default)]
+    pub languages: Vec<String>,
 }
 
 impl Default for Options {
@@ -75,6 +79,7 @@ impl Default for Options {
             judge_pairs: 100,
             gate: QualityGate::default(),
             pool_unqualified: false,
+            languages: Vec::new(),
         }
     }
 }
@@ -105,6 +110,14 @@ pub struct DatasetResult {
     pub dataset: String,
     /// Split.
     pub split: String,
+    /// The language subset (STS17's `en-ar`), for a dataset scored per language as MTEB
+    /// scores it; `None`: the dataset as one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<String>,
+    /// The subset's languages, one per side of a pair (`["eng-Latn", "ara-Arab"]`); empty for a
+    /// dataset without languages (English).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<String>,
     /// Task type.
     pub task: TaskKind,
     /// Main score's name.
@@ -163,6 +176,10 @@ pub struct PtebReport {
     pub unqualified: Vec<String>,
     /// Fallbacks over every dataset and run.
     pub fallbacks: u64,
+    /// The prompt-sensitivity analysis, when the run compared several paraphrase-prompt
+    /// wordings (this report's numbers are the first wording's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_ablation: Option<crate::PromptAblation>,
     /// Where time went.
     pub timings: Timings,
 }
@@ -178,6 +195,159 @@ impl sage_core::SuiteReport for PtebReport {
             .map(|d| d.rows.clone().into())
             .collect()
     }
+}
+
+impl DatasetResult {
+    /// The dataset's name, with the subset when there is one (`sts17 (en-ar)`): what tables and
+    /// plots show.
+    pub fn name(&self) -> String {
+        match &self.subset {
+            Some(subset) => format!("{} ({subset})", self.dataset),
+            None => self.dataset.clone(),
+        }
+    }
+
+    /// `dataset/split`, with the subset when there is one (`sts17/test/en-ar`): how notes and
+    /// tables name the result.
+    pub fn label(&self) -> String {
+        match &self.subset {
+            Some(subset) => format!("{}/{}/{subset}", self.dataset, self.split),
+            None => format!("{}/{}", self.dataset, self.split),
+        }
+    }
+}
+
+/// One unit PTEB scores: a dataset, or one language subset of it.
+#[derive(Clone, Debug)]
+pub struct SubsetTask {
+    /// The subset's name (`en-ar`); `None` for a dataset scored as one.
+    pub subset: Option<String>,
+    /// Its languages, one per side of a pair; empty when the rows state none.
+    pub languages: Vec<String>,
+    /// The task's data, sampled.
+    pub task: TaskData,
+    /// The rows used.
+    pub rows: RowSelection,
+}
+
+/// Whether every language of a subset is one of `wanted` (codes in any form
+/// [`sage_data::languages::mteb_code`] reads; empty: all are wanted).
+fn wanted(languages: &[String], wanted: &[String]) -> bool {
+    wanted.is_empty()
+        || languages.iter().all(|l| {
+            wanted
+                .iter()
+                .any(|w| sage_data::languages::mteb_code(w) == Some(l.as_str()))
+        })
+}
+
+/// Loads a dataset as the units PTEB scores: a dataset whose rows state their languages
+/// (STS17, STS22) splits into its language subsets, each sampled on its own (MTEB scores each
+/// subset; the paper averages them), and keeps those of `options.languages`; any other dataset
+/// is one unit, as [`load_task`] loads it.
+pub fn load_subsets(
+    root: &DataRoot,
+    name: &str,
+    split: &str,
+    options: &Options,
+) -> Result<Vec<SubsetTask>> {
+    for language in &options.languages {
+        if sage_data::languages::mteb_code(language).is_none() {
+            return Err(PtebError::Task(format!(
+                "languages: {language:?} is no language this harness knows (write eng, \
+                 eng-Latn or en)"
+            )));
+        }
+    }
+    if root.kind(name)? != DatasetKind::StsPairs {
+        let (task, rows) = load_task(root, name, split, options)?;
+        return Ok(vec![SubsetTask {
+            subset: None,
+            languages: Vec::new(),
+            task,
+            rows,
+        }]);
+    }
+    let loaded = root.load_mteb::<StsPair>(name, split)?;
+    if loaded.rows.iter().all(|r| r.languages.is_empty()) {
+        let (task, rows) = load_task(root, name, split, options)?;
+        return Ok(vec![SubsetTask {
+            subset: None,
+            languages: Vec::new(),
+            task,
+            rows,
+        }]);
+    }
+    // subsets in the order the file first names them
+    let mut order: Vec<(String, Vec<String>)> = Vec::new();
+    for (i, row) in loaded.rows.iter().enumerate() {
+        let subset = match (&row.subset, row.languages.is_empty()) {
+            (Some(subset), false) => subset.clone(),
+            _ => {
+                return Err(PtebError::Task(format!(
+                    "{name}/{split}: row {} has no language subset while others have one \
+                     (each row of a multilingual file names its subset and languages)",
+                    i + 1
+                )))
+            }
+        };
+        match order.iter().find(|(s, _)| *s == subset) {
+            Some((_, languages)) if *languages != row.languages => {
+                return Err(PtebError::Task(format!(
+                    "{name}/{split}: subset {subset} has rows in {} and in {}",
+                    languages.join("/"),
+                    row.languages.join("/")
+                )))
+            }
+            Some(_) => {}
+            None => order.push((subset, row.languages.clone())),
+        }
+    }
+    let kept: Vec<&(String, Vec<String>)> = order
+        .iter()
+        .filter(|(_, languages)| wanted(languages, &options.languages))
+        .collect();
+    if kept.is_empty() {
+        let all: Vec<&str> = order.iter().map(|(s, _)| s.as_str()).collect();
+        return Err(PtebError::Task(format!(
+            "{name}/{split}: no subset in the languages asked for ({}); it has {}",
+            options.languages.join(", "),
+            all.join(", ")
+        )));
+    }
+    let seed = RunSeed(options.seed);
+    kept.into_iter()
+        .map(|(subset, languages)| {
+            let part = Loaded {
+                dataset: loaded.dataset.clone(),
+                split: split.to_owned(),
+                path: loaded.path.clone(),
+                rows: loaded
+                    .rows
+                    .iter()
+                    .filter(|r| r.subset.as_deref() == Some(subset.as_str()))
+                    .cloned()
+                    .collect(),
+                empty_text_lines: Vec::new(),
+            };
+            let (rows, selection) = sample(&part, options.max_rows, seed);
+            if rows.is_empty() {
+                return Err(PtebError::Task(format!(
+                    "{name}/{split}/{subset}: no rows after sampling"
+                )));
+            }
+            Ok(SubsetTask {
+                subset: Some(subset.clone()),
+                languages: languages.clone(),
+                task: TaskData::Sts(
+                    rows.into_iter()
+                        .map(|r| (r.sentence1, r.sentence2, r.score))
+                        .collect(),
+                ),
+                rows: selection,
+            })
+        })
+        .collect()
 }
 
 /// Loads and samples a dataset as a task.
@@ -392,16 +562,33 @@ pub fn evaluate(
     // (result without its verdict, the judge's figures): verdicts wait for the judge's STS
     // agreement over every dataset
     let mut measured = Vec::new();
-    for (index, &(name, split)) in datasets.iter().enumerate() {
-        progress.dataset(name, index, datasets.len());
-        let (task, rows) = timings.time(format!("load {name}"), || {
-            load_task(root, name, split, options)
+    let mut units = Vec::new();
+    for &(name, split) in datasets {
+        let loaded = timings.time(format!("load {name}"), || {
+            load_subsets(root, name, split, options)
         })?;
+        units.extend(loaded.into_iter().map(|unit| (name, split, unit)));
+    }
+    let total = units.len();
+    for (index, (name, split, unit)) in units.into_iter().enumerate() {
+        let SubsetTask {
+            subset,
+            languages,
+            task,
+            rows,
+        } = unit;
+        let label = match &subset {
+            Some(subset) => format!("{name}/{split}/{subset}"),
+            None => format!("{name}/{split}"),
+        };
+        progress.dataset(&label, index, total);
+        // timing phases name the dataset as before; a subset by its whole label
+        let phase = if subset.is_some() { label.as_str() } else { name };
         if task.is_empty() {
-            return Err(PtebError::Task(format!("{name}/{split}: no rows to score")));
+            return Err(PtebError::Task(format!("{label}: no rows to score")));
         }
         let task_seed = RunSeed(options.seed);
-        let original = timings.time(format!("score {name} original"), || {
+        let original = timings.time(format!("score {phase} original"), || {
             task.score(encoder, None, task_seed)
         })?;
         let texts = task.paraphrased_texts();
@@ -413,19 +600,15 @@ pub fn evaluate(
         let mut runs = Vec::new();
         let mut examples = Vec::new();
         let mut run0: Option<HashMap<String, String>> = None;
+        let groups = task.paraphrase_groups(&languages);
         for (r, &seed) in seeds.iter().enumerate() {
-            let (paraphrases, stats) = timings.time(format!("paraphrase {name}"), || {
-                paraphraser.paraphrase_all(&texts, seed, &|done, total| {
+            let (rewrite, stats) = timings.time(format!("paraphrase {phase}"), || {
+                paraphrase_groups(paraphraser, &groups, seed, &label, &|done, total| {
                     progress.paraphrased(r, done, total)
                 })
             })?;
-            let rewrite: HashMap<String, String> = texts
-                .iter()
-                .zip(&paraphrases)
-                .map(|(t, p)| ((*t).to_owned(), p.text.clone()))
-                .collect();
             let rewritten: Vec<&str> = distinct.iter().map(|o| rewrite[*o].as_str()).collect();
-            let quality = timings.time(format!("quality {name}"), || {
+            let quality = timings.time(format!("quality {phase}"), || {
                 measure_run(
                     reference,
                     &options.gate,
@@ -434,7 +617,7 @@ pub fn evaluate(
                     stats.fallbacks,
                 )
             })?;
-            let score = timings.time(format!("score {name} paraphrased"), || {
+            let score = timings.time(format!("score {phase} paraphrased"), || {
                 task.score(encoder, Some(&rewrite), task_seed)
             })?;
             if r == 0 {
@@ -458,7 +641,7 @@ pub fn evaluate(
             }
         }
         let judged = match (judge, &run0) {
-            (Some(judge), Some(rewrite)) => Some(timings.time(format!("judge {name}"), || {
+            (Some(judge), Some(rewrite)) => Some(timings.time(format!("judge {phase}"), || {
                 judge_dataset(
                     judge,
                     &task,
@@ -477,6 +660,8 @@ pub fn evaluate(
             DatasetResult {
                 dataset: name.to_owned(),
                 split: split.to_owned(),
+                subset,
+                languages,
                 task: task.kind(),
                 metric: task.kind().metric().to_owned(),
                 rows,
@@ -515,7 +700,7 @@ pub fn evaluate(
     let unqualified: Vec<String> = results
         .iter()
         .filter(|d| !d.quality.verdict.qualified)
-        .map(|d| format!("{}/{}", d.dataset, d.split))
+        .map(DatasetResult::label)
         .collect();
     let pooled = pooled(&results, options, RunSeed(options.seed))?;
     Ok(PtebReport {
@@ -528,8 +713,44 @@ pub fn evaluate(
         datasets: results,
         pooled,
         unqualified,
+        prompt_ablation: None,
         timings,
     })
+}
+
+/// Every group's texts paraphrased in its language ([`TaskData::paraphrase_groups`]), as one
+/// map from original to paraphrase, with the groups' counts added up.
+fn paraphrase_groups(
+    paraphraser: &Paraphraser,
+    groups: &[(Option<&str>, Vec<&str>)],
+    seed: u64,
+    label: &str,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<(HashMap<String, String>, ParaphraseStats)> {
+    let mut rewrite = HashMap::new();
+    let mut stats = ParaphraseStats::default();
+    let mut done_before = 0u64;
+    let total: u64 = groups.iter().map(|(_, t)| t.len() as u64).sum();
+    for (language, texts) in groups {
+        let (paraphrases, s) = paraphraser
+            .paraphrase_all_in(texts, *language, seed, &|done, _| {
+                progress(done_before + done, total)
+            })
+            .map_err(|e| match e {
+                PtebError::Task(m) => PtebError::Task(format!("{label}: {m}")),
+                other => other,
+            })?;
+        done_before += texts.len() as u64;
+        for (t, p) in texts.iter().zip(paraphrases) {
+            rewrite.insert((*t).to_owned(), p.text);
+        }
+        stats.unique_texts += s.unique_texts;
+        stats.cache_hits += s.cache_hits;
+        stats.generated += s.generated;
+        stats.retries += s.retries;
+        stats.fallbacks += s.fallbacks;
+    }
+    Ok((rewrite, stats))
 }
 
 /// Whether a dataset's numbers enter pooled statistics and comparisons.
@@ -646,14 +867,14 @@ pub fn compare(
     seed: RunSeed,
 ) -> Result<Vec<Comparison>> {
     let options = &baseline.options;
-    let runs = |r: &PtebReport| -> HashMap<(String, String, u64), f64> {
+    let runs = |r: &PtebReport| -> HashMap<(String, u64), f64> {
         r.datasets
             .iter()
             .filter(|d| counts(d, options))
             .flat_map(|d| {
                 d.runs
                     .iter()
-                    .map(move |run| ((d.dataset.clone(), d.split.clone(), run.seed), run.score))
+                    .map(move |run| ((d.label(), run.seed), run.score))
             })
             .collect()
     };
@@ -661,7 +882,7 @@ pub fn compare(
     let mut out = Vec::new();
     for other in others {
         let theirs = runs(other);
-        let mut keys: Vec<&(String, String, u64)> =
+        let mut keys: Vec<&(String, u64)> =
             theirs.keys().filter(|k| base.contains_key(*k)).collect();
         keys.sort();
         if keys.len() < 2 {

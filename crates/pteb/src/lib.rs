@@ -33,6 +33,7 @@
 //!   machine summaries (the human references stay).
 #![deny(missing_docs)]
 
+mod ablation;
 mod cache;
 mod evaluate;
 mod llm;
@@ -45,10 +46,11 @@ mod tasks;
 #[cfg(test)]
 mod testing;
 
+pub use ablation::{prompt_ablation, PromptAblation, PromptCondition, PromptVersus};
 pub use cache::{default_cache_path, merge_paraphrase_caches, request_key, ParaphraseCache};
 pub use evaluate::{
-    compare, evaluate, load_task, Comparison, DatasetResult, Options, Paraphrasing, Pooled,
-    Progress, PtebReport, RunResult, Silent, DEFAULT_DATASETS,
+    compare, evaluate, load_subsets, load_task, Comparison, DatasetResult, Options, Paraphrasing,
+    Pooled, Progress, PtebReport, RunResult, Silent, SubsetTask, DEFAULT_DATASETS,
 };
 // the chat models live in sage-llm; PTEB's API keeps naming them
 pub use llm::LlmConfig;
@@ -57,6 +59,7 @@ pub use paraphrase::{
 };
 pub use prompt::{
     clean_answer, echoes_instruction, judge_messages, parse_rating, strip_reasoning, PromptStyle,
+    SHIPPED_WORDINGS,
 };
 pub use qualify::{
     qualification_tables, qualify, JudgeCandidate, ParaphraserCandidate, ParaphraserOnDataset,

@@ -26,7 +26,7 @@ use sage_core::EmbedderIdentity;
 use crate::{PtebError, PtebReport, Result};
 
 /// MTEB's name of each registry dataset that is an MTEB task.
-const MTEB_TASKS: [(&str, &str); 13] = [
+const MTEB_TASKS: [(&str, &str); 16] = [
     ("stsb", "STSBenchmark"),
     ("sickr", "SICK-R"),
     ("sts12", "STS12"),
@@ -34,6 +34,10 @@ const MTEB_TASKS: [(&str, &str); 13] = [
     ("sts14", "STS14"),
     ("sts15", "STS15"),
     ("sts16", "STS16"),
+    // the official tracks and the pairs only MTEB's copy has are one MTEB task
+    ("sts17", "STS17"),
+    ("sts17-extra", "STS17"),
+    ("sts22", "STS22"),
     ("biosses", "BIOSSES"),
     ("banking77", "Banking77Classification"),
     ("twentynewsgroups", "TwentyNewsgroupsClustering"),
@@ -129,6 +133,10 @@ pub struct OriginalScore<'a> {
     pub dataset: &'a str,
     /// Split.
     pub split: &'a str,
+    /// The language subset (`en-ar`); `None`: MTEB's `default`.
+    pub subset: Option<&'a str>,
+    /// The subset's languages, one per side (`["eng-Latn", "ara-Arab"]`); empty: English.
+    pub languages: &'a [String],
     /// The main score's name (`cosine_spearman`).
     pub metric: &'a str,
     /// The main score (0–1).
@@ -148,10 +156,15 @@ pub fn original_scores(report: &PtebReport) -> Vec<OriginalScore<'_>> {
         .datasets
         .iter()
         .map(|d| {
-            let phase = format!("score {} original", d.dataset);
+            let phase = match &d.subset {
+                Some(subset) => format!("score {}/{}/{subset} original", d.dataset, d.split),
+                None => format!("score {} original", d.dataset),
+            };
             OriginalScore {
                 dataset: &d.dataset,
                 split: &d.split,
+                subset: d.subset.as_deref(),
+                languages: &d.languages,
                 metric: &d.metric,
                 score: d.original,
                 rows: d.rows.used_rows,
@@ -189,7 +202,10 @@ pub fn write_results(
         .join(model_folder(&encoder.model_id))
         .join(model_folder(revision));
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-    let mut written = Vec::new();
+    // one file per MTEB task: its splits, each with one entry per subset (STS17's official
+    // tracks and MTEB-only pairs are two registry datasets and one task)
+    let mut tasks: BTreeMap<&str, MtebTaskResult> = BTreeMap::new();
+    let mut checksums: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for score in scores {
         let Some(task) = mteb_task_name(score.dataset) else {
             continue;
@@ -197,22 +213,39 @@ pub fn write_results(
         let mut other = BTreeMap::new();
         other.insert(score.metric.to_owned(), Value::from(score.score));
         other.insert("sage_rows".into(), Value::from(score.rows));
-        let result = MtebTaskResult {
+        let mut languages: Vec<String> = Vec::new();
+        for language in score.languages {
+            if !languages.contains(language) {
+                languages.push(language.clone());
+            }
+        }
+        if languages.is_empty() {
+            languages.push(sage_data::languages::ENGLISH.to_owned());
+        }
+        let result = tasks.entry(task).or_insert_with(|| MtebTaskResult {
             task_name: task.to_owned(),
-            dataset_revision: Some(format!("sage-rows:{}", score.checksum)),
+            dataset_revision: None,
             mteb_version: Some(format!("sage-rs {}", env!("CARGO_PKG_VERSION"))),
-            evaluation_time: Some(score.seconds),
+            evaluation_time: Some(0.0),
             kg_co2_emissions: None,
-            scores: BTreeMap::from([(
-                score.split.to_owned(),
-                vec![MtebScore {
-                    main_score: score.score,
-                    hf_subset: "default".into(),
-                    languages: vec!["eng-Latn".into()],
-                    other,
-                }],
-            )]),
-        };
+            scores: BTreeMap::new(),
+        });
+        *result.evaluation_time.get_or_insert(0.0) += score.seconds;
+        result
+            .scores
+            .entry(score.split.to_owned())
+            .or_default()
+            .push(MtebScore {
+                main_score: score.score,
+                hf_subset: score.subset.unwrap_or("default").to_owned(),
+                languages,
+                other,
+            });
+        checksums.entry(task).or_default().push(score.checksum);
+    }
+    let mut written = Vec::new();
+    for (task, mut result) in tasks {
+        result.dataset_revision = Some(format!("sage-rows:{}", checksums[task].join(",")));
         let path = dir.join(format!("{task}.json"));
         write_json(&path, &result)?;
         written.push(path);

@@ -19,8 +19,10 @@ use sage_measures::{mean, spearman};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{request_key, ParaphraseCache};
-use crate::prompt::{clean_answer, echoes_instruction, judge_messages, parse_rating, PromptStyle};
-use crate::Result;
+use crate::prompt::{
+    clean_answer, echoes_instruction, judge_messages, messages_with, parse_rating, PromptStyle,
+};
+use crate::{PtebError, Result};
 use sage_llm::{ChatMessage, ChatModel, Completion, Sampling};
 
 /// Two inputs that share no first character: the prompt prefix shared by every request is
@@ -95,7 +97,8 @@ pub struct ParaphraseStats {
 
 /// A paraphraser: a chat model, the settings and (optionally) the cache.
 pub struct Paraphraser {
-    model: Box<dyn ChatModel>,
+    // shared: the prompt-sensitivity analysis runs one paraphraser per wording on one model
+    model: Arc<dyn ChatModel>,
     settings: ParaphraseSettings,
     cache: Option<Arc<ParaphraseCache>>,
 }
@@ -108,9 +111,21 @@ impl Paraphraser {
         cache: Option<Arc<ParaphraseCache>>,
     ) -> Paraphraser {
         Paraphraser {
-            model,
+            model: Arc::from(model),
             settings,
             cache,
+        }
+    }
+
+    /// This paraphraser (its model, settings and cache) asking with another prompt.
+    pub fn with_prompt(&self, prompt: PromptStyle) -> Paraphraser {
+        Paraphraser {
+            model: Arc::clone(&self.model),
+            settings: ParaphraseSettings {
+                prompt,
+                ..self.settings.clone()
+            },
+            cache: self.cache.clone(),
         }
     }
 
@@ -128,14 +143,23 @@ impl Paraphraser {
         self.model.as_ref()
     }
 
-    fn key(&self, seed: u64, text: &str) -> [u8; 32] {
+    /// The cache key: an English text's (or one of no stated language) is what it was before
+    /// rows had languages; another language's adds the instruction it is asked with.
+    fn key(&self, seed: u64, text: &str, instruction: &str) -> [u8; 32] {
         let identity = serde_json::to_string(&self.identity()).unwrap_or_default();
-        request_key(&["paraphrase-v3", &identity, &seed.to_string(), text])
+        let seed = seed.to_string();
+        if instruction == self.settings.prompt.instruction() {
+            request_key(&["paraphrase-v3", &identity, &seed, text])
+        } else {
+            request_key(&["paraphrase-v3", &identity, &seed, text, instruction])
+        }
     }
 
     /// Paraphrases one text with `seed`, without the cache.
     pub fn paraphrase_one(&self, text: &str, seed: u64) -> Result<Paraphrase> {
-        let mut outcomes = self.paraphrase_group(&[Attempts::new(self, text, seed)?])?;
+        let instruction = self.settings.prompt.instruction().to_owned();
+        let mut outcomes =
+            self.paraphrase_group(&[Attempts::new(self, text, seed, &instruction)?])?;
         Ok(outcomes.pop().expect("one outcome per text"))
     }
 
@@ -184,6 +208,23 @@ impl Paraphraser {
         seed: u64,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<(Vec<Paraphrase>, ParaphraseStats)> {
+        self.paraphrase_all_in(texts, None, seed, progress)
+    }
+
+    /// [`Self::paraphrase_all`] for texts in `language` (MTEB's `ara-Arab`, or `en`): the
+    /// prompt names it ([`PromptStyle::instruction_in`]); an error when it cannot.
+    pub fn paraphrase_all_in(
+        &self,
+        texts: &[&str],
+        language: Option<&str>,
+        seed: u64,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<(Vec<Paraphrase>, ParaphraseStats)> {
+        let instruction = self
+            .settings
+            .prompt
+            .instruction_in(language)
+            .map_err(PtebError::Task)?;
         let unique: Vec<&str> = texts
             .iter()
             .copied()
@@ -196,7 +237,7 @@ impl Paraphraser {
         let mut missing = Vec::new();
         for &text in &unique {
             let cached = match &self.cache {
-                Some(c) => c.get::<Paraphrase>(&self.key(seed, text))?,
+                Some(c) => c.get::<Paraphrase>(&self.key(seed, text, &instruction))?,
                 None => None,
             };
             match cached {
@@ -210,18 +251,19 @@ impl Paraphraser {
         }
         let cache_hits = outcomes.len() as u64;
         if !missing.is_empty() {
-            let p = &self.settings.prompt;
-            self.model
-                .prepare([&p.messages(PROBES[0]), &p.messages(PROBES[1])])?;
+            self.model.prepare([
+                &messages_with(&instruction, PROBES[0]),
+                &messages_with(&instruction, PROBES[1]),
+            ])?;
         }
         for group in missing.chunks(self.model.batch_hint().max(1)) {
             let attempts: Vec<Attempts> = group
                 .iter()
-                .map(|text| Attempts::new(self, text, seed))
+                .map(|text| Attempts::new(self, text, seed, &instruction))
                 .collect::<Result<_>>()?;
             for (&text, outcome) in group.iter().zip(self.paraphrase_group(&attempts)?) {
                 if let Some(c) = &self.cache {
-                    c.put(&self.key(seed, text), &outcome)?;
+                    c.put(&self.key(seed, text, &instruction), &outcome)?;
                 }
                 outcomes.insert(text, outcome);
                 done += 1;
@@ -246,6 +288,7 @@ impl Paraphraser {
 struct Attempts<'a> {
     settings: &'a ParaphraseSettings,
     text: &'a str,
+    instruction: &'a str,
     seed: u64,
     messages: Vec<ChatMessage>,
     max_tokens: usize,
@@ -253,14 +296,20 @@ struct Attempts<'a> {
 }
 
 impl<'a> Attempts<'a> {
-    fn new(paraphraser: &'a Paraphraser, text: &'a str, seed: u64) -> Result<Attempts<'a>> {
+    fn new(
+        paraphraser: &'a Paraphraser,
+        text: &'a str,
+        seed: u64,
+        instruction: &'a str,
+    ) -> Result<Attempts<'a>> {
         let s = &paraphraser.settings;
         let input_tokens = paraphraser.model.count_tokens(text)?.max(1) as f64;
         Ok(Attempts {
             settings: s,
             text,
+            instruction,
             seed,
-            messages: s.prompt.messages(text),
+            messages: messages_with(instruction, text),
             // An answer that needs more tokens than this is over the length limit anyway.
             max_tokens: (s.max_length_ratio * input_tokens).ceil() as usize + 16,
             // A one-paragraph input gets a one-paragraph answer: what follows a blank line is
@@ -306,7 +355,7 @@ impl<'a> Attempts<'a> {
         (whole
             && chars > 0.0
             && chars <= s.max_length_ratio * input_chars
-            && !echoes_instruction(&answer, self.text, s.prompt.instruction()))
+            && !echoes_instruction(&answer, self.text, self.instruction))
         .then_some(answer)
     }
 

@@ -8,10 +8,21 @@ use sage_llm::ChatMessage;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PromptStyle {
-    /// English datasets.
+    /// English datasets; a text of another language gets the multilingual prompt naming its
+    /// language.
     English,
-    /// Any language: the rewrite must stay in the input's language.
+    /// Any language: the rewrite must stay in the input's language (named when the row says
+    /// which it is).
     Multilingual,
+    /// Another wording of the instruction: the prompt-sensitivity analysis (the paper's Table
+    /// 12) runs PTEB once per wording. `{language}` in it is replaced by the text's language;
+    /// a wording without it rewrites English texts only.
+    Wording {
+        /// Its name in reports (`default`, `variant-1`, a user's file name).
+        name: String,
+        /// The instruction.
+        instruction: String,
+    },
 }
 
 const SYSTEM: &str = "You rewrite texts. You answer with the rewritten text only.";
@@ -26,23 +37,139 @@ its meaning exactly: the same facts, the same claims, nothing added and nothing 
 the wording and the sentence structure. Answer with one paraphrase only, in the language of the \
 text: no translation, no alternatives, no explanations, no notes, no quotation marks.";
 
+/// The multilingual prompt when the row names its language: a small model told "the same
+/// language" often answers in English; told "Swahili" it stays.
+const MULTILINGUAL_NAMED: &str = "The text below is in {language}. Paraphrase it in \
+{language}. Keep its meaning exactly: the same facts, the same claims, nothing added and \
+nothing left out. Change the wording and the sentence structure. Answer with one paraphrase \
+only, in {language}: no translation, no alternatives, no explanations, no notes, no quotation \
+marks.";
+
+/// The wordings shipped for the prompt-sensitivity analysis, as (name, instruction): the
+/// default English instruction and two rewordings of it (ours: the paper's variants were
+/// written by GPT-5 from its own default prompt, which it prints as an image only). Each keeps
+/// the four demands — same meaning, new wording, one answer, nothing else — in other words.
+pub const SHIPPED_WORDINGS: [(&str, &str); 3] = [
+    ("default", ENGLISH),
+    (
+        "variant-1",
+        "Rewrite the following text in different words. The rewrite must mean exactly the same \
+thing: keep every fact and every claim, add nothing, drop nothing. Vary the vocabulary and the \
+sentence structure. Reply with the rewritten text alone, without quotation marks, comments or \
+alternatives.",
+    ),
+    (
+        "variant-2",
+        "You are a careful editor. Restate the text below so that a reader learns precisely the \
+same information from it, using other words and another sentence structure. Do not add, remove \
+or soften anything. Give a single restatement and nothing else: no quotation marks, no \
+explanation, no list of options.",
+    ),
+];
+
 impl PromptStyle {
-    /// The instruction text (recorded in reports and part of the cache key).
-    pub fn instruction(&self) -> &'static str {
+    /// The shipped wording `name` ([`SHIPPED_WORDINGS`]), or a user's wording read from the
+    /// file `name` (its whole text, trimmed; named by the file's stem).
+    pub fn wording(name: &str) -> Result<PromptStyle, String> {
+        // the default wording is the English prompt itself, so its paraphrases are the cached
+        // ones of every English run
+        if name == SHIPPED_WORDINGS[0].0 {
+            return Ok(PromptStyle::English);
+        }
+        if let Some((name, instruction)) = SHIPPED_WORDINGS.iter().find(|(n, _)| *n == name) {
+            return Ok(PromptStyle::Wording {
+                name: (*name).to_owned(),
+                instruction: (*instruction).to_owned(),
+            });
+        }
+        let path = std::path::Path::new(name);
+        if !path.is_file() {
+            let shipped: Vec<&str> = SHIPPED_WORDINGS.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "prompt {name:?}: neither a shipped wording ({}) nor a file",
+                shipped.join(", ")
+            ));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("prompt file {}: {e}", path.display()))?;
+        let instruction = text.trim();
+        if instruction.is_empty() {
+            return Err(format!("prompt file {}: empty", path.display()));
+        }
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| name.to_owned());
+        Ok(PromptStyle::Wording {
+            name: stem,
+            instruction: instruction.to_owned(),
+        })
+    }
+
+    /// The name reports give this prompt.
+    pub fn name(&self) -> &str {
         match self {
-            PromptStyle::English => ENGLISH,
-            PromptStyle::Multilingual => MULTILINGUAL,
+            PromptStyle::English => "default",
+            PromptStyle::Multilingual => "multilingual",
+            PromptStyle::Wording { name, .. } => name,
         }
     }
 
-    /// The messages asking to paraphrase `text`. The text comes last, so every request shares
-    /// the system prompt and instruction as a prefix.
-    pub fn messages(&self, text: &str) -> Vec<ChatMessage> {
-        vec![
-            ChatMessage::system(SYSTEM),
-            ChatMessage::user(format!("{}\n\nText: {text}", self.instruction())),
-        ]
+    /// The instruction text for English texts (recorded in reports and part of the cache key).
+    pub fn instruction(&self) -> &str {
+        match self {
+            PromptStyle::English => ENGLISH,
+            PromptStyle::Multilingual => MULTILINGUAL,
+            PromptStyle::Wording { instruction, .. } => instruction,
+        }
     }
+
+    /// The instruction for a text in `language` (any form [`sage_data::languages`] reads;
+    /// `None` or English: [`Self::instruction`]). An error when this prompt cannot name the
+    /// language: an unknown code, or a wording without `{language}`.
+    pub fn instruction_in(&self, language: Option<&str>) -> Result<String, String> {
+        let Some(language) = language else {
+            return Ok(self.instruction().to_owned());
+        };
+        let name = sage_data::languages::english_name(language)
+            .ok_or_else(|| format!("the prompt cannot name the language {language:?}"))?;
+        if name == "English" {
+            return Ok(self.instruction().to_owned());
+        }
+        match self {
+            PromptStyle::English | PromptStyle::Multilingual => {
+                Ok(MULTILINGUAL_NAMED.replace("{language}", name))
+            }
+            PromptStyle::Wording {
+                name: wording,
+                instruction,
+            } => {
+                if instruction.contains("{language}") {
+                    Ok(instruction.replace("{language}", name))
+                } else {
+                    Err(format!(
+                        "the prompt wording {wording:?} cannot name the language of {name} texts: \
+                         write {{language}} where it should (\"Paraphrase the {{language}} text \
+                         below\")"
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The messages asking to paraphrase `text` (English). The text comes last, so every
+    /// request shares the system prompt and instruction as a prefix.
+    pub fn messages(&self, text: &str) -> Vec<ChatMessage> {
+        messages_with(self.instruction(), text)
+    }
+}
+
+/// The messages asking to paraphrase `text` with `instruction`.
+pub(crate) fn messages_with(instruction: &str, text: &str) -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::system(SYSTEM),
+        ChatMessage::user(format!("{instruction}\n\nText: {text}")),
+    ]
 }
 
 /// The judge's instruction: a 0–5 rating of semantic similarity, as in the STS annotation

@@ -192,6 +192,31 @@ impl TaskData {
         }
     }
 
+    /// The texts to paraphrase grouped by the language the prompt must keep: `languages` one per
+    /// side of a pair (a cross-lingual STS pair has each side paraphrased in its own language),
+    /// empty when the rows state none (one group, no language named).
+    pub fn paraphrase_groups<'a>(
+        &'a self,
+        languages: &'a [String],
+    ) -> Vec<(Option<&'a str>, Vec<&'a str>)> {
+        match (self, languages) {
+            (TaskData::Sts(rows), [first, second]) if first != second => vec![
+                (
+                    Some(first.as_str()),
+                    rows.iter().map(|(a, _, _)| a.as_str()).collect(),
+                ),
+                (
+                    Some(second.as_str()),
+                    rows.iter().map(|(_, b, _)| b.as_str()).collect(),
+                ),
+            ],
+            _ => vec![(
+                languages.first().map(String::as_str),
+                self.paraphrased_texts(),
+            )],
+        }
+    }
+
     /// Rows (pairs, texts, samples, queries, documents) the task scores.
     pub fn len(&self) -> usize {
         match self {

@@ -92,6 +92,8 @@ pub(crate) fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebRepor
         .map(|(name, original, runs)| DatasetResult {
             dataset: (*name).into(),
             split: "test".into(),
+            subset: None,
+            languages: Vec::new(),
             task: TaskKind::Sts,
             metric: "cosine_spearman".into(),
             rows: RowSelection {
@@ -156,10 +158,11 @@ pub(crate) fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebRepor
         unqualified: datasets
             .iter()
             .filter(|d| !d.quality.verdict.qualified)
-            .map(|d| format!("{}/{}", d.dataset, d.split))
+            .map(|d| d.label())
             .collect(),
         datasets,
         pooled,
+        prompt_ablation: None,
         timings: Timings::default(),
     }
 }

@@ -41,6 +41,7 @@
 mod error;
 #[cfg(feature = "fetch")]
 pub mod fetch;
+pub mod languages;
 pub mod lines;
 mod load;
 pub mod parquet_check;

@@ -193,6 +193,28 @@ const STS_COLUMNS: &[(&str, &str)] = &[
     ("score", "score"),
 ];
 const MTEB_STS_FILES: &[&str] = &["{split}.jsonl.gz"];
+/// MTEB's STS17 keeps one file per language pair; the subset is the file's name.
+const STS_SUBSET_FROM_FILE: &[(&str, &str)] = &[
+    ("sentence1", "sentence1"),
+    ("sentence2", "sentence2"),
+    ("score", "score"),
+    ("subset", "{file}"),
+];
+const STS17_FILES: &[&str] = &[
+    "test/ar-ar.jsonl.gz",
+    "test/en-ar.jsonl.gz",
+    "test/es-es.jsonl.gz",
+    "test/es-en.jsonl.gz",
+    "test/en-en.jsonl.gz",
+    "test/en-tr.jsonl.gz",
+];
+const STS17_EXTRA_FILES: &[&str] = &[
+    "test/en-de.jsonl.gz",
+    "test/fr-en.jsonl.gz",
+    "test/it-en.jsonl.gz",
+    "test/nl-en.jsonl.gz",
+    "test/ko-ko.jsonl.gz",
+];
 const PAIR_COLUMNS: &[(&str, &str)] = &[
     ("sentence1", "sentence1"),
     ("sentence2", "sentence2"),
@@ -308,6 +330,53 @@ pub const REGISTRY: &[DatasetEntry] = &[
             STS_COLUMNS
         ),
         "SemEval STS 2016"
+    ),
+    entry!(
+        "sts17",
+        StsPairs,
+        ["test"],
+        "sts/sts17/{split}.jsonl",
+        hub_at(
+            "faeb762787bd10488a50c8b5be4a3b82e411949c",
+            "mteb/sts17-crosslingual-sts",
+            None,
+            STS17_FILES,
+            STS_SUBSET_FROM_FILE
+        ),
+        "SemEval STS 2017, its six official tracks (ar-ar, en-ar, es-es, es-en, en-en, en-tr)"
+    ),
+    entry!(
+        "sts17-extra",
+        StsPairs,
+        ["test"],
+        "sts/sts17-extra/{split}.jsonl",
+        hub_at(
+            "faeb762787bd10488a50c8b5be4a3b82e411949c",
+            "mteb/sts17-crosslingual-sts",
+            None,
+            STS17_EXTRA_FILES,
+            STS_SUBSET_FROM_FILE
+        ),
+        "STS 2017 pairs only MTEB's copy has (en-de, fr-en, it-en, nl-en, ko-ko)"
+    ),
+    entry!(
+        "sts22",
+        StsPairs,
+        ["test"],
+        "sts/sts22/{split}.jsonl",
+        hub_at(
+            "de9d86b3b84231dc21f76c7b7af1f28e2f57f6e3",
+            "mteb/sts22-crosslingual-sts",
+            None,
+            &["data/test.jsonl.gz"],
+            &[
+                ("sentence1", "sentence1"),
+                ("sentence2", "sentence2"),
+                ("score", "score"),
+                ("subset", "lang"),
+            ]
+        ),
+        "SemEval 2022 Task 8, multilingual news article similarity (18 language subsets)"
     ),
     entry!(
         "biosses",

@@ -22,6 +22,11 @@ pub struct At<'a> {
 }
 
 impl At<'_> {
+    /// An error at this row.
+    fn error(&self, message: String) -> DataError {
+        parse_error(self.path, self.line, message)
+    }
+
     fn get(&self, key: &str) -> Result<&Value> {
         self.object
             .get(key)
@@ -226,17 +231,50 @@ pub struct StsPair {
     pub sentence2: String,
     /// Gold score on the dataset's own scale.
     pub score: f64,
-    /// Sub-corpus (STS12–16).
+    /// Sub-corpus (STS12–16), or language subset (STS17's `en-ar`, STS22's `en`).
     pub subset: Option<String>,
+    /// The language of each sentence, as MTEB writes them (`eng-Latn`); empty when the file
+    /// says nothing (read as English). A file's `languages` list, else the subset's name when
+    /// it is made of language codes ([`crate::languages::subset_languages`]); a one-language
+    /// subset (`en`) covers both sentences.
+    pub languages: Vec<String>,
 }
 
 impl sealed::ReadRow for StsPair {
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        let subset = at.opt_str("subset")?;
+        let mut languages = at.opt_str_list("languages")?;
+        if languages.is_empty() {
+            languages = subset
+                .as_deref()
+                .and_then(crate::languages::subset_languages)
+                .unwrap_or_default();
+        }
+        if languages.len() == 1 {
+            languages.push(languages[0].clone());
+        }
+        if languages.len() > 2 {
+            return Err(at.error(format!(
+                "{} languages for a sentence pair (one per sentence, or one for both)",
+                languages.len()
+            )));
+        }
+        for language in &mut languages {
+            *language = crate::languages::mteb_code(language)
+                .ok_or_else(|| {
+                    at.error(format!(
+                        "unknown language {language:?}: write it as MTEB does (eng-Latn) or as \
+                         an ISO 639-1 code (en)"
+                    ))
+                })?
+                .to_owned();
+        }
         Ok(StsPair {
             sentence1: at.str("sentence1")?,
             sentence2: at.str("sentence2")?,
             score: at.f64("score")?,
-            subset: at.opt_str("subset")?,
+            subset,
+            languages,
         })
     }
 }

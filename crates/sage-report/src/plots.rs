@@ -497,7 +497,7 @@ pub(crate) fn charts(files: &[ResultFile], palette: &Palette) -> Result<Vec<Char
         if datasets.is_empty() {
             continue;
         }
-        let names: Vec<String> = datasets.iter().map(|d| d.dataset.clone()).collect();
+        let names: Vec<String> = datasets.iter().map(|d| d.name()).collect();
         let get = |value: fn(&pteb::DatasetResult) -> f64| -> Vec<f64> {
             datasets.iter().map(value).collect()
         };

@@ -132,7 +132,7 @@ fn predictors(files: &[ResultFile], categories: &Categories<'_>) -> Scores {
             }
             Typed::Pteb(r) => {
                 for d in &r.datasets {
-                    let name = format!("{} {} (PTEB original)", d.dataset, d.metric);
+                    let name = format!("{} {} (PTEB original)", d.name(), d.metric);
                     put(&mut out, &name, &f.similarity, d.original);
                 }
             }

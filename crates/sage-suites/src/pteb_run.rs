@@ -72,6 +72,14 @@ sage_core::suite_options! {
         /// what the cache lacks (a sharded run's shards each write their own).
         pub read_paraphrase_caches: Option<PathBuf> = None,
             sage_core::OptionSpec::any().env("SAGE_READ_PARAPHRASE_CACHES");
+        /// Languages to run (eng, eng-Latn or en): a dataset of language subsets (STS17's
+        /// en-ar) keeps the subsets whose every side is one of them; empty: every subset.
+        pub languages: Vec<String> = Vec::new(), sage_core::OptionSpec::any();
+        /// Paraphrase-prompt wordings to compare (the prompt-sensitivity analysis, the paper's
+        /// Table 12): `default`, `variant-1`, `variant-2`, or a file holding a wording
+        /// (`{language}` where a non-English text's language goes). Each is a paired condition
+        /// on the same rows and seeds, the first the reference; empty: the default prompt.
+        pub prompts: Vec<String> = Vec::new(), sage_core::OptionSpec::any();
         /// Run local LLMs and the reference encoder on the first CUDA GPU.
         pub cuda: bool = false, sage_core::OptionSpec::any();
     }
@@ -142,6 +150,9 @@ impl PtebOptions {
 /// it evaluates meets the same paraphrases (the cache holds them after the first).
 pub struct PtebRun {
     paraphraser: Paraphraser,
+    /// The wordings of the prompt-sensitivity analysis, each with its paraphraser (empty: the
+    /// paraphraser's own prompt alone).
+    wordings: Vec<(String, Paraphraser)>,
     judge: Option<Judge>,
     reference: Arc<dyn Embedder>,
     options: pteb::Options,
@@ -177,8 +188,22 @@ impl PtebRun {
             Some(spec) => Some(o.llm.judge(spec, o.cuda, cache).map_err(loading(spec))?),
             None => None,
         };
+        let wordings = o
+            .prompts
+            .iter()
+            .map(|name| {
+                let prompt = pteb::PromptStyle::wording(name).map_err(|message| {
+                    SuiteError::Options {
+                        suite: SUITE,
+                        message,
+                    }
+                })?;
+                Ok((prompt.name().to_owned(), paraphraser.with_prompt(prompt)))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(PtebRun {
             paraphraser,
+            wordings,
             judge,
             reference: reference(o)?,
             options: pteb::Options {
@@ -190,6 +215,7 @@ impl PtebRun {
                 judge_pairs: o.judge_pairs,
                 gate: o.gate.clone(),
                 pool_unqualified: o.pool_unqualified,
+                languages: o.languages.clone(),
             },
         })
     }
@@ -208,19 +234,38 @@ impl PtebRun {
         datasets: &[(String, String)],
         progress: &dyn pteb::Progress,
     ) -> Result<PtebReport> {
-        pteb::evaluate(
-            encoder,
-            pteb::Paraphrasing {
-                paraphraser: &self.paraphraser,
-                judge: self.judge.as_ref(),
-                reference: self.reference.as_ref(),
-            },
-            root,
-            &as_refs(datasets),
-            &self.options,
-            progress,
-        )
-        .map_err(failed(SUITE))
+        let run = |paraphraser: &Paraphraser| {
+            pteb::evaluate(
+                encoder,
+                pteb::Paraphrasing {
+                    paraphraser,
+                    judge: self.judge.as_ref(),
+                    reference: self.reference.as_ref(),
+                },
+                root,
+                &as_refs(datasets),
+                &self.options,
+                progress,
+            )
+            .map_err(failed(SUITE))
+        };
+        match self.wordings.as_slice() {
+            [] => run(&self.paraphraser),
+            [(_, only)] => run(only),
+            several => {
+                let reports = several
+                    .iter()
+                    .map(|(name, paraphraser)| Ok((name.as_str(), run(paraphraser)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let pairs: Vec<(&str, &PtebReport)> =
+                    reports.iter().map(|(n, r)| (*n, r)).collect();
+                let ablation = pteb::prompt_ablation(&pairs, RunSeed(self.options.seed))
+                    .map_err(failed(SUITE))?;
+                let mut first = reports.into_iter().next().expect("two wordings or more").1;
+                first.prompt_ablation = Some(ablation);
+                Ok(first)
+            }
+        }
     }
 
     /// The options the run was loaded with (runs, seed, gate).
@@ -236,9 +281,8 @@ impl PtebRun {
             .filter(|d| !d.quality.verdict.qualified)
             .map(|d| {
                 format!(
-                    "{}/{}: paraphraser not qualified ({}); {}",
-                    d.dataset,
-                    d.split,
+                    "{}: paraphraser not qualified ({}); {}",
+                    d.label(),
                     d.quality.verdict.reasons.join("; "),
                     pteb::NOT_QUALIFIED_ADVICE
                 )

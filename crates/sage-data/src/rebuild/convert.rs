@@ -60,6 +60,7 @@ pub const CONVERTERS: &[&str] = &[
     "sst-fine",
     "trec-coarse",
     "semeval-sts",
+    "semeval-sts-gold",
     "fasttext-reviews",
     "jsonl-rows",
     "numbered-files",
@@ -101,6 +102,7 @@ pub fn convert(pin: &FilePin, inputs: &[Input<'_>]) -> Result<Vec<u8>> {
         "sst-fine" => owned(sst_fine(inputs)?),
         "trec-coarse" => owned(trec_coarse(inputs)?),
         "semeval-sts" => owned(semeval_sts(inputs, &options)?),
+        "semeval-sts-gold" => owned(semeval_sts_gold(inputs, &options)?),
         "fasttext-reviews" => owned(fasttext_reviews(inputs)?),
         "jsonl-rows" => jsonl_rows(inputs, &options)?,
         "numbered-files" => numbered_files(inputs, &options)?,
@@ -761,6 +763,70 @@ fn semeval_sts(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> 
     Ok(rows)
 }
 
+/// The SemEval releases from 2017 on, where each track is two files: the pairs
+/// (`STS.input.*`: `sentence1 TAB sentence2`) and their gold scores (`STS.gs.*`, one per line,
+/// in the same order). Inputs alternate pairs, gold; option `subsets` names each track's
+/// subset. A track whose pairs file is longer than its gold file is an error, unless the
+/// subset is listed in `gold_covers_first`: STS 2017's Turkish–English file holds 500 pairs
+/// and its gold the first 250 only (the 250 that were scored, and the 250 MTEB's `en-tr` has).
+fn semeval_sts_gold(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Row>> {
+    let subsets = options.strings("subsets")?;
+    if inputs.len() != 2 * subsets.len() {
+        return Err(options.error(format!(
+            "{} inputs for {} subsets: each subset takes its pairs file, then its gold file",
+            inputs.len(),
+            subsets.len()
+        )));
+    }
+    let shorter_gold = match options.pin.options.get("gold_covers_first") {
+        None => Vec::new(),
+        Some(_) => options.strings("gold_covers_first")?,
+    };
+    let mut rows = Vec::new();
+    for (k, subset) in subsets.iter().enumerate() {
+        let (pairs_input, gold_input) = (&inputs[2 * k], &inputs[2 * k + 1]);
+        let pairs = text_lines(pairs_input)?;
+        let gold = text_lines(gold_input)?;
+        let covers_first = shorter_gold.contains(subset);
+        if pairs.len() != gold.len() && !(covers_first && gold.len() < pairs.len()) {
+            return Err(fail(
+                pairs_input,
+                None,
+                format!(
+                    "{} pairs but {} gold scores in {}",
+                    pairs.len(),
+                    gold.len(),
+                    gold_input.name
+                ),
+            ));
+        }
+        for ((line, pair), (gold_line, score)) in pairs.iter().zip(&gold) {
+            let c: Vec<&str> = pair.split('\t').collect();
+            let [s1, s2] = c.as_slice() else {
+                return Err(fail(
+                    pairs_input,
+                    Some(*line),
+                    format!("{} columns, 2 expected", c.len()),
+                ));
+            };
+            let score: f64 = score.trim().parse().map_err(|_| {
+                fail(
+                    gold_input,
+                    Some(*gold_line),
+                    format!("{score:?} is not a number"),
+                )
+            })?;
+            rows.push(vec![
+                ("sentence1", (*s1).into()),
+                ("sentence2", (*s2).into()),
+                ("score", PyValue::Float(score)),
+                ("subset", subset.as_str().into()),
+            ]);
+        }
+    }
+    Ok(rows)
+}
+
 /// fastText-labelled reviews (`__label__N TITLE: CONTENT`, Amazon polarity's form): label 1 is
 /// negative (0), 2 positive (1); the text is title and content on two lines.
 fn fasttext_reviews(inputs: &[Input<'_>]) -> Result<Vec<Row>> {
@@ -1236,6 +1302,35 @@ main-news\theadlines\t2015\t0002\t0.666667\t A\tB \textra\tcols\n";
             run("newsgroup-subjects", options, &[&bad]).unwrap_err(),
             "in0#sci.med/1: no Subject: line"
         );
+    }
+
+    // STS 2017's layout (Sts2017.eval.v1.1.zip, Sts2017.gs.zip): pairs and gold in two files;
+    // the gold written 2.400000, track 4b's as 5; the Turkish–English pairs file twice as long as
+    // its gold.
+    #[test]
+    fn semeval_gold_files_pair_by_line() {
+        let options = r#"subsets = ["en-en", "en-tr"]
+gold_covers_first = ["en-tr"]"#;
+        let en = b"A person is on a baseball team.\tA person is playing basketball.\nB\tC\n";
+        let en_gold = b"2.400000\n5\n";
+        let tr = b"The lady is blonde.\tKad\xc4\xb1n sar\xc4\xb1\xc5\x9f\xc4\xb1n.\nx\ty\n";
+        let tr_gold = b"4.000000\n";
+        assert_eq!(
+            run("semeval-sts-gold", options, &[en, en_gold, tr, tr_gold]).unwrap(),
+            "{\"sentence1\": \"A person is on a baseball team.\", \"sentence2\": \"A person is playing basketball.\", \"score\": 2.4, \"subset\": \"en-en\"}\n\
+{\"sentence1\": \"B\", \"sentence2\": \"C\", \"score\": 5.0, \"subset\": \"en-en\"}\n\
+{\"sentence1\": \"The lady is blonde.\", \"sentence2\": \"Kadın sarışın.\", \"score\": 4.0, \"subset\": \"en-tr\"}\n"
+        );
+        // a short gold file is an error unless the subset says its gold covers the first pairs
+        let strict = r#"subsets = ["en-tr"]"#;
+        let err = run("semeval-sts-gold", strict, &[tr, tr_gold]).unwrap_err();
+        assert!(err.contains("2 pairs but 1 gold scores in in1"), "{err}");
+        let err = run("semeval-sts-gold", strict, &[b"a\tb\tc\n", b"1\n"]).unwrap_err();
+        assert_eq!(err, "in0:1: 3 columns, 2 expected");
+        let err = run("semeval-sts-gold", strict, &[b"a\tb\n", b"high\n"]).unwrap_err();
+        assert_eq!(err, "in1:1: \"high\" is not a number");
+        let err = run("semeval-sts-gold", strict, &[b"a\tb\n"]).unwrap_err();
+        assert!(err.contains("1 inputs for 1 subsets"), "{err}");
     }
 
     // SemEval STS 2012's files as brmson/dataset-sts keeps them (`SCORE<TAB>S1<TAB>S2`, unscored

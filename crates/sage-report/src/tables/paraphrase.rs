@@ -15,7 +15,8 @@ pub(super) fn pteb_tables(files: &[ResultFile], sink: &mut Sink) -> Vec<Table> {
     let mut unqualified_anywhere = false;
     for &(r, rep) in &reports {
         for d in &rep.datasets {
-            let name = d.dataset.as_str();
+            let name = d.name();
+            let name = name.as_str();
             let quality = &d.quality;
             let qualified = quality.verdict.qualified;
             unqualified_anywhere |= !qualified;
