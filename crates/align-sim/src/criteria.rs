@@ -460,6 +460,7 @@ mod tests {
             sentence1: a.into(),
             sentence2: b.into(),
             label,
+            ..LabeledPair::default()
         }
     }
 

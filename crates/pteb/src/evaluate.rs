@@ -174,6 +174,9 @@ pub struct PtebReport {
     pub pooled: Option<Pooled>,
     /// `name/split` of the datasets whose paraphrases failed the gate.
     pub unqualified: Vec<String>,
+    /// Datasets asked for and not scored, with why (none of their languages was asked for).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
     /// Fallbacks over every dataset and run.
     pub fallbacks: u64,
     /// The prompt-sensitivity analysis, when the run compared several paraphrase-prompt
@@ -233,18 +236,93 @@ pub struct SubsetTask {
 /// Whether every language of a subset is one of `wanted` (codes in any form
 /// [`sage_data::languages::mteb_code`] reads; empty: all are wanted).
 fn wanted(languages: &[String], wanted: &[String]) -> bool {
+    let languages: Vec<&str> = if languages.is_empty() {
+        vec![sage_data::languages::ENGLISH]
+    } else {
+        languages.iter().map(String::as_str).collect()
+    };
     wanted.is_empty()
         || languages.iter().all(|l| {
             wanted
                 .iter()
-                .any(|w| sage_data::languages::mteb_code(w) == Some(l.as_str()))
+                .any(|w| sage_data::languages::mteb_code(w) == Some(*l))
         })
 }
 
-/// Loads a dataset as the units PTEB scores: a dataset whose rows state their languages
-/// (STS17, STS22) splits into its language subsets, each sampled on its own (MTEB scores each
-/// subset; the paper averages them), and keeps those of `options.languages`; any other dataset
-/// is one unit, as [`load_task`] loads it.
+/// A row's language subset and its languages (one per side).
+trait InSubset {
+    fn subset(&self) -> Option<&str>;
+    fn languages(&self) -> &[String];
+}
+
+macro_rules! in_subset {
+    ($($row:ty),*) => {$(
+        impl InSubset for $row {
+            fn subset(&self) -> Option<&str> {
+                self.subset.as_deref()
+            }
+            fn languages(&self) -> &[String] {
+                &self.languages
+            }
+        }
+    )*};
+}
+in_subset!(StsPair, LabeledPair, LabeledText, RerankingQuery);
+
+/// The rows of `loaded` by language subset, in the order the file first names them, as
+/// (subset, languages, rows); `None` when no row states a language (the dataset is one unit).
+#[allow(clippy::type_complexity)]
+fn by_subset<T: InSubset + Clone>(
+    loaded: &Loaded<T>,
+    what: &str,
+) -> Result<Option<Vec<(String, Vec<String>, Loaded<T>)>>> {
+    if loaded.rows.iter().all(|r| r.languages().is_empty()) {
+        return Ok(None);
+    }
+    let mut parts: Vec<(String, Vec<String>, Loaded<T>)> = Vec::new();
+    for (i, row) in loaded.rows.iter().enumerate() {
+        let subset = match (row.subset(), row.languages().is_empty()) {
+            (Some(subset), false) => subset,
+            _ => {
+                return Err(PtebError::Task(format!(
+                    "{what}: row {} has no language subset while others have one (each row \
+                     of a multilingual file names its subset and its languages)",
+                    i + 1
+                )))
+            }
+        };
+        match parts.iter_mut().find(|(s, _, _)| s == subset) {
+            Some((_, languages, _)) if languages.as_slice() != row.languages() => {
+                return Err(PtebError::Task(format!(
+                    "{what}: subset {subset} has rows in {} and in {}",
+                    languages.join("/"),
+                    row.languages().join("/")
+                )))
+            }
+            Some((_, _, part)) => part.rows.push(row.clone()),
+            None => parts.push((
+                subset.to_owned(),
+                row.languages().to_vec(),
+                Loaded {
+                    dataset: loaded.dataset.clone(),
+                    split: loaded.split.clone(),
+                    path: loaded.path.clone(),
+                    rows: vec![row.clone()],
+                    empty_text_lines: Vec::new(),
+                },
+            )),
+        }
+    }
+    Ok(Some(parts))
+}
+
+/// Loads a dataset as the units PTEB scores. A dataset whose rows state their languages
+/// (STS17, STS22, AmazonCounterfactual, MasakhaNEWS, RTE3) splits into its language subsets,
+/// each sampled on its own (MTEB scores each subset; the paper averages them); a dataset of one
+/// language the registry names (RuBQ, TwitterHjerne) is one unit in that language; any other is
+/// one unit as [`load_task`] loads it. Units whose languages are not all in
+/// `options.languages` are left out: an empty list means none of the dataset's languages was
+/// asked for.
 pub fn load_subsets(
     root: &DataRoot,
     name: &str,
@@ -259,95 +337,145 @@ pub fn load_subsets(
             )));
         }
     }
-    if root.kind(name)? != DatasetKind::StsPairs {
-        let (task, rows) = load_task(root, name, split, options)?;
-        return Ok(vec![SubsetTask {
-            subset: None,
-            languages: Vec::new(),
-            task,
-            rows,
-        }]);
-    }
-    let loaded = root.load_mteb::<StsPair>(name, split)?;
-    if loaded.rows.iter().all(|r| r.languages.is_empty()) {
-        let (task, rows) = load_task(root, name, split, options)?;
-        return Ok(vec![SubsetTask {
-            subset: None,
-            languages: Vec::new(),
-            task,
-            rows,
-        }]);
-    }
-    // subsets in the order the file first names them
-    let mut order: Vec<(String, Vec<String>)> = Vec::new();
-    for (i, row) in loaded.rows.iter().enumerate() {
-        let subset = match (&row.subset, row.languages.is_empty()) {
-            (Some(subset), false) => subset.clone(),
-            _ => {
-                return Err(PtebError::Task(format!(
-                    "{name}/{split}: row {} has no language subset while others have one \
-                     (each row of a multilingual file names its subset and languages)",
-                    i + 1
-                )))
-            }
-        };
-        match order.iter().find(|(s, _)| *s == subset) {
-            Some((_, languages)) if *languages != row.languages => {
-                return Err(PtebError::Task(format!(
-                    "{name}/{split}: subset {subset} has rows in {} and in {}",
-                    languages.join("/"),
-                    row.languages.join("/")
-                )))
-            }
-            Some(_) => {}
-            None => order.push((subset, row.languages.clone())),
-        }
-    }
-    let kept: Vec<&(String, Vec<String>)> = order
-        .iter()
-        .filter(|(_, languages)| wanted(languages, &options.languages))
-        .collect();
-    if kept.is_empty() {
-        let all: Vec<&str> = order.iter().map(|(s, _)| s.as_str()).collect();
-        return Err(PtebError::Task(format!(
-            "{name}/{split}: no subset in the languages asked for ({}); it has {}",
-            options.languages.join(", "),
-            all.join(", ")
-        )));
-    }
+    let what = format!("{name}/{split}");
     let seed = RunSeed(options.seed);
-    kept.into_iter()
-        .map(|(subset, languages)| {
-            let part = Loaded {
-                dataset: loaded.dataset.clone(),
-                split: split.to_owned(),
-                path: loaded.path.clone(),
-                rows: loaded
-                    .rows
-                    .iter()
-                    .filter(|r| r.subset.as_deref() == Some(subset.as_str()))
-                    .cloned()
-                    .collect(),
-                empty_text_lines: Vec::new(),
-            };
-            let (rows, selection) = sample(&part, options.max_rows, seed);
-            if rows.is_empty() {
-                return Err(PtebError::Task(format!(
-                    "{name}/{split}/{subset}: no rows after sampling"
-                )));
+    let max = options.max_rows;
+    let kind = root.kind(name)?;
+    // (subset, languages, task, rows) of each unit, before the language filter
+    let mut units: Vec<(Option<String>, Vec<String>, TaskData, RowSelection)> = Vec::new();
+    let mut whole = false;
+    match kind {
+        DatasetKind::StsPairs => match by_subset(&root.load_mteb::<StsPair>(name, split)?, &what)? {
+            None => whole = true,
+            Some(parts) => {
+                for (subset, languages, part) in parts {
+                    let (rows, sel) = sample(&part, max, seed);
+                    let data = TaskData::Sts(
+                        rows.into_iter()
+                            .map(|r| (r.sentence1, r.sentence2, r.score))
+                            .collect(),
+                    );
+                    units.push((Some(subset), languages, data, sel));
+                }
             }
-            Ok(SubsetTask {
-                subset: Some(subset.clone()),
-                languages: languages.clone(),
-                task: TaskData::Sts(
-                    rows.into_iter()
-                        .map(|r| (r.sentence1, r.sentence2, r.score))
-                        .collect(),
-                ),
-                rows: selection,
-            })
+        },
+        DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
+            match by_subset(&root.load_mteb::<LabeledPair>(name, split)?, &what)? {
+                None => whole = true,
+                Some(parts) => {
+                    for (subset, languages, part) in parts {
+                        let (rows, sel) = sample(&part, max, seed);
+                        let data = TaskData::PairClassification(
+                            rows.into_iter()
+                                .map(|r| (r.sentence1, r.sentence2, r.label))
+                                .collect(),
+                        );
+                        units.push((Some(subset), languages, data, sel));
+                    }
+                }
+            }
+        }
+        DatasetKind::Clustering => {
+            match by_subset(&root.load_mteb::<LabeledText>(name, split)?, &what)? {
+                None => whole = true,
+                Some(parts) => {
+                    for (subset, languages, part) in parts {
+                        let (rows, sel) = sample(&part, max, seed);
+                        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+                        if let Some(why) = sage_measures::unclusterable(&labels) {
+                            return Err(PtebError::Task(format!("{what}/{subset}: {why}")));
+                        }
+                        let data =
+                            TaskData::Clustering(rows.into_iter().map(|r| (r.text, r.label)).collect());
+                        units.push((Some(subset), languages, data, sel));
+                    }
+                }
+            }
+        }
+        DatasetKind::Classification => {
+            match by_subset(&root.load_mteb::<LabeledText>(name, split)?, &what)? {
+                None => whole = true,
+                Some(parts) => {
+                    let train = root.load_mteb::<LabeledText>(name, "train")?;
+                    let train_parts = by_subset(&train, &format!("{name}/train"))?
+                        .unwrap_or_default();
+                    for (subset, languages, part) in parts {
+                        let Some((_, _, train_part)) =
+                            train_parts.iter().find(|(s, _, _)| *s == subset)
+                        else {
+                            return Err(PtebError::Task(format!(
+                                "{what}/{subset}: the train split has no rows of this subset"
+                            )));
+                        };
+                        let (test, sel) = sample(&part, max, seed);
+                        let (train, _) = sample(train_part, options.max_train_rows, seed);
+                        let known: std::collections::BTreeSet<&str> =
+                            train.iter().map(|r| r.label.as_str()).collect();
+                        if let Some(r) = test.iter().find(|r| !known.contains(r.label.as_str())) {
+                            return Err(PtebError::Task(format!(
+                                "{what}/{subset}: label {:?} is in {split} but not in the \
+                                 train rows (the label sets differ across splits)",
+                                r.label
+                            )));
+                        }
+                        let data = TaskData::Classification {
+                            train: train.into_iter().map(|r| (r.text, r.label)).collect(),
+                            test: test.into_iter().map(|r| (r.text, r.label)).collect(),
+                            paraphrase_train: options.paraphrase_train,
+                        };
+                        units.push((Some(subset), languages, data, sel));
+                    }
+                }
+            }
+        }
+        DatasetKind::Reranking => {
+            match by_subset(&root.load_mteb::<RerankingQuery>(name, split)?, &what)? {
+                None => whole = true,
+                Some(parts) => {
+                    for (subset, languages, part) in parts {
+                        let (rows, sel) = sample(&part, max, seed);
+                        let data = TaskData::Reranking(
+                            rows.into_iter()
+                                .map(|r| RerankingSample {
+                                    query: r.query,
+                                    positive: r.positive,
+                                    negative: r.negative,
+                                })
+                                .collect(),
+                        );
+                        units.push((Some(subset), languages, data, sel));
+                    }
+                }
+            }
+        }
+        _ => whole = true,
+    }
+    if whole {
+        let (task, rows) = load_task(root, name, split, options)?;
+        // a one-language dataset the registry names the language of
+        let languages = match sage_data::entry(name).and_then(|e| e.language) {
+            Some(language) if root.user_dataset(name).is_none() => {
+                let sides = if matches!(task, TaskData::Sts(_) | TaskData::PairClassification(_)) {
+                    2
+                } else {
+                    1
+                };
+                vec![language.to_owned(); sides]
+            }
+            _ => Vec::new(),
+        };
+        units.push((None, languages, task, rows));
+    }
+    Ok(units
+        .into_iter()
+        .filter(|(_, languages, _, _)| wanted(languages, &options.languages))
+        .map(|(subset, languages, task, rows)| SubsetTask {
+            subset,
+            languages,
+            task,
+            rows,
         })
-        .collect()
+        .collect())
 }
 
 /// Loads and samples a dataset as a task.
@@ -563,11 +691,28 @@ pub fn evaluate(
     // agreement over every dataset
     let mut measured = Vec::new();
     let mut units = Vec::new();
+    let mut skipped = Vec::new();
     for &(name, split) in datasets {
         let loaded = timings.time(format!("load {name}"), || {
             load_subsets(root, name, split, options)
         })?;
+        if loaded.is_empty() {
+            skipped.push(format!(
+                "{name}/{split}: none of its languages is among those asked for ({})",
+                options.languages.join(", ")
+            ));
+        }
         units.extend(loaded.into_iter().map(|unit| (name, split, unit)));
+    }
+    if units.is_empty() {
+        return Err(PtebError::Task(format!(
+            "nothing to score: {}",
+            if skipped.is_empty() {
+                "no datasets".to_owned()
+            } else {
+                skipped.join("; ")
+            }
+        )));
     }
     let total = units.len();
     for (index, (name, split, unit)) in units.into_iter().enumerate() {
@@ -713,6 +858,7 @@ pub fn evaluate(
         datasets: results,
         pooled,
         unqualified,
+        skipped,
         prompt_ablation: None,
         timings,
     })
@@ -1067,5 +1213,256 @@ mod tests {
         let pooled = pooled_anyway.pooled.unwrap();
         assert!(pooled.includes_unqualified && pooled.n == 2);
         assert_eq!(pooled_anyway.unqualified, ["stsb/test"]);
+    }
+
+    /// Answers with the text's words reversed and records every instruction it was asked with,
+    /// with the text.
+    struct Recording {
+        asked: std::sync::Mutex<Vec<(String, String)>>,
+    }
+
+    impl sage_llm::ChatModel for Recording {
+        fn identity(&self) -> String {
+            "recording".into()
+        }
+        fn count_tokens(&self, text: &str) -> sage_llm::Result<usize> {
+            Ok(text.split_whitespace().count())
+        }
+        fn complete(
+            &self,
+            m: &[sage_llm::ChatMessage],
+            _: &sage_llm::Sampling,
+        ) -> sage_llm::Result<sage_llm::Completion> {
+            let (instruction, text) = m[1].content.split_once("\n\nText: ").unwrap();
+            self.asked
+                .lock()
+                .unwrap()
+                .push((instruction.to_owned(), text.to_owned()));
+            Ok(sage_llm::Completion {
+                text: text.split_whitespace().rev().collect::<Vec<_>>().join(" "),
+                truncated: false,
+            })
+        }
+    }
+
+    fn fixture_root() -> DataRoot {
+        DataRoot::new(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"),
+        )
+    }
+
+    /// STS17's fixture (8 pairs of each official track): one result per language subset, each
+    /// with its languages; a text is asked for in its own language (each side of a
+    /// cross-lingual pair in its own); `languages` keeps the subsets wholly in the languages
+    /// given; what no language asked for reaches is skipped with a reason.
+    #[test]
+    fn language_subsets_are_scored_apart_and_paraphrased_in_their_languages() {
+        let root = fixture_root();
+        // words share no bin across scripts: lengths keep cross-lingual cosines from being all
+        // equal (their Spearman undefined)
+        struct WordsAndLength(crate::testing::Words);
+        impl Embedder for WordsAndLength {
+            fn identity(&self) -> &EmbedderIdentity {
+                self.0.identity()
+            }
+            fn dimension(&self) -> usize {
+                self.0.dimension() + 1
+            }
+            fn embed(&self, texts: &[&str]) -> sage_core::Result<ndarray::Array2<f32>> {
+                let words = self.0.embed(texts)?;
+                let mut m = ndarray::Array2::zeros((texts.len(), self.dimension()));
+                for (i, t) in texts.iter().enumerate() {
+                    m.row_mut(i)
+                        .slice_mut(ndarray::s![..words.ncols()])
+                        .assign(&words.row(i));
+                    m[[i, words.ncols()]] = t.chars().count() as f32;
+                }
+                Ok(m)
+            }
+        }
+        let words = WordsAndLength(crate::testing::Words::new());
+        let recording = std::sync::Arc::new(Recording {
+            asked: Default::default(),
+        });
+        struct Shared(std::sync::Arc<Recording>);
+        impl sage_llm::ChatModel for Shared {
+            fn identity(&self) -> String {
+                self.0.identity()
+            }
+            fn count_tokens(&self, text: &str) -> sage_llm::Result<usize> {
+                self.0.count_tokens(text)
+            }
+            fn complete(
+                &self,
+                m: &[sage_llm::ChatMessage],
+                s: &sage_llm::Sampling,
+            ) -> sage_llm::Result<sage_llm::Completion> {
+                self.0.complete(m, s)
+            }
+        }
+        let paraphraser = Paraphraser::new(
+            Box::new(Shared(recording.clone())),
+            crate::ParaphraseSettings::default(),
+            None,
+        );
+        let run = |languages: &[&str], datasets: &[(&str, &str)]| {
+            evaluate(
+                &words,
+                Paraphrasing {
+                    paraphraser: &paraphraser,
+                    judge: None,
+                    reference: &words,
+                },
+                &root,
+                datasets,
+                &Options {
+                    runs: 1,
+                    languages: languages.iter().map(|l| (*l).to_owned()).collect(),
+                    ..Options::default()
+                },
+                &Silent,
+            )
+        };
+        let all = run(&[], &[("sts17", "test")]).unwrap();
+        let subsets: Vec<(Option<&str>, Vec<&str>, usize)> = all
+            .datasets
+            .iter()
+            .map(|d| {
+                (
+                    d.subset.as_deref(),
+                    d.languages.iter().map(String::as_str).collect(),
+                    d.rows.used_rows,
+                )
+            })
+            .collect();
+        assert_eq!(
+            subsets,
+            [
+                (Some("ar-ar"), vec!["ara-Arab", "ara-Arab"], 8),
+                (Some("en-ar"), vec!["eng-Latn", "ara-Arab"], 8),
+                (Some("es-es"), vec!["spa-Latn", "spa-Latn"], 8),
+                (Some("es-en"), vec!["spa-Latn", "eng-Latn"], 8),
+                (Some("en-en"), vec!["eng-Latn", "eng-Latn"], 8),
+                (Some("en-tr"), vec!["eng-Latn", "tur-Latn"], 8),
+            ]
+        );
+        assert_eq!(all.datasets[1].label(), "sts17/test/en-ar");
+        assert_eq!(all.datasets[1].name(), "sts17 (en-ar)");
+        // every text of a subset's side was asked for in that side's language
+        let asked = recording.asked.lock().unwrap().clone();
+        let rows: Vec<StsPair> = root.load_mteb::<StsPair>("sts17", "test").unwrap().rows;
+        let instruction_for = |text: &str| -> Vec<&str> {
+            asked
+                .iter()
+                .filter(|(_, t)| t == text)
+                .map(|(i, _)| i.as_str())
+                .collect()
+        };
+        for row in &rows {
+            for (text, language) in [(&row.sentence1, &row.languages[0]), (&row.sentence2, &row.languages[1])] {
+                let said = instruction_for(text);
+                assert!(!said.is_empty(), "{text} was not paraphrased");
+                let name = sage_data::languages::english_name(language).unwrap();
+                for instruction in said {
+                    if name == "English" {
+                        assert_eq!(instruction, crate::PromptStyle::English.instruction());
+                    } else {
+                        assert!(
+                            instruction.starts_with(&format!("The text below is in {name}.")),
+                            "{text}: {instruction}"
+                        );
+                    }
+                }
+            }
+        }
+
+        let some = run(&["eng", "ar"], &[("sts17", "test"), ("stsb", "test")]).unwrap();
+        let kept: Vec<String> = some.datasets.iter().map(DatasetResult::label).collect();
+        assert_eq!(
+            kept,
+            ["sts17/test/ar-ar", "sts17/test/en-ar", "sts17/test/en-en", "stsb/test"]
+        );
+        assert!(some.skipped.is_empty());
+        // a dataset none of whose languages is asked for is skipped, with the reason
+        let english = run(&["eng-Latn"], &[("sts17", "test")]).unwrap();
+        assert_eq!(english.datasets.len(), 1);
+        let german = run(&["de"], &[("sts17", "test")]).unwrap_err().to_string();
+        assert!(
+            german.contains("nothing to score: sts17/test: none of its languages is among those asked for (de)"),
+            "{german}"
+        );
+        let unknown = run(&["klingon"], &[("sts17", "test")]).unwrap_err().to_string();
+        assert!(unknown.contains("\"klingon\" is no language"), "{unknown}");
+
+        // a wording that cannot name the language fails on the first non-English subset, named
+        let plain = paraphraser.with_prompt(crate::PromptStyle::Wording {
+            name: "plain".into(),
+            instruction: "Rephrase this.".into(),
+        });
+        let error = evaluate(
+            &words,
+            Paraphrasing {
+                paraphraser: &plain,
+                judge: None,
+                reference: &words,
+            },
+            &root,
+            &[("sts17", "test")],
+            &Options {
+                runs: 1,
+                ..Options::default()
+            },
+            &Silent,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("sts17/test/ar-ar: the prompt wording \"plain\" cannot name the language of Arabic texts"),
+            "{error}"
+        );
+    }
+
+    /// Each wording is a paired condition on the same rows and seeds: a wording that paraphrases
+    /// differently moves the scores, one that answers the same does not; the spread, its
+    /// interval and each test against the first wording say so.
+    #[test]
+    fn prompt_ablation_reports_the_spread_and_tests_each_wording() {
+        let base = crate::testing::report(
+            "m",
+            &[
+                ("a", 0.80, [0.75, 0.76, 0.74]),
+                ("b", 0.70, [0.66, 0.65, 0.67]),
+                ("c", 0.60, [0.58, 0.57, 0.59]),
+            ],
+        );
+        let lower = crate::testing::report(
+            "m",
+            &[
+                ("a", 0.80, [0.73, 0.74, 0.72]),
+                ("b", 0.70, [0.64, 0.63, 0.65]),
+                ("c", 0.60, [0.56, 0.55, 0.57]),
+            ],
+        );
+        let ablation = crate::prompt_ablation(
+            &[("default", &base), ("variant-1", &lower), ("variant-2", &base)],
+            RunSeed(1337),
+        )
+        .unwrap();
+        assert_eq!(ablation.units, 9);
+        let means: Vec<f64> = ablation.conditions.iter().map(|c| c.mean_score).collect();
+        assert!((means[0] - means[1] - 0.02).abs() < 1e-9, "{means:?}");
+        assert!((ablation.spread - 0.02).abs() < 1e-9);
+        // every paired difference is −0.02: the resampled spread cannot differ
+        assert!((ablation.spread_low - 0.02).abs() < 1e-9 && (ablation.spread_high - 0.02).abs() < 1e-9);
+        let v1 = &ablation.versus_first[0];
+        assert_eq!((v1.prompt.as_str(), v1.n), ("variant-1", 9));
+        assert!((v1.hodges_lehmann.estimate + 0.02).abs() < 1e-9);
+        assert!(v1.p_holm.unwrap() < 0.05);
+        let v2 = &ablation.versus_first[1];
+        assert!(v2.wilcoxon.is_none() && v2.p_holm.is_none());
+        assert_eq!(ablation.conditions[1].datasets["b/test"], 0.64);
+        // one wording is no analysis
+        let alone = crate::prompt_ablation(&[("default", &base)], RunSeed(1)).unwrap_err();
+        assert!(alone.to_string().contains("two wordings or more"), "{alone}");
     }
 }

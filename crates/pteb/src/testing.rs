@@ -162,6 +162,7 @@ pub(crate) fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebRepor
             .collect(),
         datasets,
         pooled,
+        skipped: Vec::new(),
         prompt_ablation: None,
         timings: Timings::default(),
     }

@@ -260,7 +260,7 @@ pub fn run(
     let start = std::time::Instant::now();
     let baseline = evaluate(&baseline_spec)?;
     // the gate judges the paraphrases, not the encoder: the baseline's verdicts are every one's
-    notes.extend(PtebRun::unqualified_notes(&baseline));
+    notes.extend(PtebRun::report_notes(&baseline));
     for note in &notes {
         eprintln!("sage: note: pteb: {}", sage_core::printable(note));
     }

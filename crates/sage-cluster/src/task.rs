@@ -407,6 +407,7 @@ mod tests {
         LabeledText {
             text: t.into(),
             label: l.into(),
+            ..LabeledText::default()
         }
     }
 

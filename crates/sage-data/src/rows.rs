@@ -27,6 +27,42 @@ impl At<'_> {
         parse_error(self.path, self.line, message)
     }
 
+    /// The row's language subset and its languages, one per side of a row of `sides` texts
+    /// compared with each other (2 for a pair, 1 otherwise): the `languages` list when the row
+    /// has one, else the subset's name when it is made of language codes (`en-ar`, `de`;
+    /// [`crate::languages::subset_languages`]); one language given covers every side. Each is
+    /// written as MTEB writes it (`ara-Arab`).
+    fn subset_and_languages(&self, sides: usize) -> Result<(Option<String>, Vec<String>)> {
+        let subset = self.opt_str("subset")?;
+        let mut languages = self.opt_str_list("languages")?;
+        if languages.is_empty() {
+            languages = subset
+                .as_deref()
+                .and_then(crate::languages::subset_languages)
+                .unwrap_or_default();
+        }
+        if languages.len() == 1 && sides > 1 {
+            languages = vec![languages[0].clone(); sides];
+        }
+        if !languages.is_empty() && languages.len() != sides {
+            return Err(self.error(format!(
+                "{} languages for a row of {sides} side(s) (one per side, or one for all)",
+                languages.len()
+            )));
+        }
+        for language in &mut languages {
+            *language = crate::languages::mteb_code(language)
+                .ok_or_else(|| {
+                    self.error(format!(
+                        "unknown language {language:?}: write it as MTEB does (eng-Latn) or as \
+                         an ISO 639-1 code (en)"
+                    ))
+                })?
+                .to_owned();
+        }
+        Ok((subset, languages))
+    }
+
     fn get(&self, key: &str) -> Result<&Value> {
         self.object
             .get(key)
@@ -223,7 +259,7 @@ pub(crate) mod sealed {
 }
 
 /// A sentence pair with a graded similarity (STS).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StsPair {
     /// First sentence.
     pub sentence1: String,
@@ -237,38 +273,13 @@ pub struct StsPair {
     /// says nothing (read as English). A file's `languages` list, else the subset's name when
     /// it is made of language codes ([`crate::languages::subset_languages`]); a one-language
     /// subset (`en`) covers both sentences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub languages: Vec<String>,
 }
 
 impl sealed::ReadRow for StsPair {
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
-        let subset = at.opt_str("subset")?;
-        let mut languages = at.opt_str_list("languages")?;
-        if languages.is_empty() {
-            languages = subset
-                .as_deref()
-                .and_then(crate::languages::subset_languages)
-                .unwrap_or_default();
-        }
-        if languages.len() == 1 {
-            languages.push(languages[0].clone());
-        }
-        if languages.len() > 2 {
-            return Err(at.error(format!(
-                "{} languages for a sentence pair (one per sentence, or one for both)",
-                languages.len()
-            )));
-        }
-        for language in &mut languages {
-            *language = crate::languages::mteb_code(language)
-                .ok_or_else(|| {
-                    at.error(format!(
-                        "unknown language {language:?}: write it as MTEB does (eng-Latn) or as \
-                         an ISO 639-1 code (en)"
-                    ))
-                })?
-                .to_owned();
-        }
+        let (subset, languages) = at.subset_and_languages(2)?;
         Ok(StsPair {
             sentence1: at.str("sentence1")?,
             sentence2: at.str("sentence2")?,
@@ -286,7 +297,7 @@ impl Row for StsPair {
 }
 
 /// A sentence pair with a binary label (paraphrase, duplicate, pair classification).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LabeledPair {
     /// First sentence.
     pub sentence1: String,
@@ -294,14 +305,23 @@ pub struct LabeledPair {
     pub sentence2: String,
     /// 1 = paraphrase / duplicate / positive.
     pub label: bool,
+    /// Language subset (RTE3's `de`), when the file has several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<String>,
+    /// The language of each sentence (`deu-Latn`); empty: not stated (English).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<String>,
 }
 
 impl sealed::ReadRow for LabeledPair {
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        let (subset, languages) = at.subset_and_languages(2)?;
         Ok(LabeledPair {
             sentence1: at.str("sentence1")?,
             sentence2: at.str("sentence2")?,
             label: at.label01("label")?,
+            subset,
+            languages,
         })
     }
 }
@@ -551,20 +571,30 @@ impl Row for SummaryComparison {
 pub type AxisRating = SummaryRating;
 
 /// A text with a class or cluster label.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LabeledText {
     /// The text.
     pub text: String,
     /// Its label.
     pub label: String,
+    /// Language subset (AmazonCounterfactual's `de`, MasakhaNEWS's `swa`), when the file has
+    /// several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<String>,
+    /// The text's language (`deu-Latn`), as a one-item list; empty: not stated (English).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<String>,
 }
 
 impl sealed::ReadRow for LabeledText {
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
         let label = at.class(at.label_string("label")?, "text")?;
+        let (subset, languages) = at.subset_and_languages(1)?;
         Ok(LabeledText {
             text: at.str("text")?,
             label,
+            subset,
+            languages,
         })
     }
 }
@@ -576,7 +606,7 @@ impl Row for LabeledText {
 }
 
 /// A reranking query with its relevant and irrelevant candidates (MTEB's reranking format).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RerankingQuery {
     /// The query.
     pub query: String,
@@ -584,14 +614,24 @@ pub struct RerankingQuery {
     pub positive: Vec<String>,
     /// Irrelevant candidates.
     pub negative: Vec<String>,
+    /// Language subset, when the file has several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<String>,
+    /// The language of query and candidates (`rus-Cyrl`), as a one-item list; empty: not
+    /// stated (English).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<String>,
 }
 
 impl sealed::ReadRow for RerankingQuery {
     fn from_json(at: &At<'_>, _: &[&str]) -> Result<Self> {
+        let (subset, languages) = at.subset_and_languages(1)?;
         Ok(RerankingQuery {
             query: at.str("query")?,
             positive: at.opt_str_list("positive")?,
             negative: at.opt_str_list("negative")?,
+            subset,
+            languages,
         })
     }
 }

@@ -299,6 +299,7 @@ fn sampling_is_seeded_ordered_and_recorded() {
         .map(|i| LabeledText {
             text: format!("t{i}"),
             label: (i % 3).to_string(),
+            ..LabeledText::default()
         })
         .collect();
     let loaded = in_memory(rows);
@@ -331,6 +332,7 @@ fn grouped_sampling_takes_whole_groups_within_the_cap() {
             (0..g).map(move |k| LabeledText {
                 text: format!("g{g}-{k}"),
                 label: g.to_string(),
+                ..LabeledText::default()
             })
         })
         .collect();

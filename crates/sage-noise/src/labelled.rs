@@ -327,6 +327,7 @@ mod tests {
             .map(|l| LabeledText {
                 text: String::new(),
                 label: (*l).to_owned(),
+                ..LabeledText::default()
             })
             .collect();
         let top = |order: [usize; 5]| {

@@ -273,9 +273,10 @@ impl PtebRun {
         &self.options
     }
 
-    /// A note for each dataset of `report` whose paraphrases failed the quality gate.
-    pub fn unqualified_notes(report: &PtebReport) -> Vec<String> {
-        report
+    /// A note for each dataset of `report` whose paraphrases failed the quality gate, and for
+    /// each dataset left out because none of its languages was asked for.
+    pub fn report_notes(report: &PtebReport) -> Vec<String> {
+        let unqualified = report
             .datasets
             .iter()
             .filter(|d| !d.quality.verdict.qualified)
@@ -286,8 +287,9 @@ impl PtebRun {
                     d.quality.verdict.reasons.join("; "),
                     pteb::NOT_QUALIFIED_ADVICE
                 )
-            })
-            .collect()
+            });
+        let skipped = report.skipped.iter().map(|s| format!("skipped {s}"));
+        unqualified.chain(skipped).collect()
     }
 }
 
@@ -380,7 +382,7 @@ impl Suite for Pteb {
         let datasets = PtebRun::datasets(request, &mut notes)?;
         let run = PtebRun::new(&o, request.seed, PtebOptions::default_reference)?;
         let r = run.evaluate(encoder.as_ref(), request.root, &datasets, &pteb::Silent)?;
-        notes.extend(PtebRun::unqualified_notes(&r));
+        notes.extend(PtebRun::report_notes(&r));
         Outcome::of(SUITE, &r, notes)
     }
 }
