@@ -12,8 +12,9 @@
 //! Each registry column is `(ours, theirs)`, `theirs` a path into a source record: `a.b` (nested
 //! field), `a[2]` (list element), `a[]` (every element: the record is *exploded* into one row per
 //! element, all `[]` columns of a record in step), `{index}` (the element's index, as a string),
-//! `x+SEP+y` (fields joined with the literal SEP), and `{file}` (the name of the file the record
-//! came from, up to its first dot). A missing field is an error naming the
+//! `x+SEP+y` (fields joined with the literal SEP), `{file}` (the name of the file the record
+//! came from, up to its first dot) and `{folder}` (the folder it is in: MTEB's per-subset
+//! Parquet, `de/test-00000-of-00001.parquet`). A missing field is an error naming the
 //! file and row.
 
 use std::fs::File;
@@ -312,20 +313,25 @@ fn fetch_split(
             let path = hub_file(hub, e.name, &repo, &file, &local)?;
             // `{file}`: the file's name up to its first dot (MTEB's STS17 keeps each language
             // pair in a file of its own, `test/en-de.jsonl.gz`)
-            let stem = file
-                .rsplit('/')
+            let mut parts = file.rsplit('/');
+            let stem = parts
                 .next()
                 .and_then(|name| name.split('.').next())
                 .unwrap_or_default();
-            let (from_file, columns): (Vec<_>, Vec<_>) =
-                source.columns.iter().copied().partition(|(_, theirs)| *theirs == "{file}");
+            let folder = parts.next().unwrap_or_default();
+            let (from_file, columns): (Vec<_>, Vec<_>) = source
+                .columns
+                .iter()
+                .copied()
+                .partition(|(_, theirs)| matches!(*theirs, "{file}" | "{folder}"));
             for (i, record) in read_records(&path)?.iter().enumerate() {
                 let mut rows =
                     map_record(record, &columns).map_err(|m| parse_error(&path, i + 1, m))?;
                 for row in &mut rows {
                     if let Value::Object(row) = row {
-                        for (ours, _) in &from_file {
-                            row.insert((*ours).to_owned(), Value::String(stem.to_owned()));
+                        for (ours, theirs) in &from_file {
+                            let value = if *theirs == "{file}" { stem } else { folder };
+                            row.insert((*ours).to_owned(), Value::String(value.to_owned()));
                         }
                     }
                 }

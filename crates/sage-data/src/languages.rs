@@ -67,13 +67,16 @@ pub fn english_name(code: &str) -> Option<&'static str> {
 }
 
 /// The languages of a subset named by its language codes, one per side: `en-de` → `[eng-Latn,
-/// deu-Latn]`, `ar-ar` → `[ara-Arab, ara-Arab]`, `en` → `[eng-Latn]`. `None` when a part is no
-/// language this table knows (STS12's `MSRpar` is a sub-corpus, not a language).
+/// deu-Latn]`, `ar-ar` → `[ara-Arab, ara-Arab]`, `en` → `[eng-Latn]`; a part after the first
+/// that is no language tags a variant (AmazonCounterfactual's `en-ext`: `[eng-Latn]`). `None`
+/// when the first part is no language this table knows (STS12's `MSRpar`, STS16's
+/// `answer-answer` are sub-corpora, not languages).
 pub fn subset_languages(subset: &str) -> Option<Vec<String>> {
-    subset
-        .split('-')
-        .map(|part| mteb_code(part).map(str::to_owned))
-        .collect()
+    let mut parts = subset.split('-');
+    let first = mteb_code(parts.next()?)?;
+    let mut languages = vec![first.to_owned()];
+    languages.extend(parts.filter_map(mteb_code).map(str::to_owned));
+    Some(languages)
 }
 
 #[cfg(test)]
@@ -93,6 +96,8 @@ mod tests {
             Some(vec!["eng-Latn".to_owned(), "ara-Arab".to_owned()])
         );
         assert_eq!(subset_languages("en"), Some(vec!["eng-Latn".to_owned()]));
+        assert_eq!(subset_languages("en-ext"), Some(vec!["eng-Latn".to_owned()]));
+        assert_eq!(subset_languages("answer-answer"), None);
         assert_eq!(subset_languages("MSRpar"), None);
         assert_eq!(subset_languages("headlines"), None);
         // every row of the table is reachable by each of its codes

@@ -638,6 +638,37 @@ pub const REGISTRY: &[DatasetEntry] = &[
     },
     // clustering
     entry!(
+        "masakhanews",
+        Clustering,
+        ["test"],
+        "clustering/masakhanews/{split}.jsonl",
+        hub_at(
+            "5dddcb139010208a28c3dcc2568560061c210097",
+            "mteb/MasakhaNEWSClusteringS2S",
+            None,
+            &[
+                "amh/{split}-00000-of-00001.parquet",
+                "eng/{split}-00000-of-00001.parquet",
+                "fra/{split}-00000-of-00001.parquet",
+                "hau/{split}-00000-of-00001.parquet",
+                "ibo/{split}-00000-of-00001.parquet",
+                "lin/{split}-00000-of-00001.parquet",
+                "lug/{split}-00000-of-00001.parquet",
+                "orm/{split}-00000-of-00001.parquet",
+                "pcm/{split}-00000-of-00001.parquet",
+                "run/{split}-00000-of-00001.parquet",
+                "sna/{split}-00000-of-00001.parquet",
+                "som/{split}-00000-of-00001.parquet",
+                "swa/{split}-00000-of-00001.parquet",
+                "tir/{split}-00000-of-00001.parquet",
+                "xho/{split}-00000-of-00001.parquet",
+                "yor/{split}-00000-of-00001.parquet",
+            ],
+            &[("text", "sentences[]"), ("label", "labels[]"), ("subset", "{folder}")]
+        ),
+        "MasakhaNEWS headlines by topic, 16 languages of Africa (clustering S2S)"
+    ),
+    entry!(
         "twentynewsgroups",
         Clustering,
         ["test"],
@@ -905,6 +936,25 @@ pub const REGISTRY: &[DatasetEntry] = &[
         "BEIR MS MARCO"
     ),
     // classification and pair classification
+    entry!(
+        "amazon-counterfactual",
+        Classification,
+        ["train", "validation", "test"],
+        "classification/amazon_counterfactual/{split}.jsonl",
+        hub_at(
+            "1f7e6a9d6fa6e64c53d146e428565640410c0df1",
+            "mteb/amazon_counterfactual",
+            None,
+            &[
+                "en/{split}-00000-of-00001.parquet",
+                "en-ext/{split}-00000-of-00001.parquet",
+                "de/{split}-00000-of-00001.parquet",
+                "ja/{split}-00000-of-00001.parquet",
+            ],
+            &[("text", "text"), ("label", "label"), ("subset", "{folder}")]
+        ),
+        "Amazon reviews' counterfactual statements (en, en-ext, de, ja)"
+    ),
     entry!(
         "banking77",
         Classification,

@@ -402,10 +402,17 @@ fn tab_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(Stri
 /// RFC 4180 CSV with a header (quoted fields may hold newlines), each field taken by header name.
 fn csv_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(String, PyValue)>>> {
     let fields = options.fields()?;
+    let delimiter = match options.pin.options.get("delimiter").and_then(|v| v.as_str()) {
+        None => b',',
+        Some(d) if d.len() == 1 => d.as_bytes()[0],
+        Some(d) => return Err(options.error(format!("delimiter {d:?} is not one byte"))),
+    };
+    let subsets = language_subsets(inputs, options)?;
     let mut rows = Vec::new();
-    for input in inputs {
+    for (k, input) in inputs.iter().enumerate() {
         let mut reader = csv::ReaderBuilder::new()
             .flexible(false)
+            .delimiter(delimiter)
             .from_reader(input.bytes);
         let header = reader
             .headers()
@@ -442,10 +449,38 @@ fn csv_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(Stri
                     typed(f.kind, cell).map_err(|m| fail(input, line, m))?,
                 ));
             }
+            if let Some(subset) = subsets.get(k) {
+                row.push(("subset".into(), subset.as_str().into()));
+            }
             rows.push(row);
         }
     }
     Ok(rows)
+}
+
+/// Option `subsets`, one per input, when a dataset's language subsets come in files of their
+/// own (AmazonCounterfactual's `DE_test.tsv`): each row of input k gets subset k, named as MTEB
+/// names it (`de`, `en-ext`), which the loader reads its language from; empty when absent.
+fn language_subsets(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<String>> {
+    if options.pin.options.get("subsets").is_none() {
+        return Ok(Vec::new());
+    }
+    let subsets = options.strings("subsets")?;
+    if subsets.len() != inputs.len() {
+        return Err(options.error(format!(
+            "{} subsets for {} inputs: one per input",
+            subsets.len(),
+            inputs.len()
+        )));
+    }
+    for subset in &subsets {
+        if crate::languages::subset_languages(subset).is_none() {
+            return Err(options.error(format!(
+                "subset {subset:?} names no language this harness knows"
+            )));
+        }
+    }
+    Ok(subsets)
 }
 
 /// SentEval's one-sentence-per-line files, one file per label (`labels`, in input order): the
