@@ -317,10 +317,9 @@ fn by_subset<T: InSubset + Clone>(
 }
 
 /// Loads a dataset as the units PTEB scores. A dataset whose rows state their languages
-/// (STS17, STS22, AmazonCounterfactual, MasakhaNEWS, RTE3) splits into its language subsets,
-/// each sampled on its own (MTEB scores each subset; the paper averages them); a dataset of one
-/// language the registry names (RuBQ, TwitterHjerne) is one unit in that language; any other is
-/// one unit as [`load_task`] loads it. Units whose languages are not all in
+/// (STS17, STS22, AmazonCounterfactual, MasakhaNEWS) splits into its language subsets, each
+/// sampled on its own (MTEB scores each subset; the paper averages them); any other is one
+/// unit, as [`load_task`] loads it. Units whose languages are not all in
 /// `options.languages` are left out: an empty list means none of the dataset's languages was
 /// asked for.
 pub fn load_subsets(
@@ -452,19 +451,7 @@ pub fn load_subsets(
     }
     if whole {
         let (task, rows) = load_task(root, name, split, options)?;
-        // a one-language dataset the registry names the language of
-        let languages = match sage_data::entry(name).and_then(|e| e.language) {
-            Some(language) if root.user_dataset(name).is_none() => {
-                let sides = if matches!(task, TaskData::Sts(_) | TaskData::PairClassification(_)) {
-                    2
-                } else {
-                    1
-                };
-                vec![language.to_owned(); sides]
-            }
-            _ => Vec::new(),
-        };
-        units.push((None, languages, task, rows));
+        units.push((None, Vec::new(), task, rows));
     }
     Ok(units
         .into_iter()
@@ -577,6 +564,8 @@ pub fn load_task(
                         .into_iter()
                         .map(|(q, docs)| (q, docs.into_iter().collect()))
                         .collect(),
+                    ignore_identical_ids: root.user_dataset(name).is_none()
+                        && crate::tasks::IGNORE_IDENTICAL_IDS.contains(&name),
                 },
                 sel,
             )

@@ -64,6 +64,10 @@ impl TaskKind {
     }
 }
 
+/// The retrieval datasets whose queries are documents of their own corpus, which MTEB's task
+/// metadata scores with `ignore_identical_ids` (mteb/tasks/retrieval/eng/argu_ana_retrieval.py).
+pub(crate) const IGNORE_IDENTICAL_IDS: &[&str] = &["arguana"];
+
 /// One reranking sample (MTEB's reranking format).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RerankingSample {
@@ -114,6 +118,9 @@ pub enum TaskData {
         queries: Vec<(String, String)>,
         /// query id → document id → relevance.
         qrels: HashMap<String, HashMap<String, i32>>,
+        /// Leave out of a query's ranking the document with the query's own id (MTEB's
+        /// `ignore_identical_ids`: ArguAna's queries are arguments of its corpus).
+        ignore_identical_ids: bool,
     },
     /// Documents.
     Summarization(Vec<SummarizationSample>),
@@ -360,6 +367,7 @@ impl TaskData {
                 corpus,
                 queries,
                 qrels,
+                ignore_identical_ids,
             } => {
                 let docs: Vec<&str> = corpus.iter().map(|(_, t)| t.as_str()).collect();
                 let qs: Vec<&str> = queries.iter().map(|(_, q)| rw(rewrite, q)).collect();
@@ -371,6 +379,7 @@ impl TaskData {
                     let mut run: Vec<RankedDoc<'_>> = corpus
                         .iter()
                         .enumerate()
+                        .filter(|(_, (id, _))| !(*ignore_identical_ids && id == qid))
                         .map(|(di, (id, _))| RankedDoc {
                             id: id.as_str(),
                             score: f64::from(cosine(q, ed.row(di))),
@@ -490,14 +499,24 @@ mod tests {
 
         let mut qrels = HashMap::new();
         qrels.insert(s("q1"), [(s("d2"), 1)].into_iter().collect());
-        let retrieval = TaskData::Retrieval {
-            corpus: vec![(s("d1"), s("cats purr")), (s("d2"), s("dogs bark loudly"))],
+        let retrieval = |corpus: Vec<(String, String)>, ignore_identical_ids| TaskData::Retrieval {
+            corpus,
             queries: vec![(s("q1"), s("why dogs bark"))],
-            qrels,
+            qrels: qrels.clone(),
+            ignore_identical_ids,
         };
-        assert!((retrieval.score(&e, None, seed).unwrap() - 1.0).abs() < 1e-9);
+        let corpus = vec![(s("d1"), s("cats purr")), (s("d2"), s("dogs bark loudly"))];
+        let plain = retrieval(corpus.clone(), false);
+        assert!((plain.score(&e, None, seed).unwrap() - 1.0).abs() < 1e-9);
         // only the queries are paraphrased
-        assert_eq!(retrieval.paraphrased_texts(), ["why dogs bark"]);
+        assert_eq!(plain.paraphrased_texts(), ["why dogs bark"]);
+        // the query itself in the corpus (ArguAna): ranked first unless its id is left out
+        let mut with_itself = corpus;
+        with_itself.push((s("q1"), s("why dogs bark")));
+        let counted = retrieval(with_itself.clone(), false).score(&e, None, seed).unwrap();
+        assert!(counted < 0.99, "{counted}");
+        let ignored = retrieval(with_itself, true).score(&e, None, seed).unwrap();
+        assert!((ignored - 1.0).abs() < 1e-9, "{ignored}");
 
         let summaries = TaskData::Summarization(vec![SummarizationSample {
             references: vec![s("the council approved the new budget")],

@@ -212,6 +212,36 @@ pub fn map_record(
     }
 }
 
+/// BEIR's `qrels/<split>.tsv` (`query-id TAB corpus-id TAB score` under that header) from
+/// MTEB's JSON-lines judgements, written atomically.
+fn write_qrels_tsv(target: &Path, source: &Path, records: &[Value]) -> Result<()> {
+    let mut text = String::from("query-id\tcorpus-id\tscore\n");
+    for (i, record) in records.iter().enumerate() {
+        let field = |key: &str| -> Result<String> {
+            match record.get(key) {
+                Some(Value::String(s)) => Ok(s.clone()),
+                Some(Value::Number(n)) => Ok(n.to_string()),
+                _ => Err(parse_error(source, i + 1, format!("no field {key:?}"))),
+            }
+        };
+        let (query, doc, score) = (field("query-id")?, field("corpus-id")?, field("score")?);
+        if [&query, &doc].iter().any(|s| s.contains(['\t', '\n'])) {
+            return Err(parse_error(source, i + 1, "an id holds a TAB or a line break"));
+        }
+        text.push_str(&format!("{query}\t{doc}\t{score}\n"));
+    }
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| DataError::Io {
+            path: dir.to_owned(),
+            message: e.to_string(),
+        })?;
+    }
+    sage_core::write_atomically(target, text.as_bytes()).map_err(|e| DataError::Io {
+        path: target.to_owned(),
+        message: e.to_string(),
+    })
+}
+
 /// Writes JSON lines atomically (a temporary file renamed into place).
 fn write_jsonl<'a>(path: &Path, rows: impl Iterator<Item = &'a Value>) -> Result<usize> {
     let io = |e: std::io::Error| DataError::Io {
@@ -275,16 +305,40 @@ fn fetch_split(
     let mut written = Vec::new();
     let mut rows = 0;
     if e.kind == DatasetKind::Beir {
+        let mut qrels_here = false;
         for file in source.files {
             let path = hub_file(hub, e.name, &repo, file, &local)?;
             let records = read_records(&path)?;
             let name = file.trim_end_matches(".gz");
+            if let Some(qrels) = name.strip_prefix("qrels/") {
+                // MTEB's own copies keep the judgements beside the corpus, as JSON lines
+                if qrels.trim_end_matches(".jsonl") != split {
+                    continue;
+                }
+                let target = local.join("qrels").join(format!("{split}.tsv"));
+                write_qrels_tsv(&target, &path, &records)?;
+                sources.push(path);
+                written.push(target);
+                qrels_here = true;
+                continue;
+            }
             let n = write_jsonl(&local.join(name), records.iter())?;
             if name.starts_with("corpus") {
                 rows = n;
             }
             sources.push(path);
             written.push(local.join(name));
+        }
+        if qrels_here {
+            return Ok(Fetched {
+                dataset: e.name.to_owned(),
+                split: split.to_owned(),
+                sources,
+                written,
+                rows,
+                revision: hub.cached_commit(&repo),
+                skipped: false,
+            });
         }
         let qrels_repo = Repo::with_revision(
             format!("{}-qrels", source.repo),
@@ -564,6 +618,96 @@ mod tests {
             }]
         );
         assert_eq!(beir.qrels["q1"]["d2"], 1);
+    }
+
+    /// MTEB's own BEIR copies (mteb/arguana at MTEB's pin): uncompressed JSON lines, and the
+    /// judgements beside them as JSON lines, which become BEIR's qrels TSV.
+    #[test]
+    fn mteb_beir_copy_keeps_its_qrels_beside_the_corpus() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        put(
+            &cache,
+            "mteb/arguana",
+            "corpus.jsonl",
+            b"{\"_id\": \"a1\", \"title\": \"\", \"text\": \"cats\"}\n{\"_id\": \"a2\", \"title\": \"\", \"text\": \"dogs\"}\n",
+        );
+        put(
+            &cache,
+            "mteb/arguana",
+            "queries.jsonl",
+            b"{\"_id\": \"a1\", \"text\": \"cats\"}\n",
+        );
+        put(
+            &cache,
+            "mteb/arguana",
+            "qrels/test.jsonl",
+            b"{\"query-id\": \"a1\", \"corpus-id\": \"a2\", \"score\": 1}\n",
+        );
+        let root = DataRoot::new(&data);
+        let got = fetch(&root, "arguana", &["test"], &offline(&cache), false).unwrap();
+        assert_eq!(
+            got[0].revision.as_deref(),
+            Some("c22ab2a51041ffd869aaddef7af8d8215647e41a")
+        );
+        let beir = root.beir("arguana", "test").unwrap();
+        assert_eq!((beir.corpus.len(), beir.queries.len()), (2, 1));
+        assert_eq!(beir.qrels["a1"]["a2"], 1);
+    }
+
+    /// A subset named by the file (MTEB's STS17: `test/en-de.jsonl.gz`) or by its folder
+    /// (MTEB's per-subset Parquet: `de/test-00000-of-00001.parquet`); its languages follow.
+    #[test]
+    fn subsets_are_named_by_file_or_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        for pair in ["en-de", "fr-en", "it-en", "nl-en", "ko-ko"] {
+            put(
+                &cache,
+                "mteb/sts17-crosslingual-sts",
+                &format!("test/{pair}.jsonl.gz"),
+                &gz(&format!(
+                    "{{\"sentence1\": \"a {pair}\", \"sentence2\": \"b\", \"score\": 2.5}}\n"
+                )),
+            );
+        }
+        let root = DataRoot::new(&data);
+        fetch(&root, "sts17-extra", &[], &offline(&cache), false).unwrap();
+        let rows = root.load::<crate::StsPair>("sts17-extra", "test").unwrap().rows;
+        let got: Vec<(Option<&str>, Vec<&str>)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.subset.as_deref(),
+                    r.languages.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(got[0], (Some("en-de"), vec!["eng-Latn", "deu-Latn"]));
+        assert_eq!(got[4], (Some("ko-ko"), vec!["kor-Hang", "kor-Hang"]));
+
+        for subset in ["en", "en-ext", "de", "ja"] {
+            put(
+                &cache,
+                "mteb/amazon_counterfactual",
+                &format!("{subset}/test-00000-of-00001.parquet"),
+                &parquet(&format!("{{\"text\": \"t {subset}\", \"label\": 1, \"label_text\": \"counterfactual\"}}\n")),
+            );
+        }
+        fetch(&root, "amazon-counterfactual", &["test"], &offline(&cache), false).unwrap();
+        let rows = root.load::<LabeledText>("amazon-counterfactual", "test").unwrap().rows;
+        let got: Vec<(&str, Option<&str>, Vec<&str>)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.text.as_str(),
+                    r.subset.as_deref(),
+                    r.languages.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(got[1], ("t en-ext", Some("en-ext"), vec!["eng-Latn"]));
+        assert_eq!(got[3], ("t ja", Some("ja"), vec!["jpn-Jpan"]));
     }
 
     #[test]

@@ -150,20 +150,11 @@ pub struct DatasetEntry {
     pub mteb_rows: &'static [(&'static str, &'static [&'static str])],
     /// One line about it.
     pub description: &'static str,
-    /// The language of every text, as MTEB writes it (`dan-Latn`), for a one-language dataset
-    /// that is not English; `None`: English, or stated by each row (a file of language subsets).
-    pub language: Option<&'static str>,
-}
-
-/// `entry` with every text in `language` (MTEB's form, `dan-Latn`).
-const fn in_language(mut entry: DatasetEntry, language: &'static str) -> DatasetEntry {
-    entry.language = Some(language);
-    entry
 }
 
 macro_rules! entry {
     ($name:literal, $kind:ident, [$($split:literal),*], $local:literal, $hub:expr, $desc:literal) => {
-        DatasetEntry { name: $name, kind: DatasetKind::$kind, splits: &[$($split),*], local: $local, dimensions: &[], hub: $hub, mteb_rows: &[], description: $desc, language: None }
+        DatasetEntry { name: $name, kind: DatasetKind::$kind, splits: &[$($split),*], local: $local, dimensions: &[], hub: $hub, mteb_rows: &[], description: $desc }
     };
 }
 
@@ -269,7 +260,6 @@ pub const REGISTRY: &[DatasetEntry] = &[
         // mteb/sickr-sts has one split, test, of every SICK pair (train + trial + test)
         mteb_rows: &[("test", &["train", "validation", "test"])],
         description: "SICK relatedness, scores 1-5 (MTEB's SICK-R test: all three splits)",
-        language: None,
     },
     entry!(
         "sts12",
@@ -563,7 +553,6 @@ pub const REGISTRY: &[DatasetEntry] = &[
         ),
         mteb_rows: &[],
         description: "SummEval expert ratings (1-5)",
-        language: None,
     },
     entry!(
         "summeval-docs",
@@ -582,7 +571,6 @@ pub const REGISTRY: &[DatasetEntry] = &[
         hub: None,
         mteb_rows: &[],
         description: "REALSumm LitePyramid recall (0-1)",
-        language: None,
     },
     entry!(
         "realsumm-docs",
@@ -634,7 +622,6 @@ pub const REGISTRY: &[DatasetEntry] = &[
         ),
         mteb_rows: &[],
         description: "OpenAI TL;DR axis ratings (1-7)",
-        language: None,
     },
     // clustering
     entry!(
@@ -844,7 +831,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test"],
         "retrieval/arguana",
-        hub("BeIR/arguana", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "c22ab2a51041ffd869aaddef7af8d8215647e41a",
+            "mteb/arguana",
+            None,
+            &["corpus.jsonl", "queries.jsonl", "qrels/test.jsonl"],
+            BEIR_COLUMNS
+        ),
         "BEIR ArguAna (SAGE sensitivity documents)"
     ),
     entry!(
