@@ -62,6 +62,11 @@ pub(crate) struct SuiteTable {
     /// Under --quick, these options over `options` (a key here replaces the same key there).
     #[serde(default)]
     pub(crate) quick_options: serde_json::Map<String, Value>,
+    /// With `device = "cuda"`, these options over `options`: what a GPU box runs beyond a
+    /// CPU's (PTEB's twenty datasets in all their languages, where a CPU runs the English
+    /// ones).
+    #[serde(default)]
+    pub(crate) cuda_options: serde_json::Map<String, Value>,
     /// Several runs of the suite, each its own job and result file (named by the suite: EvalRank
     /// writes one per level): each entry's options over `options`. Empty: one run.
     #[serde(default)]
@@ -133,9 +138,10 @@ const MOVED_SECTIONS: [(&str, &str); 4] = [
 /// Keys of a `[suites.<name>]` table that are one value each, replaced whole by a user's: a
 /// suite's `options` are the options it runs with (what they leave out is the suite's own default,
 /// never a key of the embedded table the user could not remove), and so on.
-const WHOLE_IN_A_SUITE: [&str; 5] = [
+const WHOLE_IN_A_SUITE: [&str; 6] = [
     "options",
     "quick_options",
+    "cuda_options",
     "runs",
     "datasets",
     "quick_datasets",
@@ -162,7 +168,11 @@ fn clear_for(base: &mut toml::Table, over: &toml::Table) {
                 below.remove(key);
             }
         }
-        for (given, quick) in [("options", "quick_options"), ("datasets", "quick_datasets")] {
+        for (given, quick) in [
+            ("options", "quick_options"),
+            ("options", "cuda_options"),
+            ("datasets", "quick_datasets"),
+        ] {
             if above.contains_key(given) && !above.contains_key(quick) {
                 below.remove(quick);
             }
@@ -222,6 +232,12 @@ impl Config {
             .try_into()
             .map_err(|e| invalid(&e))?;
         config.origin = origin.to_owned();
+        if config.device == Device::Cuda {
+            for suite in config.suites.values_mut() {
+                let cuda = std::mem::take(&mut suite.cuda_options);
+                suite.options.extend(cuda);
+            }
+        }
         for (name, suite) in &config.suites {
             let lists = [Some(&suite.datasets), suite.quick_datasets.as_ref()];
             if let Some(bad) = lists

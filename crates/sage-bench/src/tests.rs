@@ -646,6 +646,28 @@ fn a_killed_runs_temporaries_are_swept_and_a_living_ones_kept() {
     );
 }
 
+/// PTEB runs English on the CPU and every language on a GPU box: `cuda_options` lay over the
+/// options where `device = "cuda"`, and nowhere else.
+#[test]
+fn cuda_options_apply_on_a_gpu_box_only() {
+    let languages = |config: &Config| config.suites["pteb"].options.get("languages").cloned();
+    let cpu = Config::parse(DEFAULT_CONFIG, "bench.toml").unwrap();
+    assert_eq!(languages(&cpu), Some(serde_json::json!(["eng"])));
+    let gpu = Config::parse("device = \"cuda\"\n", "gpu.toml").unwrap();
+    assert_eq!(languages(&gpu), Some(serde_json::json!([])));
+    assert_eq!(
+        gpu.suites["pteb"].options.get("paraphraser"),
+        cpu.suites["pteb"].options.get("paraphraser")
+    );
+    // a user's own options leave the embedded GPU options out, as they do the quick ones
+    let mine = Config::parse(
+        "device = \"cuda\"\n[suites.pteb]\noptions = { paraphraser = \"x\", languages = [\"fra\"] }\n",
+        "mine.toml",
+    )
+    .unwrap();
+    assert_eq!(languages(&mine), Some(serde_json::json!(["fra"])));
+}
+
 /// A user's configuration once had to repeat every field: without `device` it failed with
 /// "missing field `device`", and without `[suites.evalrank]` with "evalrank: options: missing
 /// field `level`". It is read over the embedded one now.

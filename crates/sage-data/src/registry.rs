@@ -208,12 +208,34 @@ const STS17_FILES: &[&str] = &[
     "test/en-en.jsonl.gz",
     "test/en-tr.jsonl.gz",
 ];
+/// MTEB's STS22 at its pin keeps each subset's test pairs under `test/` as STS17 does; the
+/// file names are read off MTEB's subset list (the hub is not reachable from where this was
+/// written: `sage data fetch sts22` names a file it does not find).
+const STS22_FILES: &[&str] = &[
+    "test/en.jsonl.gz",
+    "test/de.jsonl.gz",
+    "test/es.jsonl.gz",
+    "test/pl.jsonl.gz",
+    "test/tr.jsonl.gz",
+    "test/ar.jsonl.gz",
+    "test/ru.jsonl.gz",
+    "test/zh.jsonl.gz",
+    "test/fr.jsonl.gz",
+    "test/de-en.jsonl.gz",
+    "test/es-en.jsonl.gz",
+    "test/it.jsonl.gz",
+    "test/pl-en.jsonl.gz",
+    "test/zh-en.jsonl.gz",
+    "test/es-it.jsonl.gz",
+    "test/de-fr.jsonl.gz",
+    "test/de-pl.jsonl.gz",
+    "test/fr-pl.jsonl.gz",
+];
 const STS17_EXTRA_FILES: &[&str] = &[
     "test/en-de.jsonl.gz",
     "test/fr-en.jsonl.gz",
     "test/it-en.jsonl.gz",
     "test/nl-en.jsonl.gz",
-    "test/ko-ko.jsonl.gz",
 ];
 const PAIR_COLUMNS: &[(&str, &str)] = &[
     ("sentence1", "sentence1"),
@@ -357,7 +379,21 @@ pub const REGISTRY: &[DatasetEntry] = &[
             STS17_EXTRA_FILES,
             STS_SUBSET_FROM_FILE
         ),
-        "STS 2017 pairs only MTEB's copy has (en-de, fr-en, it-en, nl-en, ko-ko)"
+        "STS 2017 cross-lingual pairs only MTEB's copy has (en-de, fr-en, it-en, nl-en)"
+    ),
+    entry!(
+        "sts17-ko",
+        StsPairs,
+        ["test"],
+        "sts/sts17-ko/{split}.jsonl",
+        hub_at(
+            "faeb762787bd10488a50c8b5be4a3b82e411949c",
+            "mteb/sts17-crosslingual-sts",
+            None,
+            &["test/ko-ko.jsonl.gz"],
+            STS_SUBSET_FROM_FILE
+        ),
+        "STS 2017's Korean pairs in MTEB's copy (ko-ko; not among the PTEB paper's languages)"
     ),
     entry!(
         "sts22",
@@ -368,13 +404,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
             "de9d86b3b84231dc21f76c7b7af1f28e2f57f6e3",
             "mteb/sts22-crosslingual-sts",
             None,
-            &["data/test.jsonl.gz"],
-            &[
-                ("sentence1", "sentence1"),
-                ("sentence2", "sentence2"),
-                ("score", "score"),
-                ("subset", "lang"),
-            ]
+            STS22_FILES,
+            STS_SUBSET_FROM_FILE
         ),
         "SemEval 2022 Task 8, multilingual news article similarity (18 language subsets)"
     ),
