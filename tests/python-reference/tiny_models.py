@@ -7,7 +7,7 @@ encoded by sentence-transformers. The tokenizer is all-MiniLM-L6-v2's (BERT Word
 architecture, not the vocabulary, is under test). NomicBERT, whose modelling code lives only on
 the hub, is nomic_bert.py beside this file. Writes OUT/<family>/ and OUT/golden.json.
 
-    python tests/python-reference/tiny_models.py OUT $SAGE_MODELS_DIR/all-MiniLM-L6-v2
+    python tests/python-reference/tiny_models.py OUT $SAGE_MODELS_DIR/all-MiniLM-L6-v2 [FAMILY...]
 
 Run by crates/sage-embed/src/golden.rs (the Python of $SAGE_PYTHON, else .ci/run's Infinity
 virtual environment, which has torch, transformers and sentence-transformers).
@@ -108,6 +108,7 @@ def build(out, tokenizer_dir, name, model_class, config, pooling, dense, max_seq
 
 def main():
     out, tokenizer_dir = sys.argv[1], sys.argv[2]
+    only = sys.argv[3:]  # family names: build these alone (every family when none is named)
     os.makedirs(out, exist_ok=True)
     golden = {
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
@@ -115,16 +116,16 @@ def main():
         "texts": TEXTS,
         "families": {
             # XLM-RoBERTa (paraphrase-multilingual-*, multilingual-e5-*): mean, two Dense, a prompt
-            "xlm-roberta": build(out, tokenizer_dir, "xlm-roberta", transformers.XLMRobertaModel,
+            "xlm-roberta": lambda: build(out, tokenizer_dir, "xlm-roberta", transformers.XLMRobertaModel,
                                  small(transformers.XLMRobertaConfig, type_vocab_size=1), "mean",
                                  [(16, True, torch.nn.Tanh()), (8, False, torch.nn.Identity())],
                                  64, {"query": "query: "}),
             # RoBERTa (SimCSE-RoBERTa): mean pooling, a window shorter than the long text
-            "roberta": build(out, tokenizer_dir, "roberta", transformers.RobertaModel,
+            "roberta": lambda: build(out, tokenizer_dir, "roberta", transformers.RobertaModel,
                              small(transformers.RobertaConfig, type_vocab_size=1), "mean",
                              [], 40, None),
             # ModernBERT (gte-modernbert): CLS, global and local layers (window 8) alternating
-            "modernbert": build(out, tokenizer_dir, "modernbert", transformers.ModernBertModel,
+            "modernbert": lambda: build(out, tokenizer_dir, "modernbert", transformers.ModernBertModel,
                                 transformers.ModernBertConfig(
                                     vocab_size=30522, hidden_size=32, intermediate_size=48,
                                     num_hidden_layers=3, num_attention_heads=4,
@@ -136,29 +137,29 @@ def main():
                                 "cls", [], 64, None,
                                 model_input_names=["input_ids", "attention_mask"]),
             # Qwen3 (qwen3-embedding): last token, an instruction on queries, head_dim != width/heads
-            "qwen3": build(out, tokenizer_dir, "qwen3", transformers.Qwen3Model,
+            "qwen3": lambda: build(out, tokenizer_dir, "qwen3", transformers.Qwen3Model,
                            decoder(transformers.Qwen3Config, head_dim=16, rope_theta=1e6),
                            "lasttoken", [], 64,
                            {"query": "Instruct: Given a query, find passages\nQuery: "}),
             # Qwen2 (gte-Qwen2): biased q/k/v, last token, a left-padding tokenizer
-            "qwen2": build(out, tokenizer_dir, "qwen2", transformers.Qwen2Model,
+            "qwen2": lambda: build(out, tokenizer_dir, "qwen2", transformers.Qwen2Model,
                            decoder(transformers.Qwen2Config), "lasttoken", [], 64, None,
                            padding_side="left"),
             # Qwen2 with a tokenizer that adds no special tokens: "" has no token, and
             # sentence-transformers pools it to zeros (its last-token gather is masked). One
             # batch: alone, "" is a tensor of no tokens, which transformers' attention refuses.
-            "qwen2-bare": build(out, tokenizer_dir, "qwen2-bare", transformers.Qwen2Model,
+            "qwen2-bare": lambda: build(out, tokenizer_dir, "qwen2-bare", transformers.Qwen2Model,
                                 decoder(transformers.Qwen2Config), "lasttoken", [], 64, None,
                                 bare_tokenizer=True, batch_size=len(TEXTS)),
             # Mistral (e5-mistral, SGPT-style): weighted mean
-            "mistral": build(out, tokenizer_dir, "mistral", transformers.MistralModel,
+            "mistral": lambda: build(out, tokenizer_dir, "mistral", transformers.MistralModel,
                              decoder(transformers.MistralConfig, sliding_window=None),
                              "weightedmean", [], 64, None),
             # LLaMA (ALIGN-SIM's LLaMA-2 encoder): mean pooling
-            "llama": build(out, tokenizer_dir, "llama", transformers.LlamaModel,
+            "llama": lambda: build(out, tokenizer_dir, "llama", transformers.LlamaModel,
                            decoder(transformers.LlamaConfig), "mean", [], 64, None),
             # Gemma 3 bidirectional (embeddinggemma): mean, two Dense, sliding layers of width 4
-            "gemma3": build(out, tokenizer_dir, "gemma3", transformers.Gemma3TextModel,
+            "gemma3": lambda: build(out, tokenizer_dir, "gemma3", transformers.Gemma3TextModel,
                             decoder(transformers.Gemma3TextConfig, head_dim=16,
                                     query_pre_attn_scalar=16, sliding_window=4,
                                     layer_types=["sliding_attention", "full_attention"],
@@ -169,7 +170,7 @@ def main():
                             64, {"query": "task: search result | query: "}),
             # NomicBERT as nomic-embed-text-v1.5 shapes it (rotary base 1000, SwiGLU, no biases):
             # mean pooling, its task prefixes as query and document prompts
-            "nomic-bert": build(out, tokenizer_dir, "nomic-bert", nomic_bert.NomicBertModel,
+            "nomic-bert": lambda: build(out, tokenizer_dir, "nomic-bert", nomic_bert.NomicBertModel,
                                 nomic_config(rotary_emb_fraction=1.0, rotary_emb_base=1000,
                                              qkv_proj_bias=False, mlp_fc1_bias=False,
                                              mlp_fc2_bias=False, activation_function="swiglu"),
@@ -178,7 +179,7 @@ def main():
             # the rest of what the modelling file reads: half the head rotary, interleaved, GeGLU
             # with biases, and dynamic NTK scaling past 16 trained positions (one text per call:
             # the modelling file scales by the padded length of the call)
-            "nomic-bert-variants": build(out, tokenizer_dir, "nomic-bert-variants",
+            "nomic-bert-variants": lambda: build(out, tokenizer_dir, "nomic-bert-variants",
                                          nomic_bert.NomicBertModel,
                                          nomic_config(rotary_emb_fraction=0.5,
                                                       rotary_emb_interleaved=True,
@@ -188,6 +189,10 @@ def main():
                                          "cls", [], 64, None, batch_size=1),
         },
     }
+    golden["families"] = {name: make() for name, make in golden["families"].items()
+                          if not only or name in only}
+    missing = set(only) - set(golden["families"])
+    assert not missing, f"no family {sorted(missing)}"
     with open(os.path.join(out, "golden.json"), "w") as f:
         json.dump(golden, f)
 

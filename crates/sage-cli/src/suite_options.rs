@@ -57,6 +57,22 @@ fn flag_value(text: &str) -> Value {
 
 /// The clap id of the flag that spells the option `key` (ids apart from the subcommand's own:
 /// evalrank's `similarity` option is not its `--similarity`).
+/// A flag's value: JSON where it parses, else the text; for a list option, text that is not a
+/// JSON list is its comma-separated items (`--languages eng,ara`, `--prompts default,my.txt`).
+fn list_or_value(option: &OptionInfo, text: &str) -> Value {
+    match flag_value(text) {
+        Value::Array(items) => Value::Array(items),
+        _ if option.default.is_array() => Value::Array(
+            text.split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(|item| Value::String(item.to_owned()))
+                .collect(),
+        ),
+        value => value,
+    }
+}
+
 fn option_id(key: &str) -> String {
     format!("option:{key}")
 }
@@ -154,7 +170,7 @@ pub(crate) fn options_from(
         };
         if given.ids().any(|i| i.as_str() == id) && from_user(&id) {
             let value = match given.get_raw(&id).and_then(|mut raw| raw.next()) {
-                Some(raw) => flag_value(&raw.to_string_lossy()),
+                Some(raw) => list_or_value(option, &raw.to_string_lossy()),
                 None => Value::Bool(true),
             };
             insert_at(&mut map, &option.key, value);
@@ -261,6 +277,40 @@ mod tests {
                 "noisy": true,
                 "cuda": true,
                 "truncate_tokens": null,
+            })
+        );
+    }
+
+    /// A list option's flag takes comma-separated items, or a JSON list as before.
+    #[test]
+    fn a_list_flag_takes_comma_separated_items() {
+        let options = [
+            info("languages", serde_json::json!([])),
+            info("prompts", serde_json::json!([])),
+            info("rates", serde_json::json!([0.1])),
+        ];
+        let command = with_option_flags(
+            <Base as clap::CommandFactory>::command().no_binary_name(true),
+            &options,
+        );
+        let given = command
+            .try_get_matches_from([
+                "--languages",
+                "eng, ara",
+                "--prompts",
+                "default",
+                "--rates",
+                "[0.2, 0.4]",
+            ])
+            .unwrap();
+        let base = Base::from_arg_matches(&given).unwrap();
+        let map = options_from(&options, &given, &base.options).unwrap();
+        assert_eq!(
+            Value::Object(map),
+            serde_json::json!({
+                "languages": ["eng", "ara"],
+                "prompts": ["default"],
+                "rates": [0.2, 0.4],
             })
         );
     }
