@@ -88,7 +88,11 @@ pub fn prompt_ablation(reports: &[(&str, &PtebReport)], seed: RunSeed) -> Result
         r.datasets
             .iter()
             .filter(|d| pool || d.quality.verdict.qualified)
-            .flat_map(|d| d.runs.iter().map(move |run| ((d.label(), run.seed), run.score)))
+            .flat_map(|d| {
+                d.runs
+                    .iter()
+                    .map(move |run| ((d.label(), run.seed), run.score))
+            })
             .collect()
     };
     let per_prompt: Vec<BTreeMap<(String, u64), f64>> =

@@ -351,20 +351,22 @@ pub fn load_subsets(
     let mut units: Vec<(Option<String>, Vec<String>, TaskData, RowSelection)> = Vec::new();
     let mut whole = false;
     match kind {
-        DatasetKind::StsPairs => match by_subset(&root.load_mteb::<StsPair>(name, split)?, &what)? {
-            None => whole = true,
-            Some(parts) => {
-                for (subset, languages, part) in parts {
-                    let (rows, sel) = sample(&part, max, seed);
-                    let data = TaskData::Sts(
-                        rows.into_iter()
-                            .map(|r| (r.sentence1, r.sentence2, r.score))
-                            .collect(),
-                    );
-                    units.push((Some(subset), languages, data, sel));
+        DatasetKind::StsPairs => {
+            match by_subset(&root.load_mteb::<StsPair>(name, split)?, &what)? {
+                None => whole = true,
+                Some(parts) => {
+                    for (subset, languages, part) in parts {
+                        let (rows, sel) = sample(&part, max, seed);
+                        let data = TaskData::Sts(
+                            rows.into_iter()
+                                .map(|r| (r.sentence1, r.sentence2, r.score))
+                                .collect(),
+                        );
+                        units.push((Some(subset), languages, data, sel));
+                    }
                 }
             }
-        },
+        }
         DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
             match by_subset(&root.load_mteb::<LabeledPair>(name, split)?, &what)? {
                 None => whole = true,
@@ -391,8 +393,9 @@ pub fn load_subsets(
                         if let Some(why) = sage_measures::unclusterable(&labels) {
                             return Err(PtebError::Task(format!("{what}/{subset}: {why}")));
                         }
-                        let data =
-                            TaskData::Clustering(rows.into_iter().map(|r| (r.text, r.label)).collect());
+                        let data = TaskData::Clustering(
+                            rows.into_iter().map(|r| (r.text, r.label)).collect(),
+                        );
                         units.push((Some(subset), languages, data, sel));
                     }
                 }
@@ -403,8 +406,8 @@ pub fn load_subsets(
                 None => whole = true,
                 Some(parts) => {
                     let train = root.load_mteb::<LabeledText>(name, "train")?;
-                    let train_parts = by_subset(&train, &format!("{name}/train"))?
-                        .unwrap_or_default();
+                    let train_parts =
+                        by_subset(&train, &format!("{name}/train"))?.unwrap_or_default();
                     for (subset, languages, part) in parts {
                         let Some((_, _, train_part)) =
                             train_parts.iter().find(|(s, _, _)| *s == subset)
@@ -724,7 +727,11 @@ pub fn evaluate(
         };
         progress.dataset(&label, index, total);
         // timing phases name the dataset as before; a subset by its whole label
-        let phase = if subset.is_some() { label.as_str() } else { name };
+        let phase = if subset.is_some() {
+            label.as_str()
+        } else {
+            name
+        };
         if task.is_empty() {
             return Err(PtebError::Task(format!("{label}: no rows to score")));
         }
@@ -1355,7 +1362,10 @@ mod tests {
                 .collect()
         };
         for row in &rows {
-            for (text, language) in [(&row.sentence1, &row.languages[0]), (&row.sentence2, &row.languages[1])] {
+            for (text, language) in [
+                (&row.sentence1, &row.languages[0]),
+                (&row.sentence2, &row.languages[1]),
+            ] {
                 let said = instruction_for(text);
                 assert!(!said.is_empty(), "{text} was not paraphrased");
                 let name = sage_data::languages::english_name(language).unwrap();
@@ -1376,7 +1386,12 @@ mod tests {
         let kept: Vec<String> = some.datasets.iter().map(DatasetResult::label).collect();
         assert_eq!(
             kept,
-            ["sts17/test/ar-ar", "sts17/test/en-ar", "sts17/test/en-en", "stsb/test"]
+            [
+                "sts17/test/ar-ar",
+                "sts17/test/en-ar",
+                "sts17/test/en-en",
+                "stsb/test"
+            ]
         );
         assert!(some.skipped.is_empty());
         // a dataset none of whose languages is asked for is skipped, with the reason
@@ -1384,10 +1399,14 @@ mod tests {
         assert_eq!(english.datasets.len(), 1);
         let german = run(&["de"], &[("sts17", "test")]).unwrap_err().to_string();
         assert!(
-            german.contains("nothing to score: sts17/test: none of its languages is among those asked for (de)"),
+            german.contains(
+                "nothing to score: sts17/test: none of its languages is among those asked for (de)"
+            ),
             "{german}"
         );
-        let unknown = run(&["klingon"], &[("sts17", "test")]).unwrap_err().to_string();
+        let unknown = run(&["klingon"], &[("sts17", "test")])
+            .unwrap_err()
+            .to_string();
         assert!(unknown.contains("\"klingon\" is no language"), "{unknown}");
 
         // a wording that cannot name the language fails on the first non-English subset, named
@@ -1440,7 +1459,11 @@ mod tests {
             ],
         );
         let ablation = crate::prompt_ablation(
-            &[("default", &base), ("variant-1", &lower), ("variant-2", &base)],
+            &[
+                ("default", &base),
+                ("variant-1", &lower),
+                ("variant-2", &base),
+            ],
             RunSeed(1337),
         )
         .unwrap();
@@ -1449,7 +1472,9 @@ mod tests {
         assert!((means[0] - means[1] - 0.02).abs() < 1e-9, "{means:?}");
         assert!((ablation.spread - 0.02).abs() < 1e-9);
         // every paired difference is −0.02: the resampled spread cannot differ
-        assert!((ablation.spread_low - 0.02).abs() < 1e-9 && (ablation.spread_high - 0.02).abs() < 1e-9);
+        assert!(
+            (ablation.spread_low - 0.02).abs() < 1e-9 && (ablation.spread_high - 0.02).abs() < 1e-9
+        );
         let v1 = &ablation.versus_first[0];
         assert_eq!((v1.prompt.as_str(), v1.n), ("variant-1", 9));
         assert!((v1.hodges_lehmann.estimate + 0.02).abs() < 1e-9);
@@ -1459,6 +1484,9 @@ mod tests {
         assert_eq!(ablation.conditions[1].datasets["b/test"], 0.64);
         // one wording is no analysis
         let alone = crate::prompt_ablation(&[("default", &base)], RunSeed(1)).unwrap_err();
-        assert!(alone.to_string().contains("two wordings or more"), "{alone}");
+        assert!(
+            alone.to_string().contains("two wordings or more"),
+            "{alone}"
+        );
     }
 }

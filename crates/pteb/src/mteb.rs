@@ -39,7 +39,10 @@ const MTEB_TASKS: [(&str, &str); 20] = [
     ("sts17-extra", "STS17"),
     ("sts17-ko", "STS17"),
     ("sts22", "STS22"),
-    ("amazon-counterfactual", "AmazonCounterfactualClassification"),
+    (
+        "amazon-counterfactual",
+        "AmazonCounterfactualClassification",
+    ),
     ("masakhanews", "MasakhaNEWSClusteringS2S"),
     ("arguana", "ArguAna"),
     ("biosses", "BIOSSES"),

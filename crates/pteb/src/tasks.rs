@@ -513,7 +513,9 @@ mod tests {
         // the query itself in the corpus (ArguAna): ranked first unless its id is left out
         let mut with_itself = corpus;
         with_itself.push((s("q1"), s("why dogs bark")));
-        let counted = retrieval(with_itself.clone(), false).score(&e, None, seed).unwrap();
+        let counted = retrieval(with_itself.clone(), false)
+            .score(&e, None, seed)
+            .unwrap();
         assert!(counted < 0.99, "{counted}");
         let ignored = retrieval(with_itself, true).score(&e, None, seed).unwrap();
         assert!((ignored - 1.0).abs() < 1e-9, "{ignored}");

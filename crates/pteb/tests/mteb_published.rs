@@ -98,7 +98,10 @@ fn sts17_english_original_equals_the_papers_score() {
     assert_eq!(unit.subset.as_deref(), Some("en-en"));
     assert_eq!(unit.languages, ["eng-Latn", "eng-Latn"]);
     assert_eq!((unit.rows.total_rows, unit.rows.used_rows), (250, 250));
-    let ours = unit.task.score(model.as_ref(), None, RunSeed(1337)).unwrap();
+    let ours = unit
+        .task
+        .score(model.as_ref(), None, RunSeed(1337))
+        .unwrap();
     eprintln!("STS17 en-en: sage {:.2}, PTEB Table 6 90.61", 100.0 * ours);
     assert!(
         (100.0 * ours - 90.61).abs() <= 0.3,

@@ -82,9 +82,8 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
         ParaphraseSettings::default(),
         None,
     );
-    let root = DataRoot::new(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"),
-    );
+    let root =
+        DataRoot::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"));
     let datasets = [
         ("sts17", "test"),
         ("amazon-counterfactual", "test"),
@@ -150,7 +149,10 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
         .load_mteb::<sage_data::LabeledText>("amazon-counterfactual", "test")
         .unwrap()
         .rows;
-    let english = en_rows.iter().find(|r| r.subset.as_deref() == Some("en")).unwrap();
+    let english = en_rows
+        .iter()
+        .find(|r| r.subset.as_deref() == Some("en"))
+        .unwrap();
     assert!(asked
         .iter()
         .any(|(i, t)| *t == english.text && i == english_instruction));
@@ -172,8 +174,7 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
     );
     assert_eq!(subsets("MasakhaNEWSClusteringS2S").len(), 16);
     let file = find(out.path(), "MasakhaNEWSClusteringS2S.json").expect("MasakhaNEWS's file");
-    let written: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
     let tir = written["scores"]["test"]
         .as_array()
         .unwrap()

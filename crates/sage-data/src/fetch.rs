@@ -226,7 +226,11 @@ fn write_qrels_tsv(target: &Path, source: &Path, records: &[Value]) -> Result<()
         };
         let (query, doc, score) = (field("query-id")?, field("corpus-id")?, field("score")?);
         if [&query, &doc].iter().any(|s| s.contains(['\t', '\n'])) {
-            return Err(parse_error(source, i + 1, "an id holds a TAB or a line break"));
+            return Err(parse_error(
+                source,
+                i + 1,
+                "an id holds a TAB or a line break",
+            ));
         }
         text.push_str(&format!("{query}\t{doc}\t{score}\n"));
     }
@@ -675,9 +679,15 @@ mod tests {
         let root = DataRoot::new(&data);
         fetch(&root, "sts17-extra", &[], &offline(&cache), false).unwrap();
         fetch(&root, "sts17-ko", &[], &offline(&cache), false).unwrap();
-        let korean = root.load::<crate::StsPair>("sts17-ko", "test").unwrap().rows;
+        let korean = root
+            .load::<crate::StsPair>("sts17-ko", "test")
+            .unwrap()
+            .rows;
         assert_eq!(korean[0].languages, ["kor-Hang", "kor-Hang"]);
-        let rows = root.load::<crate::StsPair>("sts17-extra", "test").unwrap().rows;
+        let rows = root
+            .load::<crate::StsPair>("sts17-extra", "test")
+            .unwrap()
+            .rows;
         let got: Vec<(Option<&str>, Vec<&str>)> = rows
             .iter()
             .map(|r| {
@@ -699,8 +709,18 @@ mod tests {
                 &parquet(&format!("{{\"text\": \"t {subset}\", \"label\": 1, \"label_text\": \"counterfactual\"}}\n")),
             );
         }
-        fetch(&root, "amazon-counterfactual", &["test"], &offline(&cache), false).unwrap();
-        let rows = root.load::<LabeledText>("amazon-counterfactual", "test").unwrap().rows;
+        fetch(
+            &root,
+            "amazon-counterfactual",
+            &["test"],
+            &offline(&cache),
+            false,
+        )
+        .unwrap();
+        let rows = root
+            .load::<LabeledText>("amazon-counterfactual", "test")
+            .unwrap()
+            .rows;
         let got: Vec<(&str, Option<&str>, Vec<&str>)> = rows
             .iter()
             .map(|r| {

@@ -96,7 +96,10 @@ mod tests {
             Some(vec!["eng-Latn".to_owned(), "ara-Arab".to_owned()])
         );
         assert_eq!(subset_languages("en"), Some(vec!["eng-Latn".to_owned()]));
-        assert_eq!(subset_languages("en-ext"), Some(vec!["eng-Latn".to_owned()]));
+        assert_eq!(
+            subset_languages("en-ext"),
+            Some(vec!["eng-Latn".to_owned()])
+        );
         assert_eq!(subset_languages("answer-answer"), None);
         assert_eq!(subset_languages("MSRpar"), None);
         assert_eq!(subset_languages("headlines"), None);

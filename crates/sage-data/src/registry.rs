@@ -682,7 +682,11 @@ pub const REGISTRY: &[DatasetEntry] = &[
                 "xho/{split}-00000-of-00001.parquet",
                 "yor/{split}-00000-of-00001.parquet",
             ],
-            &[("text", "sentences[]"), ("label", "labels[]"), ("subset", "{folder}")]
+            &[
+                ("text", "sentences[]"),
+                ("label", "labels[]"),
+                ("subset", "{folder}")
+            ]
         ),
         "MasakhaNEWS headlines by topic, 16 languages of Africa (clustering S2S)"
     ),

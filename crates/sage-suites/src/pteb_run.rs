@@ -192,12 +192,11 @@ impl PtebRun {
             .prompts
             .iter()
             .map(|name| {
-                let prompt = pteb::PromptStyle::wording(name).map_err(|message| {
-                    SuiteError::Options {
+                let prompt =
+                    pteb::PromptStyle::wording(name).map_err(|message| SuiteError::Options {
                         suite: SUITE,
                         message,
-                    }
-                })?;
+                    })?;
                 Ok((prompt.name().to_owned(), paraphraser.with_prompt(prompt)))
             })
             .collect::<Result<Vec<_>>>()?;

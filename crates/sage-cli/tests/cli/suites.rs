@@ -408,22 +408,22 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
         })
     };
     let ablation = serde_json::json!({
-                "conditions": [
-                    {"prompt": "default", "instruction": "Paraphrase.", "mean_score": 0.80,
-                     "mean_edit_distance": 0.50, "fallbacks": 0, "datasets": {"stsb/test": 0.80}},
-                    {"prompt": "variant-1", "instruction": "Rewrite.", "mean_score": 0.78,
-                     "mean_edit_distance": 0.55, "fallbacks": 1, "datasets": {"stsb/test": 0.78}}
-                ],
-                "units": 2, "spread": 0.02, "spread_low": 0.01, "spread_high": 0.03,
-                "versus_first": [{
-                    "prompt": "variant-1", "n": 2,
-                    "hodges_lehmann": {
-                        "estimate": -0.02, "ci_low": -0.03, "ci_high": -0.01, "confidence": 0.95,
-                        "resamples": 1000, "seed": 1337, "n": 2
-                    },
-                    "wilcoxon": null, "p_holm": null
-                }]
-            });
+        "conditions": [
+            {"prompt": "default", "instruction": "Paraphrase.", "mean_score": 0.80,
+             "mean_edit_distance": 0.50, "fallbacks": 0, "datasets": {"stsb/test": 0.80}},
+            {"prompt": "variant-1", "instruction": "Rewrite.", "mean_score": 0.78,
+             "mean_edit_distance": 0.55, "fallbacks": 1, "datasets": {"stsb/test": 0.78}}
+        ],
+        "units": 2, "spread": 0.02, "spread_low": 0.01, "spread_high": 0.03,
+        "versus_first": [{
+            "prompt": "variant-1", "n": 2,
+            "hodges_lehmann": {
+                "estimate": -0.02, "ci_low": -0.03, "ci_high": -0.01, "confidence": 0.95,
+                "resamples": 1000, "seed": 1337, "n": 2
+            },
+            "wilcoxon": null, "p_holm": null
+        }]
+    });
     let envelope = serde_json::json!({
         "schema": "sage-rs/result/1",
         "harness_version": "0.1.0",
@@ -500,10 +500,14 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
     assert!(row("pooled").contains("qualified datasets"), "{md}");
     // the prompt-sensitivity table: each wording's score, the spread with its interval on the
     // first, the shift against the first on the others
-    assert!(md.contains("paraphrase-prompt sensitivity (Table 12 layout)"), "{md}");
+    assert!(
+        md.contains("paraphrase-prompt sensitivity (Table 12 layout)"),
+        "{md}"
+    );
     let default = row("default");
     assert!(
-        default.contains("| 0.800 | 0.500 |") && default.contains("0.020 [0.010, 0.030] over 2 pairs"),
+        default.contains("| 0.800 | 0.500 |")
+            && default.contains("0.020 [0.010, 0.030] over 2 pairs"),
         "{default}"
     );
     let variant = row("variant-1");

@@ -402,7 +402,12 @@ fn tab_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(Stri
 /// RFC 4180 CSV with a header (quoted fields may hold newlines), each field taken by header name.
 fn csv_rows(inputs: &[Input<'_>], options: &Options<'_>) -> Result<Vec<Vec<(String, PyValue)>>> {
     let fields = options.fields()?;
-    let delimiter = match options.pin.options.get("delimiter").and_then(|v| v.as_str()) {
+    let delimiter = match options
+        .pin
+        .options
+        .get("delimiter")
+        .and_then(|v| v.as_str())
+    {
         None => b',',
         Some(d) if d.len() == 1 => d.as_bytes()[0],
         Some(d) => return Err(options.error(format!("delimiter {d:?} is not one byte"))),

@@ -241,7 +241,12 @@ fn prompt_ablation_table(
         };
         for (k, c) in a.conditions.iter().enumerate() {
             let score = sink.cell(r, &c.prompt, "prompt mean score", Some(c.mean_score));
-            let edit = sink.cell(r, &c.prompt, "prompt edit distance", Some(c.mean_edit_distance));
+            let edit = sink.cell(
+                r,
+                &c.prompt,
+                "prompt edit distance",
+                Some(c.mean_edit_distance),
+            );
             let versus = match k {
                 0 => "reference".to_owned(),
                 _ => a.versus_first.get(k - 1).map_or("—".into(), |v| {
@@ -250,14 +255,18 @@ fn prompt_ablation_table(
                         v.hodges_lehmann.estimate,
                         v.hodges_lehmann.ci_low,
                         v.hodges_lehmann.ci_high,
-                        v.wilcoxon.map_or("—".into(), |w| format!("{:.2e}", w.p_value)),
+                        v.wilcoxon
+                            .map_or("—".into(), |w| format!("{:.2e}", w.p_value)),
                         v.p_holm.map_or("—".into(), |p| format!("{p:.2e}"))
                     )
                 }),
             };
             let spread = if k == 0 {
                 let s = sink.cell(r, "prompts", "spread", Some(a.spread));
-                format!("{s} [{:.3}, {:.3}] over {} pairs", a.spread_low, a.spread_high, a.units)
+                format!(
+                    "{s} [{:.3}, {:.3}] over {} pairs",
+                    a.spread_low, a.spread_high, a.units
+                )
             } else {
                 String::new()
             };
