@@ -240,22 +240,6 @@ pub struct SubsetTask {
     pub rows: RowSelection,
 }
 
-/// Whether every language of a subset is one of `wanted` (codes in any form
-/// [`sage_data::languages::mteb_code`] reads; empty: all are wanted).
-fn wanted(languages: &[String], wanted: &[String]) -> bool {
-    let languages: Vec<&str> = if languages.is_empty() {
-        vec![sage_data::languages::ENGLISH]
-    } else {
-        languages.iter().map(String::as_str).collect()
-    };
-    wanted.is_empty()
-        || languages.iter().all(|l| {
-            wanted
-                .iter()
-                .any(|w| sage_data::languages::mteb_code(w) == Some(*l))
-        })
-}
-
 /// A row's language subset and its languages (one per side).
 trait InSubset {
     fn subset(&self) -> Option<&str>;
@@ -465,7 +449,7 @@ pub fn load_subsets(
     }
     Ok(units
         .into_iter()
-        .filter(|(_, languages, _, _)| wanted(languages, &options.languages))
+        .filter(|(_, languages, _, _)| sage_data::languages::all_among(languages, &options.languages))
         .map(|(subset, languages, task, rows)| SubsetTask {
             subset,
             languages,
@@ -840,7 +824,12 @@ pub fn evaluate(
             d.quality.verdict =
                 options
                     .gate
-                    .verdict(&d.quality.figures, judged.as_ref(), judge_spearman);
+                    .verdict(
+                        &d.quality.figures,
+                        judged.as_ref(),
+                        judge_spearman,
+                        &d.languages,
+                    );
             d.quality.judge = judged;
             d
         })
@@ -869,7 +858,7 @@ pub fn evaluate(
 
 /// Every group's texts paraphrased in its language ([`TaskData::paraphrase_groups`]), as one
 /// map from original to paraphrase, with the groups' counts added up.
-fn paraphrase_groups(
+pub(crate) fn paraphrase_groups(
     paraphraser: &Paraphraser,
     groups: &[(Option<&str>, Vec<&str>)],
     seed: u64,
@@ -879,7 +868,9 @@ fn paraphrase_groups(
     let mut rewrite = HashMap::new();
     let mut stats = ParaphraseStats::default();
     let mut done_before = 0u64;
-    let total: u64 = groups.iter().map(|(_, t)| t.len() as u64).sum();
+    // progress counts distinct texts, as each group's paraphrasing does
+    let distinct = |texts: &[&str]| texts.iter().collect::<std::collections::BTreeSet<_>>().len();
+    let total: u64 = groups.iter().map(|(_, t)| distinct(t) as u64).sum();
     for (language, texts) in groups {
         let (paraphrases, s) = paraphraser
             .paraphrase_all_in(texts, *language, seed, &|done, _| {
@@ -889,7 +880,7 @@ fn paraphrase_groups(
                 PtebError::Task(m) => PtebError::Task(format!("{label}: {m}")),
                 other => other,
             })?;
-        done_before += texts.len() as u64;
+        done_before += s.unique_texts;
         for (t, p) in texts.iter().zip(paraphrases) {
             rewrite.insert((*t).to_owned(), p.text);
         }

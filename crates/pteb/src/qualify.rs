@@ -16,7 +16,7 @@ use sage_data::{DataRoot, RowSelection};
 use sage_measures::mean;
 use serde::{Deserialize, Serialize};
 
-use crate::evaluate::{load_task, Options, Progress};
+use crate::evaluate::{load_subsets, paraphrase_groups, Options, Progress};
 use crate::paraphrase::{Judge, Paraphraser};
 use crate::quality::JudgeResult;
 use crate::quality::{judge_sts_spearman, mean_figures, measure_run, QualityFigures, Verdict};
@@ -114,13 +114,21 @@ pub fn qualify(
     options.gate.check()?;
     let mut tasks = Vec::new();
     let mut selections = Vec::new();
+    // each language subset is a dataset of its own here too, paraphrased in its languages
+    let mut languages_of = Vec::new();
     for &(name, split) in datasets {
-        let (task, rows) = load_task(root, name, split, options)?;
-        if task.is_empty() {
-            return Err(PtebError::Task(format!("{name}/{split}: no rows to score")));
+        for unit in load_subsets(root, name, split, options)? {
+            let label = match &unit.subset {
+                Some(subset) => format!("{name}/{split}/{subset}"),
+                None => format!("{name}/{split}"),
+            };
+            if unit.task.is_empty() {
+                return Err(PtebError::Task(format!("{label}: no rows to score")));
+            }
+            tasks.push((label, unit.task));
+            selections.push(unit.rows);
+            languages_of.push(unit.languages);
         }
-        tasks.push((format!("{name}/{split}"), task));
-        selections.push(rows);
     }
 
     let judged: Vec<JudgeCandidate> = judges
@@ -149,15 +157,16 @@ pub fn qualify(
             distinct.sort_unstable();
             distinct.dedup();
             let started = Instant::now();
-            let (paraphrases, stats) =
-                paraphraser.paraphrase_all(&distinct, options.seed, &|done, total| {
+            let groups = task.paraphrase_groups(&languages_of[index]);
+            let (rewrite, stats) =
+                paraphrase_groups(paraphraser, &groups, options.seed, name, &|done, total| {
                     progress.paraphrased(0, done, total)
                 })?;
             if stats.generated > 0 {
                 seconds += started.elapsed().as_secs_f64();
                 generated += stats.generated;
             }
-            let rewritten: Vec<&str> = paraphrases.iter().map(|p| p.text.as_str()).collect();
+            let rewritten: Vec<&str> = distinct.iter().map(|t| rewrite[*t].as_str()).collect();
             let figures = measure_run(
                 reference,
                 &options.gate,
@@ -188,7 +197,12 @@ pub fn qualify(
             };
             let verdict = options
                 .gate
-                .verdict(&figures, judge_result.as_ref(), chosen_spearman);
+                .verdict(
+                    &figures,
+                    judge_result.as_ref(),
+                    chosen_spearman,
+                    &languages_of[index],
+                );
             per_dataset.push(ParaphraserOnDataset {
                 dataset: name.clone(),
                 texts: stats.unique_texts,

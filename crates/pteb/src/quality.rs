@@ -88,6 +88,11 @@ sage_core::suite_options! {
         pub min_judge_rating: f64 = 4.0, sage_core::OptionSpec::between(0.0, 5.0);
         /// Least Spearman of the judge's ratings with STS gold scores for its ratings to count.
         pub min_judge_sts_spearman: f64 = 0.8, sage_core::OptionSpec::between(-1.0, 1.0);
+        /// Languages the reference encoder covers (eng, or eng-Latn; the default encoder,
+        /// all-MiniLM-L6-v2, is English): its cosines count for a subset wholly in them, and
+        /// elsewhere are reported, not counted, the verdict saying so. Empty: every language
+        /// (a multilingual reference encoder).
+        pub reference_languages: Vec<String> = vec!["eng".to_owned()], sage_core::OptionSpec::any();
     }
 }
 
@@ -105,26 +110,40 @@ impl QualityGate {
 
     /// The verdict on a dataset's measured quality; `judge_spearman` is the judge's agreement
     /// with STS gold over the whole evaluation (`None`: not measured, so its rating cannot
-    /// count).
+    /// count); `languages` the dataset's (a language subset's; empty: English), which decide
+    /// whether the reference encoder's cosines count ([`QualityGate::reference_languages`]).
     pub fn verdict(
         &self,
         quality: &QualityFigures,
         judge: Option<&JudgeResult>,
         judge_spearman: Option<f64>,
+        languages: &[String],
     ) -> Verdict {
         let mut reasons = Vec::new();
-        if quality.reference_cosine < self.min_reference_cosine {
-            reasons.push(format!(
-                "reference cosine {:.3} < {}",
-                quality.reference_cosine, self.min_reference_cosine
-            ));
-        }
-        if quality.share_below > self.max_share_below {
-            reasons.push(format!(
-                "{:.1}% of paraphrases below cosine {} (most {:.1}%)",
-                100.0 * quality.share_below,
-                self.low_cosine,
-                100.0 * self.max_share_below
+        let mut notes = Vec::new();
+        if sage_data::languages::all_among(languages, &self.reference_languages) {
+            if quality.reference_cosine < self.min_reference_cosine {
+                reasons.push(format!(
+                    "reference cosine {:.3} < {}",
+                    quality.reference_cosine, self.min_reference_cosine
+                ));
+            }
+            if quality.share_below > self.max_share_below {
+                reasons.push(format!(
+                    "{:.1}% of paraphrases below cosine {} (most {:.1}%)",
+                    100.0 * quality.share_below,
+                    self.low_cosine,
+                    100.0 * self.max_share_below
+                ));
+            }
+        } else {
+            notes.push(format!(
+                "reference cosine {:.3} not counted: the reference encoder covers {} (the gate's \
+                 reference_languages), not {}; name a multilingual quality_encoder and its \
+                 languages to check these paraphrases",
+                quality.reference_cosine,
+                self.reference_languages.join(", "),
+                languages.join(" and ")
             ));
         }
         if quality.edit_distance < self.min_edit_distance {
@@ -140,7 +159,6 @@ impl QualityGate {
                 100.0 * self.max_fallback_share
             ));
         }
-        let mut notes = Vec::new();
         if let Some(rating) = judge.and_then(|j| j.paraphrase_similarity) {
             match judge_spearman {
                 Some(rho) if rho >= self.min_judge_sts_spearman => {
@@ -285,11 +303,36 @@ mod tests {
         }
     }
 
+    /// The reference encoder's cosines count where it covers the languages, and are reported,
+    /// not counted, where it does not; the other thresholds hold everywhere.
+    #[test]
+    fn reference_cosines_count_only_in_the_encoders_languages() {
+        let gate = QualityGate::default();
+        let arabic = ["ara-Arab".to_owned(), "ara-Arab".to_owned()];
+        let english = ["eng-Latn".to_owned(), "eng-Latn".to_owned()];
+        let low_cosine = figures(0.40, 0.9, 0.6, 0.0);
+        let verdict = gate.verdict(&low_cosine, None, None, &arabic);
+        assert!(verdict.qualified, "{verdict:?}");
+        assert!(
+            verdict.notes[0].starts_with("reference cosine 0.400 not counted: the reference encoder covers eng"),
+            "{verdict:?}"
+        );
+        assert!(!gate.verdict(&low_cosine, None, None, &english).qualified);
+        let unchanged = figures(0.40, 0.9, 0.1, 0.0);
+        assert!(!gate.verdict(&unchanged, None, None, &arabic).qualified);
+        // a multilingual reference encoder: every language counts
+        let everywhere = QualityGate {
+            reference_languages: Vec::new(),
+            ..QualityGate::default()
+        };
+        assert!(!everywhere.verdict(&low_cosine, None, None, &arabic).qualified);
+    }
+
     #[test]
     fn every_threshold_can_fail_a_dataset_and_says_why() {
         let gate = QualityGate::default();
         let good = figures(0.85, 0.1, 0.6, 0.0);
-        assert!(gate.verdict(&good, None, None).qualified);
+        assert!(gate.verdict(&good, None, None, &[]).qualified);
         for (bad, says) in [
             (
                 figures(0.70, 0.1, 0.6, 0.0),
@@ -302,7 +345,7 @@ mod tests {
             (figures(0.85, 0.1, 0.1, 0.0), "edit distance 0.100 < 0.25"),
             (figures(0.85, 0.1, 0.6, 0.2), "20.0% fallbacks"),
         ] {
-            let verdict = gate.verdict(&bad, None, None);
+            let verdict = gate.verdict(&bad, None, None, &[]);
             assert!(!verdict.qualified);
             assert_eq!(verdict.reasons.len(), 1, "{verdict:?}");
             assert!(verdict.reasons[0].contains(says), "{verdict:?}");
@@ -314,15 +357,15 @@ mod tests {
         let gate = QualityGate::default();
         let good = figures(0.85, 0.1, 0.6, 0.0);
         let low = judged(3.1);
-        let verdict = gate.verdict(&good, Some(&low), Some(0.85));
+        let verdict = gate.verdict(&good, Some(&low), Some(0.85), &[]);
         assert!(!verdict.qualified);
         assert!(verdict.reasons[0].contains("judge rating 3.10 < 4"));
         // a judge that fails the STS check is reported, not counted
-        let verdict = gate.verdict(&good, Some(&low), Some(0.3));
+        let verdict = gate.verdict(&good, Some(&low), Some(0.3), &[]);
         assert!(verdict.qualified && verdict.notes[0].contains("STS Spearman 0.300"));
-        let verdict = gate.verdict(&good, Some(&low), None);
+        let verdict = gate.verdict(&good, Some(&low), None, &[]);
         assert!(verdict.qualified && verdict.notes[0].contains("not checked"));
-        assert!(gate.verdict(&good, Some(&judged(4.3)), Some(0.9)).qualified);
+        assert!(gate.verdict(&good, Some(&judged(4.3)), Some(0.9), &[]).qualified);
     }
 
     #[test]

@@ -96,7 +96,7 @@ fn sts_slice_with_smollm2_and_minilm_then_cached_rerun() {
     assert_eq!(q.reference_encoder, "all-MiniLM-L6-v2");
     assert_eq!(
         q.verdict,
-        options.gate.verdict(&q.figures, None, None),
+        options.gate.verdict(&q.figures, None, None, &[]),
         "{q:?}"
     );
     assert_eq!(report.unqualified.is_empty(), q.verdict.qualified);

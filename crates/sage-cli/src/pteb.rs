@@ -31,7 +31,8 @@ pub struct PtebArgs {
     /// Seed of run 0 (also sampling and bootstrap).
     #[arg(long, default_value_t = pteb::Options::default().seed)]
     seed: u64,
-    /// Datasets as name/split (default: the paper's English datasets that are local).
+    /// Datasets as name/split (default: the paper's datasets that are local, in the languages
+    /// `--languages` keeps).
     #[arg(long = "dataset")]
     datasets: Vec<String>,
     #[command(flatten)]

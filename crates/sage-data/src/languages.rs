@@ -79,6 +79,23 @@ pub fn subset_languages(subset: &str) -> Option<Vec<String>> {
     Some(languages)
 }
 
+/// Whether every one of `languages` (MTEB's form; empty: English, what a row without a language
+/// is read as) is among `among` (any form [`mteb_code`] reads; empty: every language is).
+pub fn all_among(languages: &[String], among: &[String]) -> bool {
+    let english = [ENGLISH.to_owned()];
+    let languages = if languages.is_empty() {
+        &english[..]
+    } else {
+        languages
+    };
+    among.is_empty()
+        || languages.iter().all(|l| {
+            among
+                .iter()
+                .any(|a| mteb_code(a) == mteb_code(l) && mteb_code(a).is_some())
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +118,11 @@ mod tests {
             Some(vec!["eng-Latn".to_owned()])
         );
         assert_eq!(subset_languages("answer-answer"), None);
+        let langs = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(all_among(&langs(&["eng-Latn", "ara-Arab"]), &langs(&["en", "ara"])));
+        assert!(!all_among(&langs(&["eng-Latn", "ara-Arab"]), &langs(&["eng"])));
+        assert!(all_among(&[], &langs(&["eng-Latn"])));
+        assert!(all_among(&langs(&["kor-Hang"]), &[]));
         assert_eq!(subset_languages("MSRpar"), None);
         assert_eq!(subset_languages("headlines"), None);
         // every row of the table is reachable by each of its codes

@@ -873,7 +873,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
             &["corpus.jsonl", "queries.jsonl", "qrels/test.jsonl"],
             BEIR_COLUMNS
         ),
-        "BEIR ArguAna (SAGE sensitivity documents)"
+        "BEIR ArguAna (SAGE sensitivity documents; PTEB retrieval, at MTEB's pin)"
     ),
     entry!(
         "fiqa",
