@@ -2,19 +2,21 @@
 //! paraphrases (seed + run index) and the paraphrased score; the per-dataset summary, the pooled
 //! statistics, and comparisons of encoders against a baseline.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use rand::Rng;
 use sage_core::{Embedder, EmbedderIdentity, RunSeed, Timings};
 use sage_data::{
     sample, DataRoot, DatasetKind, LabeledPair, LabeledText, Loaded, RerankingQuery, RowSelection,
     StsPair, SummaryDocument, SummaryRating,
 };
 use sage_measures::{
-    hodges_lehmann_bootstrap, holm, mean, mean_std, wilcoxon, HodgesLehmann, MeanStd, Wilcoxon,
-    BOOTSTRAP_RESAMPLES,
+    hodges_lehmann_bootstrap, holm, mean, mean_std, percentile, wilcoxon, HodgesLehmann, MeanStd,
+    Wilcoxon, BOOTSTRAP_RESAMPLES,
 };
 use serde::{Deserialize, Serialize};
 
+use crate::ablation::{PromptAblation, PromptCondition, PromptVersus};
 use crate::paraphrase::{Judge, ParaphraseStats, Paraphraser, ParaphraserIdentity};
 use crate::quality::{
     judge_sts_spearman, mean_figures, measure_run, DatasetQuality, JudgeResult, QualityGate,
@@ -189,7 +191,7 @@ pub struct PtebReport {
     /// The prompt-sensitivity analysis, when the run compared several paraphrase-prompt
     /// wordings (this report's numbers are the first wording's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_ablation: Option<crate::PromptAblation>,
+    pub prompt_ablation: Option<PromptAblation>,
     /// Where time went.
     pub timings: Timings,
 }
@@ -449,7 +451,9 @@ pub fn load_subsets(
     }
     Ok(units
         .into_iter()
-        .filter(|(_, languages, _, _)| sage_data::languages::all_among(languages, &options.languages))
+        .filter(|(_, languages, _, _)| {
+            sage_data::languages::all_among(languages, &options.languages)
+        })
         .map(|(subset, languages, task, rows)| SubsetTask {
             subset,
             languages,
@@ -821,15 +825,12 @@ pub fn evaluate(
     let results: Vec<DatasetResult> = measured
         .into_iter()
         .map(|(mut d, judged)| {
-            d.quality.verdict =
-                options
-                    .gate
-                    .verdict(
-                        &d.quality.figures,
-                        judged.as_ref(),
-                        judge_spearman,
-                        &d.languages,
-                    );
+            d.quality.verdict = options.gate.verdict(
+                &d.quality.figures,
+                judged.as_ref(),
+                judge_spearman,
+                &d.languages,
+            );
             d.quality.judge = judged;
             d
         })
@@ -869,7 +870,12 @@ pub(crate) fn paraphrase_groups(
     let mut stats = ParaphraseStats::default();
     let mut done_before = 0u64;
     // progress counts distinct texts, as each group's paraphrasing does
-    let distinct = |texts: &[&str]| texts.iter().collect::<std::collections::BTreeSet<_>>().len();
+    let distinct = |texts: &[&str]| {
+        texts
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
     let total: u64 = groups.iter().map(|(_, t)| distinct(t) as u64).sum();
     for (language, texts) in groups {
         let (paraphrases, s) = paraphraser
@@ -891,6 +897,127 @@ pub(crate) fn paraphrase_groups(
         stats.fallbacks += s.fallbacks;
     }
     Ok((rewrite, stats))
+}
+
+/// The analysis of `reports`, one per wording ((name, report), the reference first), of one
+/// encoder on the same datasets and seeds.
+pub fn prompt_ablation(reports: &[(&str, &PtebReport)], seed: RunSeed) -> Result<PromptAblation> {
+    if reports.len() < 2 {
+        return Err(PtebError::Task(
+            "the prompt-sensitivity analysis needs two wordings or more (prompts=default,variant-1)"
+                .into(),
+        ));
+    }
+    let pool = reports[0].1.options.pool_unqualified;
+    // units every wording scored, and none of them failed the gate (unless pooled)
+    let scores = |r: &PtebReport| -> BTreeMap<(String, u64), f64> {
+        r.datasets
+            .iter()
+            .filter(|d| pool || d.quality.verdict.qualified)
+            .flat_map(|d| {
+                d.runs
+                    .iter()
+                    .map(move |run| ((d.label(), run.seed), run.score))
+            })
+            .collect()
+    };
+    let per_prompt: Vec<BTreeMap<(String, u64), f64>> =
+        reports.iter().map(|(_, r)| scores(r)).collect();
+    let units: Vec<(String, u64)> = per_prompt[0]
+        .keys()
+        .filter(|k| per_prompt.iter().all(|m| m.contains_key(*k)))
+        .cloned()
+        .collect();
+    if units.len() < 2 {
+        return Err(PtebError::Task(format!(
+            "the prompt-sensitivity analysis: {} (dataset, run) pairs scored under every wording \
+             and qualified; it needs 2 or more (more runs, more datasets, or pool_unqualified)",
+            units.len()
+        )));
+    }
+    let columns: Vec<Vec<f64>> = per_prompt
+        .iter()
+        .map(|m| units.iter().map(|k| m[k]).collect())
+        .collect();
+    let spread_of = |rows: &[usize]| -> Result<f64> {
+        let means: Vec<f64> = columns
+            .iter()
+            .map(|c| mean(&rows.iter().map(|&i| c[i]).collect::<Vec<_>>()))
+            .collect::<std::result::Result<_, _>>()?;
+        let high = means.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let low = means.iter().copied().fold(f64::INFINITY, f64::min);
+        Ok(high - low)
+    };
+    let all: Vec<usize> = (0..units.len()).collect();
+    let spread = spread_of(&all)?;
+    let mut rng = seed.rng("pteb/prompt-ablation");
+    let mut resampled = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        let rows: Vec<usize> = (0..units.len())
+            .map(|_| rng.gen_range(0..units.len()))
+            .collect();
+        resampled.push(spread_of(&rows)?);
+    }
+    let conditions = reports
+        .iter()
+        .zip(&columns)
+        .map(|((name, r), column)| {
+            let counted: Vec<_> = r
+                .datasets
+                .iter()
+                .filter(|d| pool || d.quality.verdict.qualified)
+                .collect();
+            Ok(PromptCondition {
+                prompt: (*name).to_owned(),
+                instruction: r.paraphraser.instruction.clone(),
+                mean_score: mean(column)?,
+                mean_edit_distance: mean(
+                    &counted
+                        .iter()
+                        .map(|d| d.quality.figures.edit_distance)
+                        .collect::<Vec<_>>(),
+                )?,
+                fallbacks: r.fallbacks,
+                datasets: counted
+                    .iter()
+                    .map(|d| (d.label(), d.paraphrased.mean))
+                    .collect(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut versus_first = Vec::new();
+    for (k, (name, _)) in reports.iter().enumerate().skip(1) {
+        let (x, y) = (&columns[k], &columns[0]);
+        let equal = x.iter().zip(y).all(|(a, b)| a == b);
+        versus_first.push(PromptVersus {
+            prompt: (*name).to_owned(),
+            n: units.len(),
+            hodges_lehmann: hodges_lehmann_bootstrap(x, y, 0.95, BOOTSTRAP_RESAMPLES, seed)?,
+            wilcoxon: if equal { None } else { Some(wilcoxon(x, y)?) },
+            p_holm: None,
+        });
+    }
+    let tested: Vec<usize> = (0..versus_first.len())
+        .filter(|&i| versus_first[i].wilcoxon.is_some())
+        .collect();
+    if !tested.is_empty() {
+        let p: Vec<f64> = tested
+            .iter()
+            .map(|&i| versus_first[i].wilcoxon.as_ref().map_or(1.0, |w| w.p_value))
+            .collect();
+        let adjusted = holm(&p, 0.05)?;
+        for (&i, p) in tested.iter().zip(adjusted.adjusted) {
+            versus_first[i].p_holm = Some(p);
+        }
+    }
+    Ok(PromptAblation {
+        conditions,
+        units: units.len(),
+        spread,
+        spread_low: percentile(&resampled, 2.5)?,
+        spread_high: percentile(&resampled, 97.5)?,
+        versus_first,
+    })
 }
 
 /// Whether a dataset's numbers enter pooled statistics and comparisons.

@@ -46,11 +46,12 @@ mod tasks;
 #[cfg(test)]
 mod testing;
 
-pub use ablation::{prompt_ablation, PromptAblation, PromptCondition, PromptVersus};
+pub use ablation::{PromptAblation, PromptCondition, PromptVersus};
 pub use cache::{default_cache_path, merge_paraphrase_caches, request_key, ParaphraseCache};
 pub use evaluate::{
-    compare, evaluate, load_subsets, load_task, Comparison, DatasetResult, Options, Paraphrasing,
-    Pooled, Progress, PtebReport, RunResult, Silent, SubsetTask, DEFAULT_DATASETS,
+    compare, evaluate, load_subsets, load_task, prompt_ablation, Comparison, DatasetResult,
+    Options, Paraphrasing, Pooled, Progress, PtebReport, RunResult, Silent, SubsetTask,
+    DEFAULT_DATASETS,
 };
 // the chat models live in sage-llm; PTEB's API keeps naming them
 pub use llm::LlmConfig;

@@ -195,14 +195,12 @@ pub fn qualify(
                 }
                 None => None,
             };
-            let verdict = options
-                .gate
-                .verdict(
-                    &figures,
-                    judge_result.as_ref(),
-                    chosen_spearman,
-                    &languages_of[index],
-                );
+            let verdict = options.gate.verdict(
+                &figures,
+                judge_result.as_ref(),
+                chosen_spearman,
+                &languages_of[index],
+            );
             per_dataset.push(ParaphraserOnDataset {
                 dataset: name.clone(),
                 texts: stats.unique_texts,

@@ -314,7 +314,9 @@ mod tests {
         let verdict = gate.verdict(&low_cosine, None, None, &arabic);
         assert!(verdict.qualified, "{verdict:?}");
         assert!(
-            verdict.notes[0].starts_with("reference cosine 0.400 not counted: the reference encoder covers eng"),
+            verdict.notes[0].starts_with(
+                "reference cosine 0.400 not counted: the reference encoder covers eng"
+            ),
             "{verdict:?}"
         );
         assert!(!gate.verdict(&low_cosine, None, None, &english).qualified);
@@ -325,7 +327,11 @@ mod tests {
             reference_languages: Vec::new(),
             ..QualityGate::default()
         };
-        assert!(!everywhere.verdict(&low_cosine, None, None, &arabic).qualified);
+        assert!(
+            !everywhere
+                .verdict(&low_cosine, None, None, &arabic)
+                .qualified
+        );
     }
 
     #[test]
@@ -365,7 +371,10 @@ mod tests {
         assert!(verdict.qualified && verdict.notes[0].contains("STS Spearman 0.300"));
         let verdict = gate.verdict(&good, Some(&low), None, &[]);
         assert!(verdict.qualified && verdict.notes[0].contains("not checked"));
-        assert!(gate.verdict(&good, Some(&judged(4.3)), Some(0.9), &[]).qualified);
+        assert!(
+            gate.verdict(&good, Some(&judged(4.3)), Some(0.9), &[])
+                .qualified
+        );
     }
 
     #[test]

@@ -119,8 +119,14 @@ mod tests {
         );
         assert_eq!(subset_languages("answer-answer"), None);
         let langs = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        assert!(all_among(&langs(&["eng-Latn", "ara-Arab"]), &langs(&["en", "ara"])));
-        assert!(!all_among(&langs(&["eng-Latn", "ara-Arab"]), &langs(&["eng"])));
+        assert!(all_among(
+            &langs(&["eng-Latn", "ara-Arab"]),
+            &langs(&["en", "ara"])
+        ));
+        assert!(!all_among(
+            &langs(&["eng-Latn", "ara-Arab"]),
+            &langs(&["eng"])
+        ));
         assert!(all_among(&[], &langs(&["eng-Latn"])));
         assert!(all_among(&langs(&["kor-Hang"]), &[]));
         assert_eq!(subset_languages("MSRpar"), None);
