@@ -26,7 +26,7 @@ use sage_core::EmbedderIdentity;
 use crate::{PtebError, PtebReport, Result};
 
 /// MTEB's name of each registry dataset that is an MTEB task.
-const MTEB_TASKS: [(&str, &str); 20] = [
+const MTEB_TASKS: [(&str, &str); 21] = [
     ("stsb", "STSBenchmark"),
     ("sickr", "SICK-R"),
     ("sts12", "STS12"),
@@ -45,6 +45,7 @@ const MTEB_TASKS: [(&str, &str); 20] = [
     ),
     ("masakhanews", "MasakhaNEWSClusteringS2S"),
     ("arguana", "ArguAna"),
+    ("twitterhjerne", "TwitterHjerneRetrieval"),
     ("biosses", "BIOSSES"),
     ("banking77", "Banking77Classification"),
     ("twentynewsgroups", "TwentyNewsgroupsClustering"),

@@ -1,5 +1,6 @@
 //! PTEB's multilingual datasets end to end on the fixture mirror's samples (STS17's six official
-//! tracks, AmazonCounterfactual's four subsets, MasakhaNEWS's sixteen languages) with a small
+//! tracks, AmazonCounterfactual's four subsets, MasakhaNEWS's sixteen languages, a Danish
+//! retrieval set laid out as TwitterHjerne) with a small
 //! random XLM-RoBERTa checkpoint as the encoder (the family of paraphrase-multilingual-mpnet-base-v2
 //! and multilingual-e5-large-instruct, built by tests/python-reference/tiny_models.py with
 //! transformers), and a paraphraser that reverses the words and records what it was asked: one
@@ -88,6 +89,7 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
         ("sts17", "test"),
         ("amazon-counterfactual", "test"),
         ("masakhanews", "test"),
+        ("twitterhjerne", "train"),
     ];
     let report = evaluate(
         encoder.as_ref(),
@@ -112,7 +114,9 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
         .iter()
         .map(|d| (d.label(), d.languages.clone()))
         .collect();
-    assert_eq!(got.len(), 6 + 4 + 16, "{got:?}");
+    assert_eq!(got.len(), 6 + 4 + 16 + 1, "{got:?}");
+    // a one-language set: no subset, the language the registry names
+    assert_eq!(got["twitterhjerne/train"], ["dan-Latn"]);
     assert_eq!(got["sts17/test/en-tr"], ["eng-Latn", "tur-Latn"]);
     assert_eq!(got["amazon-counterfactual/test/en-ext"], ["eng-Latn"]);
     assert_eq!(got["amazon-counterfactual/test/ja"], ["jpn-Jpan"]);
@@ -144,6 +148,16 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
             "{instructions:?}"
         );
     }
+    let danish = root.beir("twitterhjerne", "train").unwrap().queries;
+    for query in &danish {
+        assert!(
+            asked
+                .iter()
+                .any(|(i, t)| *t == query.text && i.starts_with("The text below is in Danish.")),
+            "{} not asked for in Danish",
+            query.text
+        );
+    }
     let english_instruction = pteb::PromptStyle::English.instruction();
     let en_rows = root
         .load_mteb::<sage_data::LabeledText>("amazon-counterfactual", "test")
@@ -173,6 +187,14 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
         ["en", "en-ext", "de", "ja"]
     );
     assert_eq!(subsets("MasakhaNEWSClusteringS2S").len(), 16);
+    assert_eq!(subsets("TwitterHjerneRetrieval"), ["default"]);
+    let danish_file = find(out.path(), "TwitterHjerneRetrieval.json").expect("its file");
+    let danish_file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(danish_file).unwrap()).unwrap();
+    assert_eq!(
+        danish_file["scores"]["train"][0]["languages"],
+        serde_json::json!(["dan-Latn"])
+    );
     let file = find(out.path(), "MasakhaNEWSClusteringS2S.json").expect("MasakhaNEWS's file");
     let written: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
     let tir = written["scores"]["test"]

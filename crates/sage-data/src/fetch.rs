@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{parse_error, DataError, Result};
 use crate::load::DataRoot;
-use crate::registry::{entry, DatasetEntry, DatasetKind, HubSource};
+use crate::registry::{entry, DatasetEntry, DatasetKind, HubSource, HubTransform};
 
 /// What one fetched split became.
 #[derive(Clone, Debug, Serialize)]
@@ -212,6 +212,82 @@ pub fn map_record(
     }
 }
 
+/// BEIR's corpus, queries and judgements (as MTEB's JSON-lines qrels) from records of one
+/// question and its answers ([`HubTransform::QuestionAnswers`] gives the rule, MTEB's).
+#[allow(clippy::type_complexity)]
+fn question_answers(
+    records: &[(PathBuf, Value)],
+    question: &str,
+    answer_prefix: &str,
+) -> Result<(Vec<Value>, Vec<Value>, Vec<Value>)> {
+    let words = |s: &str| s.split(' ').count();
+    let (mut corpus, mut queries, mut qrels) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut n = 0usize;
+    for (i, (path, record)) in records.iter().enumerate() {
+        let Some(Value::Object(fields)) = Some(record) else {
+            return Err(parse_error(path, i + 1, "a record is not an object"));
+        };
+        let q = match fields.get(question) {
+            Some(Value::String(q)) => q,
+            _ => {
+                return Err(parse_error(
+                    path,
+                    i + 1,
+                    format!("no text field {question:?}"),
+                ))
+            }
+        };
+        // the answer columns in the source's order (`Answer 1` … `Answer 10`): a record read
+        // here keeps its keys sorted as text, so they are put back in the order of the number
+        // they end with
+        let mut columns: Vec<(&String, &Value)> = fields
+            .iter()
+            .filter(|(k, _)| k.starts_with(answer_prefix))
+            .collect();
+        columns.sort_by_key(|(k, _)| {
+            let digits: String = k.chars().rev().take_while(char::is_ascii_digit).collect();
+            let number: u64 = digits
+                .chars()
+                .rev()
+                .collect::<String>()
+                .parse()
+                .unwrap_or(0);
+            (number, (*k).clone())
+        });
+        let answers: Vec<&str> = columns
+            .iter()
+            .filter_map(|(_, v)| v.as_str())
+            .filter(|a| !a.is_empty() && words(a) > 3)
+            .collect();
+        if words(q) < 4 && !answers.is_empty() {
+            continue;
+        }
+        let query_id = n.to_string();
+        queries.push(serde_json::json!({"_id": query_id, "text": q}));
+        n += 1;
+        for answer in answers {
+            let id = match seen.get(answer) {
+                Some(&id) => id,
+                None => {
+                    seen.insert(answer.to_owned(), n);
+                    corpus.push(
+                        serde_json::json!({"_id": n.to_string(), "title": "", "text": answer}),
+                    );
+                    n += 1;
+                    n - 1
+                }
+            };
+            qrels.push(serde_json::json!({
+                "query-id": query_id,
+                "corpus-id": id.to_string(),
+                "score": 1
+            }));
+        }
+    }
+    Ok((corpus, queries, qrels))
+}
+
 /// BEIR's `qrels/<split>.tsv` (`query-id TAB corpus-id TAB score` under that header) from
 /// MTEB's JSON-lines judgements, written atomically.
 fn write_qrels_tsv(target: &Path, source: &Path, records: &[Value]) -> Result<()> {
@@ -308,6 +384,39 @@ fn fetch_split(
     let mut sources = Vec::new();
     let mut written = Vec::new();
     let mut rows = 0;
+    if let (
+        DatasetKind::Beir,
+        Some(HubTransform::QuestionAnswers {
+            question,
+            answer_prefix,
+        }),
+    ) = (e.kind, source.transform)
+    {
+        let mut records = Vec::new();
+        for file in source.files {
+            let path = hub_file(hub, e.name, &repo, file, &local)?;
+            records.extend(read_records(&path)?.into_iter().map(|r| (path.clone(), r)));
+            sources.push(path);
+        }
+        let (corpus, queries, qrels) = question_answers(&records, question, answer_prefix)?;
+        rows = corpus.len();
+        written.push(local.join("corpus.jsonl"));
+        write_jsonl(&written[0], corpus.iter())?;
+        written.push(local.join("queries.jsonl"));
+        write_jsonl(&written[1], queries.iter())?;
+        let target = local.join("qrels").join(format!("{split}.tsv"));
+        write_qrels_tsv(&target, &sources[0], &qrels)?;
+        written.push(target);
+        return Ok(Fetched {
+            dataset: e.name.to_owned(),
+            split: split.to_owned(),
+            sources,
+            written,
+            rows,
+            revision: hub.cached_commit(&repo),
+            skipped: false,
+        });
+    }
     if e.kind == DatasetKind::Beir {
         let mut qrels_here = false;
         for file in source.files {
@@ -657,6 +766,57 @@ mod tests {
         let beir = root.beir("arguana", "test").unwrap();
         assert_eq!((beir.corpus.len(), beir.queries.len()), (2, 1));
         assert_eq!(beir.qrels["a1"]["a2"], 1);
+    }
+
+    /// TwitterHjerne as MTEB makes it from the source's question and answer columns: answers of
+    /// more than 3 words, short questions with answers left out, one counter numbering queries
+    /// and new answers, a repeated answer keeping its number, answers in column order.
+    #[test]
+    fn question_answer_records_become_a_beir_set_as_mtebs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        let lines = concat!(
+            "{\"Question\": \"Hvor kan jeg købe kartofler i dag?\", \"Answer 1\": \"Økologiske er vel ok måske?\", \"Answer 2\": \"Nej\", \"Answer 10\": \"\"}\n",
+            "{\"Question\": \"Hvem?\", \"Answer 1\": \"Det ved jeg ikke rigtig\", \"Answer 2\": null, \"Answer 10\": null}\n",
+            "{\"Question\": \"Kort?\", \"Answer 1\": \"Nej\", \"Answer 2\": null, \"Answer 10\": null}\n",
+            "{\"Question\": \"Hvad bruger I til medieovervågning?\", \"Answer 1\": \"Økologiske er vel ok måske?\", ",
+            "\"Answer 2\": \"Infomedia og mnjah det er fint\", \"Answer 10\": \"Det var en god dag\"}\n"
+        );
+        put(
+            &cache,
+            "sorenmulli/da-hashtag-twitterhjerne",
+            "data/train-00000-of-00001-52a08236c9c7dcd4.parquet",
+            &parquet(lines),
+        );
+        let root = DataRoot::new(&data);
+        let got = fetch(&root, "twitterhjerne", &[], &offline(&cache), false).unwrap();
+        assert_eq!(got[0].rows, 3);
+        let beir = root.beir("twitterhjerne", "train").unwrap();
+        let corpus: Vec<(&str, &str)> = beir
+            .corpus
+            .iter()
+            .map(|d| (d.id.as_str(), d.text.as_str()))
+            .collect();
+        assert_eq!(
+            corpus,
+            [
+                ("1", "Økologiske er vel ok måske?"),
+                ("4", "Infomedia og mnjah det er fint"),
+                ("5", "Det var en god dag")
+            ]
+        );
+        let mut judged: Vec<(&str, &str)> = beir
+            .qrels
+            .iter()
+            .flat_map(|(q, docs)| docs.keys().map(move |d| (q.as_str(), d.as_str())))
+            .collect();
+        judged.sort_unstable();
+        assert_eq!(judged, [("0", "1"), ("3", "1"), ("3", "4"), ("3", "5")]);
+        assert!(beir
+            .queries
+            .iter()
+            .any(|q| q.id == "3" && q.text.starts_with("Hvad bruger")));
+        assert!(!beir.queries.iter().any(|q| q.text == "Hvem?"));
     }
 
     /// A subset named by the file (MTEB's STS17: `test/en-de.jsonl.gz`) or by its folder

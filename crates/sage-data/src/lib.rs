@@ -62,7 +62,7 @@ pub use load::{
     Beir, DataRoot, EmptyTextPolicy, KeepDocuments, KindOf, PathHints, SplitReport, SplitRows,
 };
 pub use records::{reading_parquet, Format};
-pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, REGISTRY};
+pub use registry::{entry, DatasetEntry, DatasetKind, HubSource, HubTransform, REGISTRY};
 pub use rows::{
     AxisRating, BeirDocument, BeirQuery, ClassedPair, Document, DocumentSummary, LabeledPair,
     LabeledText, Line, Loaded, NegationPair, RerankingQuery, Row, StsPair, SummaryComparison,

@@ -125,6 +125,26 @@ pub struct HubSource {
     pub files: &'static [&'static str],
     /// (our column, their column or JSON path) pairs.
     pub columns: &'static [(&'static str, &'static str)],
+    /// How the records become our layout when a column map cannot say it; `None`: the
+    /// columns alone.
+    pub transform: Option<HubTransform>,
+}
+
+/// A source's records made into our layout by a rule of their own.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub enum HubTransform {
+    /// One question a record with its answers in the columns whose names start with
+    /// `answer_prefix`, made into a BEIR set as MTEB's task makes it
+    /// (mteb/tasks/Retrieval/dan/TwitterHjerneRetrieval.py, v1): an answer counts when it has
+    /// more than 3 space-separated words; a question of fewer than 4 words that has answers is
+    /// left out; queries and new answers are numbered by one counter in record order, an
+    /// answer seen before keeping its number; every answer of a question is relevant (1).
+    QuestionAnswers {
+        /// The question's column.
+        question: &'static str,
+        /// The prefix of the answers' columns.
+        answer_prefix: &'static str,
+    },
 }
 
 /// One registered dataset.
@@ -150,11 +170,20 @@ pub struct DatasetEntry {
     pub mteb_rows: &'static [(&'static str, &'static [&'static str])],
     /// One line about it.
     pub description: &'static str,
+    /// The language of every text, as MTEB writes it (`dan-Latn`), of a one-language dataset
+    /// that is not English; `None`: English, or stated by each row (a file of language subsets).
+    pub language: Option<&'static str>,
+}
+
+/// `entry` with every text in `language` (MTEB's form, `dan-Latn`).
+const fn in_language(mut entry: DatasetEntry, language: &'static str) -> DatasetEntry {
+    entry.language = Some(language);
+    entry
 }
 
 macro_rules! entry {
     ($name:literal, $kind:ident, [$($split:literal),*], $local:literal, $hub:expr, $desc:literal) => {
-        DatasetEntry { name: $name, kind: DatasetKind::$kind, splits: &[$($split),*], local: $local, dimensions: &[], hub: $hub, mteb_rows: &[], description: $desc }
+        DatasetEntry { name: $name, kind: DatasetKind::$kind, splits: &[$($split),*], local: $local, dimensions: &[], hub: $hub, mteb_rows: &[], description: $desc, language: None }
     };
 }
 
@@ -173,6 +202,7 @@ const fn hub_at(
         config,
         files,
         columns,
+        transform: None,
     })
 }
 
@@ -282,6 +312,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
         // mteb/sickr-sts has one split, test, of every SICK pair (train + trial + test)
         mteb_rows: &[("test", &["train", "validation", "test"])],
         description: "SICK relatedness, scores 1-5 (MTEB's SICK-R test: all three splits)",
+        language: None,
     },
     entry!(
         "sts12",
@@ -584,6 +615,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
         ),
         mteb_rows: &[],
         description: "SummEval expert ratings (1-5)",
+        language: None,
     },
     entry!(
         "summeval-docs",
@@ -602,6 +634,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
         hub: None,
         mteb_rows: &[],
         description: "REALSumm LitePyramid recall (0-1)",
+        language: None,
     },
     entry!(
         "realsumm-docs",
@@ -653,6 +686,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
         ),
         mteb_rows: &[],
         description: "OpenAI TL;DR axis ratings (1-7)",
+        language: None,
     },
     // clustering
     entry!(
@@ -875,6 +909,28 @@ pub const REGISTRY: &[DatasetEntry] = &[
         ),
         "BEIR ArguAna (SAGE sensitivity documents; PTEB retrieval, at MTEB's pin)"
     ),
+    in_language(
+        entry!(
+            "twitterhjerne",
+            Beir,
+            ["train"],
+            "retrieval/twitterhjerne",
+            Some(HubSource {
+                repo: "sorenmulli/da-hashtag-twitterhjerne",
+                // MTEB's TwitterHjerneRetrieval pin (v1, before MTEB's own converted copy)
+                revision: "099ee143c7fdfa6bd7965be8c801cb161c313b29",
+                config: None,
+                files: &["data/train-00000-of-00001-52a08236c9c7dcd4.parquet"],
+                columns: &[],
+                transform: Some(HubTransform::QuestionAnswers {
+                    question: "Question",
+                    answer_prefix: "Answer",
+                }),
+            }),
+            "#Twitterhjerne: Danish questions on Twitter and their answers (retrieval)"
+        ),
+        "dan-Latn",
+    ),
     entry!(
         "fiqa",
         Beir,
@@ -1013,6 +1069,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
                 ("positive", "positive"),
                 ("negative", "negative")
             ],
+            transform: None,
         }),
         "AskUbuntu duplicate questions (MTEB reranking)"
     ),
