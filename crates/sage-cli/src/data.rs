@@ -87,8 +87,9 @@ pub enum DataCommand {
         /// dataset is made).
         #[arg(long)]
         keep_sources: bool,
-        /// Serve every source URL https://HOST/PATH from BASE/HOST/PATH instead: a local copy
-        /// of the sources (as `.sources` keeps them) behind a web server.
+        /// Serve every source URL https://HOST/PATH from BASE/HOST/PATH instead: a copy of the
+        /// sources (as `.sources` keeps them) behind a web server (an http(s) base), or in a
+        /// folder (a path, or file://PATH).
         #[arg(long, env = "SAGE_DATA_SOURCES", value_name = "BASE")]
         sources: Option<String>,
         /// No progress bars.

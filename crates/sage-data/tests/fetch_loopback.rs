@@ -378,3 +378,168 @@ fn a_source_gone_from_its_url_is_taken_from_its_mirror() {
         "{why}"
     );
 }
+
+/// A copy of the sources in a folder laid out `HOST/PATH` (a shared disk at a closed site), as
+/// a path or as `file://`: read with a download's checks, a file of the wrong size refused.
+#[test]
+fn a_folder_of_the_sources_serves_them_as_the_hosts_would() {
+    let (pins, tsv, tgz) = fixture();
+    let copy = tempfile::tempdir().unwrap();
+    for (url, bytes) in [(TSV_URL, &tsv), (TGZ_URL, &tgz)] {
+        let path = copy.path().join(url.strip_prefix("https://").unwrap());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    for base in [
+        copy.path().display().to_string(),
+        format!("file://{}", copy.path().display()),
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        let mut opts = RebuildOptions {
+            root: root.path().to_owned(),
+            jobs: 2,
+            overwrite: false,
+            keep_sources: false,
+            download: DownloadSettings::default(),
+        };
+        opts.download.base = Some(base.clone());
+        let outcomes = rebuild(&pins, &names(), &opts, &Quiet).unwrap();
+        for o in &outcomes {
+            assert_eq!(o.status, "fetched", "{base}: {o:?}");
+        }
+        assert_eq!(
+            by_name(&outcomes, "stsb-like").downloaded_bytes,
+            tsv.len() as u64
+        );
+    }
+    // a file of another size in the copy is refused, naming it and both sizes
+    let path = copy.path().join(TSV_URL.strip_prefix("https://").unwrap());
+    std::fs::write(&path, b"short").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let mut opts = RebuildOptions {
+        root: root.path().to_owned(),
+        jobs: 1,
+        overwrite: false,
+        keep_sources: false,
+        download: DownloadSettings::default(),
+    };
+    opts.download.base = Some(copy.path().display().to_string());
+    let why = by_name(
+        &rebuild(&pins, &names(), &opts, &Quiet).unwrap(),
+        "stsb-like",
+    )
+    .error
+    .unwrap();
+    assert!(
+        why.contains("holds 5 bytes") && why.contains(&format!("{} bytes", tsv.len())),
+        "{why}"
+    );
+    assert!(!root.path().join("sts/stsb_like/test.jsonl").exists());
+}
+
+/// `downloaded_bytes` is what arrived: the part of a cut transfer, then only the rest.
+#[test]
+fn downloaded_bytes_count_what_arrived() {
+    let (pins, tsv, tgz) = fixture();
+    let server = Sources::start();
+    server.set(TSV_URL, Answer::Truncate(tsv.clone(), 40));
+    server.set(TGZ_URL, Answer::Serve(tgz.clone()));
+    let root = tempfile::tempdir().unwrap();
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    let sts = by_name(&outcomes, "stsb-like");
+    assert_eq!((sts.status, sts.downloaded_bytes), ("failed", 40));
+    assert_eq!(
+        by_name(&outcomes, "wordnet-like").downloaded_bytes,
+        tgz.len() as u64
+    );
+    server.set(TSV_URL, Answer::Serve(tsv.clone()));
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    let sts = by_name(&outcomes, "stsb-like");
+    assert_eq!(
+        (sts.status, sts.downloaded_bytes),
+        ("fetched", tsv.len() as u64 - 40)
+    );
+}
+
+/// A file placed by hand that is not the pinned one is named as such, with its size and sha256
+/// against the pin's, not met with "put the file at" the path where it already is.
+#[test]
+fn a_wrong_file_placed_by_hand_is_said_to_be_wrong() {
+    let (pins, _, tgz) = fixture();
+    let server = Sources::start();
+    server.set(TGZ_URL, Answer::Serve(tgz));
+    let root = tempfile::tempdir().unwrap();
+    let placed = sage_data::rebuild::source_path(root.path(), TSV_URL);
+    std::fs::create_dir_all(placed.parent().unwrap()).unwrap();
+    std::fs::write(&placed, b"not the file").unwrap();
+    let outcomes = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    let why = by_name(&outcomes, "stsb-like").error.unwrap();
+    assert!(
+        why.contains(&format!(
+            "The file at {} is not the pinned one: 12 bytes",
+            placed.display()
+        )) && why.contains(&sha(b"not the file"))
+            && !why.contains("put the\u{20}file at"),
+        "{why}"
+    );
+}
+
+/// A source pinned by its size only (a tarball GitHub makes on request) whose file fails its
+/// checksum is removed, so the rerun downloads it afresh rather than reusing the bad one; and
+/// `--overwrite` fetches such a source again even when one is kept.
+#[test]
+fn a_bad_unhashed_source_does_not_block_the_rerun() {
+    let (mut pins, _, _) = fixture();
+    const MADE: &str =
+        "https://codeload.github.com/owner/repo/tar.gz/0123456789abcdef0123456789abcdef01234567";
+    let good = b"the tarball's bytes".to_vec();
+    pins.artifacts.insert(
+        MADE.to_owned(),
+        ArtifactPin {
+            bytes: 64,
+            sha256: None,
+            mirrors: Vec::new(),
+        },
+    );
+    pins.datasets.push(DatasetPin {
+        name: "made-on-request".into(),
+        licence: "test".into(),
+        unavailable: None,
+        hub_only: None,
+        files: vec![FilePin {
+            path: "made/copy.bin".into(),
+            bytes: good.len() as u64,
+            sha256: sha(&good),
+            convert: "copy".into(),
+            from: vec![MADE.into()],
+            options: toml::Table::new(),
+        }],
+    });
+    let server = Sources::start();
+    server.set(MADE, Answer::Serve(b"a changed tarball".to_vec()));
+    let root = tempfile::tempdir().unwrap();
+    let name = vec!["made-on-request".to_owned()];
+    let first = rebuild(&pins, &name, &options(root.path(), &server), &Quiet).unwrap();
+    let why = first[0].error.clone().unwrap();
+    assert!(why.contains("removed") && why.contains(MADE), "{why}");
+    assert!(!sage_data::rebuild::source_path(root.path(), MADE).exists());
+    server.set(MADE, Answer::Serve(good.clone()));
+    let second = rebuild(&pins, &name, &options(root.path(), &server), &Quiet).unwrap();
+    assert_eq!(second[0].status, "fetched", "{second:?}");
+    assert_eq!(
+        std::fs::read(root.path().join("made/copy.bin")).unwrap(),
+        good
+    );
+
+    // a bad copy kept from before (within its size bound, so its bytes cannot be told from
+    // the good ones): --overwrite asks the source again instead of reusing it
+    std::fs::remove_file(root.path().join("made/copy.bin")).unwrap();
+    let kept = sage_data::rebuild::source_path(root.path(), MADE);
+    std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+    std::fs::write(&kept, b"a changed tarball").unwrap();
+    let mut again = options(root.path(), &server);
+    again.overwrite = true;
+    let third = rebuild(&pins, &name, &again, &Quiet).unwrap();
+    assert_eq!(third[0].status, "fetched", "{third:?}");
+    assert_eq!(third[0].downloaded_bytes, good.len() as u64);
+}

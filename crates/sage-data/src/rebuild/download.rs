@@ -11,6 +11,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -32,8 +33,10 @@ pub const ALLOWED_HOSTS: &[&str] = &[
 /// How downloads run.
 #[derive(Clone, Debug)]
 pub struct DownloadSettings {
-    /// Serve every `https://HOST/PATH` from `BASE/HOST/PATH` instead (a local copy of the
-    /// sources, or the loopback server of the tests).
+    /// Serve every `https://HOST/PATH` from `BASE/HOST/PATH` instead: an HTTP base (a mirror,
+    /// the loopback server of the tests), or a folder (a path, or `file://PATH`: a copy of the
+    /// sources on a shared disk, as a closed site keeps them). A folder's file is read with the
+    /// same bounds and checks as a download.
     pub base: Option<String>,
     /// The time any source gets before its body is cut, on top of its size at [`Self::min_rate`].
     pub stall: Duration,
@@ -94,6 +97,75 @@ fn host_of(url: &str) -> Option<&str> {
 }
 
 impl DownloadSettings {
+    /// The folder `base` names, when it is one rather than an HTTP base.
+    fn folder(&self) -> Option<PathBuf> {
+        let base = self.base.as_deref()?;
+        if let Some(path) = base.strip_prefix("file://") {
+            return Some(PathBuf::from(path));
+        }
+        (!base.contains("://")).then(|| PathBuf::from(base))
+    }
+
+    /// Copies the folder's file for `url` to `dest` (via `dest.partial`), checked against `pin`
+    /// as a download is; `received` counts the bytes read.
+    fn copy_from_folder(
+        &self,
+        folder: &Path,
+        url: &str,
+        pin: &ArtifactPin,
+        dest: &Path,
+        on_bytes: OnBytes<'_>,
+        received: &AtomicU64,
+    ) -> Result<(), String> {
+        let rest = url.strip_prefix("https://").unwrap_or(url);
+        let source = folder.join(rest);
+        let meta = std::fs::metadata(&source).map_err(|e| format!("{}: {e}", source.display()))?;
+        if meta.len() > pin.bytes || (pin.sha256.is_some() && meta.len() < pin.bytes) {
+            return Err(format!(
+                "{} holds {} bytes; the pinned file is {}{} bytes",
+                source.display(),
+                meta.len(),
+                if pin.sha256.is_some() { "" } else { "at most " },
+                pin.bytes
+            ));
+        }
+        let partial = partial_path(dest);
+        let mut from = File::open(&source)
+            .map_err(|e| format!("{}: {e}", source.display()))?
+            .take(pin.bytes + 1);
+        let mut to = File::create(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = from
+                .read(&mut buf)
+                .map_err(|e| format!("{}: {e}", source.display()))?;
+            if n == 0 {
+                break;
+            }
+            to.write_all(&buf[..n])
+                .map_err(|e| format!("{}: {e}", partial.display()))?;
+            received.fetch_add(n as u64, Ordering::Relaxed);
+            on_bytes(n as u64);
+        }
+        to.sync_all()
+            .map_err(|e| format!("{}: {e}", partial.display()))?;
+        drop(to);
+        self.accept(&partial, pin, dest)
+    }
+
+    /// Renames a complete `partial` to `dest` when it is the pinned file (its sha256, where the
+    /// pin has one); removes it otherwise.
+    fn accept(&self, partial: &Path, pin: &ArtifactPin, dest: &Path) -> Result<(), String> {
+        if let Some(pinned) = &pin.sha256 {
+            let sha = sha256_file(partial).map_err(|e| format!("{}: {e}", partial.display()))?;
+            if &sha != pinned {
+                let _ = std::fs::remove_file(partial);
+                return Err(format!("sha256 {sha}, pinned {pinned} (removed)"));
+            }
+        }
+        std::fs::rename(partial, dest).map_err(|e| format!("{}: {e}", dest.display()))
+    }
+
     /// Where the pinned `url` is fetched from.
     fn served_from(&self, url: &str) -> String {
         match (&self.base, url.strip_prefix("https://")) {
@@ -135,13 +207,16 @@ impl DownloadSettings {
     }
 
     /// Downloads `url` to `dest` (via `dest.partial`), checked against `pin`; the error says
-    /// what happened (the caller names the URL).
+    /// what happened (the caller names the URL). `on_bytes` hears of the bytes the file holds
+    /// (a resumed download's first part included, for progress); `received` counts only the
+    /// bytes that arrived now, failed attempts included.
     pub fn download(
         &self,
         url: &str,
         pin: &ArtifactPin,
         dest: &Path,
         on_bytes: OnBytes<'_>,
+        received: &AtomicU64,
     ) -> Result<(), String> {
         let error = |message: String| message;
         match host_of(url) {
@@ -155,6 +230,9 @@ impl DownloadSettings {
         }
         if let Some(dir) = dest.parent() {
             std::fs::create_dir_all(dir).map_err(|e| error(format!("{}: {e}", dir.display())))?;
+        }
+        if let Some(folder) = self.folder() {
+            return self.copy_from_folder(&folder, url, pin, dest, on_bytes, received);
         }
         let partial = partial_path(dest);
         let budget = self.stall + Duration::from_secs(pin.bytes / self.min_rate.max(1));
@@ -244,6 +322,7 @@ impl DownloadSettings {
                 }
             };
             got += n as u64;
+            received.fetch_add(n as u64, Ordering::Relaxed);
             if got > expect {
                 drop(file);
                 let _ = std::fs::remove_file(&partial);
@@ -266,16 +345,7 @@ impl DownloadSettings {
                 pin.bytes
             )));
         }
-        if let Some(pinned) = &pin.sha256 {
-            let sha =
-                sha256_file(&partial).map_err(|e| error(format!("{}: {e}", partial.display())))?;
-            if &sha != pinned {
-                let _ = std::fs::remove_file(&partial);
-                return Err(error(format!("sha256 {sha}, pinned {pinned} (removed)")));
-            }
-        }
-        std::fs::rename(&partial, dest).map_err(|e| error(format!("{}: {e}", dest.display())))?;
-        Ok(())
+        self.accept(&partial, pin, dest)
     }
 }
 

@@ -114,13 +114,13 @@ mod tests {
 mod fetch_impl {
     use std::collections::BTreeMap;
     use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     use std::sync::Mutex;
 
     use serde::Serialize;
 
     use super::download::{self, DownloadSettings};
-    use crate::pins::{url_path, DatasetPin, FilePin, Pins};
+    use crate::pins::{url_path, ArtifactPin, DatasetPin, FilePin, Pins};
 
     /// How a rebuild runs.
     #[derive(Clone, Debug)]
@@ -184,12 +184,28 @@ mod fetch_impl {
         root.join(".sources").join(url_path(url).unwrap_or(url))
     }
 
-    /// The line said when a source cannot be had.
-    fn by_hand(root: &Path, dataset: &str, url: &str, why: &str) -> String {
+    /// The line said when a source cannot be had: where to put it by hand, or, when a file is
+    /// there already, that it is not the pinned one.
+    fn by_hand(root: &Path, dataset: &str, url: &str, why: &str, pin: &ArtifactPin) -> String {
+        let path = source_path(root, url);
+        if let Ok(meta) = std::fs::metadata(&path) {
+            let sha = download::sha256_file(&path).unwrap_or_else(|e| format!("unreadable: {e}"));
+            let pinned = match &pin.sha256 {
+                Some(sha) => format!("{} bytes, sha256 {sha}", pin.bytes),
+                None => format!("at most {} bytes", pin.bytes),
+            };
+            return format!(
+                "{dataset}: {url}: {why}. The file at {} is not the pinned one: {} bytes, sha256 \
+                 {sha}; the pin: {pinned}. Replace it with that URL's file, or remove it, then \
+                 run `sage data fetch {dataset}` again",
+                path.display(),
+                meta.len()
+            );
+        }
         format!(
             "{dataset}: {url}: {why}. To place it by hand, download that URL elsewhere and put the \
              file at {}, then run `sage data fetch {dataset}` again",
-            source_path(root, url).display()
+            path.display()
         )
     }
 
@@ -225,7 +241,7 @@ mod fetch_impl {
             let mut differs = Vec::new();
             for f in &d.files {
                 let path = root.join(&f.path);
-                let pin = crate::pins::ArtifactPin {
+                let pin = ArtifactPin {
                     bytes: f.bytes,
                     sha256: Some(f.sha256.clone()),
                     mirrors: Vec::new(),
@@ -265,10 +281,17 @@ mod fetch_impl {
                 path: dest.clone(),
                 message: e.to_string(),
             };
-            if !download::matches(&dest, pin).map_err(io)? {
+            // an artifact only bounded in size (made on request: GitHub's tarballs) cannot be
+            // told good from bad by its bytes: --overwrite fetches it afresh
+            let unverifiable = pin.sha256.is_none() && options.overwrite;
+            if unverifiable || !download::matches(&dest, pin).map_err(io)? {
                 missing.push((url, pin.bytes));
             }
         }
+        let received: BTreeMap<&str, AtomicU64> = missing
+            .iter()
+            .map(|&(url, _)| (url, AtomicU64::new(0)))
+            .collect();
         progress.total(missing.len(), missing.iter().map(|m| m.1).sum());
         let failures: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
         let next = AtomicUsize::new(0);
@@ -287,10 +310,13 @@ mod fetch_impl {
                     for candidate in
                         std::iter::once(url).chain(pin.mirrors.iter().map(String::as_str))
                     {
-                        match options
-                            .download
-                            .download(candidate, pin, &dest, &|n| progress.advance(url, n))
-                        {
+                        match options.download.download(
+                            candidate,
+                            pin,
+                            &dest,
+                            &|n| progress.advance(url, n),
+                            &received[url],
+                        ) {
                             Ok(()) => {
                                 tried.clear();
                                 break;
@@ -310,7 +336,6 @@ mod fetch_impl {
             }
         });
         let failures = failures.into_inner().unwrap();
-        let downloaded: BTreeMap<&str, u64> = missing.iter().copied().collect();
         let mut outcomes = Vec::new();
         for (d, todo, differs) in plans {
             let mut outcome = Rebuilt {
@@ -334,13 +359,18 @@ mod fetch_impl {
             let mut urls: Vec<&str> = todo.iter().flat_map(|f| f.artifacts()).collect();
             urls.sort_unstable();
             urls.dedup();
-            outcome.downloaded_bytes = urls.iter().filter_map(|u| downloaded.get(u)).sum();
+            // the bytes that arrived, not the pinned sizes
+            outcome.downloaded_bytes = urls
+                .iter()
+                .filter_map(|u| received.get(u))
+                .map(|n| n.load(Ordering::Relaxed))
+                .sum();
             if let Some((url, why)) = urls
                 .iter()
                 .find_map(|u| failures.get(*u).map(|why| (*u, why)))
             {
                 outcome.status = "failed";
-                outcome.error = Some(by_hand(root, &d.name, url, why));
+                outcome.error = Some(by_hand(root, &d.name, url, why, &pins.artifacts[url]));
                 outcomes.push(outcome);
                 continue;
             }
@@ -352,8 +382,25 @@ mod fetch_impl {
                     outcome.written = written;
                 }
                 Err(e) => {
+                    // a source pinned only by its size may be what made the file wrong: it goes,
+                    // and the rerun fetches it afresh
+                    let unverified: Vec<&str> = urls
+                        .iter()
+                        .copied()
+                        .filter(|u| pins.artifacts[*u].sha256.is_none())
+                        .filter(|u| std::fs::remove_file(source_path(root, u)).is_ok())
+                        .collect();
+                    let removed = if unverified.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (removed {}, pinned by its size only, so the rerun downloads it \
+                             afresh)",
+                            unverified.join(", ")
+                        )
+                    };
                     outcome.status = "failed";
-                    outcome.error = Some(format!("{}: {e}", d.name));
+                    outcome.error = Some(format!("{}: {e}{removed}", d.name));
                 }
             }
             outcomes.push(outcome);
