@@ -64,9 +64,10 @@ impl TaskKind {
     }
 }
 
-/// The retrieval datasets whose queries are documents of their own corpus, which MTEB's task
-/// metadata scores with `ignore_identical_ids` (mteb/tasks/retrieval/eng/argu_ana_retrieval.py).
-pub(crate) const IGNORE_IDENTICAL_IDS: &[&str] = &["arguana"];
+/// The retrieval datasets MTEB's task metadata scores with `ignore_identical_ids` (a query's
+/// own id left out of its ranking: ArguAna's queries are arguments of its corpus): ArguAna,
+/// FiQA2018, QuoraRetrieval, FEVER and MSMARCO (mteb/tasks/retrieval/eng/*).
+pub(crate) const IGNORE_IDENTICAL_IDS: &[&str] = &["arguana", "fiqa", "quora", "fever", "msmarco"];
 
 /// One reranking sample (MTEB's reranking format).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -223,12 +223,18 @@ pub(crate) fn fetch(names: &[String], request: &Request) -> Result<Vec<Outcome>>
                     });
                 }
                 Err(e) => {
-                    eprintln!("sage: {name}: {}", sage_core::printable(&e.to_string()));
+                    // the error names the dataset already where it knows it
+                    let text = e.to_string();
+                    let text = match text.strip_prefix(&format!("{name}: ")) {
+                        Some(rest) => format!("{name}: {rest}"),
+                        None => format!("{name}: {text}"),
+                    };
+                    eprintln!("sage: {}", sage_core::printable(&text));
                     outcomes.push(Outcome {
                         dataset: name.clone(),
                         status: "failed",
                         source: "hub",
-                        detail: serde_json::json!({ "error": e.to_string() }),
+                        detail: serde_json::json!({ "error": text }),
                     });
                 }
             }

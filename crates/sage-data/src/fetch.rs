@@ -420,14 +420,12 @@ fn fetch_split(
     if e.kind == DatasetKind::Beir {
         let mut qrels_here = false;
         for file in source.files {
-            let path = hub_file(hub, e.name, &repo, file, &local)?;
+            let file = file.replace("{split}", split);
+            let path = hub_file(hub, e.name, &repo, &file, &local)?;
             let records = read_records(&path)?;
             let name = file.trim_end_matches(".gz");
-            if let Some(qrels) = name.strip_prefix("qrels/") {
+            if name.starts_with("qrels/") {
                 // MTEB's own copies keep the judgements beside the corpus, as JSON lines
-                if qrels.trim_end_matches(".jsonl") != split {
-                    continue;
-                }
                 let target = local.join("qrels").join(format!("{split}.tsv"));
                 write_qrels_tsv(&target, &path, &records)?;
                 sources.push(path);
@@ -766,6 +764,25 @@ mod tests {
         let beir = root.beir("arguana", "test").unwrap();
         assert_eq!((beir.corpus.len(), beir.queries.len()), (2, 1));
         assert_eq!(beir.qrels["a1"]["a2"], 1);
+        // a split other than test takes its own judgements (FiQA's dev, at MTEB's pin)
+        for (file, bytes) in [
+            (
+                "corpus.jsonl",
+                &b"{\"_id\": \"d1\", \"title\": \"\", \"text\": \"loans\"}\n"[..],
+            ),
+            (
+                "queries.jsonl",
+                b"{\"_id\": \"q9\", \"text\": \"rates?\"}\n",
+            ),
+            (
+                "qrels/dev.jsonl",
+                b"{\"query-id\": \"q9\", \"corpus-id\": \"d1\", \"score\": 1}\n",
+            ),
+        ] {
+            put(&cache, "mteb/fiqa", file, bytes);
+        }
+        fetch(&root, "fiqa", &["dev"], &offline(&cache), false).unwrap();
+        assert_eq!(root.beir("fiqa", "dev").unwrap().qrels["q9"]["d1"], 1);
     }
 
     /// TwitterHjerne as MTEB makes it from the source's question and answer columns: answers of

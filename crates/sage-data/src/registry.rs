@@ -275,6 +275,9 @@ const PAIR_COLUMNS: &[(&str, &str)] = &[
 const MTEB_CLUSTERING: &[(&str, &str)] = &[("text", "sentences[]"), ("label", "labels[]")];
 const MTEB_CLUSTERING_FILES: &[&str] = &["test.jsonl.gz"];
 const BEIR_FILES: &[&str] = &["corpus.jsonl.gz", "queries.jsonl.gz"];
+/// MTEB's copies of the BEIR sets at the revisions its tasks pin: plain JSON lines, the
+/// judgements beside the corpus (mteb/abstasks/retrieval_dataset_loaders.py reads them so).
+const MTEB_BEIR_FILES: &[&str] = &["corpus.jsonl", "queries.jsonl", "qrels/{split}.jsonl"];
 const BEIR_COLUMNS: &[(&str, &str)] = &[("_id", "_id"), ("title", "title"), ("text", "text")];
 const TEXT_LABEL: &[(&str, &str)] = &[("text", "text"), ("label", "label")];
 
@@ -904,7 +907,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
             "c22ab2a51041ffd869aaddef7af8d8215647e41a",
             "mteb/arguana",
             None,
-            &["corpus.jsonl", "queries.jsonl", "qrels/test.jsonl"],
+            MTEB_BEIR_FILES,
             BEIR_COLUMNS
         ),
         "BEIR ArguAna (SAGE sensitivity documents; PTEB retrieval, at MTEB's pin)"
@@ -936,7 +939,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test", "dev", "train"],
         "retrieval/fiqa",
-        hub("BeIR/fiqa", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "27a168819829fe9bcd655c2df245fb19452e8e06",
+            "mteb/fiqa",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR FiQA-2018"
     ),
     entry!(
@@ -944,7 +953,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test"],
         "retrieval/trec-covid",
-        hub("BeIR/trec-covid", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "bb9466bac8153a0349341eb1b22e06409e78ef4e",
+            "mteb/trec-covid",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR TREC-COVID"
     ),
     entry!(
@@ -952,7 +967,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test"],
         "retrieval/scidocs",
-        hub("BeIR/scidocs", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "f8c2fcf00f625baaa80f62ec5bd9e1fff3b8ae88",
+            "mteb/scidocs",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR SCIDOCS"
     ),
     entry!(
@@ -960,7 +981,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test", "dev"],
         "retrieval/quora",
-        hub("BeIR/quora", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "e4e08e0b7dbe3c8700f0daef558ff32256715259",
+            "mteb/quora",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR Quora"
     ),
     entry!(
@@ -968,7 +995,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test"],
         "retrieval/nq",
-        hub("BeIR/nq", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "b774495ed302d8c44a3a7ea25c90dbce03968f31",
+            "mteb/nq",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR Natural Questions"
     ),
     entry!(
@@ -976,7 +1009,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test", "dev", "train"],
         "retrieval/hotpotqa",
-        hub("BeIR/hotpotqa", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "ab518f4d6fcca38d87c25209f94beba119d02014",
+            "mteb/hotpotqa",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR HotpotQA"
     ),
     entry!(
@@ -984,7 +1023,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test", "dev"],
         "retrieval/dbpedia-entity",
-        hub("BeIR/dbpedia-entity", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "c0f706b76e590d620bd6618b3ca8efdd34e2d659",
+            "mteb/dbpedia",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR DBpedia-Entity"
     ),
     entry!(
@@ -992,7 +1037,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test", "dev", "train"],
         "retrieval/fever",
-        hub("BeIR/fever", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "bea83ef9e8fb933d90a2f1d5515737465d613e12",
+            "mteb/fever",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR FEVER"
     ),
     entry!(
@@ -1000,7 +1051,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test"],
         "retrieval/climate-fever",
-        hub("BeIR/climate-fever", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "47f2ac6acb640fc46020b02a5b59fdda04d39380",
+            "mteb/climate-fever",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR Climate-FEVER"
     ),
     entry!(
@@ -1008,7 +1065,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test"],
         "retrieval/webis-touche2020",
-        hub("BeIR/webis-touche2020", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "a34f9a33db75fa0cbb21bb5cfc3dae8dc8bec93f",
+            "mteb/touche2020",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR Touché-2020"
     ),
     entry!(
@@ -1016,7 +1079,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["dev", "train"],
         "retrieval/msmarco",
-        hub("BeIR/msmarco", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "c5a29a104738b98a9e76336939199e264163d4a0",
+            "mteb/msmarco",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR MS MARCO"
     ),
     // classification and pair classification
@@ -1404,6 +1473,39 @@ mod tests {
             "trec-covid",
         ] {
             assert!(entry(name).and_then(|e| e.hub).is_some(), "{name}");
+        }
+    }
+
+    /// A hub source that `sage data fetch` reads (no pinned public source) is at a fixed
+    /// revision, MTEB's where MTEB has the task, so no dataset moves under a result. The ones
+    /// left at `main` are named here with why: no MTEB task pins them, and no revision is known
+    /// where this was written (the hub is not reachable from it).
+    #[test]
+    fn hub_only_sources_are_at_a_fixed_revision() {
+        const AT_MAIN: [&str; 4] = [
+            // GLUE's QQP: MTEB has no QQP task
+            "qqp-full",
+            // MTEB's AmazonPolarityClassification pins mteb/amazon_polarity, whose layout at
+            // that revision could not be read here
+            "amazon-polarity-full",
+            // OpenAI's comparisons and ratings: no MTEB task
+            "summarize-from-feedback-comparisons",
+            "summarize-from-feedback-axis",
+        ];
+        let pins = crate::pins::Pins::builtin();
+        for e in REGISTRY {
+            let Some(hub) = e.hub else { continue };
+            let pinned_source = pins.dataset(e.name).is_some_and(|d| d.rebuildable());
+            if pinned_source || AT_MAIN.contains(&e.name) {
+                continue;
+            }
+            assert!(
+                hub.revision.len() == 40 && hub.revision.chars().all(|c| c.is_ascii_hexdigit()),
+                "{} reads {} at {:?}, not a commit",
+                e.name,
+                hub.repo,
+                hub.revision
+            );
         }
     }
 }

@@ -188,6 +188,28 @@ fn missing_models_say_what_to_do() {
     );
 }
 
+/// A hub-only dataset the hub cannot give (offline) is named once in its error line, which says
+/// what to do.
+#[test]
+fn an_offline_hub_fetch_names_the_dataset_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(["data", "fetch", "sts22", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_HOME", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("sage: sts22"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(!line.contains("sts22: sts22"), "{line}");
+    assert!(line.contains("HF_HUB_OFFLINE"), "{line}");
+}
+
 /// `sage models fetch` builds a model folder from a hub cache (offline, as on a machine that was
 /// given a copied cache) that embeds exactly like the folder the cache was made from; a second
 /// fetch keeps it; a model the hub lacks in sage's layout is refused with where to get it.
