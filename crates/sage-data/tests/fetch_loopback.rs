@@ -301,6 +301,8 @@ fn damaged_oversized_and_foreign_answers_leave_nothing_under_a_name() {
     let wn = by_name(&outcomes, "wordnet-like").error.unwrap();
     assert!(wn.contains("the server offers 999999999 bytes"), "{wn}");
     assert_eq!(files_under(root.path()), Vec::<String>::new());
+    // nor the folders made for them
+    assert!(!root.path().join(".sources").exists());
 
     server.set(
         TGZ_URL,
@@ -542,4 +544,44 @@ fn a_bad_unhashed_source_does_not_block_the_rerun() {
     let third = rebuild(&pins, &name, &again, &Quiet).unwrap();
     assert_eq!(third[0].status, "fetched", "{third:?}");
     assert_eq!(third[0].downloaded_bytes, good.len() as u64);
+}
+
+/// Two fetches of one data folder at once (two terminals, two Slurm jobs): the second waits for
+/// the first and finds its files in place; every file is the pinned one and the provenance
+/// names both datasets.
+#[test]
+fn two_fetches_of_one_folder_at_once_leave_it_whole() {
+    let (pins, tsv, tgz) = fixture();
+    let server = Sources::start();
+    server.set(TSV_URL, Answer::Serve(tsv));
+    server.set(TGZ_URL, Answer::Serve(tgz));
+    let root = tempfile::tempdir().unwrap();
+    let outcomes: Vec<Vec<Rebuilt>> = std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| rebuild(&pins, &names(), &options(root.path(), &server), &Quiet))
+            })
+            .collect();
+        runs.into_iter()
+            .map(|r| r.join().unwrap().unwrap())
+            .collect()
+    });
+    for o in outcomes.iter().flatten() {
+        assert!(matches!(o.status, "fetched" | "present"), "{o:?}");
+    }
+    // each dataset was made once
+    for name in names() {
+        let fetched = outcomes
+            .iter()
+            .flatten()
+            .filter(|o| o.dataset == name && o.status == "fetched")
+            .count();
+        assert_eq!(fetched, 1, "{name}: {outcomes:?}");
+    }
+    let again = rebuild(&pins, &names(), &options(root.path(), &server), &Quiet).unwrap();
+    assert!(again.iter().all(|o| o.status == "present"), "{again:?}");
+    let provenance: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.path().join("PROVENANCE.json")).unwrap())
+            .unwrap();
+    assert!(provenance.get("stsb-like").is_some() && provenance.get("wordnet-like").is_some());
 }

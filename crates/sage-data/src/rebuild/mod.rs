@@ -234,6 +234,9 @@ mod fetch_impl {
             }
         }
         let root = &options.root;
+        // one rebuild at a time per data folder (two terminals, two Slurm jobs): the second
+        // waits, then finds the first one's files in place
+        let _lock = lock_folder(root)?;
         // what each dataset still needs
         let mut plans: Vec<(&DatasetPin, Vec<&FilePin>, Vec<String>)> = Vec::new();
         for d in &datasets {
@@ -336,6 +339,13 @@ mod fetch_impl {
             }
         });
         let failures = failures.into_inner().unwrap();
+        // a refused download leaves nothing under a name, nor the folders made for it
+        for url in failures.keys() {
+            let dest = source_path(root, url);
+            if !dest.exists() && !download::partial_path(&dest).exists() {
+                prune_empty(root, &dest);
+            }
+        }
         let mut outcomes = Vec::new();
         for (d, todo, differs) in plans {
             let mut outcome = Rebuilt {
@@ -420,19 +430,37 @@ mod fetch_impl {
                 if users.iter().all(|u| !failed.contains(u)) {
                     let path = source_path(root, url);
                     let _ = std::fs::remove_file(&path);
-                    // and the folders it leaves empty, up to .sources itself
-                    let top = root.join(".sources");
-                    let mut dir = path.parent();
-                    while let Some(d) = dir.filter(|d| d.starts_with(&top)) {
-                        if std::fs::remove_dir(d).is_err() {
-                            break;
-                        }
-                        dir = d.parent();
-                    }
+                    prune_empty(root, &path);
                 }
             }
         }
         Ok(outcomes)
+    }
+
+    /// Removes the folders above `path` that are empty, up to `.sources` itself.
+    fn prune_empty(root: &Path, path: &Path) {
+        let top = root.join(".sources");
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| d.starts_with(&top)) {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+
+    /// An exclusive lock on `root`'s rebuilds, held while the returned handle is open: the
+    /// data folder itself is locked (no file of ours in it), and another process's rebuild is
+    /// waited for. Where a folder cannot be opened or locked (not Linux, a file system without
+    /// locks) the rebuild runs unlocked: each file is still placed whole, by rename.
+    fn lock_folder(root: &Path) -> crate::Result<Option<std::fs::File>> {
+        std::fs::create_dir_all(root).map_err(|e| crate::DataError::Io {
+            path: root.to_owned(),
+            message: e.to_string(),
+        })?;
+        Ok(std::fs::File::open(root)
+            .ok()
+            .filter(|folder| folder.lock().is_ok()))
     }
 
     /// Converts and places `files`; the first failure stops (what was placed stays: it matches
