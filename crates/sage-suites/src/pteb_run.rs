@@ -222,7 +222,34 @@ impl PtebRun {
     /// The request's datasets, else PTEB's paper datasets that are local (a note for each of
     /// the others).
     pub fn datasets(request: &Request, notes: &mut Vec<String>) -> Result<Vec<(String, String)>> {
-        datasets_or_local_defaults(SUITE, Pteb.kinds(), request, &pteb::DEFAULT_DATASETS, notes)
+        let chosen = datasets_or_local_defaults(
+            SUITE,
+            Pteb.kinds(),
+            request,
+            &pteb::DEFAULT_DATASETS,
+            notes,
+        )?;
+        if !request.datasets.is_empty() {
+            return Ok(chosen);
+        }
+        // a default classification set is local only with the train split its classifier
+        // learns from (a mirror may hold the test split alone)
+        let root = request.root;
+        Ok(chosen
+            .into_iter()
+            .filter(|(name, _)| {
+                let classification = root.kind(name).ok() == Some(DatasetKind::Classification);
+                let complete = !classification || root.has(name, "train");
+                if !complete {
+                    notes.push(format!(
+                        "skipped: dataset {name}: its train split, which PTEB's \
+                         classifier learns from, is not in the local mirror (sage data fetch \
+                         {name})"
+                    ));
+                }
+                complete
+            })
+            .collect())
     }
 
     /// PTEB for `encoder` on `datasets` of `root`, telling `progress` how far it has got.
@@ -287,7 +314,10 @@ impl PtebRun {
                     pteb::NOT_QUALIFIED_ADVICE
                 )
             });
-        let skipped = report.skipped.iter().map(|s| format!("skipped {s}"));
+        let skipped = report
+            .skipped
+            .iter()
+            .map(|s| format!("skipped: dataset {s}"));
         unqualified.chain(skipped).collect()
     }
 }
@@ -383,5 +413,37 @@ impl Suite for Pteb {
         let r = run.evaluate(encoder.as_ref(), request.root, &datasets, &pteb::Silent)?;
         notes.extend(PtebRun::report_notes(&r));
         Outcome::of(SUITE, &r, notes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The defaults that are local: a classification set whose mirror holds its test split
+    /// alone (the fixtures' Banking77) is skipped with a note rather than failing the run on its
+    /// missing train split; one with both (AmazonCounterfactual's fixture) is kept; a dataset
+    /// asked for by name is taken as asked.
+    #[test]
+    fn a_default_classification_set_needs_its_train_split() {
+        let root = DataRoot::new(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/fixtures/mirror"),
+        );
+        let mut notes = Vec::new();
+        let chosen = PtebRun::datasets(&Request::new(&root), &mut notes).unwrap();
+        let names: Vec<&str> = chosen.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(!names.contains(&"banking77"), "{names:?}");
+        assert!(names.contains(&"amazon-counterfactual"), "{names:?}");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("skipped: dataset banking77: its train split")),
+            "{notes:?}"
+        );
+        let asked = Request {
+            datasets: vec![("banking77".into(), "test".into())],
+            ..Request::new(&root)
+        };
+        assert_eq!(PtebRun::datasets(&asked, &mut Vec::new()).unwrap().len(), 1);
     }
 }
