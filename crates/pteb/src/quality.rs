@@ -93,7 +93,22 @@ sage_core::suite_options! {
         /// elsewhere are reported, not counted, the verdict saying so. Empty: every language
         /// (a multilingual reference encoder).
         pub reference_languages: Vec<String> = vec!["eng".to_owned()], sage_core::OptionSpec::any();
+        /// Languages the LLM judge rates (as `reference_languages`): its rating counts for a
+        /// subset wholly in them, and elsewhere is reported, not counted, the verdict saying so.
+        /// Empty: every language (a multilingual judge).
+        pub judge_languages: Vec<String> = vec!["eng".to_owned()], sage_core::OptionSpec::any();
     }
+}
+
+/// A subset's languages once each (`ara-Arab`, `eng-Latn and ara-Arab`), for a note.
+fn distinct(languages: &[String]) -> String {
+    let mut once: Vec<&str> = Vec::new();
+    for l in languages {
+        if !once.contains(&l.as_str()) {
+            once.push(l);
+        }
+    }
+    once.join(" and ")
 }
 
 impl QualityGate {
@@ -143,7 +158,7 @@ impl QualityGate {
                  languages to check these paraphrases",
                 quality.reference_cosine,
                 self.reference_languages.join(", "),
-                languages.join(" and ")
+                distinct(languages)
             ));
         }
         if quality.edit_distance < self.min_edit_distance {
@@ -159,7 +174,22 @@ impl QualityGate {
                 100.0 * self.max_fallback_share
             ));
         }
-        if let Some(rating) = judge.and_then(|j| j.paraphrase_similarity) {
+        let judged_here = sage_data::languages::all_among(languages, &self.judge_languages);
+        if let Some(rating) = judge
+            .and_then(|j| j.paraphrase_similarity)
+            .filter(|_| !judged_here)
+        {
+            notes.push(format!(
+                "judge rating {rating:.2} not counted: the judge rates {} (the gate's \
+                 judge_languages), not {}",
+                self.judge_languages.join(", "),
+                distinct(languages)
+            ));
+        }
+        if let Some(rating) = judge
+            .and_then(|j| j.paraphrase_similarity)
+            .filter(|_| judged_here)
+        {
             match judge_spearman {
                 Some(rho) if rho >= self.min_judge_sts_spearman => {
                     if rating < self.min_judge_rating {
@@ -331,6 +361,22 @@ mod tests {
             !everywhere
                 .verdict(&low_cosine, None, None, &arabic)
                 .qualified
+        );
+        // the judge likewise: its low rating fails an English subset, not an Arabic one
+        let good = figures(0.85, 0.1, 0.6, 0.0);
+        let low = judged(2.0);
+        assert!(
+            !gate
+                .verdict(&good, Some(&low), Some(0.9), &english)
+                .qualified
+        );
+        let verdict = gate.verdict(&good, Some(&low), Some(0.9), &arabic);
+        assert!(verdict.qualified, "{verdict:?}");
+        assert!(
+            verdict.notes.iter().any(|n| n
+                == "judge rating 2.00 not counted: the judge rates eng (the gate's \
+                    judge_languages), not ara-Arab"),
+            "{verdict:?}"
         );
     }
 
