@@ -336,57 +336,40 @@ pub fn load_subsets(
     let max = options.max_rows;
     let kind = root.kind(name)?;
     // (subset, languages, task, rows) of each unit, before the language filter
-    let mut units: Vec<(Option<String>, Vec<String>, TaskData, RowSelection)> = Vec::new();
+    let mut units: Vec<Unit> = Vec::new();
     let mut whole = false;
+    // each subset sampled on its own, then made a task as the whole dataset is
     match kind {
         DatasetKind::StsPairs => {
             match by_subset(&root.load_mteb::<StsPair>(name, split)?, &what)? {
                 None => whole = true,
-                Some(parts) => {
-                    for (subset, languages, part) in parts {
-                        let (rows, sel) = sample(&part, max, seed);
-                        let data = TaskData::Sts(
-                            rows.into_iter()
-                                .map(|r| (r.sentence1, r.sentence2, r.score))
-                                .collect(),
-                        );
-                        units.push((Some(subset), languages, data, sel));
-                    }
-                }
+                Some(parts) => units.extend(subset_units(parts, &what, max, seed, |rows, _| {
+                    Ok(sts_task(rows))
+                })?),
             }
         }
         DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
             match by_subset(&root.load_mteb::<LabeledPair>(name, split)?, &what)? {
                 None => whole = true,
-                Some(parts) => {
-                    for (subset, languages, part) in parts {
-                        let (rows, sel) = sample(&part, max, seed);
-                        let data = TaskData::PairClassification(
-                            rows.into_iter()
-                                .map(|r| (r.sentence1, r.sentence2, r.label))
-                                .collect(),
-                        );
-                        units.push((Some(subset), languages, data, sel));
-                    }
-                }
+                Some(parts) => units.extend(subset_units(parts, &what, max, seed, |rows, _| {
+                    Ok(pair_task(rows))
+                })?),
             }
         }
         DatasetKind::Clustering => {
             match by_subset(&root.load_mteb::<LabeledText>(name, split)?, &what)? {
                 None => whole = true,
                 Some(parts) => {
-                    for (subset, languages, part) in parts {
-                        let (rows, sel) = sample(&part, max, seed);
-                        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
-                        if let Some(why) = sage_measures::unclusterable(&labels) {
-                            return Err(PtebError::Task(format!("{what}/{subset}: {why}")));
-                        }
-                        let data = TaskData::Clustering(
-                            rows.into_iter().map(|r| (r.text, r.label)).collect(),
-                        );
-                        units.push((Some(subset), languages, data, sel));
-                    }
+                    units.extend(subset_units(parts, &what, max, seed, clustering_task)?)
                 }
+            }
+        }
+        DatasetKind::Reranking => {
+            match by_subset(&root.load_mteb::<RerankingQuery>(name, split)?, &what)? {
+                None => whole = true,
+                Some(parts) => units.extend(subset_units(parts, &what, max, seed, |rows, _| {
+                    Ok(reranking_task(rows))
+                })?),
             }
         }
         DatasetKind::Classification => {
@@ -415,31 +398,7 @@ pub fn load_subsets(
                                 r.label
                             )));
                         }
-                        let data = TaskData::Classification {
-                            train: train.into_iter().map(|r| (r.text, r.label)).collect(),
-                            test: test.into_iter().map(|r| (r.text, r.label)).collect(),
-                            paraphrase_train: options.paraphrase_train,
-                        };
-                        units.push((Some(subset), languages, data, sel));
-                    }
-                }
-            }
-        }
-        DatasetKind::Reranking => {
-            match by_subset(&root.load_mteb::<RerankingQuery>(name, split)?, &what)? {
-                None => whole = true,
-                Some(parts) => {
-                    for (subset, languages, part) in parts {
-                        let (rows, sel) = sample(&part, max, seed);
-                        let data = TaskData::Reranking(
-                            rows.into_iter()
-                                .map(|r| RerankingSample {
-                                    query: r.query,
-                                    positive: r.positive,
-                                    negative: r.negative,
-                                })
-                                .collect(),
-                        );
+                        let data = classification_task(train, test, options);
                         units.push((Some(subset), languages, data, sel));
                     }
                 }
@@ -476,6 +435,84 @@ pub fn load_subsets(
         .collect())
 }
 
+/// A unit of [`load_subsets`] before the language filter: (subset, languages, task, rows).
+type Unit = (Option<String>, Vec<String>, TaskData, RowSelection);
+
+/// Each subset of `parts` sampled on its own and made a task by `make` (given the rows and the
+/// subset's name for its errors).
+fn subset_units<T: sage_data::Row + Clone>(
+    parts: Vec<(String, Vec<String>, Loaded<T>)>,
+    what: &str,
+    max: Option<usize>,
+    seed: RunSeed,
+    make: impl Fn(Vec<T>, &str) -> Result<TaskData>,
+) -> Result<Vec<Unit>> {
+    parts
+        .into_iter()
+        .map(|(subset, languages, part)| {
+            let (rows, sel) = sample(&part, max, seed);
+            let data = make(rows, &format!("{what}/{subset}"))?;
+            Ok((Some(subset), languages, data, sel))
+        })
+        .collect()
+}
+
+/// STS rows as the task scores them.
+fn sts_task(rows: Vec<StsPair>) -> TaskData {
+    TaskData::Sts(
+        rows.into_iter()
+            .map(|r| (r.sentence1, r.sentence2, r.score))
+            .collect(),
+    )
+}
+
+/// Labelled pairs as the pair-classification task scores them.
+fn pair_task(rows: Vec<LabeledPair>) -> TaskData {
+    TaskData::PairClassification(
+        rows.into_iter()
+            .map(|r| (r.sentence1, r.sentence2, r.label))
+            .collect(),
+    )
+}
+
+/// Labelled texts as the clustering task scores them; `what` names them in the error when
+/// their labels cannot be clustered.
+fn clustering_task(rows: Vec<LabeledText>, what: &str) -> Result<TaskData> {
+    let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+    if let Some(why) = sage_measures::unclusterable(&labels) {
+        return Err(PtebError::Task(format!("{what}: {why}")));
+    }
+    Ok(TaskData::Clustering(
+        rows.into_iter().map(|r| (r.text, r.label)).collect(),
+    ))
+}
+
+/// Reranking queries as the task scores them.
+fn reranking_task(rows: Vec<RerankingQuery>) -> TaskData {
+    TaskData::Reranking(
+        rows.into_iter()
+            .map(|r| RerankingSample {
+                query: r.query,
+                positive: r.positive,
+                negative: r.negative,
+            })
+            .collect(),
+    )
+}
+
+/// Train and test texts as the classification task scores them.
+fn classification_task(
+    train: Vec<LabeledText>,
+    test: Vec<LabeledText>,
+    options: &Options,
+) -> TaskData {
+    TaskData::Classification {
+        train: train.into_iter().map(|r| (r.text, r.label)).collect(),
+        test: test.into_iter().map(|r| (r.text, r.label)).collect(),
+        paraphrase_train: options.paraphrase_train,
+    }
+}
+
 /// Loads and samples a dataset as a task.
 pub fn load_task(
     root: &DataRoot,
@@ -492,28 +529,14 @@ pub fn load_task(
                 .mteb_rows::<StsPair>(name, split)?
                 .sample(max, seed)?
                 .into_parts();
-            (
-                TaskData::Sts(
-                    rows.into_iter()
-                        .map(|r| (r.sentence1, r.sentence2, r.score))
-                        .collect(),
-                ),
-                sel,
-            )
+            (sts_task(rows), sel)
         }
         DatasetKind::PairClassification | DatasetKind::ParaphrasePairs => {
             let (rows, sel) = root
                 .mteb_rows::<LabeledPair>(name, split)?
                 .sample(max, seed)?
                 .into_parts();
-            (
-                TaskData::PairClassification(
-                    rows.into_iter()
-                        .map(|r| (r.sentence1, r.sentence2, r.label))
-                        .collect(),
-                ),
-                sel,
-            )
+            (pair_task(rows), sel)
         }
         DatasetKind::Classification => {
             let (test, sel) = root
@@ -524,28 +547,14 @@ pub fn load_task(
                 .mteb_rows::<LabeledText>(name, "train")?
                 .sample(options.max_train_rows, seed)?
                 .into_parts();
-            (
-                TaskData::Classification {
-                    train: train.into_iter().map(|r| (r.text, r.label)).collect(),
-                    test: test.into_iter().map(|r| (r.text, r.label)).collect(),
-                    paraphrase_train: options.paraphrase_train,
-                },
-                sel,
-            )
+            (classification_task(train, test, options), sel)
         }
         DatasetKind::Clustering => {
             let (rows, sel) = root
                 .mteb_rows::<LabeledText>(name, split)?
                 .sample(max, seed)?
                 .into_parts();
-            let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
-            if let Some(why) = sage_measures::unclusterable(&labels) {
-                return Err(PtebError::Task(format!("{name}/{split}: {why}")));
-            }
-            (
-                TaskData::Clustering(rows.into_iter().map(|r| (r.text, r.label)).collect()),
-                sel,
-            )
+            (clustering_task(rows, &format!("{name}/{split}"))?, sel)
         }
         DatasetKind::Beir => {
             let beir = root.beir(name, split)?;
@@ -618,18 +627,7 @@ pub fn load_task(
                 .mteb_rows::<RerankingQuery>(name, split)?
                 .sample(max, seed)?
                 .into_parts();
-            (
-                TaskData::Reranking(
-                    rows.into_iter()
-                        .map(|r| RerankingSample {
-                            query: r.query,
-                            positive: r.positive,
-                            negative: r.negative,
-                        })
-                        .collect(),
-                ),
-                sel,
-            )
+            (reranking_task(rows), sel)
         }
         other => {
             return Err(PtebError::Task(format!(

@@ -407,17 +407,7 @@ fn fetch_split(
         let target = local.join("qrels").join(format!("{split}.tsv"));
         write_qrels_tsv(&target, &sources[0], &qrels)?;
         written.push(target);
-        return Ok(Fetched {
-            dataset: e.name.to_owned(),
-            split: split.to_owned(),
-            sources,
-            written,
-            rows,
-            revision: hub.cached_commit(&repo),
-            skipped: false,
-        });
-    }
-    if e.kind == DatasetKind::Beir {
+    } else if e.kind == DatasetKind::Beir {
         let mut qrels_here = false;
         for file in source.files {
             let file = file.replace("{split}", split);
@@ -440,37 +430,29 @@ fn fetch_split(
             sources.push(path);
             written.push(local.join(name));
         }
-        if qrels_here {
-            return Ok(Fetched {
-                dataset: e.name.to_owned(),
-                split: split.to_owned(),
-                sources,
-                written,
-                rows,
-                revision: hub.cached_commit(&repo),
-                skipped: false,
-            });
-        }
-        let qrels_repo = Repo::with_revision(
-            format!("{}-qrels", source.repo),
-            RepoType::Dataset,
-            source.revision.to_owned(),
-        );
-        let file = format!("{split}.tsv");
-        let path = hub_file(hub, e.name, &qrels_repo, &file, &local)?;
-        let target = local.join("qrels").join(&file);
-        std::fs::create_dir_all(target.parent().expect("qrels folder")).map_err(|err| {
-            DataError::Io {
+        // BEIR's own copies keep them in a companion repository, as TSV
+        if !qrels_here {
+            let qrels_repo = Repo::with_revision(
+                format!("{}-qrels", source.repo),
+                RepoType::Dataset,
+                source.revision.to_owned(),
+            );
+            let file = format!("{split}.tsv");
+            let path = hub_file(hub, e.name, &qrels_repo, &file, &local)?;
+            let target = local.join("qrels").join(&file);
+            std::fs::create_dir_all(target.parent().expect("qrels folder")).map_err(|err| {
+                DataError::Io {
+                    path: target.clone(),
+                    message: err.to_string(),
+                }
+            })?;
+            std::fs::copy(&path, &target).map_err(|err| DataError::Io {
                 path: target.clone(),
                 message: err.to_string(),
-            }
-        })?;
-        std::fs::copy(&path, &target).map_err(|err| DataError::Io {
-            path: target.clone(),
-            message: err.to_string(),
-        })?;
-        sources.push(path);
-        written.push(target);
+            })?;
+            sources.push(path);
+            written.push(target);
+        }
     } else {
         let mut out = Vec::new();
         for file in source.files {
