@@ -26,7 +26,7 @@ use sage_core::EmbedderIdentity;
 use crate::{PtebError, PtebReport, Result};
 
 /// MTEB's name of each registry dataset that is an MTEB task.
-const MTEB_TASKS: [(&str, &str); 21] = [
+const MTEB_TASKS: [(&str, &str); 23] = [
     ("stsb", "STSBenchmark"),
     ("sickr", "SICK-R"),
     ("sts12", "STS12"),
@@ -46,6 +46,8 @@ const MTEB_TASKS: [(&str, &str); 21] = [
     ("masakhanews", "MasakhaNEWSClusteringS2S"),
     ("arguana", "ArguAna"),
     ("twitterhjerne", "TwitterHjerneRetrieval"),
+    ("rte3", "RTE3"),
+    ("rubq-reranking", "RuBQReranking"),
     ("biosses", "BIOSSES"),
     ("banking77", "Banking77Classification"),
     ("twentynewsgroups", "TwentyNewsgroupsClustering"),

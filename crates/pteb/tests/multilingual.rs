@@ -1,6 +1,6 @@
 //! PTEB's multilingual datasets end to end on the fixture mirror's samples (STS17's six official
-//! tracks, AmazonCounterfactual's four subsets, MasakhaNEWS's sixteen languages, a Danish
-//! retrieval set laid out as TwitterHjerne) with a small
+//! tracks, AmazonCounterfactual's four subsets, MasakhaNEWS's sixteen languages, RTE3's four, a
+//! Danish retrieval set laid out as TwitterHjerne, a Russian reranking set as RuBQ) with a small
 //! random XLM-RoBERTa checkpoint as the encoder (the family of paraphrase-multilingual-mpnet-base-v2
 //! and multilingual-e5-large-instruct, built by tests/python-reference/tiny_models.py with
 //! transformers), and a paraphraser that reverses the words and records what it was asked: one
@@ -90,6 +90,8 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
         ("amazon-counterfactual", "test"),
         ("masakhanews", "test"),
         ("twitterhjerne", "train"),
+        ("rte3", "test"),
+        ("rubq-reranking", "test"),
     ];
     let report = evaluate(
         encoder.as_ref(),
@@ -114,9 +116,11 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
         .iter()
         .map(|d| (d.label(), d.languages.clone()))
         .collect();
-    assert_eq!(got.len(), 6 + 4 + 16 + 1, "{got:?}");
+    assert_eq!(got.len(), 6 + 4 + 16 + 1 + 4 + 1, "{got:?}");
     // a one-language set: no subset, the language the registry names
     assert_eq!(got["twitterhjerne/train"], ["dan-Latn"]);
+    assert_eq!(got["rubq-reranking/test"], ["rus-Cyrl"]);
+    assert_eq!(got["rte3/test/fr"], ["fra-Latn", "fra-Latn"]);
     assert_eq!(got["sts17/test/en-tr"], ["eng-Latn", "tur-Latn"]);
     assert_eq!(got["amazon-counterfactual/test/en-ext"], ["eng-Latn"]);
     assert_eq!(got["amazon-counterfactual/test/ja"], ["jpn-Jpan"]);
@@ -158,6 +162,21 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
             query.text
         );
     }
+    let russian = root
+        .load_mteb::<sage_data::RerankingQuery>("rubq-reranking", "test")
+        .unwrap()
+        .rows;
+    for text in russian
+        .iter()
+        .flat_map(|q| std::iter::once(&q.query).chain(&q.positive))
+    {
+        assert!(
+            asked
+                .iter()
+                .any(|(i, t)| t == text && i.starts_with("The text below is in Russian.")),
+            "{text} not asked for in Russian"
+        );
+    }
     let english_instruction = pteb::PromptStyle::English.instruction();
     let en_rows = root
         .load_mteb::<sage_data::LabeledText>("amazon-counterfactual", "test")
@@ -188,6 +207,8 @@ fn multilingual_defaults_run_per_language_with_a_random_xlm_roberta() {
     );
     assert_eq!(subsets("MasakhaNEWSClusteringS2S").len(), 16);
     assert_eq!(subsets("TwitterHjerneRetrieval"), ["default"]);
+    assert_eq!(subsets("RTE3"), ["de", "en", "fr", "it"]);
+    assert_eq!(subsets("RuBQReranking"), ["default"]);
     let danish_file = find(out.path(), "TwitterHjerneRetrieval.json").expect("its file");
     let danish_file: serde_json::Value =
         serde_json::from_slice(&std::fs::read(danish_file).unwrap()).unwrap();

@@ -1,11 +1,11 @@
 //! `sage data fetch`: a registered dataset from the Hugging Face hub into the local layout.
 //!
 //! Each file the registry names for a split is resolved through sage-hub (cache first; a
-//! download into the hub cache unless `HF_HUB_OFFLINE` is set), read — JSON lines, gzipped JSON
-//! lines, or Parquet (through polars, nested columns included) — mapped onto our schema by the
-//! registry's column paths, and written atomically to the split's local path, where every
-//! loader finds it. BEIR sets take corpus and queries from the dataset repository and
-//! `qrels/<split>.tsv` from its `<repo>-qrels` companion, as BEIR publishes them.
+//! download into the hub cache unless `HF_HUB_OFFLINE` is set), read — JSON lines, gzipped or
+//! zipped JSON lines, or Parquet (through polars, nested columns included) — mapped onto our
+//! schema by the registry's column paths, and written atomically to the split's local path,
+//! where every loader finds it. BEIR sets take corpus and queries from the dataset repository
+//! and `qrels/<split>.tsv` from its `<repo>-qrels` companion, as BEIR publishes them.
 //!
 //! ## Column paths
 //!
@@ -49,7 +49,12 @@ pub struct Fetched {
     pub skipped: bool,
 }
 
-/// Reads every record of a hub file as JSON.
+/// The most a zipped hub file may unpack to: a bound on what a damaged or hostile archive can
+/// make us allocate, far above any registered dataset's file.
+const UNZIPPED_LIMIT: u64 = 4 << 30;
+
+/// Reads every record of a hub file as JSON: JSON lines, gzipped or zipped (one file in the
+/// archive), or Parquet.
 fn read_records(path: &Path) -> Result<Vec<Value>> {
     let io = |e: std::io::Error| DataError::Io {
         path: path.to_owned(),
@@ -62,6 +67,18 @@ fn read_records(path: &Path) -> Result<Vec<Value>> {
     let file = File::open(path).map_err(io)?;
     let reader: Box<dyn Read> = if name.ends_with(".gz") {
         Box::new(flate2::read::MultiGzDecoder::new(file))
+    } else if name.ends_with(".zip") {
+        let bytes = std::fs::read(path).map_err(io)?;
+        let member = crate::rebuild::archive::zip_member(
+            &bytes,
+            crate::rebuild::archive::SOLE_MEMBER,
+            UNZIPPED_LIMIT,
+        )
+        .map_err(|message| DataError::Io {
+            path: path.to_owned(),
+            message,
+        })?;
+        Box::new(std::io::Cursor::new(member))
     } else {
         Box::new(file)
     };
@@ -892,6 +909,84 @@ mod tests {
             .collect();
         assert_eq!(got[1], ("t en-ext", Some("en-ext"), vec!["eng-Latn"]));
         assert_eq!(got[3], ("t ja", Some("ja"), vec!["jpn-Jpan"]));
+    }
+
+    /// The paper's last two multilingual sets as their pins lay them out: MTEB's RTE3 as one
+    /// Parquet per language (a pair a row, `labels` 0/1), ai-forever's RuBQ as one zipped JSON
+    /// lines file of v1 reranking records.
+    #[test]
+    fn rte3_per_language_parquet_and_rubq_zipped_json_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        for (subset, label) in [("de", 1), ("en", 0), ("fr", 1), ("it", 0)] {
+            put(
+                &cache,
+                "mteb/RTE3",
+                &format!("{subset}/test-00000-of-00001.parquet"),
+                &parquet(&format!(
+                    "{{\"sentence1\": \"p {subset}\", \"sentence2\": \"h\", \"labels\": {label}}}\n"
+                )),
+            );
+        }
+        let root = DataRoot::new(&data);
+        fetch(&root, "rte3", &[], &offline(&cache), false).unwrap();
+        let rows = root
+            .load::<crate::LabeledPair>("rte3", "test")
+            .unwrap()
+            .rows;
+        let got: Vec<(&str, bool, Option<&str>, Vec<&str>)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.sentence1.as_str(),
+                    r.label,
+                    r.subset.as_deref(),
+                    r.languages.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(got.len(), 4);
+        // a pair's languages are one per side
+        assert_eq!(got[0], ("p de", true, Some("de"), vec!["deu-Latn"; 2]));
+        assert_eq!(got[3], ("p it", false, Some("it"), vec!["ita-Latn"; 2]));
+
+        let records = concat!(
+            "{\"query\": \"Кто написал «Войну и мир»?\", \"positive\": [\"Лев Толстой\"], \"negative\": [\"Пушкин\", \"Гоголь\"]}\n",
+            "{\"query\": \"Столица России?\", \"positive\": [\"Москва\"], \"negative\": [\"Казань\"]}\n"
+        );
+        put(
+            &cache,
+            "ai-forever/rubq-reranking",
+            "test.jsonl.zip",
+            &crate::rebuild::archive::tests::zip_of("test.jsonl", records.as_bytes()),
+        );
+        let got = fetch(&root, "rubq-reranking", &[], &offline(&cache), false).unwrap();
+        assert_eq!(got[0].rows, 2);
+        let queries = root
+            .load::<crate::RerankingQuery>("rubq-reranking", "test")
+            .unwrap()
+            .rows;
+        assert_eq!(queries[0].positive, ["Лев Толстой"]);
+        assert_eq!(queries[1].negative, ["Казань"]);
+        assert_eq!(
+            crate::entry("rubq-reranking").unwrap().language,
+            Some("rus-Cyrl")
+        );
+
+        // a zip of two files is not guessed at
+        put(
+            &cache,
+            "ai-forever/rubq-reranking",
+            "test.jsonl.zip",
+            &crate::rebuild::archive::tests::zips_of(&[
+                ("test.jsonl", records.as_bytes()),
+                ("dev.jsonl", records.as_bytes()),
+            ]),
+        );
+        let e = fetch(&root, "rubq-reranking", &[], &offline(&cache), true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("test.jsonl.zip") && e.contains("2 files"), "{e}");
     }
 
     #[test]

@@ -272,6 +272,15 @@ const PAIR_COLUMNS: &[(&str, &str)] = &[
     ("sentence2", "sentence2"),
     ("label", "label"),
 ];
+/// MTEB's per-subset Parquet of a pair classification task (its v2 uploads: one row a pair,
+/// `labels` 0/1 per row; RTE3's neutral pairs already left out and entailment made 1, as the
+/// task's v1 `dataset_transform` did before the upload); the subset is the file's folder.
+const SUBSET_PAIR_COLUMNS: &[(&str, &str)] = &[
+    ("sentence1", "sentence1"),
+    ("sentence2", "sentence2"),
+    ("label", "labels"),
+    ("subset", "{folder}"),
+];
 const MTEB_CLUSTERING: &[(&str, &str)] = &[("text", "sentences[]"), ("label", "labels[]")];
 const MTEB_CLUSTERING_FILES: &[&str] = &["test.jsonl.gz"];
 const BEIR_FILES: &[&str] = &["corpus.jsonl.gz", "queries.jsonl.gz"];
@@ -1142,6 +1151,29 @@ pub const REGISTRY: &[DatasetEntry] = &[
         }),
         "AskUbuntu duplicate questions (MTEB reranking)"
     ),
+    in_language(
+        entry!(
+            "rubq-reranking",
+            Reranking,
+            ["test"],
+            "reranking/rubq/{split}.jsonl",
+            Some(HubSource {
+                repo: "ai-forever/rubq-reranking",
+                // MTEB's RuBQReranking pin (v1, before MTEB's own converted copy)
+                revision: "2e96b8f098fa4b0950fc58eacadeb31c0d0c7fa2",
+                config: None,
+                files: &["test.jsonl.zip"],
+                columns: &[
+                    ("query", "query"),
+                    ("positive", "positive"),
+                    ("negative", "negative")
+                ],
+                transform: None,
+            }),
+            "RuBQ 2.0 questions and Russian Wikipedia paragraphs to rerank (MTEB's RuBQReranking)"
+        ),
+        "rus-Cyrl",
+    ),
     entry!(
         "mr",
         Classification,
@@ -1232,6 +1264,25 @@ pub const REGISTRY: &[DatasetEntry] = &[
             PAIR_COLUMNS
         ),
         "Twitter paraphrase (SemEval 2015)"
+    ),
+    entry!(
+        "rte3",
+        PairClassification,
+        ["test"],
+        "pair_classification/rte3/{split}.jsonl",
+        hub_at(
+            "54ea0052267265f4906dd77b0a3d041d301a5ee6",
+            "mteb/RTE3",
+            None,
+            &[
+                "de/test-00000-of-00001.parquet",
+                "en/test-00000-of-00001.parquet",
+                "fr/test-00000-of-00001.parquet",
+                "it/test-00000-of-00001.parquet",
+            ],
+            SUBSET_PAIR_COLUMNS
+        ),
+        "RTE-3 entailment in German, English, French and Italian (1 entailment, 0 contradiction)"
     ),
     // word similarity (EvalRank)
     entry!(
@@ -1471,6 +1522,8 @@ mod tests {
             "qqp-full",
             "amazon-polarity-full",
             "trec-covid",
+            "rte3",
+            "rubq-reranking",
         ] {
             assert!(entry(name).and_then(|e| e.hub).is_some(), "{name}");
         }

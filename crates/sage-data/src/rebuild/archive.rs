@@ -175,8 +175,43 @@ fn u32_at(bytes: &[u8], at: usize) -> ArchiveResult<u32> {
         .ok_or_else(|| "a zip header runs past the archive's end".to_owned())
 }
 
-/// The member of a zip archive at `path`, decompressed (stored or deflated), refusing output
-/// past `limit` bytes or other than the size the central directory states.
+/// The `path` that asks [`zip_member`] for the archive's only file (directories aside); an
+/// archive of more than one file is refused, naming them.
+pub const SOLE_MEMBER: &str = "*";
+
+/// Checks that the zip archive whose end record is at `eocd` holds exactly one file.
+fn sole_file(bytes: &[u8], eocd: usize) -> ArchiveResult<()> {
+    let entries = u16_at(bytes, eocd + 10)?;
+    let mut at = u32_at(bytes, eocd + 16)? as usize;
+    let mut files = Vec::new();
+    for _ in 0..entries {
+        if u32_at(bytes, at)? != 0x0201_4b50 {
+            return Err("a zip central directory entry has a bad signature".into());
+        }
+        let name_len = u16_at(bytes, at + 28)? as usize;
+        let rest = u16_at(bytes, at + 30)? as usize + u16_at(bytes, at + 32)? as usize;
+        let name = bytes
+            .get(at + 46..at + 46 + name_len)
+            .ok_or("a zip entry name runs past the archive's end")?;
+        if !name.ends_with(b"/") {
+            files.push(String::from_utf8_lossy(name).into_owned());
+        }
+        at += 46 + name_len + rest;
+    }
+    match files.len() {
+        1 => Ok(()),
+        0 => Err("the zip archive holds no file".into()),
+        _ => Err(format!(
+            "the zip archive holds {} files ({}), not one",
+            files.len(),
+            files.join(", ")
+        )),
+    }
+}
+
+/// The member of a zip archive at `path` ([`SOLE_MEMBER`]: its only file), decompressed (stored
+/// or deflated), refusing output past `limit` bytes or other than the size the central
+/// directory states.
 pub fn zip_member(bytes: &[u8], path: &str, limit: u64) -> ArchiveResult<Vec<u8>> {
     // the end-of-central-directory record: in the last 64 KiB + 22 bytes
     let search_from = bytes.len().saturating_sub(22 + 65_535);
@@ -184,6 +219,11 @@ pub fn zip_member(bytes: &[u8], path: &str, limit: u64) -> ArchiveResult<Vec<u8>
         .rev()
         .find(|&i| bytes[i..i + 4] == [0x50, 0x4b, 0x05, 0x06])
         .ok_or("not a zip archive (no end of central directory)")?;
+    if path == SOLE_MEMBER {
+        // the archive's one file, whatever it is called: a hub upload of one zipped file
+        // (ai-forever's `test.jsonl.zip`) names its member nowhere else
+        sole_file(bytes, eocd)?;
+    }
     let entries = u16_at(bytes, eocd + 10)?;
     let mut at = u32_at(bytes, eocd + 16)? as usize;
     for _ in 0..entries {
@@ -232,7 +272,12 @@ pub fn zip_member(bytes: &[u8], path: &str, limit: u64) -> ArchiveResult<Vec<u8>
         let compressed = usize::try_from(compressed).map_err(|_| "a zip member is too large")?;
         let local = usize::try_from(local).map_err(|_| "a zip offset is too large")?;
         at += 46 + name_len + extra_len + comment_len;
-        if name != path.as_bytes() {
+        let wanted = if path == SOLE_MEMBER {
+            !name.ends_with(b"/")
+        } else {
+            name == path.as_bytes()
+        };
+        if !wanted {
             continue;
         }
         if size > limit {
@@ -335,43 +380,70 @@ pub(crate) mod tests {
 
     /// A zip archive with one deflated member (the layout of Python's zipfile, ZIP_DEFLATED).
     pub(crate) fn zip_of(name: &str, data: &[u8]) -> Vec<u8> {
-        let mut deflate =
-            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
-        deflate.write_all(data).unwrap();
-        let compressed = deflate.finish().unwrap();
-        let crc = {
+        zips_of(&[(name, data)])
+    }
+
+    /// A zip archive of deflated members, in order.
+    pub(crate) fn zips_of(members: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut directory_entries = Vec::new();
+        let sig = |out: &mut Vec<u8>, sig: u32| out.extend_from_slice(&sig.to_le_bytes());
+        for (name, data) in members {
+            let mut deflate =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            deflate.write_all(data).unwrap();
+            let compressed = deflate.finish().unwrap();
             let mut crc = flate2::Crc::new();
             crc.update(data);
-            crc.sum()
-        };
-        let mut out = Vec::new();
-        let local = |out: &mut Vec<u8>, sig: u32| out.extend_from_slice(&sig.to_le_bytes());
-        local(&mut out, 0x0403_4b50);
-        out.extend_from_slice(&[20, 0, 0, 0, 8, 0, 0, 0, 0, 0]);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
-        out.extend_from_slice(&0u16.to_le_bytes());
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(&compressed);
+            let offset = out.len() as u32;
+            let sizes = |out: &mut Vec<u8>| {
+                out.extend_from_slice(&crc.sum().to_le_bytes());
+                out.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
+                out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+                out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            };
+            sig(&mut out, 0x0403_4b50);
+            out.extend_from_slice(&[20, 0, 0, 0, 8, 0, 0, 0, 0, 0]);
+            sizes(&mut out);
+            out.extend_from_slice(&0u16.to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(&compressed);
+            let mut entry = Vec::new();
+            sig(&mut entry, 0x0201_4b50);
+            entry.extend_from_slice(&[20, 0, 20, 0, 0, 0, 8, 0, 0, 0, 0, 0]);
+            sizes(&mut entry);
+            entry.extend_from_slice(&[0; 12]);
+            entry.extend_from_slice(&offset.to_le_bytes());
+            entry.extend_from_slice(name.as_bytes());
+            directory_entries.push(entry);
+        }
         let directory = out.len();
-        local(&mut out, 0x0201_4b50);
-        out.extend_from_slice(&[20, 0, 20, 0, 0, 0, 8, 0, 0, 0, 0, 0]);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
-        out.extend_from_slice(&[0; 12]);
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(name.as_bytes());
+        for entry in &directory_entries {
+            out.extend_from_slice(entry);
+        }
         let directory_len = out.len() - directory;
-        local(&mut out, 0x0605_4b50);
-        out.extend_from_slice(&[0, 0, 0, 0, 1, 0, 1, 0]);
+        sig(&mut out, 0x0605_4b50);
+        let count = (members.len() as u16).to_le_bytes();
+        out.extend_from_slice(&[0, 0, 0, 0]);
+        out.extend_from_slice(&count);
+        out.extend_from_slice(&count);
         out.extend_from_slice(&(directory_len as u32).to_le_bytes());
         out.extend_from_slice(&(directory as u32).to_le_bytes());
         out.extend_from_slice(&0u16.to_le_bytes());
         out
+    }
+
+    #[test]
+    fn a_zip_of_one_file_gives_it_whatever_its_name() {
+        let zip = zips_of(&[("folder/", b""), ("test.jsonl", b"{\"a\": 1}\n")]);
+        assert_eq!(
+            zip_member(&zip, SOLE_MEMBER, 1 << 20).unwrap(),
+            b"{\"a\": 1}\n"
+        );
+        let two = zips_of(&[("a.jsonl", b"1"), ("b.jsonl", b"2")]);
+        assert_eq!(zip_member(&two, "b.jsonl", 1 << 20).unwrap(), b"2");
+        let e = zip_member(&two, SOLE_MEMBER, 1 << 20).unwrap_err();
+        assert!(e.contains("2 files (a.jsonl, b.jsonl)"), "{e}");
     }
 
     #[test]
