@@ -65,6 +65,15 @@ pub struct Options {
     pub max_rows: Option<usize>,
     /// Classification training texts sampled; `None` = all.
     pub max_train_rows: Option<usize>,
+    /// Classification experiments, each a logistic regression fitted on its own draw of
+    /// training texts, their test accuracies averaged (MTEB: 10).
+    #[serde(default = "default_classification_experiments")]
+    pub classification_experiments: usize,
+    /// Training texts per label in each experiment; `None`: MTEB's for the task (32 for
+    /// AmazonCounterfactual, else its default 8). One experiment with a count above every
+    /// label's rows trains on every training text.
+    #[serde(default)]
+    pub samples_per_label: Option<usize>,
     /// Paraphrase classification training texts too.
     pub paraphrase_train: bool,
     /// Pairs the judge rates per dataset and run 0 (when a judge is given).
@@ -86,6 +95,8 @@ impl Default for Options {
             seed: RunSeed::default().0,
             max_rows: None,
             max_train_rows: None,
+            classification_experiments: default_classification_experiments(),
+            samples_per_label: None,
             paraphrase_train: false,
             judge_pairs: 100,
             gate: QualityGate::default(),
@@ -93,6 +104,10 @@ impl Default for Options {
             languages: Vec::new(),
         }
     }
+}
+
+fn default_classification_experiments() -> usize {
+    crate::mteb::CLASSIFICATION_EXPERIMENTS
 }
 
 /// One paraphrase run of one dataset.
@@ -361,7 +376,9 @@ pub fn load_subsets(
             match by_subset(&root.load_mteb::<LabeledText>(name, split)?, &what)? {
                 None => whole = true,
                 Some(parts) => {
-                    units.extend(subset_units(parts, &what, max, seed, clustering_task)?)
+                    units.extend(subset_units(parts, &what, max, seed, |rows, what| {
+                        clustering_task(name, rows, what)
+                    })?)
                 }
             }
         }
@@ -399,7 +416,7 @@ pub fn load_subsets(
                                 r.label
                             )));
                         }
-                        let data = classification_task(train, test, options);
+                        let data = classification_task(name, train, test, options, seed);
                         units.push((Some(subset), languages, data, sel));
                     }
                 }
@@ -476,16 +493,19 @@ fn pair_task(rows: Vec<LabeledPair>) -> TaskData {
     )
 }
 
-/// Labelled texts as the clustering task scores them; `what` names them in the error when
-/// their labels cannot be clustered.
-fn clustering_task(rows: Vec<LabeledText>, what: &str) -> Result<TaskData> {
+/// Labelled texts of dataset `name` as the clustering task scores them, in as many sets as MTEB
+/// cuts the task into and the rows allow; `what` names them in the error when their labels
+/// cannot be clustered.
+fn clustering_task(name: &str, rows: Vec<LabeledText>, what: &str) -> Result<TaskData> {
     let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
     if let Some(why) = sage_measures::unclusterable(&labels) {
         return Err(PtebError::Task(format!("{what}: {why}")));
     }
-    Ok(TaskData::Clustering(
-        rows.into_iter().map(|r| (r.text, r.label)).collect(),
-    ))
+    let sets = crate::tasks::clustering_sets(&labels, crate::mteb::clustering_sets(name));
+    Ok(TaskData::Clustering {
+        rows: rows.into_iter().map(|r| (r.text, r.label)).collect(),
+        sets,
+    })
 }
 
 /// Reranking queries as the task scores them.
@@ -501,16 +521,26 @@ fn reranking_task(rows: Vec<RerankingQuery>) -> TaskData {
     )
 }
 
-/// Train and test texts as the classification task scores them.
+/// Train and test texts of dataset `name` as the classification task scores them, each
+/// experiment's training rows drawn as MTEB draws them.
 fn classification_task(
+    name: &str,
     train: Vec<LabeledText>,
     test: Vec<LabeledText>,
     options: &Options,
+    seed: RunSeed,
 ) -> TaskData {
+    let per_label = options
+        .samples_per_label
+        .unwrap_or_else(|| crate::mteb::samples_per_label(name));
+    let labels: Vec<&str> = train.iter().map(|r| r.label.as_str()).collect();
+    let experiments =
+        crate::tasks::undersample(&labels, options.classification_experiments, per_label, seed);
     TaskData::Classification {
         train: train.into_iter().map(|r| (r.text, r.label)).collect(),
         test: test.into_iter().map(|r| (r.text, r.label)).collect(),
         paraphrase_train: options.paraphrase_train,
+        experiments,
     }
 }
 
@@ -548,14 +578,17 @@ pub fn load_task(
                 .mteb_rows::<LabeledText>(name, "train")?
                 .sample(options.max_train_rows, seed)?
                 .into_parts();
-            (classification_task(train, test, options), sel)
+            (classification_task(name, train, test, options, seed), sel)
         }
         DatasetKind::Clustering => {
             let (rows, sel) = root
                 .mteb_rows::<LabeledText>(name, split)?
                 .sample(max, seed)?
                 .into_parts();
-            (clustering_task(rows, &format!("{name}/{split}"))?, sel)
+            (
+                clustering_task(name, rows, &format!("{name}/{split}"))?,
+                sel,
+            )
         }
         DatasetKind::Beir => {
             let beir = root.beir(name, split)?;

@@ -56,6 +56,28 @@ const MTEB_TASKS: [(&str, &str); 23] = [
     ("scifact", "SciFact"),
 ];
 
+/// Experiments MTEB's classification averages over (`AbsTaskClassification.n_experiments`).
+pub const CLASSIFICATION_EXPERIMENTS: usize = 10;
+
+/// Training texts per label in each of MTEB's classification experiments: the task's
+/// `samples_per_label` (AmazonCounterfactualClassification: 32), else the default, 8.
+pub fn samples_per_label(dataset: &str) -> usize {
+    match mteb_task_name(dataset) {
+        Some("AmazonCounterfactualClassification") => 32,
+        _ => 8,
+    }
+}
+
+/// The sets MTEB's clustering task cuts a subset's rows into, each clustered on its own
+/// (MasakhaNEWSClusteringS2S's `dataset_transform`: `np.array_split(headlines, 5)`); 1: the rows
+/// as one set.
+pub fn clustering_sets(dataset: &str) -> usize {
+    match mteb_task_name(dataset) {
+        Some("MasakhaNEWSClusteringS2S") => 5,
+        _ => 1,
+    }
+}
+
 /// The MTEB task a registry dataset is, if it is one.
 pub fn mteb_task_name(dataset: &str) -> Option<&'static str> {
     MTEB_TASKS

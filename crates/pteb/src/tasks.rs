@@ -96,17 +96,28 @@ pub struct SummarizationSample {
 pub enum TaskData {
     /// (sentence1, sentence2, gold).
     Sts(Vec<(String, String, f64)>),
-    /// Train and test (text, label).
+    /// Train and test (text, label), scored as MTEB scores classification: a logistic
+    /// regression fitted per experiment on that experiment's few training texts per label, its
+    /// test accuracy averaged over the experiments.
     Classification {
         /// Training texts.
         train: Vec<(String, String)>,
         /// Test texts.
         test: Vec<(String, String)>,
-        /// Paraphrase the training texts too.
+        /// Paraphrase the training texts too (those some experiment trains on).
         paraphrase_train: bool,
+        /// Each experiment's training rows, as indices into `train` ([`undersample`]).
+        experiments: Vec<Vec<usize>>,
     },
-    /// (text, label).
-    Clustering(Vec<(String, String)>),
+    /// (text, label), clustered as MTEB clusters the task: in `sets` consecutive sets of the
+    /// rows (NumPy's `array_split`: the first sets one row longer where the rows do not divide
+    /// evenly), each with as many clusters as it has labels, the V-measures averaged.
+    Clustering {
+        /// The rows, in the order the sets are cut from.
+        rows: Vec<(String, String)>,
+        /// How many sets ([`clustering_sets`] gives how many a sample allows).
+        sets: usize,
+    },
     /// (sentence1, sentence2, positive).
     PairClassification(Vec<(String, String, bool)>),
     /// Samples.
@@ -151,7 +162,7 @@ impl TaskData {
         match self {
             TaskData::Sts(_) => TaskKind::Sts,
             TaskData::Classification { .. } => TaskKind::Classification,
-            TaskData::Clustering(_) => TaskKind::Clustering,
+            TaskData::Clustering { .. } => TaskKind::Clustering,
             TaskData::PairClassification(_) => TaskKind::PairClassification,
             TaskData::Reranking(_) => TaskKind::Reranking,
             TaskData::Retrieval { .. } => TaskKind::Retrieval,
@@ -170,14 +181,15 @@ impl TaskData {
                 train,
                 test,
                 paraphrase_train,
+                experiments,
             } => {
                 let mut t: Vec<&str> = test.iter().map(|(x, _)| x.as_str()).collect();
                 if *paraphrase_train {
-                    t.extend(train.iter().map(|(x, _)| x.as_str()));
+                    t.extend(trained_on(experiments).map(|i| train[i].0.as_str()));
                 }
                 t
             }
-            TaskData::Clustering(rows) => rows.iter().map(|(t, _)| t.as_str()).collect(),
+            TaskData::Clustering { rows, .. } => rows.iter().map(|(t, _)| t.as_str()).collect(),
             TaskData::PairClassification(rows) => rows
                 .iter()
                 .flat_map(|(a, b, _)| [a.as_str(), b.as_str()])
@@ -230,7 +242,7 @@ impl TaskData {
         match self {
             TaskData::Sts(r) => r.len(),
             TaskData::Classification { test, .. } => test.len(),
-            TaskData::Clustering(r) => r.len(),
+            TaskData::Clustering { rows, .. } => rows.len(),
             TaskData::PairClassification(r) => r.len(),
             TaskData::Reranking(s) => s.len(),
             TaskData::Retrieval { queries, .. } => queries.len(),
@@ -270,6 +282,7 @@ impl TaskData {
                 train,
                 test,
                 paraphrase_train,
+                experiments,
             } => {
                 let train_rewrite = if *paraphrase_train { rewrite } else { None };
                 let labels: Vec<&str> = {
@@ -279,43 +292,69 @@ impl TaskData {
                     l
                 };
                 let index = |l: &str| labels.binary_search(&l).ok();
-                let xs: Vec<&str> = train.iter().map(|(t, _)| rw(train_rewrite, t)).collect();
-                let ys: Array1<usize> = train
+                // every training text some experiment uses, embedded once
+                let used: Vec<usize> = trained_on(experiments).collect();
+                let xs: Vec<&str> = used
                     .iter()
-                    .map(|(_, l)| index(l).unwrap_or(usize::MAX))
+                    .map(|&i| rw(train_rewrite, &train[i].0))
                     .collect();
-                let x_train = to_f64(&embed(embedder, &xs, Role::Plain)?);
-                let model = MultiLogisticRegression::default()
-                    .max_iterations(100)
-                    .fit(&Dataset::new(x_train, ys))
-                    .map_err(|e| PtebError::Task(format!("logistic regression: {e}")))?;
+                let x_used = to_f64(&embed(embedder, &xs, Role::Plain)?);
+                let row_of: HashMap<usize, usize> =
+                    used.iter().enumerate().map(|(r, &i)| (i, r)).collect();
                 let xt: Vec<&str> = test.iter().map(|(t, _)| rw(rewrite, t)).collect();
-                let predicted = model.predict(&to_f64(&embed(embedder, &xt, Role::Plain)?));
-                let correct = test
-                    .iter()
-                    .zip(predicted.iter())
-                    .filter(|((_, l), &p)| index(l) == Some(p))
-                    .count();
-                Ok(correct as f64 / test.len().max(1) as f64)
+                let x_test = to_f64(&embed(embedder, &xt, Role::Plain)?);
+                let mut accuracies = Vec::with_capacity(experiments.len());
+                for (k, rows) in experiments.iter().enumerate() {
+                    let picked: Vec<usize> = rows.iter().map(|i| row_of[i]).collect();
+                    let x_train = x_used.select(ndarray::Axis(0), &picked);
+                    let ys: Array1<usize> = rows
+                        .iter()
+                        .map(|&i| index(&train[i].1).unwrap_or(usize::MAX))
+                        .collect();
+                    let model = MultiLogisticRegression::default()
+                        .max_iterations(100)
+                        .fit(&Dataset::new(x_train, ys))
+                        .map_err(|e| {
+                            PtebError::Task(format!("logistic regression, experiment {k}: {e}"))
+                        })?;
+                    let predicted = model.predict(&x_test);
+                    let correct = test
+                        .iter()
+                        .zip(predicted.iter())
+                        .filter(|((_, l), &p)| index(l) == Some(p))
+                        .count();
+                    accuracies.push(correct as f64 / test.len().max(1) as f64);
+                }
+                Ok(accuracies.iter().sum::<f64>() / accuracies.len().max(1) as f64)
             }
-            TaskData::Clustering(rows) => {
+            TaskData::Clustering { rows, sets } => {
                 let texts: Vec<&str> = rows.iter().map(|(t, _)| rw(rewrite, t)).collect();
                 let x = to_f64(&embed(embedder, &texts, Role::Plain)?);
-                let k = rows
-                    .iter()
-                    .map(|(_, l)| l.as_str())
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .len();
-                let model = KMeans::params_with_rng(k, seed.rng("pteb/kmeans"))
-                    .n_runs(3)
-                    .max_n_iterations(300)
-                    .tolerance(1e-4)
-                    .fit(&DatasetBase::from(x.clone()))
-                    .map_err(|e| PtebError::Task(format!("k-means: {e}")))?;
-                let predicted = model.predict(&x);
-                let truth: Vec<&str> = rows.iter().map(|(_, l)| l.as_str()).collect();
-                let predicted: Vec<usize> = predicted.to_vec();
-                Ok(v_measure(&truth, &predicted)?.v_measure)
+                let mut v_measures = Vec::with_capacity(*sets);
+                for (i, range) in array_split(rows.len(), *sets).into_iter().enumerate() {
+                    let part = &rows[range.clone()];
+                    let x = x.slice(ndarray::s![range, ..]).to_owned();
+                    let k = part
+                        .iter()
+                        .map(|(_, l)| l.as_str())
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .len();
+                    // set 0 draws as a one-set task always has
+                    let stream = match i {
+                        0 => "pteb/kmeans".to_owned(),
+                        i => format!("pteb/kmeans/{i}"),
+                    };
+                    let model = KMeans::params_with_rng(k, seed.rng(&stream))
+                        .n_runs(3)
+                        .max_n_iterations(300)
+                        .tolerance(1e-4)
+                        .fit(&DatasetBase::from(x.clone()))
+                        .map_err(|e| PtebError::Task(format!("k-means, set {i}: {e}")))?;
+                    let predicted: Vec<usize> = model.predict(&x).to_vec();
+                    let truth: Vec<&str> = part.iter().map(|(_, l)| l.as_str()).collect();
+                    v_measures.push(v_measure(&truth, &predicted)?.v_measure);
+                }
+                Ok(v_measures.iter().sum::<f64>() / v_measures.len().max(1) as f64)
             }
             TaskData::PairClassification(rows) => {
                 let a: Vec<&str> = rows.iter().map(|(x, _, _)| rw(rewrite, x)).collect();
@@ -456,6 +495,76 @@ pub fn group_summaries(
     order.into_iter().filter_map(|d| by_doc.remove(d)).collect()
 }
 
+/// Each experiment's training rows as MTEB draws them (`AbsTaskClassification._undersample_data`,
+/// v1): one index order shuffled again before each experiment, and in that order the first
+/// `per_label` rows of each label kept. MTEB shuffles with NumPy's global generator; this uses
+/// the run's seeded one, so the draws are MTEB's in kind, not in bytes.
+pub fn undersample(
+    labels: &[&str],
+    experiments: usize,
+    per_label: usize,
+    seed: RunSeed,
+) -> Vec<Vec<usize>> {
+    use rand::seq::SliceRandom;
+    let mut rng = seed.rng("pteb/classification-undersample");
+    let mut order: Vec<usize> = (0..labels.len()).collect();
+    (0..experiments)
+        .map(|_| {
+            order.shuffle(&mut rng);
+            let mut taken: HashMap<&str, usize> = HashMap::new();
+            order
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    let n = taken.entry(labels[i]).or_default();
+                    *n += 1;
+                    *n <= per_label
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// NumPy's `array_split(range(n), sets)`: `sets` consecutive ranges covering `0..n`, the
+/// first `n % sets` of them one longer.
+pub fn array_split(n: usize, sets: usize) -> Vec<std::ops::Range<usize>> {
+    let sets = sets.max(1);
+    let (base, longer) = (n / sets, n % sets);
+    let mut start = 0;
+    (0..sets)
+        .map(|i| {
+            let end = start + base + usize::from(i < longer);
+            let range = start..end;
+            start = end;
+            range
+        })
+        .collect()
+}
+
+/// The most sets, up to `wanted`, that `labels` cut into by [`array_split`] with every set
+/// clusterable (two texts or more, two labels or more, a label shared); 1 when none is: a
+/// sample too small for MTEB's sets is clustered as one, and the error, if any, is that one's.
+pub fn clustering_sets(labels: &[&str], wanted: usize) -> usize {
+    (1..=wanted.max(1))
+        .rev()
+        .find(|&sets| {
+            array_split(labels.len(), sets)
+                .into_iter()
+                .all(|r| sage_measures::unclusterable(&labels[r]).is_none())
+        })
+        .unwrap_or(1)
+}
+
+/// The training rows any experiment uses, each once, in index order.
+fn trained_on(experiments: &[Vec<usize>]) -> impl Iterator<Item = usize> {
+    experiments
+        .iter()
+        .flatten()
+        .copied()
+        .collect::<std::collections::BTreeSet<usize>>()
+        .into_iter()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,24 +647,73 @@ mod tests {
             (s("lost my card today"), s("lost")),
             (s("card was lost"), s("lost")),
         ];
+        let labels: Vec<&str> = train.iter().map(|(_, l)| l.as_str()).collect();
+        let experiments = undersample(&labels, 3, 1, seed);
         let classification = TaskData::Classification {
-            train,
+            train: train.clone(),
             test: vec![
                 (s("refund payment"), s("refund")),
                 (s("lost today"), s("lost")),
             ],
             paraphrase_train: false,
+            experiments,
         };
         assert!((classification.score(&e, None, seed).unwrap() - 1.0).abs() < 1e-9);
         assert_eq!(classification.paraphrased_texts().len(), 2);
 
-        let clustering = TaskData::Clustering(vec![
+        let rows = vec![
             (s("goal match striker"), s("sport")),
             (s("goal match keeper"), s("sport")),
             (s("vote party election"), s("politics")),
             (s("vote party senate"), s("politics")),
-        ]);
+        ];
+        let clustering = TaskData::Clustering {
+            rows: [rows.clone(), rows].concat(),
+            sets: 2,
+        };
         assert!((clustering.score(&e, None, seed).unwrap() - 1.0).abs() < 1e-9);
+    }
+
+    /// MTEB's MasakhaNEWS sets are `np.array_split(texts, 5)`: 376 Amharic headlines are sets
+    /// of 76, 75, 75, 75, 75; a sample too small for five clusterable sets keeps fewer.
+    #[test]
+    fn clustering_sets_are_numpys_array_split() {
+        let lens = |n, k| -> Vec<usize> { array_split(n, k).iter().map(|r| r.len()).collect() };
+        assert_eq!(lens(376, 5), [76, 75, 75, 75, 75]);
+        assert_eq!(lens(948, 5), [190, 190, 190, 189, 189]);
+        assert_eq!(lens(7, 1), [7]);
+        assert_eq!(array_split(7, 3), [0..3, 3..5, 5..7]);
+        let labels = ["a", "b", "a", "b", "a", "b", "a", "b", "a"];
+        // four sets would leave pairs of two labels: nothing shared to cluster
+        assert_eq!(clustering_sets(&labels, 5), 3);
+        assert_eq!(clustering_sets(&labels[..3], 5), 1);
+        assert_eq!(clustering_sets(&["a", "b", "a", "b"], 1), 1);
+    }
+
+    /// MTEB's undersampling: at most `per_label` rows of each label per experiment, every
+    /// label kept, a fresh draw per experiment, the same draws for the same seed.
+    #[test]
+    fn undersampling_keeps_a_few_rows_of_each_label_per_experiment() {
+        let labels: Vec<&str> = (0..200)
+            .map(|i| ["a", "b", "c", "rare"][if i % 50 == 0 { 3 } else { i % 3 }])
+            .collect();
+        let seed = RunSeed(7);
+        let drawn = undersample(&labels, 10, 8, seed);
+        assert_eq!(drawn.len(), 10);
+        for rows in &drawn {
+            let mut counts: HashMap<&str, usize> = HashMap::new();
+            for &i in rows {
+                *counts.entry(labels[i]).or_default() += 1;
+            }
+            assert_eq!(counts["a"], 8);
+            assert_eq!(counts["b"], 8);
+            assert_eq!(counts["c"], 8);
+            // a label with fewer rows than asked keeps all of them
+            assert_eq!(counts["rare"], 4);
+        }
+        assert_ne!(drawn[0], drawn[1]);
+        assert_eq!(drawn, undersample(&labels, 10, 8, seed));
+        assert_ne!(drawn, undersample(&labels, 10, 8, RunSeed(8)));
     }
 
     #[test]

@@ -45,6 +45,14 @@ sage_core::suite_options! {
         /// Classification training texts sampled; all when unset.
         pub max_train_rows: Option<usize> = pteb::Options::default().max_train_rows,
             sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Classification experiments, each a logistic regression on its own draw of training
+        /// texts, their accuracies averaged (MTEB's protocol: 10).
+        pub classification_experiments: usize = pteb::Options::default().classification_experiments,
+            sage_core::OptionSpec::whole(1, 1_000);
+        /// Training texts per label in each classification experiment; MTEB's for the task
+        /// when unset (32 for AmazonCounterfactual, else 8).
+        pub samples_per_label: Option<usize> = pteb::Options::default().samples_per_label,
+            sage_core::OptionSpec::whole(1, 10_000_000);
         /// Paraphrase classification training texts too.
         pub paraphrase_train: bool = pteb::Options::default().paraphrase_train, sage_core::OptionSpec::any();
         /// Pairs the judge rates per dataset.
@@ -210,6 +218,8 @@ impl PtebRun {
                 seed: seed.0,
                 max_rows: o.max_rows,
                 max_train_rows: o.max_train_rows,
+                classification_experiments: o.classification_experiments,
+                samples_per_label: o.samples_per_label,
                 paraphrase_train: o.paraphrase_train,
                 judge_pairs: o.judge_pairs,
                 gate: o.gate.clone(),
