@@ -539,6 +539,7 @@ mod tests {
             empty_text_rows: 0,
             checksum: String::new(),
             split_checksum: String::new(),
+            files: Vec::new(),
         };
         let r = negation(&Overlap, &rows, sel, RunSeed(1)).unwrap();
         // true pairs: 1/4 and 2/4

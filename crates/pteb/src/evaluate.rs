@@ -319,6 +319,7 @@ fn by_subset<T: InSubset + Clone>(
                     path: loaded.path.clone(),
                     rows: vec![row.clone()],
                     empty_text_lines: Vec::new(),
+                    files: loaded.files.clone(),
                 },
             )),
         }
@@ -598,6 +599,7 @@ pub fn load_task(
                 path: beir.dir.join("queries.jsonl"),
                 rows: beir.queries.clone(),
                 empty_text_lines: Vec::new(),
+                files: beir.files.clone(),
             };
             let (queries, sel) = sample(&queries, max, seed);
             (

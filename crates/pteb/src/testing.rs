@@ -106,6 +106,7 @@ pub(crate) fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebRepor
                 empty_text_rows: 0,
                 checksum: "0".into(),
                 split_checksum: "0".into(),
+                files: Vec::new(),
             },
             original: *original,
             runs: runs

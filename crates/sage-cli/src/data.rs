@@ -96,6 +96,17 @@ pub enum DataCommand {
         #[arg(long)]
         quiet: bool,
     },
+    /// Print the sha256 of every file made from the Hugging Face hub in the data root, as the
+    /// first `sage data fetch` of each recorded it (DATA_DIR/PROVENANCE.json), as a lock file:
+    /// `sage data lock > sha256s.toml`. Commit it and set SAGE_DATA_PINS=sha256s.toml on every
+    /// machine of the team: each fetch and each load then checks those files against it, and
+    /// refuses one whose bytes changed. Files a pinned source makes are checked against their
+    /// pins already.
+    Lock {
+        /// Data root (default: $SAGE_DATA_DIR, else the default data folder).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
 }
 
 /// How a command names the user's own datasets besides `--dataset PATH`: tables of named
@@ -224,6 +235,11 @@ pub fn run(command: DataCommand, registry: &sage_suites::Registry) -> Result<()>
                     failed.join(", ")
                 );
             }
+            Ok(())
+        }
+        DataCommand::Lock { data_dir } => {
+            let root = crate::fetch::data_root(data_dir)?;
+            write!(out, "{}", sage_data::verify::lock_table(&root)?)?;
             Ok(())
         }
         DataCommand::Kinds => {

@@ -220,6 +220,9 @@ pub struct DatasetReport {
     /// Retrieval: checksum of the ranked documents' ids and texts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus_checksum: Option<String>,
+    /// Retrieval: the checks of the set's files ([`sage_data::verify`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corpus_files: Vec<sage_core::FileCheck>,
     /// The float32 score at the full width: the reference.
     pub reference_score: f64,
     /// Its paired bootstrap 95% interval.
@@ -244,6 +247,7 @@ impl sage_core::DatasetRows for DatasetReport {
                     corpus_total: total,
                     corpus_used: used,
                     queries: self.units,
+                    files: self.corpus_files.clone(),
                 }))
             }
             _ => None,

@@ -349,6 +349,7 @@ fn retrieval(
             corpus_total: Some(set.corpus_total),
             corpus_used: Some(set.documents.len()),
             corpus_checksum: Some(set.corpus_checksum.clone()),
+            corpus_files: set.files.clone(),
             ..empty(
                 dataset,
                 Task::Retrieval,
@@ -592,6 +593,7 @@ fn empty(
         corpus_total: None,
         corpus_used: None,
         corpus_checksum: None,
+        corpus_files: Vec::new(),
         reference_score: 0.0,
         reference_ci95: None,
         formats: Vec::new(),

@@ -50,7 +50,8 @@ pub use result::{
     ReportUsage, ResultEnvelope, RunRecord, SimilarityKind, SimilarityRecord, RESULT_SCHEMA,
 };
 pub use rows_used::{
-    CorpusSelection, DatasetRows, RowSelection, RowsUsed, SubsetSelection, SuiteReport,
+    CorpusSelection, DatasetRows, FileCheck, RowSelection, RowsUsed, SubsetSelection, SuiteReport,
+    Verified,
 };
 pub use seed::{ExperimentRng, RunSeed};
 

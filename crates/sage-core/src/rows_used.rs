@@ -32,6 +32,41 @@ pub struct RowSelection {
     /// random streams over it. Absent in results written before it was recorded.
     #[serde(default)]
     pub split_checksum: String,
+    /// The files the rows were read from, each with its sha256 and whether those bytes are
+    /// known ones (a registry file: sage-data checks it when it reads it); empty for a user's
+    /// own file, and in results written before files were checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileCheck>,
+}
+
+/// One file a result read, and whether its bytes are known ones.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileCheck {
+    /// Its path under the data root (`sts/stsb/test.jsonl`).
+    pub path: String,
+    /// Its sha256, lower-case hex.
+    pub sha256: String,
+    /// What its sha256 was checked against.
+    pub verified: Verified,
+}
+
+/// What a file's sha256 was checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verified {
+    /// Equal to the pin of the file a pinned public source rebuilds (sage-data's
+    /// `sources.toml`, or the table `SAGE_DATA_PINS` names).
+    Pin,
+    /// Equal to the sha256 recorded when the file was first made from the Hugging Face hub (the
+    /// data folder's `PROVENANCE.json`), or to a shared lock file's (`sage data lock`,
+    /// carried by `SAGE_DATA_PINS`).
+    Lock,
+    /// The file has a pin, and these are other bytes (a sample or fixture under a registry
+    /// name, or an edited copy): the numbers do not rest on the published data.
+    DiffersFromPin,
+    /// Nothing to check it against (a hub-made file fetched before sha256s were recorded, or
+    /// a file placed by hand).
+    Unverified,
 }
 
 /// The documents of a corpus that a result's queries were ranked against (retrieval).
@@ -47,6 +82,10 @@ pub struct CorpusSelection {
     pub corpus_used: usize,
     /// Queries scored.
     pub queries: usize,
+    /// The checks of the set's corpus, queries and judgements files (as
+    /// [`RowSelection::files`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileCheck>,
 }
 
 /// One seeded subset of a labelled split (clustering draws several per dataset).
@@ -163,6 +202,7 @@ mod tests {
             empty_text_rows: 0,
             checksum: checksum.into(),
             split_checksum: "ff".into(),
+            files: Vec::new(),
         }
     }
 
@@ -173,6 +213,7 @@ mod tests {
         let records = vec![
             RowsUsed::Rows(rows("stsb", "ab")),
             RowsUsed::Corpus(CorpusSelection {
+                files: Vec::new(),
                 dataset: "scifact/test".into(),
                 corpus_checksum: "cd".into(),
                 corpus_total: 9,

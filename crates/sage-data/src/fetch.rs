@@ -17,6 +17,7 @@
 //! Parquet, `de/test-00000-of-00001.parquet`). A missing field is an error naming the
 //! file and row.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use hf_hub::{Repo, RepoType};
 use sage_hub::HubSettings;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use crate::error::{parse_error, DataError, Result};
 use crate::load::DataRoot;
@@ -307,7 +309,7 @@ fn question_answers(
 
 /// BEIR's `qrels/<split>.tsv` (`query-id TAB corpus-id TAB score` under that header) from
 /// MTEB's JSON-lines judgements, written atomically.
-fn write_qrels_tsv(target: &Path, source: &Path, records: &[Value]) -> Result<()> {
+fn write_qrels_tsv(gate: &Gate<'_>, target: &Path, source: &Path, records: &[Value]) -> Result<()> {
     let mut text = String::from("query-id\tcorpus-id\tscore\n");
     for (i, record) in records.iter().enumerate() {
         let field = |key: &str| -> Result<String> {
@@ -327,20 +329,15 @@ fn write_qrels_tsv(target: &Path, source: &Path, records: &[Value]) -> Result<()
         }
         text.push_str(&format!("{query}\t{doc}\t{score}\n"));
     }
-    if let Some(dir) = target.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| DataError::Io {
-            path: dir.to_owned(),
-            message: e.to_string(),
-        })?;
-    }
-    sage_core::write_atomically(target, text.as_bytes()).map_err(|e| DataError::Io {
-        path: target.to_owned(),
-        message: e.to_string(),
-    })
+    gate.write(target, text.as_bytes())
 }
 
-/// Writes JSON lines atomically (a temporary file renamed into place).
-fn write_jsonl<'a>(path: &Path, rows: impl Iterator<Item = &'a Value>) -> Result<usize> {
+/// Writes JSON lines atomically (a temporary file renamed into place), through `gate`.
+fn write_jsonl<'a>(
+    gate: &Gate<'_>,
+    path: &Path,
+    rows: impl Iterator<Item = &'a Value>,
+) -> Result<usize> {
     let io = |e: std::io::Error| DataError::Io {
         path: path.to_owned(),
         message: e.to_string(),
@@ -349,19 +346,103 @@ fn write_jsonl<'a>(path: &Path, rows: impl Iterator<Item = &'a Value>) -> Result
         std::fs::create_dir_all(dir).map_err(io)?;
     }
     let tmp = path.with_extension("partial");
-    let mut out = std::io::BufWriter::new(File::create(&tmp).map_err(io)?);
+    let mut out = Hashing {
+        out: std::io::BufWriter::new(File::create(&tmp).map_err(io)?),
+        sha: Sha256::new(),
+    };
     let mut n = 0;
     for row in rows {
         serde_json::to_writer(&mut out, row).map_err(|e| io(e.into()))?;
         out.write_all(b"\n").map_err(io)?;
         n += 1;
     }
-    out.into_inner()
+    let sha = crate::sample::hex(&out.sha.finalize());
+    out.out
+        .into_inner()
         .map_err(|e| io(e.into_error()))?
         .sync_all()
         .map_err(io)?;
+    if let Err(e) = gate.admit(path, &sha) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     std::fs::rename(&tmp, path).map_err(io)?;
     Ok(n)
+}
+
+/// A writer that hashes what passes through it.
+struct Hashing<W> {
+    out: W,
+    sha: Sha256,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(bytes)?;
+        self.sha.update(&bytes[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// What a fetch may place: a file made from the hub whose sha256 is recorded (a lock) must come
+/// out as those bytes, or it is refused and the recorded file stays; every file placed is
+/// remembered, so the fetch can record it.
+struct Gate<'a> {
+    root: &'a Path,
+    made: std::cell::RefCell<BTreeMap<String, String>>,
+}
+
+impl Gate<'_> {
+    /// The path of `dest` under the data root, `/`-separated, as pins and locks name files.
+    fn relative(&self, dest: &Path) -> String {
+        let rel = dest.strip_prefix(self.root).unwrap_or(dest);
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    /// Checks that `dest` may become the bytes of sha256 `sha`, and remembers it.
+    fn admit(&self, dest: &Path, sha: &str) -> Result<()> {
+        let rel = self.relative(dest);
+        match crate::verify::expected(self.root, &rel)? {
+            Some(crate::verify::Expected::Lock { sha256, by }) if sha256 != sha => {
+                return Err(DataError::Io {
+                    path: dest.to_owned(),
+                    message: format!(
+                        "the hub's files now make other bytes than the ones recorded: {by} \
+                         records {sha256}, this fetch made {sha}; the recorded file is left as \
+                         it was. The revision's files changed (a moving branch, or a damaged \
+                         hub cache); to accept the new bytes, remove the entry from {by}"
+                    ),
+                });
+            }
+            // a hub copy of a pinned dataset is what its hub copy is; the pin stays the pin's
+            Some(crate::verify::Expected::Pin(_)) => {}
+            _ => {
+                self.made.borrow_mut().insert(rel, sha.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes` at `dest` atomically, once admitted.
+    fn write(&self, dest: &Path, bytes: &[u8]) -> Result<()> {
+        self.admit(dest, &crate::sample::hex(&Sha256::digest(bytes)))?;
+        if let Some(dir) = dest.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| DataError::Io {
+                path: dir.to_owned(),
+                message: e.to_string(),
+            })?;
+        }
+        sage_core::write_atomically(dest, bytes).map_err(|e| DataError::Io {
+            path: dest.to_owned(),
+            message: e.to_string(),
+        })
+    }
 }
 
 fn hub_file(
@@ -388,6 +469,7 @@ fn fetch_split(
     source: &HubSource,
     split: &str,
     hub: &HubSettings,
+    gate: &Gate<'_>,
 ) -> Result<Fetched> {
     let repo = Repo::with_revision(
         source.repo.to_owned(),
@@ -418,11 +500,11 @@ fn fetch_split(
         let (corpus, queries, qrels) = question_answers(&records, question, answer_prefix)?;
         rows = corpus.len();
         written.push(local.join("corpus.jsonl"));
-        write_jsonl(&written[0], corpus.iter())?;
+        write_jsonl(gate, &written[0], corpus.iter())?;
         written.push(local.join("queries.jsonl"));
-        write_jsonl(&written[1], queries.iter())?;
+        write_jsonl(gate, &written[1], queries.iter())?;
         let target = local.join("qrels").join(format!("{split}.tsv"));
-        write_qrels_tsv(&target, &sources[0], &qrels)?;
+        write_qrels_tsv(gate, &target, &sources[0], &qrels)?;
         written.push(target);
     } else if e.kind == DatasetKind::Beir {
         let mut qrels_here = false;
@@ -434,13 +516,13 @@ fn fetch_split(
             if name.starts_with("qrels/") {
                 // MTEB's own copies keep the judgements beside the corpus, as JSON lines
                 let target = local.join("qrels").join(format!("{split}.tsv"));
-                write_qrels_tsv(&target, &path, &records)?;
+                write_qrels_tsv(gate, &target, &path, &records)?;
                 sources.push(path);
                 written.push(target);
                 qrels_here = true;
                 continue;
             }
-            let n = write_jsonl(&local.join(name), records.iter())?;
+            let n = write_jsonl(gate, &local.join(name), records.iter())?;
             if name.starts_with("corpus") {
                 rows = n;
             }
@@ -457,16 +539,11 @@ fn fetch_split(
             let file = format!("{split}.tsv");
             let path = hub_file(hub, e.name, &qrels_repo, &file, &local)?;
             let target = local.join("qrels").join(&file);
-            std::fs::create_dir_all(target.parent().expect("qrels folder")).map_err(|err| {
-                DataError::Io {
-                    path: target.clone(),
-                    message: err.to_string(),
-                }
-            })?;
-            std::fs::copy(&path, &target).map_err(|err| DataError::Io {
-                path: target.clone(),
+            let bytes = std::fs::read(&path).map_err(|err| DataError::Io {
+                path: path.clone(),
                 message: err.to_string(),
             })?;
+            gate.write(&target, &bytes)?;
             sources.push(path);
             written.push(target);
         }
@@ -503,7 +580,7 @@ fn fetch_split(
             }
             sources.push(path);
         }
-        rows = write_jsonl(&local, out.iter())?;
+        rows = write_jsonl(gate, &local, out.iter())?;
         written.push(local);
     }
     Ok(Fetched {
@@ -541,15 +618,23 @@ pub fn fetch(
     } else {
         splits.to_vec()
     };
+    if let Some(unknown) = splits.iter().find(|s| !e.splits.contains(s)) {
+        return Err(DataError::UnknownSplit {
+            dataset: name.to_owned(),
+            split: (*unknown).to_owned(),
+            available: e.splits.iter().map(|s| s.to_string()).collect(),
+        });
+    }
+    let folder = root.root().ok_or(DataError::NoRoot)?;
+    // one fetch or rebuild at a time per data folder: the provenance record is shared
+    let _lock = crate::rebuild::lock_folder(folder)?;
+    let gate = Gate {
+        root: folder,
+        made: Default::default(),
+    };
     let mut done = Vec::new();
+    let mut fetched = Ok(());
     for split in splits {
-        if !e.splits.contains(&split) {
-            return Err(DataError::UnknownSplit {
-                dataset: name.to_owned(),
-                split: split.to_owned(),
-                available: e.splits.iter().map(|s| s.to_string()).collect(),
-            });
-        }
         if !overwrite && root.is_local(e, split) {
             done.push(Fetched {
                 dataset: name.to_owned(),
@@ -562,9 +647,75 @@ pub fn fetch(
             });
             continue;
         }
-        done.push(fetch_split(root, e, source, split, hub)?);
+        match fetch_split(root, e, source, split, hub, &gate) {
+            Ok(split) => done.push(split),
+            Err(error) => {
+                fetched = Err(error);
+                break;
+            }
+        }
     }
-    Ok(done)
+    // what was placed is recorded even when a later split failed: it is on disk
+    record_made(folder, e, source, &gate.made.borrow())?;
+    fetched.map(|()| done)
+}
+
+/// Adds the sha256 of the files a hub fetch made to the data folder's provenance record, under
+/// the dataset with its licence and source: the lock later fetches and every load check against
+/// ([`crate::verify`]). Files already recorded keep their entry (a changed one was refused).
+fn record_made(
+    folder: &Path,
+    e: &DatasetEntry,
+    source: &HubSource,
+    made: &BTreeMap<String, String>,
+) -> Result<()> {
+    if made.is_empty() {
+        return Ok(());
+    }
+    let mut record = crate::verify::read_provenance(folder)?;
+    let licence = crate::pins::Pins::active()
+        .ok()
+        .and_then(|p| p.dataset(e.name))
+        .map(|d| d.licence.clone());
+    let entry = record
+        .entry(e.name.to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(entry) = entry else {
+        return Err(DataError::Io {
+            path: folder.join(crate::verify::PROVENANCE),
+            message: format!("its entry for {} is not an object", e.name),
+        });
+    };
+    if let Some(licence) = licence {
+        entry.insert("licence".into(), Value::String(licence));
+    }
+    entry.insert(
+        "origins".into(),
+        Value::Array(vec![Value::String(format!(
+            "hf:{}@{}",
+            source.repo, source.revision
+        ))]),
+    );
+    let files = entry
+        .entry("files")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(files) = files {
+        for (path, sha) in made {
+            files
+                .entry(path.clone())
+                .or_insert_with(|| Value::String(sha.clone()));
+        }
+    }
+    let mut bytes = serde_json::to_vec_pretty(&record).map_err(|e| DataError::Io {
+        path: folder.join(crate::verify::PROVENANCE),
+        message: e.to_string(),
+    })?;
+    bytes.push(b'\n');
+    let path = folder.join(crate::verify::PROVENANCE);
+    sage_core::write_atomically(&path, &bytes).map_err(|e| DataError::Io {
+        path,
+        message: e.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -987,6 +1138,76 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("test.jsonl.zip") && e.contains("2 files"), "{e}");
+    }
+
+    /// Issue 80, point 6: the first fetch of a hub-only dataset records the sha256 of each file
+    /// it makes; a later fetch whose files come out otherwise is refused and leaves the recorded
+    /// file alone; a load checks the file against the record, says `lock` in the rows' record,
+    /// and refuses the file once it is changed.
+    #[test]
+    fn hub_made_files_are_locked_at_first_fetch_and_checked_after() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        let first = "{\"sentences\": [\"a\", \"b\", \"c\"], \"labels\": [\"x\", \"y\", \"x\"]}\n";
+        put(
+            &cache,
+            "mteb/arxiv-clustering-s2s",
+            "test.jsonl.gz",
+            &gz(first),
+        );
+        let root = DataRoot::new(&data);
+        fetch(&root, "arxiv-s2s", &[], &offline(&cache), false).unwrap();
+        let provenance: Value =
+            serde_json::from_slice(&std::fs::read(data.join("PROVENANCE.json")).unwrap()).unwrap();
+        let file = "clustering/arxiv_s2s/test.jsonl";
+        let recorded = provenance["arxiv-s2s"]["files"][file]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            recorded,
+            crate::verify::sha256_of(&data.join(file)).unwrap()
+        );
+        assert!(provenance["arxiv-s2s"]["origins"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("hf:mteb/arxiv-clustering-s2s@"));
+        let loaded = root.load::<LabeledText>("arxiv-s2s", "test").unwrap();
+        assert_eq!(loaded.files[0].verified, crate::verify::Verified::Lock);
+        let (_, rows) = crate::sample(&loaded, None, sage_core::RunSeed(1));
+        assert_eq!(
+            rows.files, loaded.files,
+            "the result's record carries the check"
+        );
+
+        // the hub copy changed under the same revision: refused, the recorded file kept
+        let kept = std::fs::read(data.join(file)).unwrap();
+        put(
+            &cache,
+            "mteb/arxiv-clustering-s2s",
+            "test.jsonl.gz",
+            &gz(&first.replace("\"c\"", "\"changed\"")),
+        );
+        let e = fetch(&root, "arxiv-s2s", &[], &offline(&cache), true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("other bytes than the ones recorded") && e.contains(&recorded),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(data.join(file)).unwrap(), kept);
+        assert!(!data.join("clustering/arxiv_s2s/test.partial").exists());
+
+        // the file edited in place: every load refuses it, naming both sha256s
+        std::fs::write(data.join(file), "{\"text\": \"a\", \"label\": \"x\"}\n").unwrap();
+        let e = root
+            .load::<LabeledText>("arxiv-s2s", "test")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("changed since its sha256 was recorded") && e.contains(&recorded),
+            "{e}"
+        );
     }
 
     #[test]

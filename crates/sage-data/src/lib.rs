@@ -54,6 +54,7 @@ mod rows;
 pub mod sample;
 pub mod trec;
 pub mod user;
+pub mod verify;
 
 pub use error::{DataError, Result};
 #[cfg(feature = "fetch")]

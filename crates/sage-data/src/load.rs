@@ -77,6 +77,9 @@ pub enum SplitReport {
         qrels_to_missing_documents: Vec<usize>,
         /// Judgements naming a query queries.jsonl lacks (first lines).
         qrels_to_missing_queries: Vec<usize>,
+        /// The checks of its files ([`crate::verify`]); empty for a user's set.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        files: Vec<sage_core::FileCheck>,
     },
     /// The WordNet folder (read by sage-perturb's WordNet reader).
     WordNet {
@@ -96,6 +99,7 @@ pub struct SplitRows<'a, T> {
     dataset: String,
     split: String,
     path: PathBuf,
+    files: Vec<sage_core::FileCheck>,
     visit: Box<crate::sample::Visit<'a, T>>,
 }
 
@@ -106,6 +110,7 @@ impl<'a, T: Row + Clone + 'a> SplitRows<'a, T> {
             dataset: loaded.dataset,
             split: loaded.split,
             path: loaded.path,
+            files: loaded.files,
             visit: Box::new(move |each| {
                 for row in &rows {
                     each(row.clone())?;
@@ -128,6 +133,7 @@ impl<'a, T: Row + Clone + 'a> SplitRows<'a, T> {
             dataset: dataset.to_owned(),
             split: split.to_owned(),
             path,
+            files: Vec::new(),
             visit: Box::new(move |each| {
                 let mut empty = Vec::new();
                 records(&mut |line, row| {
@@ -179,6 +185,7 @@ impl<'a, T: Row + Clone + 'a> SplitRows<'a, T> {
             dataset: &self.dataset,
             split: &self.split,
             path: &self.path,
+            files: &self.files,
         };
         crate::sample::pick(name, &*self.visit, &key_of, &mut choose)
     }
@@ -193,6 +200,7 @@ impl<'a, T: Row + Clone + 'a> SplitRows<'a, T> {
             dataset: &self.dataset,
             split: &self.split,
             path: &self.path,
+            files: &self.files,
         };
         crate::sample::draw(name, &*self.visit, max_rows, seed, group_of)
     }
@@ -623,6 +631,10 @@ impl DataRoot {
                 crate::rows::read_user::<T>(u, split, path, &dimensions)?
             }
         };
+        let files = match &found {
+            Found::Registry(e, _) => vec![self.check(&e.local_path(split))?],
+            Found::User(..) => Vec::new(),
+        };
         let path = found.path().to_owned();
         let (rows, empty) = with_empty_lines(read);
         let rows = self.apply_policy(&path, rows, &empty)?;
@@ -632,7 +644,15 @@ impl DataRoot {
             path,
             rows,
             empty_text_lines: empty,
+            files,
         })
+    }
+
+    /// The check of a registry file at `path` under the data root ([`crate::verify`]): an
+    /// error when it is locked and changed.
+    pub fn check(&self, path: &str) -> Result<sage_core::FileCheck> {
+        let root = self.root.as_ref().ok_or(DataError::NoRoot)?;
+        crate::verify::check(root, path)
     }
 
     /// Rows of `split` of `name` as MTEB's task of that name has them: the mirror splits the
@@ -659,6 +679,7 @@ impl DataRoot {
                 Some(w) => {
                     // empty-text lines stay per file; the first file's are the ones kept
                     w.rows.extend(loaded.rows);
+                    w.files.extend(loaded.files);
                 }
             }
         }
@@ -700,7 +721,13 @@ impl DataRoot {
             }
             _ if kind == DatasetKind::Beir => {
                 let corpus = at.2.join("corpus.jsonl");
-                Ok(SplitRows::streamed(
+                let files = match &found {
+                    Found::Registry(e, _) => {
+                        vec![self.check(&format!("{}/corpus.jsonl", e.local_path(split)))?]
+                    }
+                    Found::User(..) => Vec::new(),
+                };
+                let mut rows = SplitRows::streamed(
                     (name, split, corpus.clone()),
                     self.policy,
                     move |each| read_corpus(&corpus, each),
@@ -710,7 +737,9 @@ impl DataRoot {
                         title: (!d.title.is_empty()).then_some(d.title),
                         label: None,
                     },
-                ))
+                );
+                rows.files = files;
+                Ok(rows)
             }
             _ => Ok(SplitRows::in_memory(self.documents(name, split)?)),
         }
@@ -845,6 +874,20 @@ impl DataRoot {
             DatasetKind::TextPairs => rows::<TextPair>(self, name, split, max_rows, seed),
             DatasetKind::Vocabulary => rows::<Line>(self, name, split, max_rows, seed),
             DatasetKind::Beir => {
+                let files = match &found {
+                    Found::Registry(e, _) => {
+                        let dir = e.local_path(split);
+                        [
+                            "corpus.jsonl",
+                            "queries.jsonl",
+                            &format!("qrels/{split}.tsv"),
+                        ]
+                        .iter()
+                        .map(|file| self.check(&format!("{dir}/{file}")))
+                        .collect::<Result<Vec<_>>>()?
+                    }
+                    Found::User(..) => Vec::new(),
+                };
                 // counted, not refused: a check reports every problem a run would stop at
                 let corpus = read_jsonl::<BeirDocument>(&path.join("corpus.jsonl"), &[])?;
                 let queries = read_jsonl::<BeirQuery>(&path.join("queries.jsonl"), &[])?;
@@ -885,6 +928,7 @@ impl DataRoot {
                         .map(|j| j.line)
                         .take(20)
                         .collect(),
+                    files,
                     path,
                 })
             }
@@ -929,10 +973,17 @@ impl DataRoot {
                         })
                         .collect(),
                     empty_text_lines: loaded.empty_text_lines,
+                    files: loaded.files,
                 })
             }
             DatasetKind::Beir => {
                 let corpus_path = path.join("corpus.jsonl");
+                let files = match &found {
+                    Found::Registry(e, _) => {
+                        vec![self.check(&format!("{}/corpus.jsonl", e.local_path(split)))?]
+                    }
+                    Found::User(..) => Vec::new(),
+                };
                 let (corpus, empty) =
                     with_empty_lines(read_jsonl::<BeirDocument>(&corpus_path, &[])?);
                 let corpus = self.apply_policy(&corpus_path, corpus, &empty)?;
@@ -950,6 +1001,7 @@ impl DataRoot {
                         })
                         .collect(),
                     empty_text_lines: empty,
+                    files,
                 })
             }
             other => Err(DataError::WrongKind {

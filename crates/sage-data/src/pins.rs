@@ -22,10 +22,31 @@ const SOURCES_TOML: &str = include_str!("../sources.toml");
 #[serde(deny_unknown_fields)]
 pub struct Pins {
     /// Every artifact downloaded, by URL.
+    #[serde(default)]
     pub artifacts: BTreeMap<String, ArtifactPin>,
     /// Every registry dataset's files.
-    #[serde(rename = "dataset")]
+    #[serde(default, rename = "dataset")]
     pub datasets: Vec<DatasetPin>,
+    /// The sha256 of files made from the Hugging Face hub, where no public source pins them:
+    /// a team's shared lock (`sage data lock` writes one), checked like a pin.
+    #[serde(default)]
+    pub locked: Vec<LockedFile>,
+}
+
+/// A hub-made file's recorded sha256 ([`Pins::locked`]).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LockedFile {
+    /// The registry dataset it belongs to.
+    pub dataset: String,
+    /// Path under the data root.
+    pub path: String,
+    /// Its size.
+    pub bytes: u64,
+    /// Its sha256, lower-case hex.
+    pub sha256: String,
+    /// Where it was made from (`hf:REPO@REVISION`).
+    pub source: String,
 }
 
 /// One downloadable artifact.
@@ -154,9 +175,11 @@ impl Pins {
         })
     }
 
-    /// The table `sage data fetch` uses: the file SAGE_DATA_PINS names (a table of the same form
-    /// for sources of your own, such as a mirror of them inside a network that cannot reach the
-    /// public ones), else the compiled-in one. A bad file is an error naming it.
+    /// The table `sage data fetch` and the loaders use: the file SAGE_DATA_PINS names, else the
+    /// compiled-in one. The file is a table of the same form for sources of your own (a mirror
+    /// of them inside a network that cannot reach the public ones), or a lock alone
+    /// (`[[locked]]` entries, as `sage data lock` prints them), which is added to the
+    /// compiled-in table. A bad file is an error naming it.
     pub fn active() -> Result<&'static Pins, String> {
         static CUSTOM: OnceLock<Result<Pins, String>> = OnceLock::new();
         let Some(file) = std::env::var_os("SAGE_DATA_PINS").filter(|f| !f.is_empty()) else {
@@ -167,10 +190,25 @@ impl Pins {
                 let path = std::path::PathBuf::from(&file);
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| format!("SAGE_DATA_PINS={}: {e}", path.display()))?;
-                toml::from_str(&text).map_err(|e| format!("SAGE_DATA_PINS={}: {e}", path.display()))
+                let mut pins: Pins = toml::from_str(&text)
+                    .map_err(|e| format!("SAGE_DATA_PINS={}: {e}", path.display()))?;
+                if pins.datasets.is_empty() && pins.artifacts.is_empty() {
+                    let builtin = Pins::builtin();
+                    pins.datasets = builtin.datasets.clone();
+                    pins.artifacts = builtin.artifacts.clone();
+                }
+                Ok(pins)
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The pin of the file at `path` (under the data root), if a pinned source makes it.
+    pub fn file(&self, path: &str) -> Option<&FilePin> {
+        self.datasets
+            .iter()
+            .flat_map(|d| &d.files)
+            .find(|f| f.path == path)
     }
 
     /// The pins of a registry dataset.

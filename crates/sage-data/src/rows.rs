@@ -230,6 +230,8 @@ pub struct Loaded<T> {
     pub rows: Vec<T>,
     /// 1-based lines of rows with an empty text (kept or dropped per the policy).
     pub empty_text_lines: Vec<usize>,
+    /// The checks of the registry files read ([`crate::verify`]); empty for a user's file.
+    pub files: Vec<sage_core::FileCheck>,
 }
 
 /// A row type: which of its fields are texts (and, sealed inside this crate, how it is read).

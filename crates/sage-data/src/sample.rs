@@ -114,6 +114,7 @@ pub(crate) struct SplitName<'a> {
     pub dataset: &'a str,
     pub split: &'a str,
     pub path: &'a std::path::Path,
+    pub files: &'a [sage_core::FileCheck],
 }
 
 /// The one sampling of the crate (see the module docs), over rows streamed by `visit`: a first
@@ -166,6 +167,7 @@ pub(crate) fn draw<T: Row>(
         empty_text_rows,
         checksum: checksum(&rows),
         split_checksum,
+        files: name.files.to_vec(),
     };
     Ok(Sampled {
         rows,
@@ -234,6 +236,7 @@ pub(crate) fn pick<T: Row>(
         empty_text_rows,
         checksum: checksum(&rows),
         split_checksum,
+        files: name.files.to_vec(),
     };
     Ok((
         keys,
@@ -292,6 +295,7 @@ fn draw_loaded<T: Row + Clone>(
         dataset: &loaded.dataset,
         split: &loaded.split,
         path: &loaded.path,
+        files: &loaded.files,
     };
     draw(name, &visit, max_rows, seed, group_of)
         .expect("rows in memory are read without error and do not change")

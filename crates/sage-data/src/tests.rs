@@ -290,6 +290,7 @@ fn in_memory(rows: Vec<LabeledText>) -> Loaded<LabeledText> {
         path: PathBuf::from("x"),
         rows,
         empty_text_lines: vec![],
+        files: vec![],
     }
 }
 

@@ -160,6 +160,7 @@ main-news\theadlines\t2015\t0002\t0.666667\tOne\tTwo\n"
         ]
         .into_iter()
         .collect(),
+        locked: Vec::new(),
         datasets: vec![
             DatasetPin {
                 name: "stsb-like".into(),

@@ -249,6 +249,9 @@ pub struct DatasetReport {
     /// Retrieval: checksum of the ranked documents' ids and texts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus_checksum: Option<String>,
+    /// Retrieval: the checks of the set's files ([`sage_data::verify`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corpus_files: Vec<sage_core::FileCheck>,
     /// The score on clean input.
     pub clean: f64,
     /// Paired bootstrap 95% interval of the clean score (the units resampled as for every point).
@@ -277,6 +280,7 @@ impl DatasetReport {
             corpus_total: None,
             corpus_used: None,
             corpus_checksum: None,
+            corpus_files: Vec::new(),
             clean: 0.0,
             clean_ci95: None,
             channels: Vec::new(),
@@ -305,6 +309,7 @@ impl sage_core::DatasetRows for DatasetReport {
                     corpus_total: total,
                     corpus_used: used,
                     queries: self.units,
+                    files: self.corpus_files.clone(),
                 }))
             }
             _ => None,

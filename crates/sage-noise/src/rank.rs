@@ -187,6 +187,7 @@ pub(crate) fn retrieval(
             corpus_total: Some(set.corpus_total),
             corpus_used: Some(set.documents.len()),
             corpus_checksum: Some(set.corpus_checksum.clone()),
+            corpus_files: set.files.clone(),
             ..DatasetReport::empty(
                 dataset,
                 crate::Task::Retrieval,

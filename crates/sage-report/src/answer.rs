@@ -409,6 +409,7 @@ mod tests {
             empty_text_rows: 0,
             checksum: "ab".into(),
             split_checksum: "ff".into(),
+            files: Vec::new(),
         };
         let typed = RowsUsed::Rows(rows.clone());
         let older: RowsUsed = serde_json::from_value(serde_json::json!({

@@ -75,6 +75,9 @@ pub struct DatasetReport {
     pub corpus_used: usize,
     /// Checksum of the used documents' ids and texts.
     pub corpus_checksum: String,
+    /// The checks of the set's files ([`sage_data::verify`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<sage_core::FileCheck>,
     /// Queries evaluated.
     pub queries: usize,
     /// Judged queries left out: no relevant document (relevance > 0) in the corpus.
@@ -145,6 +148,8 @@ pub struct RankingSet {
     pub corpus_total: usize,
     /// Checksum of the used documents' ids and texts.
     pub corpus_checksum: String,
+    /// The checks of the set's corpus, queries and judgements files.
+    pub files: Vec<sage_core::FileCheck>,
     /// Judged queries left out: no relevant document in the corpus.
     pub queries_without_relevant: usize,
     /// Drawn queries left out because their relevant documents would pass `max_docs`.
@@ -436,6 +441,7 @@ fn ranking_set(
         documents,
         corpus_total: beir.corpus_ids.len(),
         corpus_checksum: sage_data::sample::checksum(used.iter().copied()),
+        files: beir.files.clone(),
         queries_without_relevant,
         queries_over_document_budget,
         negative_judgements: beir.negative_judgements,
@@ -503,6 +509,7 @@ fn evaluate_set(
         corpus_total: set.corpus_total,
         corpus_used: docs.len(),
         corpus_checksum: set.corpus_checksum.clone(),
+        files: set.files.clone(),
         queries: queries.len(),
         queries_without_relevant: set.queries_without_relevant,
         queries_over_document_budget: set.queries_over_document_budget,
@@ -535,6 +542,7 @@ impl sage_core::DatasetRows for DatasetReport {
             corpus_total: self.corpus_total,
             corpus_used: self.corpus_used,
             queries: self.queries,
+            files: self.files.clone(),
         })]
     }
 }

@@ -371,6 +371,7 @@ mod tests {
             empty_text_rows: 0,
             checksum: String::new(),
             split_checksum: "hand-made".into(),
+            files: Vec::new(),
         };
         evaluate_dataset(
             similarity,

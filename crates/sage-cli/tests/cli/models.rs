@@ -292,3 +292,99 @@ fn models_fetch_builds_a_working_folder_from_the_hub_cache() {
     fails_with(&["models", "fetch", "glove.6B.50d"], "glove.6B.zip");
     fails_with(&["models", "fetch", "minilm"], "all-MiniLM-L6-v2");
 }
+
+/// Issue 80, point 6: the first hub fetch of a dataset records its files' sha256, `sage data
+/// lock` prints them as a lock file, and with `SAGE_DATA_PINS` naming it a teammate's copy is
+/// checked file by file (`sage data check` says `lock`) and refused once a file changed.
+#[test]
+fn a_lock_of_hub_made_files_is_shared_and_enforced() {
+    let dir = tempfile::tempdir().unwrap();
+    let commit = "c22ab2a51041ffd869aaddef7af8d8215647e41a";
+    let repo = dir.path().join("hub/datasets--mteb--arguana");
+    let snapshot = repo.join("snapshots").join(commit);
+    std::fs::create_dir_all(snapshot.join("qrels")).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs").join(commit), commit).unwrap();
+    std::fs::write(
+        snapshot.join("corpus.jsonl"),
+        "{\"_id\": \"d1\", \"title\": \"\", \"text\": \"tax cuts help growth\"}\n\
+         {\"_id\": \"d2\", \"title\": \"\", \"text\": \"tax cuts widen deficits\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        snapshot.join("queries.jsonl"),
+        "{\"_id\": \"q1\", \"text\": \"do tax cuts help growth\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        snapshot.join("qrels/test.jsonl"),
+        "{\"query-id\": \"q1\", \"corpus-id\": \"d1\", \"score\": 1}\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let run = |args: &[&str], pins: Option<&std::path::Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sage"));
+        command
+            .args(args)
+            .arg("--data-dir")
+            .arg(&data)
+            .env("HF_HUB_OFFLINE", "1")
+            .env("HF_HOME", dir.path())
+            .env_remove("SAGE_DATA_PINS");
+        if let Some(pins) = pins {
+            command.env("SAGE_DATA_PINS", pins);
+        }
+        command.output().unwrap()
+    };
+    let fetched = run(&["data", "fetch", "arguana"], None);
+    assert!(
+        fetched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fetched.stderr)
+    );
+    let lock = run(&["data", "lock"], None);
+    let lock_text = String::from_utf8(lock.stdout).unwrap();
+    assert!(
+        lock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lock.stderr)
+    );
+    assert_eq!(lock_text.matches("[[locked]]").count(), 3, "{lock_text}");
+    for file in ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv"] {
+        assert!(
+            lock_text.contains(&format!("path = \"retrieval/arguana/{file}\"")),
+            "{lock_text}"
+        );
+    }
+    assert!(lock_text.contains(&format!("source = \"hf:mteb/arguana@{commit}\"")));
+    let lock_file = dir.path().join("sha256s.toml");
+    std::fs::write(&lock_file, &lock_text).unwrap();
+
+    // a teammate's copy: the files, no record of its own, the shared lock
+    std::fs::remove_file(data.join("PROVENANCE.json")).unwrap();
+    let checked = run(&["data", "check", "arguana"], Some(&lock_file));
+    let line = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    assert_eq!(line.matches("\"verified\":\"lock\"").count(), 3, "{line}");
+    let unlocked = run(&["data", "check", "arguana"], None);
+    assert!(String::from_utf8_lossy(&unlocked.stdout).contains("\"verified\":\"unverified\""));
+
+    let queries = data.join("retrieval/arguana/queries.jsonl");
+    std::fs::write(
+        &queries,
+        "{\"_id\": \"q1\", \"text\": \"do tax cuts hurt growth\"}\n",
+    )
+    .unwrap();
+    let refused = run(&["data", "check", "arguana"], Some(&lock_file));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("queries.jsonl: changed since its sha256 was recorded")
+            && stderr.contains("sha256s.toml"),
+        "{stderr}"
+    );
+}

@@ -31,6 +31,9 @@ pub struct Beir {
     /// perturbations): a checksum of its whole corpus, queries and judgements, so the same files
     /// give the same results under any name or path (see [`sample`](mod@crate::sample)).
     pub stream_key: String,
+    /// The checks of its corpus, queries and judgements files ([`crate::verify`]); empty for
+    /// a user's set or one built in memory.
+    pub files: Vec<sage_core::FileCheck>,
 }
 
 impl Beir {
@@ -55,6 +58,7 @@ impl Beir {
             qrels,
             negative_judgements,
             stream_key,
+            files: Vec::new(),
         }
     }
 
@@ -125,6 +129,20 @@ impl DataRoot {
                 expected: DatasetKind::Beir.name(),
             });
         }
+        let files = match &found {
+            super::Found::Registry(e, _) => {
+                let dir = e.local_path(split);
+                [
+                    "corpus.jsonl",
+                    "queries.jsonl",
+                    &format!("qrels/{split}.tsv"),
+                ]
+                .iter()
+                .map(|file| self.check(&format!("{dir}/{file}")))
+                .collect::<Result<Vec<_>>>()?
+            }
+            super::Found::User(..) => Vec::new(),
+        };
         let corpus_path = dir.join("corpus.jsonl");
         let read_corpus = |each: &mut dyn FnMut(usize, BeirDocument) -> Result<()>| {
             read_corpus(&corpus_path, each)
@@ -213,6 +231,7 @@ impl DataRoot {
             qrels: judged,
             negative_judgements,
             stream_key,
+            files,
         };
         let Some(keep) = keep else {
             beir.corpus_positions = (0..whole.len()).collect();
@@ -235,6 +254,7 @@ impl DataRoot {
             dataset: name,
             split,
             path: &corpus_path,
+            files: &[],
         };
         let corpus = crate::sample::keep_positions(&at, &visit, &wanted, beir.corpus_ids.len())?;
         beir.corpus = corpus;

@@ -453,7 +453,7 @@ mod fetch_impl {
     /// data folder itself is locked (no file of ours in it), and another process's rebuild is
     /// waited for. Where a folder cannot be opened or locked (not Linux, a file system without
     /// locks) the rebuild runs unlocked: each file is still placed whole, by rename.
-    fn lock_folder(root: &Path) -> crate::Result<Option<std::fs::File>> {
+    pub(crate) fn lock_folder(root: &Path) -> crate::Result<Option<std::fs::File>> {
         std::fs::create_dir_all(root).map_err(|e| crate::DataError::Io {
             path: root.to_owned(),
             message: e.to_string(),
@@ -477,7 +477,7 @@ mod fetch_impl {
     }
 
     /// Where each fetched dataset's licence and sources are kept, beside the data.
-    pub const PROVENANCE: &str = "PROVENANCE.json";
+    pub use crate::verify::PROVENANCE;
 
     /// Adds the datasets now complete to the data root's provenance file: per dataset, its licence
     /// as the source states it, where its files came from, and each file's sha256.
