@@ -107,7 +107,7 @@ impl Default for Options {
 }
 
 fn default_classification_experiments() -> usize {
-    crate::mteb::CLASSIFICATION_EXPERIMENTS
+    crate::protocol::CLASSIFICATION_EXPERIMENTS
 }
 
 /// One paraphrase run of one dataset.
@@ -205,6 +205,10 @@ pub struct PtebReport {
     pub skipped: Vec<String>,
     /// Fallbacks over every dataset and run.
     pub fallbacks: u64,
+    /// The paper's aggregation (its Tables 9 and 10): subsets averaged into datasets, datasets
+    /// into tasks, English apart from the other languages ([`crate::aggregate`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_task: Vec<crate::aggregate::TaskAggregate>,
     /// The prompt-sensitivity analysis, when the run compared several paraphrase-prompt
     /// wordings (this report's numbers are the first wording's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -502,7 +506,7 @@ fn clustering_task(name: &str, rows: Vec<LabeledText>, what: &str) -> Result<Tas
     if let Some(why) = sage_measures::unclusterable(&labels) {
         return Err(PtebError::Task(format!("{what}: {why}")));
     }
-    let sets = crate::tasks::clustering_sets(&labels, crate::mteb::clustering_sets(name));
+    let sets = crate::tasks::clustering_sets(&labels, crate::protocol::clustering_sets(name));
     Ok(TaskData::Clustering {
         rows: rows.into_iter().map(|r| (r.text, r.label)).collect(),
         sets,
@@ -533,7 +537,7 @@ fn classification_task(
 ) -> TaskData {
     let per_label = options
         .samples_per_label
-        .unwrap_or_else(|| crate::mteb::samples_per_label(name));
+        .unwrap_or_else(|| crate::protocol::samples_per_label(name));
     let labels: Vec<&str> = train.iter().map(|r| r.label.as_str()).collect();
     let experiments =
         crate::tasks::undersample(&labels, options.classification_experiments, per_label, seed);
@@ -888,6 +892,7 @@ pub fn evaluate(
         .map(DatasetResult::label)
         .collect();
     let pooled = pooled(&results, options, RunSeed(options.seed))?;
+    let by_task = crate::aggregate::by_task(&aggregation_units(&results));
     Ok(PtebReport {
         suite: "pteb".into(),
         encoder: encoder.identity().clone(),
@@ -899,9 +904,26 @@ pub fn evaluate(
         pooled,
         unqualified,
         skipped,
+        by_task,
         prompt_ablation: None,
         timings,
     })
+}
+
+/// What the paper's aggregation needs of each result.
+pub(crate) fn aggregation_units(results: &[DatasetResult]) -> Vec<crate::aggregate::Unit<'_>> {
+    results
+        .iter()
+        .map(|d| crate::aggregate::Unit {
+            dataset: &d.dataset,
+            subset: d.subset.as_deref(),
+            languages: &d.languages,
+            task: d.task,
+            original: d.original,
+            runs: d.runs.iter().map(|r| r.score).collect(),
+            qualified: d.quality.verdict.qualified,
+        })
+        .collect()
 }
 
 /// Every group's texts paraphrased in its language ([`TaskData::paraphrase_groups`]), as one

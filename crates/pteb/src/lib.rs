@@ -34,12 +34,14 @@
 #![deny(missing_docs)]
 
 mod ablation;
+pub mod aggregate;
 mod cache;
 mod evaluate;
 mod llm;
 pub mod mteb;
 mod paraphrase;
 mod prompt;
+pub mod protocol;
 mod qualify;
 mod quality;
 mod tasks;

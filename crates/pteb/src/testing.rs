@@ -164,6 +164,7 @@ pub(crate) fn report(model: &str, scores: &[(&str, f64, [f64; 3])]) -> PtebRepor
         datasets,
         pooled,
         skipped: Vec::new(),
+        by_task: Vec::new(),
         prompt_ablation: None,
         timings: Timings::default(),
     }

@@ -1069,6 +1069,179 @@ pub const REGISTRY: &[DatasetEntry] = &[
         ),
         "BEIR Climate-FEVER"
     ),
+    // CQADupStack, BEIR's twelve StackExchange forums: MTEB scores each forum as a task of its
+    // own (CQADupstack<Forum>Retrieval) and reports their mean as CQADupstackRetrieval; one
+    // registry set per forum, at the revision MTEB's v1 task pins (Android's too: MTEB v2 moved
+    // it to a Parquet copy, mteb/CQADupstackAndroidRetrieval, that its published v1 results
+    // were not computed on)
+    entry!(
+        "cqadupstack-android",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/android",
+        hub_at(
+            "f46a197baaae43b4f621051089b82a364682dfeb",
+            "mteb/cqadupstack-android",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, Android forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-english",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/english",
+        hub_at(
+            "ad9991cb51e31e31e430383c75ffb2885547b5f0",
+            "mteb/cqadupstack-english",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, English forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-gaming",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/gaming",
+        hub_at(
+            "4885aa143210c98657558c04aaf3dc47cfb54340",
+            "mteb/cqadupstack-gaming",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, Gaming forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-gis",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/gis",
+        hub_at(
+            "5003b3064772da1887988e05400cf3806fe491f2",
+            "mteb/cqadupstack-gis",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, GIS forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-mathematica",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/mathematica",
+        hub_at(
+            "90fceea13679c63fe563ded68f3b6f06e50061de",
+            "mteb/cqadupstack-mathematica",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, Mathematica forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-physics",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/physics",
+        hub_at(
+            "79531abbd1fb92d06c6d6315a0cbbbf5bb247ea4",
+            "mteb/cqadupstack-physics",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, Physics forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-programmers",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/programmers",
+        hub_at(
+            "6184bc1440d2dbc7612be22b50686b8826d22b32",
+            "mteb/cqadupstack-programmers",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, Programmers forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-stats",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/stats",
+        hub_at(
+            "65ac3a16b8e91f9cee4c9828cc7c335575432a2a",
+            "mteb/cqadupstack-stats",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, Stats forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-tex",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/tex",
+        hub_at(
+            "46989137a86843e03a6195de44b09deda022eec7",
+            "mteb/cqadupstack-tex",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, TeX forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-unix",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/unix",
+        hub_at(
+            "6c6430d3a6d36f8d2a829195bc5dc94d7e063e53",
+            "mteb/cqadupstack-unix",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, Unix forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-webmasters",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/webmasters",
+        hub_at(
+            "160c094312a0e1facb97e55eeddb698c0abe3571",
+            "mteb/cqadupstack-webmasters",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, Webmasters forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
+    entry!(
+        "cqadupstack-wordpress",
+        Beir,
+        ["test"],
+        "retrieval/cqadupstack/wordpress",
+        hub_at(
+            "4ffe81d471b1924886b33c7567bfb200e9eec5c4",
+            "mteb/cqadupstack-wordpress",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
+        "BEIR CQADupStack, WordPress forum (one of MTEB's twelve CQADupStack tasks)"
+    ),
     entry!(
         "webis-touche2020",
         Beir,
@@ -1524,6 +1697,8 @@ mod tests {
             "trec-covid",
             "rte3",
             "rubq-reranking",
+            "cqadupstack-android",
+            "cqadupstack-wordpress",
         ] {
             assert!(entry(name).and_then(|e| e.hub).is_some(), "{name}");
         }

@@ -363,6 +363,43 @@ mod tests {
         );
     }
 
+    /// The checks of the data files the results read are counted in "where these numbers come
+    /// from", each file once, and the files that are not their pinned bytes are named.
+    #[test]
+    fn the_report_says_whether_the_data_files_were_known_bytes() {
+        let tmp = folder_of_three();
+        let check = |path: &str, sha: &str, verified: &str| json!({"path": path, "sha256": sha, "verified": verified});
+        for (similarity, task) in [("strong", "robustness"), ("tied-a", "robustness")] {
+            let path = tmp
+                .path()
+                .join(similarity)
+                .join("sage")
+                .join(format!("{task}.json"));
+            let mut envelope: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            envelope["datasets"] = json!([
+                {"dataset": "stsb", "split": "test", "total_rows": 40, "used_rows": 40,
+                 "max_rows": null, "seed": 7, "empty_text_rows": 0, "checksum": "c1",
+                 "split_checksum": "c1",
+                 "files": [check("sts/stsb/test.jsonl", "aa", "differs-from-pin")]},
+                {"dataset": "arguana/test", "corpus_checksum": "cc", "corpus_total": 9,
+                 "corpus_used": 9, "queries": 3,
+                 "files": [check("retrieval/arguana/corpus.jsonl", "bb", "lock"),
+                           check("retrieval/arguana/queries.jsonl", "dd", "pin")]}
+            ]);
+            std::fs::write(&path, serde_json::to_vec_pretty(&envelope).unwrap()).unwrap();
+        }
+        let written = write_report(tmp.path(), None).unwrap();
+        let md = std::fs::read_to_string(&written.markdown).unwrap();
+        assert!(
+            md.contains(
+                "data files: 3 read; 1 equal their pins, 1 their locks; 1 are not their pinned \
+                 bytes (sts/stsb/test.jsonl)"
+            ),
+            "{md}"
+        );
+    }
+
     #[test]
     fn a_similarity_missing_a_category_is_shown_but_not_ranked() {
         let tmp = folder_of_three();

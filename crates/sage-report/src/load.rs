@@ -249,6 +249,66 @@ pub(crate) fn host_text(host: &sage_core::Host) -> String {
     )
 }
 
+/// Whether the data files the results read are known bytes: each distinct file (path and
+/// sha256) the rows-used records name, counted by what it was checked against; the files that
+/// are not the pinned bytes named (a sample or a fixture under a registry name reads as data a
+/// reader would otherwise take for the published one).
+fn data_files_line(files: &[ResultFile]) -> Option<String> {
+    use sage_core::{RowsUsed, Verified};
+    let mut seen: Vec<&sage_core::FileCheck> = Vec::new();
+    for record in files.iter().flat_map(|f| &f.envelope.datasets) {
+        let checks = match record {
+            RowsUsed::Rows(r) => &r.files,
+            RowsUsed::Corpus(c) => &c.files,
+            _ => continue,
+        };
+        for check in checks {
+            if !seen
+                .iter()
+                .any(|s| s.path == check.path && s.sha256 == check.sha256)
+            {
+                seen.push(check);
+            }
+        }
+    }
+    if seen.is_empty() {
+        return None;
+    }
+    let count = |v: Verified| seen.iter().filter(|c| c.verified == v).count();
+    let mut parts = vec![format!(
+        "{} equal their pins, {} their locks",
+        count(Verified::Pin),
+        count(Verified::Lock)
+    )];
+    let differ: Vec<&str> = seen
+        .iter()
+        .filter(|c| c.verified == Verified::DiffersFromPin)
+        .map(|c| c.path.as_str())
+        .collect();
+    if !differ.is_empty() {
+        let shown: Vec<&str> = differ.iter().copied().take(5).collect();
+        parts.push(format!(
+            "{} are not their pinned bytes ({}{})",
+            differ.len(),
+            shown.join(", "),
+            if differ.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        ));
+    }
+    let unverified = count(Verified::Unverified);
+    if unverified > 0 {
+        parts.push(format!("{unverified} have nothing to check them against"));
+    }
+    Some(format!(
+        "data files: {} read; {}",
+        seen.len(),
+        parts.join("; ")
+    ))
+}
+
 /// Where the results came from: revisions, hosts, data, sample mode, notes.
 pub(crate) fn provenance(files: &[ResultFile]) -> Provenance {
     let distinct = |key: &dyn Fn(&ResultEnvelope) -> String| -> Vec<String> {
@@ -287,6 +347,7 @@ pub(crate) fn provenance(files: &[ResultFile]) -> Provenance {
         format!("data: {}", data.join(", ")),
         format!("samples: {}", quick.join(", ")),
     ];
+    lines.extend(data_files_line(files));
     // the whole run's embedding cost, per model, from every job's record
     let mut work: Vec<(&str, f64, u64, u64, Option<f64>)> = Vec::new();
     for w in files.iter().flat_map(|f| &f.envelope.run.embedding) {

@@ -464,6 +464,18 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
             },
             "unqualified": ["biosses/test"],
             "fallbacks": 0,
+            // the paper's aggregation (pteb::aggregate::by_task of the two datasets' runs)
+            "by_task": [{
+                "languages": "english", "task": "sts", "original": 0.825, "paraphrased": 0.655,
+                "datasets": [
+                    {"dataset": "stsb", "subsets": [], "original": 0.85,
+                     "paraphrased": [0.79, 0.81], "delta": -0.05, "delta_std": 0.014142,
+                     "includes_unqualified": false},
+                    {"dataset": "biosses", "subsets": [], "original": 0.8,
+                     "paraphrased": [0.5, 0.52], "delta": -0.29, "delta_std": 0.014142,
+                     "includes_unqualified": true}
+                ]
+            }],
             // the prompt-sensitivity analysis of the run: two wordings
             "prompt_ablation": ablation,
             "timings": sage_core::Timings::default()
@@ -514,6 +526,23 @@ fn the_report_marks_datasets_whose_paraphraser_is_not_qualified() {
     assert!(variant.contains("HL -0.020 [-0.030, -0.010]"), "{variant}");
     assert!(md.contains("† paraphraser not qualified"), "{md}");
     assert!(md.contains("sage pteb qualify"), "{md}");
+    // the paper's Tables 9 and 10: the task's means, then each dataset's change ± std over runs
+    assert!(
+        md.contains("by task and language (Tables 9 and 10 layout)"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| all-MiniLM-L6-v2 | English | sts | all 2 dataset(s) | 0.825 | 0.655 | -0.170 |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| all-MiniLM-L6-v2 | English | sts | biosses | 0.800 | 0.510 | -0.290 ± 0.014 † |"
+        ),
+        "{md}"
+    );
     let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
     assert!(
         csv.contains("all-MiniLM-L6-v2,pteb,mteb,biosses,reference cosine,0.7"),
