@@ -100,35 +100,63 @@ fn share_text(share: f64) -> String {
     }
 }
 
-/// What one model keeps at the fewest bytes that keep at least [`KEEPS`], else at its best
-/// point below full size.
+/// What one model keeps below full size, claiming only what the intervals support: the fewest
+/// bytes whose interval's low end keeps at least [`KEEPS`]; where only an estimate reaches it,
+/// that the sample is too small to tell; where none does, its best point as it is.
 fn said(similarity: &str, points: &[&StoragePoint], datasets: &str) -> Option<String> {
-    let smaller = points.iter().filter(|p| p.share < 1.0);
-    let pick = smaller
-        .clone()
-        .filter(|p| p.retention >= KEEPS)
-        .min_by(|a, b| {
-            a.bytes
-                .cmp(&b.bytes)
-                .then(b.retention.total_cmp(&a.retention))
-        })
-        .or_else(|| smaller.max_by(|a, b| a.retention.total_cmp(&b.retention)))?;
-    let interval = pick
-        .ci95
-        .map(|(lo, hi)| format!(" [{:.0}, {:.0}]", 100.0 * lo, 100.0 * hi))
-        .unwrap_or_default();
+    let smaller: Vec<&StoragePoint> = points.iter().copied().filter(|p| p.share < 1.0).collect();
+    let interval = |p: &StoragePoint| {
+        p.ci95
+            .map(|(lo, hi)| format!(" [{:.0}, {:.0}]", 100.0 * lo, 100.0 * hi))
+            .unwrap_or_default()
+    };
+    let at = |p: &StoragePoint| {
+        format!(
+            "at {} of the bytes ({} × {} values)",
+            share_text(p.share),
+            p.format.name(),
+            p.width
+        )
+    };
     let over = if datasets.is_empty() {
         String::new()
     } else {
         format!(" over {datasets}")
     };
+    let supported = smaller
+        .iter()
+        .filter(|p| p.ci95.is_some_and(|(lo, _)| lo >= KEEPS))
+        .min_by(|a, b| {
+            a.bytes
+                .cmp(&b.bytes)
+                .then(b.retention.total_cmp(&a.retention))
+        });
+    if let Some(pick) = supported {
+        return Some(format!(
+            "{}, {similarity} keeps {:.0}%{} of its score{over}",
+            at(pick),
+            100.0 * pick.retention,
+            interval(pick),
+        ));
+    }
+    let best = smaller
+        .iter()
+        .max_by(|a, b| a.retention.total_cmp(&b.retention))?;
+    if best.retention >= KEEPS {
+        return Some(format!(
+            "{similarity}'s sample is too small to tell whether it keeps {:.0}% of its score \
+             below full size{over} (its best estimate, {}, keeps {:.0}%{})",
+            100.0 * KEEPS,
+            at(best),
+            100.0 * best.retention,
+            interval(best),
+        ));
+    }
     Some(format!(
-        "at {} of the bytes ({} × {} values), {similarity} keeps {:.0}%{interval} of its \
-         score{over}",
-        share_text(pick.share),
-        pick.format.name(),
-        pick.width,
-        100.0 * pick.retention,
+        "{}, {similarity} keeps {:.0}%{} of its score{over}, its most below full size",
+        at(best),
+        100.0 * best.retention,
+        interval(best),
     ))
 }
 
@@ -203,7 +231,23 @@ mod tests {
             point(Format::Binary, 384, 0.6),
         ];
         let refs: Vec<&StoragePoint> = poor.iter().collect();
-        assert!(said("m", &refs, "d").unwrap().contains("keeps 60%"));
+        let s = said("m", &refs, "d").unwrap();
+        assert!(
+            s.contains("keeps 60% [59, 61] of its score over d, its most"),
+            "{s}"
+        );
+        // an estimate above the mark whose interval reaches below it claims nothing
+        let wide = StoragePoint {
+            ci95: Some((0.89, 1.14)),
+            ..point(Format::Int8, 384, 1.01)
+        };
+        let refs: Vec<&StoragePoint> = vec![&poor[0], &wide];
+        let s = said("glove", &refs, "").unwrap();
+        assert!(
+            s.starts_with("glove's sample is too small to tell whether it keeps 95%")
+                && s.contains("keeps 101% [89, 114]"),
+            "{s}"
+        );
     }
 
     #[test]
