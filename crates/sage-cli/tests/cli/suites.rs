@@ -779,3 +779,114 @@ fn a_suite_run_is_checked_before_anything_runs() {
     fails_with(&["suites", "check", "pteb"], "paraphraser");
     fails_with(&["suites", "check", "no-such-suite"], "no-such-suite");
 }
+
+/// Issue 81, point 0: a model run at float32 and at int8 is two similarities everywhere the
+/// report names it: each result file says `NAME@int8` for the variant, the cost table has a
+/// row for each with its own run's speed and, for the variant, what it keeps of float32, the
+/// stored-small sentence one clause per model, and the page's plots name both.
+#[test]
+fn a_model_at_two_precisions_is_two_rows_with_their_own_speeds() {
+    let what = "a_model_at_two_precisions_is_two_rows_with_their_own_speeds";
+    let Some(minilm) = sage_test_env::model_dir_or_skip("all-MiniLM-L6-v2", what) else {
+        return;
+    };
+    let minilm = minilm.to_str().unwrap();
+    let mirror = fixtures().join("mirror");
+    let mirror = mirror.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut medians = Vec::new();
+    for (precision, name) in [
+        ("f32", "all-MiniLM-L6-v2"),
+        ("int8", "all-MiniLM-L6-v2@int8"),
+    ] {
+        for suite in ["throughput", "compression"] {
+            let folder = dir.path().join(name).join(suite);
+            std::fs::create_dir_all(&folder).unwrap();
+            let file = folder.join(format!("{suite}.json"));
+            let args = [
+                "run",
+                suite,
+                "--similarity",
+                minilm,
+                "--precision",
+                precision,
+                "--data-dir",
+                mirror,
+                "--max-rows",
+                "16",
+                "--no-cache",
+                "--output",
+                file.to_str().unwrap(),
+            ];
+            let out = sage(&args);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            assert_eq!(
+                written["similarity"]["name"], name,
+                "{suite} at {precision}"
+            );
+            if suite == "throughput" {
+                let short = written["report"]["lengths"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|l| l["length"] == "short")
+                    .unwrap()["per_second"]["median"]
+                    .as_f64()
+                    .unwrap();
+                medians.push(short);
+            }
+        }
+    }
+    let out = sage(&["report", dir.path().to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let row = |name: &str| -> Vec<String> {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {name} | ")) && l.contains("local"))
+            .unwrap_or_else(|| panic!("no cost row for {name} in\n{md}"))
+            .split('|')
+            .map(|c| c.trim().to_owned())
+            .collect()
+    };
+    let (float32, int8) = (row("all-MiniLM-L6-v2"), row("all-MiniLM-L6-v2@int8"));
+    // | name | overall | kept of f32 | short/s | ...: each row its own run's short-text speed
+    for (cells, median) in [(&float32, medians[0]), (&int8, medians[1])] {
+        let shown: f64 = cells[4].split(' ').next().unwrap().parse().unwrap();
+        assert!(
+            (shown - median).abs() <= 0.5 + median * 1e-3,
+            "{cells:?} shows {shown}, its run measured {median}"
+        );
+    }
+    assert_eq!(float32[3], "—", "{float32:?}");
+    assert!(int8[3].ends_with('%'), "{int8:?}");
+    let sentence = md
+        .lines()
+        .find(|l| l.starts_with("**Stored small:**"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert_eq!(
+        sentence.matches("all-MiniLM-L6-v2@int8").count(),
+        1,
+        "{sentence}"
+    );
+    assert_eq!(
+        sentence.matches("all-MiniLM-L6-v2 ").count()
+            + sentence.matches("all-MiniLM-L6-v2's").count(),
+        1,
+        "{sentence}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let svgs: Vec<&str> = html.split("<svg").skip(1).collect();
+    assert!(
+        svgs.iter().any(|svg| svg.contains("all-MiniLM-L6-v2@int8")),
+        "no plot names the int8 model"
+    );
+}

@@ -15,6 +15,35 @@ fn rate_text(value: f64) -> String {
     }
 }
 
+/// What a model at a lower precision (`NAME@int8`) keeps of its float32 self: the mean over the
+/// datasets both compression runs scored of its full-width float32 score over the float32
+/// model's, with the variant's result file. `None` for a model at its own precision, or
+/// without both runs.
+fn kept_of_float32<'a>(files: &'a [ResultFile], similarity: &str) -> Option<(&'a ResultFile, f64)> {
+    let (base, _) = similarity.split_once('@')?;
+    let compression = |name: &str| {
+        files.iter().find_map(|f| match &f.typed {
+            Typed::Compression(r) if f.similarity == name && r.applicable => Some((f, r)),
+            _ => None,
+        })
+    };
+    let (file, variant) = compression(similarity)?;
+    let (_, float32) = compression(base)?;
+    let ratios: Vec<f64> = variant
+        .datasets
+        .iter()
+        .filter_map(|d| {
+            let reference = float32
+                .datasets
+                .iter()
+                .find(|b| b.dataset == d.dataset)?
+                .reference_score;
+            (reference > 0.0).then(|| d.reference_score / reference)
+        })
+        .collect();
+    (!ratios.is_empty()).then(|| (file, ratios.iter().sum::<f64>() / ratios.len() as f64))
+}
+
 pub(super) fn cost_table(files: &[ResultFile], view: &CostView, sink: &mut Sink) -> Table {
     let mut rows = Vec::new();
     for point in &view.points {
@@ -32,6 +61,13 @@ pub(super) fn cost_table(files: &[ResultFile], view: &CostView, sink: &mut Sink)
             point.similarity.clone(),
             point.overall.map_or("—".into(), |c| score_text(&c)),
         ];
+        row.push(match kept_of_float32(files, &point.similarity) {
+            Some((f, kept)) => {
+                sink.cell(f, "", "kept of float32", Some(kept));
+                format!("{:.1}%", 100.0 * kept)
+            }
+            None => "—".into(),
+        });
         for length in [
             sage_throughput::Length::Short,
             sage_throughput::Length::Medium,
@@ -125,7 +161,9 @@ pub(super) fn cost_table(files: &[ResultFile], view: &CostView, sink: &mut Sink)
          same texts in separate calls (above 1: mixing lengths costs); p50: single-text latency; \
          load time; peak resident memory; an API model's USD per million tokens billed. Front: \
          no other similarity is both at least as good overall and at least as fast (on the same \
-         host) or as cheap.",
+         host) or as cheap. Kept of f32: a model at a lower precision (NAME@int8), its \
+         full-width score in the compression suite over its float32 self's, on the datasets \
+         both scored; each precision's speeds are its own run's.",
     );
     match view.hosts.as_slice() {
         [] => {}
@@ -142,6 +180,7 @@ pub(super) fn cost_table(files: &[ResultFile], view: &CostView, sink: &mut Sink)
         header: [
             "Similarity",
             "Overall [95% CI]",
+            "kept of f32",
             "short/s",
             "~128/s",
             "window/s",
