@@ -98,12 +98,15 @@ pub struct TaskAggregate {
     pub datasets: Vec<DatasetAggregate>,
 }
 
+/// A dataset of a language group and task: (group, task, MTEB's task name or registry name).
+type GroupKey = (LanguageGroup, TaskKind, String);
+
 /// The paper's aggregation of `results` (see the module docs), in language-group, task and
 /// first-appearance order. Units whose runs differ in number from their dataset's others are
 /// averaged over the runs they share.
 pub fn by_task(results: &[Unit<'_>]) -> Vec<TaskAggregate> {
     // (group, task, dataset) -> its units, in first-appearance order
-    let mut groups: Vec<((LanguageGroup, TaskKind, String), Vec<&Unit<'_>>)> = Vec::new();
+    let mut groups: Vec<(GroupKey, Vec<&Unit<'_>>)> = Vec::new();
     for d in results {
         let dataset = crate::protocol::mteb_task_name(d.dataset)
             .map_or_else(|| d.dataset.to_owned(), str::to_owned);

@@ -106,7 +106,7 @@ pub enum TaskData {
         test: Vec<(String, String)>,
         /// Paraphrase the training texts too (those some experiment trains on).
         paraphrase_train: bool,
-        /// Each experiment's training rows, as indices into `train` ([`undersample`]).
+        /// Each experiment's training rows, as indices into `train`, drawn as MTEB draws them.
         experiments: Vec<Vec<usize>>,
     },
     /// (text, label), clustered as MTEB clusters the task: in `sets` consecutive sets of the
@@ -115,7 +115,7 @@ pub enum TaskData {
     Clustering {
         /// The rows, in the order the sets are cut from.
         rows: Vec<(String, String)>,
-        /// How many sets ([`clustering_sets`] gives how many a sample allows).
+        /// How many sets: MTEB's for the task, fewer where a sample is too small for them.
         sets: usize,
     },
     /// (sentence1, sentence2, positive).
