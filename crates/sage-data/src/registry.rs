@@ -546,7 +546,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
             &["3.0.0/test-00000-of-00001.parquet"],
             &[("id", "id"), ("text", "article"), ("summary", "highlights")]
         ),
-        "CNN/DailyMail news with highlights"
+        "CNN/DailyMail: 300 articles with highlights from a GitHub subset CSV (not SAGE's 11,490-article test split)"
     ),
     entry!(
         "billsum",
@@ -559,7 +559,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
             &["data/test-00000-of-00001.parquet"],
             &[("text", "text"), ("summary", "summary"), ("title", "title")]
         ),
-        "US bills with summaries"
+        "BillSum: 100 US bills with summaries from a GitHub copy of the train split (not SAGE's 3,269-bill test split)"
     ),
     entry!(
         "sumpubmed",
