@@ -83,6 +83,21 @@ pub struct DatasetAggregate {
     pub includes_unqualified: bool,
 }
 
+impl DatasetAggregate {
+    /// The mean over runs of its paraphrased score (0 with no run).
+    pub fn paraphrased_mean(&self) -> f64 {
+        average(self.paraphrased.iter().copied())
+    }
+}
+
+/// The arithmetic mean; 0 for no values (a dataset whose units share no run).
+fn average(values: impl IntoIterator<Item = f64>) -> f64 {
+    let (sum, n) = values
+        .into_iter()
+        .fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
+    sum / n.max(1) as f64
+}
+
 /// One task of one language group: its datasets averaged.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskAggregate {
@@ -120,16 +135,12 @@ pub fn by_task(results: &[Unit<'_>]) -> Vec<TaskAggregate> {
     for ((languages, task, _), units) in groups {
         let dataset = units[0].dataset.to_owned();
         let runs = units.iter().map(|u| u.runs.len()).min().unwrap_or(0);
-        let mean = |values: &mut dyn Iterator<Item = f64>| {
-            let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-            sum / n.max(1) as f64
-        };
-        let original = mean(&mut units.iter().map(|u| u.original));
+        let original = average(units.iter().map(|u| u.original));
         let paraphrased: Vec<f64> = (0..runs)
-            .map(|r| mean(&mut units.iter().map(|u| u.runs[r])))
+            .map(|r| average(units.iter().map(|u| u.runs[r])))
             .collect();
         let deltas: Vec<f64> = paraphrased.iter().map(|p| p - original).collect();
-        let delta = mean(&mut deltas.iter().copied());
+        let delta = average(deltas.iter().copied());
         let delta_std = sage_measures::mean_std(&deltas, 1).ok().map(|m| m.std);
         let aggregate = DatasetAggregate {
             dataset,
@@ -158,14 +169,8 @@ pub fn by_task(results: &[Unit<'_>]) -> Vec<TaskAggregate> {
         }
     }
     for t in &mut tasks {
-        let n = t.datasets.len().max(1) as f64;
-        t.original = t.datasets.iter().map(|d| d.original).sum::<f64>() / n;
-        t.paraphrased = t
-            .datasets
-            .iter()
-            .map(|d| d.paraphrased.iter().sum::<f64>() / d.paraphrased.len().max(1) as f64)
-            .sum::<f64>()
-            / n;
+        t.original = average(t.datasets.iter().map(|d| d.original));
+        t.paraphrased = average(t.datasets.iter().map(DatasetAggregate::paraphrased_mean));
     }
     tasks.sort_by_key(|t| t.languages);
     tasks

@@ -631,10 +631,7 @@ impl DataRoot {
                 crate::rows::read_user::<T>(u, split, path, &dimensions)?
             }
         };
-        let files = match &found {
-            Found::Registry(e, _) => vec![self.check(&e.local_path(split))?],
-            Found::User(..) => Vec::new(),
-        };
+        let files = self.checks(&found, split, &[])?;
         let path = found.path().to_owned();
         let (rows, empty) = with_empty_lines(read);
         let rows = self.apply_policy(&path, rows, &empty)?;
@@ -653,6 +650,34 @@ impl DataRoot {
     pub fn check(&self, path: &str) -> Result<sage_core::FileCheck> {
         let root = self.root.as_ref().ok_or(DataError::NoRoot)?;
         crate::verify::check(root, path)
+    }
+
+    /// The checks of the files `found` reads for `split`: the `members` of its folder (a BEIR
+    /// set's files), or its file itself when `members` is empty. None for a user's dataset: it
+    /// has no pin or lock to be checked against.
+    fn checks(
+        &self,
+        found: &Found<'_>,
+        split: &str,
+        members: &[&str],
+    ) -> Result<Vec<sage_core::FileCheck>> {
+        let Found::Registry(e, _) = found else {
+            return Ok(Vec::new());
+        };
+        let local = e.local_path(split);
+        if members.is_empty() {
+            return Ok(vec![self.check(&local)?]);
+        }
+        members
+            .iter()
+            .map(|member| self.check(&format!("{local}/{member}")))
+            .collect()
+    }
+
+    /// The checks of a BEIR set's corpus, queries and `split`'s judgements.
+    fn beir_checks(&self, found: &Found<'_>, split: &str) -> Result<Vec<sage_core::FileCheck>> {
+        let qrels = format!("qrels/{split}.tsv");
+        self.checks(found, split, &["corpus.jsonl", "queries.jsonl", &qrels])
     }
 
     /// Rows of `split` of `name` as MTEB's task of that name has them: the mirror splits the
@@ -721,12 +746,7 @@ impl DataRoot {
             }
             _ if kind == DatasetKind::Beir => {
                 let corpus = at.2.join("corpus.jsonl");
-                let files = match &found {
-                    Found::Registry(e, _) => {
-                        vec![self.check(&format!("{}/corpus.jsonl", e.local_path(split)))?]
-                    }
-                    Found::User(..) => Vec::new(),
-                };
+                let files = self.checks(&found, split, &["corpus.jsonl"])?;
                 let mut rows = SplitRows::streamed(
                     (name, split, corpus.clone()),
                     self.policy,
@@ -874,20 +894,7 @@ impl DataRoot {
             DatasetKind::TextPairs => rows::<TextPair>(self, name, split, max_rows, seed),
             DatasetKind::Vocabulary => rows::<Line>(self, name, split, max_rows, seed),
             DatasetKind::Beir => {
-                let files = match &found {
-                    Found::Registry(e, _) => {
-                        let dir = e.local_path(split);
-                        [
-                            "corpus.jsonl",
-                            "queries.jsonl",
-                            &format!("qrels/{split}.tsv"),
-                        ]
-                        .iter()
-                        .map(|file| self.check(&format!("{dir}/{file}")))
-                        .collect::<Result<Vec<_>>>()?
-                    }
-                    Found::User(..) => Vec::new(),
-                };
+                let files = self.beir_checks(&found, split)?;
                 // counted, not refused: a check reports every problem a run would stop at
                 let corpus = read_jsonl::<BeirDocument>(&path.join("corpus.jsonl"), &[])?;
                 let queries = read_jsonl::<BeirQuery>(&path.join("queries.jsonl"), &[])?;
@@ -978,12 +985,7 @@ impl DataRoot {
             }
             DatasetKind::Beir => {
                 let corpus_path = path.join("corpus.jsonl");
-                let files = match &found {
-                    Found::Registry(e, _) => {
-                        vec![self.check(&format!("{}/corpus.jsonl", e.local_path(split)))?]
-                    }
-                    Found::User(..) => Vec::new(),
-                };
+                let files = self.checks(&found, split, &["corpus.jsonl"])?;
                 let (corpus, empty) =
                     with_empty_lines(read_jsonl::<BeirDocument>(&corpus_path, &[])?);
                 let corpus = self.apply_policy(&corpus_path, corpus, &empty)?;

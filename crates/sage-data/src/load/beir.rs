@@ -129,20 +129,7 @@ impl DataRoot {
                 expected: DatasetKind::Beir.name(),
             });
         }
-        let files = match &found {
-            super::Found::Registry(e, _) => {
-                let dir = e.local_path(split);
-                [
-                    "corpus.jsonl",
-                    "queries.jsonl",
-                    &format!("qrels/{split}.tsv"),
-                ]
-                .iter()
-                .map(|file| self.check(&format!("{dir}/{file}")))
-                .collect::<Result<Vec<_>>>()?
-            }
-            super::Found::User(..) => Vec::new(),
-        };
+        let files = self.beir_checks(&found, split)?;
         let corpus_path = dir.join("corpus.jsonl");
         let read_corpus = |each: &mut dyn FnMut(usize, BeirDocument) -> Result<()>| {
             read_corpus(&corpus_path, each)

@@ -258,8 +258,7 @@ fn by_task_table(reports: &[(&ResultFile, &pteb::PtebReport)], sink: &mut Sink) 
                 } else {
                     format!("{} ({} subsets)", d.dataset, d.subsets.len())
                 };
-                let paraphrased =
-                    d.paraphrased.iter().sum::<f64>() / d.paraphrased.len().max(1) as f64;
+                let paraphrased = d.paraphrased_mean();
                 let delta = sink.cell(r, &format!("{name} ({group})"), "delta", Some(d.delta));
                 rows.push(vec![
                     r.similarity.clone(),
