@@ -146,6 +146,14 @@ pub(crate) fn build_sage_with(root: &Path, cuda: bool) -> Result<PathBuf> {
         "sage",
     ];
     if cuda {
+        // without nvcc the build fails deep in a dependency's build script, pages later
+        if std::env::var_os("NVCC").is_none() && !on_path("nvcc") {
+            bail!(
+                "device = \"cuda\" builds sage with --features cuda, which needs the CUDA \
+                 toolkit's nvcc on PATH (none found): install the toolkit and set CUDA_ROOT \
+                 (docs/src/gpu.md)"
+            );
+        }
         args.extend(["--features", "cuda"]);
     }
     let mut build = Command::new(cargo);
@@ -164,6 +172,12 @@ pub(crate) fn build_sage_with(root: &Path, cuda: bool) -> Result<PathBuf> {
     Ok(target
         .join("release")
         .join(format!("sage{}", std::env::consts::EXE_SUFFIX)))
+}
+
+/// Whether an executable `program` is in one of PATH's folders.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// Whether `name` is one of the variables `cargo run` (so `cargo xtask`) gives the binary it

@@ -263,6 +263,10 @@ impl Prepared {
             Some(s) => s.clone(),
             None => (env.sage)(config.device == Device::Cuda)?,
         };
+        // before any download or job: a machine whose GPU cannot be used is told that first
+        if config.device == Device::Cuda && !inv.plan_only && !inv.list_jobs && !inv.gather {
+            plan::check_gpu(&sage)?;
+        }
         if inv.fetch {
             // what the run reads, rebuilt from the pinned sources first (present files are kept)
             let mut fetch = Command::new(&sage);

@@ -206,6 +206,67 @@ pub(crate) fn sage_listing<T: serde::de::DeserializeOwned>(
         .collect()
 }
 
+/// A `device = "cuda"` run asks its `sage` for the GPU (`sage gpu`) before anything else runs
+/// it, so that a machine where the GPU cannot be used ends in the one line saying why (no
+/// GPU, a driver too old, no driver, a CUDA-less build) before any download or job.
+pub(crate) fn check_gpu(sage: &Path) -> Result<()> {
+    const WHAT: &str = "device = \"cuda\"";
+    let output = Command::new(sage)
+        .arg("gpu")
+        .output()
+        .map_err(|e| BenchError::sage(WHAT, format!("cannot run {}: {e}", sage.display())))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let line = stderr
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("`sage gpu` failed with no message");
+        return Err(BenchError::sage(WHAT, gpu_refusal(line)));
+    }
+    #[derive(Deserialize)]
+    struct Gpu {
+        gpu: usize,
+        name: String,
+        free_bytes: u64,
+    }
+    if let Ok(gpu) = serde_json::from_slice::<Gpu>(&output.stdout) {
+        eprintln!(
+            "bench-all: on cuda:{} {} ({:.1} GiB free)",
+            gpu.gpu,
+            gpu.name,
+            gpu.free_bytes as f64 / (1u64 << 30) as f64
+        );
+    }
+    Ok(())
+}
+
+/// `sage gpu`'s last line of error as bench-all says it. A CUDA build whose libraries the
+/// dynamic loader cannot find never reaches its own check: the loader's line is turned into
+/// what to do.
+pub(crate) fn gpu_refusal(line: &str) -> String {
+    const LOADER: &str = "error while loading shared libraries: ";
+    if let Some(at) = line.find(LOADER) {
+        let library = line[at + LOADER.len()..]
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim();
+        return if library.starts_with("libcuda.so") {
+            format!(
+                "the NVIDIA driver is not installed here ({library} not found): sage's CUDA \
+                 build starts only where it is; run without device = \"cuda\" on this machine"
+            )
+        } else {
+            format!(
+                "the CUDA library {library} is not found: put the CUDA toolkit's lib folder on \
+                 LD_LIBRARY_PATH"
+            )
+        };
+    }
+    line.trim_start_matches("sage: error: ").to_owned()
+}
+
 /// The suites `sage` registers, in its order (`sage suites`).
 pub(crate) fn listed_suites(sage: &Path) -> Result<Vec<ListedSuite>> {
     sage_listing(sage, "suites")

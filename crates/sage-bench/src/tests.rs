@@ -668,6 +668,33 @@ fn cuda_options_apply_on_a_gpu_box_only() {
     assert_eq!(languages(&mine), Some(serde_json::json!(["fra"])));
 }
 
+/// `sage gpu`'s refusal as bench-all says it: its own sentence as it is, and the dynamic
+/// loader's line (a CUDA build that cannot start) turned into what to do. The lines are the
+/// ones glibc's loader and `sage gpu` print.
+#[test]
+fn a_gpu_refusal_is_one_sentence_saying_what_to_do() {
+    assert_eq!(
+        plan::gpu_refusal(
+            "/opt/sage: error while loading shared libraries: libcuda.so.1: cannot open shared \
+             object file: No such file or directory"
+        ),
+        "the NVIDIA driver is not installed here (libcuda.so.1 not found): sage's CUDA build \
+         starts only where it is; run without device = \"cuda\" on this machine"
+    );
+    assert_eq!(
+        plan::gpu_refusal(
+            "sage: error while loading shared libraries: libcublas.so.13: cannot open shared \
+             object file: No such file or directory"
+        ),
+        "the CUDA library libcublas.so.13 is not found: put the CUDA toolkit's lib folder on \
+         LD_LIBRARY_PATH"
+    );
+    assert_eq!(
+        plan::gpu_refusal("sage: error: no CUDA GPU: the NVIDIA driver (CUDA 13.0) sees no device"),
+        "no CUDA GPU: the NVIDIA driver (CUDA 13.0) sees no device"
+    );
+}
+
 /// A user's configuration once had to repeat every field: without `device` it failed with
 /// "missing field `device`", and without `[suites.evalrank]` with "evalrank: options: missing
 /// field `level`". It is read over the embedded one now.

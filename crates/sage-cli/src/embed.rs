@@ -25,9 +25,11 @@ pub struct ModelArgs {
     /// weightedmean | first-last-avg.
     #[arg(long, value_parser = parse_pooling)]
     pub pooling: Option<Pooling>,
-    /// Most padded tokens per forward pass.
-    #[arg(long, default_value_t = TransformerOptions::default().batch_tokens)]
-    pub batch_tokens: usize,
+    /// Most padded tokens per forward pass [default: 8192 on the CPU; on a GPU, what half its
+    /// free memory holds, up to 131072]. On a GPU, a budget larger than its memory holds is
+    /// cut to what it holds.
+    #[arg(long)]
+    pub batch_tokens: Option<usize>,
     /// Embedding cache file (default: $SAGE_CACHE_DIR or ~/.cache/sage-rs, embeddings.redb).
     #[arg(long)]
     pub cache: Option<PathBuf>,
@@ -76,7 +78,7 @@ impl ModelArgs {
         Ok(LoadOptions {
             transformer: TransformerOptions {
                 pooling: self.pooling,
-                batch_tokens: self.batch_tokens.max(1),
+                batch_tokens: self.batch_tokens.map(|t| t.max(1)),
                 cuda: self.cuda,
                 precision: self.precision,
                 ..TransformerOptions::default()

@@ -135,6 +135,11 @@ enum Command {
         #[command(subcommand)]
         command: Option<ModelsCommand>,
     },
+    /// The GPU `--cuda` runs on: one JSON line ({"gpu", "name", "compute_capability",
+    /// "free_bytes", "total_bytes", "driver_cuda", "libraries_cuda"}), or one line saying why
+    /// none can be used (no CUDA in this build, no GPU, a driver too old), exit status 1.
+    /// bench-all asks it before a `device = "cuda"` run.
+    Gpu,
     /// Tables and plots of a results folder (as `cargo xtask bench-all` writes it): writes
     /// report.md, summary.csv and a self-contained report.html into it.
     Report {
@@ -514,6 +519,22 @@ fn run_derived(matches: &clap::ArgMatches, registry: &Registry) -> anyhow::Resul
                     writeln!(out, "{}", serde_json::to_string(m)?)?;
                     Ok(())
                 })
+        }
+        Command::Gpu => {
+            let gpu = sage_device::describe(0)?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "gpu": gpu.ordinal,
+                    "name": gpu.name,
+                    "compute_capability": format!("{}.{}", gpu.compute_capability.0, gpu.compute_capability.1),
+                    "free_bytes": gpu.memory.free,
+                    "total_bytes": gpu.memory.total,
+                    "driver_cuda": gpu.driver.to_string(),
+                    "libraries_cuda": gpu.libraries.to_string(),
+                })
+            );
+            Ok(())
         }
         Command::Cache { command } => cache::run(command),
         Command::BenchAll { args } => bench_all(&args),

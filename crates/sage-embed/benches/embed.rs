@@ -39,7 +39,7 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(refs.len() as u64));
     for (batch_tokens, max_batch) in [(1024, 32), (2048, 64), (8192, 128), (16384, 256)] {
         let options = TransformerOptions {
-            batch_tokens,
+            batch_tokens: Some(batch_tokens),
             max_batch,
             ..TransformerOptions::default()
         };

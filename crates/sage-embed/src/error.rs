@@ -43,6 +43,9 @@ pub enum EmbedError {
     /// An error from sage-core.
     #[error(transparent)]
     Core(#[from] sage_core::SageError),
+    /// The GPU asked for cannot be used (no GPU, no CUDA in this build, an old driver).
+    #[error(transparent)]
+    Device(#[from] sage_device::DeviceError),
 }
 
 impl From<EmbedError> for sage_core::SageError {

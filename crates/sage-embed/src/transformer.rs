@@ -25,8 +25,10 @@ pub struct TransformerOptions {
     pub pooling: Option<Pooling>,
     /// Overrides the folder's normalisation.
     pub normalize: Option<bool>,
-    /// Most tokens (padded length × texts) in one forward pass.
-    pub batch_tokens: usize,
+    /// Most tokens (padded length × texts) in one forward pass; `None` chooses
+    /// ([`sage_device::batch_tokens`]: 8,192 on the CPU, what half the GPU's free memory holds
+    /// on a GPU). A budget asked for is cut to what the GPU's memory holds.
+    pub batch_tokens: Option<usize>,
     /// Most texts in one forward pass.
     pub max_batch: usize,
     /// Use the first CUDA device (needs the `cuda` feature); CPU otherwise.
@@ -41,7 +43,7 @@ impl Default for TransformerOptions {
         TransformerOptions {
             pooling: None,
             normalize: None,
-            batch_tokens: 8192,
+            batch_tokens: None,
             max_batch: 128,
             cuda: false,
             precision: Precision::F32,
@@ -65,6 +67,9 @@ pub struct SentenceTransformer {
     /// The Dense modules after pooling, with their activations.
     dense: Vec<(candle_nn::Linear, DenseActivation)>,
     options: TransformerOptions,
+    /// Tokens per forward pass, as [`sage_device::batch_tokens`] chose from the options and
+    /// the device.
+    batch_tokens: usize,
     /// Texts run through the encoder so far (after merging texts with the same token ids).
     encoded: AtomicUsize,
     /// How long [`SentenceTransformer::load`] took.
@@ -88,14 +93,6 @@ fn card_says_matryoshka(dir: &std::path::Path) -> bool {
         .is_ok_and(|card| card.to_ascii_lowercase().contains("matryoshka"))
 }
 
-fn device(cuda: bool) -> Result<Device> {
-    if cuda {
-        Ok(Device::new_cuda(0)?)
-    } else {
-        Ok(Device::Cpu)
-    }
-}
-
 impl SentenceTransformer {
     /// Loads a resolved model folder.
     pub fn load(model: &ResolvedModel, options: TransformerOptions) -> Result<SentenceTransformer> {
@@ -103,17 +100,24 @@ impl SentenceTransformer {
         let config = SentenceTransformerConfig::read(&model.dir)?;
         let files = weight_files(&model.dir)?;
         let weights = files[0].clone();
-        let device = device(options.cuda)?;
         let family = config.family;
-        // f32 on CPU (f16 and bf16 files are upcast); half precision on GPU, where the finite
-        // attention masks keep it NaN-free: bf16 for the families trained in it, f16 otherwise.
-        let dtype = match (device.is_cuda(), family.trained_in_bf16) {
-            (false, _) => DType::F32,
-            (true, false) => DType::F16,
-            (true, true) => DType::BF16,
-        };
+        // refused before the GPU is opened: the reason holds whatever the driver says
+        check_precision(&model.name, options.precision, family, options.cuda)?;
+        let device = sage_device::open(options.cuda)?;
+        let dtype = sage_device::compute_dtype(&device, family.trained_in_bf16);
         check_memory(&files, dtype, &device)?;
-        check_precision(&model.name, options.precision, family, &device)?;
+        let t = &config.transformer;
+        let batch_tokens = sage_device::batch_tokens(
+            options.batch_tokens,
+            sage_device::free_memory(&device),
+            sage_device::Footprint {
+                hidden: t.hidden_size,
+                intermediate: t.intermediate_size,
+                heads: t.num_attention_heads,
+                max_tokens: config.max_seq_length,
+                dtype_bytes: dtype.size_in_bytes(),
+            },
+        );
         let pooling = options.pooling.unwrap_or(config.pooling);
         if pooling == Pooling::FirstLastAvg && !family.first_last_avg {
             let able: Vec<&str> = FAMILIES
@@ -191,6 +195,7 @@ impl SentenceTransformer {
             include_prompt: config.include_prompt,
             dense,
             options,
+            batch_tokens,
             encoded: AtomicUsize::new(0),
             load_seconds: start.elapsed().as_secs_f64(),
             dtype,
@@ -319,27 +324,23 @@ fn pooling_identity(pooling: Pooling, precision: Precision) -> String {
     }
 }
 
-/// Refuses, before any weight is read, a precision other than f32 where it cannot run: on a
-/// GPU, or for a family whose dense products are not prepared for it; the error names the
-/// model and what is supported.
+/// Refuses, before any weight is read or a GPU opened, a precision other than f32 where it
+/// cannot run: on a GPU (`cuda`), or for a family whose dense products are not prepared for
+/// it; the error names the model and what is supported.
 fn check_precision(
     model: &str,
     precision: Precision,
     family: &crate::Family,
-    device: &Device,
+    cuda: bool,
 ) -> Result<()> {
     if precision == Precision::F32 {
         return Ok(());
     }
-    let why = if !device.is_cpu() {
+    let why = if cuda {
         format!(
             "--precision {precision} is for the CPU; on a GPU the model runs in {} (drop \
              --precision or --cuda)",
-            if family.trained_in_bf16 {
-                "bf16"
-            } else {
-                "f16"
-            }
+            sage_device::gpu_dtype(family.trained_in_bf16).as_str()
         )
     } else if !family.lower_precision {
         let able: Vec<&str> = FAMILIES
@@ -625,7 +626,7 @@ impl Embedder for SentenceTransformer {
             .collect();
         let lengths: Vec<usize> = distinct.iter().map(|row| row.len()).collect();
         let mut vectors = Array2::zeros((distinct.len(), self.dimension()));
-        for batch in plan_batches(&lengths, self.options.batch_tokens, self.options.max_batch) {
+        for batch in plan_batches(&lengths, self.batch_tokens, self.options.max_batch) {
             let rows: Vec<&Vec<u32>> = batch.iter().map(|&i| distinct[i]).collect();
             for (&i, vector) in batch.iter().zip(self.embed_batch(&rows, skip)?) {
                 vectors
@@ -708,16 +709,31 @@ mod tests {
         let bert = crate::family_of("bert").unwrap();
         let qwen = crate::family_of("qwen3").unwrap();
         for precision in Precision::ALL {
-            assert!(check_precision("m", precision, bert, &Device::Cpu).is_ok());
+            assert!(check_precision("m", precision, bert, false).is_ok());
         }
-        assert!(check_precision("m", Precision::F32, qwen, &Device::Cpu).is_ok());
-        let e = check_precision("acme/qwen-embed", Precision::Bf16, qwen, &Device::Cpu)
+        assert!(check_precision("m", Precision::F32, qwen, false).is_ok());
+        let e = check_precision("acme/qwen-embed", Precision::Bf16, qwen, false)
             .unwrap_err()
             .to_string();
         assert!(
             e.contains("acme/qwen-embed") && e.contains("Qwen3") && e.contains("BERT, MPNet"),
             "{e}"
         );
+        // on a GPU, refused with the dtype the model runs in there, in any build: the check
+        // comes before the GPU is opened
+        assert!(check_precision("m", Precision::F32, bert, true).is_ok());
+        let e = check_precision("all-MiniLM-L6-v2", Precision::Int8, bert, true)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "invalid argument: all-MiniLM-L6-v2: --precision int8 is for the CPU; on a GPU the \
+             model runs in f16 (drop --precision or --cuda)"
+        );
+        let e = check_precision("acme/qwen-embed", Precision::Bf16, qwen, true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("runs in bf16"), "{e}");
     }
 
     #[test]

@@ -148,11 +148,7 @@ impl GgufChat {
     pub fn load(spec: &str, cuda: bool) -> Result<GgufChat> {
         let file = locate_gguf(spec)?;
         let folder = file.parent().unwrap_or(Path::new(".")).to_owned();
-        let device = if cuda {
-            Device::new_cuda(0).map_err(|e| gguf_error(&file, e))?
-        } else {
-            Device::Cpu
-        };
+        let device = sage_device::open(cuda)?;
         let mut reader = File::open(&file).map_err(|e| gguf_error(&file, e))?;
         let content = gguf_file::Content::read(&mut reader).map_err(|e| gguf_error(&file, e))?;
         let meta_str = |key: &str| -> Option<String> {

@@ -51,6 +51,9 @@ pub enum LlmError {
         /// What went wrong.
         message: String,
     },
+    /// The GPU asked for cannot be used (no GPU, no CUDA in this build, an old driver).
+    #[error(transparent)]
+    Device(#[from] sage_device::DeviceError),
 }
 
 /// Result alias of this crate.

@@ -5,6 +5,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod gpu;
 mod measures;
 mod models;
 mod perturb;
