@@ -4,8 +4,9 @@
 //! download into the hub cache unless `HF_HUB_OFFLINE` is set), read — JSON lines, gzipped or
 //! zipped JSON lines, or Parquet (through polars, nested columns included) — mapped onto our
 //! schema by the registry's column paths, and written atomically to the split's local path,
-//! where every loader finds it. BEIR sets take corpus and queries from the dataset repository
-//! and `qrels/<split>.tsv` from its `<repo>-qrels` companion, as BEIR publishes them.
+//! where every loader finds it. BEIR sets are read from MTEB's copies, which keep corpus, queries
+//! and each split's judgements (`qrels/<split>.jsonl`, written as BEIR's `qrels/<split>.tsv`) in
+//! one repository.
 //!
 //! ## Column paths
 //!
@@ -529,23 +530,11 @@ fn fetch_split(
             sources.push(path);
             written.push(local.join(name));
         }
-        // BEIR's own copies keep them in a companion repository, as TSV
         if !qrels_here {
-            let qrels_repo = Repo::with_revision(
-                format!("{}-qrels", source.repo),
-                RepoType::Dataset,
-                source.revision.to_owned(),
-            );
-            let file = format!("{split}.tsv");
-            let path = hub_file(hub, e.name, &qrels_repo, &file, &local)?;
-            let target = local.join("qrels").join(&file);
-            let bytes = std::fs::read(&path).map_err(|err| DataError::Io {
-                path: path.clone(),
-                message: err.to_string(),
-            })?;
-            gate.write(&target, &bytes)?;
-            sources.push(path);
-            written.push(target);
+            return Err(DataError::NoSource {
+                dataset: e.name.to_owned(),
+                hint: format!("its hub copy names no qrels file for split {split}"),
+            });
         }
     } else {
         let mut out = Vec::new();
@@ -723,7 +712,7 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
-    use crate::{BeirQuery, LabeledText, SummaryComparison};
+    use crate::{LabeledText, SummaryComparison};
 
     const COMMIT: &str = "1111111111111111111111111111111111111111";
 
@@ -843,42 +832,6 @@ mod tests {
             ),
             ("t3_2", "Other post.", "fine", 1)
         );
-    }
-
-    #[test]
-    fn beir_takes_qrels_from_the_companion_repository() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
-        put(
-            &cache,
-            "BeIR/scifact",
-            "corpus.jsonl.gz",
-            &gz("{\"_id\": \"d1\", \"title\": \"T\", \"text\": \"body\"}\n{\"_id\": \"d2\", \"title\": \"\", \"text\": \"more\"}\n"),
-        );
-        put(
-            &cache,
-            "BeIR/scifact",
-            "queries.jsonl.gz",
-            &gz("{\"_id\": \"q1\", \"text\": \"what?\"}\n"),
-        );
-        put(
-            &cache,
-            "BeIR/scifact-qrels",
-            "test.tsv",
-            b"query-id\tcorpus-id\tscore\nq1\td2\t1\n",
-        );
-        let root = DataRoot::new(&data);
-        fetch(&root, "scifact", &["test"], &offline(&cache), false).unwrap();
-        let beir = root.beir("scifact", "test").unwrap();
-        assert_eq!(beir.corpus.len(), 2);
-        assert_eq!(
-            beir.queries,
-            vec![BeirQuery {
-                id: "q1".into(),
-                text: "what?".into()
-            }]
-        );
-        assert_eq!(beir.qrels["q1"]["d2"], 1);
     }
 
     /// MTEB's own BEIR copies (mteb/arguana at MTEB's pin): uncompressed JSON lines, and the

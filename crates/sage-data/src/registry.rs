@@ -187,6 +187,10 @@ macro_rules! entry {
     };
 }
 
+/// GLUE's Parquet copy at a commit (MTEB has no GLUE task; this commit is the one the hub's
+/// `datasets` cache names for its MRPC, QQP and SST-2 files).
+const GLUE_REVISION: &str = "bcdcba79d07bc864c1c254ccfcedcce55bcc9a8c";
+
 /// A hub source at the commit MTEB's task metadata pins for it (mteb/tasks/..., `revision`), so
 /// the hub copy is the one MTEB's published scores were computed on.
 const fn hub_at(
@@ -206,8 +210,8 @@ const fn hub_at(
     })
 }
 
-/// A hub source MTEB does not pin (its branch head: it moves; the dataset's pinned public
-/// source in `sources.toml`, where it has one, is what `sage data fetch` uses).
+/// A hub source at its branch head, which moves: only for a dataset whose copy at a known
+/// commit has another layout (see `hub_only_sources_are_at_a_fixed_revision`).
 const fn hub(
     repo: &'static str,
     config: Option<&'static str>,
@@ -283,12 +287,10 @@ const SUBSET_PAIR_COLUMNS: &[(&str, &str)] = &[
 ];
 const MTEB_CLUSTERING: &[(&str, &str)] = &[("text", "sentences[]"), ("label", "labels[]")];
 const MTEB_CLUSTERING_FILES: &[&str] = &["test.jsonl.gz"];
-const BEIR_FILES: &[&str] = &["corpus.jsonl.gz", "queries.jsonl.gz"];
 /// MTEB's copies of the BEIR sets at the revisions its tasks pin: plain JSON lines, the
 /// judgements beside the corpus (mteb/abstasks/retrieval_dataset_loaders.py reads them so).
 const MTEB_BEIR_FILES: &[&str] = &["corpus.jsonl", "queries.jsonl", "qrels/{split}.jsonl"];
 const BEIR_COLUMNS: &[(&str, &str)] = &[("_id", "_id"), ("title", "title"), ("text", "text")];
-const TEXT_LABEL: &[(&str, &str)] = &[("text", "text"), ("label", "label")];
 
 /// Every registered dataset: everything in the local mirror (`../shared/data`) and the
 /// datasets the seed papers use that are only on the hub.
@@ -480,7 +482,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         ParaphrasePairs,
         ["train", "test"],
         "paraphrase/mrpc/{split}.jsonl",
-        hub(
+        hub_at(
+            GLUE_REVISION,
             "nyu-mll/glue",
             Some("mrpc"),
             &["mrpc/{split}-00000-of-00001.parquet"],
@@ -493,7 +496,9 @@ pub const REGISTRY: &[DatasetEntry] = &[
         ParaphrasePairs,
         ["dev", "test"],
         "paraphrase/paws_wiki/{split}.jsonl",
-        hub(
+        // no MTEB task: a commit of the owners' Parquet copy
+        hub_at(
+            "161ece9501cf0a11f3e48bd356eaa82de46d6a09",
             "google-research-datasets/paws",
             Some("labeled_final"),
             &["labeled_final/{split}-00000-of-00001.parquet"],
@@ -514,7 +519,8 @@ pub const REGISTRY: &[DatasetEntry] = &[
         ParaphrasePairs,
         ["train", "validation"],
         "paraphrase/qqp_full/{split}.jsonl",
-        hub(
+        hub_at(
+            GLUE_REVISION,
             "nyu-mll/glue",
             Some("qqp"),
             &["qqp/{split}-00000-of-00001.parquet"],
@@ -540,7 +546,10 @@ pub const REGISTRY: &[DatasetEntry] = &[
         DocumentSummary,
         ["sample"],
         "summarization/cnn_dailymail/{split}.jsonl",
-        hub(
+        // no MTEB task: a commit of the owners' Parquet copy, whose test split (11,490
+        // articles) is SAGE's
+        hub_at(
+            "3adf6249f0cc8409a97a4d38471529ef5f7dc496",
             "abisee/cnn_dailymail",
             Some("3.0.0"),
             &["3.0.0/test-00000-of-00001.parquet"],
@@ -553,7 +562,10 @@ pub const REGISTRY: &[DatasetEntry] = &[
         DocumentSummary,
         ["sample"],
         "summarization/billsum/{split}.jsonl",
-        hub(
+        // no MTEB task: a commit of the owners' Parquet copy, whose test split (3,269 bills) is
+        // SAGE's
+        hub_at(
+            "80bf8bc45b509641bd203107fff6a1db72949eaa",
             "FiscalNote/billsum",
             None,
             &["data/test-00000-of-00001.parquet"],
@@ -590,7 +602,10 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Documents,
         ["test"],
         "documents/amazon_polarity_full/{split}.jsonl",
-        hub(
+        // a commit of the owners' Parquet copy: MTEB's AmazonPolarityClassification pins
+        // mteb/amazon_polarity@e2d317d, whose file layout at that commit is not known here
+        hub_at(
+            "9d9c45c18f8c3cf1b23a3c27917b60cbf28f3289",
             "fancyzhx/amazon_polarity",
             Some("amazon_polarity"),
             &["amazon_polarity/test-00000-of-00001.parquet"],
@@ -896,7 +911,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test", "train"],
         "retrieval/scifact",
-        hub("BeIR/scifact", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "0228b52cf27578f30900b9e5271d331663a030d7",
+            "mteb/scifact",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR SciFact"
     ),
     entry!(
@@ -904,7 +925,13 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Beir,
         ["test", "dev"],
         "retrieval/nfcorpus",
-        hub("BeIR/nfcorpus", None, BEIR_FILES, BEIR_COLUMNS),
+        hub_at(
+            "ec0fa4fe99da2ff19ca1214b7966684033a58814",
+            "mteb/nfcorpus",
+            None,
+            MTEB_BEIR_FILES,
+            BEIR_COLUMNS
+        ),
         "BEIR NFCorpus (test+dev documents)"
     ),
     entry!(
@@ -1384,12 +1411,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Classification,
         ["train", "dev", "test"],
         "classification/sst2/{split}.jsonl",
-        hub(
-            "stanfordnlp/sst2",
-            None,
-            &["data/{split}-00000-of-00001.parquet"],
-            &[("text", "sentence"), ("label", "label")]
-        ),
+        None,
         "SST-2 (SentEval copy locally)"
     ),
     entry!(
@@ -1405,7 +1427,7 @@ pub const REGISTRY: &[DatasetEntry] = &[
         Classification,
         ["train", "test"],
         "classification/trec/{split}.jsonl",
-        hub("CogComp/trec", None, &["{split}.parquet"], TEXT_LABEL),
+        None,
         "TREC question types"
     ),
     entry!(
@@ -1704,27 +1726,41 @@ mod tests {
         }
     }
 
-    /// A hub source that `sage data fetch` reads (no pinned public source) is at a fixed
-    /// revision, MTEB's where MTEB has the task, so no dataset moves under a result. The ones
-    /// left at `main` are named here with why: no MTEB task pins them, and no revision is known
-    /// where this was written (the hub is not reachable from it).
+    /// A BEIR set's hub copy carries its judgements (MTEB's `qrels/<split>.jsonl`), unless a
+    /// transform makes them (TwitterHjerne's answers): fetch reads them nowhere else.
     #[test]
-    fn hub_only_sources_are_at_a_fixed_revision() {
-        const AT_MAIN: [&str; 4] = [
-            // GLUE's QQP: MTEB has no QQP task
-            "qqp-full",
-            // MTEB's AmazonPolarityClassification pins mteb/amazon_polarity, whose layout at
-            // that revision could not be read here
-            "amazon-polarity-full",
-            // OpenAI's comparisons and ratings: no MTEB task
+    fn beir_hub_copies_carry_their_qrels() {
+        for e in REGISTRY.iter().filter(|e| e.kind == DatasetKind::Beir) {
+            if let Some(hub) = e.hub.filter(|h| h.transform.is_none()) {
+                assert!(
+                    hub.files.iter().any(|f| f.starts_with("qrels/")),
+                    "{}",
+                    e.name
+                );
+            }
+        }
+    }
+
+    /// Every hub source `sage data list` shows is at a commit, MTEB's where MTEB has the task,
+    /// so no dataset moves under a result (the ones with a pinned public source too: their hub
+    /// copy is named as the original). The ones left at `main` are named here with why.
+    #[test]
+    fn hub_sources_are_at_a_fixed_revision() {
+        const AT_MAIN: [&str; 2] = [
+            // OpenAI's comparisons and ratings: no MTEB task, and the one commit known from
+            // public code (b8f7d16) holds a loading script that downloads OpenAI's Azure files,
+            // not the Parquet files read here
             "summarize-from-feedback-comparisons",
             "summarize-from-feedback-axis",
         ];
-        let pins = crate::pins::Pins::builtin();
         for e in REGISTRY {
             let Some(hub) = e.hub else { continue };
-            let pinned_source = pins.dataset(e.name).is_some_and(|d| d.rebuildable());
-            if pinned_source || AT_MAIN.contains(&e.name) {
+            if AT_MAIN.contains(&e.name) {
+                assert_eq!(
+                    hub.revision, "main",
+                    "{}: pinned now: take it off AT_MAIN",
+                    e.name
+                );
                 continue;
             }
             assert!(
