@@ -14,8 +14,9 @@
 //! field), `a[2]` (list element), `a[]` (every element: the record is *exploded* into one row per
 //! element, all `[]` columns of a record in step), `{index}` (the element's index, as a string),
 //! `x+SEP+y` (fields joined with the literal SEP), `{file}` (the name of the file the record
-//! came from, up to its first dot) and `{folder}` (the folder it is in: MTEB's per-subset
-//! Parquet, `de/test-00000-of-00001.parquet`). A missing field is an error naming the
+//! came from, up to its first dot), `{folder}` (the folder it is in: MTEB's per-subset
+//! Parquet, `de/test-00000-of-00001.parquet`) and `{row}` (the record's 0-based position in its
+//! file: an id for sources without one, BillSum's). A missing field is an error naming the
 //! file and row.
 
 use std::collections::BTreeMap;
@@ -553,15 +554,19 @@ fn fetch_split(
                 .columns
                 .iter()
                 .copied()
-                .partition(|(_, theirs)| matches!(*theirs, "{file}" | "{folder}"));
+                .partition(|(_, theirs)| matches!(*theirs, "{file}" | "{folder}" | "{row}"));
             for (i, record) in read_records(&path)?.iter().enumerate() {
                 let mut rows =
                     map_record(record, &columns).map_err(|m| parse_error(&path, i + 1, m))?;
                 for row in &mut rows {
                     if let Value::Object(row) = row {
                         for (ours, theirs) in &from_file {
-                            let value = if *theirs == "{file}" { stem } else { folder };
-                            row.insert((*ours).to_owned(), Value::String(value.to_owned()));
+                            let value = match *theirs {
+                                "{file}" => stem.to_owned(),
+                                "{folder}" => folder.to_owned(),
+                                _ => i.to_string(),
+                            };
+                            row.insert((*ours).to_owned(), Value::String(value));
                         }
                     }
                 }
@@ -712,7 +717,7 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
-    use crate::{LabeledText, SummaryComparison};
+    use crate::{DocumentSummary, LabeledText, SummaryComparison};
 
     const COMMIT: &str = "1111111111111111111111111111111111111111";
 
@@ -832,6 +837,51 @@ mod tests {
             ),
             ("t3_2", "Other post.", "fine", 1)
         );
+    }
+
+    /// SAGE's test splits of BillSum and CNN/DailyMail from their owners' Parquet copies at the
+    /// commits the registry pins: BillSum has no id, so its rows are numbered by `{row}`.
+    #[test]
+    fn sage_test_splits_come_from_the_owners_copies() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, data) = (tmp.path().join("hub"), tmp.path().join("data"));
+        put(
+            &cache,
+            "FiscalNote/billsum",
+            "data/test-00000-of-00001.parquet",
+            &parquet(
+                "{\"text\": \"SECTION 1. SHORT TITLE.\", \"summary\": \"Amends the Act.\", \"title\": \"A bill\"}\n\
+                 {\"text\": \"SEC. 2. FINDINGS.\", \"summary\": \"Requires a report.\", \"title\": \"Another bill\"}\n",
+            ),
+        );
+        put(
+            &cache,
+            "abisee/cnn_dailymail",
+            "3.0.0/test-00000-of-00001.parquet",
+            &parquet(
+                "{\"article\": \"(CNN) A storm hit.\", \"highlights\": \"Storm hits.\", \"id\": \"f001\"}\n",
+            ),
+        );
+        let root = DataRoot::new(&data);
+        for name in ["billsum-test", "cnn-dailymail-test"] {
+            let fetched = fetch(&root, name, &[], &offline(&cache), false).unwrap();
+            assert_eq!(fetched.len(), 1);
+            assert_eq!(fetched[0].split, "test");
+            let revision = fetched[0].revision.as_deref().unwrap_or_default();
+            assert_eq!(revision.len(), 40, "{name}: fetched at {revision:?}");
+        }
+        let bills = root
+            .load::<DocumentSummary>("billsum-test", "test")
+            .unwrap();
+        let ids: Vec<&str> = bills.rows.iter().map(|b| b.id.as_str()).collect();
+        assert_eq!(ids, ["0", "1"]);
+        assert_eq!(bills.rows[1].summary, "Requires a report.");
+        assert_eq!(bills.rows[1].title.as_deref(), Some("Another bill"));
+        let news = root
+            .load::<DocumentSummary>("cnn-dailymail-test", "test")
+            .unwrap();
+        assert_eq!(news.rows[0].id, "f001");
+        assert_eq!(news.rows[0].text, "(CNN) A storm hit.");
     }
 
     /// MTEB's own BEIR copies (mteb/arguana at MTEB's pin): uncompressed JSON lines, and the

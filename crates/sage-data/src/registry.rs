@@ -546,8 +546,16 @@ pub const REGISTRY: &[DatasetEntry] = &[
         DocumentSummary,
         ["sample"],
         "summarization/cnn_dailymail/{split}.jsonl",
-        // no MTEB task: a commit of the owners' Parquet copy, whose test split (11,490
-        // articles) is SAGE's
+        None,
+        "CNN/DailyMail: 300 articles with highlights from a GitHub subset CSV (SAGE's test split: cnn-dailymail-test)"
+    ),
+    entry!(
+        "cnn-dailymail-test",
+        DocumentSummary,
+        ["test"],
+        "summarization/cnn_dailymail_test/{split}.jsonl",
+        // no MTEB task: a commit of the owners' Parquet copy (its test file: 11,490 articles,
+        // sha256 04e322d2… as public code that pins it records)
         hub_at(
             "3adf6249f0cc8409a97a4d38471529ef5f7dc496",
             "abisee/cnn_dailymail",
@@ -555,23 +563,30 @@ pub const REGISTRY: &[DatasetEntry] = &[
             &["3.0.0/test-00000-of-00001.parquet"],
             &[("id", "id"), ("text", "article"), ("summary", "highlights")]
         ),
-        "CNN/DailyMail: 300 articles with highlights from a GitHub subset CSV (not SAGE's 11,490-article test split)"
+        "CNN/DailyMail 3.0.0 test split, all 11,490 articles: SAGE's (runs sample it: max_rows, seed)"
     ),
     entry!(
         "billsum",
         DocumentSummary,
         ["sample"],
         "summarization/billsum/{split}.jsonl",
-        // no MTEB task: a commit of the owners' Parquet copy, whose test split (3,269 bills) is
-        // SAGE's
+        None,
+        "BillSum: 100 US bills with summaries from a GitHub copy of the train split (SAGE's test split: billsum-test)"
+    ),
+    entry!(
+        "billsum-test",
+        DocumentSummary,
+        ["test"],
+        "summarization/billsum_test/{split}.jsonl",
+        // no MTEB task: a commit of the owners' Parquet copy
         hub_at(
             "80bf8bc45b509641bd203107fff6a1db72949eaa",
             "FiscalNote/billsum",
             None,
             &["data/test-00000-of-00001.parquet"],
-            &[("text", "text"), ("summary", "summary"), ("title", "title")]
+            &[("id", "{row}"), ("text", "text"), ("summary", "summary"), ("title", "title")]
         ),
-        "BillSum: 100 US bills with summaries from a GitHub copy of the train split (not SAGE's 3,269-bill test split)"
+        "BillSum test split, all 3,269 US bills: SAGE's (runs sample it: max_rows, seed)"
     ),
     entry!(
         "sumpubmed",
@@ -1714,6 +1729,8 @@ mod tests {
             "biorxiv-p2p",
             "medrxiv-s2s",
             "arguana",
+            "billsum-test",
+            "cnn-dailymail-test",
             "qqp-full",
             "amazon-polarity-full",
             "trec-covid",
