@@ -89,6 +89,7 @@ macro_rules! pass_through {
 }
 
 mod attention;
+mod auto_precision;
 mod backbone;
 mod cache;
 mod config;
@@ -110,6 +111,10 @@ mod transformer;
 use std::io::Read;
 use std::path::Path;
 
+pub use auto_precision::{
+    calibration_texts, choose_precision, decide_precision, PrecisionVerdict, MIN_COSINE,
+    MIN_SPEEDUP,
+};
 pub use cache::{
     check_cache, default_cache_path, merge_caches, CacheCheck, CacheStats, CachedEmbedder,
     PlanCounts, TokenCounter,

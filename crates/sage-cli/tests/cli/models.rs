@@ -388,3 +388,50 @@ fn a_lock_of_hub_made_files_is_shared_and_enforced() {
         "{stderr}"
     );
 }
+
+/// `--precision auto` measures both precisions at load and says which it took and why; the
+/// vectors it writes are that precision's (the cache keeps them apart).
+#[test]
+fn precision_auto_says_which_and_why() {
+    let Some(model) = models_dir() else {
+        sage_test_env::skip(
+            module_path!(),
+            "SAGE_MODELS_DIR/all-MiniLM-L6-v2 missing: --precision auto not run",
+        );
+        return;
+    };
+    let model = model.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "t.jsonl", "{\"text\":\"A man plays the guitar.\"}\n");
+    let out = sage(&[
+        "embed",
+        "--model",
+        model,
+        "--input",
+        &input,
+        "--no-cache",
+        "--precision",
+        "auto",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("sage: --precision auto for "))
+        .unwrap_or_else(|| panic!("no verdict line: {stderr}"));
+    assert!(
+        (line.contains(": f32 (") || line.contains(": int8 ("))
+            && line.contains("40 calibration texts"),
+        "{line}"
+    );
+    let bad = sage(&[
+        "embed",
+        "--model",
+        model,
+        "--input",
+        &input,
+        "--precision",
+        "fp8",
+    ]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("f32, bf16, int8, auto"));
+}
