@@ -217,16 +217,15 @@ fn the_cuda_build_refuses_a_lower_precision_on_the_gpu() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("t.jsonl");
     std::fs::write(&input, "{\"text\":\"A man plays the guitar.\"}\n").unwrap();
-    let embed = |driver: Driver, extra: &[&str]| {
-        let mut args = vec![
-            "embed",
-            "--model",
-            model.to_str().unwrap(),
-            "--input",
-            input.to_str().unwrap(),
-            "--no-cache",
-            "--cuda",
-        ];
+    let model = model.to_str().unwrap();
+    let input = input.to_str().unwrap();
+    let embed_args = |extra: &[&'static str]| {
+        let mut args = vec!["embed", "--model", model, "--input", input, "--no-cache"];
+        args.extend(extra);
+        args
+    };
+    let embed = |driver: Driver, extra: &[&'static str]| {
+        let mut args = embed_args(&["--cuda"]);
         args.extend(extra);
         cuda.refused(driver, &args)
     };
@@ -238,18 +237,7 @@ fn the_cuda_build_refuses_a_lower_precision_on_the_gpu() {
     let line = embed(Driver::Fake(NO_GPU), &[]);
     assert!(line.contains("no CUDA GPU"), "{line}");
     // on the CPU the same binary embeds
-    let out = cuda.run(
-        &cuda.sage,
-        Driver::Fake(NO_GPU),
-        &[
-            "embed",
-            "--model",
-            model.to_str().unwrap(),
-            "--input",
-            input.to_str().unwrap(),
-            "--no-cache",
-        ],
-    );
+    let out = cuda.run(&cuda.sage, Driver::Fake(NO_GPU), &embed_args(&[]));
     assert!(
         out.status.success(),
         "{}",

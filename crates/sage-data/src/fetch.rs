@@ -550,7 +550,7 @@ fn fetch_split(
                 .and_then(|name| name.split('.').next())
                 .unwrap_or_default();
             let folder = parts.next().unwrap_or_default();
-            let (from_file, columns): (Vec<_>, Vec<_>) = source
+            let (by_position, columns): (Vec<_>, Vec<_>) = source
                 .columns
                 .iter()
                 .copied()
@@ -560,7 +560,7 @@ fn fetch_split(
                     map_record(record, &columns).map_err(|m| parse_error(&path, i + 1, m))?;
                 for row in &mut rows {
                     if let Value::Object(row) = row {
-                        for (ours, theirs) in &from_file {
+                        for (ours, theirs) in &by_position {
                             let value = match *theirs {
                                 "{file}" => stem.to_owned(),
                                 "{folder}" => folder.to_owned(),

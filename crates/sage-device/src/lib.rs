@@ -172,7 +172,13 @@ fn open_gpu(_ordinal: usize) -> Result<Device, DeviceError> {
 
 #[cfg(feature = "cuda")]
 fn open_gpu(ordinal: usize) -> Result<Device, DeviceError> {
-    driver::facts().check(ordinal)?;
+    open_checked(&driver::facts(), ordinal)
+}
+
+/// GPU `ordinal` opened once `facts` (the driver's answers, asked once) allow it.
+#[cfg(feature = "cuda")]
+fn open_checked(facts: &DriverFacts, ordinal: usize) -> Result<Device, DeviceError> {
+    facts.check(ordinal)?;
     Device::new_cuda(ordinal).map_err(|e| DeviceError::Open {
         ordinal,
         reason: first_line(&e),
@@ -262,8 +268,7 @@ pub fn describe(ordinal: usize) -> Result<GpuDescription, DeviceError> {
     #[cfg(feature = "cuda")]
     {
         let facts = driver::facts();
-        facts.check(ordinal)?;
-        let device = open_gpu(ordinal)?;
+        let device = open_checked(&facts, ordinal)?;
         let failed =
             |e: candle_core::cuda_backend::cudarc::driver::DriverError| DeviceError::Open {
                 ordinal,

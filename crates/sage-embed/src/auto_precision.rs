@@ -126,6 +126,14 @@ pub fn choose_precision(
         }
         ModelSource::Local(model, _) => model,
     };
+    // a verdict this machine already measured is taken before any weight is read
+    let key = machine_key(&model.name, &crate::transformer::revision_of(&model)?);
+    let mut remembered = memo.map(read_memo).unwrap_or_default();
+    if let Some(verdict) = remembered.get(&key) {
+        let mut verdict = verdict.clone();
+        verdict.reason = format!("as measured before on this machine: {}", verdict.reason);
+        return Ok(verdict);
+    }
     let at = |precision| TransformerOptions {
         precision,
         ..options.clone()
@@ -139,13 +147,6 @@ pub fn choose_precision(
         Err(e) => return Err(e),
     };
     let f32 = SentenceTransformer::load(&model, at(Precision::F32))?;
-    let key = machine_key(f32.identity());
-    let mut remembered = memo.map(read_memo).unwrap_or_default();
-    if let Some(verdict) = remembered.get(&key) {
-        let mut verdict = verdict.clone();
-        verdict.reason = format!("as measured before on this machine: {}", verdict.reason);
-        return Ok(verdict);
-    }
     let texts = calibration_texts();
     let (f32_vectors, int8_vectors) = (f32.embed(&texts)?, int8.embed(&texts)?);
     let mut best = [f64::INFINITY; 2];
@@ -171,7 +172,7 @@ pub fn choose_precision(
 
 /// The model (its id and revision: weights that change are measured again), this CPU (its name
 /// and the instruction sets the products use) and the thread count: what the verdict depends on.
-fn machine_key(model: &sage_core::EmbedderIdentity) -> String {
+fn machine_key(model: &str, revision: &str) -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| {
@@ -181,9 +182,7 @@ fn machine_key(model: &sage_core::EmbedderIdentity) -> String {
         })
         .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
     format!(
-        "{}@{} | {cpu} [{}] | {} threads",
-        model.model_id,
-        model.revision.as_deref().unwrap_or("unknown"),
+        "{model}@{revision} | {cpu} [{}] | {} threads",
         instruction_sets().join(" "),
         rayon::current_num_threads()
     )

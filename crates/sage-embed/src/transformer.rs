@@ -172,10 +172,7 @@ impl SentenceTransformer {
             width = module.out_features;
         }
         let normalize = options.normalize.unwrap_or(config.normalize);
-        let revision = match &model.revision {
-            Some(commit) => commit.clone(),
-            None => file_digest(&weights)?,
-        };
+        let revision = revision_of(model)?;
         Ok(SentenceTransformer {
             identity: EmbedderIdentity {
                 model_id: model.name.clone(),
@@ -363,6 +360,15 @@ fn check_precision(
 
 /// The safetensors files of a folder: `model.safetensors`, or every shard that
 /// `model.safetensors.index.json` names.
+/// The revision a model's identity carries: the hub commit it was resolved at, else the sha256
+/// of its (first) weights file.
+pub(crate) fn revision_of(model: &ResolvedModel) -> Result<String> {
+    match &model.revision {
+        Some(commit) => Ok(commit.clone()),
+        None => file_digest(&weight_files(&model.dir)?[0]),
+    }
+}
+
 fn weight_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
     let single = dir.join("model.safetensors");
     if single.is_file() {
