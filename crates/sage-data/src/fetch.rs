@@ -218,6 +218,12 @@ pub fn map_record(
                     }
                 }
                 Value::String(joined)
+            } else if theirs.contains('|') {
+                theirs
+                    .split('|')
+                    .find_map(|path| resolve(record, path, each).filter(|v| !v.is_null()))
+                    .cloned()
+                    .ok_or_else(|| format!("none of {theirs:?} is present and not null"))?
             } else {
                 resolve(record, theirs, each)
                     .cloned()
@@ -805,12 +811,16 @@ mod tests {
             "\"choice\": 0, \"worker\": \"w1\"}\n",
             "{\"info\": {\"id\": \"t3_2\", \"post\": \"Other post.\", \"title\": \"U\"}, ",
             "\"summaries\": [{\"text\": \"meh\", \"policy\": \"sup\"}, {\"text\": \"fine\", \"policy\": \"ref\"}], ",
-            "\"choice\": 1, \"worker\": \"w2\"}\n"
+            "\"choice\": 1, \"worker\": \"w2\"}\n",
+            // a CNN/DailyMail batch: an article and a null post
+            "{\"info\": {\"id\": \"cnn-1\", \"post\": null, \"article\": \"(CNN) News.\"}, ",
+            "\"summaries\": [{\"text\": \"short\", \"policy\": \"sup\"}, {\"text\": \"long\", \"policy\": \"ref\"}], ",
+            "\"choice\": 1, \"worker\": \"w3\"}\n"
         );
         put(
             &cache,
             "openai/summarize_from_feedback",
-            "comparisons/validation-00000-of-00001.parquet",
+            "comparisons/validation/0000.parquet",
             &parquet(lines),
         );
         let root = DataRoot::new(&data);
@@ -827,7 +837,7 @@ mod tests {
             .load::<SummaryComparison>("summarize-from-feedback-comparisons", "validation")
             .unwrap()
             .rows;
-        assert_eq!(rows.len(), 2);
+        assert_eq!(rows.len(), 3);
         assert_eq!(
             (
                 rows[1].id.as_str(),
@@ -836,6 +846,10 @@ mod tests {
                 rows[1].choice
             ),
             ("t3_2", "Other post.", "fine", 1)
+        );
+        assert_eq!(
+            (rows[2].id.as_str(), rows[2].post.as_str()),
+            ("cnn-1", "(CNN) News.")
         );
     }
 
@@ -1274,5 +1288,16 @@ mod tests {
         assert!(map_record(&record, &[("x", "nope")])
             .unwrap_err()
             .contains("no field"));
+    }
+
+    /// `a|b`: the first alternative present and not null, else an error naming them all.
+    #[test]
+    fn column_path_alternatives() {
+        let record: Value = serde_json::json!({"post": null, "article": "A", "title": "T"});
+        let one = |path| map_record(&record, &[("text", path)]);
+        assert_eq!(one("post|article").unwrap()[0]["text"], "A");
+        assert_eq!(one("missing|title|article").unwrap()[0]["text"], "T");
+        let e = one("post|missing").unwrap_err();
+        assert!(e.contains("\"post|missing\""), "{e}");
     }
 }

@@ -123,7 +123,8 @@ pub struct HubSource {
     pub config: Option<&'static str>,
     /// Files to fetch, relative to the repository root (`{split}` is substituted).
     pub files: &'static [&'static str],
-    /// (our column, their column or JSON path) pairs.
+    /// (our column, their column or JSON path) pairs. A path may name alternatives,
+    /// `info.post|info.article`: the first that is present and not null.
     pub columns: &'static [(&'static str, &'static str)],
     /// How the records become our layout when a column map cannot say it; `None`: the
     /// columns alone.
@@ -210,16 +211,11 @@ const fn hub_at(
     })
 }
 
-/// A hub source at its branch head, which moves: only for a dataset whose copy at a known
-/// commit has another layout (see `hub_only_sources_are_at_a_fixed_revision`).
-const fn hub(
-    repo: &'static str,
-    config: Option<&'static str>,
-    files: &'static [&'static str],
-    columns: &'static [(&'static str, &'static str)],
-) -> Option<HubSource> {
-    hub_at("main", repo, config, files, columns)
-}
+/// OpenAI's summarize-from-feedback as the hub's Parquet conversion made it: its `main` holds
+/// only a loading script that downloads OpenAI's JSON files, so the Parquet files are read at
+/// this commit of the `refs/convert/parquet` branch ("Update parquet files", 2023-08-17; later
+/// commits there only add DuckDB indexes beside the same files).
+const SUMMARIZE_FROM_FEEDBACK_PARQUET: &str = "195fc27ff714b2aff32ab8aba9bbee1d35663700";
 
 const STS_COLUMNS: &[(&str, &str)] = &[
     ("sentence1", "sentence1"),
@@ -691,13 +687,15 @@ pub const REGISTRY: &[DatasetEntry] = &[
         SummaryComparisons,
         ["train", "validation"],
         "human_pref/summarize_from_feedback/comparisons_{split}.jsonl",
-        hub(
+        hub_at(
+            SUMMARIZE_FROM_FEEDBACK_PARQUET,
             "openai/summarize_from_feedback",
             Some("comparisons"),
-            &["comparisons/{split}-00000-of-00001.parquet"],
+            &["comparisons/{split}/0000.parquet"],
             &[
                 ("id", "info.id"),
-                ("post", "info.post"),
+                // the CNN/DailyMail batches carry an article where the TL;DR ones carry a post
+                ("post", "info.post|info.article"),
                 ("summary_0", "summaries[0].text"),
                 ("summary_1", "summaries[1].text"),
                 ("choice", "choice")
@@ -711,13 +709,15 @@ pub const REGISTRY: &[DatasetEntry] = &[
         splits: &["validation", "test"],
         local: "human_pref/summarize_from_feedback/axis_{split}.jsonl",
         dimensions: &["overall", "accuracy", "coverage", "coherence"],
-        hub: hub(
+        hub: hub_at(
+            SUMMARIZE_FROM_FEEDBACK_PARQUET,
             "openai/summarize_from_feedback",
             Some("axis"),
-            &["axis/{split}-00000-of-00001.parquet"],
+            &["axis/{split}/0000.parquet"],
             &[
                 ("doc_id", "info.id"),
-                ("source", "info.post"),
+                // the test split rates CNN/DailyMail summaries: an article, no post
+                ("source", "info.post|info.article"),
                 ("summary", "summary.text"),
                 ("system", "summary.policy"),
                 ("overall", "summary.axes.overall"),
@@ -1760,26 +1760,11 @@ mod tests {
 
     /// Every hub source `sage data list` shows is at a commit, MTEB's where MTEB has the task,
     /// so no dataset moves under a result (the ones with a pinned public source too: their hub
-    /// copy is named as the original). The ones left at `main` are named here with why.
+    /// copy is named as the original).
     #[test]
     fn hub_sources_are_at_a_fixed_revision() {
-        const AT_MAIN: [&str; 2] = [
-            // OpenAI's comparisons and ratings: no MTEB task, and the one commit known from
-            // public code (b8f7d16) holds a loading script that downloads OpenAI's Azure files,
-            // not the Parquet files read here
-            "summarize-from-feedback-comparisons",
-            "summarize-from-feedback-axis",
-        ];
         for e in REGISTRY {
             let Some(hub) = e.hub else { continue };
-            if AT_MAIN.contains(&e.name) {
-                assert_eq!(
-                    hub.revision, "main",
-                    "{}: pinned now: take it off AT_MAIN",
-                    e.name
-                );
-                continue;
-            }
             assert!(
                 hub.revision.len() == 40 && hub.revision.chars().all(|c| c.is_ascii_hexdigit()),
                 "{} reads {} at {:?}, not a commit",

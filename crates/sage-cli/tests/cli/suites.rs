@@ -192,6 +192,15 @@ fn data_list_and_check_on_the_fixture_mirror() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(entries.len() > 80);
+    // every hub copy at a commit, so no listed dataset moves under a result
+    for e in entries.iter().filter(|e| !e["hub"].is_null()) {
+        let revision = e["hub"]["revision"].as_str().unwrap();
+        assert!(
+            revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{}: {revision}",
+            e["name"]
+        );
+    }
     let stsb = entries.iter().find(|e| e["name"] == "stsb").unwrap();
     assert_eq!(
         stsb["present"], false,
