@@ -138,17 +138,36 @@ pub fn choose_precision(
         precision,
         ..options.clone()
     };
+    let texts = calibration_texts();
     let int8 = match SentenceTransformer::load(&model, at(Precision::Int8)) {
         Ok(int8) => int8,
         // a family without lower precisions says so, naming what has them
         Err(crate::EmbedError::Core(sage_core::SageError::InvalidArgument(why))) => {
             return Ok(f32_because(why))
         }
+        // int8's own check at load measured the vectors too far from float32's
+        Err(crate::EmbedError::Int8Inaccurate { lowest, texts, .. }) => {
+            let verdict = PrecisionVerdict {
+                chosen: Precision::F32,
+                int8_speedup: None,
+                int8_lowest_cosine: Some(lowest),
+                reason: format!(
+                    "int8 keeps a lowest cosine of {lowest:.4} against f32 on {texts} \
+                     calibration texts: below the {MIN_COSINE} it must keep"
+                ),
+            };
+            if let Some(memo) = memo {
+                remembered.insert(key, verdict.clone());
+                write_memo(memo, &remembered);
+            }
+            return Ok(verdict);
+        }
         Err(e) => return Err(e),
     };
     let f32 = SentenceTransformer::load(&model, at(Precision::F32))?;
-    let texts = calibration_texts();
-    let (f32_vectors, int8_vectors) = (f32.embed(&texts)?, int8.embed(&texts)?);
+    let lowest = int8
+        .int8_lowest_cosine()
+        .expect("an int8 model measures its lowest cosine at load");
     let mut best = [f64::INFINITY; 2];
     for _ in 0..PASSES {
         for (k, model) in [&f32, &int8].into_iter().enumerate() {
@@ -157,11 +176,6 @@ pub fn choose_precision(
             best[k] = best[k].min(start.elapsed().as_secs_f64());
         }
     }
-    let lowest = f32_vectors
-        .outer_iter()
-        .zip(int8_vectors.outer_iter())
-        .map(|(a, b)| cosine(a.as_slice().unwrap_or(&[]), b.as_slice().unwrap_or(&[])))
-        .fold(f64::INFINITY, f64::min);
     let verdict = decide_precision(best[0] / best[1], lowest, texts.len());
     if let Some(memo) = memo {
         remembered.insert(key, verdict.clone());
@@ -189,29 +203,13 @@ fn machine_key(model: &str, revision: &str) -> String {
 }
 
 fn instruction_sets() -> Vec<&'static str> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        let mut present = Vec::new();
-        for (name, here) in [
-            ("avx2", has!("avx2")),
-            ("fma", has!("fma")),
-            ("avx512f", has!("avx512f")),
-            ("avx512vnni", has!("avx512vnni")),
-            ("avxvnni", has!("avxvnni")),
-            ("avx512bf16", has!("avx512bf16")),
-            ("amx", sage_kernels::amx_available()),
-        ] {
-            if here {
-                present.push(name);
-            }
-        }
-        present
+    // what the products run on here, as SAGE_CPU allows: a new kernel measures again
+    let mut sets = vec![sage_kernels::cpu::effective().name()];
+    sets.extend(sage_kernels::int8_kernel());
+    if sage_kernels::amx_available() {
+        sets.push("amx");
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        Vec::new()
-    }
+    sets
 }
 
 /// One remembered verdict, as the memo file holds it.
@@ -267,6 +265,14 @@ fn write_memo(memo: &Path, verdicts: &BTreeMap<String, PrecisionVerdict>) {
         }
         let _ = sage_core::write_atomically(memo, &bytes);
     }
+}
+
+/// The lowest cosine between the rows of `a` and `b`, text by text.
+pub(crate) fn lowest_cosine(a: &ndarray::Array2<f32>, b: &ndarray::Array2<f32>) -> f64 {
+    a.outer_iter()
+        .zip(b.outer_iter())
+        .map(|(a, b)| cosine(a.as_slice().unwrap_or(&[]), b.as_slice().unwrap_or(&[])))
+        .fold(f64::INFINITY, f64::min)
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {

@@ -29,4 +29,15 @@ pub(crate) trait Backbone: Send + Sync {
     fn dense_kernel(&self) -> Option<&'static str> {
         None
     }
+    /// Starts recording, for every dense product, each input channel's largest magnitude over
+    /// the batches run from now on: the calibration of a model to be lowered to int8. `false`
+    /// where the model has no products int8 runs.
+    fn record_activations(&self) -> bool {
+        false
+    }
+    /// Quantizes the dense products to int8, smoothed by what [`Backbone::record_activations`]
+    /// recorded.
+    fn lower_to_int8(&mut self) -> candle_core::Result<()> {
+        candle_core::bail!("this model has no int8 products")
+    }
 }

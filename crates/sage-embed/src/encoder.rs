@@ -136,6 +136,9 @@ pub struct Encoder {
     exact_gelu: bool,
     device: Device,
     dtype: DType,
+    /// While int8 calibration runs: per layer, the largest magnitude of each input channel of
+    /// its four products (qkv, attention output, intermediate, output), over every batch.
+    recorded: std::sync::Mutex<Option<Vec<[Vec<f32>; 4]>>>,
 }
 
 /// How a batch goes through the layers.
@@ -289,6 +292,7 @@ impl Encoder {
             exact_gelu,
             device: vb.device().clone(),
             dtype: vb.dtype(),
+            recorded: std::sync::Mutex::new(None),
         })
     }
 
@@ -376,7 +380,7 @@ impl Encoder {
 
         let mut first = None;
         for (i, layer) in self.layers.iter().enumerate() {
-            x = self.layer_forward(layer, &x, batch, tokens, &plan)?;
+            x = self.layer_forward(i, layer, &x, batch, tokens, &plan)?;
             if i == 0 && want_first {
                 first = Some(x.clone());
             }
@@ -396,6 +400,7 @@ impl Encoder {
     /// One layer on `x` [rows, hidden], the batch laid out as `plan` says.
     fn layer_forward(
         &self,
+        index: usize,
         layer: &Layer,
         flat: &Tensor,
         batch: usize,
@@ -406,7 +411,10 @@ impl Encoder {
         // instead of a small one per text, which is what makes CPU inference fast on short
         // sentences.
         let qkv = match &layer.host {
-            Some(host) => add_bias(host.qkv.product(flat)?, &host.qkv_bias)?,
+            Some(host) => {
+                self.record(index, 0, flat)?;
+                add_bias(host.qkv.product(flat)?, &host.qkv_bias)?
+            }
             None => layer.qkv.forward(flat)?,
         };
         let context = match plan {
@@ -433,17 +441,20 @@ impl Encoder {
             )?,
         };
         if let Some(host) = &layer.host {
+            self.record(index, 1, &context)?;
             let attended = bias_residual_norm(
                 host.attention_out.product(&context)?,
                 &host.attention_out_bias,
                 flat,
                 &host.attention_norm,
             )?;
+            self.record(index, 2, &attended)?;
             let inner = bias_gelu(
                 host.intermediate.product(&attended)?,
                 &host.intermediate_bias,
                 self.exact_gelu,
             )?;
+            self.record(index, 3, &inner)?;
             return bias_residual_norm(
                 host.output.product(&inner)?,
                 &host.output_bias,
@@ -495,6 +506,29 @@ impl Encoder {
     }
 }
 
+impl Encoder {
+    /// While calibration records: each channel's largest magnitude in `x` [rows, width], the
+    /// input of product `slot` of layer `index`, into the record.
+    fn record(&self, index: usize, slot: usize, x: &Tensor) -> candle_core::Result<()> {
+        let mut recorded = self.recorded.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(layers) = recorded.as_mut() else {
+            return Ok(());
+        };
+        let x = x.contiguous()?;
+        let (_, width) = x.dims2()?;
+        let (storage, layout) = x.storage_and_layout();
+        let values = cpu_f32(&storage, layout)?;
+        let maxima = &mut layers[index][slot];
+        maxima.resize(width, 0.0);
+        for row in values.chunks_exact(width.max(1)) {
+            for (m, v) in maxima.iter_mut().zip(row) {
+                *m = m.max(v.abs());
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Backbone for Encoder {
     fn hidden_size(&self) -> usize {
         Encoder::hidden_size(self)
@@ -504,6 +538,38 @@ impl Backbone for Encoder {
         self.layers
             .iter()
             .find_map(|layer| layer.host.as_ref().and_then(|h| h.qkv.kernel()))
+    }
+
+    fn record_activations(&self) -> bool {
+        if self.layers.iter().any(|l| l.host.is_none()) {
+            return false;
+        }
+        let empty = || std::array::from_fn(|_| Vec::new());
+        *self.recorded.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(self.layers.iter().map(|_| empty()).collect());
+        true
+    }
+
+    fn lower_to_int8(&mut self) -> candle_core::Result<()> {
+        let recorded = self
+            .recorded
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(recorded) = recorded else {
+            candle_core::bail!("int8: no activations were recorded to calibrate with");
+        };
+        for (layer, maxima) in self.layers.iter_mut().zip(&recorded) {
+            let Some(host) = layer.host.as_mut() else {
+                candle_core::bail!("int8 runs on the fused CPU path only");
+            };
+            let lowered = |l: &Linear, m: &[f32]| DenseWeight::int8_smoothed(l.weight(), m);
+            host.qkv = lowered(&layer.qkv, &maxima[0])?;
+            host.attention_out = lowered(&layer.attention_out, &maxima[1])?;
+            host.intermediate = lowered(&layer.intermediate, &maxima[2])?;
+            host.output = lowered(&layer.output, &maxima[3])?;
+        }
+        Ok(())
     }
 
     fn forward(&self, batch: &PaddedBatch) -> candle_core::Result<Tensor> {
@@ -894,7 +960,7 @@ mod tests {
             let encoder = load(precision);
             let kernel = encoder.dense_kernel().unwrap();
             match precision {
-                Precision::Int8 => assert!(kernel.starts_with("q8_0-"), "{kernel}"),
+                Precision::Int8 => assert!(kernel.starts_with("int8-"), "{kernel}"),
                 _ => assert!(
                     kernel.contains("bf16") && kernel != "amx-bf16x3",
                     "{kernel}"

@@ -43,6 +43,22 @@ pub enum EmbedError {
     /// An error from sage-core.
     #[error(transparent)]
     Core(#[from] sage_core::SageError),
+    /// At `--precision int8` a calibration text's vector strayed too far from its float32 one:
+    /// the model's activations defeat int8 on this machine.
+    #[error(
+        "--precision int8: {model}'s int8 vectors keep a lowest cosine of {lowest:.4} against \
+         float32 on the {texts} calibration texts, below the {min} they must keep: its \
+         activations defeat int8 here; run it at --precision f32 (or auto)",
+        min = crate::MIN_COSINE
+    )]
+    Int8Inaccurate {
+        /// The model.
+        model: String,
+        /// The lowest cosine measured.
+        lowest: f64,
+        /// Calibration texts embedded.
+        texts: usize,
+    },
     /// The GPU asked for cannot be used (no GPU, no CUDA in this build, an old driver).
     #[error(transparent)]
     Device(#[from] sage_device::DeviceError),

@@ -83,6 +83,8 @@ pub struct SentenceTransformer {
     /// At a lower precision, the same model in float32, loaded when first asked for
     /// ([`Embedder::full_precision`]); its load error, said each time it is asked for.
     twin: std::sync::OnceLock<std::result::Result<Box<SentenceTransformer>, String>>,
+    /// At int8: the calibration's lowest cosine against float32.
+    int8_lowest_cosine: Option<f64>,
 }
 
 /// Whether the folder's model card (README.md) names Matryoshka training: sentence-transformers
@@ -137,10 +139,15 @@ impl SentenceTransformer {
         // SAFETY: the weights files are memory-mapped read-only; they must not be modified while
         // the model is alive, which is true of model folders and hub snapshots.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&files, dtype, &device)? };
+        // int8 is calibrated: the model loads in float32, runs the calibration texts once to
+        // learn its activations' ranges, and is lowered after (`calibrate_int8`)
         let files_read = FamilyFiles {
             config_json: &model.dir.join("config.json"),
             transformer: &config.transformer,
-            precision: options.precision,
+            precision: match options.precision {
+                Precision::Int8 => Precision::F32,
+                other => other,
+            },
         };
         let encoder = (family.load)(vb, &files_read).map_err(|e| match e {
             EmbedError::Candle(e) => file_error(&weights, format!("loading weights: {e}")),
@@ -173,7 +180,7 @@ impl SentenceTransformer {
         }
         let normalize = options.normalize.unwrap_or(config.normalize);
         let revision = revision_of(model)?;
-        Ok(SentenceTransformer {
+        let mut loaded = SentenceTransformer {
             identity: EmbedderIdentity {
                 model_id: model.name.clone(),
                 revision: Some(revision),
@@ -199,7 +206,50 @@ impl SentenceTransformer {
             matryoshka: card_says_matryoshka(&model.dir),
             source: model.clone(),
             twin: std::sync::OnceLock::new(),
-        })
+            int8_lowest_cosine: None,
+        };
+        if loaded.options.precision == Precision::Int8 {
+            loaded.calibrate_int8()?;
+            loaded.load_seconds = start.elapsed().as_secs_f64();
+        }
+        Ok(loaded)
+    }
+
+    /// Lowers a model loaded in float32 for `--precision int8`: embeds the shipped calibration
+    /// texts in float32 while the encoder records each product's activation ranges, quantizes
+    /// the products with SmoothQuant factors from those ranges, embeds the texts again, and
+    /// refuses the model where a vector's cosine to its float32 one falls below
+    /// [`crate::MIN_COSINE`] (its activations defeat int8 here), naming the lowest.
+    fn calibrate_int8(&mut self) -> Result<()> {
+        if !self.encoder.record_activations() {
+            return Err(EmbedError::Core(sage_core::SageError::InvalidArgument(
+                format!(
+                    "--precision int8: {}'s layers do not run on the CPU's fused path",
+                    self.identity.model_id
+                ),
+            )));
+        }
+        let texts = crate::calibration_texts();
+        let reference = Embedder::embed(self, &texts)?;
+        self.encoder.lower_to_int8()?;
+        let lowered = Embedder::embed(self, &texts)?;
+        self.encoded.store(0, Ordering::Relaxed);
+        let lowest = crate::auto_precision::lowest_cosine(&reference, &lowered);
+        if lowest < crate::MIN_COSINE {
+            return Err(EmbedError::Int8Inaccurate {
+                model: self.identity.model_id.clone(),
+                lowest,
+                texts: texts.len(),
+            });
+        }
+        self.int8_lowest_cosine = Some(lowest);
+        Ok(())
+    }
+
+    /// At `--precision int8`, the lowest cosine between a calibration text's int8 vector and
+    /// its float32 one, measured at load; `None` at other precisions.
+    pub fn int8_lowest_cosine(&self) -> Option<f64> {
+        self.int8_lowest_cosine
     }
 
     /// Texts this model has run through its encoder so far; texts of one `embed` call with the

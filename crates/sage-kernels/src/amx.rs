@@ -70,13 +70,14 @@ pub(crate) fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
         std::env::var("SAGE_AMX").map_or(true, |v| v != "0")
+            && crate::cpu::allows(crate::cpu::Level::Native)
             && cpu_has_amx()
             && std::arch::is_x86_feature_detected!("avx512bf16")
             && tiles_permitted()
     })
 }
 
-fn cpu_has_amx() -> bool {
+pub(crate) fn cpu_has_amx() -> bool {
     use std::arch::x86_64::__cpuid_count;
     // leaf 7 is read only where leaf 0 says it exists
     if __cpuid_count(0, 0).eax < 7 {

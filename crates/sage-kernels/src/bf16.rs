@@ -47,12 +47,13 @@ enum Layout {
     Widened(Tensor),
 }
 
-/// Whether this CPU has AVX512-BF16 (and `SAGE_BF16_EMULATED` is unset or `0`: a switch for
-/// comparing the two paths on one machine).
+/// Whether this CPU has AVX512-BF16 (and `SAGE_BF16_EMULATED` is unset or `0`, and
+/// `SAGE_CPU` allows AVX-512: switches for comparing the two paths on one machine).
 pub fn avx512_bf16_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::is_x86_feature_detected!("avx512f")
+        crate::cpu::allows(crate::cpu::Level::Avx512)
+            && std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bf16")
             && std::env::var("SAGE_BF16_EMULATED").map_or(true, |v| v.is_empty() || v == "0")
     }

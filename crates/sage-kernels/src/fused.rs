@@ -667,7 +667,8 @@ fn with_wide_vectors<R>(f: impl FnOnce() -> R) -> R {
         fn wide<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        if std::arch::is_x86_feature_detected!("avx512f")
+        if crate::cpu::allows(crate::cpu::Level::Avx512)
+            && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512dq")
             && std::arch::is_x86_feature_detected!("avx512vl")

@@ -93,8 +93,6 @@ struct Q8_1Block {
     quants: [i8; BLOCK],
     /// The sums of the quants four by four (Q8_0's offset correction).
     quad_sums: [i32; BLOCK / QUAD],
-    /// The sum of all 32 quants (the offset correction of a whole block's integer sum).
-    quant_sum: i32,
 }
 
 /// Activation rows quantized once for any number of matrices of their width (the query, key
@@ -115,7 +113,9 @@ impl Activations {
         }
         let xs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         #[cfg(target_arch = "x86_64")]
-        let quantize: fn(&[f32]) -> Q8_1Block = if std::is_x86_feature_detected!("avx512f") {
+        let quantize: fn(&[f32]) -> Q8_1Block = if crate::cpu::allows(crate::cpu::Level::Avx512)
+            && std::is_x86_feature_detected!("avx512f")
+        {
             // SAFETY: the CPU has AVX-512F, checked just above.
             |b| unsafe { quantize_block_avx512(b.try_into().expect("32 values")) }
         } else {
@@ -201,7 +201,6 @@ fn finish_block(d: f32, quants: [i8; BLOCK]) -> Q8_1Block {
         sum: s16.to_f32(),
         quants,
         quad_sums,
-        quant_sum: sum,
     }
 }
 
@@ -222,21 +221,6 @@ impl QuantMatrix {
             return None;
         }
         QuantMatrix::laid_out(tensor, kernel)
-    }
-
-    /// A float32 `weight` [n, k] quantized to Q8_0 (a scale per 32 values of a row) and laid
-    /// out for [`QuantMatrix::forward_rows`], the encoders' int8 product; `None` where the CPU
-    /// has neither AVX-512 VNNI nor AVX2 with FMA, or `k` is not a multiple of 32.
-    pub(crate) fn int8(weight: &Tensor) -> candle_core::Result<Option<QuantMatrix>> {
-        let Some(kernel) = best_kernel() else {
-            return Ok(None);
-        };
-        let (_, k) = weight.dims2()?;
-        if k % BLOCK != 0 {
-            return Ok(None);
-        }
-        let q = QTensor::quantize(&weight.to_dtype(DType::F32)?, GgmlDType::Q8_0)?;
-        Ok(QuantMatrix::laid_out(&q, kernel))
     }
 
     /// `tensor` (Q4_1 or Q8_0, 2-D, in memory) in the kernels' interleaved layout.
@@ -381,128 +365,6 @@ impl QuantMatrix {
     }
 }
 
-/// Activation rows per task of [`QuantMatrix::forward_rows`]: their quantized blocks (a
-/// 1536-wide row is 3.4 KiB) and the whole weight matrix of a BERT-base-sized layer (under
-/// 2.4 MiB as Q8_0) stay in the caches while the task runs. A multiple of both kernels' tiles.
-const ROW_CHUNK: usize = 60;
-
-impl QuantMatrix {
-    /// The kernel in a result's words for [`QuantMatrix::forward_rows`]: `q8_0-vnni` or
-    /// `q8_0-avx2`.
-    pub(crate) fn rows_kernel_name(&self) -> &'static str {
-        match self.kernel {
-            Kernel::Avx512Vnni => "q8_0-vnni",
-            Kernel::Avx2 => "q8_0-avx2",
-        }
-    }
-
-    /// `x · selfᵀ` for `x` `(n, k)` and a Q8_0 matrix, for many activation rows (an encoder's
-    /// batch of tokens): not candle's bits. Per block, the integer sum of all 32 products is
-    /// exact, and one fused multiply-add per block adds `d_w · d_a · sumi` to the row's sum,
-    /// where candle's order (kept by [`QuantMatrix::forward`], for the chat models' answers)
-    /// spends one per four values: the float work is an eighth. The activation rows run in
-    /// tiles that share each weight load; every output is computed in the same order whatever
-    /// its tile, so a batch gives each row the bits it gets alone.
-    pub(crate) fn forward_rows(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        if self.format != Format::Q8_0 {
-            candle_core::bail!("the many-row product is Q8_0's, not {:?}", self.format);
-        }
-        let a = Activations::quantize(x)?;
-        if a.k != self.k {
-            candle_core::bail!("int8 product: input width {}, matrix width {}", a.k, self.k);
-        }
-        let (n, width) = (a.rows, self.rows);
-        let per_row = self.k / BLOCK;
-        let mut out = vec![0f32; n * width];
-        if width > 0 {
-            out.par_chunks_mut(ROW_CHUNK * width)
-                .enumerate()
-                .for_each(|(chunk, out)| {
-                    let first = chunk * ROW_CHUNK;
-                    let rows = out.len() / width;
-                    let blocks = &a.blocks[first * per_row..(first + rows) * per_row];
-                    match self.kernel {
-                        // twelve rows share each weight load: 12 integer and 12 float
-                        // accumulators fill 24 of the 32 registers (eight rows measured ~20%
-                        // slower on MiniLM's shapes)
-                        Kernel::Avx512Vnni => self.rows_tiles::<12>(blocks, out),
-                        Kernel::Avx2 => self.rows_tiles::<4>(blocks, out),
-                    }
-                });
-        }
-        Tensor::from_vec(out, (n, width), &a.device)
-    }
-
-    /// The rows of `blocks` (whole activation rows, quantized) times every weight group, into
-    /// `out` (those rows' outputs), `R` rows at a time and the rest one by one.
-    fn rows_tiles<const R: usize>(&self, blocks: &[Q8_1Block], out: &mut [f32]) {
-        let per_row = self.k / BLOCK;
-        let width = self.rows;
-        let rows = blocks.len() / per_row;
-        let row = |r: usize| &blocks[r * per_row..(r + 1) * per_row];
-        for group in 0..width.div_ceil(GROUP) {
-            let at = group * per_row..(group + 1) * per_row;
-            let (values, scale) = (&self.values[at.clone()], &self.scale[at]);
-            let first = group * GROUP;
-            let lanes = GROUP.min(width - first);
-            let mut put = |r: usize, dots: &[f32; GROUP]| {
-                out[r * width + first..r * width + first + lanes].copy_from_slice(&dots[..lanes]);
-            };
-            let mut r = 0;
-            while r + R <= rows {
-                let tile = &blocks[r * per_row..(r + R) * per_row];
-                for (i, dots) in self.tile_dots::<R>(values, scale, tile).iter().enumerate() {
-                    put(r + i, dots);
-                }
-                r += R;
-            }
-            // the rest four at a time, then alone (the same operations per row)
-            while r + 4 <= rows {
-                let tile = &blocks[r * per_row..(r + 4) * per_row];
-                for (i, dots) in self.tile_dots::<4>(values, scale, tile).iter().enumerate() {
-                    put(r + i, dots);
-                }
-                r += 4;
-            }
-            while r < rows {
-                let [dots] = self.tile_dots::<1>(values, scale, row(r));
-                put(r, &dots);
-                r += 1;
-            }
-        }
-    }
-
-    /// `R` activation rows (`a`: their blocks, row after row) against one group of weight
-    /// rows, by this matrix's kernel.
-    fn tile_dots<const R: usize>(
-        &self,
-        values: &[[u8; BLOCK * GROUP]],
-        scale: &[[f32; GROUP]],
-        a: &[Q8_1Block],
-    ) -> [[f32; GROUP]; R] {
-        let per_row = values.len();
-        assert!(a.len() == R * per_row && scale.len() == per_row);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: best_kernel checked that the CPU has the kernel's instructions; `a` holds R
-        // rows of `per_row` blocks, and `scale` one per block (asserted above).
-        unsafe {
-            match self.kernel {
-                Kernel::Avx512Vnni => q8_0_tile_vnni::<R>(values, scale, a),
-                Kernel::Avx2 => {
-                    let rows: [&[Q8_1Block]; R] =
-                        std::array::from_fn(|r| &a[r * per_row..(r + 1) * per_row]);
-                    q8_0_tile_avx2(values, scale, rows)
-                }
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = (values, scale, a);
-            unreachable!("best_kernel finds no kernel off x86-64")
-        }
-    }
-}
-
 impl QuantMatrix {
     /// One activation row against one group of weight rows (its `blocks`), by this matrix's
     /// format and kernel.
@@ -534,7 +396,10 @@ impl QuantMatrix {
 fn best_kernel() -> Option<Kernel> {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vnni") {
+        if crate::cpu::allows(crate::cpu::Level::Avx512)
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vnni")
+        {
             return Some(Kernel::Avx512Vnni);
         }
         // FMA: candle's AVX2 Q8_0 code, whose bits the Q8_0 kernel gives, needs it too
@@ -768,106 +633,6 @@ unsafe fn q8_0_dots_avx2(
     out
 }
 
-/// `R` activation rows' Q8_0 dot products with a group of [`GROUP`] weight rows, with AVX-512
-/// VNNI: per block, the exact integer sum of the 32 products (the weights' +128 taken off
-/// with the block's quant sum), then `acc += (d_w · d_a) · sumi`, one fused multiply-add.
-/// Each weight load serves the `R` rows, whose blocks `a` holds row after row.
-///
-/// # Safety
-/// The CPU must have AVX-512F and AVX-512 VNNI: callers reach this only after
-/// `is_x86_feature_detected!` says so. `a` must hold `R · values.len()` blocks.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vnni")]
-unsafe fn q8_0_tile_vnni<const R: usize>(
-    values: &[[u8; BLOCK * GROUP]],
-    scale: &[[f32; GROUP]],
-    a: &[Q8_1Block],
-) -> [[f32; GROUP]; R] {
-    use std::arch::x86_64::*;
-    let per_row = values.len();
-    // one base pointer and a stride rather than R slices: the R rows' blocks are read by
-    // address arithmetic, without R pointers and bounds checks per block (the loop is short
-    // of registers and instructions otherwise)
-    let base = a.as_ptr();
-    let mut acc = [_mm512_setzero_ps(); R];
-    for (b, (values, scale)) in values.iter().zip(scale).enumerate() {
-        // SAFETY: the caller's a holds R rows of per_row blocks, and b < per_row.
-        let blocks: [&Q8_1Block; R] =
-            std::array::from_fn(|r| unsafe { &*base.add(r * per_row + b) });
-        let mut sumi = [_mm512_setzero_si512(); R];
-        for c in 0..BLOCK / QUAD {
-            // SAFETY: chunk c of the block is GROUP · QUAD = 64 bytes.
-            let w = unsafe { _mm512_loadu_si512(values[c * GROUP * QUAD..].as_ptr().cast()) };
-            for (sumi, block) in sumi.iter_mut().zip(blocks) {
-                *sumi = _mm512_dpbusd_epi32(*sumi, w, _mm512_set1_epi32(quad(block, c)));
-            }
-        }
-        // SAFETY: scale rows hold GROUP = 16 values.
-        let d_w = unsafe { _mm512_loadu_ps(scale.as_ptr()) };
-        for ((acc, sumi), block) in acc.iter_mut().zip(sumi).zip(blocks) {
-            let exact = _mm512_sub_epi32(sumi, _mm512_set1_epi32(128 * block.quant_sum));
-            let d = _mm512_mul_ps(d_w, _mm512_set1_ps(block.scale));
-            *acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(exact), *acc);
-        }
-    }
-    let mut out = [[0f32; GROUP]; R];
-    for (out, acc) in out.iter_mut().zip(acc) {
-        // SAFETY: out holds 16 values.
-        unsafe { _mm512_storeu_ps(out.as_mut_ptr(), acc) };
-    }
-    out
-}
-
-/// [`q8_0_tile_vnni`] with AVX2, eight weight rows per register: the same integer sums (|w|
-/// times the activation with w's sign, as candle's AVX2 code, summed in i32) and the same float
-/// operations, so the same bits.
-///
-/// # Safety
-/// The CPU must have AVX2 and FMA: callers reach this only after
-/// `is_x86_feature_detected!` says so.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn q8_0_tile_avx2<const R: usize>(
-    values: &[[u8; BLOCK * GROUP]],
-    scale: &[[f32; GROUP]],
-    a: [&[Q8_1Block]; R],
-) -> [[f32; GROUP]; R] {
-    use std::arch::x86_64::*;
-    let ones = _mm256_set1_epi16(1);
-    let bias = _mm256_set1_epi8(i8::MIN);
-    let mut out = [[0f32; GROUP]; R];
-    for half in 0..GROUP / 8 {
-        let mut acc = [_mm256_setzero_ps(); R];
-        for (b, (values, scale)) in values.iter().zip(scale).enumerate() {
-            let mut sumi = [_mm256_setzero_si256(); R];
-            for c in 0..BLOCK / QUAD {
-                // SAFETY: chunk c of the block is GROUP · QUAD bytes; this half reads 32.
-                let biased = unsafe {
-                    _mm256_loadu_si256(values[(c * GROUP + half * 8) * QUAD..].as_ptr().cast())
-                };
-                let w = _mm256_xor_si256(biased, bias);
-                let magnitude = _mm256_sign_epi8(w, w);
-                for (sumi, row) in sumi.iter_mut().zip(&a) {
-                    let quads = _mm256_set1_epi32(quad(&row[b], c));
-                    let pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(quads, w));
-                    *sumi = _mm256_add_epi32(*sumi, _mm256_madd_epi16(pairs, ones));
-                }
-            }
-            // SAFETY: scale rows hold GROUP = 16 values; this half reads eight.
-            let d_w = unsafe { _mm256_loadu_ps(scale[half * 8..].as_ptr()) };
-            for ((acc, sumi), row) in acc.iter_mut().zip(sumi).zip(&a) {
-                let d = _mm256_mul_ps(d_w, _mm256_set1_ps(row[b].scale));
-                *acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), *acc);
-            }
-        }
-        for (out, acc) in out.iter_mut().zip(acc) {
-            // SAFETY: out holds GROUP values; this half writes eight.
-            unsafe { _mm256_storeu_ps(out[half * 8..].as_mut_ptr(), acc) };
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use candle_core::quantized::QMatMul;
@@ -990,40 +755,6 @@ mod tests {
             return;
         }
         eprintln!("no AVX-512 here: the scalar quantizer runs, nothing to compare");
-    }
-
-    /// The many-row int8 product: both kernels give the same bits (the integer sums are exact,
-    /// the float operations the same), and a row alone gets the bits it gets in a batch.
-    #[test]
-    fn the_many_row_kernels_agree_bit_for_bit() {
-        let Some(best) = best_kernel() else {
-            sage_test_env::skip(
-                "the_many_row_kernels_agree_bit_for_bit",
-                "no AVX2 on this CPU: no int8 kernel runs",
-            );
-            return;
-        };
-        let mut rng = sage_core::ExperimentRng::seed_from_u64(9);
-        for (rows, k, n) in [(1152, 384, 75), (384, 1536, 13), (40, 64, 9)] {
-            let w: Vec<f32> = (0..rows * k).map(|_| rng.gen_range(-0.1f32..0.1)).collect();
-            let w = Tensor::from_vec(w, (rows, k), &Device::Cpu).unwrap();
-            let x: Vec<f32> = (0..n * k).map(|_| rng.gen_range(-3f32..3.)).collect();
-            let x = Tensor::from_vec(x, (n, k), &Device::Cpu).unwrap();
-            let run = |kernel: Kernel, x: &Tensor| -> Vec<u32> {
-                let m = QuantMatrix::int8(&w).unwrap().unwrap().with_kernel(kernel);
-                let y = m.forward_rows(x).unwrap();
-                let y: Vec<f32> = y.flatten_all().unwrap().to_vec1().unwrap();
-                y.iter().map(|v| v.to_bits()).collect()
-            };
-            let avx2 = run(Kernel::Avx2, &x);
-            assert_eq!(run(best, &x), avx2, "({rows}, {k}) x {n}");
-            let last = run(best, &x.narrow(0, n - 1, 1).unwrap());
-            assert_eq!(
-                last,
-                avx2[(n - 1) * rows..],
-                "({rows}, {k}): the last row alone"
-            );
-        }
     }
 
     #[test]

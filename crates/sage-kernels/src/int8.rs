@@ -1,0 +1,862 @@
+//! The encoders' int8 product ([`crate::Precision::Int8`]): weights with one scale per output
+//! channel, activations with one step and zero point per row (token), quantized when the
+//! product starts; each output is one exact integer sum over the whole row, one integer
+//! correction and one float multiply.
+//!
+//! Why this layout and not GGUF's Q8_0 (a scale per 32 values on both sides, which this crate
+//! also multiplies, for the chat models): Q8_0 pays a float multiply-add and an offset
+//! correction for every 32 products, so on MiniLM's shapes it ran at 1.0–1.6× float32's
+//! speed; here the integer unit does all the work. Per-row activation scales with per-channel
+//! weight scales are the published accurate int8 recipe for sentence encoders (mean cosine
+//! 0.998 against float32, where one scale per tensor, what ONNX Runtime's `quantize_dynamic`
+//! uses, keeps 0.91–0.95). Two refinements keep every text's vector within cosine 0.99 of
+//! float32's on the models measured: SmoothQuant factors per input channel (the layer norms'
+//! outlier channels, [`smoothing_factors`], from activation ranges the encoder records on
+//! calibration texts at load) and an asymmetric activation range (a GELU's outputs).
+//!
+//! Kernels, each exact in its integer sums, so every one gives the same bits (tests compare
+//! them): AVX-512 VNNI (`vpdpbusd`, unsigned activation bytes times signed weights, sixteen
+//! weight rows per instruction), AVX-VNNI (the same on 256 bits) and AVX2 (`vpmaddubsw` on |a|
+//! and w with a's sign, the activation bytes stored minus 128, then `vpmaddwd`). Each sum has
+//! `zero point · Σw` taken off. The weights are interleaved as the GGUF kernels' are: four
+//! values of each of 16 rows side by side, so one broadcast activation quad meets sixteen rows
+//! in one instruction.
+
+use candle_core::{DType, Tensor};
+use rayon::prelude::*;
+
+use crate::cpu::{self, Level};
+
+/// Weight rows per group: one per 32-bit lane of an AVX-512 register.
+const LANES: usize = 16;
+/// Values of a row side by side in a lane.
+const QUAD: usize = 4;
+/// Bytes of one quad of one group: the weights one activation quad meets in one instruction.
+const QUAD_BYTES: usize = LANES * QUAD;
+/// Largest quantized magnitude: symmetric, so -128 never occurs and the AVX2 path cannot
+/// saturate.
+const QMAX: f32 = 127.0;
+/// Activation rows per parallel task: their quants (1.5 KiB a row at k = 1536) and the whole
+/// weight (under 2.4 MiB for BERT-base's widest layer) stay in the caches meanwhile. A multiple
+/// of every kernel's row tile.
+const ROW_CHUNK: usize = 48;
+/// Activation values from which quantization runs over every core.
+const PARALLEL_QUANTIZE_VALUES: usize = 1 << 17;
+
+/// The instructions an [`Int8Matrix`]'s sums use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Int8Kernel {
+    /// AVX-512 VNNI, 512-bit.
+    Avx512Vnni,
+    /// AVX-VNNI, 256-bit.
+    AvxVnni,
+    /// AVX2 `vpmaddubsw` and `vpmaddwd`.
+    Avx2,
+}
+
+impl Int8Kernel {
+    /// Every kernel, fastest first.
+    pub(crate) const ALL: [Int8Kernel; 3] = [
+        Int8Kernel::Avx512Vnni,
+        Int8Kernel::AvxVnni,
+        Int8Kernel::Avx2,
+    ];
+
+    /// In a result's words.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Int8Kernel::Avx512Vnni => "int8-avx512-vnni",
+            Int8Kernel::AvxVnni => "int8-avx-vnni",
+            Int8Kernel::Avx2 => "int8-avx2",
+        }
+    }
+
+    /// Whether this CPU has the kernel's instructions and `SAGE_CPU` allows them.
+    pub(crate) fn runs_here(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self {
+                Int8Kernel::Avx512Vnni => {
+                    cpu::allows(Level::Avx512)
+                        && std::is_x86_feature_detected!("avx512f")
+                        && std::is_x86_feature_detected!("avx512vnni")
+                }
+                Int8Kernel::AvxVnni => {
+                    cpu::allows(Level::AvxVnni) && std::is_x86_feature_detected!("avxvnni")
+                }
+                Int8Kernel::Avx2 => std::is_x86_feature_detected!("avx2"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (self, Level::Avx2, cpu::allows);
+            false
+        }
+    }
+
+    /// The fastest kernel allowed here, if any.
+    pub(crate) fn best() -> Option<Int8Kernel> {
+        Int8Kernel::ALL.into_iter().find(|k| k.runs_here())
+    }
+
+    /// What its activation bytes hold: the unsigned quant (`vpdpbusd`'s unsigned side), or
+    /// the quant minus 128 as a signed byte (AVX2's sign trick).
+    fn signed(self) -> bool {
+        self == Int8Kernel::Avx2
+    }
+}
+
+/// A float32 weight `[n, k]` quantized to int8 with a scale per row (output channel), laid
+/// out for the kernels.
+pub struct Int8Matrix {
+    n: usize,
+    k: usize,
+    /// `k` in quads (the last padded with zeros).
+    quads: usize,
+    /// `[group][quad][row of the group][QUAD]`, the rows of the last group padded with zeros.
+    values: Vec<i8>,
+    /// Per row, padded to whole groups: the weight's step.
+    scale: Vec<f32>,
+    /// Per row: Σ w, which times an activation row's zero point is taken off its sums.
+    sum: Vec<i32>,
+    /// Per input channel, `1 / s_j` of the smoothing the weight was quantized with; empty
+    /// without.
+    unsmooth: Vec<f32>,
+    kernel: Int8Kernel,
+}
+
+/// Activation rows quantized for one kernel: `quads · QUAD` bytes a row, each row's step and
+/// the zero point its bytes are offset by (for the signed bytes, the zero point minus 128).
+struct RowQuants {
+    bytes: Vec<u8>,
+    scale: Vec<f32>,
+    zero: Vec<i32>,
+    row_bytes: usize,
+}
+
+impl Int8Matrix {
+    /// `weight` `[n, k]` for the fastest kernel allowed here; `None` where there is none.
+    /// `smoothing`: see [`Int8Matrix::with_kernel`].
+    pub(crate) fn new(
+        weight: &Tensor,
+        smoothing: Option<&[f32]>,
+    ) -> candle_core::Result<Option<Int8Matrix>> {
+        match Int8Kernel::best() {
+            Some(kernel) => Ok(Some(Int8Matrix::with_kernel(weight, smoothing, kernel)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// `weight` laid out for `kernel` (the caller checked that it runs here). `smoothing`, one
+    /// factor `s_j` per input channel (SmoothQuant's): the weight's column `j` is multiplied by
+    /// `s_j` before it is quantized and each activation's channel `j` divided by it, so the
+    /// product is unchanged while an activation channel of outliers no longer takes a row's
+    /// whole range.
+    pub(crate) fn with_kernel(
+        weight: &Tensor,
+        smoothing: Option<&[f32]>,
+        kernel: Int8Kernel,
+    ) -> candle_core::Result<Int8Matrix> {
+        let (n, k) = weight.dims2()?;
+        let mut w = weight
+            .to_dtype(DType::F32)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let mut unsmooth = Vec::new();
+        if let Some(factors) = smoothing {
+            if factors.len() != k || factors.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+                candle_core::bail!(
+                    "int8 smoothing: {} factors for width {k}, or one not finite and positive",
+                    factors.len()
+                );
+            }
+            for row in w.chunks_exact_mut(k.max(1)) {
+                for (v, f) in row.iter_mut().zip(factors) {
+                    *v *= f;
+                }
+            }
+            unsmooth = factors.iter().map(|f| 1.0 / f).collect();
+        }
+        let quads = k.div_ceil(QUAD);
+        let groups = n.div_ceil(LANES);
+        let mut values = vec![0i8; groups * quads * QUAD_BYTES];
+        let mut scale = vec![0f32; groups * LANES];
+        let mut sums = vec![0i32; groups * LANES];
+        for (r, row) in w.chunks_exact(k.max(1)).enumerate().take(n) {
+            let amax = row.iter().fold(0f32, |a, &x| a.max(x.abs()));
+            let step = amax / QMAX;
+            let inverse = if step > 0.0 { 1.0 / step } else { 0.0 };
+            let (group, lane) = (r / LANES, r % LANES);
+            let mut sum = 0i32;
+            for (i, &x) in row.iter().enumerate() {
+                let q = (x * inverse).round_ties_even().clamp(-QMAX, QMAX) as i8;
+                sum += i32::from(q);
+                let at = (group * quads + i / QUAD) * QUAD_BYTES + lane * QUAD + i % QUAD;
+                values[at] = q;
+            }
+            scale[r] = step;
+            sums[r] = sum;
+        }
+        Ok(Int8Matrix {
+            n,
+            k,
+            quads,
+            values,
+            scale,
+            sum: sums,
+            unsmooth,
+            kernel,
+        })
+    }
+
+    /// The kernel in a result's words.
+    pub(crate) fn kernel_name(&self) -> &'static str {
+        self.kernel.name()
+    }
+
+    /// `x · selfᵀ` for `x` `[rows, k]`: `[rows, n]`. Each output is computed in one order
+    /// whatever the rows around it and whichever kernel runs, so a batch gives each row the
+    /// bits it gets alone, on every CPU.
+    pub(crate) fn product(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let (rows, k) = x.dims2()?;
+        if k != self.k {
+            candle_core::bail!("int8 product: input width {k}, matrix width {}", self.k);
+        }
+        // read in place: a batch's activations are tens of MiB, a copy costs as much as the
+        // quantization
+        let x = x.to_dtype(DType::F32)?.contiguous()?;
+        let a = {
+            let (storage, layout) = x.storage_and_layout();
+            self.quantize(crate::fused::cpu_f32(&storage, layout)?, rows)
+        };
+        let width = self.n;
+        let mut out = vec![0f32; rows * width];
+        if width > 0 && rows > 0 {
+            out.par_chunks_mut(ROW_CHUNK * width)
+                .enumerate()
+                .for_each(|(chunk, out)| self.chunk(&a, chunk * ROW_CHUNK, out));
+        }
+        Tensor::from_vec(out, (rows, width), x.device())
+    }
+
+    /// Each row of `xs` (smoothed, where the weight was) quantized by [`quantize_row`], in
+    /// the kernel's byte form.
+    fn quantize(&self, xs: &[f32], rows: usize) -> RowQuants {
+        let row_bytes = self.quads * QUAD;
+        let mut bytes = vec![0u8; rows * row_bytes];
+        let mut scale = vec![0f32; rows];
+        let mut zero = vec![0i32; rows];
+        let (k, signed) = (self.k, self.kernel.signed());
+        let unsmooth = &self.unsmooth;
+        type Row<'a> = (&'a [f32], (&'a mut [u8], (&'a mut f32, &'a mut i32)));
+        let one = |smoothed: &mut Vec<f32>, (x, (q, (s, z))): Row| {
+            let x = if unsmooth.is_empty() {
+                x
+            } else {
+                smoothed.clear();
+                smoothed.extend(x.iter().zip(unsmooth).map(|(v, u)| v * u));
+                &smoothed[..]
+            };
+            let (step, zero_point) = quantize_row(x, &mut q[..k], signed);
+            // the padding quads: a zero activation
+            let shift = if signed { 128 } else { 0 };
+            q[k..].fill((zero_point - shift) as u8);
+            *s = step;
+            *z = zero_point - shift;
+        };
+        let rows_out = bytes
+            .chunks_exact_mut(row_bytes.max(1))
+            .zip(scale.iter_mut().zip(zero.iter_mut()));
+        if xs.len() >= PARALLEL_QUANTIZE_VALUES {
+            xs.par_chunks_exact(k.max(1))
+                .zip(rows_out.collect::<Vec<_>>())
+                .for_each_init(Vec::new, one);
+        } else {
+            let mut smoothed = Vec::new();
+            for row in xs.chunks_exact(k.max(1)).zip(rows_out) {
+                one(&mut smoothed, row);
+            }
+        }
+        RowQuants {
+            bytes,
+            scale,
+            zero,
+            row_bytes,
+        }
+    }
+
+    /// Rows `first ..` of `a` (as many as `out` holds) times every weight group, into `out`.
+    fn chunk(&self, a: &RowQuants, first: usize, out: &mut [f32]) {
+        let width = self.n;
+        let rows = out.len() / width;
+        let groups = width.div_ceil(LANES);
+        let row = |r: usize| &a.bytes[(first + r) * a.row_bytes..(first + r + 1) * a.row_bytes];
+        let mut sums = [[0i32; 2 * LANES]; ROW_CHUNK];
+        let mut g = 0;
+        while g < groups {
+            let pair = (groups - g).min(self.kernel.groups_per_pass());
+            let w = &self.values[g * self.quads * QUAD_BYTES..];
+            let cols = g * LANES..((g + pair) * LANES).min(width);
+            // the weights of a slice of K_SLICE quads (12 KiB for two groups) stay in L1
+            // while every row tile of the chunk passes over them
+            for slice in (0..self.quads).step_by(k_slice()) {
+                let quads = slice..(slice + k_slice()).min(self.quads);
+                let mut r = 0;
+                while r < rows {
+                    let tile = (rows - r).min(self.kernel.row_tile());
+                    let mut tile_rows: [&[u8]; ROW_TILE_MAX] = [&[]; ROW_TILE_MAX];
+                    for (i, slot) in tile_rows[..tile].iter_mut().enumerate() {
+                        *slot = row(r + i);
+                    }
+                    let sums = &mut sums[r..r + tile];
+                    self.sums(w, pair, quads.clone(), &tile_rows[..tile], sums);
+                    r += tile;
+                }
+            }
+            for (i, sums) in sums[..rows].iter().enumerate() {
+                let (step, zero) = (a.scale[first + i], a.zero[first + i]);
+                let out = &mut out[i * width..(i + 1) * width];
+                for (j, col) in cols.clone().enumerate() {
+                    let exact = sums[j] - zero * self.sum[col];
+                    out[col] = exact as f32 * (step * self.scale[col]);
+                }
+            }
+            g += pair;
+        }
+    }
+
+    /// The integer products of `rows` (at most the kernel's tile) with `pair` weight groups
+    /// from `w` over `quads`, added to `sums[row][group · 16 + lane]` (set there by the first
+    /// slice): exact, so their order does not matter.
+    fn sums(
+        &self,
+        w: &[i8],
+        pair: usize,
+        quads: std::ops::Range<usize>,
+        rows: &[&[u8]],
+        sums: &mut [[i32; 2 * LANES]],
+    ) {
+        debug_assert!(w.len() >= pair * self.quads * QUAD_BYTES);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the kernel was chosen (or checked by the tests) to run on this CPU; `w` holds
+        // `pair` groups of `quads` quads and each row `quads` quads (asserted in debug builds).
+        unsafe {
+            macro_rules! tiles {
+                ($f:ident, $g:literal, $($n:literal)+) => {
+                    match rows.len() {
+                        $($n => $f::<$n, $g>(w, self.quads, quads.clone(), rows, sums),)+
+                        _ => unreachable!("row tiles are at most the kernel's"),
+                    }
+                };
+            }
+            match (self.kernel, pair) {
+                (Int8Kernel::Avx512Vnni, 2) => tiles!(sums_avx512_vnni, 2, 1 2 3 4 5 6 7 8),
+                (Int8Kernel::Avx512Vnni, _) => tiles!(sums_avx512_vnni, 1, 1 2 3 4 5 6 7 8),
+                (Int8Kernel::AvxVnni, _) => tiles!(sums_avx_vnni, 1, 1 2 3 4),
+                (Int8Kernel::Avx2, _) => tiles!(sums_avx2, 1, 1 2 3 4),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (w, pair, quads, rows, sums);
+            unreachable!("no int8 kernel runs off x86-64")
+        }
+    }
+}
+
+/// SmoothQuant's per-channel factors with its migration strength 0.5: `s_j = √(a_j / w_j)`,
+/// `a_j` the activations' largest magnitude in channel `j`, `w_j` the weight column's. A
+/// channel that never moved or a zero column keeps 1.
+pub(crate) fn smoothing_factors(
+    weight: &Tensor,
+    activation_max: &[f32],
+) -> candle_core::Result<Vec<f32>> {
+    let (_, k) = weight.dims2()?;
+    if activation_max.len() != k {
+        candle_core::bail!(
+            "int8 smoothing: {} activation maxima for a weight of width {k}",
+            activation_max.len()
+        );
+    }
+    let w = weight
+        .to_dtype(DType::F32)?
+        .flatten_all()?
+        .to_vec1::<f32>()?;
+    let mut column_max = vec![0f32; k];
+    for row in w.chunks_exact(k.max(1)) {
+        for (m, v) in column_max.iter_mut().zip(row) {
+            *m = m.max(v.abs());
+        }
+    }
+    Ok(activation_max
+        .iter()
+        .zip(&column_max)
+        .map(|(&a, &w)| {
+            let s = (a / w).sqrt();
+            if a > 0.0 && w > 0.0 && s.is_finite() && s > 0.0 {
+                s
+            } else {
+                1.0
+            }
+        })
+        .collect())
+}
+
+/// `x` quantized to unsigned bytes over its own range (zero included, so that a zero is
+/// exact): step `(max − min) / 255`, zero point `round(−min / step)`, each value
+/// `round(x / step) + zero point` (to nearest, ties to even), clamped to 0..=255; stored minus
+/// 128 as signed bytes where `signed`. Its step and zero point. Asymmetric because a GELU's
+/// outputs (the last product's inputs) reach below zero only to −0.17: a symmetric range
+/// would leave half its levels unused. The vector path does the same operations on every
+/// value, so the bytes are the plain loop's.
+fn quantize_row(x: &[f32], q: &mut [u8], signed: bool) -> (f32, i32) {
+    let (low, high) = range(x);
+    let step = (high - low) / LEVELS;
+    let inverse = if step > 0.0 { 1.0 / step } else { 0.0 };
+    let zero = (-low * inverse).round_ties_even().clamp(0.0, LEVELS) as i32;
+    let flip = if signed { 0x80 } else { 0 };
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above); `q` is as long as `x`
+        done = unsafe { quantize_avx2(x, q, inverse, zero, flip) };
+    }
+    for (q, &v) in q[done..].iter_mut().zip(&x[done..]) {
+        *q = quantize_value(v, inverse, zero) ^ flip;
+    }
+    (step, zero)
+}
+
+/// Unsigned levels of an activation byte, less one.
+const LEVELS: f32 = 255.0;
+
+/// One value's byte: the plain rule [`quantize_avx2`] follows.
+#[inline(always)]
+fn quantize_value(v: f32, inverse: f32, zero: i32) -> u8 {
+    ((v * inverse).round_ties_even() as i32 + zero).clamp(0, 255) as u8
+}
+
+/// The smallest and largest value of `x`, and zero (exact whatever the order).
+fn range(x: &[f32]) -> (f32, f32) {
+    let mut done = 0;
+    let (mut low, mut high) = (0f32, 0f32);
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above)
+        (low, high, done) = unsafe { range_avx2(x) };
+    }
+    for &v in &x[done..] {
+        low = low.min(v);
+        high = high.max(v);
+    }
+    (low, high)
+}
+
+/// [`range`] of the whole groups of 8 values of `x`, and how many values that was.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn range_avx2(x: &[f32]) -> (f32, f32, usize) {
+    use std::arch::x86_64::*;
+    let (mut low, mut high) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    let whole = x.len() / 8 * 8;
+    for at in (0..whole).step_by(8) {
+        // SAFETY: at + 8 <= whole <= x.len()
+        let v = unsafe { _mm256_loadu_ps(x.as_ptr().add(at)) };
+        low = _mm256_min_ps(low, v);
+        high = _mm256_max_ps(high, v);
+    }
+    let (mut lows, mut highs) = ([0f32; 8], [0f32; 8]);
+    // SAFETY: both arrays hold 8 values
+    unsafe {
+        _mm256_storeu_ps(lows.as_mut_ptr(), low);
+        _mm256_storeu_ps(highs.as_mut_ptr(), high);
+    }
+    let low = lows.iter().fold(0f32, |a, &v| a.min(v));
+    let high = highs.iter().fold(0f32, |a, &v| a.max(v));
+    (low, high, whole)
+}
+
+/// The whole groups of 32 values of [`quantize_row`] with AVX2; how many it did.
+///
+/// # Safety
+/// The CPU must have AVX2; `q` must be at least as long as `x`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_avx2(x: &[f32], q: &mut [u8], inverse: f32, zero: i32, flip: u8) -> usize {
+    use std::arch::x86_64::*;
+    let scale = _mm256_set1_ps(inverse);
+    let zero = _mm256_set1_epi32(zero);
+    let flip = _mm256_set1_epi8(flip as i8);
+    // packs interleave the 128-bit lanes: this puts the 32 bytes back in order
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    let whole = x.len() / 32 * 32;
+    for at in (0..whole).step_by(32) {
+        let level = |i: usize| {
+            // SAFETY: at + i + 8 <= whole <= x.len()
+            let v = _mm256_mul_ps(unsafe { _mm256_loadu_ps(x.as_ptr().add(at + i)) }, scale);
+            // the default rounding mode: to nearest, ties to even (|v| ≤ 255.x: no overflow)
+            _mm256_add_epi32(_mm256_cvtps_epi32(v), zero)
+        };
+        // the saturating packs clamp to 0..=255 as the plain rule does
+        let words = _mm256_packs_epi32(level(0), level(8));
+        let words_high = _mm256_packs_epi32(level(16), level(24));
+        let bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words, words_high), order);
+        // SAFETY: q holds at least `whole` bytes
+        unsafe {
+            _mm256_storeu_si256(q.as_mut_ptr().add(at).cast(), _mm256_xor_si256(bytes, flip))
+        };
+    }
+    whole
+}
+
+/// The largest row tile of any kernel.
+const ROW_TILE_MAX: usize = 8;
+/// Quads of a row multiplied in one pass over a chunk's row tiles.
+fn k_slice() -> usize {
+    std::env::var("KS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(96)
+}
+
+impl Int8Kernel {
+    /// Activation rows that share each weight load: as many as the accumulators leave
+    /// registers for (AVX-512: 8 rows by 2 groups, 16 of 32 zmm; 256-bit: 4 rows by one group
+    /// of two halves, 8 of 16 ymm).
+    fn row_tile(self) -> usize {
+        match self {
+            Int8Kernel::Avx512Vnni => 8,
+            Int8Kernel::AvxVnni | Int8Kernel::Avx2 => 4,
+        }
+    }
+
+    /// Weight groups one pass over a row tile multiplies.
+    fn groups_per_pass(self) -> usize {
+        match self {
+            Int8Kernel::Avx512Vnni => 2,
+            Int8Kernel::AvxVnni | Int8Kernel::Avx2 => 1,
+        }
+    }
+}
+
+/// The activation quad `c` of `row` as one 32-bit lane value.
+///
+/// # Safety
+/// `row` holds at least `4c + 4` bytes.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn quad(row: &[u8], c: usize) -> i32 {
+    // SAFETY: the caller's bound
+    unsafe { std::ptr::read_unaligned(row.as_ptr().add(c * QUAD).cast::<i32>()) }
+}
+
+/// `R` rows times `G` groups with AVX-512 VNNI: per quad, `G` weight loads serve `R`
+/// broadcasts, `R · G` accumulators.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 VNNI; `w` must hold `G · quads` quads of 64 bytes
+/// and each row `quads` quads of unsigned activation bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vnni")]
+unsafe fn sums_avx512_vnni<const R: usize, const G: usize>(
+    w: &[i8],
+    stride: usize,
+    quads: std::ops::Range<usize>,
+    rows: &[&[u8]],
+    sums: &mut [[i32; 2 * LANES]],
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_si512(); G]; R];
+    if quads.start > 0 {
+        for r in 0..R {
+            for g in 0..G {
+                // SAFETY: sums[r] holds 32 lanes, group g the 16 from g · 16
+                acc[r][g] = unsafe { _mm512_loadu_si512(sums[r][g * LANES..].as_ptr().cast()) };
+            }
+        }
+    }
+    let base = w.as_ptr();
+    for c in quads {
+        let mut wv = [_mm512_setzero_si512(); G];
+        for (g, wv) in wv.iter_mut().enumerate() {
+            // SAFETY: quad c of group g is inside `w` (the caller's bound)
+            *wv = unsafe { _mm512_loadu_si512(base.add((g * stride + c) * QUAD_BYTES).cast()) };
+        }
+        for r in 0..R {
+            // SAFETY: row r holds `quads` quads
+            let a = _mm512_set1_epi32(unsafe { quad(rows[r], c) });
+            for g in 0..G {
+                acc[r][g] = _mm512_dpbusd_epi32(acc[r][g], a, wv[g]);
+            }
+        }
+    }
+    for r in 0..R {
+        for g in 0..G {
+            // SAFETY: sums[r] holds 32 lanes, group g the 16 from g · 16
+            unsafe { _mm512_storeu_si512(sums[r][g * LANES..].as_mut_ptr().cast(), acc[r][g]) };
+        }
+    }
+}
+
+/// [`sums_avx512_vnni`] on 256 bits with AVX-VNNI: each group is two halves of eight rows.
+///
+/// # Safety
+/// The CPU must have AVX-VNNI; the bounds of [`sums_avx512_vnni`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avxvnni")]
+unsafe fn sums_avx_vnni<const R: usize, const G: usize>(
+    w: &[i8],
+    stride: usize,
+    quads: std::ops::Range<usize>,
+    rows: &[&[u8]],
+    sums: &mut [[i32; 2 * LANES]],
+) {
+    use std::arch::x86_64::*;
+    let mut acc = load_halves::<R, G>(sums, quads.start > 0);
+    let base = w.as_ptr();
+    for c in quads {
+        let mut wv = [[_mm256_setzero_si256(); 2]; G];
+        for (g, wv) in wv.iter_mut().enumerate() {
+            // SAFETY: quad c of group g is inside `w`, 64 bytes read as two halves
+            unsafe {
+                let at = base.add((g * stride + c) * QUAD_BYTES);
+                *wv = [
+                    _mm256_loadu_si256(at.cast()),
+                    _mm256_loadu_si256(at.add(32).cast()),
+                ];
+            }
+        }
+        for r in 0..R {
+            // SAFETY: row r holds `quads` quads
+            let a = _mm256_set1_epi32(unsafe { quad(rows[r], c) });
+            for g in 0..G {
+                for h in 0..2 {
+                    acc[r][g][h] = _mm256_dpbusd_avx_epi32(acc[r][g][h], a, wv[g][h]);
+                }
+            }
+        }
+    }
+    store_halves(&acc, sums);
+}
+
+/// The integer sums with AVX2 alone, of activation bytes stored minus 128: |a| times w with
+/// a's sign (`vpmaddubsw`, which reads |−128| as the unsigned 128: at most 2 · 128 · 127 =
+/// 32,512 per 16-bit pair, so nothing saturates), widened and added by `vpmaddwd` against
+/// ones.
+///
+/// # Safety
+/// The CPU must have AVX2; the bounds of [`sums_avx512_vnni`] (activation bytes signed).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sums_avx2<const R: usize, const G: usize>(
+    w: &[i8],
+    stride: usize,
+    quads: std::ops::Range<usize>,
+    rows: &[&[u8]],
+    sums: &mut [[i32; 2 * LANES]],
+) {
+    use std::arch::x86_64::*;
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = load_halves::<R, G>(sums, quads.start > 0);
+    let base = w.as_ptr();
+    for c in quads {
+        let mut wv = [[_mm256_setzero_si256(); 2]; G];
+        for (g, wv) in wv.iter_mut().enumerate() {
+            // SAFETY: quad c of group g is inside `w`, 64 bytes read as two halves
+            unsafe {
+                let at = base.add((g * stride + c) * QUAD_BYTES);
+                *wv = [
+                    _mm256_loadu_si256(at.cast()),
+                    _mm256_loadu_si256(at.add(32).cast()),
+                ];
+            }
+        }
+        for r in 0..R {
+            // SAFETY: row r holds `quads` quads
+            let a = _mm256_set1_epi32(unsafe { quad(rows[r], c) });
+            let magnitude = _mm256_sign_epi8(a, a);
+            for g in 0..G {
+                for h in 0..2 {
+                    let pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(wv[g][h], a));
+                    acc[r][g][h] = _mm256_add_epi32(acc[r][g][h], _mm256_madd_epi16(pairs, ones));
+                }
+            }
+        }
+    }
+    store_halves(&acc, sums);
+}
+
+/// 256-bit accumulators (two halves of eight lanes per group): zeros, or `sums` to go on from.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn load_halves<const R: usize, const G: usize>(
+    sums: &[[i32; 2 * LANES]],
+    go_on: bool,
+) -> [[[std::arch::x86_64::__m256i; 2]; G]; R] {
+    use std::arch::x86_64::*;
+    // SAFETY: setzero needs only AVX, which the callers' AVX2 implies
+    let mut acc = [[[unsafe { _mm256_setzero_si256() }; 2]; G]; R];
+    if go_on {
+        for r in 0..R {
+            for g in 0..G {
+                for h in 0..2 {
+                    // SAFETY: sums[r] holds 32 lanes; half h of group g is the 8 from
+                    // g · 16 + 8h
+                    acc[r][g][h] =
+                        unsafe { _mm256_loadu_si256(sums[r][g * LANES + h * 8..].as_ptr().cast()) };
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// 256-bit accumulators (two halves of eight lanes per group) into `sums`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn store_halves<const R: usize, const G: usize>(
+    acc: &[[[std::arch::x86_64::__m256i; 2]; G]; R],
+    sums: &mut [[i32; 2 * LANES]],
+) {
+    use std::arch::x86_64::*;
+    for r in 0..R {
+        for g in 0..G {
+            for h in 0..2 {
+                // SAFETY: sums[r] holds 32 lanes; half h of group g is the 8 from g · 16 + 8h
+                unsafe {
+                    _mm256_storeu_si256(
+                        sums[r][g * LANES + h * 8..].as_mut_ptr().cast(),
+                        acc[r][g][h],
+                    )
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Device;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    /// A seeded weight and activations with a few large values and exact zeros (as after a
+    /// layer norm and GELU).
+    fn draw(n: usize, k: usize, rows: usize, seed: u64) -> (Tensor, Tensor) {
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(seed);
+        let w: Vec<f32> = (0..n * k).map(|_| rng.gen_range(-0.1f32..0.1)).collect();
+        let x: Vec<f32> = (0..rows * k)
+            .map(|i| match i % 89 {
+                0 => 6.0,
+                1 => 0.0,
+                _ => rng.gen_range(-2f32..2.),
+            })
+            .collect();
+        (
+            Tensor::from_vec(w, (n, k), &Device::Cpu).unwrap(),
+            Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap(),
+        )
+    }
+
+    /// The integer sums and float steps written out plainly: what every kernel must give,
+    /// bit for bit.
+    fn plain(w: &Tensor, x: &Tensor) -> Vec<f32> {
+        let weights = |row: &[f32]| {
+            let step = row.iter().fold(0f32, |a, &v| a.max(v.abs())) / QMAX;
+            let inverse = if step > 0.0 { 1.0 / step } else { 0.0 };
+            let q: Vec<i32> = row
+                .iter()
+                .map(|&v| (v * inverse).round_ties_even().clamp(-QMAX, QMAX) as i32)
+                .collect();
+            (q, step)
+        };
+        let activations = |row: &[f32]| {
+            let low = row.iter().fold(0f32, |a, &v| a.min(v));
+            let high = row.iter().fold(0f32, |a, &v| a.max(v));
+            let step = (high - low) / 255.0;
+            let inverse = if step > 0.0 { 1.0 / step } else { 0.0 };
+            let zero = (-low * inverse).round_ties_even().clamp(0.0, 255.0) as i32;
+            let q: Vec<i32> = row
+                .iter()
+                .map(|&v| ((v * inverse).round_ties_even() as i32 + zero).clamp(0, 255))
+                .collect();
+            (q, step, zero)
+        };
+        let (w, x) = (w.to_vec2::<f32>().unwrap(), x.to_vec2::<f32>().unwrap());
+        let w: Vec<_> = w.iter().map(|r| weights(r)).collect();
+        x.iter()
+            .flat_map(|row| {
+                let (a, step, zero) = activations(row);
+                w.iter()
+                    .map(move |(q, s)| {
+                        let sum: i32 = a.iter().zip(q).map(|(a, q)| a * q).sum();
+                        let sum_w: i32 = q.iter().sum();
+                        (sum - zero * sum_w) as f32 * (step * s)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Shapes: MiniLM's qkv and feed-forward layers, an odd width (a padded group, a lone
+    /// group at the end, a width not a multiple of four), rows that do not fill a tile.
+    const SHAPES: [(usize, usize, usize); 5] = [
+        (1152, 384, 53),
+        (384, 1536, 19),
+        (48, 64, 9),
+        (17, 30, 5),
+        (5, 7, 1),
+    ];
+
+    #[test]
+    fn every_kernel_here_gives_the_plain_sums_bit_for_bit() {
+        let here: Vec<Int8Kernel> = Int8Kernel::ALL
+            .into_iter()
+            .filter(|k| k.runs_here())
+            .collect();
+        if here.is_empty() {
+            sage_test_env::skip("int8 kernels", "no AVX2 on this CPU");
+            return;
+        }
+        for (i, (n, k, rows)) in SHAPES.into_iter().enumerate() {
+            let (w, x) = draw(n, k, rows, 40 + i as u64);
+            let want = plain(&w, &x);
+            for &kernel in &here {
+                let m = Int8Matrix::with_kernel(&w, None, kernel).unwrap();
+                let got = m.product(&x).unwrap().flatten_all().unwrap();
+                let got = got.to_vec1::<f32>().unwrap();
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert!(
+                    bits(&got) == bits(&want),
+                    "{} ({n}, {k}) x {rows}",
+                    kernel.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn all_zero_rows_and_weights_give_zeros() {
+        let Some(kernel) = Int8Kernel::best() else {
+            sage_test_env::skip("int8 zeros", "no AVX2 on this CPU");
+            return;
+        };
+        let w = Tensor::zeros((20, 32), DType::F32, &Device::Cpu).unwrap();
+        let x = Tensor::ones((3, 32), DType::F32, &Device::Cpu).unwrap();
+        let m = Int8Matrix::with_kernel(&w, None, kernel).unwrap();
+        let y = m.product(&x).unwrap().flatten_all().unwrap();
+        assert!(y.to_vec1::<f32>().unwrap().iter().all(|&v| v == 0.0));
+        let y = m.product(&x.zeros_like().unwrap()).unwrap();
+        assert!(y
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()
+            .iter()
+            .all(|&v| v == 0.0));
+    }
+}
