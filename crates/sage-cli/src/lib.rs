@@ -413,6 +413,11 @@ pub fn main(registry: Registry) -> ExitCode {
     quiet_caught_panics();
     keep_large_buffers_in_the_heap();
     fix_thread_count();
+    // a misspelt cap would otherwise cap nothing and the run would measure what was not asked
+    if let Err(e) = sage_kernels::cpu::requested() {
+        eprintln!("sage: error: {e}");
+        return ExitCode::FAILURE;
+    }
     let matches = command_over(&registry).get_matches();
     // a suite's own subcommand, made from the registry: run it before the derive reads the rest
     let result = match matches.subcommand() {

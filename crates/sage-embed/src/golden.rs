@@ -596,10 +596,11 @@ fn check_precisions(name: &str, texts: &[String]) {
             compute.starts_with(&format!("cpu {precision} ")),
             "{precision}: compute() says {compute:?}"
         );
-        assert_eq!(
-            model.identity().pooling,
-            format!("mean:precision={precision}")
-        );
+        assert_eq!(model.identity().precision(), Some(precision.name()));
+        assert!(model
+            .identity()
+            .pooling
+            .starts_with(&format!("mean:precision={precision}")));
         keys.push(model.identity().cache_key());
         // its float32 twin (the compression suite's reference) is the f32 model, vector for
         // vector
@@ -626,6 +627,86 @@ fn check_precisions(name: &str, texts: &[String]) {
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), 3, "one cache key per precision");
+}
+
+/// A model whose weights defeat int8 is refused at `--precision int8`, naming the lowest
+/// cosine it measured; `--precision auto` takes f32 for it and says why. The defeat: in each
+/// layer two feed-forward units made twins (the same weights and bias, so the same activation)
+/// and every output row given +1000 and −1000 for them. Float32 cancels the pair and keeps the
+/// model as it was; int8 spends each row's whole range on the pair, leaving the row's other
+/// weights a level or two.
+#[test]
+fn int8_refuses_a_model_whose_vectors_it_cannot_keep() {
+    let Some(dir) = model_dir("all-MiniLM-L6-v2") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let broken = tmp.path().join("all-MiniLM-L6-v2-outliers");
+    std::fs::create_dir_all(&broken).unwrap();
+    copy_folder(&dir, &broken);
+    let weights = broken.join("model.safetensors");
+    let mut tensors = candle_core::safetensors::load(&weights, &Device::Cpu).unwrap();
+    let edit = |t: &Tensor, f: &dyn Fn(&mut [f32], usize)| {
+        let k = t.dims().last().copied().unwrap();
+        let mut values = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        f(&mut values, k);
+        Tensor::from_vec(values, t.shape(), &Device::Cpu).unwrap()
+    };
+    let mut edited = 0;
+    for (name, tensor) in tensors.iter_mut() {
+        *tensor = if name.ends_with("intermediate.dense.weight") {
+            // unit 1 a twin of unit 0
+            edit(tensor, &|v, k| v.copy_within(0..k, k))
+        } else if name.ends_with("intermediate.dense.bias") {
+            edit(tensor, &|v, _| v[1] = v[0])
+        } else if name.ends_with("output.dense.weight") && !name.contains("attention") {
+            edited += 1;
+            edit(tensor, &|v, k| {
+                for row in v.chunks_exact_mut(k) {
+                    (row[0], row[1]) = (1000.0, -1000.0);
+                }
+            })
+        } else {
+            continue;
+        };
+    }
+    assert_eq!(edited, 6, "MiniLM-L6 has six feed-forward output layers");
+    std::fs::remove_file(&weights).unwrap();
+    candle_core::safetensors::save(&tensors, &weights).unwrap();
+    let options = TransformerOptions {
+        precision: Precision::Int8,
+        ..TransformerOptions::default()
+    };
+    let Err(e) = SentenceTransformer::load(&local(&broken), options) else {
+        panic!("int8 took a model whose vectors it cannot keep");
+    };
+    let message = e.to_string();
+    let crate::EmbedError::Int8Inaccurate { lowest, texts, .. } = e else {
+        panic!("another error: {message}");
+    };
+    assert!(
+        lowest < 0.99 && texts == crate::calibration_texts().len(),
+        "{lowest}"
+    );
+    assert!(
+        message.contains(&format!("lowest cosine of {lowest:.4}"))
+            && message.contains("--precision f32"),
+        "{message}"
+    );
+    let verdict = crate::choose_precision(
+        broken.to_str().unwrap(),
+        &ResolveOptions::default(),
+        &TransformerOptions::default(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(verdict.chosen, Precision::F32);
+    assert_eq!(verdict.int8_lowest_cosine, Some(lowest));
+    assert!(
+        verdict.reason.contains("below the 0.99"),
+        "{}",
+        verdict.reason
+    );
 }
 
 /// Distinct texts of about `words` words each, drawn (seeded) from the words of

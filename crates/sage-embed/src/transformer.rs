@@ -359,17 +359,29 @@ impl SentenceTransformer {
 /// after it for a lower precision (as `:dims=N` for a Matryoshka width), so that cached
 /// vectors of different precisions never mix; f32 adds nothing, so the caches of every model
 /// loaded before `--precision` existed stay valid.
+///
+/// int8 also names its scheme (`:int8=rows-smoothed`: per-channel weights, per-row activation
+/// ranges, SmoothQuant factors), so that vectors cached by the earlier Q8_0 int8 are not
+/// taken for its own.
 fn pooling_identity(pooling: Pooling, precision: Precision) -> String {
     match precision {
         Precision::F32 => pooling.name().to_owned(),
         lower => format!(
-            "{}{}{}",
+            "{}{}{}{}",
             pooling.name(),
             sage_core::PRECISION_MARK,
-            lower.name()
+            lower.name(),
+            if lower == Precision::Int8 {
+                INT8_SCHEME
+            } else {
+                ""
+            }
         ),
     }
 }
+
+/// What int8's identity adds after its precision.
+const INT8_SCHEME: &str = ":int8=rows-smoothed";
 
 /// Refuses, before any weight is read or a GPU opened, a precision other than f32 where it
 /// cannot run: on a GPU (`cuda`), or for a family whose dense products are not prepared for
@@ -633,7 +645,13 @@ impl Embedder for SentenceTransformer {
             candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
             candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
         };
-        let kernel = self.encoder.dense_kernel().map(|k| format!(" {k}"));
+        // gemm's own float32 kernel where no kernel of sage's runs the products: chosen by the
+        // CPU alone, so a throughput forced lower by SAGE_CPU says what it did not force
+        let kernel = self
+            .encoder
+            .dense_kernel()
+            .or_else(|| self.device.is_cpu().then(sage_kernels::cpu::f32_kernel))
+            .map(|k| format!(" {k}"));
         // the products' precision where it is not the dtype's (the activations between them
         // stay float32)
         let precision = match self.options.precision {
@@ -760,7 +778,7 @@ mod tests {
         assert_eq!(pooling_identity(Pooling::Mean, Precision::F32), "mean");
         assert_eq!(
             pooling_identity(Pooling::Cls, Precision::Int8),
-            "cls:precision=int8"
+            "cls:precision=int8:int8=rows-smoothed"
         );
         let bert = crate::family_of("bert").unwrap();
         let qwen = crate::family_of("qwen3").unwrap();

@@ -899,3 +899,147 @@ fn a_model_at_two_precisions_is_two_rows_with_their_own_speeds() {
         "no plot names the int8 model"
     );
 }
+
+/// Issue 81, point 4: `SAGE_CPU` forces each int8 path this CPU can run. The throughput
+/// suite's `compute` names the kernel that ran (and gemm's float32 kernel, which it cannot
+/// force), every path writes the same vectors (their integer sums are exact), and a misspelt
+/// level is refused before anything runs.
+#[test]
+fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
+    let what = "sage_cpu_forces_each_int8_path_with_the_same_vectors";
+    let Some(minilm) = sage_test_env::model_dir_or_skip("all-MiniLM-L6-v2", what) else {
+        return;
+    };
+    #[cfg(target_arch = "x86_64")]
+    let (vnni512, vnni256) = (
+        std::is_x86_feature_detected!("avx512vnni") && std::is_x86_feature_detected!("avx512bw"),
+        std::is_x86_feature_detected!("avxvnni"),
+    );
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        sage_test_env::skip(what, "the int8 kernels are x86-64's");
+        return;
+    }
+    let minilm = minilm.to_str().unwrap();
+    let mirror = fixtures().join("mirror");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.jsonl");
+    std::fs::write(
+        &input,
+        "{\"text\":\"A man plays the guitar.\"}\n{\"text\":\"Stocks fell sharply on Tuesday after \
+         the central bank raised rates, the third rise this year.\"}\n",
+    )
+    .unwrap();
+    let run = |level: &str, args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sage"))
+            .args(args)
+            .env("SAGE_CPU", level)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "SAGE_CPU={level}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let mut vectors = Vec::new();
+    for (level, kernel) in [
+        (
+            "native",
+            if vnni512 {
+                "int8-avx512-vnni"
+            } else if vnni256 {
+                "int8-avx-vnni"
+            } else {
+                "int8-avx2"
+            },
+        ),
+        (
+            "avx-vnni",
+            if vnni256 {
+                "int8-avx-vnni"
+            } else {
+                "int8-avx2"
+            },
+        ),
+        ("avx2", "int8-avx2"),
+    ] {
+        let file = dir.path().join(format!("throughput-{level}.json"));
+        run(
+            level,
+            &[
+                "run",
+                "throughput",
+                "--similarity",
+                minilm,
+                "--precision",
+                "int8",
+                "--data-dir",
+                mirror.to_str().unwrap(),
+                "--max-rows",
+                "4",
+                "--no-cache",
+                "--output",
+                file.to_str().unwrap(),
+            ],
+        );
+        let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let compute = written["report"]["compute"].as_str().unwrap().to_owned();
+        assert_eq!(compute, format!("cpu int8 {kernel}"), "SAGE_CPU={level}");
+        let out = dir.path().join(format!("vectors-{level}.jsonl"));
+        run(
+            level,
+            &[
+                "embed",
+                "--model",
+                minilm,
+                "--precision",
+                "int8",
+                "--no-cache",
+                "--input",
+                input.to_str().unwrap(),
+                "--output",
+                out.to_str().unwrap(),
+            ],
+        );
+        vectors.push((level, std::fs::read(&out).unwrap()));
+    }
+    for (level, bytes) in &vectors[1..] {
+        assert!(
+            *bytes == vectors[0].1,
+            "SAGE_CPU={level} wrote other vectors"
+        );
+    }
+    let float32 = dir.path().join("throughput-f32.json");
+    run(
+        "avx2",
+        &[
+            "run",
+            "throughput",
+            "--similarity",
+            minilm,
+            "--data-dir",
+            mirror.to_str().unwrap(),
+            "--max-rows",
+            "4",
+            "--no-cache",
+            "--output",
+            float32.to_str().unwrap(),
+        ],
+    );
+    let written: Value = serde_json::from_slice(&std::fs::read(&float32).unwrap()).unwrap();
+    let compute = written["report"]["compute"].as_str().unwrap();
+    assert!(compute.starts_with("cpu f32 gemm-"), "{compute}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_sage"))
+        .args(["data", "list"])
+        .env("SAGE_CPU", "avx9000")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success()
+            && stderr.contains("SAGE_CPU=\"avx9000\" is not an instruction-set level")
+            && stderr.contains("avx2, avx-vnni, avx512, native"),
+        "{stderr}"
+    );
+}
