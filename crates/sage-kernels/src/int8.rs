@@ -299,8 +299,8 @@ impl Int8Matrix {
             let cols = g * LANES..((g + pair) * LANES).min(width);
             // the weights of a slice of K_SLICE quads (12 KiB for two groups) stay in L1
             // while every row tile of the chunk passes over them
-            for slice in (0..self.quads).step_by(k_slice()) {
-                let quads = slice..(slice + k_slice()).min(self.quads);
+            for slice in (0..self.quads).step_by(K_SLICE) {
+                let quads = slice..(slice + K_SLICE).min(self.quads);
                 let mut r = 0;
                 while r < rows {
                     let tile = (rows - r).min(self.kernel.row_tile());
@@ -514,13 +514,8 @@ unsafe fn quantize_avx2(x: &[f32], q: &mut [u8], inverse: f32, zero: i32, flip: 
 
 /// The largest row tile of any kernel.
 const ROW_TILE_MAX: usize = 8;
-/// Quads of a row multiplied in one pass over a chunk's row tiles.
-fn k_slice() -> usize {
-    std::env::var("KS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(96)
-}
+/// Quads of a row multiplied in one pass over a chunk's row tiles (384 values).
+const K_SLICE: usize = 96;
 
 impl Int8Kernel {
     /// Activation rows that share each weight load: as many as the accumulators leave
@@ -837,6 +832,51 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// SmoothQuant's factors are √(activation range ÷ weight range) per channel, 1 where
+    /// either is zero; a weight quantized with them and its activations divided by them is
+    /// the same product, and on activations with an outlier channel a closer one.
+    #[test]
+    fn smoothing_moves_an_outlier_channel_into_the_weight() {
+        let Some(kernel) = Int8Kernel::best() else {
+            sage_test_env::skip("int8 smoothing", "no AVX2 on this CPU");
+            return;
+        };
+        let w = Tensor::new(&[[0.5f32, -0.1, 0.0], [0.25, 0.2, 0.0]], &Device::Cpu).unwrap();
+        let factors = smoothing_factors(&w, &[8.0, 0.2, 3.0]).unwrap();
+        assert_eq!(factors, [4.0, 1.0, 1.0]);
+        assert!(smoothing_factors(&w, &[1.0]).is_err());
+        assert!(Int8Matrix::with_kernel(&w, Some(&[1.0, 0.0, 1.0]), kernel).is_err());
+        // channel 0 of every token carries an outlier 40 times the rest
+        let (n, k, rows) = (64, 384, 40);
+        let (w, x) = draw(n, k, rows, 47);
+        let mut values = x.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        for row in values.chunks_exact_mut(k) {
+            row[0] = 80.0 * row[0].signum().max(0.5);
+        }
+        let x = Tensor::from_vec(values, (rows, k), &Device::Cpu).unwrap();
+        let reference = x.matmul(&w.t().unwrap()).unwrap();
+        let error = |m: &Int8Matrix| {
+            let y = m.product(&x).unwrap();
+            let d = (y - &reference).unwrap().sqr().unwrap().sum_all().unwrap();
+            let norm = reference.sqr().unwrap().sum_all().unwrap();
+            (d.to_scalar::<f32>().unwrap() / norm.to_scalar::<f32>().unwrap()).sqrt()
+        };
+        let maxima: Vec<f32> = (0..k)
+            .map(|j| {
+                let column = x.narrow(1, j, 1).unwrap().abs().unwrap();
+                column.max_all().unwrap().to_scalar::<f32>().unwrap()
+            })
+            .collect();
+        let plain = error(&Int8Matrix::with_kernel(&w, None, kernel).unwrap());
+        let factors = smoothing_factors(&w, &maxima).unwrap();
+        let smoothed = error(&Int8Matrix::with_kernel(&w, Some(&factors), kernel).unwrap());
+        assert!(
+            smoothed < plain / 2.0,
+            "smoothed {smoothed:e}, plain {plain:e}"
+        );
+        assert!(smoothed < 1e-2, "{smoothed:e}");
     }
 
     #[test]

@@ -10,9 +10,12 @@
 //!   (`amx.rs`, on x86-64 Linux with AMX-BF16; `SAGE_AMX=0` turns it off);
 //! - GGUF Q4_1 and Q8_0 against 8-bit activations with AVX-512 VNNI or AVX2, bit for bit what
 //!   candle computes (`quantized.rs`);
-//! - the encoders' lower [`Precision`]s: int8 (float32 weights quantized to Q8_0 at load,
-//!   times 8-bit activations, for many rows at once; `quantized.rs`) and bf16 (`bf16.rs`:
-//!   AVX512-BF16 where the CPU has it, else the same products emulated in float32).
+//! - the encoders' lower [`Precision`]s: int8 (weights per output channel, activations per
+//!   row, optionally smoothed by calibrated SmoothQuant factors; `int8.rs`) and bf16
+//!   (`bf16.rs`: AVX512-BF16 where the CPU has it, else the same products emulated in float32).
+//!
+//! Every choice of instruction set goes through [`cpu`], which `SAGE_CPU` caps, so any machine
+//! runs and measures the lower paths its users' CPUs take.
 //!
 //! Beside the products, [`fused`] holds the encoder's fused attention over packed texts and the
 //! dense layers' epilogues (bias, GELU, residual and layer norm), which read and write the same
