@@ -19,16 +19,10 @@ use std::time::Instant;
 
 use sage_core::Embedder;
 
+use crate::calibration::{calibration_texts, MIN_COSINE};
 use crate::loader::ModelSource;
 use crate::model_kind::ModelKind;
 use crate::{Precision, ResolveOptions, Result, SentenceTransformer, TransformerOptions};
-
-/// The lowest cosine against f32, over every calibration text, a lower precision must keep.
-pub const MIN_COSINE: f64 = 0.99;
-
-/// The texts both precisions embed: written for this purpose, of every length from two words to
-/// a paragraph, with numbers, code-like strings and three other languages.
-const CALIBRATION: &str = include_str!("calibration.txt");
 
 /// How much faster than f32 int8 must run to be taken: the speed of one machine drifts by about
 /// this much between sittings, so a smaller lead could flip from one run to the next, and with
@@ -51,14 +45,6 @@ pub struct PrecisionVerdict {
     pub int8_lowest_cosine: Option<f64>,
     /// Why, as one sentence.
     pub reason: String,
-}
-
-/// The calibration texts.
-pub fn calibration_texts() -> Vec<&'static str> {
-    CALIBRATION
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .collect()
 }
 
 /// The rule, on what was measured: int8 when it reaches [`MIN_SPEEDUP`] and keeps
@@ -267,32 +253,10 @@ fn write_memo(memo: &Path, verdicts: &BTreeMap<String, PrecisionVerdict>) {
     }
 }
 
-/// The lowest cosine between the rows of `a` and `b`, text by text.
-pub(crate) fn lowest_cosine(a: &ndarray::Array2<f32>, b: &ndarray::Array2<f32>) -> f64 {
-    a.outer_iter()
-        .zip(b.outer_iter())
-        .map(|(a, b)| cosine(a.as_slice().unwrap_or(&[]), b.as_slice().unwrap_or(&[])))
-        .fold(f64::INFINITY, f64::min)
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let denominator = norm(a) * norm(b);
-    if denominator == 0.0 {
-        // two zero vectors are the same vector; one alone is as far as it gets
-        return if norm(a) == norm(b) { 1.0 } else { 0.0 };
-    }
-    dot / denominator
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibration::cosine;
 
     /// The rule on made-up measurements: accuracy first, then speed.
     #[test]

@@ -92,6 +92,7 @@ mod attention;
 mod auto_precision;
 mod backbone;
 mod cache;
+mod calibration;
 mod config;
 pub mod decoder;
 pub mod encoder;
@@ -111,14 +112,12 @@ mod transformer;
 use std::io::Read;
 use std::path::Path;
 
-pub use auto_precision::{
-    calibration_texts, choose_precision, decide_precision, PrecisionVerdict, MIN_COSINE,
-    MIN_SPEEDUP,
-};
+pub use auto_precision::{choose_precision, decide_precision, PrecisionVerdict, MIN_SPEEDUP};
 pub use cache::{
     check_cache, default_cache_path, merge_caches, CacheCheck, CacheStats, CachedEmbedder,
     PlanCounts, TokenCounter,
 };
+pub use calibration::{calibration_texts, MIN_COSINE};
 pub use config::{DenseActivation, DenseModule, Prompts, SentenceTransformerConfig};
 pub use error::{EmbedError, Result};
 pub use families::{family_of, Family, FAMILIES};

@@ -234,7 +234,7 @@ impl SentenceTransformer {
         self.encoder.lower_to_int8()?;
         let lowered = Embedder::embed(self, &texts)?;
         self.encoded.store(0, Ordering::Relaxed);
-        let lowest = crate::auto_precision::lowest_cosine(&reference, &lowered);
+        let lowest = crate::calibration::lowest_cosine(&reference, &lowered);
         if lowest < crate::MIN_COSINE {
             return Err(EmbedError::Int8Inaccurate {
                 model: self.identity.model_id.clone(),
