@@ -613,17 +613,8 @@ unsafe fn sums_avx_vnni<const R: usize, const G: usize>(
     let mut acc = load_halves::<R, G>(sums, quads.start > 0);
     let base = w.as_ptr();
     for c in quads {
-        let mut wv = [[_mm256_setzero_si256(); 2]; G];
-        for (g, wv) in wv.iter_mut().enumerate() {
-            // SAFETY: quad c of group g is inside `w`, 64 bytes read as two halves
-            unsafe {
-                let at = base.add((g * stride + c) * QUAD_BYTES);
-                *wv = [
-                    _mm256_loadu_si256(at.cast()),
-                    _mm256_loadu_si256(at.add(32).cast()),
-                ];
-            }
-        }
+        // SAFETY: quad c of each of the G groups is inside `w` (the caller's bound)
+        let wv = unsafe { weight_halves::<G>(base, stride, c) };
         for r in 0..R {
             // SAFETY: row r holds `quads` quads
             let a = _mm256_set1_epi32(unsafe { quad(rows[r], c) });
@@ -658,17 +649,8 @@ unsafe fn sums_avx2<const R: usize, const G: usize>(
     let mut acc = load_halves::<R, G>(sums, quads.start > 0);
     let base = w.as_ptr();
     for c in quads {
-        let mut wv = [[_mm256_setzero_si256(); 2]; G];
-        for (g, wv) in wv.iter_mut().enumerate() {
-            // SAFETY: quad c of group g is inside `w`, 64 bytes read as two halves
-            unsafe {
-                let at = base.add((g * stride + c) * QUAD_BYTES);
-                *wv = [
-                    _mm256_loadu_si256(at.cast()),
-                    _mm256_loadu_si256(at.add(32).cast()),
-                ];
-            }
-        }
+        // SAFETY: quad c of each of the G groups is inside `w` (the caller's bound)
+        let wv = unsafe { weight_halves::<G>(base, stride, c) };
         for r in 0..R {
             // SAFETY: row r holds `quads` quads
             let a = _mm256_set1_epi32(unsafe { quad(rows[r], c) });
@@ -682,6 +664,32 @@ unsafe fn sums_avx2<const R: usize, const G: usize>(
         }
     }
     store_halves(&acc, sums);
+}
+
+/// Quad `c` of `G` weight groups `stride` quads apart from `base`, each as two 256-bit halves
+/// (rows 0–7 and 8–15).
+///
+/// # Safety
+/// The CPU must have AVX; the `G` quads of 64 bytes must be inside the weight `base` points
+/// into.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn weight_halves<const G: usize>(
+    base: *const i8,
+    stride: usize,
+    c: usize,
+) -> [[std::arch::x86_64::__m256i; 2]; G] {
+    use std::arch::x86_64::*;
+    std::array::from_fn(|g| {
+        // SAFETY: the caller's bound
+        unsafe {
+            let at = base.add((g * stride + c) * QUAD_BYTES);
+            [
+                _mm256_loadu_si256(at.cast()),
+                _mm256_loadu_si256(at.add(32).cast()),
+            ]
+        }
+    })
 }
 
 /// 256-bit accumulators (two halves of eight lanes per group): zeros, or `sums` to go on from.

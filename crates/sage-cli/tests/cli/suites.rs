@@ -942,6 +942,32 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
+    // the throughput suite's `compute` at `precision` under SAGE_CPU=level
+    let throughput_compute = |level: &str, precision: &str| -> String {
+        let file = dir
+            .path()
+            .join(format!("throughput-{level}-{precision}.json"));
+        run(
+            level,
+            &[
+                "run",
+                "throughput",
+                "--similarity",
+                minilm,
+                "--precision",
+                precision,
+                "--data-dir",
+                mirror.to_str().unwrap(),
+                "--max-rows",
+                "4",
+                "--no-cache",
+                "--output",
+                file.to_str().unwrap(),
+            ],
+        );
+        let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        written["report"]["compute"].as_str().unwrap().to_owned()
+    };
     let mut vectors = Vec::new();
     for (level, kernel) in [
         (
@@ -964,28 +990,11 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
         ),
         ("avx2", "int8-avx2"),
     ] {
-        let file = dir.path().join(format!("throughput-{level}.json"));
-        run(
-            level,
-            &[
-                "run",
-                "throughput",
-                "--similarity",
-                minilm,
-                "--precision",
-                "int8",
-                "--data-dir",
-                mirror.to_str().unwrap(),
-                "--max-rows",
-                "4",
-                "--no-cache",
-                "--output",
-                file.to_str().unwrap(),
-            ],
+        assert_eq!(
+            throughput_compute(level, "int8"),
+            format!("cpu int8 {kernel}"),
+            "SAGE_CPU={level}"
         );
-        let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        let compute = written["report"]["compute"].as_str().unwrap().to_owned();
-        assert_eq!(compute, format!("cpu int8 {kernel}"), "SAGE_CPU={level}");
         let out = dir.path().join(format!("vectors-{level}.jsonl"));
         run(
             level,
@@ -1010,25 +1019,7 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
             "SAGE_CPU={level} wrote other vectors"
         );
     }
-    let float32 = dir.path().join("throughput-f32.json");
-    run(
-        "avx2",
-        &[
-            "run",
-            "throughput",
-            "--similarity",
-            minilm,
-            "--data-dir",
-            mirror.to_str().unwrap(),
-            "--max-rows",
-            "4",
-            "--no-cache",
-            "--output",
-            float32.to_str().unwrap(),
-        ],
-    );
-    let written: Value = serde_json::from_slice(&std::fs::read(&float32).unwrap()).unwrap();
-    let compute = written["report"]["compute"].as_str().unwrap();
+    let compute = throughput_compute("avx2", "f32");
     assert!(compute.starts_with("cpu f32 gemm-"), "{compute}");
     let bad = Command::new(env!("CARGO_BIN_EXE_sage"))
         .args(["data", "list"])
