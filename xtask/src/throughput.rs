@@ -19,9 +19,10 @@ use crate::{git_revision, options, workspace_root};
 use sage_bench::write_file;
 use sage_core::utc_timestamp;
 
-/// Each metric, with the speed-up over its Python reference that issue 29 asks for.
+/// Each metric, with the speed-up over its Python reference that issue 29 asks for
+/// (Levenshtein's raised to 2x by issue 81).
 const TARGETS: [(&str, f64); 4] = [
-    ("levenshtein", 1.2),
+    ("levenshtein", 2.0),
     ("rouge", 30.0),
     ("jaccard", 30.0),
     ("bm25", 50.0),

@@ -46,10 +46,11 @@ pub struct ModelArgs {
     pub cuda: bool,
     /// The precision of a local encoder's (BERT, MPNet, RoBERTa) dense products on the CPU:
     /// f32 | bf16 | int8. bf16 is fast only with AVX512-BF16 (emulated, slower than f32,
-    /// without it); int8 needs AVX-512 VNNI or AVX2 (and was measured no faster than f32 on an
-    /// AVX-512 VNNI Xeon). Vectors are cached per precision. auto: int8 where this CPU runs it
-    /// at 1.1x f32's speed or more and its vectors keep a cosine of at least 0.99 to f32's on
-    /// a calibration set, measured at load; else f32. Which, and why, goes to standard error.
+    /// without it); int8 needs AVX2 (fastest with AVX-512 VNNI or AVX-VNNI), is calibrated at
+    /// load and refused where its vectors would keep a cosine below 0.99 to f32's on the
+    /// calibration texts. Vectors are cached per precision. auto: int8 where this CPU runs it
+    /// at 1.1x f32's speed or more and passes that check; else f32. Which, and why, goes to
+    /// standard error.
     #[arg(long, value_parser = parse_precision, default_value = "f32")]
     pub precision: PrecisionFlag,
     #[command(flatten)]

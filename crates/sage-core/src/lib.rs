@@ -14,6 +14,8 @@
 //! - [`ResultEnvelope`] — the result file every suite's report is written in, and read from, and
 //!   [`SuiteReport`] — what it needs of a suite's typed report (its score, the [`RowsUsed`]).
 //! - [`CheckOptions`] — a suite's options checked against their ranges before any work.
+//! - [`cpu`] — the instruction-set levels every SIMD kernel of sage's chooses among, capped by
+//!   `SAGE_CPU`.
 //!
 //! Data flows one way through sage-rs: data → perturbation → similarity → task measure → result →
 //! report. This crate owns the middle of that chain; it reads no datasets and loads no models.
@@ -23,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod cost_hint;
+pub mod cpu;
 mod embed;
 mod error;
 mod listing;

@@ -650,7 +650,7 @@ impl Embedder for SentenceTransformer {
         let kernel = self
             .encoder
             .dense_kernel()
-            .or_else(|| self.device.is_cpu().then(sage_kernels::cpu::f32_kernel))
+            .or_else(|| self.device.is_cpu().then(sage_kernels::f32_kernel))
             .map(|k| format!(" {k}"));
         // the products' precision where it is not the dtype's (the activations between them
         // stay float32)

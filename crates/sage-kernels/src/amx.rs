@@ -71,22 +71,10 @@ pub(crate) fn available() -> bool {
     *AVAILABLE.get_or_init(|| {
         std::env::var("SAGE_AMX").map_or(true, |v| v != "0")
             && crate::cpu::allows(crate::cpu::Level::Native)
-            && cpu_has_amx()
+            && crate::cpu::amx_detected()
             && std::arch::is_x86_feature_detected!("avx512bf16")
             && tiles_permitted()
     })
-}
-
-pub(crate) fn cpu_has_amx() -> bool {
-    use std::arch::x86_64::__cpuid_count;
-    // leaf 7 is read only where leaf 0 says it exists
-    if __cpuid_count(0, 0).eax < 7 {
-        return false;
-    }
-    let edx = __cpuid_count(7, 0).edx;
-    const AMX_BF16: u32 = 1 << 22;
-    const AMX_TILE: u32 = 1 << 24;
-    edx & AMX_BF16 != 0 && edx & AMX_TILE != 0
 }
 
 /// Linux (5.16+) hands out the 8 KiB of tile state only to processes that ask for it.

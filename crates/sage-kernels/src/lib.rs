@@ -14,7 +14,7 @@
 //!   row, optionally smoothed by calibrated SmoothQuant factors; `int8.rs`) and bf16
 //!   (`bf16.rs`: AVX512-BF16 where the CPU has it, else the same products emulated in float32).
 //!
-//! Every choice of instruction set goes through [`cpu`], which `SAGE_CPU` caps, so any machine
+//! Every choice of instruction set goes through [`cpu`] (sage-core's), which `SAGE_CPU` caps, so any machine
 //! runs and measures the lower paths its users' CPUs take.
 //!
 //! Beside the products, [`fused`] holds the encoder's fused attention over packed texts and the
@@ -33,7 +33,6 @@ use candle_core::Tensor;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod amx;
 mod bf16;
-pub mod cpu;
 pub mod fused;
 mod int8;
 mod quantized;
@@ -42,16 +41,21 @@ pub use bf16::{avx512_bf16_available, Bf16Matrix};
 use fused::PackedWeight;
 use int8::Int8Matrix;
 use quantized::{Activations, QuantMatrix};
+/// The instruction-set levels and the `SAGE_CPU` cap every kernel here obeys (sage-core's, so
+/// that sage-metrics' SIMD obeys the same switch).
+pub use sage_core::cpu;
 
-/// Whether the CPU has AMX-BF16 tiles, whatever `SAGE_AMX`, `SAGE_CPU` and Linux say.
-pub(crate) fn amx_detected() -> bool {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    {
-        amx::cpu_has_amx()
+/// gemm's float32 kernel in a result's words, `gemm-avx512` or `gemm-fma`: it is chosen by
+/// the CPU, not by `SAGE_CPU`.
+pub fn f32_kernel() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        return "gemm-avx512";
     }
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-    {
-        false
+    if cfg!(target_arch = "x86_64") {
+        "gemm-fma"
+    } else {
+        "gemm"
     }
 }
 

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 use sage_core::{Result, Similarity};
 
+use crate::bit_parallel::WordsKernel;
 use crate::distinct::DistinctTexts;
 
 /// `Levenshtein.ratio(a, b)` from python-Levenshtein ≥ 0.18 (rapidfuzz's normalised Indel
@@ -12,7 +13,8 @@ use crate::distinct::DistinctTexts;
 /// distance counts insertions and deletions only (= |a| + |b| − 2·LCS). Two empty strings score 1.
 ///
 /// The LCS is Hyyrö's bit-parallel algorithm over 64-bit words, O(⌈m/64⌉·n) after stripping the
-/// common prefix and suffix; a perturbed copy of a document (the SAGE robustness case) leaves long
+/// common prefix and suffix, a pattern past 4 words advanced 4 or 8 words per vector
+/// instruction (`bit_parallel`); a perturbed copy of a document (the SAGE robustness case) leaves long
 /// common stretches, which this makes nearly free. Buffers live in thread-local scratch space, so
 /// the hot loop does not allocate once warm.
 #[derive(Clone, Copy, Debug, Default)]
@@ -166,6 +168,10 @@ fn short_pattern_state<const W: usize>(text: &[char], s: &Masks) -> [u64; W] {
 }
 
 fn lcs_len(a: &[char], b: &[char], s: &mut Masks) -> usize {
+    lcs_len_with(a, b, s, WordsKernel::best())
+}
+
+fn lcs_len_with(a: &[char], b: &[char], s: &mut Masks, kernel: WordsKernel) -> usize {
     let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let suffix = a[prefix..]
         .iter()
@@ -186,16 +192,23 @@ fn lcs_len(a: &[char], b: &[char], s: &mut Masks) -> usize {
         (&b[b_mid], &a[a_mid])
     };
     let words = pattern.len().div_ceil(64);
+    // up to 4 words stay in registers; longer states go through the kernel's vectors, so
+    // their rows of masks (and the state) are whole vectors
+    let stride = if words <= 4 {
+        words
+    } else {
+        words.next_multiple_of(kernel.lanes())
+    };
 
     s.ascii.clear();
-    s.ascii.resize(128 * words, 0);
+    s.ascii.resize(128 * stride, 0);
     s.other_chars.clear();
     s.other_chars
         .extend(pattern.iter().copied().filter(|c| !c.is_ascii()));
     s.other_chars.sort_unstable();
     s.other_chars.dedup();
     s.other_masks.clear();
-    s.other_masks.resize(s.other_chars.len() * words, 0);
+    s.other_masks.resize(s.other_chars.len() * stride, 0);
     for (i, &c) in pattern.iter().enumerate() {
         let (table, row) = if c.is_ascii() {
             (&mut s.ascii, c as usize)
@@ -205,7 +218,7 @@ fn lcs_len(a: &[char], b: &[char], s: &mut Masks) -> usize {
                 s.other_chars.binary_search(&c).expect("collected above"),
             )
         };
-        table[row * words + i / 64] |= 1u64 << (i % 64);
+        table[row * stride + i / 64] |= 1u64 << (i % 64);
     }
 
     s.state.clear();
@@ -216,14 +229,11 @@ fn lcs_len(a: &[char], b: &[char], s: &mut Masks) -> usize {
         4 => s.state.extend(short_pattern_state::<4>(text, s)),
         _ => {
             let mut state = std::mem::take(&mut s.state);
+            // the words past the pattern start at 0: see `WordsKernel::lanes`
             state.resize(words, !0u64);
-            for &c in text {
-                let Some(masks) = s.masks_of(c, words) else {
-                    // no match anywhere in the pattern: the state does not change
-                    continue;
-                };
-                advance(&mut state, masks);
-            }
+            state.resize(stride, 0);
+            let masks: &Masks = s;
+            kernel.run(&mut state, text, |c| masks.masks_of(c, stride));
             s.state = state;
         }
     }
@@ -231,6 +241,7 @@ fn lcs_len(a: &[char], b: &[char], s: &mut Masks) -> usize {
     let zeros: usize = s
         .state
         .iter()
+        .take(words)
         .enumerate()
         .map(|(w, &word)| {
             let valid = if w == words - 1 && tail_bits != 0 {
@@ -242,55 +253,6 @@ fn lcs_len(a: &[char], b: &[char], s: &mut Masks) -> usize {
         })
         .sum();
     common + zeros
-}
-
-/// One text character through every word of the state: `S ← (S + (S & M)) | (S & !M)` as one
-/// multi-word addition.
-#[inline]
-// `_addcarry_u64` is a safe call on newer compilers and an unsafe one on older ones the MSRV allows
-#[allow(unused_unsafe)]
-fn advance(state: &mut [u64], masks: &[u64]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // The add-with-carry instruction chains the words' carries through the flag, where the
-        // portable form turns each carry into a value and back; BLOCK words at a time, their
-        // additions back to back, so that nothing between them overwrites the flag. 1.5x the
-        // portable form on SAGE's robustness documents.
-        use std::arch::x86_64::_addcarry_u64;
-        const BLOCK: usize = 8;
-        let mut carry = 0u8;
-        let mut words = state.chunks_exact_mut(BLOCK);
-        let mut ms = masks.chunks_exact(BLOCK);
-        for (w, m) in (&mut words).zip(&mut ms) {
-            let u: [u64; BLOCK] = std::array::from_fn(|k| w[k] & m[k]);
-            let mut sum = [0u64; BLOCK];
-            for k in 0..BLOCK {
-                // SAFETY: `_addcarry_u64` needs only x86-64's baseline instruction set
-                carry = unsafe { _addcarry_u64(carry, w[k], u[k], &mut sum[k]) };
-            }
-            for k in 0..BLOCK {
-                w[k] = sum[k] | (w[k] & !u[k]);
-            }
-        }
-        for (word, &m) in words.into_remainder().iter_mut().zip(ms.remainder()) {
-            let u = *word & m;
-            let mut sum = 0u64;
-            // SAFETY: as above
-            carry = unsafe { _addcarry_u64(carry, *word, u, &mut sum) };
-            *word = sum | (*word & !u);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let mut carry = 0u64;
-        for (word, &m) in state.iter_mut().zip(masks) {
-            let u = *word & m;
-            let (sum, c1) = word.overflowing_add(u);
-            let (sum, c2) = sum.overflowing_add(carry);
-            carry = u64::from(c1 | c2);
-            *word = sum | (*word & !u);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -335,23 +297,118 @@ mod tests {
         assert!((levenshtein_ratio(&a, &b) - ratio_dp(&a, &b)).abs() < 1e-12);
     }
 
-    /// Patterns of 9 to 20 words: the blocked carry chain and its remainder.
+    fn lcs_with(a: &str, b: &str, kernel: WordsKernel) -> usize {
+        let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+        lcs_len_with(&a, &b, &mut Masks::default(), kernel)
+    }
+
+    /// Patterns of 5 to 66 words through every kernel this CPU has: the blocked carry chain
+    /// and its remainder, the vectors' padding words, states in registers and in memory, and carries across all-ones words (a
+    /// pattern of one repeated character against texts that rarely match it).
     #[test]
     fn long_patterns_match_dynamic_programming() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(29);
         let alphabet: Vec<char> = "abcdeé🙂 \u{301}".chars().collect();
-        for (m, n) in [(577, 700), (1024, 1100), (1280, 900)] {
-            let a: String = (0..m)
-                .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+        let mut cases: Vec<(String, String)> = [
+            (577, 700),
+            (1024, 1100),
+            (1280, 900),
+            (300, 420),
+            (4200, 4500),
+        ]
+        .into_iter()
+        .map(|(m, n)| {
+            let mut draw = |len: usize| -> String {
+                (0..len)
+                    .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                    .collect()
+            };
+            (draw(m), draw(n))
+        })
+        .collect();
+        let sparse: String = (0..900)
+            .map(|i| if i % 97 == 0 { 'a' } else { 'b' })
+            .collect();
+        cases.push(("a".repeat(700), sparse.clone()));
+        cases.push((sparse, "b".repeat(640) + &"a".repeat(300)));
+        for kernel in WordsKernel::available() {
+            for (a, b) in &cases {
+                assert_eq!(
+                    lcs_with(a, b, kernel),
+                    lcs_dp(a, b),
+                    "{kernel:?}: {}x{}",
+                    a.chars().count(),
+                    b.chars().count()
+                );
+            }
+        }
+    }
+
+    /// Time per pair of each kernel on SAGE robustness-like pairs (a document against its
+    /// words shuffled, cut shorter): `cargo test --release -p sage-metrics --lib
+    /// kernel_speed -- --ignored --nocapture` (`SAGE_CPU` does not apply: each kernel is named).
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn kernel_speed() {
+        use rand::seq::SliceRandom;
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(43);
+        let vocabulary = [
+            "the",
+            "of",
+            "and",
+            "a",
+            "to",
+            "in",
+            "is",
+            "was",
+            "said",
+            "police",
+            "on",
+            "for",
+            "that",
+            "with",
+            "he",
+            "it",
+            "as",
+            "his",
+            "at",
+            "by",
+            "government",
+            "people",
+            "year",
+        ];
+        for (document, shuffled) in [(1900, 1350), (1900, 600), (4000, 3000), (8000, 6000)] {
+            let pairs: Vec<(Vec<char>, Vec<char>)> = (0..200)
+                .map(|_| {
+                    let mut words: Vec<&str> = (0..document / 5)
+                        .map(|_| vocabulary[rng.gen_range(0..vocabulary.len())])
+                        .collect();
+                    let text: String = words.join(" ").chars().take(document).collect();
+                    words.shuffle(&mut rng);
+                    let other: String = words.join(" ").chars().take(shuffled).collect();
+                    (text.chars().collect(), other.chars().collect())
+                })
                 .collect();
-            let b: String = (0..n)
-                .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
-                .collect();
-            assert!(
-                (levenshtein_ratio(&a, &b) - ratio_dp(&a, &b)).abs() < 1e-12,
-                "{m}x{n}"
-            );
+            let mut masks = Masks::default();
+            for kernel in WordsKernel::available() {
+                let mut best = f64::INFINITY;
+                let mut total = 0;
+                for _ in 0..7 {
+                    let start = std::time::Instant::now();
+                    total = pairs
+                        .iter()
+                        .map(|(a, b)| lcs_len_with(a, b, &mut masks, kernel))
+                        .sum::<usize>();
+                    best = best.min(start.elapsed().as_secs_f64());
+                }
+                println!(
+                    "{document} against {shuffled} characters, {kernel:?}: {:.2} µs per pair \
+                     (LCS total {total})",
+                    best / pairs.len() as f64 * 1e6
+                );
+            }
         }
     }
 

@@ -19,6 +19,7 @@
 //! token metrics see the same tokens.
 #![deny(missing_docs)]
 
+mod bit_parallel;
 mod bm25;
 mod distinct;
 mod jaccard;

@@ -3,10 +3,11 @@
 //! AVX-512 machine timing the AVX2 kernels its users' laptops run, a test comparing each path
 //! with the float32 reference).
 //!
-//! The cap reaches every kernel of this crate (the int8 and GGUF products, bf16, AMX, the
-//! fused epilogues' vector width). It cannot reach gemm, which chooses its float32 kernel
-//! itself, once per process, from the CPU alone: a float32 product under `SAGE_CPU=avx2` on an
-//! AVX-512 machine still runs gemm's AVX-512 kernel, and [`f32_kernel`] says so.
+//! The cap reaches every kernel of sage's own: sage-kernels' products (int8, GGUF, bf16, AMX)
+//! and fused epilogues, and sage-metrics' bit-parallel Levenshtein. It lives here, in the crate
+//! every other stands on, so that a crate with SIMD code of its own obeys the same switch
+//! without depending on the model kernels. It cannot reach gemm, which chooses its float32
+//! kernel itself, once per process, from the CPU alone (sage-kernels' `f32_kernel` names it).
 
 use std::sync::OnceLock;
 
@@ -80,7 +81,7 @@ fn cap() -> Level {
 
 /// Whether the kernels may use `level`'s instructions (the CPU's own features are checked
 /// beside this, at each kernel's choice).
-pub(crate) fn allows(level: Level) -> bool {
+pub fn allows(level: Level) -> bool {
     level <= cap()
 }
 
@@ -91,7 +92,7 @@ pub fn detected() -> Level {
         let avx512 = std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bw")
             && std::is_x86_feature_detected!("avx512vl");
-        if avx512 && crate::amx_detected() {
+        if avx512 && amx_detected() {
             return Level::Native;
         }
         if avx512 {
@@ -104,23 +105,29 @@ pub fn detected() -> Level {
     Level::Avx2
 }
 
+/// Whether the CPU has AMX-BF16 tiles (CPUID), whatever `SAGE_AMX`, `SAGE_CPU` and Linux say.
+pub fn amx_detected() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid_count;
+        // leaf 7 is read only where leaf 0 says it exists
+        if __cpuid_count(0, 0).eax < 7 {
+            return false;
+        }
+        let edx = __cpuid_count(7, 0).edx;
+        const AMX_BF16: u32 = 1 << 22;
+        const AMX_TILE: u32 = 1 << 24;
+        edx & AMX_BF16 != 0 && edx & AMX_TILE != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The level the kernels run at: the lower of [`detected`] and the cap.
 pub fn effective() -> Level {
     detected().min(cap())
-}
-
-/// gemm's float32 kernel in a result's words, `gemm-avx512` or `gemm-fma`: it is chosen by
-/// the CPU, not by `SAGE_CPU`.
-pub fn f32_kernel() -> &'static str {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        return "gemm-avx512";
-    }
-    if cfg!(target_arch = "x86_64") {
-        "gemm-fma"
-    } else {
-        "gemm"
-    }
 }
 
 #[cfg(test)]
