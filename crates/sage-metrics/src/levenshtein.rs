@@ -7,6 +7,7 @@ use sage_core::{Result, Similarity};
 
 use crate::bit_parallel::WordsKernel;
 use crate::distinct::DistinctTexts;
+use crate::lcs_lanes::{lcs_lanes, LaneText, LanesKernel, LanesScratch, MOST_WORDS};
 
 /// `Levenshtein.ratio(a, b)` from python-Levenshtein ≥ 0.18 (rapidfuzz's normalised Indel
 /// similarity): `1 − indel(a, b) / (|a| + |b|)` over Unicode code points, where the indel
@@ -32,7 +33,9 @@ impl Similarity for LevenshteinRatio {
     /// A text that several pairs share is decoded to code points once: a retrieval batch
     /// meets every document once per query, and decoding per pair was ~30% of a classical
     /// retrieval job (perf). A text of one pair (a robustness document's perturbed copy) is
-    /// decoded when its pair is scored, so memory stays that of the shared texts.
+    /// decoded when its pair is scored, so memory stays that of the shared texts. Short texts
+    /// that meet the same shared text (queries against a document, a clustering subset's
+    /// sentences) are compared with it a vector of patterns at a time (`lcs_lanes`).
     fn score_pairs(&self, pairs: &[(&str, &str)]) -> Result<Vec<f32>> {
         let mut texts = DistinctTexts::with_capacity(pairs.len());
         let rows = texts.number_pairs(pairs);
@@ -47,14 +50,141 @@ impl Similarity for LevenshteinRatio {
             .zip(&uses)
             .map(|(text, &uses)| (uses > 1).then(|| text.chars().collect()))
             .collect();
-        Ok(rows
+        let batches = match LanesKernel::best() {
+            Some(kernel) => lane_batches(&rows, &shared, kernel),
+            None => Vec::new(),
+        };
+        let mut batched = vec![false; rows.len()];
+        for batch in &batches {
+            for &(pair, _) in &batch.pairs {
+                batched[pair as usize] = true;
+            }
+        }
+        let mut scores: Vec<f32> = rows
             .par_iter()
-            .map(|&(a, b)| {
+            .zip(&batched)
+            .map(|(&(a, b), &batched)| {
+                if batched {
+                    return f32::NAN;
+                }
                 let distinct = texts.distinct();
                 scratch_ratio((&shared[a], distinct[a]), (&shared[b], distinct[b])) as f32
             })
-            .collect())
+            .collect();
+        let mut lane_texts: Vec<Option<LaneText>> = Vec::new();
+        lane_texts.resize_with(shared.len(), || None);
+        let texts_of_batches: Vec<usize> = {
+            let mut t: Vec<usize> = batches.iter().map(|b| b.text).collect();
+            t.dedup();
+            t
+        };
+        let built: Vec<(usize, LaneText)> = texts_of_batches
+            .par_iter()
+            .map(|&t| (t, LaneText::new(decoded(&shared, t))))
+            .collect();
+        for (t, text) in built {
+            lane_texts[t] = Some(text);
+        }
+        let lane_scores: Vec<(u32, f32)> = batches
+            .par_iter()
+            .flat_map_iter(|batch| {
+                let text = lane_texts[batch.text].as_ref().expect("built above");
+                batch.scores(&shared, text)
+            })
+            .collect();
+        for (pair, score) in lane_scores {
+            scores[pair as usize] = score;
+        }
+        Ok(scores)
     }
+}
+
+/// Pairs whose shorter text meets the same longer text, compared a vector at a time.
+struct LaneBatch {
+    kernel: LanesKernel,
+    /// The longer text every pair of the batch has (a number of `shared`).
+    text: usize,
+    /// (pair, its shorter text): at most `kernel.lanes()`.
+    pairs: Vec<(u32, u32)>,
+}
+
+impl LaneBatch {
+    /// Each pair's ratio, by the pair's number; `text` is [`LaneBatch::text`] as the lanes
+    /// read it.
+    fn scores(&self, shared: &[Option<Vec<char>>], text: &LaneText) -> Vec<(u32, f32)> {
+        let text_length = decoded(shared, self.text).len();
+        let patterns: Vec<&[char]> = self
+            .pairs
+            .iter()
+            .map(|&(_, p)| decoded(shared, p as usize))
+            .collect();
+        let mut lcs = vec![0usize; patterns.len()];
+        LANES_SCRATCH.with(|scratch| {
+            lcs_lanes(
+                self.kernel,
+                text,
+                &patterns,
+                &mut lcs,
+                &mut scratch.borrow_mut(),
+            )
+        });
+        self.pairs
+            .iter()
+            .zip(patterns.iter().zip(lcs))
+            .map(|(&(pair, _), (pattern, lcs))| {
+                let total = pattern.len() + text_length;
+                (pair, ((2 * lcs) as f64 / total as f64) as f32)
+            })
+            .collect()
+    }
+}
+
+/// Text `t`'s code points, decoded because several pairs share it.
+fn decoded(shared: &[Option<Vec<char>>], t: usize) -> &[char] {
+    shared[t].as_deref().expect("batched texts are decoded")
+}
+
+/// The pairs that take the vector-of-patterns path: both texts shared by several pairs (so
+/// decoded), the shorter of 1 to 256 code points, and at least one other such pair meeting
+/// the same longer text. Sorted by pattern words within a text, so a batch's patterns have
+/// about the same length.
+fn lane_batches(
+    rows: &[(usize, usize)],
+    shared: &[Option<Vec<char>>],
+    kernel: LanesKernel,
+) -> Vec<LaneBatch> {
+    let mut by_text: Vec<Vec<(u32, u32)>> = vec![Vec::new(); shared.len()];
+    for (pair, &(a, b)) in rows.iter().enumerate() {
+        let (Some(x), Some(y)) = (&shared[a], &shared[b]) else {
+            continue;
+        };
+        let (pattern, text, length) = if x.len() <= y.len() {
+            (a, b, x.len())
+        } else {
+            (b, a, y.len())
+        };
+        if (1..=64 * MOST_WORDS).contains(&length) {
+            by_text[text].push((pair as u32, pattern as u32));
+        }
+    }
+    let words = |p: u32| {
+        shared[p as usize]
+            .as_ref()
+            .map_or(0, |c| c.len().div_ceil(64))
+    };
+    let mut batches = Vec::new();
+    for (text, mut pairs) in by_text.into_iter().enumerate() {
+        if pairs.len() < 2 {
+            continue;
+        }
+        pairs.sort_by_key(|&(pair, pattern)| (words(pattern), pair));
+        batches.extend(pairs.chunks(kernel.lanes()).map(|chunk| LaneBatch {
+            kernel,
+            text,
+            pairs: chunk.to_vec(),
+        }));
+    }
+    batches
 }
 
 /// The shared decoding of `text`, else `text` decoded into `buffer`.
@@ -111,6 +241,7 @@ pub fn levenshtein_work(a: &str, b: &str) -> u64 {
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static LANES_SCRATCH: RefCell<LanesScratch> = RefCell::new(LanesScratch::default());
 }
 
 #[derive(Default)]
@@ -345,6 +476,80 @@ mod tests {
         }
     }
 
+    /// Patterns in vector lanes give the one-pair LCS: every kernel, batches of 1 to a full
+    /// vector, patterns of 1 to 4 words of different lengths in one batch, ASCII and other
+    /// characters, in the text or only in a pattern, texts shorter than their patterns.
+    #[test]
+    fn patterns_in_lanes_give_the_one_pair_lcs() {
+        use crate::lcs_lanes::{lcs_lanes, LaneText, LanesKernel, LanesScratch};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(47);
+        let alphabet: Vec<char> = "abcde xyzé🙂\u{301}".chars().collect();
+        let draw = |rng: &mut rand::rngs::StdRng, len: usize| -> Vec<char> {
+            (0..len)
+                .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                .collect()
+        };
+        let mut scratch = LanesScratch::default();
+        for kernel in LanesKernel::available() {
+            for round in 0..60 {
+                let length = rng.gen_range(0..700);
+                let text = draw(&mut rng, length);
+                let count = 1 + round % kernel.lanes();
+                let patterns: Vec<Vec<char>> = (0..count)
+                    .map(|_| {
+                        let len = match rng.gen_range(0..4) {
+                            0 => rng.gen_range(1..=64),
+                            1 => rng.gen_range(65..=128),
+                            _ => rng.gen_range(1..=256),
+                        };
+                        draw(&mut rng, len)
+                    })
+                    .collect();
+                let views: Vec<&[char]> = patterns.iter().map(Vec::as_slice).collect();
+                let mut lcs = vec![0; views.len()];
+                lcs_lanes(
+                    kernel,
+                    &LaneText::new(&text),
+                    &views,
+                    &mut lcs,
+                    &mut scratch,
+                );
+                for (pattern, &got) in patterns.iter().zip(&lcs) {
+                    let want =
+                        lcs_len_with(pattern, &text, &mut Masks::default(), WordsKernel::Scalar);
+                    assert_eq!(got, want, "{kernel:?}, round {round}");
+                }
+            }
+        }
+    }
+
+    /// A retrieval batch (every query against every document) scores each pair as alone.
+    #[test]
+    fn queries_against_documents_score_as_alone() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(53);
+        let words = [
+            "protein", "cell", "the", "of", "été", "résumé", "🙂", "gene", "a",
+        ];
+        let sentence = |rng: &mut rand::rngs::StdRng, n: usize| -> String {
+            (0..n)
+                .map(|_| words[rng.gen_range(0..words.len())])
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let documents: Vec<String> = (0..9).map(|_| sentence(&mut rng, 150)).collect();
+        let queries: Vec<String> = (0..11).map(|i| sentence(&mut rng, 1 + i * 4)).collect();
+        let pairs: Vec<(&str, &str)> = documents
+            .iter()
+            .flat_map(|d| queries.iter().map(move |q| (d.as_str(), q.as_str())))
+            .collect();
+        let batch = LevenshteinRatio.score_pairs(&pairs).unwrap();
+        for (&(a, b), &score) in pairs.iter().zip(&batch) {
+            assert_eq!(score, LevenshteinRatio.score(a, b).unwrap(), "{a:?} {b:?}");
+        }
+    }
+
     /// Time per pair of each kernel on SAGE robustness-like pairs (a document against its
     /// words shuffled, cut shorter): `cargo test --release -p sage-metrics --lib
     /// kernel_speed -- --ignored --nocapture` (`SAGE_CPU` does not apply: each kernel is named).
@@ -379,6 +584,59 @@ mod tests {
             "people",
             "year",
         ];
+        // queries against a document: the one-pair path against patterns in lanes
+        for query in [20usize, 60, 120, 250] {
+            let text: Vec<char> = (0..300)
+                .map(|_| vocabulary[rng.gen_range(0..vocabulary.len())])
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(1500)
+                .collect();
+            let queries: Vec<Vec<char>> = (0..64)
+                .map(|_| {
+                    (0..query / 3)
+                        .map(|_| vocabulary[rng.gen_range(0..vocabulary.len())])
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .chars()
+                        .take(query)
+                        .collect()
+                })
+                .collect();
+            let mut masks = Masks::default();
+            let mut best = f64::INFINITY;
+            for _ in 0..7 {
+                let start = std::time::Instant::now();
+                for q in &queries {
+                    std::hint::black_box(lcs_len_with(q, &text, &mut masks, WordsKernel::Scalar));
+                }
+                best = best.min(start.elapsed().as_secs_f64());
+            }
+            println!("1500-character text, {query}-character queries, one pair at a time: {:.2} µs per pair", best / 64.0 * 1e6);
+            let mut scratch = crate::lcs_lanes::LanesScratch::default();
+            let lane_text = crate::lcs_lanes::LaneText::new(&text);
+            for kernel in crate::lcs_lanes::LanesKernel::available() {
+                let mut best = f64::INFINITY;
+                let mut lcs = vec![0; kernel.lanes()];
+                for _ in 0..7 {
+                    let start = std::time::Instant::now();
+                    for chunk in queries.chunks(kernel.lanes()) {
+                        let views: Vec<&[char]> = chunk.iter().map(Vec::as_slice).collect();
+                        crate::lcs_lanes::lcs_lanes(
+                            kernel,
+                            &lane_text,
+                            &views,
+                            &mut lcs,
+                            &mut scratch,
+                        );
+                        std::hint::black_box(&lcs);
+                    }
+                    best = best.min(start.elapsed().as_secs_f64());
+                }
+                println!("1500-character text, {query}-character queries, {kernel:?} lanes: {:.2} µs per pair", best / 64.0 * 1e6);
+            }
+        }
         for (document, shuffled) in [(1900, 1350), (1900, 600), (4000, 3000), (8000, 6000)] {
             let pairs: Vec<(Vec<char>, Vec<char>)> = (0..200)
                 .map(|_| {

@@ -23,6 +23,7 @@ mod bit_parallel;
 mod bm25;
 mod distinct;
 mod jaccard;
+mod lcs_lanes;
 mod levenshtein;
 mod rouge;
 mod tokens;
