@@ -7,7 +7,7 @@ use sage_core::{Result, Similarity};
 
 use crate::bit_parallel::WordsKernel;
 use crate::distinct::DistinctTexts;
-use crate::lcs_lanes::{lcs_lanes, LaneText, LanesKernel, LanesScratch, MOST_WORDS};
+use crate::lcs_lanes::{lcs_lanes, LanePattern, LaneText, LanesKernel, LanesScratch, MOST_WORDS};
 
 /// `Levenshtein.ratio(a, b)` from python-Levenshtein ≥ 0.18 (rapidfuzz's normalised Indel
 /// similarity): `1 − indel(a, b) / (|a| + |b|)` over Unicode code points, where the indel
@@ -50,90 +50,164 @@ impl Similarity for LevenshteinRatio {
             .zip(&uses)
             .map(|(text, &uses)| (uses > 1).then(|| text.chars().collect()))
             .collect();
-        let batches = match LanesKernel::best() {
-            Some(kernel) => lane_batches(&rows, &shared, kernel),
-            None => Vec::new(),
-        };
-        let mut batched = vec![false; rows.len()];
-        for batch in &batches {
-            for &(pair, _) in &batch.pairs {
-                batched[pair as usize] = true;
-            }
-        }
+        let plan = LanesKernel::best().map(|kernel| LanePlan::new(&rows, &shared, kernel));
+        let batched = plan.as_ref().map(|plan| plan.batched_pairs(rows.len()));
         let mut scores: Vec<f32> = rows
             .par_iter()
-            .zip(&batched)
-            .map(|(&(a, b), &batched)| {
-                if batched {
+            .enumerate()
+            .map(|(pair, &(a, b))| {
+                if batched.as_ref().is_some_and(|batched| batched[pair]) {
                     return f32::NAN;
                 }
                 let distinct = texts.distinct();
                 scratch_ratio((&shared[a], distinct[a]), (&shared[b], distinct[b])) as f32
             })
             .collect();
-        let mut lane_texts: Vec<Option<LaneText>> = Vec::new();
-        lane_texts.resize_with(shared.len(), || None);
-        let texts_of_batches: Vec<usize> = {
-            let mut t: Vec<usize> = batches.iter().map(|b| b.text).collect();
-            t.dedup();
-            t
-        };
-        let built: Vec<(usize, LaneText)> = texts_of_batches
-            .par_iter()
-            .map(|&t| (t, LaneText::new(decoded(&shared, t))))
-            .collect();
-        for (t, text) in built {
-            lane_texts[t] = Some(text);
-        }
-        let lane_scores: Vec<(u32, f32)> = batches
-            .par_iter()
-            .flat_map_iter(|batch| {
-                let text = lane_texts[batch.text].as_ref().expect("built above");
-                batch.scores(&shared, text)
-            })
-            .collect();
-        for (pair, score) in lane_scores {
-            scores[pair as usize] = score;
+        if let Some(plan) = plan {
+            for (pair, score) in plan.scores(&shared) {
+                scores[pair as usize] = score;
+            }
         }
         Ok(scores)
     }
 }
 
-/// Pairs whose shorter text meets the same longer text, compared a vector at a time.
-struct LaneBatch {
+/// The pairs that take the vector-of-patterns path, in batches: both texts shared by several
+/// pairs (so decoded), the shorter of 1 to 256 code points, and at least one other such pair
+/// meeting the same longer text.
+struct LanePlan {
     kernel: LanesKernel,
-    /// The longer text every pair of the batch has (a number of `shared`).
-    text: usize,
-    /// (pair, its shorter text): at most `kernel.lanes()`.
-    pairs: Vec<(u32, u32)>,
+    /// (pair, its shorter text), grouped by longer text and within it by the shorter's words,
+    /// so that a batch's patterns have about the same length.
+    entries: Vec<(u32, u32)>,
+    batches: Vec<LaneBatch>,
 }
 
-impl LaneBatch {
-    /// Each pair's ratio, by the pair's number; `text` is [`LaneBatch::text`] as the lanes
-    /// read it.
-    fn scores(&self, shared: &[Option<Vec<char>>], text: &LaneText) -> Vec<(u32, f32)> {
-        let text_length = decoded(shared, self.text).len();
-        let patterns: Vec<&[char]> = self
-            .pairs
-            .iter()
-            .map(|&(_, p)| decoded(shared, p as usize))
+/// Up to a vector's lanes of [`LanePlan::entries`], all meeting one longer text.
+struct LaneBatch {
+    /// The longer text (a number of the shared texts).
+    text: u32,
+    start: u32,
+    len: u32,
+}
+
+impl LanePlan {
+    fn new(rows: &[(usize, usize)], shared: &[Option<Vec<char>>], kernel: LanesKernel) -> Self {
+        let lanes = kernel.lanes();
+        // (pair, pattern, text) of every candidate, then a counting sort by text: no vector
+        // per text (a clustering batch is 2 million pairs over 2,000 texts)
+        let mut candidates: Vec<(u32, u32, u32)> = Vec::new();
+        let mut per_text = vec![0u32; shared.len() + 1];
+        for (pair, &(a, b)) in rows.iter().enumerate() {
+            let (Some(x), Some(y)) = (&shared[a], &shared[b]) else {
+                continue;
+            };
+            let (pattern, text, length) = if x.len() <= y.len() {
+                (a, b, x.len())
+            } else {
+                (b, a, y.len())
+            };
+            if (1..=64 * MOST_WORDS).contains(&length) {
+                candidates.push((pair as u32, pattern as u32, text as u32));
+                per_text[text + 1] += 1;
+            }
+        }
+        for t in 1..per_text.len() {
+            per_text[t] += per_text[t - 1];
+        }
+        let mut next = per_text.clone();
+        let mut entries = vec![(0u32, 0u32); candidates.len()];
+        for &(pair, pattern, text) in &candidates {
+            let slot = &mut next[text as usize];
+            entries[*slot as usize] = (pair, pattern);
+            *slot += 1;
+        }
+        let words = |p: u32| decoded(shared, p as usize).len().div_ceil(64);
+        let mut batches = Vec::new();
+        for text in 0..shared.len() {
+            let (start, end) = (per_text[text] as usize, per_text[text + 1] as usize);
+            // a text met by one short pattern gains nothing from lanes
+            if end - start < 2 {
+                continue;
+            }
+            entries[start..end].sort_unstable_by_key(|&(pair, pattern)| (words(pattern), pair));
+            for from in (start..end).step_by(lanes) {
+                batches.push(LaneBatch {
+                    text: text as u32,
+                    start: from as u32,
+                    len: (end - from).min(lanes) as u32,
+                });
+            }
+        }
+        LanePlan {
+            kernel,
+            entries,
+            batches,
+        }
+    }
+
+    /// Which of the `pairs` pairs the batches score.
+    fn batched_pairs(&self, pairs: usize) -> Vec<bool> {
+        let mut batched = vec![false; pairs];
+        for batch in &self.batches {
+            for &(pair, _) in self.entries_of(batch) {
+                batched[pair as usize] = true;
+            }
+        }
+        batched
+    }
+
+    fn entries_of(&self, batch: &LaneBatch) -> &[(u32, u32)] {
+        &self.entries[batch.start as usize..][..batch.len as usize]
+    }
+
+    /// (pair, ratio) of every batched pair; each text is read as the lanes read it once, for
+    /// all its batches.
+    fn scores(&self, shared: &[Option<Vec<char>>]) -> Vec<(u32, f32)> {
+        let mut is_pattern = vec![false; shared.len()];
+        for &(_, p) in &self.entries {
+            is_pattern[p as usize] = true;
+        }
+        let patterns: Vec<Option<LanePattern>> = shared
+            .par_iter()
+            .zip(&is_pattern)
+            .map(|(chars, &is_pattern)| {
+                is_pattern.then(|| LanePattern::new(chars.as_deref().expect("decoded")))
+            })
             .collect();
-        let mut lcs = vec![0usize; patterns.len()];
-        LANES_SCRATCH.with(|scratch| {
-            lcs_lanes(
-                self.kernel,
-                text,
-                &patterns,
-                &mut lcs,
-                &mut scratch.borrow_mut(),
-            )
-        });
-        self.pairs
-            .iter()
-            .zip(patterns.iter().zip(lcs))
-            .map(|(&(pair, _), (pattern, lcs))| {
-                let total = pattern.len() + text_length;
-                (pair, ((2 * lcs) as f64 / total as f64) as f32)
+        let pattern = |p: u32| patterns[p as usize].as_ref().expect("built above");
+        // the batches of one text are consecutive: split them by text, a task per text
+        let mut by_text: Vec<&[LaneBatch]> = Vec::new();
+        let mut rest = self.batches.as_slice();
+        while let Some(first) = rest.first() {
+            let n = rest.iter().take_while(|b| b.text == first.text).count();
+            by_text.push(&rest[..n]);
+            rest = &rest[n..];
+        }
+        by_text
+            .par_iter()
+            .flat_map_iter(|batches| {
+                let text_id = batches[0].text as usize;
+                let text = decoded(shared, text_id);
+                let lane_text = LaneText::new(text);
+                let mut out = Vec::with_capacity(batches.len() * self.kernel.lanes());
+                LANES_SCRATCH.with(|scratch| {
+                    let scratch = &mut scratch.borrow_mut();
+                    let mut lanes: Vec<&LanePattern> = Vec::with_capacity(self.kernel.lanes());
+                    let mut lcs = vec![0usize; self.kernel.lanes()];
+                    for batch in *batches {
+                        let entries = self.entries_of(batch);
+                        lanes.clear();
+                        lanes.extend(entries.iter().map(|&(_, p)| pattern(p)));
+                        let lcs = &mut lcs[..entries.len()];
+                        lcs_lanes(self.kernel, &lane_text, &lanes, lcs, scratch);
+                        for ((&(pair, _), lane), &lcs) in entries.iter().zip(&lanes).zip(&*lcs) {
+                            let total = lane.len() + text.len();
+                            out.push((pair, ((2 * lcs) as f64 / total as f64) as f32));
+                        }
+                    }
+                });
+                out
             })
             .collect()
     }
@@ -142,49 +216,6 @@ impl LaneBatch {
 /// Text `t`'s code points, decoded because several pairs share it.
 fn decoded(shared: &[Option<Vec<char>>], t: usize) -> &[char] {
     shared[t].as_deref().expect("batched texts are decoded")
-}
-
-/// The pairs that take the vector-of-patterns path: both texts shared by several pairs (so
-/// decoded), the shorter of 1 to 256 code points, and at least one other such pair meeting
-/// the same longer text. Sorted by pattern words within a text, so a batch's patterns have
-/// about the same length.
-fn lane_batches(
-    rows: &[(usize, usize)],
-    shared: &[Option<Vec<char>>],
-    kernel: LanesKernel,
-) -> Vec<LaneBatch> {
-    let mut by_text: Vec<Vec<(u32, u32)>> = vec![Vec::new(); shared.len()];
-    for (pair, &(a, b)) in rows.iter().enumerate() {
-        let (Some(x), Some(y)) = (&shared[a], &shared[b]) else {
-            continue;
-        };
-        let (pattern, text, length) = if x.len() <= y.len() {
-            (a, b, x.len())
-        } else {
-            (b, a, y.len())
-        };
-        if (1..=64 * MOST_WORDS).contains(&length) {
-            by_text[text].push((pair as u32, pattern as u32));
-        }
-    }
-    let words = |p: u32| {
-        shared[p as usize]
-            .as_ref()
-            .map_or(0, |c| c.len().div_ceil(64))
-    };
-    let mut batches = Vec::new();
-    for (text, mut pairs) in by_text.into_iter().enumerate() {
-        if pairs.len() < 2 {
-            continue;
-        }
-        pairs.sort_by_key(|&(pair, pattern)| (words(pattern), pair));
-        batches.extend(pairs.chunks(kernel.lanes()).map(|chunk| LaneBatch {
-            kernel,
-            text,
-            pairs: chunk.to_vec(),
-        }));
-    }
-    batches
 }
 
 /// The shared decoding of `text`, else `text` decoded into `buffer`.
@@ -481,7 +512,7 @@ mod tests {
     /// characters, in the text or only in a pattern, texts shorter than their patterns.
     #[test]
     fn patterns_in_lanes_give_the_one_pair_lcs() {
-        use crate::lcs_lanes::{lcs_lanes, LaneText, LanesKernel, LanesScratch};
+        use crate::lcs_lanes::{lcs_lanes, LanePattern, LaneText, LanesKernel, LanesScratch};
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(47);
         let alphabet: Vec<char> = "abcde xyzé🙂\u{301}".chars().collect();
@@ -506,7 +537,9 @@ mod tests {
                         draw(&mut rng, len)
                     })
                     .collect();
-                let views: Vec<&[char]> = patterns.iter().map(Vec::as_slice).collect();
+                let built: Vec<LanePattern> =
+                    patterns.iter().map(|p| LanePattern::new(p)).collect();
+                let views: Vec<&LanePattern> = built.iter().collect();
                 let mut lcs = vec![0; views.len()];
                 lcs_lanes(
                     kernel,
@@ -615,14 +648,18 @@ mod tests {
             }
             println!("1500-character text, {query}-character queries, one pair at a time: {:.2} µs per pair", best / 64.0 * 1e6);
             let mut scratch = crate::lcs_lanes::LanesScratch::default();
+            let lane_queries: Vec<crate::lcs_lanes::LanePattern> = queries
+                .iter()
+                .map(|q| crate::lcs_lanes::LanePattern::new(q))
+                .collect();
             let lane_text = crate::lcs_lanes::LaneText::new(&text);
             for kernel in crate::lcs_lanes::LanesKernel::available() {
                 let mut best = f64::INFINITY;
                 let mut lcs = vec![0; kernel.lanes()];
                 for _ in 0..7 {
                     let start = std::time::Instant::now();
-                    for chunk in queries.chunks(kernel.lanes()) {
-                        let views: Vec<&[char]> = chunk.iter().map(Vec::as_slice).collect();
+                    for chunk in lane_queries.chunks(kernel.lanes()) {
+                        let views: Vec<&crate::lcs_lanes::LanePattern> = chunk.iter().collect();
                         crate::lcs_lanes::lcs_lanes(
                             kernel,
                             &lane_text,
