@@ -105,9 +105,11 @@ pub fn detected() -> Level {
     Level::Avx2
 }
 
-/// Whether the CPU has AMX-BF16 tiles (CPUID), whatever `SAGE_AMX`, `SAGE_CPU` and Linux say.
+/// Whether the CPU has AMX-BF16 tiles (CPUID, on Linux), whatever `SAGE_AMX`, `SAGE_CPU` and
+/// the kernel's grant say.
 pub fn amx_detected() -> bool {
-    #[cfg(target_arch = "x86_64")]
+    // Linux only, as sage-kernels' AMX kernel (it asks Linux for the tile state)
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
         use std::arch::x86_64::__cpuid_count;
         // leaf 7 is read only where leaf 0 says it exists
@@ -119,7 +121,7 @@ pub fn amx_detected() -> bool {
         const AMX_TILE: u32 = 1 << 24;
         edx & AMX_BF16 != 0 && edx & AMX_TILE != 0
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
     {
         false
     }

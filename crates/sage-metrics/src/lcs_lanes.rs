@@ -10,6 +10,11 @@
 //! only its own bits are counted, so patterns of different lengths share a batch.
 //!
 //! The LCS is the one-pair path's, so the ratio is too, bit for bit (tests compare them).
+// Off x86-64 there is no kernel (`LanesKernel` has no variant), so nothing here runs there.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused_variables, unreachable_code)
+)]
 
 /// Patterns longer than this many 64-bit words (256 characters) take the one-pair path.
 pub(crate) const MOST_WORDS: usize = 4;
@@ -229,17 +234,17 @@ mod x86 {
     );
 
     /// # Safety
-    /// The CPU must have AVX2.
+    /// The CPU must have AVX2; `words` is 1 to 4, `state` is 4 × `words` long, and every row
+    /// number is below `table.len() / (4 × words)`.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn run_avx2(state: &mut [u64], words: usize, rows: &[u32], table: &[u64]) {
         // SAFETY: the caller's AVX2 and rows
         unsafe { by_words!(words, avx2_words, state, rows, table) }
     }
 
-    #[target_feature(enable = "avx2")]
-    ///
     /// # Safety
-    /// Every row number is below `table.len() / (4 * W)`.
+    /// As [`run_avx2`]'s, with `W` words.
+    #[target_feature(enable = "avx2")]
     unsafe fn avx2_words<const W: usize>(state: &mut [u64], rows: &[u32], table: &[u64]) {
         debug_assert!(rows
             .iter()
@@ -281,17 +286,17 @@ mod x86 {
     }
 
     /// # Safety
-    /// The CPU must have AVX-512F.
+    /// The CPU must have AVX-512F; `words` is 1 to 4, `state` is 8 × `words` long, and every
+    /// row number is below `table.len() / (8 × words)`.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn run_avx512(state: &mut [u64], words: usize, rows: &[u32], table: &[u64]) {
         // SAFETY: the caller's AVX-512F and rows
         unsafe { by_words!(words, avx512_words, state, rows, table) }
     }
 
-    #[target_feature(enable = "avx512f")]
-    ///
     /// # Safety
-    /// Every row number is below `table.len() / (8 * W)`.
+    /// As [`run_avx512`]'s, with `W` words.
+    #[target_feature(enable = "avx512f")]
     unsafe fn avx512_words<const W: usize>(state: &mut [u64], rows: &[u32], table: &[u64]) {
         debug_assert!(rows
             .iter()

@@ -75,6 +75,7 @@ impl Similarity for LevenshteinRatio {
 /// The pairs that take the vector-of-patterns path, in batches: both texts shared by several
 /// pairs (so decoded), the shorter of 1 to 256 code points, and at least one other such pair
 /// meeting the same longer text.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct LanePlan {
     kernel: LanesKernel,
     /// (pair, its shorter text), grouped by longer text and within it by the shorter's words,
@@ -84,6 +85,7 @@ struct LanePlan {
 }
 
 /// Up to a vector's lanes of [`LanePlan::entries`], all meeting one longer text.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct LaneBatch {
     /// The longer text (a number of the shared texts).
     text: u32,
@@ -91,6 +93,7 @@ struct LaneBatch {
     len: u32,
 }
 
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 impl LanePlan {
     fn new(rows: &[(usize, usize)], shared: &[Option<Vec<char>>], kernel: LanesKernel) -> Self {
         let lanes = kernel.lanes();
@@ -108,7 +111,8 @@ impl LanePlan {
                 (b, a, y.len())
             };
             if (1..=64 * MOST_WORDS).contains(&length) {
-                candidates.push((pair as u32, pattern as u32, text as u32));
+                let number = |n: usize| u32::try_from(n).expect("a batch of under 2^32 pairs");
+                candidates.push((number(pair), number(pattern), number(text)));
                 per_text[text + 1] += 1;
             }
         }
@@ -165,8 +169,10 @@ impl LanePlan {
     /// all its batches.
     fn scores(&self, shared: &[Option<Vec<char>>]) -> Vec<(u32, f32)> {
         let mut is_pattern = vec![false; shared.len()];
-        for &(_, p) in &self.entries {
-            is_pattern[p as usize] = true;
+        for batch in &self.batches {
+            for &(_, p) in self.entries_of(batch) {
+                is_pattern[p as usize] = true;
+            }
         }
         let patterns: Vec<Option<LanePattern>> = shared
             .par_iter()
@@ -214,6 +220,7 @@ impl LanePlan {
 }
 
 /// Text `t`'s code points, decoded because several pairs share it.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn decoded(shared: &[Option<Vec<char>>], t: usize) -> &[char] {
     shared[t].as_deref().expect("batched texts are decoded")
 }
@@ -285,7 +292,8 @@ struct Scratch {
 /// The bit-parallel LCS's buffers.
 #[derive(Default)]
 struct Masks {
-    /// Match masks of ASCII characters: `ascii[c * words + w]`.
+    /// Match masks of ASCII characters: `ascii[c * stride + w]` (`stride`: the state's words,
+    /// rounded up to whole vectors past 4).
     ascii: Vec<u64>,
     /// Non-ASCII characters of the pattern, sorted, with their masks in `other_masks`.
     other_chars: Vec<char>,
@@ -294,7 +302,8 @@ struct Masks {
 }
 
 impl Masks {
-    /// The pattern's match masks of `c` (`words` of them), or `None` where `c` is not in it.
+    /// The pattern's match masks of `c` (`words` of them: the table's stride), or `None`
+    /// where `c` is not in it.
     #[inline]
     fn masks_of(&self, c: char, words: usize) -> Option<&[u64]> {
         if c.is_ascii() {
@@ -465,8 +474,9 @@ mod tests {
     }
 
     /// Patterns of 5 to 66 words through every kernel this CPU has: the blocked carry chain
-    /// and its remainder, the vectors' padding words, states in registers and in memory, and carries across all-ones words (a
-    /// pattern of one repeated character against texts that rarely match it).
+    /// and its remainder, the vectors' padding words, states in registers and in memory, and
+    /// carries across all-ones words (a sparse pattern against a text that matches it only
+    /// at its end).
     #[test]
     fn long_patterns_match_dynamic_programming() {
         use rand::{Rng, SeedableRng};
@@ -521,6 +531,10 @@ mod tests {
                 .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
                 .collect()
         };
+        if LanesKernel::available().is_empty() {
+            sage_test_env::skip("Levenshtein's patterns in lanes", "no AVX2 on this CPU");
+            return;
+        }
         let mut scratch = LanesScratch::default();
         for kernel in LanesKernel::available() {
             for round in 0..60 {
@@ -555,6 +569,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The plan batches exactly the pairs whose short text meets a text two or more such
+    /// pairs share, each once, and leaves the rest to the one-pair path.
+    #[test]
+    fn the_lane_plan_batches_shared_texts_only() {
+        let Some(kernel) = LanesKernel::best() else {
+            sage_test_env::skip("Levenshtein's lane plan", "no AVX2 on this CPU");
+            return;
+        };
+        let decode = |t: &str| Some(t.chars().collect::<Vec<char>>());
+        let long = "a document long enough to be the text of every short one, ".repeat(6);
+        // 0: the long text; 1-3: short texts; 4: a long text met by one short text; 5: empty
+        let shared = vec![
+            decode(&long),
+            decode("query one"),
+            decode("query two"),
+            decode("the third"),
+            decode(&long.to_uppercase()),
+            decode(""),
+        ];
+        // pairs 0-2 share text 0; pair 3 meets text 4 alone; pair 4 has an empty text; pair
+        // 5 is two long texts (neither short enough); pair 6 the other way round from pair 0
+        let rows = [(0, 1), (2, 0), (0, 3), (4, 1), (0, 5), (0, 4), (1, 0)];
+        let plan = LanePlan::new(&rows, &shared, kernel);
+        let batched = plan.batched_pairs(rows.len());
+        assert_eq!(batched, [true, true, true, false, false, false, true]);
+        let mut scored: Vec<u32> = plan.scores(&shared).into_iter().map(|(p, _)| p).collect();
+        scored.sort_unstable();
+        assert_eq!(scored, [0, 1, 2, 6]);
     }
 
     /// A retrieval batch (every query against every document) scores each pair as alone.
