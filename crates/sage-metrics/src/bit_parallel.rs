@@ -171,6 +171,69 @@ mod x86 {
     /// memory is stored at one character and loaded back at the next, and that round trip sat on
     /// the path from each character to the next.
     const MOST_VECTORS_IN_REGISTERS: usize = 8;
+    /// The two loops over a text for one instruction set (`$lanes` words per `$vector`, its
+    /// `$step` advancing one vector through one character): the state held in `N` registers,
+    /// or read and written per character.
+    macro_rules! state_loops {
+        ($feature:literal, $vector:ty, $lanes:literal, $zero:ident, $load:ident, $store:ident,
+         $step:ident, $in_registers:ident, $in_memory:ident) => {
+            #[target_feature(enable = $feature)]
+            fn $in_registers<'m, const N: usize>(
+                state: &mut [u64],
+                text: &[char],
+                masks_of: impl Fn(char) -> Option<&'m [u64]>,
+            ) {
+                assert_eq!(state.len(), $lanes * N);
+                let mut vectors: [$vector; N] = [$zero(); N];
+                for (v, words) in vectors.iter_mut().zip(state.chunks_exact($lanes)) {
+                    // SAFETY: a chunk of one vector's words
+                    *v = unsafe { $load(words.as_ptr().cast()) };
+                }
+                for &c in text {
+                    let Some(masks) = masks_of(c) else {
+                        continue;
+                    };
+                    assert_eq!(masks.len(), $lanes * N);
+                    let mut carry = 0;
+                    for (k, v) in vectors.iter_mut().enumerate() {
+                        // SAFETY: vector k's words of a row of N vectors
+                        let m = unsafe { $load(masks.as_ptr().add($lanes * k).cast()) };
+                        *v = $step(*v, m, &mut carry);
+                    }
+                }
+                for (v, words) in vectors.iter().zip(state.chunks_exact_mut($lanes)) {
+                    // SAFETY: a chunk of one vector's words
+                    unsafe { $store(words.as_mut_ptr().cast(), *v) };
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            fn $in_memory<'m>(
+                state: &mut [u64],
+                text: &[char],
+                masks_of: impl Fn(char) -> Option<&'m [u64]>,
+            ) {
+                for &c in text {
+                    let Some(masks) = masks_of(c) else {
+                        continue;
+                    };
+                    let mut carry = 0;
+                    for (w, m) in state
+                        .chunks_exact_mut($lanes)
+                        .zip(masks.chunks_exact($lanes))
+                    {
+                        // SAFETY: both chunks are one vector's words
+                        unsafe {
+                            let old = $load(w.as_ptr().cast());
+                            let m = $load(m.as_ptr().cast());
+                            $store(w.as_mut_ptr().cast(), $step(old, m, &mut carry));
+                        }
+                    }
+                }
+            }
+        };
+    }
+
     const _: () = assert!(
         MOST_VECTORS_IN_REGISTERS == 8,
         "by_vectors! has an arm for each count up to it"
@@ -252,57 +315,17 @@ mod x86 {
         _mm256_or_si256(_mm256_sub_epi64(sum, into), _mm256_andnot_si256(m, old))
     }
 
-    #[target_feature(enable = "avx2")]
-    fn avx2_in_registers<'m, const N: usize>(
-        state: &mut [u64],
-        text: &[char],
-        masks_of: impl Fn(char) -> Option<&'m [u64]>,
-    ) {
-        assert_eq!(state.len(), 4 * N);
-        let mut vectors = [_mm256_setzero_si256(); N];
-        for (v, words) in vectors.iter_mut().zip(state.chunks_exact(4)) {
-            // SAFETY: a 4-word chunk
-            *v = unsafe { _mm256_loadu_si256(words.as_ptr().cast()) };
-        }
-        for &c in text {
-            let Some(masks) = masks_of(c) else {
-                continue;
-            };
-            assert_eq!(masks.len(), 4 * N);
-            let mut carry = 0;
-            for (k, v) in vectors.iter_mut().enumerate() {
-                // SAFETY: words 4k..4k+4 of a row of 4N
-                let m = unsafe { _mm256_loadu_si256(masks.as_ptr().add(4 * k).cast()) };
-                *v = avx2_step(*v, m, &mut carry);
-            }
-        }
-        for (v, words) in vectors.iter().zip(state.chunks_exact_mut(4)) {
-            // SAFETY: a 4-word chunk
-            unsafe { _mm256_storeu_si256(words.as_mut_ptr().cast(), *v) };
-        }
-    }
-
-    #[target_feature(enable = "avx2")]
-    fn avx2_in_memory<'m>(
-        state: &mut [u64],
-        text: &[char],
-        masks_of: impl Fn(char) -> Option<&'m [u64]>,
-    ) {
-        for &c in text {
-            let Some(masks) = masks_of(c) else {
-                continue;
-            };
-            let mut carry = 0;
-            for (w, m) in state.chunks_exact_mut(4).zip(masks.chunks_exact(4)) {
-                // SAFETY: both chunks are 4 words
-                unsafe {
-                    let old = _mm256_loadu_si256(w.as_ptr().cast());
-                    let m = _mm256_loadu_si256(m.as_ptr().cast());
-                    _mm256_storeu_si256(w.as_mut_ptr().cast(), avx2_step(old, m, &mut carry));
-                }
-            }
-        }
-    }
+    state_loops!(
+        "avx2",
+        __m256i,
+        4,
+        _mm256_setzero_si256,
+        _mm256_loadu_si256,
+        _mm256_storeu_si256,
+        avx2_step,
+        avx2_in_registers,
+        avx2_in_memory
+    );
 
     /// # Safety
     /// The CPU must have AVX-512F.
@@ -341,57 +364,17 @@ mod x86 {
         _mm512_ternarylogic_epi64::<0xF4>(sum, old, m)
     }
 
-    #[target_feature(enable = "avx512f")]
-    fn avx512_in_registers<'m, const N: usize>(
-        state: &mut [u64],
-        text: &[char],
-        masks_of: impl Fn(char) -> Option<&'m [u64]>,
-    ) {
-        assert_eq!(state.len(), 8 * N);
-        let mut vectors = [_mm512_setzero_si512(); N];
-        for (v, words) in vectors.iter_mut().zip(state.chunks_exact(8)) {
-            // SAFETY: an 8-word chunk
-            *v = unsafe { _mm512_loadu_si512(words.as_ptr().cast()) };
-        }
-        for &c in text {
-            let Some(masks) = masks_of(c) else {
-                continue;
-            };
-            assert_eq!(masks.len(), 8 * N);
-            let mut carry = 0;
-            for (k, v) in vectors.iter_mut().enumerate() {
-                // SAFETY: words 8k..8k+8 of a row of 8N
-                let m = unsafe { _mm512_loadu_si512(masks.as_ptr().add(8 * k).cast()) };
-                *v = avx512_step(*v, m, &mut carry);
-            }
-        }
-        for (v, words) in vectors.iter().zip(state.chunks_exact_mut(8)) {
-            // SAFETY: an 8-word chunk
-            unsafe { _mm512_storeu_si512(words.as_mut_ptr().cast(), *v) };
-        }
-    }
-
-    #[target_feature(enable = "avx512f")]
-    fn avx512_in_memory<'m>(
-        state: &mut [u64],
-        text: &[char],
-        masks_of: impl Fn(char) -> Option<&'m [u64]>,
-    ) {
-        for &c in text {
-            let Some(masks) = masks_of(c) else {
-                continue;
-            };
-            let mut carry = 0;
-            for (w, m) in state.chunks_exact_mut(8).zip(masks.chunks_exact(8)) {
-                // SAFETY: both chunks are 8 words
-                unsafe {
-                    let old = _mm512_loadu_si512(w.as_ptr().cast());
-                    let m = _mm512_loadu_si512(m.as_ptr().cast());
-                    _mm512_storeu_si512(w.as_mut_ptr().cast(), avx512_step(old, m, &mut carry));
-                }
-            }
-        }
-    }
+    state_loops!(
+        "avx512f",
+        __m512i,
+        8,
+        _mm512_setzero_si512,
+        _mm512_loadu_si512,
+        _mm512_storeu_si512,
+        avx512_step,
+        avx512_in_registers,
+        avx512_in_memory
+    );
 }
 
 #[cfg(test)]

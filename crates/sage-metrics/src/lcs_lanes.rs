@@ -16,6 +16,8 @@
     allow(dead_code, unused_variables, unreachable_code)
 )]
 
+use crate::bit_parallel::WordsKernel;
+
 /// Patterns longer than this many 64-bit words (256 characters) take the one-pair path.
 pub(crate) const MOST_WORDS: usize = 4;
 
@@ -31,37 +33,31 @@ pub(crate) enum LanesKernel {
 }
 
 impl LanesKernel {
-    /// The widest kernel this CPU has and `SAGE_CPU` allows; `None` off x86-64 (or without
-    /// AVX2), where every pair takes the one-pair path.
+    /// The widest kernel this CPU has and `SAGE_CPU` allows (the long states' choice, one
+    /// rule for both); `None` off x86-64 (or without AVX2), where every pair takes the
+    /// one-pair path.
     pub(crate) fn best() -> Option<LanesKernel> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use sage_core::cpu::{allows, Level};
-            if allows(Level::Avx512) && std::is_x86_feature_detected!("avx512f") {
-                return Some(LanesKernel::Avx512);
-            }
-            if std::is_x86_feature_detected!("avx2") {
-                return Some(LanesKernel::Avx2);
-            }
-        }
-        None
+        LanesKernel::of(WordsKernel::best())
     }
 
     /// Every kernel this CPU can run, whatever `SAGE_CPU` says (for tests and benches).
     #[cfg(test)]
     pub(crate) fn available() -> Vec<LanesKernel> {
-        #[allow(unused_mut)]
-        let mut kernels = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx2") {
-                kernels.push(LanesKernel::Avx2);
-            }
-            if std::is_x86_feature_detected!("avx512f") {
-                kernels.push(LanesKernel::Avx512);
-            }
+        WordsKernel::available()
+            .into_iter()
+            .filter_map(LanesKernel::of)
+            .collect()
+    }
+
+    /// The lanes kernel of the same instruction set.
+    fn of(kernel: WordsKernel) -> Option<LanesKernel> {
+        match kernel {
+            WordsKernel::Scalar => None,
+            #[cfg(target_arch = "x86_64")]
+            WordsKernel::Avx2 => Some(LanesKernel::Avx2),
+            #[cfg(target_arch = "x86_64")]
+            WordsKernel::Avx512 => Some(LanesKernel::Avx512),
         }
-        kernels
     }
 
     /// Patterns per batch.
