@@ -183,13 +183,7 @@ impl LanePlan {
             .collect();
         let pattern = |p: u32| patterns[p as usize].as_ref().expect("built above");
         // the batches of one text are consecutive: split them by text, a task per text
-        let mut by_text: Vec<&[LaneBatch]> = Vec::new();
-        let mut rest = self.batches.as_slice();
-        while let Some(first) = rest.first() {
-            let n = rest.iter().take_while(|b| b.text == first.text).count();
-            by_text.push(&rest[..n]);
-            rest = &rest[n..];
-        }
+        let by_text: Vec<&[LaneBatch]> = self.batches.chunk_by(|a, b| a.text == b.text).collect();
         by_text
             .par_iter()
             .flat_map_iter(|batches| {
@@ -208,8 +202,8 @@ impl LanePlan {
                         let lcs = &mut lcs[..entries.len()];
                         lcs_lanes(self.kernel, &lane_text, &lanes, lcs, scratch);
                         for ((&(pair, _), lane), &lcs) in entries.iter().zip(&lanes).zip(&*lcs) {
-                            let total = lane.len() + text.len();
-                            out.push((pair, ((2 * lcs) as f64 / total as f64) as f32));
+                            let ratio = ratio_from_lcs(lcs, lane.len() + text.len());
+                            out.push((pair, ratio as f32));
                         }
                     }
                 });
@@ -262,11 +256,15 @@ fn scratch_ratio(a: (&Option<Vec<char>>, &str), b: (&Option<Vec<char>>, &str)) -
 }
 
 fn ratio_of(a: &[char], b: &[char], masks: &mut Masks) -> f64 {
-    let total = a.len() + b.len();
-    if total == 0 {
+    if a.is_empty() && b.is_empty() {
         return 1.0;
     }
-    (2 * lcs_len(a, b, masks)) as f64 / total as f64
+    ratio_from_lcs(lcs_len(a, b, masks), a.len() + b.len())
+}
+
+/// `2·LCS / (|a| + |b|)`, the ratio of two texts (not both empty) of `total` code points.
+fn ratio_from_lcs(lcs: usize, total: usize) -> f64 {
+    (2 * lcs) as f64 / total as f64
 }
 
 /// An upper bound of the bit-parallel steps [`levenshtein_ratio`] takes on `a` and `b`:
