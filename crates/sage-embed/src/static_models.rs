@@ -177,7 +177,10 @@ fn read_text_in_chunks(file: &Path, chunk: usize) -> Result<WordRows> {
         .zip(&line_counts)
         .map(|((chunk, &first), &count)| {
             let mut words = Vec::with_capacity(count);
-            let mut values = Vec::with_capacity(count * dim);
+            // a header's dimension is the file's word, not a bound: a value takes at least two
+            // bytes of the chunk ("0 "), so no more than that is reserved (fuzzing found a
+            // header asking for 24 GB)
+            let mut values = Vec::with_capacity(count.saturating_mul(dim).min(chunk.len() / 2));
             for (k, line) in chunk.lines().enumerate() {
                 let number = first + k;
                 let mut parts = line.trim_end().split(' ');
@@ -206,14 +209,14 @@ fn read_text_in_chunks(file: &Path, chunk: usize) -> Result<WordRows> {
             Ok((words, values))
         })
         .collect();
+    // the first bad line in file order is the one reported
+    let parsed = parsed.into_iter().collect::<Result<Vec<_>>>()?;
     let mut rows = WordRows {
         words: Vec::with_capacity(lines),
-        values: Vec::with_capacity(lines * dim),
+        values: Vec::with_capacity(parsed.iter().map(|(_, values)| values.len()).sum()),
         dim,
     };
-    // the first bad line in file order is the one reported
-    for chunk in parsed {
-        let (words, values) = chunk?;
+    for (words, values) in parsed {
         rows.words.extend(words);
         rows.values.extend_from_slice(&values);
     }
@@ -702,6 +705,21 @@ mod word_vector_tests {
                 );
             }
         }
+    }
+
+    /// Found by the word_vectors fuzz target: a fastText header announcing 3,000,000,000
+    /// dimensions made the chunked reader reserve 24 GB before reading a value. It is refused
+    /// for what its lines hold, with nothing reserved beyond them.
+    #[test]
+    fn a_header_dimension_reserves_nothing_beyond_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let vec = dir.path().join("huge.vec");
+        std::fs::write(&vec, "2 3000000000\nthe 0.1 0.2\ncat 0.3 0.4\n").unwrap();
+        let e = load(&vec).err().unwrap().to_string();
+        assert!(
+            e.contains("huge.vec") && e.contains("line 2: 2 values, expected 3000000000"),
+            "{e}"
+        );
     }
 
     #[test]
