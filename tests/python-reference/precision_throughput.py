@@ -27,6 +27,9 @@ The sides alternate, so a drift of this machine's speed lands on both.
     python tests/python-reference/precision_throughput.py --sage target/debug/sage \\
         --data-dir ../shared/data $SAGE_MODELS_DIR/all-MiniLM-L6-v2
 
+``--cpu avx2`` (or ``avx-vnni``) runs both sides as on a CPU without AVX-512, ONNX Runtime
+included (``cpu_features.py``).
+
 Needs ``onnx``, ``onnxruntime``, ``tokenizers``, ``safetensors`` and ``numpy`` (PyPI).
 """
 
@@ -42,6 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from cpu_features import HIDE, describe, run_as
 from embedding_throughput import plan_batches
 
 PRECISIONS = ("f32", "bf16", "int8")
@@ -258,9 +262,12 @@ def main():
     p.add_argument("--max-batch", type=int, default=128)
     p.add_argument("--precisions", default=",".join(PRECISIONS))
     p.add_argument("--out", default="results/precision-throughput.json")
+    p.add_argument("--cpu", choices=list(HIDE), default="native",
+                   help="run both sides as on a CPU without AVX-512 (see cpu_features.py)")
     args = p.parse_args()
     if not args.data_dir:
         p.error("--data-dir (or SAGE_DATA_DIR) is needed")
+    run_as(args.cpu)
     import numpy as np
     import onnxruntime
     from onnxruntime.quantization import quantize_dynamic
@@ -279,7 +286,8 @@ def main():
         }
         by_length = texts_by_length(data_dir, ort["onnxruntime f32"], 2 * args.texts)
         record = {"model": folder.name, "threads": args.threads, "texts": args.texts,
-                  "onnxruntime": onnxruntime.__version__, "lengths": {}}
+                  "cpu": describe(args.cpu), "onnxruntime": onnxruntime.__version__,
+                  "lengths": {}}
         precisions = args.precisions.split(",")
         for length, texts in by_length.items():
             half = texts[: args.texts]
@@ -316,8 +324,9 @@ def main():
             print(f"{length}: done", file=sys.stderr, flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(record, indent=2))
-    print(f"{record['model']}, {args.threads} threads, {args.texts} texts per length, onnxruntime "
-          f"{record['onnxruntime']}; texts/s best (median); min cos against the side's f32")
+    print(f"{record['model']}, {args.threads} threads, {args.texts} texts per length, CPU "
+          f"{record['cpu']}, onnxruntime {record['onnxruntime']}; texts/s best (median); min cos "
+          "against the side's f32")
     names = list(next(iter(record["lengths"].values()))["sides"])
     print("| length | tokens/text | " + " | ".join(names) + " |")
     print("|---|---:|" + "---:|" * len(names))

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use sage_core::RunSeed;
 use sage_data::{DataRoot, DatasetKind, Line, StsPair, TextPair, WordPair, REGISTRY};
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,102 @@ pub struct Lists {
     pub pair_count: usize,
     /// Number of background items.
     pub background_count: usize,
+    /// Where the lists are a seeded sample of larger ones ([`Lists::sampled`]): what they were
+    /// drawn from; absent for whole lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<ListSample>,
+}
+
+/// How far [`Lists::sampled`] cut the lists, and with which seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListSample {
+    /// The run seed the pairs and the background were drawn with.
+    pub seed: u64,
+    /// Directed pairs of the whole lists.
+    pub pairs_of: usize,
+    /// Background items of the whole lists.
+    pub background_of: usize,
+}
+
+/// How much of the lists a run ranks ([`Lists::sampled`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListCut {
+    /// Directed pairs kept (seeded sample); all when `None`.
+    pub max_pairs: Option<usize>,
+    /// Background items kept besides the kept pairs' texts (seeded sample); all when `None`.
+    pub max_background: Option<usize>,
+    /// The run seed both samples are drawn with.
+    pub seed: RunSeed,
+}
+
+impl ListCut {
+    /// The whole lists: the paper's setting.
+    pub const WHOLE: ListCut = ListCut {
+        max_pairs: None,
+        max_background: None,
+        seed: RunSeed(0),
+    };
+}
+
+impl Lists {
+    /// At most `cut.max_pairs` directed pairs and `cut.max_background` background items, drawn
+    /// with `cut.seed`. The kept pairs' texts always stay in the background, since a pair is
+    /// ranked among it, so the background may exceed `max_background` by them; the rest of it
+    /// is a seeded sample of the other items. Order is kept. With neither cut biting the lists
+    /// come back whole, unmarked.
+    ///
+    /// A smaller background ranks each pair among fewer items, so the scores of a sample are
+    /// higher than the whole lists' and comparable only with runs of the same sample: for
+    /// quick runs, not for the paper's numbers.
+    pub fn sampled(self, cut: ListCut) -> Lists {
+        let ListCut {
+            max_pairs,
+            max_background,
+            seed,
+        } = cut;
+        let pairs_bite = max_pairs.is_some_and(|m| m < self.pairs.len());
+        let background_bite = max_background.is_some_and(|m| m < self.background.len());
+        if !pairs_bite && !background_bite {
+            return self;
+        }
+        let record = ListSample {
+            seed: seed.0,
+            pairs_of: self.pairs.len(),
+            background_of: self.background.len(),
+        };
+        let pairs: Vec<(String, String)> =
+            sage_data::sample::select(self.pairs.len(), max_pairs, seed, "evalrank/pairs")
+                .into_iter()
+                .map(|i| self.pairs[i].clone())
+                .collect();
+        let needed: HashSet<&str> = pairs
+            .iter()
+            .flat_map(|(a, b)| [a.as_str(), b.as_str()])
+            .collect();
+        let (must, others): (Vec<usize>, Vec<usize>) =
+            (0..self.background.len()).partition(|&i| needed.contains(self.background[i].as_str()));
+        let room = max_background.map(|m| m.saturating_sub(must.len()));
+        let drawn = sage_data::sample::select(others.len(), room, seed, "evalrank/background");
+        let mut keep = vec![false; self.background.len()];
+        for i in must.into_iter().chain(drawn.into_iter().map(|d| others[d])) {
+            keep[i] = true;
+        }
+        let background: Vec<String> = self
+            .background
+            .iter()
+            .zip(&keep)
+            .filter(|(_, &k)| k)
+            .map(|(t, _)| t.clone())
+            .collect();
+        Lists {
+            source: self.source,
+            pair_count: pairs.len(),
+            background_count: background.len(),
+            pairs,
+            background,
+            sample: Some(record),
+        }
+    }
 }
 
 fn finish(
@@ -40,6 +137,7 @@ fn finish(
         background_count: background.len(),
         pairs,
         background,
+        sample: None,
     }
 }
 
@@ -264,6 +362,50 @@ pub fn word_similarity_sets(root: &DataRoot) -> Result<Vec<(&'static str, Vec<Wo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cut keeps the pairs it draws, their texts and a seeded sample of the rest of the
+    /// background, in order; the same seed draws the same lists; a cut that does not bite
+    /// leaves the lists whole and unmarked.
+    #[test]
+    fn a_cut_keeps_its_pairs_texts_in_a_seeded_background() {
+        let words: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
+        let pairs = directed((0..40).map(|i| (words[2 * i].clone(), words[2 * i + 1].clone())));
+        let lists = finish("constructed", pairs, words.clone());
+        let cut = |pairs, background, seed| ListCut {
+            max_pairs: pairs,
+            max_background: background,
+            seed: RunSeed(seed),
+        };
+        let small = lists.clone().sampled(cut(Some(10), Some(50), 7));
+        assert_eq!((small.pair_count, small.pairs.len()), (10, 10));
+        assert!(small.pairs.iter().all(|p| lists.pairs.contains(p)));
+        for (a, b) in &small.pairs {
+            assert!(small.background.contains(a) && small.background.contains(b));
+        }
+        // the pairs' texts come on top of the 50 only where the 50 could not hold them
+        assert_eq!(small.background_count, 50);
+        let order = |t: &String| words.iter().position(|w| w == t).unwrap();
+        assert!(small
+            .background
+            .windows(2)
+            .all(|w| order(&w[0]) < order(&w[1])));
+        assert_eq!(
+            small.sample,
+            Some(ListSample {
+                seed: 7,
+                pairs_of: 80,
+                background_of: 200
+            })
+        );
+        assert_eq!(lists.clone().sampled(cut(Some(10), Some(50), 7)), small);
+        assert_ne!(lists.clone().sampled(cut(Some(10), Some(50), 8)), small);
+        // more pairs' texts than the background cut: every one stays
+        let crowded = lists.clone().sampled(cut(Some(80), Some(5), 7));
+        assert_eq!((crowded.pair_count, crowded.background_count), (80, 80));
+        let whole = lists.clone().sampled(cut(Some(80), Some(200), 7));
+        assert_eq!(whole, lists);
+        assert_eq!(lists.clone().sampled(ListCut::WHOLE), lists);
+    }
 
     #[test]
     fn top_quarter_is_a_stable_floor() {

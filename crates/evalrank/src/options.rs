@@ -26,7 +26,8 @@ pub enum PostKind {
 
 sage_core::suite_options! {
     /// The options of an EvalRank run: the one declaration the flags, `--options`, bench.toml
-    /// and Python keywords all read, with each field's range. No seed: nothing is sampled.
+    /// and Python keywords all read, with each field's range. The seed is the run's; it draws
+    /// the lists only where `max_pairs` or `max_background` cut them.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct Options {
         // required where options are read; a bare `Options::default()` says word
@@ -42,10 +43,24 @@ sage_core::suite_options! {
         pub post: PostKind = PostKind::None, sage_core::OptionSpec::any();
         /// Components `post: abtt` removes.
         pub abtt_k: usize = DEFAULT_ABTT_K, sage_core::OptionSpec::whole(1, 1_000);
+        /// Directed positive pairs ranked (seeded sample, for quick runs); all when unset.
+        pub max_pairs: Option<usize> = None, sage_core::OptionSpec::whole(1, 10_000_000);
+        /// Background items besides the ranked pairs' texts (seeded sample, for quick runs: a
+        /// smaller background gives higher scores than the paper's); all when unset.
+        pub max_background: Option<usize> = None, sage_core::OptionSpec::whole(1, 10_000_000);
     }
 }
 
 impl Options {
+    /// The lists these options rank, drawn with the run's `seed`.
+    pub fn cut(&self, seed: sage_core::RunSeed) -> crate::lists::ListCut {
+        crate::lists::ListCut {
+            max_pairs: self.max_pairs,
+            max_background: self.max_background,
+            seed,
+        }
+    }
+
     /// The options' post-processing, with its `k` for ABTT.
     pub fn post_process(&self) -> PostProcess {
         match self.post {

@@ -9,7 +9,7 @@ use sage_data::{DataRoot, StsPair};
 use sage_measures as measures;
 use serde::{Deserialize, Serialize};
 
-use crate::lists::{self, Lists};
+use crate::lists::{self, ListCut, Lists};
 use crate::{evaluate, EvalRankScores, PostProcess, Result};
 
 /// Word or sentence level.
@@ -177,33 +177,38 @@ fn classic_on(
     })
 }
 
-/// Runs EvalRank at `level` on `source` lists with `similarity` after `post`, plus the classic
-/// score with the same post-processing (fitted on each embedded set).
+/// Runs EvalRank at `level` on `source` lists (as much of them as `cut` keeps) with
+/// `similarity` after `post`, plus the classic score with the same post-processing (fitted on
+/// each embedded set).
 pub fn run(
     root: &DataRoot,
     embedder: &dyn Embedder,
     level: Level,
     source: ListSource,
+    cut: ListCut,
     similarity: VectorSimilarity,
     post: PostProcess,
 ) -> Result<EvalRankReport> {
-    let lists = load_lists(root, level, source)?;
+    let lists = load_lists(root, level, source)?.sampled(cut);
     ranked(embedder, level, lists, similarity, post, || {
         classic_scores(root, embedder, level, post).map(Some)
     })
 }
 
-/// EvalRank on lists made from the user's `datasets` ([`lists::from_datasets`]), with the
-/// classic Spearman on the STS sets among them (none: no classic score).
+/// EvalRank on lists made from the user's `datasets` ([`lists::from_datasets`], as much of
+/// them as `cut` keeps), with the classic Spearman on the STS sets among them (none: no classic
+/// score).
 pub fn run_on_datasets(
     root: &DataRoot,
     embedder: &dyn Embedder,
     level: Level,
     datasets: &[(&str, &str)],
+    cut: ListCut,
     similarity: VectorSimilarity,
     post: PostProcess,
 ) -> Result<EvalRankReport> {
     let (lists, sts) = lists::from_datasets(root, datasets)?;
+    let lists = lists.sampled(cut);
     ranked(embedder, level, lists, similarity, post, || {
         if sts.is_empty() {
             return Ok(None);
@@ -292,6 +297,7 @@ mod tests {
             glove.as_ref(),
             Level::Word,
             ListSource::Constructed,
+            ListCut::WHOLE,
             VectorSimilarity::Cosine,
             PostProcess::None,
         )
@@ -316,6 +322,7 @@ mod tests {
             glove.as_ref(),
             Level::Word,
             ListSource::Shipped,
+            ListCut::WHOLE,
             VectorSimilarity::L2,
             PostProcess::None,
         )
@@ -327,6 +334,7 @@ mod tests {
                 glove.as_ref(),
                 Level::Word,
                 ListSource::Shipped,
+                ListCut::WHOLE,
                 VectorSimilarity::Cosine,
                 post,
             )
@@ -346,18 +354,26 @@ mod tests {
         let Some((root, model)) = setup("all-MiniLM-L6-v2") else {
             return;
         };
-        // bounded for CI time: 400 directed pairs against 2,000 background sentences
-        let lists = load_lists(&root, Level::Sentence, ListSource::Shipped).unwrap();
-        let pairs: Vec<(String, String)> = lists.pairs.iter().take(400).cloned().collect();
-        let mut background: Vec<String> = pairs
-            .iter()
-            .flat_map(|(a, b)| [a.clone(), b.clone()])
-            .collect();
-        background.extend(lists.background.iter().take(2_000).cloned());
+        // bounded for CI time: 400 directed pairs against their sentences and 2,000 others,
+        // the sample quick runs draw
+        let whole = load_lists(&root, Level::Sentence, ListSource::Shipped).unwrap();
+        let cut = ListCut {
+            max_pairs: Some(400),
+            max_background: Some(2_000),
+            seed: sage_core::RunSeed::default(),
+        };
+        let lists = whole.clone().sampled(cut);
+        let sample = lists.sample.unwrap();
+        assert_eq!(
+            (sample.pairs_of, sample.background_of),
+            (whole.pair_count, whole.background_count)
+        );
+        assert_eq!(lists.pair_count, 400);
+        assert!(lists.background_count >= 2_000 && lists.background_count < 2_800);
         let scores = evaluate(
             model.as_ref(),
-            &pairs,
-            &background,
+            &lists.pairs,
+            &lists.background,
             VectorSimilarity::Cosine,
             PostProcess::None,
             &mut Timings::default(),

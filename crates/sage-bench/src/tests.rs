@@ -13,7 +13,7 @@ fn the_embedded_default_parses_and_quick_shrinks_it() {
     assert!(options(&config, "clustering").get("max_texts").is_none());
     assert_eq!(options(&quick, "clustering")["max_texts"], 200);
     assert!(options(&config, "sensitivity").get("max_rows").is_none());
-    assert_eq!(options(&quick, "sensitivity")["max_rows"], 30);
+    assert_eq!(options(&quick, "sensitivity")["max_rows"], 15);
     // a suite's quick options replace its options of the same name, and keep the rest
     assert_eq!(options(&config, "noise")["max_queries"], 100);
     assert_eq!(options(&quick, "noise")["max_queries"], 10);
@@ -36,6 +36,11 @@ fn the_embedded_default_parses_and_quick_shrinks_it() {
         .map(|o| o["level"].clone())
         .collect();
     assert_eq!(levels, ["word", "sentence"]);
+    // under --quick each run keeps its level and takes the sample of the lists
+    let quick_runs = quick.runs_of("evalrank");
+    assert_eq!(quick_runs[1]["level"], "sentence");
+    assert_eq!(quick_runs[1]["max_background"], 2000);
+    assert!(config.runs_of("evalrank")[1].get("max_background").is_none());
     assert_eq!(
         config.runs_of("a-suite-without-a-table"),
         [serde_json::Map::new()]

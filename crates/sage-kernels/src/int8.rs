@@ -313,12 +313,15 @@ impl Int8Matrix {
                     r += tile;
                 }
             }
+            let (weight_sum, weight_step) = (&self.sum[cols.clone()], &self.scale[cols.clone()]);
             for (i, sums) in sums[..rows].iter().enumerate() {
                 let (step, zero) = (a.scale[first + i], a.zero[first + i]);
-                let out = &mut out[i * width..(i + 1) * width];
-                for (j, col) in cols.clone().enumerate() {
-                    let exact = sums[j] - zero * self.sum[col];
-                    out[col] = exact as f32 * (step * self.scale[col]);
+                let out = &mut out[i * width..(i + 1) * width][cols.clone()];
+                // slices zipped, not indexed, so that the loop vectorizes
+                for (((out, &sum), &weight_sum), &weight_step) in
+                    out.iter_mut().zip(sums).zip(weight_sum).zip(weight_step)
+                {
+                    *out = (sum - zero * weight_sum) as f32 * (step * weight_step);
                 }
             }
             g += pair;

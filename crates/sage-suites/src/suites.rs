@@ -564,7 +564,8 @@ impl Suite for AlignSim {
 
 /// EvalRank ([`evalrank`]): positive pairs ranked against a background set; options:
 /// [`evalrank::Options`]. Without datasets the level names its lists; with datasets (text pairs, STS pairs, vocabularies: the
-/// user's own) those make the lists ([`evalrank::run_on_datasets`]). No seed: nothing is sampled.
+/// user's own) those make the lists ([`evalrank::run_on_datasets`]). The run seed draws the lists
+/// only where `max_pairs` or `max_background` cut them.
 pub struct EvalRank;
 
 impl Suite for EvalRank {
@@ -622,7 +623,8 @@ impl Suite for EvalRank {
         ("evalrank", level.to_owned())
     }
     /// all-MiniLM-L6-v2's `sage run evalrank --level word` and `--level sentence` alone, idle
-    /// machine (2026-11-24). A metric runs no EvalRank; `--quick` has no smaller lists.
+    /// machine (2026-11-24). A metric runs no EvalRank. `--quick` (bench.toml: 500 directed
+    /// pairs, their texts and 2,000 more) embeds about a tenth of either level's texts.
     fn cost_hints(&self) -> Vec<CostHint> {
         [
             (evalrank::Level::Word, 14.7),
@@ -633,7 +635,7 @@ impl Suite for EvalRank {
             task: level.name().into(),
             metric_seconds: 0.0,
             model_seconds,
-            quick_share: 1.0,
+            quick_share: 0.1,
         })
         .collect()
     }
@@ -648,6 +650,7 @@ impl Suite for EvalRank {
                 model.as_ref(),
                 o.level,
                 o.lists,
+                o.cut(request.seed),
                 o.similarity,
                 post,
             )
@@ -661,6 +664,7 @@ impl Suite for EvalRank {
                 model.as_ref(),
                 o.level,
                 &as_refs(&request.datasets),
+                o.cut(request.seed),
                 o.similarity,
                 post,
             )
