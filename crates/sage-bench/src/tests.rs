@@ -40,7 +40,9 @@ fn the_embedded_default_parses_and_quick_shrinks_it() {
     let quick_runs = quick.runs_of("evalrank");
     assert_eq!(quick_runs[1]["level"], "sentence");
     assert_eq!(quick_runs[1]["max_background"], 2000);
-    assert!(config.runs_of("evalrank")[1].get("max_background").is_none());
+    assert!(config.runs_of("evalrank")[1]
+        .get("max_background")
+        .is_none());
     assert_eq!(
         config.runs_of("a-suite-without-a-table"),
         [serde_json::Map::new()]

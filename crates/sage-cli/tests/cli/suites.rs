@@ -1034,3 +1034,126 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
         "{stderr}"
     );
 }
+
+/// What `precision_throughput.py --cpu avx2` relies on: with
+/// tests/python-reference/hide_cpu_features.c preloaded, CPUID itself hides AVX-512 (and
+/// AVX-VNNI), so gemm's float32 and sage's int8 kernels both drop to their AVX2 forms without
+/// `SAGE_CPU`, as on a CPU that lacks them. The vectors are the native ones' up to rounding, not
+/// bit for bit: gemm's FMA kernel sums in another order, and at int8 that moves the calibrated
+/// ranges, so a few quants land on the next level.
+/// Needs a C compiler and Linux's CPUID faulting (`cpuid_fault` in /proc/cpuinfo).
+#[test]
+fn hidden_cpuid_features_move_gemm_and_int8_to_avx2() {
+    let what = "hidden_cpuid_features_move_gemm_and_int8_to_avx2";
+    let Some(minilm) = sage_test_env::model_dir_or_skip("all-MiniLM-L6-v2", what) else {
+        return;
+    };
+    let faulting = std::fs::read_to_string("/proc/cpuinfo")
+        .is_ok_and(|info| info.split_whitespace().any(|flag| flag == "cpuid_fault"));
+    if !faulting {
+        sage_test_env::skip(
+            what,
+            "no CPUID faulting here (cpuid_fault in /proc/cpuinfo)",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let library = dir.path().join("hide_cpu_features.so");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/python-reference/hide_cpu_features.c");
+    let built = Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .output();
+    match built {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!("cc: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(_) => {
+            sage_test_env::skip(what, "no C compiler (cc) to build hide_cpu_features.c");
+            return;
+        }
+    }
+    let minilm = minilm.to_str().unwrap();
+    let mirror = fixtures().join("mirror");
+    let input = dir.path().join("t.jsonl");
+    std::fs::write(&input, "{\"text\":\"A man plays the guitar.\"}\n").unwrap();
+    // `hide`: HIDE_CPU_FEATURES, or None for the CPU as it is
+    let sage = |hide: Option<&str>, args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sage"));
+        command.args(args).env_remove("SAGE_CPU");
+        if let Some(hide) = hide {
+            command
+                .env("HIDE_CPU_FEATURES", hide)
+                .env("LD_PRELOAD", &library);
+        }
+        let out = command.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{hide:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let compute = |hide: Option<&str>, precision: &str| -> String {
+        let file = dir.path().join(format!("throughput-{precision}.json"));
+        sage(
+            hide,
+            &[
+                "run",
+                "throughput",
+                "--similarity",
+                minilm,
+                "--precision",
+                precision,
+                "--data-dir",
+                mirror.to_str().unwrap(),
+                "--max-rows",
+                "4",
+                "--no-cache",
+                "--output",
+                file.to_str().unwrap(),
+            ],
+        );
+        let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        written["report"]["compute"].as_str().unwrap().to_owned()
+    };
+    let avx2 = Some("avx512,avx-vnni");
+    assert_eq!(compute(avx2, "f32"), "cpu f32 gemm-fma");
+    assert_eq!(compute(avx2, "int8"), "cpu int8 int8-avx2");
+    let vectors = |hide: Option<&str>, precision: &str| {
+        let out = dir.path().join("vectors.jsonl");
+        sage(
+            hide,
+            &[
+                "embed",
+                "--model",
+                minilm,
+                "--precision",
+                precision,
+                "--no-cache",
+                "--input",
+                input.to_str().unwrap(),
+                "--output",
+                out.to_str().unwrap(),
+            ],
+        );
+        let text = std::fs::read_to_string(&out).unwrap();
+        let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let vector: Vec<f64> = line["embedding"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        vector
+    };
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    for (precision, least) in [("f32", 0.999_999), ("int8", 0.999)] {
+        let (hidden, native) = (vectors(avx2, precision), vectors(None, precision));
+        let cos = dot(&hidden, &native) / (dot(&hidden, &hidden) * dot(&native, &native)).sqrt();
+        assert!(
+            cos > least,
+            "{precision} under hidden AVX-512: cosine {cos} to native"
+        );
+    }
+}
