@@ -12,6 +12,7 @@ another CPU's core, and says so in its record.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -38,8 +39,14 @@ def run_as(cpu: str) -> None:
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         sys.exit(f"--cpu {cpu}: a C compiler (cc, or $CC) is needed to build {SOURCE.name}")
-    library = Path(tempfile.mkdtemp(prefix="hide-cpu-")) / "hide_cpu_features.so"
-    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(library), str(SOURCE)], check=True)
+    # one build per version of the source, reused by later runs
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    library = Path(tempfile.gettempdir()) / f"hide_cpu_features-{digest}.so"
+    if not library.exists():
+        partial = library.with_suffix(f".{os.getpid()}.tmp")
+        subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(partial), str(SOURCE)],
+                       check=True)
+        partial.replace(library)
     preload = " ".join(filter(None, [str(library), os.environ.get("LD_PRELOAD")]))
     env = dict(os.environ, HIDE_CPU_FEATURES=hide, LD_PRELOAD=preload)
     os.execve(sys.executable, [sys.executable, *sys.argv], env)

@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from cpu_features import HIDE, describe, run_as
+
 
 def plan_batches(lengths, batch_tokens, max_batch):
     """sage-embed's plan_batches (transformer.rs), line for line."""
@@ -115,9 +117,12 @@ def main():
     p.add_argument("--batch-tokens", type=int, default=8192)
     p.add_argument("--max-batch", type=int, default=128)
     p.add_argument("--out", default="results/embedding-throughput.json")
+    p.add_argument("--cpu", choices=list(HIDE), default="native",
+                   help="run both sides as on a CPU without AVX-512 (see cpu_features.py)")
     args = p.parse_args()
     if args.rounds < 1 or args.repeats < 1:
         p.error("--rounds and --repeats must be at least 1")
+    run_as(args.cpu)
 
     import sentence_transformers
     import torch
@@ -129,6 +134,7 @@ def main():
     options = {"texts_per_length": args.texts_per_length, "repeats": args.repeats}
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
     record = {
+        "cpu": describe(args.cpu),
         "threads": args.threads,
         "rounds": args.rounds,
         "repeats_per_round": args.repeats,
