@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 HIDE = {"native": None, "avx2": "avx512,avx-vnni", "avx-vnni": "avx512"}
@@ -39,9 +38,12 @@ def run_as(cpu: str) -> None:
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         sys.exit(f"--cpu {cpu}: a C compiler (cc, or $CC) is needed to build {SOURCE.name}")
-    # one build per version of the source, reused by later runs
+    # one build per version of the source, reused by later runs, in this user's own cache (a
+    # shared /tmp would let another user plant the library this preloads)
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    library = Path(tempfile.gettempdir()) / f"hide_cpu_features-{digest}.so"
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sage-rs"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    library = folder / f"hide_cpu_features-{digest}.so"
     if not library.exists():
         partial = library.with_suffix(f".{os.getpid()}.tmp")
         subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(partial), str(SOURCE)],
@@ -54,7 +56,10 @@ def run_as(cpu: str) -> None:
 
 def check(cpu: str) -> None:
     """Stops if numpy (which reads CPUID at import) still sees AVX-512."""
-    from numpy._core._multiarray_umath import __cpu_features__ as seen
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as seen
+    except ImportError:  # numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__ as seen
 
     shown = [f for f in ("AVX512F", "AVX512VNNI") if seen.get(f)]
     if shown:

@@ -14,9 +14,17 @@
  * only what is chosen at run time from CPUID changes. The C library's own string functions were
  * chosen before this library loads and keep their AVX-512 forms.
  *
- * HIDE_CPU_FEATURES: a comma list of `avx512` (every AVX-512 subset, AVX512-BF16, AMX) and
- * `avx-vnni`; `avx512` alone when unset. Where the kernel refuses CPUID faulting the process
- * stops at once with a message instead of running unmasked. */
+ * HIDE_CPU_FEATURES: a comma list of `avx512` (every AVX-512 subset, AVX512-BF16, AVX10,
+ * AMX) and `avx-vnni` (AVX-VNNI, AVX-VNNI-INT8, AVX-IFMA); `avx512` alone when unset. Where the
+ * kernel refuses CPUID faulting the process stops at once with a message instead of running
+ * unmasked.
+ *
+ * Limits: the handler is the process's SIGSEGV handler. Code that installs its own afterwards
+ * (Python's faulthandler, which pytest and PYTHONFAULTHANDLER turn on) takes the next CPUID for
+ * a crash, and a thread that blocks SIGSEGV is killed by its first CPUID: run benchmarks, not
+ * test suites, under it. Rust's stack-overflow handler leaves an installed handler in place, so
+ * a Rust program under it reports a stack overflow as a plain segmentation fault. Any fault
+ * that is not a CPUID goes to the handler that was there before, or to the default action. */
 #define _GNU_SOURCE
 #include <asm/prctl.h>
 #include <signal.h>
@@ -29,6 +37,8 @@
 #include <unistd.h>
 
 static int hide_avx512 = 1, hide_avx_vnni = 0;
+/* the SIGSEGV action before this library's, for every fault that is not a CPUID */
+static struct sigaction previous;
 
 static void real_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
     __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
@@ -47,18 +57,40 @@ static void mask(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
                   (1u << 25));
     }
     if (sub == 1) {
-        if (hide_avx512) r[0] &= ~(1u << 5); /* AVX512-BF16 */
-        if (hide_avx_vnni) r[0] &= ~(1u << 4);
+        if (hide_avx512) {
+            r[0] &= ~(1u << 5);  /* EAX: AVX512-BF16 */
+            r[3] &= ~(1u << 19); /* EDX: AVX10 */
+        }
+        if (hide_avx_vnni) {
+            r[0] &= ~((1u << 4) | (1u << 23)); /* EAX: AVX-VNNI, AVX-IFMA */
+            r[3] &= ~(1u << 4);                /* EDX: AVX-VNNI-INT8 */
+        }
     }
 }
 
+/* A fault that is not a CPUID: the previous handler's, else the default action (the faulting
+ * instruction runs again and faults into it; a signal sent by kill is sent again). */
+static void pass_on(int sig, siginfo_t *info, void *context) {
+    if (previous.sa_flags & SA_SIGINFO) {
+        if (previous.sa_sigaction) {
+            previous.sa_sigaction(sig, info, context);
+            return;
+        }
+    } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+        previous.sa_handler(sig);
+        return;
+    }
+    signal(sig, SIG_DFL);
+    if (info->si_code <= 0) raise(sig);
+}
+
 static void on_fault(int sig, siginfo_t *info, void *context) {
-    (void)info;
     greg_t *regs = ((ucontext_t *)context)->uc_mcontext.gregs;
+    /* a CPUID fault is a general protection fault, which the kernel reports as SI_KERNEL; only
+     * then is the instruction pointer known to point at readable code */
     const uint8_t *ip = (const uint8_t *)regs[REG_RIP];
-    if (ip[0] != 0x0f || ip[1] != 0xa2) {
-        /* not CPUID: a real fault, which the default action reports when it recurs */
-        signal(sig, SIG_DFL);
+    if (info->si_code != SI_KERNEL || ip[0] != 0x0f || ip[1] != 0xa2) {
+        pass_on(sig, info, context);
         return;
     }
     uint32_t r[4];
@@ -92,7 +124,7 @@ __attribute__((constructor)) static void install(void) {
     memset(&action, 0, sizeof action);
     action.sa_sigaction = on_fault;
     action.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigaction(SIGSEGV, &action, NULL);
+    sigaction(SIGSEGV, &action, &previous);
     if (syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0) != 0) {
         perror("hide_cpu_features: this kernel or CPU refuses CPUID faulting (arch_prctl ARCH_SET_CPUID)");
         _exit(2);

@@ -136,24 +136,13 @@ impl ModelArgs {
         })
     }
 
-    /// Loads the model `spec` names, kept in `loaded` for what the command reports once done,
-    /// and held until the process exits ([`HELD_TO_EXIT`]).
+    /// Loads the model `spec` names, kept in `loaded` for what the command reports once done.
     pub fn load(&self, spec: &str, loaded: &mut Loaded) -> Result<Arc<dyn Embedder>> {
         let model = sage_embed::load(spec, &self.load_options(spec)?)
             .with_context(|| format!("loading model {spec:?}"))?;
-        let model = loaded.keep(model);
-        HELD_TO_EXIT
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(model.clone());
-        Ok(model)
+        Ok(loaded.keep(model))
     }
 }
-
-/// Every model the process loaded, never dropped (a static is not): freeing a model's tables
-/// one allocation at a time (a 276k-piece tokenizer trie, 400k word vectors) took a quarter of a
-/// short command's time, for memory the system takes back at exit anyway.
-static HELD_TO_EXIT: std::sync::Mutex<Vec<Arc<dyn Embedder>>> = std::sync::Mutex::new(Vec::new());
 
 pub fn run(model: &ModelArgs, input: &Path, output: Option<PathBuf>) -> Result<()> {
     let Some(spec) = &model.model else {

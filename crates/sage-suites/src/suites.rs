@@ -22,8 +22,8 @@ fn sage_task_location(task: &'static str) -> (&'static str, String) {
 /// seconds are the mean of the four classical metrics' job times in one default bench-all; the
 /// model's are all-MiniLM-L6-v2's job times in a default run the same day, taken while the
 /// machine also compiled (about twice an idle machine's; the ratios hold; retrieval was stopped
-/// at 2,200 s unfinished). `--quick`'s 30 rows, 2 clustering subsets of 200 texts and 60
-/// retrieval documents are 1/25 to 1/100 of the defaults: 0.02.
+/// at 2,200 s unfinished). `--quick`'s 15 to 30 rows, 2 clustering subsets of 200 texts and 40
+/// retrieval documents of one corpus are 1/25 to 1/100 of the defaults: 0.02.
 fn sage_task_cost(task: &'static str, metric_seconds: f64, model_seconds: f64) -> CostHint {
     CostHint {
         task: task.into(),
