@@ -45,7 +45,8 @@ pub struct ListSample {
 pub struct ListCut {
     /// Directed pairs kept (seeded sample); all when `None`.
     pub max_pairs: Option<usize>,
-    /// Background items kept besides the kept pairs' texts (seeded sample); all when `None`.
+    /// Background items kept in all, the kept pairs' texts first (they always stay, so there
+    /// may be more), the rest a seeded sample; all when `None`.
     pub max_background: Option<usize>,
     /// The run seed both samples are drawn with.
     pub seed: RunSeed,
@@ -105,10 +106,9 @@ impl Lists {
         }
         let background: Vec<String> = self
             .background
-            .iter()
-            .zip(&keep)
-            .filter(|(_, &k)| k)
-            .map(|(t, _)| t.clone())
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(text, kept)| kept.then_some(text))
             .collect();
         Lists {
             source: self.source,

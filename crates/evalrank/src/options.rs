@@ -45,8 +45,9 @@ sage_core::suite_options! {
         pub abtt_k: usize = DEFAULT_ABTT_K, sage_core::OptionSpec::whole(1, 1_000);
         /// Directed positive pairs ranked (seeded sample, for quick runs); all when unset.
         pub max_pairs: Option<usize> = None, sage_core::OptionSpec::whole(1, 10_000_000);
-        /// Background items besides the ranked pairs' texts (seeded sample, for quick runs: a
-        /// smaller background gives higher scores than the paper's); all when unset.
+        /// Background items in all (seeded sample, for quick runs: a smaller background gives
+        /// higher scores than the paper's); the ranked pairs' texts always stay, so there may
+        /// be more. All when unset.
         pub max_background: Option<usize> = None, sage_core::OptionSpec::whole(1, 10_000_000);
     }
 }

@@ -354,8 +354,8 @@ mod tests {
         let Some((root, model)) = setup("all-MiniLM-L6-v2") else {
             return;
         };
-        // bounded for CI time: 400 directed pairs against their sentences and 2,000 others,
-        // the sample quick runs draw
+        // bounded for CI time: 400 directed pairs among 2,000 background sentences, their own
+        // among them, the sample quick runs draw
         let whole = load_lists(&root, Level::Sentence, ListSource::Shipped).unwrap();
         let cut = ListCut {
             max_pairs: Some(400),

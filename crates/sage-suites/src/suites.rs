@@ -624,7 +624,7 @@ impl Suite for EvalRank {
     }
     /// all-MiniLM-L6-v2's `sage run evalrank --level word` and `--level sentence` alone, idle
     /// machine (2026-11-24). A metric runs no EvalRank. `--quick` (bench.toml: 500 directed
-    /// pairs, their texts and 2,000 more) embeds about a tenth of either level's texts.
+    /// pairs among 2,000 background items) embeds about a tenth of either level's texts.
     fn cost_hints(&self) -> Vec<CostHint> {
         [
             (evalrank::Level::Word, 14.7),

@@ -1,5 +1,7 @@
 //! `sage run`, `sage data` and `sage pteb`: suites, datasets, task options, the report.
 
+use std::ffi::OsStr;
+
 use super::*;
 
 /// Task parameters outside their documented range are refused before any model is loaded or
@@ -900,6 +902,63 @@ fn a_model_at_two_precisions_is_two_rows_with_their_own_speeds() {
     );
 }
 
+/// Runs `sage` (the binary with its environment set) with `args`, which must succeed.
+fn succeeds(mut sage: Command, args: &[&OsStr]) {
+    let out = sage.args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{sage:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The throughput suite's `compute` (the kernels that ran) for `model` at `precision`, run
+/// by `sage` on the fixture mirror into `file`.
+fn throughput_compute(sage: Command, model: &str, precision: &str, file: &Path) -> String {
+    let mirror = fixtures().join("mirror");
+    let args = [
+        "run",
+        "throughput",
+        "--similarity",
+        model,
+        "--precision",
+        precision,
+        "--max-rows",
+        "4",
+        "--no-cache",
+    ];
+    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    all.extend([
+        OsStr::new("--data-dir"),
+        mirror.as_os_str(),
+        OsStr::new("--output"),
+        file.as_os_str(),
+    ]);
+    succeeds(sage, &all);
+    let written: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    written["report"]["compute"].as_str().unwrap().to_owned()
+}
+
+/// `sage embed` of `input` by `model` at `precision`, uncached, into `output` (JSON lines).
+fn embed_into(sage: Command, model: &str, precision: &str, input: &Path, output: &Path) {
+    let args = [
+        "embed",
+        "--model",
+        model,
+        "--precision",
+        precision,
+        "--no-cache",
+    ];
+    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    all.extend([
+        OsStr::new("--input"),
+        input.as_os_str(),
+        OsStr::new("--output"),
+        output.as_os_str(),
+    ]);
+    succeeds(sage, &all);
+}
+
 /// Issue 81, point 4: `SAGE_CPU` forces each int8 path this CPU can run. The throughput
 /// suite's `compute` names the kernel that ran (and gemm's float32 kernel, which it cannot
 /// force), every path writes the same vectors (their integer sums are exact), and a misspelt
@@ -921,7 +980,6 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
         return;
     }
     let minilm = minilm.to_str().unwrap();
-    let mirror = fixtures().join("mirror");
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("t.jsonl");
     std::fs::write(
@@ -930,43 +988,17 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
          the central bank raised rates, the third rise this year.\"}\n",
     )
     .unwrap();
-    let run = |level: &str, args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_sage"))
-            .args(args)
-            .env("SAGE_CPU", level)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "SAGE_CPU={level}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    // the binary under SAGE_CPU=level
+    let cpu = |level: &str| {
+        let mut sage = Command::new(env!("CARGO_BIN_EXE_sage"));
+        sage.env("SAGE_CPU", level);
+        sage
     };
-    // the throughput suite's `compute` at `precision` under SAGE_CPU=level
-    let throughput_compute = |level: &str, precision: &str| -> String {
+    let compute = |level: &str, precision: &str| {
         let file = dir
             .path()
             .join(format!("throughput-{level}-{precision}.json"));
-        run(
-            level,
-            &[
-                "run",
-                "throughput",
-                "--similarity",
-                minilm,
-                "--precision",
-                precision,
-                "--data-dir",
-                mirror.to_str().unwrap(),
-                "--max-rows",
-                "4",
-                "--no-cache",
-                "--output",
-                file.to_str().unwrap(),
-            ],
-        );
-        let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        written["report"]["compute"].as_str().unwrap().to_owned()
+        throughput_compute(cpu(level), minilm, precision, &file)
     };
     let mut vectors = Vec::new();
     for (level, kernel) in [
@@ -991,26 +1023,12 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
         ("avx2", "int8-avx2"),
     ] {
         assert_eq!(
-            throughput_compute(level, "int8"),
+            compute(level, "int8"),
             format!("cpu int8 {kernel}"),
             "SAGE_CPU={level}"
         );
         let out = dir.path().join(format!("vectors-{level}.jsonl"));
-        run(
-            level,
-            &[
-                "embed",
-                "--model",
-                minilm,
-                "--precision",
-                "int8",
-                "--no-cache",
-                "--input",
-                input.to_str().unwrap(),
-                "--output",
-                out.to_str().unwrap(),
-            ],
-        );
+        embed_into(cpu(level), minilm, "int8", &input, &out);
         vectors.push((level, std::fs::read(&out).unwrap()));
     }
     for (level, bytes) in &vectors[1..] {
@@ -1019,8 +1037,8 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
             "SAGE_CPU={level} wrote other vectors"
         );
     }
-    let compute = throughput_compute("avx2", "f32");
-    assert!(compute.starts_with("cpu f32 gemm-"), "{compute}");
+    let f32_compute = compute("avx2", "f32");
+    assert!(f32_compute.starts_with("cpu f32 gemm-"), "{f32_compute}");
     let bad = Command::new(env!("CARGO_BIN_EXE_sage"))
         .args(["data", "list"])
         .env("SAGE_CPU", "avx9000")
@@ -1075,47 +1093,21 @@ fn hidden_cpuid_features_move_gemm_and_int8_to_avx2() {
         }
     }
     let minilm = minilm.to_str().unwrap();
-    let mirror = fixtures().join("mirror");
     let input = dir.path().join("t.jsonl");
     std::fs::write(&input, "{\"text\":\"A man plays the guitar.\"}\n").unwrap();
-    // `hide`: HIDE_CPU_FEATURES, or None for the CPU as it is
-    let sage = |hide: Option<&str>, args: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_sage"));
-        command.args(args).env_remove("SAGE_CPU");
+    // the binary with `hide` for HIDE_CPU_FEATURES, or None for the CPU as it is
+    let cpu = |hide: Option<&str>| {
+        let mut sage = Command::new(env!("CARGO_BIN_EXE_sage"));
+        sage.env_remove("SAGE_CPU");
         if let Some(hide) = hide {
-            command
-                .env("HIDE_CPU_FEATURES", hide)
+            sage.env("HIDE_CPU_FEATURES", hide)
                 .env("LD_PRELOAD", &library);
         }
-        let out = command.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{hide:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        sage
     };
-    let compute = |hide: Option<&str>, precision: &str| -> String {
+    let compute = |hide: Option<&str>, precision: &str| {
         let file = dir.path().join(format!("throughput-{precision}.json"));
-        sage(
-            hide,
-            &[
-                "run",
-                "throughput",
-                "--similarity",
-                minilm,
-                "--precision",
-                precision,
-                "--data-dir",
-                mirror.to_str().unwrap(),
-                "--max-rows",
-                "4",
-                "--no-cache",
-                "--output",
-                file.to_str().unwrap(),
-            ],
-        );
-        let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        written["report"]["compute"].as_str().unwrap().to_owned()
+        throughput_compute(cpu(hide), minilm, precision, &file)
     };
     // on a CPU without AVX-512 there is nothing to hide, and nothing this test could tell
     let native = compute(None, "f32");
@@ -1128,21 +1120,7 @@ fn hidden_cpuid_features_move_gemm_and_int8_to_avx2() {
     assert_eq!(compute(avx2, "int8"), "cpu int8 int8-avx2");
     let vectors = |hide: Option<&str>, precision: &str| {
         let out = dir.path().join("vectors.jsonl");
-        sage(
-            hide,
-            &[
-                "embed",
-                "--model",
-                minilm,
-                "--precision",
-                precision,
-                "--no-cache",
-                "--input",
-                input.to_str().unwrap(),
-                "--output",
-                out.to_str().unwrap(),
-            ],
-        );
+        embed_into(cpu(hide), minilm, precision, &input, &out);
         let text = std::fs::read_to_string(&out).unwrap();
         let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         let vector: Vec<f64> = line["embedding"]
