@@ -22,6 +22,8 @@
 //! values of each of 16 rows side by side, so one broadcast activation quad meets sixteen rows
 //! in one instruction.
 
+use std::mem::MaybeUninit;
+
 use candle_core::{DType, Tensor};
 use rayon::prelude::*;
 
@@ -127,6 +129,9 @@ pub struct Int8Matrix {
 
 /// Activation rows quantized for one kernel: `quads · QUAD` bytes a row, each row's step and
 /// the zero point its bytes are offset by (for the signed bytes, the zero point minus 128).
+/// Signed rows are followed by their bytes' magnitudes, another `quads · QUAD` bytes: AVX2's
+/// sums multiply by |a|, and reading it costs a load where computing it cost one of the nine
+/// vector instructions per row and quad (8–11% of a standalone loop's time).
 struct RowQuants {
     bytes: Vec<u8>,
     scale: Vec<f32>,
@@ -230,23 +235,30 @@ impl Int8Matrix {
             self.quantize(crate::fused::cpu_f32(&storage, layout)?, rows)
         };
         let width = self.n;
-        let mut out = vec![0f32; rows * width];
+        // not zeroed first: the zeroing was 2.5% of an int8 forward pass at window length, for
+        // values every chunk overwrites
+        let mut out: Vec<f32> = Vec::with_capacity(rows * width);
         if width > 0 && rows > 0 {
-            out.par_chunks_mut(ROW_CHUNK * width)
+            out.spare_capacity_mut()[..rows * width]
+                .par_chunks_mut(ROW_CHUNK * width)
                 .enumerate()
                 .for_each(|(chunk, out)| self.chunk(&a, chunk * ROW_CHUNK, out));
         }
+        // SAFETY: the chunks cover the first `rows · width` values, and `chunk` writes every
+        // value of its rows (its groups cover the width)
+        unsafe { out.set_len(rows * width) };
         Tensor::from_vec(out, (rows, width), x.device())
     }
 
     /// Each row of `xs` (smoothed, where the weight was) quantized by [`quantize_row`], in
     /// the kernel's byte form.
     fn quantize(&self, xs: &[f32], rows: usize) -> RowQuants {
-        let row_bytes = self.quads * QUAD;
+        let (k, signed) = (self.k, self.kernel.signed());
+        let width = self.quads * QUAD;
+        let row_bytes = if signed { 2 * width } else { width };
         let mut bytes = vec![0u8; rows * row_bytes];
         let mut scale = vec![0f32; rows];
         let mut zero = vec![0i32; rows];
-        let (k, signed) = (self.k, self.kernel.signed());
         let unsmooth = &self.unsmooth;
         type Row<'a> = (&'a [f32], (&'a mut [u8], (&'a mut f32, &'a mut i32)));
         let one = |smoothed: &mut Vec<f32>, (x, (q, (s, z))): Row| {
@@ -257,10 +269,15 @@ impl Int8Matrix {
                 smoothed.extend(x.iter().zip(unsmooth).map(|(v, u)| v * u));
                 &smoothed[..]
             };
+            let (q, magnitudes) = q.split_at_mut(width);
             let (step, zero_point) = quantize_row(x, &mut q[..k], signed);
             // the padding quads: a zero activation
             let shift = if signed { 128 } else { 0 };
             q[k..].fill((zero_point - shift) as u8);
+            // empty unless signed
+            for (m, &v) in magnitudes.iter_mut().zip(q.iter()) {
+                *m = (v as i8).unsigned_abs();
+            }
             *s = step;
             *z = zero_point - shift;
         };
@@ -285,8 +302,9 @@ impl Int8Matrix {
         }
     }
 
-    /// Rows `first ..` of `a` (as many as `out` holds) times every weight group, into `out`.
-    fn chunk(&self, a: &RowQuants, first: usize, out: &mut [f32]) {
+    /// Rows `first ..` of `a` (as many as `out` holds) times every weight group, into `out`,
+    /// every value of which it writes.
+    fn chunk(&self, a: &RowQuants, first: usize, out: &mut [MaybeUninit<f32>]) {
         let width = self.n;
         let rows = out.len() / width;
         let groups = width.div_ceil(LANES);
@@ -321,7 +339,7 @@ impl Int8Matrix {
                 for (((out, &sum), &weight_sum), &weight_step) in
                     out.iter_mut().zip(sums).zip(weight_sum).zip(weight_step)
                 {
-                    *out = (sum - zero * weight_sum) as f32 * (step * weight_step);
+                    out.write((sum - zero * weight_sum) as f32 * (step * weight_step));
                 }
             }
             g += pair;
@@ -356,7 +374,7 @@ impl Int8Matrix {
                 (Int8Kernel::Avx512Vnni, 2) => tiles!(sums_avx512_vnni, 2, 1 2 3 4 5 6 7 8),
                 (Int8Kernel::Avx512Vnni, _) => tiles!(sums_avx512_vnni, 1, 1 2 3 4 5 6 7 8),
                 (Int8Kernel::AvxVnni, _) => tiles!(sums_avx_vnni, 1, 1 2 3 4),
-                (Int8Kernel::Avx2, _) => tiles!(sums_avx2, 1, 1 2 3 4),
+                (Int8Kernel::Avx2, _) => tiles!(sums_avx2, 1, 1 2 3),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -522,12 +540,15 @@ const K_SLICE: usize = 96;
 
 impl Int8Kernel {
     /// Activation rows that share each weight load: as many as the accumulators leave
-    /// registers for (AVX-512: 8 rows by 2 groups, 16 of 32 zmm; 256-bit: 4 rows by one group
-    /// of two halves, 8 of 16 ymm).
+    /// registers for (AVX-512: 8 rows by 2 groups, 16 of 32 zmm; AVX-VNNI: 4 rows by one group
+    /// of two halves, 8 of 16 ymm). AVX2 takes 3: its broadcast magnitudes and sign products
+    /// hold registers too, and 3, 4 and 5 rows ran within 5% of one another alone (3 fastest,
+    /// and a divisor of [`ROW_CHUNK`]).
     fn row_tile(self) -> usize {
         match self {
             Int8Kernel::Avx512Vnni => 8,
-            Int8Kernel::AvxVnni | Int8Kernel::Avx2 => 4,
+            Int8Kernel::AvxVnni => 4,
+            Int8Kernel::Avx2 => 3,
         }
     }
 
@@ -632,12 +653,13 @@ unsafe fn sums_avx_vnni<const R: usize, const G: usize>(
 }
 
 /// The integer sums with AVX2 alone, of activation bytes stored minus 128: |a| times w with
-/// a's sign (`vpmaddubsw`, which reads |−128| as the unsigned 128: at most 2 · 128 · 127 =
+/// a's sign (`vpmaddubsw`, which reads the magnitude 128 as unsigned: at most 2 · 128 · 127 =
 /// 32,512 per 16-bit pair, so nothing saturates), widened and added by `vpmaddwd` against
-/// ones.
+/// ones. The magnitudes are read from after each row's signed bytes ([`RowQuants`]).
 ///
 /// # Safety
-/// The CPU must have AVX2; the bounds of [`sums_avx512_vnni`] (activation bytes signed).
+/// The CPU must have AVX2; the bounds of [`sums_avx512_vnni`], with each row's `stride` quads
+/// of signed bytes followed by as many of their magnitudes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn sums_avx2<const R: usize, const G: usize>(
@@ -655,9 +677,13 @@ unsafe fn sums_avx2<const R: usize, const G: usize>(
         // SAFETY: quad c of each of the G groups is inside `w` (the caller's bound)
         let wv = unsafe { weight_halves::<G>(base, stride, c) };
         for r in 0..R {
-            // SAFETY: row r holds `quads` quads
-            let a = _mm256_set1_epi32(unsafe { quad(rows[r], c) });
-            let magnitude = _mm256_sign_epi8(a, a);
+            // SAFETY: row r holds `stride` quads and their magnitudes; c < stride
+            let (a, magnitude) = unsafe {
+                (
+                    _mm256_set1_epi32(quad(rows[r], c)),
+                    _mm256_set1_epi32(quad(rows[r], stride + c)),
+                )
+            };
             for g in 0..G {
                 for h in 0..2 {
                     let pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(wv[g][h], a));

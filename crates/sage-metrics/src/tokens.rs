@@ -63,10 +63,49 @@ macro_rules! token_similarity {
 pub(crate) use token_similarity;
 
 /// Sorted copy of `tokens` (a multiset in merge-friendly form).
+///
+/// From [`RADIX_FROM`] values on, an LSD radix sort with digits of at most 11 bits over the
+/// largest value's width (cl100k's ids take 17 bits: two passes of 9). At a 450-token text it
+/// takes half the time of `sort_unstable`, and sorting was ~13% of a ROUGE run (perf); on short
+/// texts the comparison sort is faster.
 pub(crate) fn sorted(mut tokens: Vec<u32>) -> Vec<u32> {
-    tokens.sort_unstable();
+    const MAX_DIGIT: u32 = 11;
+    if tokens.len() < RADIX_FROM {
+        tokens.sort_unstable();
+        return tokens;
+    }
+    let largest = tokens.iter().copied().max().unwrap_or(0);
+    let bits = (u32::BITS - largest.leading_zeros()).max(1);
+    let passes = bits.div_ceil(MAX_DIGIT);
+    let digit = bits.div_ceil(passes);
+    let mask = (1u32 << digit) - 1;
+    let mut counts = [0u32; 1 << MAX_DIGIT];
+    let counts = &mut counts[..1 << digit];
+    let mut scratch = vec![0u32; tokens.len()];
+    for pass in 0..passes {
+        let shift = pass * digit;
+        let bucket = |t: u32| ((t >> shift) & mask) as usize;
+        counts.fill(0);
+        for &t in &tokens {
+            counts[bucket(t)] += 1;
+        }
+        // each bucket's first place
+        let mut start = 0;
+        for count in counts.iter_mut() {
+            (start, *count) = (start + *count, start);
+        }
+        for &t in &tokens {
+            let place = &mut counts[bucket(t)];
+            scratch[*place as usize] = t;
+            *place += 1;
+        }
+        std::mem::swap(&mut tokens, &mut scratch);
+    }
     tokens
 }
+
+/// Values from which [`sorted`] radix-sorts: below ~100 `sort_unstable` was as fast or faster.
+const RADIX_FROM: usize = 128;
 
 /// Sorted bigrams of `tokens`, each packed in a u64.
 pub(crate) fn sorted_bigrams(tokens: &[u32]) -> Vec<u64> {
@@ -101,6 +140,21 @@ mod tests {
     fn multiset_intersection_counts_multiplicity() {
         assert_eq!(multiset_intersection(&[1, 1, 2, 5], &[1, 1, 1, 2, 3]), 3);
         assert_eq!(multiset_intersection::<u32>(&[], &[1]), 0);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, rng_seed: proptest::test_runner::RngSeed::Fixed(30), ..Default::default() })]
+        /// Both of [`sorted`]'s paths, narrow and full-width values (one to three radix passes).
+        #[test]
+        fn sorted_is_sort_unstable(
+            values in proptest::collection::vec(proptest::prelude::any::<u32>(), 0..600),
+            shift in 0u32..32,
+        ) {
+            let values: Vec<u32> = values.into_iter().map(|v| v >> shift).collect();
+            let mut want = values.clone();
+            want.sort_unstable();
+            proptest::prop_assert_eq!(sorted(values), want);
+        }
     }
 
     proptest::proptest! {
