@@ -916,6 +916,133 @@ mod tests {
         assert!(smoothed < 1e-2, "{smoothed:e}");
     }
 
+    /// What one core's AVX2 loops can do, data in L1, one thread: the bounds the int8 and f32
+    /// speeds are read against (performance.md). GMAC/s of 3 rows × 16 outputs over 384
+    /// values: |a| computed per row (the kernel before), |a| read (this kernel), and unsigned
+    /// bytes straight into `vpmaddubsw`, which may saturate (ONNX Runtime's AVX2 u8s8 loop,
+    /// not exact); and GFLOP/s of twelve independent FMA chains (the float32 peak). A
+    /// measurement to read (`--ignored --nocapture`), nothing asserted.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[ignore = "a measurement: numbers to read"]
+    fn avx2_loop_bounds() {
+        use std::arch::x86_64::*;
+        if !std::is_x86_feature_detected!("avx2") || !std::is_x86_feature_detected!("fma") {
+            sage_test_env::skip("avx2_loop_bounds", "no AVX2 and FMA on this CPU");
+            return;
+        }
+        const QUADS: usize = 96;
+        const ROWS: usize = 3;
+        #[derive(Clone, Copy)]
+        enum Loop {
+            ComputedMagnitude,
+            StoredMagnitude,
+            Saturating,
+        }
+        #[target_feature(enable = "avx2")]
+        fn sums(form: Loop, w: &[i8], a: &[[u8; 2 * QUADS * QUAD]; ROWS]) -> [i32; 8] {
+            let ones = _mm256_set1_epi16(1);
+            let mut acc = [[_mm256_setzero_si256(); 2]; ROWS];
+            for c in 0..QUADS {
+                // SAFETY: w holds QUADS quads of 64 bytes, each row 2 · QUADS quads
+                unsafe {
+                    let at = w.as_ptr().add(c * QUAD_BYTES);
+                    let halves = [
+                        _mm256_loadu_si256(at.cast()),
+                        _mm256_loadu_si256(at.add(32).cast()),
+                    ];
+                    for (row, acc) in a.iter().zip(&mut acc) {
+                        let signed = _mm256_set1_epi32(quad(row, c));
+                        let magnitude = match form {
+                            Loop::ComputedMagnitude => _mm256_sign_epi8(signed, signed),
+                            _ => _mm256_set1_epi32(quad(row, QUADS + c)),
+                        };
+                        for (acc, &half) in acc.iter_mut().zip(&halves) {
+                            let weights = match form {
+                                Loop::Saturating => half,
+                                _ => _mm256_sign_epi8(half, signed),
+                            };
+                            let pairs = _mm256_maddubs_epi16(magnitude, weights);
+                            *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(pairs, ones));
+                        }
+                    }
+                }
+            }
+            let mut out = [0i32; 8];
+            let total = acc.iter().flatten().fold(_mm256_setzero_si256(), |t, &a| {
+                _mm256_add_epi32(t, a)
+            });
+            // SAFETY: out holds 8 lanes
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), total) };
+            out
+        }
+        #[target_feature(enable = "avx2,fma")]
+        fn fma_chains(steps: usize) -> f32 {
+            // opaque values, so that nothing is folded at compile time
+            let m = _mm256_set1_ps(std::hint::black_box(0.999_9));
+            let c = _mm256_set1_ps(std::hint::black_box(1e-4));
+            let mut chains: [__m256; 12] =
+                std::array::from_fn(|i| _mm256_set1_ps(std::hint::black_box(i as f32)));
+            for _ in 0..steps {
+                for chain in &mut chains {
+                    *chain = _mm256_fmadd_ps(*chain, m, c);
+                }
+            }
+            let mut lanes = [0f32; 8];
+            let total = chains.iter().fold(_mm256_setzero_ps(), |t, &v| _mm256_add_ps(t, v));
+            // SAFETY: lanes holds 8 values
+            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), total) };
+            lanes[0]
+        }
+        let mut rng = sage_core::ExperimentRng::seed_from_u64(27);
+        let w: Vec<i8> = (0..QUADS * QUAD_BYTES)
+            .map(|_| rng.gen_range(-127i8..=127))
+            .collect();
+        let mut a = [[0u8; 2 * QUADS * QUAD]; ROWS];
+        for row in &mut a {
+            let (signed, magnitude) = row.split_at_mut(QUADS * QUAD);
+            for (s, m) in signed.iter_mut().zip(magnitude) {
+                *s = rng.gen();
+                *m = (*s as i8).unsigned_abs();
+            }
+        }
+        let fastest = |run: &dyn Fn()| {
+            (0..7)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    run();
+                    start.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        const REPEATS: usize = 20_000;
+        for (name, form) in [
+            ("|a| computed (sign trick, exact)", Loop::ComputedMagnitude),
+            ("|a| stored (sign trick, exact)", Loop::StoredMagnitude),
+            ("unsigned, saturating (not exact)", Loop::Saturating),
+        ] {
+            let seconds = fastest(&|| {
+                for _ in 0..REPEATS {
+                    // SAFETY: AVX2 was checked above
+                    std::hint::black_box(unsafe {
+                        sums(form, std::hint::black_box(&w), std::hint::black_box(&a))
+                    });
+                }
+            });
+            let macs = (REPEATS * ROWS * LANES * QUADS * QUAD) as f64;
+            eprintln!("int8 AVX2 {name}: {:.1} GMAC/s", macs / seconds / 1e9);
+        }
+        let steps = 20_000_000;
+        // SAFETY: AVX2 and FMA were checked above
+        let seconds = fastest(&|| {
+            std::hint::black_box(unsafe { fma_chains(std::hint::black_box(steps)) });
+        });
+        eprintln!(
+            "f32 FMA peak (12 chains of 8 lanes): {:.1} GFLOP/s",
+            (steps * 12 * 8 * 2) as f64 / seconds / 1e9
+        );
+    }
+
     #[test]
     fn all_zero_rows_and_weights_give_zeros() {
         let Some(kernel) = Int8Kernel::best() else {
