@@ -969,9 +969,10 @@ mod tests {
                 }
             }
             let mut out = [0i32; 8];
-            let total = acc.iter().flatten().fold(_mm256_setzero_si256(), |t, &a| {
-                _mm256_add_epi32(t, a)
-            });
+            let total = acc
+                .iter()
+                .flatten()
+                .fold(_mm256_setzero_si256(), |t, &a| _mm256_add_epi32(t, a));
             // SAFETY: out holds 8 lanes
             unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), total) };
             out
@@ -989,7 +990,9 @@ mod tests {
                 }
             }
             let mut lanes = [0f32; 8];
-            let total = chains.iter().fold(_mm256_setzero_ps(), |t, &v| _mm256_add_ps(t, v));
+            let total = chains
+                .iter()
+                .fold(_mm256_setzero_ps(), |t, &v| _mm256_add_ps(t, v));
             // SAFETY: lanes holds 8 values
             unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), total) };
             lanes[0]
