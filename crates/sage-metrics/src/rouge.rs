@@ -1,7 +1,7 @@
 //! ROUGE-1/ROUGE-2 F-measure over cl100k tokens, as SAGE computes it with `rouge_score` 0.1.2.
 
 use crate::tokens::{
-    multiset_intersection, sorted, sorted_bigrams, token_similarity, TokenPairMetric,
+    multiset_intersection, sorted_with_bigrams, token_similarity, TokenPairMetric,
 };
 
 /// `(ROUGE-1 F + ROUGE-2 F) / 2` as `rouge_score.rouge_scorer.RougeScorer(["rouge1", "rouge2"],
@@ -31,11 +31,8 @@ impl TokenPairMetric for Rouge {
     type Prepared = RougeProfile;
 
     fn prepare(&self, tokens: Vec<u32>) -> RougeProfile {
-        let bigrams = sorted_bigrams(&tokens);
-        RougeProfile {
-            unigrams: sorted(tokens),
-            bigrams,
-        }
+        let (unigrams, bigrams) = sorted_with_bigrams(tokens);
+        RougeProfile { unigrams, bigrams }
     }
 
     fn compare(&self, r: &RougeProfile, c: &RougeProfile) -> f64 {
