@@ -1,7 +1,7 @@
 //! ROUGE-1/ROUGE-2 F-measure over cl100k tokens, as SAGE computes it with `rouge_score` 0.1.2.
 
 use crate::tokens::{
-    multiset_intersection, sorted_with_bigrams, token_similarity, TokenPairMetric,
+    sorted_with_bigrams, token_similarity, two_multiset_intersections, TokenPairMetric,
 };
 
 /// `(ROUGE-1 F + ROUGE-2 F) / 2` as `rouge_score.rouge_scorer.RougeScorer(["rouge1", "rouge2"],
@@ -36,16 +36,10 @@ impl TokenPairMetric for Rouge {
     }
 
     fn compare(&self, r: &RougeProfile, c: &RougeProfile) -> f64 {
-        let rouge1 = fmeasure(
-            multiset_intersection(&r.unigrams, &c.unigrams),
-            r.unigrams.len(),
-            c.unigrams.len(),
-        );
-        let rouge2 = fmeasure(
-            multiset_intersection(&r.bigrams, &c.bigrams),
-            r.bigrams.len(),
-            c.bigrams.len(),
-        );
+        let (unigrams, bigrams) =
+            two_multiset_intersections((&r.unigrams, &c.unigrams), (&r.bigrams, &c.bigrams));
+        let rouge1 = fmeasure(unigrams, r.unigrams.len(), c.unigrams.len());
+        let rouge2 = fmeasure(bigrams, r.bigrams.len(), c.bigrams.len());
         (rouge1 + rouge2) / 2.0
     }
 }
