@@ -1009,22 +1009,13 @@ mod tests {
                 *m = (*s as i8).unsigned_abs();
             }
         }
-        let fastest = |run: &dyn Fn()| {
-            (0..7)
-                .map(|_| {
-                    let start = std::time::Instant::now();
-                    run();
-                    start.elapsed().as_secs_f64()
-                })
-                .fold(f64::INFINITY, f64::min)
-        };
         const REPEATS: usize = 20_000;
         for (name, form) in [
             ("|a| computed (sign trick, exact)", Loop::ComputedMagnitude),
             ("|a| stored (sign trick, exact)", Loop::StoredMagnitude),
             ("unsigned, saturating (not exact)", Loop::Saturating),
         ] {
-            let seconds = fastest(&|| {
+            let seconds = crate::tests::fastest_seconds(7, || {
                 for _ in 0..REPEATS {
                     // SAFETY: AVX2 was checked above
                     std::hint::black_box(unsafe {
@@ -1037,7 +1028,7 @@ mod tests {
         }
         let steps = 20_000_000;
         // SAFETY: AVX2 and FMA were checked above
-        let seconds = fastest(&|| {
+        let seconds = crate::tests::fastest_seconds(7, || {
             std::hint::black_box(unsafe { fma_chains(std::hint::black_box(steps)) });
         });
         eprintln!(

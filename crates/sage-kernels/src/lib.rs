@@ -447,6 +447,18 @@ mod tests {
         }
     }
 
+    /// The fastest of `runs` timings of `run`, in seconds: this shared machine's other work
+    /// only ever adds time. For the measurements to read.
+    pub(crate) fn fastest_seconds(runs: usize, mut run: impl FnMut()) -> f64 {
+        (0..runs)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                run();
+                start.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
     /// Seconds per product of each precision on MiniLM's shapes at 4096 rows (32 texts of 128
     /// tokens), the fastest of 15: a measurement to read (`--ignored --nocapture`), nothing asserted.
     #[test]
@@ -463,14 +475,9 @@ mod tests {
             for precision in Precision::ALL {
                 let weight = DenseWeight::with_precision(&w, precision).unwrap();
                 weight.product(&x).unwrap();
-                // the fastest of 15: this shared machine's other work only ever adds time
-                let seconds = (0..15)
-                    .map(|_| {
-                        let start = std::time::Instant::now();
-                        weight.product(&x).unwrap();
-                        start.elapsed().as_secs_f64()
-                    })
-                    .fold(f64::INFINITY, f64::min);
+                let seconds = fastest_seconds(15, || {
+                    weight.product(&x).unwrap();
+                });
                 let gmacs = (rows * n * k) as f64 / seconds / 1e9;
                 eprintln!(
                     "({n}, {k}) x {rows} {precision} {}: {:.2} ms, {gmacs:.1} GMAC/s",

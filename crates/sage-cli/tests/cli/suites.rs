@@ -1,7 +1,5 @@
 //! `sage run`, `sage data` and `sage pteb`: suites, datasets, task options, the report.
 
-use std::ffi::OsStr;
-
 use super::*;
 
 /// Task parameters outside their documented range are refused before any model is loaded or
@@ -902,9 +900,9 @@ fn a_model_at_two_precisions_is_two_rows_with_their_own_speeds() {
     );
 }
 
-/// Runs `sage` (the binary with its environment set) with `args`, which must succeed.
-fn succeeds(mut sage: Command, args: &[&OsStr]) {
-    let out = sage.args(args).output().unwrap();
+/// Runs `sage` (the binary with its environment and arguments set), which must succeed.
+fn succeeds(mut sage: Command) {
+    let out = sage.output().unwrap();
     assert!(
         out.status.success(),
         "{sage:?}: {}",
@@ -914,49 +912,39 @@ fn succeeds(mut sage: Command, args: &[&OsStr]) {
 
 /// The throughput suite's `compute` (the kernels that ran) for `model` at `precision`, run
 /// by `sage` on the fixture mirror into `file`.
-fn throughput_compute(sage: Command, model: &str, precision: &str, file: &Path) -> String {
-    let mirror = fixtures().join("mirror");
-    let args = [
+fn throughput_compute(mut sage: Command, model: &str, precision: &str, file: &Path) -> String {
+    sage.args([
         "run",
         "throughput",
         "--similarity",
         model,
         "--precision",
         precision,
-        "--max-rows",
-        "4",
-        "--no-cache",
-    ];
-    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-    all.extend([
-        OsStr::new("--data-dir"),
-        mirror.as_os_str(),
-        OsStr::new("--output"),
-        file.as_os_str(),
-    ]);
-    succeeds(sage, &all);
+    ])
+    .args(["--max-rows", "4", "--no-cache", "--data-dir"])
+    .arg(fixtures().join("mirror"))
+    .arg("--output")
+    .arg(file);
+    succeeds(sage);
     let written: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
     written["report"]["compute"].as_str().unwrap().to_owned()
 }
 
 /// `sage embed` of `input` by `model` at `precision`, uncached, into `output` (JSON lines).
-fn embed_into(sage: Command, model: &str, precision: &str, input: &Path, output: &Path) {
-    let args = [
+fn embed_into(mut sage: Command, model: &str, precision: &str, input: &Path, output: &Path) {
+    sage.args([
         "embed",
         "--model",
         model,
         "--precision",
         precision,
         "--no-cache",
-    ];
-    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-    all.extend([
-        OsStr::new("--input"),
-        input.as_os_str(),
-        OsStr::new("--output"),
-        output.as_os_str(),
-    ]);
-    succeeds(sage, &all);
+    ])
+    .arg("--input")
+    .arg(input)
+    .arg("--output")
+    .arg(output);
+    succeeds(sage);
 }
 
 /// Issue 81, point 4: `SAGE_CPU` forces each int8 path this CPU can run. The throughput
