@@ -763,7 +763,8 @@ mod tests {
             (vec![9, 8, 7], 4, 32, false),
             (vec![13, 1, 11], 2, 20, true),
             (vec![1], 3, 8, false),
-            // past LOOP_MAX_TOKENS: gemm's products, beside a short text in the same batch
+            // past LOOP_MAX_TOKENS: gemm's products where the CPU has AVX-512 (head_fma's
+            // blocks on AVX2), beside a short text in the same batch
             (vec![100, 70, 3], 2, 16, true),
             (vec![130], 4, 8, false),
             // heads 32 and 64 wide as in the MiniLMs and MPNet (texts past LOOP_MAX_TOKENS run

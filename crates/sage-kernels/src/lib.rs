@@ -34,6 +34,8 @@ use candle_core::Tensor;
 mod amx;
 mod bf16;
 pub mod fused;
+#[cfg(target_arch = "x86_64")]
+mod head_fma;
 mod int8;
 mod quantized;
 
