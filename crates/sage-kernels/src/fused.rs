@@ -165,35 +165,46 @@ enum HeadPath {
 struct HeadPaths {
     /// The longest text on [`HeadPath::Blocks`]: 0 where they do not apply.
     blocks_up_to: usize,
+    /// Whether the blocks run at 512 bits (AVX-512) rather than 256 (AVX2).
+    wide_blocks: bool,
     /// Whether a [`HeadPath::Gemm`] task's query–key products run on AMX tiles
     /// (`amx::head_scores`) rather than as a gemm call.
     on_tiles: bool,
 }
 
 impl HeadPaths {
-    /// The fastest here, for heads `head_dim` wide. The blocks (AVX2) run every length on an
-    /// AVX2 CPU; where AVX-512 (or AMX) runs gemm, they take the texts up to
-    /// [`LOOP_MAX_TOKENS`] and gemm the longer ones. Measured on a Zen 5 core (`attention_speed`,
-    /// 4,096 tokens, 12 heads of 32, one thread), AVX2 only: blocks 2.5× the loops at 64
-    /// tokens, 1.45× at 16, 1.13× gemm at 256; with AVX-512: blocks 2.6× the loops at 64, but
-    /// gemm 1.14× the blocks at 96 and 1.6× at 128.
+    /// The fastest here, for heads `head_dim` wide: the blocks at the widest vectors the CPU
+    /// has, for every length, except where the blocks are 256 bits wide but gemm's products
+    /// are 512 (heads not a multiple of 16 wide on an AVX-512 CPU) or on AMX tiles: there the
+    /// blocks take the texts up to [`LOOP_MAX_TOKENS`]. Measured on a Zen 5 core
+    /// (`attention_speed`: one layer over 4,096 tokens, 12 heads of 32, one thread), against
+    /// the loops up to 64 tokens and gemm past them: with AVX2 only, blocks 2.3–3.3× at 16–64
+    /// tokens and 1.06–1.08× at 96–256; with AVX-512, 512-bit blocks 2.9–4.6× at 16–64 tokens,
+    /// 1.4× at 96, 1.05–1.14× at 128 and 1.12–1.18× at 256 (256-bit blocks there: 0.6× gemm
+    /// at 128–256).
     fn here(head_dim: usize) -> HeadPaths {
         let on_tiles = crate::amx_available();
         #[cfg(target_arch = "x86_64")]
-        let blocks_up_to = if !crate::head_fma::applies(head_dim) {
-            0
-        } else if on_tiles || wide_vectors() {
-            LOOP_MAX_TOKENS
-        } else {
-            usize::MAX
+        let (blocks_up_to, wide_blocks) = {
+            use crate::head_fma::Width;
+            match Width::widest(head_dim, wide_vectors()) {
+                None => (0, false),
+                // AMX's tiles keep the scores past LOOP_MAX_TOKENS: not measured against the
+                // blocks (no AMX machine at hand when the blocks were written)
+                Some(Width::Avx512) if on_tiles => (LOOP_MAX_TOKENS, true),
+                Some(Width::Avx512) => (usize::MAX, true),
+                Some(Width::Avx2) if on_tiles || wide_vectors() => (LOOP_MAX_TOKENS, false),
+                Some(Width::Avx2) => (usize::MAX, false),
+            }
         };
         #[cfg(not(target_arch = "x86_64"))]
-        let blocks_up_to = {
+        let (blocks_up_to, wide_blocks) = {
             let _ = head_dim;
-            0
+            (0, false)
         };
         HeadPaths {
             blocks_up_to,
+            wide_blocks,
             on_tiles,
         }
     }
@@ -254,10 +265,16 @@ impl AttentionJob<'_> {
                     )
                 }),
             };
-            // SAFETY: the blocks apply here (`HeadPaths::here` checked `head_fma::applies`);
-            // the rows hold the text's tokens, `width` wide, each head's columns inside;
-            // `block` is this task's rows at stride `hidden`, written by no other task
-            unsafe { crate::head_fma::attend(&head, block, hidden, &mut scratch.blocks) };
+            let width = if self.paths.wide_blocks {
+                crate::head_fma::Width::Avx512
+            } else {
+                crate::head_fma::Width::Avx2
+            };
+            // SAFETY: the blocks apply here at this width (`HeadPaths::here` asked
+            // `Width::widest`); the rows hold the text's tokens, `width` wide, each head's
+            // columns inside; `block` is this task's rows at stride `hidden`, written by no
+            // other task
+            unsafe { crate::head_fma::attend(width, &head, block, hidden, &mut scratch.blocks) };
             return;
         }
         let (scores, stride) = self.scores(rows, tokens, q_at, k_at, scratch);
@@ -985,25 +1002,26 @@ mod tests {
             .enumerate()
         {
             let (qkv, bias, span) = draw_attention(&lengths, heads, head_dim, seed as u64);
+            let no_blocks = HeadPaths {
+                blocks_up_to: 0,
+                wide_blocks: false,
+                on_tiles: false,
+            };
             let mut paths = vec![
                 ("here", HeadPaths::here(head_dim)),
-                (
-                    "loops and gemm",
-                    HeadPaths {
-                        blocks_up_to: 0,
-                        on_tiles: false,
-                    },
-                ),
+                ("loops and gemm", no_blocks),
             ];
             #[cfg(target_arch = "x86_64")]
-            if crate::head_fma::applies(head_dim) {
-                paths.push((
-                    "blocks",
-                    HeadPaths {
+            for (name, wide) in [("256-bit blocks", false), ("512-bit blocks", true)] {
+                let width = crate::head_fma::Width::widest(head_dim, wide && wide_vectors());
+                if width.is_some_and(|w| (w == crate::head_fma::Width::Avx512) == wide) {
+                    let blocks = HeadPaths {
                         blocks_up_to: usize::MAX,
-                        on_tiles: false,
-                    },
-                ));
+                        wide_blocks: wide,
+                        ..no_blocks
+                    };
+                    paths.push((name, blocks));
+                }
             }
             for with_bias in [false, true] {
                 let bias = with_bias.then_some(SharedBias {
@@ -1050,24 +1068,29 @@ mod tests {
             let (qkv, _, _) = draw_attention(&lengths, heads, head_dim, 1);
             let gmac = (lengths.len() * heads * 2 * tokens * tokens * head_dim) as f64 / 1e9;
             let mut line = format!("{tokens:>4} tokens:");
+            let here = HeadPaths::here(head_dim);
             let mut paths = vec![
-                ("here", HeadPaths::here(head_dim)),
+                ("here", here),
                 (
                     "loops/gemm",
                     HeadPaths {
                         blocks_up_to: 0,
-                        ..HeadPaths::here(head_dim)
+                        ..here
                     },
                 ),
             ];
             #[cfg(target_arch = "x86_64")]
-            paths.push((
-                "blocks",
-                HeadPaths {
-                    blocks_up_to: usize::MAX,
-                    ..HeadPaths::here(head_dim)
-                },
-            ));
+            for (name, wide) in [("blocks 256", false), ("blocks 512", true)] {
+                let width = crate::head_fma::Width::widest(head_dim, wide && wide_vectors());
+                if width.is_some_and(|w| (w == crate::head_fma::Width::Avx512) == wide) {
+                    let blocks = HeadPaths {
+                        blocks_up_to: usize::MAX,
+                        wide_blocks: wide,
+                        ..here
+                    };
+                    paths.push((name, blocks));
+                }
+            }
             for (name, paths) in paths {
                 let seconds = pool.install(|| {
                     crate::tests::fastest_seconds(7, || {
