@@ -1,4 +1,4 @@
-//! One (text, head) of [`crate::fused::fused_attention`] with FMA, in blocks of queries (six
+//! One (text, head) of `fused::fused_attention` with FMA, in blocks of queries (six
 //! with AVX2, twelve with AVX-512): their scores against every key, their softmax and their
 //! context, before the next block.
 //!
@@ -395,7 +395,7 @@ impl Block<'_> {
                     *s += b;
                 }
             }
-            *inverse = crate::fused::exponentiate_in_place(row).recip();
+            *inverse = crate::vector_math::exponentiate_in_place(row).recip();
         }
         for c in (0..head_dim).step_by(panel) {
             let values = self.values[c * tokens..].as_ptr();

@@ -38,6 +38,7 @@ pub mod fused;
 mod head_fma;
 mod int8;
 mod quantized;
+mod vector_math;
 
 pub use bf16::{avx512_bf16_available, Bf16Matrix};
 use fused::PackedWeight;
