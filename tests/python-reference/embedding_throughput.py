@@ -114,7 +114,7 @@ def main():
     p.add_argument("--texts-per-length", type=int, default=128)
     p.add_argument("--rounds", type=int, default=3, help="rounds of both sides, alternating")
     p.add_argument("--repeats", type=int, default=2, help="timed runs per length, per side and round")
-    p.add_argument("--batch-tokens", type=int, default=8192)
+    p.add_argument("--batch-tokens", type=int, default=4096)
     p.add_argument("--max-batch", type=int, default=128)
     p.add_argument("--out", default="results/embedding-throughput.json")
     p.add_argument("--cpu", choices=list(HIDE), default="native",

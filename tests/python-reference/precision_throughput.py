@@ -258,7 +258,7 @@ def main():
     p.add_argument("--texts", type=int, default=256, help="texts per length (N)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--repeats", type=int, default=3, help="ONNX Runtime runs per length and round")
-    p.add_argument("--batch-tokens", type=int, default=8192)
+    p.add_argument("--batch-tokens", type=int, default=4096)
     p.add_argument("--max-batch", type=int, default=128)
     p.add_argument("--precisions", default=",".join(PRECISIONS))
     p.add_argument("--out", default="results/precision-throughput.json")

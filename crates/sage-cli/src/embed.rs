@@ -25,7 +25,7 @@ pub struct ModelArgs {
     /// weightedmean | first-last-avg.
     #[arg(long, value_parser = parse_pooling)]
     pub pooling: Option<Pooling>,
-    /// Most padded tokens per forward pass [default: 8192 on the CPU; on a GPU, what half its
+    /// Most padded tokens per forward pass [default: 4096 on the CPU; on a GPU, what half its
     /// free memory holds, up to 131072]. On a GPU, a budget larger than its memory holds is
     /// cut to what it holds.
     #[arg(long)]

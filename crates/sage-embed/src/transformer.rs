@@ -26,7 +26,7 @@ pub struct TransformerOptions {
     /// Overrides the folder's normalisation.
     pub normalize: Option<bool>,
     /// Most tokens (padded length × texts) in one forward pass; `None` chooses
-    /// ([`sage_device::batch_tokens`]: 8,192 on the CPU, what half the GPU's free memory holds
+    /// ([`sage_device::batch_tokens`]: 4,096 on the CPU, what half the GPU's free memory holds
     /// on a GPU). A budget asked for is cut to what the GPU's memory holds.
     pub batch_tokens: Option<usize>,
     /// Most texts in one forward pass.
