@@ -168,6 +168,7 @@ struct HeadPaths {
     /// The longest text on [`HeadPath::Blocks`]: 0 where they do not apply.
     blocks_up_to: usize,
     /// Whether the blocks run at 512 bits (AVX-512) rather than 256 (AVX2).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     wide_blocks: bool,
     /// Whether a [`HeadPath::Gemm`] task's query–key products run on AMX tiles
     /// (`amx::head_scores`) rather than as a gemm call.
@@ -189,13 +190,13 @@ impl HeadPaths {
         #[cfg(target_arch = "x86_64")]
         let (blocks_up_to, wide_blocks) = {
             use crate::head_fma::Width;
-            match Width::widest(head_dim, wide_vectors()) {
+            match Width::widest(head_dim, true) {
                 None => (0, false),
                 // AMX's tiles keep the scores past LOOP_MAX_TOKENS: not measured against the
                 // blocks (no AMX machine at hand when the blocks were written)
                 Some(Width::Avx512) if on_tiles => (LOOP_MAX_TOKENS, true),
                 Some(Width::Avx512) => (usize::MAX, true),
-                Some(Width::Avx2) if on_tiles || wide_vectors() => (LOOP_MAX_TOKENS, false),
+                Some(Width::Avx2) if on_tiles || crate::wide_vectors() => (LOOP_MAX_TOKENS, false),
                 Some(Width::Avx2) => (usize::MAX, false),
             }
         };
@@ -239,6 +240,9 @@ impl AttentionJob<'_> {
     /// The task of text `tokens` long from row `first`, head `head`.
     #[inline(always)]
     fn run(&self, (first, tokens, head): (usize, usize, usize), scratch: &mut HeadScratch) {
+        if tokens == 0 {
+            return;
+        }
         let (width, head_dim) = (self.width, self.head_dim);
         let hidden = width / 3;
         let rows = &self.data[first * width..(first + tokens) * width];
@@ -712,18 +716,8 @@ pub fn cpu_f32<'a>(
     }
 }
 
-/// Whether this CPU runs [`with_wide_vectors`]' AVX-512 copy: it has AVX-512 F, BW, DQ and
-/// VL, and `SAGE_CPU` allows them.
-#[cfg(target_arch = "x86_64")]
-fn wide_vectors() -> bool {
-    crate::cpu::allows(crate::cpu::Level::Avx512)
-        && std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-}
-
-/// Runs `f` compiled for AVX-512 where this CPU has it (F, BW, DQ, VL), as built otherwise:
+/// Runs `f` compiled for AVX-512 where this CPU has it (F, BW, DQ, VL: [`crate::wide_vectors`]),
+/// as built otherwise:
 /// the build targets x86-64-v3 (AVX2), and at 16 lanes the attention's softmax and the
 /// epilogues' loops do half the instructions. Both copies compute the same values: the loops
 /// use [`LANES`](crate::vector_math::LANES) accumulators, and [`multiply_add`](crate::vector_math::multiply_add) fuses (or not) alike in both, so only the
@@ -736,7 +730,7 @@ fn with_wide_vectors<R>(f: impl FnOnce() -> R) -> R {
         fn wide<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        if wide_vectors() {
+        if crate::wide_vectors() {
             // SAFETY: the CPU has the features `wide` is compiled for
             return unsafe { wide(f) };
         }
@@ -860,9 +854,10 @@ mod tests {
             LOOP_MAX_TOKENS + 1,
             100,
         ];
-        for (seed, (heads, head_dim)) in [(3, 8), (2, 16), (2, 24), (2, 32), (1, 64), (2, 20)]
-            .into_iter()
-            .enumerate()
+        for (seed, (heads, head_dim)) in
+            [(3, 8), (2, 16), (2, 24), (2, 32), (1, 48), (1, 64), (2, 20)]
+                .into_iter()
+                .enumerate()
         {
             let (qkv, bias, span) = draw_attention(&lengths, heads, head_dim, seed as u64);
             let no_blocks = HeadPaths {
@@ -876,7 +871,7 @@ mod tests {
             ];
             #[cfg(target_arch = "x86_64")]
             for (name, wide) in [("256-bit blocks", false), ("512-bit blocks", true)] {
-                let width = crate::head_fma::Width::widest(head_dim, wide && wide_vectors());
+                let width = crate::head_fma::Width::widest(head_dim, wide);
                 if width.is_some_and(|w| (w == crate::head_fma::Width::Avx512) == wide) {
                     let blocks = HeadPaths {
                         blocks_up_to: usize::MAX,
@@ -884,6 +879,11 @@ mod tests {
                         ..no_blocks
                     };
                     paths.push((name, blocks));
+                } else if wide && head_dim.is_multiple_of(16) {
+                    eprintln!(
+                        "skipped: 512-bit attention blocks, heads of {head_dim}: this CPU has no \
+                         AVX-512 F/BW/DQ/VL (or SAGE_CPU caps it)"
+                    );
                 }
             }
             for with_bias in [false, true] {
@@ -892,6 +892,7 @@ mod tests {
                     span,
                 });
                 let reference = reference_attention(&qkv, &lengths, heads, head_dim, bias);
+                let mut outputs = Vec::new();
                 for (name, paths) in &paths {
                     let ours = attention_on(&qkv, &lengths, heads, head_dim, bias, *paths)
                         .unwrap()
@@ -910,7 +911,77 @@ mod tests {
                         worst < tolerance,
                         "{name}, heads of {head_dim}, bias {with_bias}: max |difference| {worst}"
                     );
+                    outputs.push((*name, ours));
                 }
+                // one FMA chain per value in the same order: the widths agree bit for bit
+                let blocks: Vec<_> = outputs
+                    .iter()
+                    .filter(|(n, _)| n.ends_with("blocks"))
+                    .collect();
+                if let [(_, narrow), (_, wide)] = blocks[..] {
+                    assert!(
+                        narrow == wide,
+                        "heads of {head_dim}: 256- and 512-bit blocks differ"
+                    );
+                }
+            }
+        }
+    }
+
+    /// One worker's scratch over texts that grow and shrink, at each width the CPU runs: each
+    /// text's context is the f64 reference's whatever the scratch held before.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_blocks_reuse_one_scratch_over_any_order_of_lengths() {
+        use crate::head_fma::{attend, Head, HeadScratch, Width};
+        let (heads, head_dim) = (2, 48);
+        for allow_wide in [false, true] {
+            let Some(width) = Width::widest(head_dim, allow_wide) else {
+                continue;
+            };
+            let mut scratch = HeadScratch::default();
+            for (seed, tokens) in [1, 100, 7, 65, 23, 23, 65, 7, 100, 1]
+                .into_iter()
+                .enumerate()
+            {
+                let (qkv, _, _) = draw_attention(&[tokens], heads, head_dim, seed as u64);
+                let reference = reference_attention(&qkv, &[tokens], heads, head_dim, None);
+                let rows = qkv.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                let hidden = heads * head_dim;
+                let mut out = vec![f32::NAN; tokens * hidden];
+                for head in 0..heads {
+                    let task = Head {
+                        rows: &rows,
+                        width: 3 * hidden,
+                        tokens,
+                        head_dim,
+                        queries: head * head_dim,
+                        keys: hidden + head * head_dim,
+                        values: 2 * hidden + head * head_dim,
+                        inverse_scale: (head_dim as f32).sqrt().recip(),
+                        bias: None,
+                    };
+                    // SAFETY: `width` is what `widest` allows here; `out` holds the text's
+                    // rows, `hidden` wide
+                    unsafe {
+                        attend(
+                            width,
+                            &task,
+                            out.as_mut_ptr().add(head * head_dim),
+                            hidden,
+                            &mut scratch,
+                        )
+                    };
+                }
+                let worst = out
+                    .iter()
+                    .zip(&reference)
+                    .map(|(&o, &r)| (f64::from(o) - r).abs())
+                    .fold(0f64, f64::max);
+                assert!(
+                    worst < 1e-5,
+                    "{width:?}, {tokens} tokens: max |difference| {worst}"
+                );
             }
         }
     }
@@ -944,7 +1015,7 @@ mod tests {
             ];
             #[cfg(target_arch = "x86_64")]
             for (name, wide) in [("blocks 256", false), ("blocks 512", true)] {
-                let width = crate::head_fma::Width::widest(head_dim, wide && wide_vectors());
+                let width = crate::head_fma::Width::widest(head_dim, wide);
                 if width.is_some_and(|w| (w == crate::head_fma::Width::Avx512) == wide) {
                     let blocks = HeadPaths {
                         blocks_up_to: usize::MAX,

@@ -31,16 +31,16 @@ pub(crate) enum Width {
 
 impl Width {
     /// The widest this CPU runs for heads `head_dim` wide (whole vectors: 8 values for AVX2, 16
-    /// for AVX-512, which `wide` allows), if any: AVX2 and FMA are every x86-64-v3 build's
-    /// target, checked at run time for builds that lower it.
-    pub(crate) fn widest(head_dim: usize, wide: bool) -> Option<Width> {
+    /// for AVX-512, where [`crate::wide_vectors`] and `allow_wide`), if any: AVX2 and FMA are
+    /// every x86-64-v3 build's target, checked at run time for builds that lower it.
+    pub(crate) fn widest(head_dim: usize, allow_wide: bool) -> Option<Width> {
         if head_dim == 0
             || !std::is_x86_feature_detected!("avx2")
             || !std::is_x86_feature_detected!("fma")
         {
             return None;
         }
-        if wide && head_dim.is_multiple_of(16) && std::is_x86_feature_detected!("avx512f") {
+        if allow_wide && head_dim.is_multiple_of(16) && crate::wide_vectors() {
             Some(Width::Avx512)
         } else if head_dim.is_multiple_of(8) {
             Some(Width::Avx2)
@@ -113,7 +113,7 @@ unsafe fn attend_avx2(head: &Head, out: *mut f32, out_stride: usize, scratch: &m
 /// [`attend`] at 512 bits.
 ///
 /// # Safety
-/// As [`attend`]'s, with AVX-512F.
+/// As [`attend`]'s, with AVX-512 F, BW, DQ and VL.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
 unsafe fn attend_avx512(head: &Head, out: *mut f32, out_stride: usize, scratch: &mut HeadScratch) {
     // SAFETY: the caller's

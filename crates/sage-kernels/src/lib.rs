@@ -48,6 +48,17 @@ use quantized::{Activations, QuantMatrix};
 /// that sage-metrics' SIMD obeys the same switch).
 pub use sage_core::cpu;
 
+/// Whether this CPU runs the kernels' 512-bit copies (`fused::with_wide_vectors`, the attention
+/// blocks at 512 bits): it has AVX-512 F, BW, DQ and VL, and `SAGE_CPU` allows them.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn wide_vectors() -> bool {
+    cpu::allows(cpu::Level::Avx512)
+        && std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+}
+
 /// gemm's float32 kernel in a result's words, `gemm-avx512` or `gemm-fma`: it is chosen by
 /// the CPU, not by `SAGE_CPU`.
 pub fn f32_kernel() -> &'static str {
