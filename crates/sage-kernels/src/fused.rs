@@ -13,15 +13,16 @@
 //! and dispatch), three elementwise passes (scale, mask, softmax) that each wake the thread pool,
 //! and a copy back to token-major order. Here one pass per (text, head) reads queries, keys and
 //! values straight from the QKV projection and writes the context in token-major order: the same
-//! arithmetic, without the traffic. On x86-64 that pass is `head_fma`'s blocks of six queries
-//! (scores, softmax and context while the block's scores sit in L1), 2.4–3.2× the plain loops
-//! at 16–64 tokens. Where the CPU has AVX-512 (or AMX), a text longer than 64 tokens runs its
-//! head's two products (scores, then context) as gemm calls straight on the same rows instead,
-//! its scores on AMX tiles where the CPU has them (`amx::head_scores`): gemm's 512-bit kernels
-//! there beat the blocks' 256-bit ones from about 96 tokens (see `HeadPaths::here`). A batch
-//! of a few long documents still spreads over every core, one task per (text, head). The
-//! softmax and the epilogues' loops run 16 lanes wide, as AVX-512 where the CPU has it
-//! (`with_wide_vectors`): the same values either way.
+//! arithmetic, without the traffic. On x86-64 that pass is `head_fma`'s blocks of queries
+//! (scores, softmax and context while the block's scores sit in L1) at the CPU's widest vectors,
+//! 2.3–4.6× the plain loops at 16–64 tokens and 1.06–1.18× gemm past them. Where the CPU has
+//! AMX, a text longer than 64 tokens runs its head's two products (scores, then context) as
+//! calls straight on the same rows instead, the scores on the tiles (`amx::head_scores`), the
+//! context on gemm; so do heads whose width the 512-bit blocks cannot take on an AVX-512 CPU,
+//! where gemm's 512-bit kernels beat 256-bit blocks past about 96 tokens (see
+//! `HeadPaths::here`). A batch of a few long documents still spreads over every core, one task
+//! per (text, head). The softmax and the epilogues' loops run 16 lanes wide, as AVX-512 where
+//! the CPU has it (`with_wide_vectors`): the same values either way.
 //!
 //! Why the epilogues: after each matrix product the tensor path makes a pass to add the bias,
 //! another for the residual, another for the layer norm (or the GELU), each over the whole
@@ -35,8 +36,9 @@ use crate::vector_math::{erf_approx, softmax_in_place, sum_lanes};
 
 /// Longest text whose attention always runs in one pass per (text, head) (`head_fma`'s blocks,
 /// or plain loops where they do not apply); a longer one's two products per head are gemm calls
-/// where the CPU has AVX-512 or AMX (or the blocks do not apply): there the t² work is large
-/// enough for gemm's packing to pay.
+/// (the scores on AMX tiles) where the CPU has AMX, where the blocks do not apply, or where
+/// they run at 256 bits on an AVX-512 CPU: there the t² work is large enough for gemm's
+/// packing to pay.
 pub const LOOP_MAX_TOKENS: usize = 64;
 
 /// An additive score bias shared by every text (MPNet's relative positions): `values`
@@ -154,7 +156,7 @@ fn attention_on(
 /// The kernels a (text, head) task can run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum HeadPath {
-    /// `head_fma`'s blocks of six queries (x86-64 with FMA, heads whole vectors wide).
+    /// `head_fma`'s blocks of queries (x86-64 with FMA, heads whole vectors wide).
     Blocks,
     /// Plain loops, up to [`LOOP_MAX_TOKENS`].
     Loops,
