@@ -839,6 +839,40 @@ mod tests {
         out
     }
 
+    /// Every attention path this CPU runs for heads `head_dim` wide, named: what
+    /// [`HeadPaths::here`] picks, loops and gemm (off tiles), and the blocks at every length at
+    /// each width the CPU has (a line says when the 512-bit ones cannot run).
+    fn runnable_paths(head_dim: usize) -> Vec<(&'static str, HeadPaths)> {
+        let no_blocks = HeadPaths {
+            blocks_up_to: 0,
+            wide_blocks: false,
+            on_tiles: false,
+        };
+        #[allow(unused_mut)]
+        let mut paths = vec![
+            ("here", HeadPaths::here(head_dim)),
+            ("loops and gemm", no_blocks),
+        ];
+        #[cfg(target_arch = "x86_64")]
+        for (name, wide) in [("256-bit blocks", false), ("512-bit blocks", true)] {
+            let width = crate::head_fma::Width::widest(head_dim, wide);
+            if width.is_some_and(|w| (w == crate::head_fma::Width::Avx512) == wide) {
+                let blocks = HeadPaths {
+                    blocks_up_to: usize::MAX,
+                    wide_blocks: wide,
+                    ..no_blocks
+                };
+                paths.push((name, blocks));
+            } else if wide && head_dim.is_multiple_of(16) {
+                eprintln!(
+                    "skipped: 512-bit attention blocks, heads of {head_dim}: this CPU has no \
+                     AVX-512 F/BW/DQ/VL (or SAGE_CPU caps it)"
+                );
+            }
+        }
+        paths
+    }
+
     /// Every path this CPU can run (the blocks at every length, loops and gemm, and what
     /// [`HeadPaths::here`] picks) against the f64 reference, on lengths around the blocks'
     /// six rows and sixteen keys and the loops' limit, heads of one to eight vectors.
@@ -862,32 +896,7 @@ mod tests {
                 .enumerate()
         {
             let (qkv, bias, span) = draw_attention(&lengths, heads, head_dim, seed as u64);
-            let no_blocks = HeadPaths {
-                blocks_up_to: 0,
-                wide_blocks: false,
-                on_tiles: false,
-            };
-            let mut paths = vec![
-                ("here", HeadPaths::here(head_dim)),
-                ("loops and gemm", no_blocks),
-            ];
-            #[cfg(target_arch = "x86_64")]
-            for (name, wide) in [("256-bit blocks", false), ("512-bit blocks", true)] {
-                let width = crate::head_fma::Width::widest(head_dim, wide);
-                if width.is_some_and(|w| (w == crate::head_fma::Width::Avx512) == wide) {
-                    let blocks = HeadPaths {
-                        blocks_up_to: usize::MAX,
-                        wide_blocks: wide,
-                        ..no_blocks
-                    };
-                    paths.push((name, blocks));
-                } else if wide && head_dim.is_multiple_of(16) {
-                    eprintln!(
-                        "skipped: 512-bit attention blocks, heads of {head_dim}: this CPU has no \
-                         AVX-512 F/BW/DQ/VL (or SAGE_CPU caps it)"
-                    );
-                }
-            }
+            let paths = runnable_paths(head_dim);
             for with_bias in [false, true] {
                 let bias = with_bias.then_some(SharedBias {
                     values: &bias,
@@ -1004,29 +1013,7 @@ mod tests {
             let (qkv, _, _) = draw_attention(&lengths, heads, head_dim, 1);
             let gmac = (lengths.len() * heads * 2 * tokens * tokens * head_dim) as f64 / 1e9;
             let mut line = format!("{tokens:>4} tokens:");
-            let here = HeadPaths::here(head_dim);
-            let mut paths = vec![
-                ("here", here),
-                (
-                    "loops/gemm",
-                    HeadPaths {
-                        blocks_up_to: 0,
-                        ..here
-                    },
-                ),
-            ];
-            #[cfg(target_arch = "x86_64")]
-            for (name, wide) in [("blocks 256", false), ("blocks 512", true)] {
-                let width = crate::head_fma::Width::widest(head_dim, wide);
-                if width.is_some_and(|w| (w == crate::head_fma::Width::Avx512) == wide) {
-                    let blocks = HeadPaths {
-                        blocks_up_to: usize::MAX,
-                        wide_blocks: wide,
-                        ..here
-                    };
-                    paths.push((name, blocks));
-                }
-            }
+            let paths = runnable_paths(head_dim);
             for (name, paths) in paths {
                 let seconds = pool.install(|| {
                     crate::tests::fastest_seconds(7, || {
