@@ -24,10 +24,9 @@ use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, Var
 
 use crate::backbone::{Backbone, PaddedBatch};
 use sage_kernels::fused::{
-    add_bias, bias_gelu, bias_residual_norm, cpu_f32, fused_applies, fused_attention, HostNorm,
-    SharedBias,
+    add_bias, bias_residual_norm, cpu_f32, fused_applies, fused_attention, HostNorm, SharedBias,
 };
-use sage_kernels::{DenseWeight, Precision};
+use sage_kernels::{DenseWeight, LayerInput, Precision};
 
 use crate::model_config::TransformerConfig;
 
@@ -449,14 +448,18 @@ impl Encoder {
                 &host.attention_norm,
             )?;
             self.record(index, 2, &attended)?;
-            let inner = bias_gelu(
-                host.intermediate.product(&attended)?,
+            // int8: the GELU's rows go straight into the output product's bytes
+            let inner = host.intermediate.product_bias_gelu_for(
+                &attended,
                 &host.intermediate_bias,
                 self.exact_gelu,
+                &host.output,
             )?;
-            self.record(index, 3, &inner)?;
+            if let LayerInput::F32(inner) = &inner {
+                self.record(index, 3, inner)?;
+            }
             return bias_residual_norm(
-                host.output.product(&inner)?,
+                host.output.product_of(&inner)?,
                 &host.output_bias,
                 &attended,
                 &host.output_norm,

@@ -590,7 +590,7 @@ pub fn bias_residual_norm(
 /// What a dense layer's epilogue does to each row of its product. In place, because a fresh
 /// [rows, width] buffer per epilogue costs an allocation, page faults and zeroing that showed
 /// in profiles at ~7% of a MiniLM forward pass.
-enum Epilogue<'a> {
+pub(crate) enum Epilogue<'a> {
     Bias(&'a [f32]),
     BiasGelu {
         bias: &'a [f32],
@@ -612,9 +612,25 @@ impl Epilogue<'_> {
         }
     }
 
+    /// An error unless this epilogue fits a product of `rows` rows of `width`.
+    pub(crate) fn check(&self, rows: usize, width: usize) -> candle_core::Result<()> {
+        if self.bias().len() != width {
+            candle_core::bail!(
+                "dense epilogue: bias {} for a product of width {width}",
+                self.bias().len()
+            );
+        }
+        if let Epilogue::BiasResidualNorm { residual, .. } = self {
+            if residual.len() != rows * width {
+                candle_core::bail!("dense epilogue: residual is not [{rows}, {width}]");
+            }
+        }
+        Ok(())
+    }
+
     /// Row `index` of the product, `row`, becomes the output row.
     #[inline(always)]
-    fn row(&self, row: &mut [f32], index: usize) {
+    pub(crate) fn row(&self, row: &mut [f32], index: usize) {
         match *self {
             Epilogue::Bias(bias) => {
                 for (x, &b) in row.iter_mut().zip(bias) {
@@ -688,17 +704,7 @@ impl InplaceOp1 for Epilogue<'_> {
 
 fn apply(product: Tensor, epilogue: Epilogue) -> candle_core::Result<Tensor> {
     let (rows, width) = product.dims2()?;
-    if epilogue.bias().len() != width {
-        candle_core::bail!(
-            "dense epilogue: bias {} for a product of width {width}",
-            epilogue.bias().len()
-        );
-    }
-    if let Epilogue::BiasResidualNorm { residual, .. } = &epilogue {
-        if residual.len() != rows * width {
-            candle_core::bail!("dense epilogue: residual is not [{rows}, {width}]");
-        }
-    }
+    epilogue.check(rows, width)?;
     let product = product.contiguous()?;
     product.inplace_op1(&epilogue)?;
     Ok(product)
@@ -725,7 +731,7 @@ pub fn cpu_f32<'a>(
 /// use [`LANES`](crate::vector_math::LANES) accumulators, and [`multiply_add`](crate::vector_math::multiply_add) fuses (or not) alike in both, so only the
 /// vector width differs.
 #[inline(always)]
-fn with_wide_vectors<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_wide_vectors<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]

@@ -17,12 +17,13 @@
 //! Kernels, each exact in its integer sums, so every one gives the same bits (tests compare
 //! them): AVX-512 VNNI (`vpdpbusd`, unsigned activation bytes times signed weights, sixteen
 //! weight rows per instruction), AVX-VNNI (the same on 256 bits) and AVX2 (`vpmaddubsw` on |a|
-//! and w with a's sign, the activation bytes stored minus 128, then `vpmaddwd`). Each sum has
-//! `zero point · Σw` taken off. The weights are interleaved as the GGUF kernels' are: four
+//! and w xored with a's sign mask, the activation bytes stored minus 128, then `vpmaddwd`;
+//! a per-row correction makes it exact). Each sum has `zero point · Σw` taken off. The weights are interleaved as the GGUF kernels' are: four
 //! values of each of 16 rows side by side, so one broadcast activation quad meets sixteen rows
 //! in one instruction.
 
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use candle_core::{DType, Tensor};
 use rayon::prelude::*;
@@ -125,18 +126,61 @@ pub struct Int8Matrix {
     /// without.
     unsmooth: Vec<f32>,
     kernel: Int8Kernel,
+    /// Tells this matrix apart from every other, so that rows quantized for it
+    /// ([`Int8Rows`]) are never multiplied by another.
+    id: u64,
 }
 
+/// Ids of [`Int8Matrix`]es, one each.
+static NEXT_MATRIX_ID: AtomicU64 = AtomicU64::new(0);
+
 /// Activation rows quantized for one kernel: `quads · QUAD` bytes a row, each row's step and
-/// the zero point its bytes are offset by (for the signed bytes, the zero point minus 128).
-/// Signed rows are followed by their bytes' magnitudes, another `quads · QUAD` bytes: AVX2's
-/// sums multiply by |a|, and reading it costs a load where computing it cost one of the nine
-/// vector instructions per row and quad (8–11% of a standalone loop's time).
+/// the zero point its bytes are offset by (for AVX2's signed bytes, the zero point minus 128).
+/// For AVX2 a row is two runs of `quads · QUAD` bytes: each signed byte's sign mask (0xff where
+/// it is negative), then its magnitude |a| (see [`sums_avx2`]); reading |a| costs a load
+/// where computing it cost one of the nine vector instructions per row and quad (8–11% of a
+/// standalone loop's time).
 struct RowQuants {
     bytes: Vec<u8>,
     scale: Vec<f32>,
     zero: Vec<i32>,
+    /// Per row, added to every sum: AVX2's sums take |a| off for each negative byte
+    /// ([`sums_avx2`]); zero for the other kernels.
+    correction: Vec<i32>,
     row_bytes: usize,
+}
+
+impl RowQuants {
+    /// Room for `rows` rows quantized for `matrix`.
+    fn for_rows(matrix: &Int8Matrix, rows: usize) -> RowQuants {
+        let width = matrix.quads * QUAD;
+        let row_bytes = if matrix.kernel.signed() {
+            2 * width
+        } else {
+            width
+        };
+        RowQuants {
+            bytes: vec![0u8; rows * row_bytes],
+            scale: vec![0f32; rows],
+            zero: vec![0i32; rows],
+            correction: vec![0i32; rows],
+            row_bytes,
+        }
+    }
+}
+
+/// Activation rows quantized for one [`Int8Matrix`]'s product by the epilogue of the product
+/// before it ([`crate::DenseWeight::product_bias_gelu_for`]); only that matrix multiplies them.
+pub struct Int8Rows {
+    quants: RowQuants,
+    matrix: u64,
+}
+
+impl Int8Rows {
+    /// How many rows.
+    pub fn rows(&self) -> usize {
+        self.quants.scale.len()
+    }
 }
 
 impl Int8Matrix {
@@ -211,6 +255,7 @@ impl Int8Matrix {
             sum: sums,
             unsmooth,
             kernel,
+            id: NEXT_MATRIX_ID.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -223,6 +268,12 @@ impl Int8Matrix {
     /// whatever the rows around it and whichever kernel runs, so a batch gives each row the
     /// bits it gets alone, on every CPU.
     pub(crate) fn product(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let a = self.quantize_input(x)?;
+        self.product_of_quants(&a, x.device())
+    }
+
+    /// `x` `[rows, k]` quantized for this matrix's product, read in place.
+    fn quantize_input(&self, x: &Tensor) -> candle_core::Result<RowQuants> {
         let (rows, k) = x.dims2()?;
         if k != self.k {
             candle_core::bail!("int8 product: input width {k}, matrix width {}", self.k);
@@ -230,11 +281,17 @@ impl Int8Matrix {
         // read in place: a batch's activations are tens of MiB, a copy costs as much as the
         // quantization
         let x = x.to_dtype(DType::F32)?.contiguous()?;
-        let a = {
-            let (storage, layout) = x.storage_and_layout();
-            self.quantize(crate::fused::cpu_f32(&storage, layout)?, rows)
-        };
-        let width = self.n;
+        let (storage, layout) = x.storage_and_layout();
+        Ok(self.quantize(crate::fused::cpu_f32(&storage, layout)?, rows))
+    }
+
+    /// The product of rows already quantized for this matrix.
+    fn product_of_quants(
+        &self,
+        a: &RowQuants,
+        device: &candle_core::Device,
+    ) -> candle_core::Result<Tensor> {
+        let (rows, width) = (a.scale.len(), self.n);
         // not zeroed first: the zeroing was 2.5% of an int8 forward pass at window length, for
         // values every chunk overwrites
         let mut out: Vec<f32> = Vec::with_capacity(rows * width);
@@ -242,64 +299,150 @@ impl Int8Matrix {
             out.spare_capacity_mut()[..rows * width]
                 .par_chunks_mut(ROW_CHUNK * width)
                 .enumerate()
-                .for_each(|(chunk, out)| self.chunk(&a, chunk * ROW_CHUNK, out));
+                .for_each(|(chunk, out)| self.chunk(a, chunk * ROW_CHUNK, out));
         }
         // SAFETY: the chunks cover the first `rows · width` values, and `chunk` writes every
         // value of its rows (its groups cover the width)
         unsafe { out.set_len(rows * width) };
-        Tensor::from_vec(out, (rows, width), x.device())
+        Tensor::from_vec(out, (rows, width), device)
     }
 
-    /// Each row of `xs` (smoothed, where the weight was) quantized by [`quantize_row`], in
-    /// the kernel's byte form.
+    /// `epilogue(x · selfᵀ)`, each row quantized for `next`'s product as soon as its chunk
+    /// of rows is done, while it is in cache: the float32 rows never leave a per-task
+    /// scratch. A feed-forward block's inner activation is 4 × its width (25 MB a 4,096-token
+    /// batch of MiniLM), which the unfused path writes, rereads for the epilogue and rereads
+    /// again to quantize. The bytes are those of [`Int8Matrix::product`], the epilogue and
+    /// then `next`'s quantization, run apart.
+    pub(crate) fn product_then_quantize(
+        &self,
+        x: &Tensor,
+        epilogue: &crate::fused::Epilogue,
+        next: &Int8Matrix,
+    ) -> candle_core::Result<Int8Rows> {
+        let width = self.n;
+        if next.k != width {
+            candle_core::bail!(
+                "int8 product: output width {width} feeds a product of width {}",
+                next.k
+            );
+        }
+        epilogue.check(x.dims2()?.0, width)?;
+        let a = self.quantize_input(x)?;
+        let rows = a.scale.len();
+        let mut b = RowQuants::for_rows(next, rows);
+        if width > 0 && rows > 0 {
+            let row_bytes = b.row_bytes;
+            b.bytes
+                .par_chunks_mut(ROW_CHUNK * row_bytes)
+                .zip(b.scale.par_chunks_mut(ROW_CHUNK))
+                .zip(b.zero.par_chunks_mut(ROW_CHUNK))
+                .zip(b.correction.par_chunks_mut(ROW_CHUNK))
+                .enumerate()
+                .for_each_init(
+                    || (Vec::<MaybeUninit<f32>>::new(), Vec::new()),
+                    |(scratch, smoothed), (chunk, (((bytes, scale), zero), correction))| {
+                        let first = chunk * ROW_CHUNK;
+                        let values = scale.len() * width;
+                        scratch.resize(values, MaybeUninit::uninit());
+                        self.chunk(&a, first, &mut scratch[..values]);
+                        // SAFETY: `chunk` wrote every value of its rows
+                        let done = unsafe {
+                            std::slice::from_raw_parts_mut(scratch.as_mut_ptr().cast(), values)
+                        };
+                        crate::fused::with_wide_vectors(
+                            #[inline(always)]
+                            || {
+                                for (i, row) in done.chunks_exact_mut(width).enumerate() {
+                                    epilogue.row(row, first + i);
+                                }
+                            },
+                        );
+                        let rows_out = bytes
+                            .chunks_exact_mut(row_bytes)
+                            .zip(scale.iter_mut())
+                            .zip(zero.iter_mut().zip(correction.iter_mut()));
+                        for (row, ((bytes, scale), offsets)) in
+                            done.chunks_exact(width).zip(rows_out)
+                        {
+                            next.quantize_one(row, smoothed, bytes, scale, offsets);
+                        }
+                    },
+                );
+        }
+        Ok(Int8Rows {
+            quants: b,
+            matrix: next.id,
+        })
+    }
+
+    /// The product of rows quantized for this matrix by [`Int8Matrix::product_then_quantize`].
+    pub(crate) fn product_of_rows(&self, rows: &Int8Rows) -> candle_core::Result<Tensor> {
+        if rows.matrix != self.id {
+            candle_core::bail!("int8 product: the rows were quantized for another weight");
+        }
+        self.product_of_quants(&rows.quants, &candle_core::Device::Cpu)
+    }
+
+    /// Each row of `xs` quantized by [`Int8Matrix::quantize_one`].
     fn quantize(&self, xs: &[f32], rows: usize) -> RowQuants {
-        let (k, signed) = (self.k, self.kernel.signed());
-        let width = self.quads * QUAD;
-        let row_bytes = if signed { 2 * width } else { width };
-        let mut bytes = vec![0u8; rows * row_bytes];
-        let mut scale = vec![0f32; rows];
-        let mut zero = vec![0i32; rows];
-        let unsmooth = &self.unsmooth;
-        type Row<'a> = (&'a [f32], (&'a mut [u8], (&'a mut f32, &'a mut i32)));
-        let one = |smoothed: &mut Vec<f32>, (x, (q, (s, z))): Row| {
-            let x = if unsmooth.is_empty() {
-                x
-            } else {
-                smoothed.clear();
-                smoothed.extend(x.iter().zip(unsmooth).map(|(v, u)| v * u));
-                &smoothed[..]
-            };
-            let (q, magnitudes) = q.split_at_mut(width);
-            let (step, zero_point) = quantize_row(x, &mut q[..k], signed);
-            // the padding quads: a zero activation
-            let shift = if signed { 128 } else { 0 };
-            q[k..].fill((zero_point - shift) as u8);
-            // empty unless signed
-            for (m, &v) in magnitudes.iter_mut().zip(q.iter()) {
-                *m = (v as i8).unsigned_abs();
-            }
-            *s = step;
-            *z = zero_point - shift;
-        };
-        let rows_out = bytes
-            .chunks_exact_mut(row_bytes.max(1))
-            .zip(scale.iter_mut().zip(zero.iter_mut()));
+        let mut out = RowQuants::for_rows(self, rows);
+        let rows_out = out
+            .bytes
+            .chunks_exact_mut(out.row_bytes.max(1))
+            .zip(out.scale.iter_mut())
+            .zip(out.zero.iter_mut().zip(out.correction.iter_mut()));
+        let k = self.k.max(1);
         if xs.len() >= PARALLEL_QUANTIZE_VALUES {
-            xs.par_chunks_exact(k.max(1))
+            xs.par_chunks_exact(k)
                 .zip(rows_out.collect::<Vec<_>>())
-                .for_each_init(Vec::new, one);
+                .for_each_init(Vec::new, |smoothed, (x, ((q, s), offsets))| {
+                    self.quantize_one(x, smoothed, q, s, offsets)
+                });
         } else {
             let mut smoothed = Vec::new();
-            for row in xs.chunks_exact(k.max(1)).zip(rows_out) {
-                one(&mut smoothed, row);
+            for (x, ((q, s), offsets)) in xs.chunks_exact(k).zip(rows_out) {
+                self.quantize_one(x, &mut smoothed, q, s, offsets);
             }
         }
-        RowQuants {
-            bytes,
-            scale,
-            zero,
-            row_bytes,
+        out
+    }
+
+    /// One row `x` (smoothed first, where the weight was; `smoothed` is scratch) quantized by
+    /// [`quantize_row`] into `q` in the kernel's byte form ([`RowQuants`]), its step into `s`
+    /// and its zero point and correction into `zero` and `correction`.
+    fn quantize_one(
+        &self,
+        x: &[f32],
+        smoothed: &mut Vec<f32>,
+        q: &mut [u8],
+        s: &mut f32,
+        (zero, correction): (&mut i32, &mut i32),
+    ) {
+        let (k, signed) = (self.k, self.kernel.signed());
+        let x = if self.unsmooth.is_empty() {
+            x
+        } else {
+            smoothed.clear();
+            smoothed.extend(x.iter().zip(&self.unsmooth).map(|(v, u)| v * u));
+            &smoothed[..]
+        };
+        let (q, magnitudes) = q.split_at_mut(self.quads * QUAD);
+        let (step, zero_point) = quantize_row(x, &mut q[..k], signed);
+        // the padding quads: a zero activation
+        let shift = if signed { 128 } else { 0 };
+        q[k..].fill((zero_point - shift) as u8);
+        // empty unless signed: there the bytes become their sign masks, beside their
+        // magnitudes, and the padding counts too (its weights are zeros, but not once xored)
+        let mut negative = 0;
+        for (m, v) in magnitudes.iter_mut().zip(q.iter_mut()) {
+            let a = *v as i8;
+            *m = a.unsigned_abs();
+            negative += if a < 0 { i32::from(*m) } else { 0 };
+            *v = if a < 0 { 0xff } else { 0 };
         }
+        *s = step;
+        *zero = zero_point - shift;
+        *correction = negative;
     }
 
     /// Rows `first ..` of `a` (as many as `out` holds) times every weight group, into `out`,
@@ -334,12 +477,13 @@ impl Int8Matrix {
             let (weight_sum, weight_step) = (&self.sum[cols.clone()], &self.scale[cols.clone()]);
             for (i, sums) in sums[..rows].iter().enumerate() {
                 let (step, zero) = (a.scale[first + i], a.zero[first + i]);
+                let correction = a.correction[first + i];
                 let out = &mut out[i * width..(i + 1) * width][cols.clone()];
                 // slices zipped, not indexed, so that the loop vectorizes
                 for (((out, &sum), &weight_sum), &weight_step) in
                     out.iter_mut().zip(sums).zip(weight_sum).zip(weight_step)
                 {
-                    out.write((sum - zero * weight_sum) as f32 * (step * weight_step));
+                    out.write((sum + correction - zero * weight_sum) as f32 * (step * weight_step));
                 }
             }
             g += pair;
@@ -652,14 +796,19 @@ unsafe fn sums_avx_vnni<const R: usize, const G: usize>(
     store_halves(&acc, sums);
 }
 
-/// The integer sums with AVX2 alone, of activation bytes stored minus 128: |a| times w with
-/// a's sign (`vpmaddubsw`, which reads the magnitude 128 as unsigned: at most 2 · 128 · 127 =
-/// 32,512 per 16-bit pair, so nothing saturates), widened and added by `vpmaddwd` against
-/// ones. The magnitudes are read from after each row's signed bytes ([`RowQuants`]).
+/// The integer sums with AVX2 alone, of activation bytes a stored minus 128. `vpmaddubsw`
+/// multiplies unsigned bytes by signed ones, so it gets |a| and the weight with a's sign, and
+/// `vpmaddwd` against ones widens and adds its 16-bit pairs. The sign is put on the weight by
+/// an xor with a's sign mask (0xff where a < 0), which gives −w − 1, not −w: each negative
+/// byte's sum comes out |a| short, the same for every weight row, and [`RowQuants`]' per-row
+/// correction adds it back. The xor runs on any vector port where `vpsignb` (the exact
+/// negation) competes with the multiplies: on a Zen 3 core the loop went from 70 to 81
+/// GMAC/s (`avx2_loop_bounds`). Nothing saturates: a pair is at most 2 · 128 · 126 = 32,256
+/// and at least 2 · 128 · (−128) = −32,768, both 16-bit values.
 ///
 /// # Safety
 /// The CPU must have AVX2; the bounds of [`sums_avx512_vnni`], with each row's `stride` quads
-/// of signed bytes followed by as many of their magnitudes.
+/// of sign masks followed by as many of magnitudes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn sums_avx2<const R: usize, const G: usize>(
@@ -677,8 +826,9 @@ unsafe fn sums_avx2<const R: usize, const G: usize>(
         // SAFETY: quad c of each of the G groups is inside `w` (the caller's bound)
         let wv = unsafe { weight_halves::<G>(base, stride, c) };
         for r in 0..R {
-            // SAFETY: row r holds `stride` quads and their magnitudes; c < stride
-            let (a, magnitude) = unsafe {
+            // SAFETY: row r holds `stride` quads of sign masks and as many of magnitudes;
+            // c < stride
+            let (negative, magnitude) = unsafe {
                 (
                     _mm256_set1_epi32(quad(rows[r], c)),
                     _mm256_set1_epi32(quad(rows[r], stride + c)),
@@ -686,7 +836,8 @@ unsafe fn sums_avx2<const R: usize, const G: usize>(
             };
             for g in 0..G {
                 for h in 0..2 {
-                    let pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(wv[g][h], a));
+                    let flipped = _mm256_xor_si256(wv[g][h], negative);
+                    let pairs = _mm256_maddubs_epi16(magnitude, flipped);
                     acc[r][g][h] = _mm256_add_epi32(acc[r][g][h], _mm256_madd_epi16(pairs, ones));
                 }
             }
@@ -918,10 +1069,12 @@ mod tests {
 
     /// What one core's AVX2 loops can do, data in L1, one thread: the bounds the int8 and f32
     /// speeds are read against (performance.md). GMAC/s of 3 rows × 16 outputs over 384
-    /// values: |a| computed per row (the kernel before), |a| read (this kernel), and unsigned
-    /// bytes straight into `vpmaddubsw`, which may saturate (ONNX Runtime's AVX2 u8s8 loop,
-    /// not exact); and GFLOP/s of twelve independent FMA chains (the float32 peak). A
-    /// measurement to read (`--ignored --nocapture`), nothing asserted.
+    /// values: the weights signed by `vpsignb` with |a| computed per row and quad (the kernel
+    /// two changes ago) or read (the one before), the weights xored with a's sign mask (this
+    /// kernel: the same instructions whatever bytes the mask holds), and unsigned bytes
+    /// straight into `vpmaddubsw`, which may saturate (ONNX Runtime's AVX2 u8s8 loop, not
+    /// exact); and GFLOP/s of twelve independent FMA chains (the float32 peak). A measurement
+    /// to read (`--ignored --nocapture`), nothing asserted.
     #[cfg(target_arch = "x86_64")]
     #[test]
     #[ignore = "a measurement: numbers to read"]
@@ -937,6 +1090,7 @@ mod tests {
         enum Loop {
             ComputedMagnitude,
             StoredMagnitude,
+            SignMask,
             Saturating,
         }
         #[target_feature(enable = "avx2")]
@@ -955,11 +1109,13 @@ mod tests {
                         let signed = _mm256_set1_epi32(quad(row, c));
                         let magnitude = match form {
                             Loop::ComputedMagnitude => _mm256_sign_epi8(signed, signed),
+                            Loop::SignMask => _mm256_set1_epi32(quad(row, QUADS + c)),
                             _ => _mm256_set1_epi32(quad(row, QUADS + c)),
                         };
                         for (acc, &half) in acc.iter_mut().zip(&halves) {
                             let weights = match form {
                                 Loop::Saturating => half,
+                                Loop::SignMask => _mm256_xor_si256(half, signed),
                                 _ => _mm256_sign_epi8(half, signed),
                             };
                             let pairs = _mm256_maddubs_epi16(magnitude, weights);
@@ -1011,8 +1167,12 @@ mod tests {
         }
         const REPEATS: usize = 20_000;
         for (name, form) in [
-            ("|a| computed (sign trick, exact)", Loop::ComputedMagnitude),
-            ("|a| stored (sign trick, exact)", Loop::StoredMagnitude),
+            ("vpsignb, |a| computed (exact)", Loop::ComputedMagnitude),
+            ("vpsignb, |a| stored (exact)", Loop::StoredMagnitude),
+            (
+                "xor with a's sign mask, |a| stored (the kernel; exact with its correction)",
+                Loop::SignMask,
+            ),
             ("unsigned, saturating (not exact)", Loop::Saturating),
         ] {
             let seconds = crate::tests::fastest_seconds(7, || {
@@ -1035,6 +1195,118 @@ mod tests {
             "f32 FMA peak (12 chains of 8 lanes): {:.1} GFLOP/s",
             (steps * 12 * 8 * 2) as f64 / seconds / 1e9
         );
+    }
+
+    /// The pairs at the 16-bit edge: activations at their row's minimum (byte 0, stored as
+    /// −128) against weights at +127, which AVX2's xor turns into −128, so every
+    /// `vpmaddubsw` pair is exactly −32,768; and against −127 (126 once xored). A kernel that
+    /// saturated or lost the correction would differ from the plain sums.
+    #[test]
+    fn pairs_at_the_sixteen_bit_edge_are_exact() {
+        let here: Vec<Int8Kernel> = Int8Kernel::ALL
+            .into_iter()
+            .filter(|k| k.runs_here())
+            .collect();
+        if here.is_empty() {
+            sage_test_env::skip("int8 kernels", "no AVX2 on this CPU");
+            return;
+        }
+        let k = 70;
+        let w: Vec<f32> = [0.1f32, -0.1, 0.05]
+            .iter()
+            .flat_map(|&v| std::iter::repeat_n(v, k))
+            .collect();
+        // rows of −1 with one +1 (bytes 0 and 255), of +1 with one −1, and a mixed row
+        let mut x = vec![-1f32; k];
+        x[k - 1] = 1.0;
+        x.extend(std::iter::repeat_n(1f32, k - 1));
+        x.push(-1.0);
+        x.extend((0..k).map(|i| if i % 3 == 0 { 1.0 } else { -1.0 }));
+        let w = Tensor::from_vec(w, (3, k), &Device::Cpu).unwrap();
+        let x = Tensor::from_vec(x, (3, k), &Device::Cpu).unwrap();
+        let want = plain(&w, &x);
+        for &kernel in &here {
+            let m = Int8Matrix::with_kernel(&w, None, kernel).unwrap();
+            let got = m.product(&x).unwrap().flatten_all().unwrap();
+            let got = got.to_vec1::<f32>().unwrap();
+            assert_eq!(got, want, "{}", kernel.name());
+        }
+        // and the plain sums are the product: the row of −1s against 0.1s is −(k − 2) · 0.1
+        assert!(
+            (want[0] + (k as f32 - 2.0) * 0.1).abs() < 0.05,
+            "{}",
+            want[0]
+        );
+    }
+
+    #[test]
+    fn rows_quantized_as_they_are_produced_give_the_unfused_bits() {
+        let here: Vec<Int8Kernel> = Int8Kernel::ALL
+            .into_iter()
+            .filter(|k| k.runs_here())
+            .collect();
+        if here.is_empty() {
+            sage_test_env::skip("int8 kernels", "no AVX2 on this CPU");
+            return;
+        }
+        let (inner, width, out) = (40, 24, 9);
+        let bias: Vec<f32> = (0..inner).map(|j| j as f32 * 0.03 - 0.5).collect();
+        // a smoothed second weight: its quantization divides each channel first
+        let factors: Vec<f32> = (0..inner).map(|j| 0.5 + (j % 4) as f32 * 0.75).collect();
+        for &kernel in &here {
+            // one row, a chunk less one, and two chunks and a part
+            for (i, rows) in [1, ROW_CHUNK - 1, 2 * ROW_CHUNK + 5]
+                .into_iter()
+                .enumerate()
+            {
+                let (w1, x) = draw(inner, width, rows, 70 + i as u64);
+                let (w2, _) = draw(out, inner, 1, 80 + i as u64);
+                let first = Int8Matrix::with_kernel(&w1, None, kernel).unwrap();
+                let second = Int8Matrix::with_kernel(&w2, Some(&factors), kernel).unwrap();
+                for exact in [true, false] {
+                    let unfused = crate::fused::bias_gelu(first.product(&x).unwrap(), &bias, exact)
+                        .and_then(|inner| second.product(&inner))
+                        .unwrap()
+                        .flatten_all()
+                        .unwrap()
+                        .to_vec1::<f32>()
+                        .unwrap();
+                    let epilogue = crate::fused::Epilogue::BiasGelu { bias: &bias, exact };
+                    let quantized = first.product_then_quantize(&x, &epilogue, &second).unwrap();
+                    assert_eq!(quantized.rows(), rows);
+                    let fused = second
+                        .product_of_rows(&quantized)
+                        .unwrap()
+                        .flatten_all()
+                        .unwrap()
+                        .to_vec1::<f32>()
+                        .unwrap();
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(&fused),
+                        bits(&unfused),
+                        "{kernel:?}, {rows} rows, exact GELU {exact}"
+                    );
+                    // the same shape, but another weight: refused
+                    let other = Int8Matrix::with_kernel(&w2, Some(&factors), kernel).unwrap();
+                    let refused = other.product_of_rows(&quantized).unwrap_err();
+                    assert!(refused.to_string().contains("another weight"), "{refused}");
+                }
+                let narrow = Int8Matrix::with_kernel(&w1, None, kernel).unwrap();
+                let epilogue = crate::fused::Epilogue::BiasGelu {
+                    bias: &bias,
+                    exact: true,
+                };
+                let mismatch = first
+                    .product_then_quantize(&x, &epilogue, &narrow)
+                    .err()
+                    .expect("a product of width 40 cannot feed one of width 24");
+                assert!(
+                    mismatch.to_string().contains("feeds a product of width 24"),
+                    "{mismatch}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -43,6 +43,7 @@ mod vector_math;
 pub use bf16::{avx512_bf16_available, Bf16Matrix};
 use fused::PackedWeight;
 use int8::Int8Matrix;
+pub use int8::Int8Rows;
 use quantized::{Activations, QuantMatrix};
 /// The instruction-set levels and the `SAGE_CPU` cap every kernel here obeys (sage-core's, so
 /// that sage-metrics' SIMD obeys the same switch).
@@ -152,6 +153,15 @@ pub enum DenseWeight {
     Bf16(Bf16Matrix),
 }
 
+/// A dense layer's output as the next dense layer reads it
+/// ([`DenseWeight::product_bias_gelu_for`]).
+pub enum LayerInput {
+    /// float32 rows `[rows, width]`.
+    F32(Tensor),
+    /// Rows quantized for one int8 weight's product as they were produced.
+    Int8(Int8Rows),
+}
+
 /// A precision this CPU cannot run.
 #[derive(Debug)]
 pub struct Unsupported {
@@ -236,6 +246,45 @@ impl DenseWeight {
             DenseWeight::Quantized(matrix) => matrix.forward(x),
             DenseWeight::Int8(matrix) => matrix.product(x),
             DenseWeight::Bf16(matrix) => matrix.product(x),
+        }
+    }
+
+    /// `gelu(x · Wᵀ + bias)` (as [`fused::bias_gelu`]), made ready for `next`'s product. Where
+    /// both weights are int8, each row is quantized for `next` as its chunk of rows is
+    /// produced, and the float32 rows are never stored; otherwise the float32 rows. Either
+    /// way [`DenseWeight::product_of`] on `next` gives the same bits.
+    pub fn product_bias_gelu_for(
+        &self,
+        x: &Tensor,
+        bias: &[f32],
+        exact: bool,
+        next: &DenseWeight,
+    ) -> candle_core::Result<LayerInput> {
+        match (self, next) {
+            (DenseWeight::Int8(matrix), DenseWeight::Int8(next)) => {
+                let epilogue = fused::Epilogue::BiasGelu { bias, exact };
+                Ok(LayerInput::Int8(
+                    matrix.product_then_quantize(x, &epilogue, next)?,
+                ))
+            }
+            _ => Ok(LayerInput::F32(fused::bias_gelu(
+                self.product(x)?,
+                bias,
+                exact,
+            )?)),
+        }
+    }
+
+    /// `input · Wᵀ`: [`DenseWeight::product`] of float32 rows, or the int8 product of rows
+    /// quantized for this weight (an error for any other weight).
+    pub fn product_of(&self, input: &LayerInput) -> candle_core::Result<Tensor> {
+        match (self, input) {
+            (_, LayerInput::F32(x)) => self.product(x),
+            (DenseWeight::Int8(matrix), LayerInput::Int8(rows)) => matrix.product_of_rows(rows),
+            (_, LayerInput::Int8(_)) => candle_core::bail!(
+                "rows quantized for an int8 product given to a {} product",
+                self.kernel().unwrap_or("float32")
+            ),
         }
     }
 
