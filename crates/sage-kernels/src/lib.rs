@@ -5,7 +5,9 @@
 //! and that product. The encoders (sage-embed) and the local chat LLMs (sage-llm) multiply
 //! through it; the next precision is one more variant and its arm in [`DenseWeight::product`].
 //!
-//! - float32 through gemm, candle's product written without zeroing its output first;
+//! - float32 through gemm, candle's product written without zeroing its output first, or,
+//!   where AVX2 is the widest the CPU has (or `SAGE_CPU` allows), in panels packed at load
+//!   (`dense_f32.rs`: gemm's AVX2 kernel packs the weight on every call);
 //! - float32 on Intel AMX tiles as three bf16 products, accurate to a few float32 roundings
 //!   (`amx.rs`, on x86-64 Linux with AMX-BF16; `SAGE_AMX=0` turns it off);
 //! - GGUF Q4_1 and Q8_0 against 8-bit activations with AVX-512 VNNI or AVX2, bit for bit what
@@ -33,6 +35,8 @@ use candle_core::Tensor;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod amx;
 mod bf16;
+#[cfg(target_arch = "x86_64")]
+mod dense_f32;
 pub mod fused;
 #[cfg(target_arch = "x86_64")]
 mod head_fma;
@@ -138,6 +142,10 @@ impl std::fmt::Display for Precision {
 pub enum DenseWeight {
     /// float32, multiplied by gemm (candle's product).
     F32(Tensor),
+    /// float32 weights in panels for the AVX2 product, on a CPU without AVX-512 (or with it
+    /// capped by `SAGE_CPU`): packed once at load, where gemm packs them on every call.
+    #[cfg(target_arch = "x86_64")]
+    F32Panels(dense_f32::PanelMatrix),
     /// float32 weights packed for AMX tiles, multiplied as three bf16 products.
     AmxBf16x3 {
         /// The weight as loaded.
@@ -181,15 +189,26 @@ impl std::error::Error for Unsupported {}
 
 impl DenseWeight {
     /// `weight` [n, k], float32 on the CPU: packed for AMX where this CPU runs it and the kernel
-    /// covers its width, else as it is.
+    /// covers its width, in AVX2 panels where AVX2 is its widest, else as it is (gemm).
     pub fn f32(weight: &Tensor) -> candle_core::Result<DenseWeight> {
-        Ok(match fused::pack_for_cpu(weight)? {
-            Some(packed) => DenseWeight::AmxBf16x3 {
+        if let Some(packed) = fused::pack_for_cpu(weight)? {
+            return Ok(DenseWeight::AmxBf16x3 {
                 weight: weight.clone(),
                 packed,
-            },
-            None => DenseWeight::F32(weight.clone()),
-        })
+            });
+        }
+        #[cfg(target_arch = "x86_64")]
+        if dense_f32::applies() {
+            let (n, k) = weight.dims2()?;
+            let values = weight
+                .to_dtype(candle_core::DType::F32)?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
+            if let Some(panels) = dense_f32::PanelMatrix::new(&values, n, k) {
+                return Ok(DenseWeight::F32Panels(panels));
+            }
+        }
+        Ok(DenseWeight::F32(weight.clone()))
     }
 
     /// `weight` [n, k], float32 on the CPU, prepared for `precision`'s product: [`DenseWeight::f32`],
@@ -240,6 +259,8 @@ impl DenseWeight {
     pub fn product(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         match self {
             DenseWeight::F32(weight) => fused::dense_product(x, weight, None),
+            #[cfg(target_arch = "x86_64")]
+            DenseWeight::F32Panels(panels) => panels.product(x),
             DenseWeight::AmxBf16x3 { weight, packed } => {
                 fused::dense_product(x, weight, Some(packed))
             }
@@ -314,12 +335,15 @@ impl DenseWeight {
             .collect()
     }
 
-    /// The kernel in a result's words where it is not gemm's float32 (`amx-bf16x3`, `q4_1`,
+    /// The kernel in a result's words where it is not gemm's float32 (`f32-avx2-panels`,
+    /// `amx-bf16x3`, `q4_1`,
     /// `q8_0`, `int8-avx512-vnni`, `int8-avx-vnni`, `int8-avx2`, `avx512-bf16`,
     /// `bf16-emulated`): a throughput means little without it.
     pub fn kernel(&self) -> Option<&'static str> {
         match self {
             DenseWeight::F32(_) => None,
+            #[cfg(target_arch = "x86_64")]
+            DenseWeight::F32Panels(_) => Some(dense_f32::KERNEL_NAME),
             DenseWeight::AmxBf16x3 { .. } => Some("amx-bf16x3"),
             DenseWeight::Quantized(matrix) => Some(matrix.format_name()),
             DenseWeight::Int8(matrix) => Some(matrix.kernel_name()),
