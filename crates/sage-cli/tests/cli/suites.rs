@@ -947,9 +947,9 @@ fn embed_into(mut sage: Command, model: &str, precision: &str, input: &Path, out
     succeeds(sage);
 }
 
-/// Issue 81, point 4: `SAGE_CPU` forces each int8 path this CPU can run. The throughput
-/// suite's `compute` names the kernel that ran (and gemm's float32 kernel, which it cannot
-/// force), every path writes the same vectors (their integer sums are exact), and a misspelt
+/// Issue 81, point 4: `SAGE_CPU` forces each int8 path this CPU can run, and float32's AVX2
+/// panels. The throughput suite's `compute` names the kernel that ran, every int8 path writes
+/// the same vectors (their integer sums are exact), and a misspelt
 /// level is refused before anything runs.
 #[test]
 fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
@@ -1025,8 +1025,9 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
             "SAGE_CPU={level} wrote other vectors"
         );
     }
-    let f32_compute = compute("avx2", "f32");
-    assert!(f32_compute.starts_with("cpu f32 gemm-"), "{f32_compute}");
+    // float32's dense products drop to the AVX2 panels too (gemm's own kernels, which run the
+    // rest, SAGE_CPU cannot reach)
+    assert_eq!(compute("avx2", "f32"), "cpu f32 f32-avx2-panels");
     let bad = Command::new(env!("CARGO_BIN_EXE_sage"))
         .args(["data", "list"])
         .env("SAGE_CPU", "avx9000")
@@ -1043,9 +1044,10 @@ fn sage_cpu_forces_each_int8_path_with_the_same_vectors() {
 
 /// What `precision_throughput.py --cpu avx2` relies on: with
 /// tests/python-reference/hide_cpu_features.c preloaded, CPUID itself hides AVX-512 (and
-/// AVX-VNNI), so gemm's float32 and sage's int8 kernels both drop to their AVX2 forms without
-/// `SAGE_CPU`, as on a CPU that lacks them. The vectors are the native ones' up to rounding, not
-/// bit for bit: gemm's FMA kernel sums in another order, and at int8 that moves the calibrated
+/// AVX-VNNI), so the float32 products (sage's AVX2 panels in place of gemm's AVX-512 kernel)
+/// and sage's int8 kernels both drop to their AVX2 forms without `SAGE_CPU`, as on a CPU that
+/// lacks them. The vectors are the native ones' up to rounding, not bit for bit: the panels
+/// sum in another order, and at int8 that moves the calibrated
 /// ranges, so a few quants land on the next level.
 /// Needs a C compiler and Linux's CPUID faulting (`cpuid_fault` in /proc/cpuinfo).
 #[test]
@@ -1104,7 +1106,7 @@ fn hidden_cpuid_features_move_gemm_and_int8_to_avx2() {
         return;
     }
     let avx2 = Some("avx512,avx-vnni");
-    assert_eq!(compute(avx2, "f32"), "cpu f32 gemm-fma");
+    assert_eq!(compute(avx2, "f32"), "cpu f32 f32-avx2-panels");
     assert_eq!(compute(avx2, "int8"), "cpu int8 int8-avx2");
     let vectors = |hide: Option<&str>, precision: &str| {
         let out = dir.path().join("vectors.jsonl");
