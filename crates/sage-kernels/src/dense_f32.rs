@@ -30,7 +30,7 @@ const K_SLICE: usize = 256;
 /// Activation rows per parallel task, a multiple of [`TILE`].
 const ROW_CHUNK: usize = 48;
 
-/// A float32 weight `[n, k]` in panels of [`PANEL`] rows (output columns), each panel
+/// A float32 weight `[n, k]` in panels of 16 rows (output columns), each panel
 /// `[k][PANEL]`, the last padded with zeros.
 pub struct PanelMatrix {
     n: usize,

@@ -17,10 +17,15 @@
 //! Kernels, each exact in its integer sums, so every one gives the same bits (tests compare
 //! them): AVX-512 VNNI (`vpdpbusd`, unsigned activation bytes times signed weights, sixteen
 //! weight rows per instruction), AVX-VNNI (the same on 256 bits) and AVX2 (`vpmaddubsw` on |a|
-//! and w xored with a's sign mask, the activation bytes stored minus 128, then `vpmaddwd`;
-//! a per-row correction makes it exact). Each sum has `zero point · Σw` taken off. The weights are interleaved as the GGUF kernels' are: four
-//! values of each of 16 rows side by side, so one broadcast activation quad meets sixteen rows
-//! in one instruction.
+//! and w xored with a's sign mask, the activation bytes stored minus 128, then `vpmaddwd`; a
+//! per-row correction makes it exact). Each sum has `zero point · Σw` taken off. The weights
+//! are interleaved as the GGUF kernels' are: four values of each of 16 rows side by side, so
+//! one broadcast activation quad meets sixteen rows in one instruction.
+//!
+//! Where one int8 product feeds another through a GELU (a feed-forward block), the first
+//! quantizes its rows for the second as each chunk of them is done
+//! ([`Int8Matrix::product_then_quantize`]), so the wide inner activation is never stored as
+//! float32.
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -169,8 +174,8 @@ impl RowQuants {
     }
 }
 
-/// Activation rows quantized for one [`Int8Matrix`]'s product by the epilogue of the product
-/// before it ([`crate::DenseWeight::product_bias_gelu_for`]); only that matrix multiplies them.
+/// Activation rows quantized for one int8 weight's product by the epilogue of the product
+/// before it ([`crate::DenseWeight::product_bias_gelu_for`]); only that weight multiplies them.
 pub struct Int8Rows {
     quants: RowQuants,
     matrix: u64,
