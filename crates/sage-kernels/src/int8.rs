@@ -1000,16 +1000,24 @@ mod tests {
         (5, 7, 1),
     ];
 
-    #[test]
-    fn every_kernel_here_gives_the_plain_sums_bit_for_bit() {
+    /// Every int8 kernel this CPU runs; `None`, with a skip printed, where there is none.
+    fn kernels_here() -> Option<Vec<Int8Kernel>> {
         let here: Vec<Int8Kernel> = Int8Kernel::ALL
             .into_iter()
             .filter(|k| k.runs_here())
             .collect();
         if here.is_empty() {
             sage_test_env::skip("int8 kernels", "no AVX2 on this CPU");
-            return;
+            return None;
         }
+        Some(here)
+    }
+
+    #[test]
+    fn every_kernel_here_gives_the_plain_sums_bit_for_bit() {
+        let Some(here) = kernels_here() else {
+            return;
+        };
         for (i, (n, k, rows)) in SHAPES.into_iter().enumerate() {
             let (w, x) = draw(n, k, rows, 40 + i as u64);
             let want = plain(&w, &x);
@@ -1208,14 +1216,9 @@ mod tests {
     /// saturated or lost the correction would differ from the plain sums.
     #[test]
     fn pairs_at_the_sixteen_bit_edge_are_exact() {
-        let here: Vec<Int8Kernel> = Int8Kernel::ALL
-            .into_iter()
-            .filter(|k| k.runs_here())
-            .collect();
-        if here.is_empty() {
-            sage_test_env::skip("int8 kernels", "no AVX2 on this CPU");
+        let Some(here) = kernels_here() else {
             return;
-        }
+        };
         let k = 70;
         let w: Vec<f32> = [0.1f32, -0.1, 0.05]
             .iter()
@@ -1246,14 +1249,9 @@ mod tests {
 
     #[test]
     fn rows_quantized_as_they_are_produced_give_the_unfused_bits() {
-        let here: Vec<Int8Kernel> = Int8Kernel::ALL
-            .into_iter()
-            .filter(|k| k.runs_here())
-            .collect();
-        if here.is_empty() {
-            sage_test_env::skip("int8 kernels", "no AVX2 on this CPU");
+        let Some(here) = kernels_here() else {
             return;
-        }
+        };
         let (inner, width, out) = (40, 24, 9);
         let bias: Vec<f32> = (0..inner).map(|j| j as f32 * 0.03 - 0.5).collect();
         // a smoothed second weight: its quantization divides each channel first
