@@ -30,10 +30,12 @@ pub(crate) trait Backbone: Send + Sync {
         None
     }
     /// Starts recording, for every dense product, each input channel's largest magnitude over
-    /// the batches run from now on: the calibration of a model to be lowered to int8. `false`
+    /// the batches run from now on: the calibration of a model to be lowered to int8. From
+    /// then on its products and attention run in the order every CPU that runs int8 shares, so
+    /// that the ranges, and the int8 model made from them, do not depend on the CPU. `false`
     /// where the model has no products int8 runs.
-    fn record_activations(&self) -> bool {
-        false
+    fn record_activations(&mut self) -> candle_core::Result<bool> {
+        Ok(false)
     }
     /// Quantizes the dense products to int8, smoothed by what [`Backbone::record_activations`]
     /// recorded.

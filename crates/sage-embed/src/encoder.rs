@@ -24,7 +24,8 @@ use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, Var
 
 use crate::backbone::{Backbone, PaddedBatch};
 use sage_kernels::fused::{
-    add_bias, bias_residual_norm, cpu_f32, fused_applies, fused_attention, HostNorm, SharedBias,
+    add_bias, bias_residual_norm, cpu_f32, fused_applies, fused_attention,
+    fused_attention_in_fixed_order, HostNorm, SharedBias,
 };
 use sage_kernels::{DenseWeight, LayerInput, Precision};
 
@@ -138,6 +139,11 @@ pub struct Encoder {
     /// While int8 calibration runs: per layer, the largest magnitude of each input channel of
     /// its four products (qkv, attention output, intermediate, output), over every batch.
     recorded: std::sync::Mutex<Option<Vec<[Vec<f32>; 4]>>>,
+    /// From int8 calibration on: the attention on the kernels every CPU that runs int8 shares
+    /// ([`fused_attention_in_fixed_order`]), so that int8 vectors are one set of bytes on all
+    /// of them (the products are int8's exact sums after calibration, fixed-order panels
+    /// during it).
+    fixed_order: bool,
 }
 
 /// How a batch goes through the layers.
@@ -292,6 +298,7 @@ impl Encoder {
             device: vb.device().clone(),
             dtype: vb.dtype(),
             recorded: std::sync::Mutex::new(None),
+            fixed_order: false,
         })
     }
 
@@ -416,8 +423,13 @@ impl Encoder {
             }
             None => layer.qkv.forward(flat)?,
         };
+        let attend = if self.fixed_order {
+            fused_attention_in_fixed_order
+        } else {
+            fused_attention
+        };
         let context = match plan {
-            Batch::Packed { lengths, bias } => fused_attention(
+            Batch::Packed { lengths, bias } => attend(
                 &qkv,
                 lengths,
                 self.heads,
@@ -543,14 +555,28 @@ impl Backbone for Encoder {
             .find_map(|layer| layer.host.as_ref().and_then(|h| h.qkv.kernel()))
     }
 
-    fn record_activations(&self) -> bool {
+    fn record_activations(&mut self) -> candle_core::Result<bool> {
         if self.layers.iter().any(|l| l.host.is_none()) {
-            return false;
+            return Ok(false);
         }
+        // gemm's, AMX's and the panels' float32 sums differ from CPU to CPU in their last bits,
+        // and a range a bit apart can move a weight's rounding: calibrate in one order
+        let fixed = |l: &Linear| DenseWeight::f32_in_fixed_order(l.weight());
+        for layer in &mut self.layers {
+            let host = layer
+                .host
+                .as_mut()
+                .expect("every layer has one (checked above)");
+            host.qkv = fixed(&layer.qkv)?;
+            host.attention_out = fixed(&layer.attention_out)?;
+            host.intermediate = fixed(&layer.intermediate)?;
+            host.output = fixed(&layer.output)?;
+        }
+        self.fixed_order = true;
         let empty = || std::array::from_fn(|_| Vec::new());
         *self.recorded.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(self.layers.iter().map(|_| empty()).collect());
-        true
+        Ok(true)
     }
 
     fn lower_to_int8(&mut self) -> candle_core::Result<()> {

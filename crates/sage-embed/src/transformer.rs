@@ -221,7 +221,7 @@ impl SentenceTransformer {
     /// refuses the model where a vector's cosine to its float32 one falls below
     /// [`crate::MIN_COSINE`] (its activations defeat int8 here), naming the lowest.
     fn calibrate_int8(&mut self) -> Result<()> {
-        if !self.encoder.record_activations() {
+        if !self.encoder.record_activations()? {
             return Err(EmbedError::Core(sage_core::SageError::InvalidArgument(
                 format!(
                     "--precision int8: {}'s layers do not run on the CPU's fused path",
@@ -360,9 +360,11 @@ impl SentenceTransformer {
 /// vectors of different precisions never mix; f32 adds nothing, so the caches of every model
 /// loaded before `--precision` existed stay valid.
 ///
-/// int8 also names its scheme (`:int8=rows-smoothed`: per-channel weights, per-row activation
-/// ranges, SmoothQuant factors), so that vectors cached by the earlier Q8_0 int8 are not
-/// taken for its own.
+/// int8 also names its scheme (`:int8=rows-smoothed-fixed`: per-channel weights, per-row
+/// activation ranges, SmoothQuant factors from ranges recorded in the order every CPU shares),
+/// so that vectors cached by the earlier Q8_0 int8, or by `rows-smoothed` (calibrated through
+/// each CPU's fastest float32 products, whose vectors differed between an AVX2 and an AVX-512
+/// machine, down to cosine 0.9991), are not taken for its own.
 fn pooling_identity(pooling: Pooling, precision: Precision) -> String {
     match precision {
         Precision::F32 => pooling.name().to_owned(),
@@ -381,7 +383,7 @@ fn pooling_identity(pooling: Pooling, precision: Precision) -> String {
 }
 
 /// What int8's identity adds after its precision.
-const INT8_SCHEME: &str = ":int8=rows-smoothed";
+const INT8_SCHEME: &str = ":int8=rows-smoothed-fixed";
 
 /// Refuses, before any weight is read or a GPU opened, a precision other than f32 where it
 /// cannot run: on a GPU (`cuda`), or for a family whose dense products are not prepared for
@@ -778,7 +780,7 @@ mod tests {
         assert_eq!(pooling_identity(Pooling::Mean, Precision::F32), "mean");
         assert_eq!(
             pooling_identity(Pooling::Cls, Precision::Int8),
-            "cls:precision=int8:int8=rows-smoothed"
+            "cls:precision=int8:int8=rows-smoothed-fixed"
         );
         let bert = crate::family_of("bert").unwrap();
         let qwen = crate::family_of("qwen3").unwrap();

@@ -45,6 +45,12 @@ impl PanelMatrix {
         applies().then(|| PanelMatrix::packed(weight, n, k))
     }
 
+    /// `weight` packed wherever the panels run at all (AVX2 and FMA), even where gemm's
+    /// 512-bit kernel is faster: their sums are in one order on every such CPU.
+    pub(crate) fn in_fixed_order(weight: &[f32], n: usize, k: usize) -> Option<PanelMatrix> {
+        runs_here().then(|| PanelMatrix::packed(weight, n, k))
+    }
+
     /// `weight` packed, whichever the CPU's float32 product (the caller checks AVX2 and FMA
     /// before multiplying).
     fn packed(weight: &[f32], n: usize, k: usize) -> PanelMatrix {
@@ -163,9 +169,12 @@ impl SharedOut {
 /// Whether the panels are this CPU's float32 product: it has AVX2 and FMA, and AVX-512 is
 /// absent or capped by `SAGE_CPU` (gemm's 512-bit kernel is the faster where it runs).
 pub(crate) fn applies() -> bool {
-    std::is_x86_feature_detected!("avx2")
-        && std::is_x86_feature_detected!("fma")
-        && !crate::wide_vectors()
+    runs_here() && !crate::wide_vectors()
+}
+
+/// Whether this CPU can run the panels (AVX2 and FMA), whatever `SAGE_CPU` allows beyond.
+fn runs_here() -> bool {
+    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
 }
 
 /// The panels in a result's words.
@@ -301,6 +310,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// int8's calibration multiplies through the panels on every CPU that runs them, AVX-512
+    /// and `SAGE_CPU` notwithstanding, so that its ranges are the same bits everywhere.
+    #[test]
+    fn the_fixed_order_is_the_panels_wherever_they_run() {
+        if !avx2_and_fma() {
+            sage_test_env::skip("float32 in fixed order", "no AVX2 and FMA on this CPU");
+            return;
+        }
+        let (rows, n, k) = (9, 40, 300);
+        let (w, x) = draw(rows, n, k, 7);
+        let weight = Tensor::from_vec(w.clone(), (n, k), &Device::Cpu).unwrap();
+        let fixed = crate::DenseWeight::f32_in_fixed_order(&weight).unwrap();
+        assert_eq!(fixed.kernel(), Some(KERNEL_NAME));
+        let x_tensor = Tensor::from_vec(x.clone(), (rows, k), &Device::Cpu).unwrap();
+        let got = fixed.product(&x_tensor).unwrap();
+        let want = PanelMatrix::packed(&w, n, k).product_of(&x, rows);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&got.flatten_all().unwrap().to_vec1::<f32>().unwrap()),
+            bits(&want)
+        );
     }
 
     /// The panels against gemm's float32 on MiniLM's shapes at 4,096 rows, the fastest of

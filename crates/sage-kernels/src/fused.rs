@@ -93,6 +93,30 @@ pub fn fused_attention(
     )
 }
 
+/// [`fused_attention`] on kernels whose bits are the same on every x86-64 CPU with AVX2 and
+/// FMA, whatever else it has and whatever `SAGE_CPU` allows, for heads a multiple of 8 wide:
+/// the blocks for every length, at the widest vectors here (256 and 512 bits give the same
+/// bits), never AMX's tiles or gemm, which [`fused_attention`] takes where they are faster.
+/// int8 runs its attention so, as its calibration does, so that its vectors are one set of
+/// bytes everywhere. Heads of other widths (or a CPU without FMA) take the loops up to
+/// [`LOOP_MAX_TOKENS`] and gemm past them, as [`fused_attention`] does.
+pub fn fused_attention_in_fixed_order(
+    qkv: &Tensor,
+    lengths: &[usize],
+    heads: usize,
+    head_dim: usize,
+    bias: Option<SharedBias>,
+) -> candle_core::Result<Tensor> {
+    attention_on(
+        qkv,
+        lengths,
+        heads,
+        head_dim,
+        bias,
+        HeadPaths::in_fixed_order(head_dim),
+    )
+}
+
 /// [`fused_attention`] with each (text, head) on the kernel `paths` gives its length.
 fn attention_on(
     qkv: &Tensor,
@@ -211,6 +235,29 @@ impl HeadPaths {
             blocks_up_to,
             wide_blocks,
             on_tiles,
+        }
+    }
+
+    /// The blocks for every length wherever they run, never the tiles
+    /// ([`fused_attention_in_fixed_order`]).
+    fn in_fixed_order(head_dim: usize) -> HeadPaths {
+        #[cfg(target_arch = "x86_64")]
+        let (blocks_up_to, wide_blocks) = {
+            use crate::head_fma::Width;
+            match Width::widest(head_dim, true) {
+                None => (0, false),
+                Some(width) => (usize::MAX, width == Width::Avx512),
+            }
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let (blocks_up_to, wide_blocks) = {
+            let _ = head_dim;
+            (0, false)
+        };
+        HeadPaths {
+            blocks_up_to,
+            wide_blocks,
+            on_tiles: false,
         }
     }
 
@@ -857,6 +904,7 @@ mod tests {
         #[allow(unused_mut)]
         let mut paths = vec![
             ("here", HeadPaths::here(head_dim)),
+            ("fixed order", HeadPaths::in_fixed_order(head_dim)),
             ("loops and gemm", no_blocks),
         ];
         #[cfg(target_arch = "x86_64")]
@@ -939,6 +987,21 @@ mod tests {
                     assert!(
                         narrow == wide,
                         "heads of {head_dim}: 256- and 512-bit blocks differ"
+                    );
+                }
+                // int8's attention: what a CPU with AVX2 alone computes, whatever this one has
+                let output = |wanted: &str| {
+                    outputs
+                        .iter()
+                        .find(|(name, _)| *name == wanted)
+                        .map(|(_, o)| o)
+                };
+                if let (Some(fixed), Some(narrow)) =
+                    (output("fixed order"), output("256-bit blocks"))
+                {
+                    assert!(
+                        fixed == narrow,
+                        "heads of {head_dim}: the fixed order is not the 256-bit blocks' bits"
                     );
                 }
             }

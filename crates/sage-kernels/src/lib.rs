@@ -211,6 +211,27 @@ impl DenseWeight {
         Ok(DenseWeight::F32(weight.clone()))
     }
 
+    /// `weight` [n, k], float32 on the CPU, for products whose bits are the same on every CPU
+    /// that runs int8 (x86-64 with AVX2 and FMA), whatever else it has and whatever `SAGE_CPU`
+    /// allows: the AVX2 panels, not this CPU's fastest product (gemm's sums, AMX's and the
+    /// panels' differ in their last bits). int8's calibration records activation ranges through
+    /// these, so that the int8 weights it derives from them, and so its vectors, do not depend
+    /// on the CPU that loaded the model. Elsewhere [`DenseWeight::f32`].
+    pub fn f32_in_fixed_order(weight: &Tensor) -> candle_core::Result<DenseWeight> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (n, k) = weight.dims2()?;
+            let values = weight
+                .to_dtype(candle_core::DType::F32)?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
+            if let Some(panels) = dense_f32::PanelMatrix::in_fixed_order(&values, n, k) {
+                return Ok(DenseWeight::F32Panels(panels));
+            }
+        }
+        DenseWeight::f32(weight)
+    }
+
     /// `weight` [n, k], float32 on the CPU, prepared for `precision`'s product: [`DenseWeight::f32`],
     /// rounded to bf16, or quantized to int8 per output channel. int8 needs AVX2 (AVX-VNNI or
     /// AVX-512 VNNI where present and `SAGE_CPU` allows); where it cannot run, an
