@@ -39,16 +39,28 @@ pub struct PanelMatrix {
 }
 
 impl PanelMatrix {
-    /// `weight` `[n, k]`, row-major; `None` unless the panels are this CPU's float32
-    /// product ([`applies`]).
-    pub(crate) fn new(weight: &[f32], n: usize, k: usize) -> Option<PanelMatrix> {
-        applies().then(|| PanelMatrix::packed(weight, n, k))
+    /// `weight` `[n, k]`; `None` unless the panels are this CPU's float32 product
+    /// ([`applies`]), before anything is copied.
+    pub(crate) fn for_this_cpu(weight: &Tensor) -> candle_core::Result<Option<PanelMatrix>> {
+        PanelMatrix::of_tensor_if(weight, applies())
     }
 
     /// `weight` packed wherever the panels run at all (AVX2 and FMA), even where gemm's
     /// 512-bit kernel is faster: their sums are in one order on every such CPU.
-    pub(crate) fn in_fixed_order(weight: &[f32], n: usize, k: usize) -> Option<PanelMatrix> {
-        runs_here().then(|| PanelMatrix::packed(weight, n, k))
+    pub(crate) fn in_fixed_order(weight: &Tensor) -> candle_core::Result<Option<PanelMatrix>> {
+        PanelMatrix::of_tensor_if(weight, runs_here())
+    }
+
+    fn of_tensor_if(weight: &Tensor, runs: bool) -> candle_core::Result<Option<PanelMatrix>> {
+        if !runs {
+            return Ok(None);
+        }
+        let (n, k) = weight.dims2()?;
+        let values = weight
+            .to_dtype(candle_core::DType::F32)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        Ok(Some(PanelMatrix::packed(&values, n, k)))
     }
 
     /// `weight` packed, whichever the CPU's float32 product (the caller checks AVX2 and FMA
@@ -168,7 +180,7 @@ impl SharedOut {
 
 /// Whether the panels are this CPU's float32 product: it has AVX2 and FMA, and AVX-512 is
 /// absent or capped by `SAGE_CPU` (gemm's 512-bit kernel is the faster where it runs).
-pub(crate) fn applies() -> bool {
+fn applies() -> bool {
     runs_here() && !crate::wide_vectors()
 }
 

@@ -198,15 +198,8 @@ impl DenseWeight {
             });
         }
         #[cfg(target_arch = "x86_64")]
-        if dense_f32::applies() {
-            let (n, k) = weight.dims2()?;
-            let values = weight
-                .to_dtype(candle_core::DType::F32)?
-                .flatten_all()?
-                .to_vec1::<f32>()?;
-            if let Some(panels) = dense_f32::PanelMatrix::new(&values, n, k) {
-                return Ok(DenseWeight::F32Panels(panels));
-            }
+        if let Some(panels) = dense_f32::PanelMatrix::for_this_cpu(weight)? {
+            return Ok(DenseWeight::F32Panels(panels));
         }
         Ok(DenseWeight::F32(weight.clone()))
     }
@@ -219,15 +212,8 @@ impl DenseWeight {
     /// on the CPU that loaded the model. Elsewhere [`DenseWeight::f32`].
     pub fn f32_in_fixed_order(weight: &Tensor) -> candle_core::Result<DenseWeight> {
         #[cfg(target_arch = "x86_64")]
-        {
-            let (n, k) = weight.dims2()?;
-            let values = weight
-                .to_dtype(candle_core::DType::F32)?
-                .flatten_all()?
-                .to_vec1::<f32>()?;
-            if let Some(panels) = dense_f32::PanelMatrix::in_fixed_order(&values, n, k) {
-                return Ok(DenseWeight::F32Panels(panels));
-            }
+        if let Some(panels) = dense_f32::PanelMatrix::in_fixed_order(weight)? {
+            return Ok(DenseWeight::F32Panels(panels));
         }
         DenseWeight::f32(weight)
     }
