@@ -18,7 +18,8 @@
 //! them): AVX-512 VNNI (`vpdpbusd`, unsigned activation bytes times signed weights, sixteen
 //! weight rows per instruction), AVX-VNNI (the same on 256 bits) and AVX2 (`vpmaddubsw` on |a|
 //! and w xored with a's sign mask, the activation bytes stored minus 128, then `vpmaddwd`; a
-//! per-row correction makes it exact). Each sum has `zero point · Σw` taken off. The weights
+//! per-row correction makes it exact; two quads whose weights cannot overflow a 16-bit sum
+//! share one `vpmaddwd`, [`pair_quads`]). Each sum has `zero point · Σw` taken off. The weights
 //! are interleaved as the GGUF kernels' are: four values of each of 16 rows side by side, so
 //! one broadcast activation quad meets sixteen rows in one instruction.
 //!
