@@ -259,7 +259,7 @@ impl Int8Matrix {
             sums[r] = sum;
         }
         let (mut order, mut paired) = (Vec::new(), Vec::new());
-        if kernel == Int8Kernel::Avx2 {
+        if kernel == Int8Kernel::Avx2 && quads > 0 {
             order.reserve(groups * quads);
             for group in values.chunks_exact_mut(quads * QUAD_BYTES) {
                 let (group_order, group_paired) = pair_quads(group);
@@ -1691,5 +1691,15 @@ mod tests {
             .unwrap()
             .iter()
             .all(|&v| v == 0.0));
+        // a weight of width zero: every output is an empty sum
+        for kernel in kernels_here().unwrap_or_default() {
+            let w = Tensor::zeros((20, 0), DType::F32, &Device::Cpu).unwrap();
+            let x = Tensor::zeros((3, 0), DType::F32, &Device::Cpu).unwrap();
+            let m = Int8Matrix::with_kernel(&w, None, kernel).unwrap();
+            let y = m.product(&x).unwrap();
+            assert_eq!(y.dims(), [3, 20], "{}", kernel.name());
+            let y = y.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            assert!(y.iter().all(|&v| v == 0.0), "{}", kernel.name());
+        }
     }
 }
