@@ -24,8 +24,8 @@ use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, Var
 
 use crate::backbone::{Backbone, PaddedBatch};
 use sage_kernels::fused::{
-    add_bias, bias_residual_norm, cpu_f32, fused_applies, fused_attention,
-    fused_attention_in_fixed_order, HostNorm, SharedBias,
+    add_bias, bias_residual_norm, cpu_f32, fused_applies, fused_attention, AttentionOrder,
+    HostNorm, SharedBias,
 };
 use sage_kernels::{DenseWeight, LayerInput, Precision};
 
@@ -140,7 +140,7 @@ pub struct Encoder {
     /// its four products (qkv, attention output, intermediate, output), over every batch.
     recorded: std::sync::Mutex<Option<Vec<[Vec<f32>; 4]>>>,
     /// From int8 calibration on: the attention on the kernels every CPU that runs int8 shares
-    /// ([`fused_attention_in_fixed_order`]), so that int8 vectors are one set of bytes on all
+    /// ([`AttentionOrder::Fixed`]), so that int8 vectors are one set of bytes on all
     /// of them (the products are int8's exact sums after calibration, fixed-order panels
     /// during it).
     fixed_order: bool,
@@ -423,13 +423,13 @@ impl Encoder {
             }
             None => layer.qkv.forward(flat)?,
         };
-        let attend = if self.fixed_order {
-            fused_attention_in_fixed_order
+        let order = if self.fixed_order {
+            AttentionOrder::Fixed
         } else {
-            fused_attention
+            AttentionOrder::Fastest
         };
         let context = match plan {
-            Batch::Packed { lengths, bias } => attend(
+            Batch::Packed { lengths, bias } => fused_attention(
                 &qkv,
                 lengths,
                 self.heads,
@@ -438,6 +438,7 @@ impl Encoder {
                     values,
                     span: tokens,
                 }),
+                order,
             )?,
             Batch::Padded { mask, bias } => tensor_attention(
                 &qkv,
@@ -837,6 +838,7 @@ mod tests {
                     values,
                     span: tokens,
                 }),
+                AttentionOrder::Fastest,
             )
             .unwrap();
             let bias_tensor = bias

@@ -20,7 +20,7 @@
 //! calls straight on the same rows instead, the scores on the tiles (`amx::head_scores`), the
 //! context on gemm; so do heads whose width the 512-bit blocks cannot take on an AVX-512 CPU,
 //! where gemm's 512-bit kernels beat 256-bit blocks past about 96 tokens (see
-//! `HeadPaths::here`). A batch of a few long documents still spreads over every core, one task
+//! `HeadPaths::for_order`). A batch of a few long documents still spreads over every core, one task
 //! per (text, head). The softmax and the epilogues' loops run 16 lanes wide, as AVX-512 where
 //! the CPU has it (`with_wide_vectors`): the same values either way.
 //!
@@ -69,19 +69,34 @@ impl ContextRows {
     }
 }
 
+/// Which kernels [`fused_attention`] runs each (text, head) on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttentionOrder {
+    /// The fastest here: the blocks, AMX's tiles or gemm, by length and CPU.
+    Fastest,
+    /// Kernels whose bits are the same on every x86-64 CPU with AVX2 and FMA, whatever else it
+    /// has and whatever `SAGE_CPU` allows, for heads a multiple of 8 wide: the blocks for every
+    /// length, at the widest vectors here (256 and 512 bits give the same bits), never AMX's
+    /// tiles or gemm. int8 runs its attention so, as its calibration does, so that its vectors
+    /// are one set of bytes everywhere. Heads of other widths (or a CPU without FMA) take the
+    /// loops up to [`LOOP_MAX_TOKENS`] and gemm past them, as [`AttentionOrder::Fastest`] does.
+    Fixed,
+}
+
 /// Context vectors [Σ lengths, hidden] from `qkv` [Σ lengths, 3 × hidden] holding the texts
 /// back to back without padding (text i is `lengths[i]` rows; queries, keys and values side by
 /// side, heads contiguous within each). Scores are `q·k / √d + bias`, softmaxed over the text's
 /// own keys: what the tensor path computes on a padded batch, where padded keys get weight 0.
 ///
 /// One task per (text, head), in parallel: a long text alone (a latency call, a batch of a few
-/// window-length documents) still uses every core.
+/// window-length documents) still uses every core. `order` picks the kernels.
 pub fn fused_attention(
     qkv: &Tensor,
     lengths: &[usize],
     heads: usize,
     head_dim: usize,
     bias: Option<SharedBias>,
+    order: AttentionOrder,
 ) -> candle_core::Result<Tensor> {
     attention_on(
         qkv,
@@ -89,31 +104,7 @@ pub fn fused_attention(
         heads,
         head_dim,
         bias,
-        HeadPaths::here(head_dim),
-    )
-}
-
-/// [`fused_attention`] on kernels whose bits are the same on every x86-64 CPU with AVX2 and
-/// FMA, whatever else it has and whatever `SAGE_CPU` allows, for heads a multiple of 8 wide:
-/// the blocks for every length, at the widest vectors here (256 and 512 bits give the same
-/// bits), never AMX's tiles or gemm, which [`fused_attention`] takes where they are faster.
-/// int8 runs its attention so, as its calibration does, so that its vectors are one set of
-/// bytes everywhere. Heads of other widths (or a CPU without FMA) take the loops up to
-/// [`LOOP_MAX_TOKENS`] and gemm past them, as [`fused_attention`] does.
-pub fn fused_attention_in_fixed_order(
-    qkv: &Tensor,
-    lengths: &[usize],
-    heads: usize,
-    head_dim: usize,
-    bias: Option<SharedBias>,
-) -> candle_core::Result<Tensor> {
-    attention_on(
-        qkv,
-        lengths,
-        heads,
-        head_dim,
-        bias,
-        HeadPaths::in_fixed_order(head_dim),
+        HeadPaths::for_order(head_dim, order),
     )
 }
 
@@ -202,17 +193,19 @@ struct HeadPaths {
 }
 
 impl HeadPaths {
-    /// The fastest here, for heads `head_dim` wide: the blocks at the widest vectors the CPU
-    /// has, for every length, except where the blocks are 256 bits wide but gemm's products
-    /// are 512 (heads not a multiple of 16 wide on an AVX-512 CPU) or on AMX tiles: there the
-    /// blocks take the texts up to [`LOOP_MAX_TOKENS`]. Measured on a Zen 5 core
-    /// (`attention_speed`: one layer over 4,096 tokens, 12 heads of 32, one thread), against
-    /// the loops up to 64 tokens and gemm past them: with AVX2 only, blocks 2.3–3.3× at 16–64
-    /// tokens and 1.06–1.08× at 96–256; with AVX-512, 512-bit blocks 2.9–4.6× at 16–64 tokens,
-    /// 1.4× at 96, 1.05–1.14× at 128 and 1.12–1.18× at 256 (256-bit blocks there: 0.6× gemm
-    /// at 128–256).
-    fn here(head_dim: usize) -> HeadPaths {
-        let on_tiles = crate::amx_available();
+    /// The kernels for heads `head_dim` wide in `order`. [`AttentionOrder::Fastest`]: the
+    /// blocks at the widest vectors the CPU has, for every length, except where the blocks are
+    /// 256 bits wide but gemm's products are 512 (heads not a multiple of 16 wide on an AVX-512
+    /// CPU) or on AMX tiles: there the blocks take the texts up to [`LOOP_MAX_TOKENS`].
+    /// Measured on a Zen 5 core (`attention_speed`: one layer over 4,096 tokens, 12 heads of
+    /// 32, one thread), against the loops up to 64 tokens and gemm past them: with AVX2 only,
+    /// blocks 2.3–3.3× at 16–64 tokens and 1.06–1.08× at 96–256; with AVX-512, 512-bit blocks
+    /// 2.9–4.6× at 16–64 tokens, 1.4× at 96, 1.05–1.14× at 128 and 1.12–1.18× at 256 (256-bit
+    /// blocks there: 0.6× gemm at 128–256). [`AttentionOrder::Fixed`]: the blocks for every
+    /// length wherever they run, never the tiles.
+    fn for_order(head_dim: usize, order: AttentionOrder) -> HeadPaths {
+        let fastest = order == AttentionOrder::Fastest;
+        let on_tiles = fastest && crate::amx_available();
         #[cfg(target_arch = "x86_64")]
         let (blocks_up_to, wide_blocks) = {
             use crate::head_fma::Width;
@@ -222,7 +215,9 @@ impl HeadPaths {
                 // blocks (no AMX machine at hand when the blocks were written)
                 Some(Width::Avx512) if on_tiles => (LOOP_MAX_TOKENS, true),
                 Some(Width::Avx512) => (usize::MAX, true),
-                Some(Width::Avx2) if on_tiles || crate::wide_vectors() => (LOOP_MAX_TOKENS, false),
+                Some(Width::Avx2) if fastest && (on_tiles || crate::wide_vectors()) => {
+                    (LOOP_MAX_TOKENS, false)
+                }
                 Some(Width::Avx2) => (usize::MAX, false),
             }
         };
@@ -235,29 +230,6 @@ impl HeadPaths {
             blocks_up_to,
             wide_blocks,
             on_tiles,
-        }
-    }
-
-    /// The blocks for every length wherever they run, never the tiles
-    /// ([`fused_attention_in_fixed_order`]).
-    fn in_fixed_order(head_dim: usize) -> HeadPaths {
-        #[cfg(target_arch = "x86_64")]
-        let (blocks_up_to, wide_blocks) = {
-            use crate::head_fma::Width;
-            match Width::widest(head_dim, true) {
-                None => (0, false),
-                Some(width) => (usize::MAX, width == Width::Avx512),
-            }
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let (blocks_up_to, wide_blocks) = {
-            let _ = head_dim;
-            (0, false)
-        };
-        HeadPaths {
-            blocks_up_to,
-            wide_blocks,
-            on_tiles: false,
         }
     }
 
@@ -325,7 +297,7 @@ impl AttentionJob<'_> {
             } else {
                 crate::head_fma::Width::Avx2
             };
-            // SAFETY: the blocks apply here at this width (`HeadPaths::here` asked
+            // SAFETY: the blocks apply here at this width (`HeadPaths::for_order` asked
             // `Width::widest`); the rows hold the text's tokens, `width` wide, each head's
             // columns inside; `block` is this task's rows at stride `hidden`, written by no
             // other task
@@ -893,7 +865,7 @@ mod tests {
     }
 
     /// Every attention path this CPU runs for heads `head_dim` wide, named: what
-    /// [`HeadPaths::here`] picks, loops and gemm (off tiles), and the blocks at every length at
+    /// [`HeadPaths::for_order`] picks, loops and gemm (off tiles), and the blocks at every length at
     /// each width the CPU has (a line says when the 512-bit ones cannot run).
     fn runnable_paths(head_dim: usize) -> Vec<(&'static str, HeadPaths)> {
         let no_blocks = HeadPaths {
@@ -903,8 +875,14 @@ mod tests {
         };
         #[allow(unused_mut)]
         let mut paths = vec![
-            ("here", HeadPaths::here(head_dim)),
-            ("fixed order", HeadPaths::in_fixed_order(head_dim)),
+            (
+                "here",
+                HeadPaths::for_order(head_dim, AttentionOrder::Fastest),
+            ),
+            (
+                "fixed order",
+                HeadPaths::for_order(head_dim, AttentionOrder::Fixed),
+            ),
             ("loops and gemm", no_blocks),
         ];
         #[cfg(target_arch = "x86_64")]
@@ -928,7 +906,7 @@ mod tests {
     }
 
     /// Every path this CPU can run (the blocks at every length, loops and gemm, and what
-    /// [`HeadPaths::here`] picks) against the f64 reference, on lengths around the blocks'
+    /// [`HeadPaths::for_order`] picks) against the f64 reference, on lengths around the blocks'
     /// six rows and sixteen keys and the loops' limit, heads of one to eight vectors.
     #[test]
     fn every_attention_path_here_matches_a_double_precision_reference() {
